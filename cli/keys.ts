@@ -1,0 +1,44 @@
+// `credgate keys`: reprint the bootstrap keys by reading the data dir (works while the server runs).
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { Command } from "commander";
+import { loadConfig } from "../src/config.ts";
+import { openCore } from "../src/server.ts";
+import { DB_FILE } from "../src/store/open.ts";
+import { fail } from "./fail.ts";
+
+export function registerKeys(program: Command): void {
+  program
+    .command("keys")
+    .description("print the bootstrap API keys and the default agent token")
+    .option("--data-dir <dir>", "data directory (CREDGATE_DATA_DIR, default ./credgate-data)")
+    .option("--json", "print one JSON object")
+    .action((flags: { dataDir?: string; json?: boolean }) => {
+      try {
+        const config = loadConfig({ dataDir: flags.dataDir });
+        if (!existsSync(join(config.dataDir, DB_FILE))) {
+          throw new Error(`no credgate data in ${config.dataDir}; run "credgate serve --data-dir ${config.dataDir}" first`);
+        }
+        const core = openCore(config);
+        const b = core.bootstrap;
+        core.db.$client.close();
+        if (flags.json) {
+          const out = { projectApiKey: b.projectApiKey, orgApiKey: b.orgApiKey, projectId: b.projectId, organizationId: b.organizationId, defaultAgentToken: b.defaultAgentToken };
+          process.stdout.write(JSON.stringify(out) + "\n");
+          return;
+        }
+        process.stdout.write(
+          [
+            `Organization ID:       ${b.organizationId}`,
+            `Project ID:            ${b.projectId}`,
+            `Project API key:       ${b.projectApiKey}`,
+            `Organization API key:  ${b.orgApiKey}`,
+            `Default agent token:   ${b.defaultAgentToken}`,
+            "",
+          ].join("\n"),
+        );
+      } catch (err) {
+        fail(err);
+      }
+    });
+}

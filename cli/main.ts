@@ -1,0 +1,16 @@
+#!/usr/bin/env bun
+// Entry of the credgate executable: one commander program, one file per command group.
+import { Command } from "commander";
+import { VERSION } from "../src/version.ts";
+import { registerKeys } from "./keys.ts";
+import { registerServe } from "./serve.ts";
+
+const program = new Command()
+  .name("credgate")
+  .description("Credential-injection gateway for AI agents")
+  .version(VERSION, "-v, --version", "print the version");
+
+registerServe(program);
+registerKeys(program);
+
+await program.parseAsync(process.argv);

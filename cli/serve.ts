@@ -1,0 +1,62 @@
+// `credgate [serve]`: start the API and the gateway on one data dir; print the keys on first start.
+import type { Command } from "commander";
+import { loadConfig, type ConfigFlags } from "../src/config.ts";
+import { log } from "../src/log.ts";
+import { startServer } from "../src/server.ts";
+import type { BootstrapInfo } from "../src/services/bootstrap.ts";
+import type { Config } from "../src/config.ts";
+import { VERSION } from "../src/version.ts";
+import { fail } from "./fail.ts";
+
+export function firstStartBanner(config: Config, info: BootstrapInfo): string {
+  const gatewayHost = new URL(config.gatewayUrl).host;
+  return [
+    "",
+    `credgate ${VERSION} — first start: created "Default Organization", "Default Project" and the Default Agent.`,
+    "These keys are shown once; reprint them with: credgate keys --data-dir " + config.dataDir,
+    "",
+    `  Project API key:       ${info.projectApiKey}`,
+    `  Organization API key:  ${info.orgApiKey}`,
+    `  Default agent token:   ${info.defaultAgentToken}`,
+    "",
+    "Send an agent through the gateway:",
+    `  curl -s ${config.gatewayUrl}/v1/gateway/ca -o credgate-ca.pem`,
+    `  export HTTPS_PROXY=http://x:${info.defaultAgentToken}@${gatewayHost}`,
+    "  export NODE_EXTRA_CA_CERTS=$PWD/credgate-ca.pem SSL_CERT_FILE=$PWD/credgate-ca.pem",
+    `Manage secrets and agents: ${config.publicUrl}/v1 with "Authorization: Bearer <project API key>"`,
+    "",
+  ].join("\n");
+}
+
+export function registerServe(program: Command): void {
+  program
+    .command("serve", { isDefault: true })
+    .description("run the API (default port 10254) and the gateway (default port 10255)")
+    .option("--data-dir <dir>", "data directory (CREDGATE_DATA_DIR, default ./credgate-data)")
+    .option("--port <port>", "API port (CREDGATE_PORT, default 10254)")
+    .option("--gateway-port <port>", "gateway port (CREDGATE_GATEWAY_PORT, default 10255)")
+    .option("--host <address>", "bind address (CREDGATE_HOST, default 0.0.0.0)")
+    .option("--mode <mode>", "self-hosted or cloud (CREDGATE_MODE)")
+    .action(async (flags: ConfigFlags) => {
+      let server;
+      try {
+        const config = loadConfig(flags);
+        server = await startServer(config);
+        if (server.core.bootstrap.created) process.stdout.write(firstStartBanner(config, server.core.bootstrap) + "\n");
+        log.info("credgate started", { version: VERSION, mode: config.mode, apiPort: server.apiPort, dataDir: config.dataDir });
+      } catch (err) {
+        fail(err);
+      }
+      const running = server;
+      let stopping = false;
+      const shutdown = async (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        log.info("credgate stopping", { signal });
+        await running.stop();
+        process.exit(0);
+      };
+      process.on("SIGTERM", () => void shutdown("SIGTERM"));
+      process.on("SIGINT", () => void shutdown("SIGINT"));
+    });
+}

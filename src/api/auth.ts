@@ -1,0 +1,134 @@
+// Who is calling and in which context (CONTRACT §1.2–1.4): bearer key or session cookie → Principal, then
+// the route's context marker (P, P*, O, Pt) and role gate → RequestContext. Every failure is an ApiError.
+import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
+import { apiKeyKind } from "../core/ids.ts";
+import type { Role } from "../store/schema.ts";
+import type { Services } from "../services/index.ts";
+import { SESSION_COOKIE } from "../services/sessions.ts";
+
+export type Access = "P" | "P*" | "O" | "Pt" | "none";
+export type RoleGate = "any" | "admin" | "owner";
+
+export type Principal =
+  | { via: "project_key"; keyId: string; userId: string; organizationId: string; projectId: string }
+  | { via: "org_key"; keyId: string; userId: string; organizationId: string }
+  | { via: "partner_key"; keyId: string; partnerId: string }
+  | { via: "session"; sessionId: string; userId: string };
+
+export interface RequestContext {
+  principal: Principal;
+  /** The acting user (null for a partner key). */
+  userId: string | null;
+  organizationId: string;
+  /** Set for project-context routes (P, P*). */
+  projectId: string;
+  role: Role;
+}
+
+const RANK: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
+
+export function cookieValue(header: string | null, name: string): string | null {
+  if (!header) return null;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return null;
+}
+
+/** Step 1–4 of §1.2: the bearer header (no fallback to the cookie), else the session cookie, else 401. */
+export function authenticate(services: Services, headers: Headers): Principal {
+  const authorization = headers.get("authorization");
+  if (authorization !== null) {
+    const m = /^bearer\s+(.+)$/i.exec(authorization.trim());
+    if (!m) throw unauthorized();
+    return authenticateKey(services, m[1]!.trim());
+  }
+  const cookie = cookieValue(headers.get("cookie"), SESSION_COOKIE);
+  if (cookie) {
+    const session = services.sessions.resolve(cookie);
+    if (session) return { via: "session", sessionId: session.id, userId: session.userId };
+  }
+  throw unauthorized();
+}
+
+export function authenticateKey(services: Services, token: string): Principal {
+  const kind = apiKeyKind(token);
+  const key = kind ? services.apiKeys.findByToken(token) : undefined;
+  if (!key || key.kind !== kind) throw unauthorized();
+  if (kind === "partner") {
+    if (!key.partnerId) throw unauthorized();
+    return { via: "partner_key", keyId: key.id, partnerId: key.partnerId };
+  }
+  if (!key.userId || !key.organizationId) throw unauthorized();
+  const role = services.orgs.activeRole(key.organizationId, key.userId);
+  if (kind === "project") {
+    // Holder check: the project still exists (keys cascade with it) and its holder is an active member.
+    if (!key.projectId || role === null) throw unauthorized();
+    return { via: "project_key", keyId: key.id, userId: key.userId, organizationId: key.organizationId, projectId: key.projectId };
+  }
+  // Org keys act with the holder's current role; a demotion below admin kills the key.
+  if (role === null || RANK[role] < RANK.admin) throw unauthorized();
+  return { via: "org_key", keyId: key.id, userId: key.userId, organizationId: key.organizationId };
+}
+
+function sessionOrganization(services: Services, userId: string, headers: Headers): { organizationId: string; role: Role } {
+  const orgs = services.orgs.membershipsOf(userId);
+  const wanted = headers.get("x-organization-id")?.trim();
+  if (wanted) {
+    const m = orgs.find((o) => o.organizationId === wanted);
+    if (!m) throw forbidden("Not a member of this organization");
+    return { organizationId: m.organizationId, role: m.role };
+  }
+  const first = orgs[0];
+  if (!first) throw unauthorized();
+  return { organizationId: first.organizationId, role: first.role };
+}
+
+function projectContext(services: Services, principal: Principal, headers: Headers, star: boolean): { organizationId: string; projectId: string; role: Role } {
+  const header = headers.get("x-project-id")?.trim() || null;
+  switch (principal.via) {
+    case "project_key":
+      return { organizationId: principal.organizationId, projectId: principal.projectId, role: services.orgs.activeRole(principal.organizationId, principal.userId)! };
+    case "org_key": {
+      if (!header) throw star ? ApiError.envelope(400, "X-Project-Id header is required") : unauthorized();
+      const project = services.orgs.getProject(header);
+      if (!project || project.organizationId !== principal.organizationId) throw unauthorized();
+      return { organizationId: project.organizationId, projectId: project.id, role: services.orgs.activeRole(principal.organizationId, principal.userId)! };
+    }
+    case "session": {
+      if (header) {
+        const project = services.orgs.getProject(header);
+        const role = project ? services.orgs.activeRole(project.organizationId, principal.userId) : null;
+        if (!project || role === null) throw unauthorized();
+        return { organizationId: project.organizationId, projectId: project.id, role };
+      }
+      const { organizationId, role } = sessionOrganization(services, principal.userId, headers);
+      const project = services.orgs.firstProject(organizationId);
+      if (!project) throw unauthorized();
+      return { organizationId, projectId: project.id, role };
+    }
+    case "partner_key":
+      throw unauthorized();
+  }
+}
+
+function organizationContext(services: Services, principal: Principal, headers: Headers): { organizationId: string; role: Role } {
+  switch (principal.via) {
+    case "project_key":
+    case "org_key":
+      return { organizationId: principal.organizationId, role: services.orgs.activeRole(principal.organizationId, principal.userId)! };
+    case "session":
+      return sessionOrganization(services, principal.userId, headers);
+    case "partner_key":
+      throw unauthorized();
+  }
+}
+
+/** Resolves the route's context and enforces its role gate. */
+export function resolveContext(services: Services, principal: Principal, headers: Headers, access: Exclude<Access, "none" | "Pt">, gate: RoleGate): RequestContext {
+  const userId = principal.via === "partner_key" ? null : principal.userId;
+  const c = access === "O" ? { ...organizationContext(services, principal, headers), projectId: "" } : projectContext(services, principal, headers, access === "P*");
+  if (gate !== "any" && RANK[c.role] < RANK[gate]) throw forbidden();
+  return { principal, userId, ...c };
+}

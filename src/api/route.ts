@@ -1,0 +1,101 @@
+// A route is data: method, path, access marker, role gate, body schema and a short handler. `runRoute`
+// applies the steps every route shares, in order: authenticate → context and role → cross-site check →
+// read and validate the body → handler → response.
+import type { TSchema, Static } from "@sinclair/typebox";
+import { ApiError, forbidden } from "../core/errors.ts";
+import type { Mode } from "../config.ts";
+import type { Services } from "../services/index.ts";
+import { authenticate, resolveContext, type Access, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
+import { readJsonBody } from "./body.ts";
+import { errorResponse, json } from "./errors.ts";
+import { validate } from "./validate.ts";
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export interface HandlerInput<B> {
+  services: Services;
+  request: Request;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  body: B;
+  /** Null only on `none` routes. */
+  ctx: RequestContext;
+  principal: Principal | null;
+}
+
+/** A non-200 result: `created(x)` → 201, `noContent()` → 204. A Response is returned untouched. */
+export class Result {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    readonly headers: Record<string, string> = {},
+  ) {}
+}
+export const created = (body: unknown): Result => new Result(201, body);
+export const noContent = (): Result => new Result(204, null);
+
+export interface RouteDef<S extends TSchema | undefined = TSchema | undefined> {
+  method: Method;
+  /** Path below the version prefix, Elysia syntax (`/agents/:agentId`). */
+  path: string;
+  access: Access;
+  role?: RoleGate;
+  /** Deployments that serve the route; elsewhere it does not exist (404 before auth, CONTRACT §0.1). */
+  modes?: Mode[];
+  body?: S;
+  /** The failure for an absent or `{}` body (e.g. PATCH's `No fields to update`). */
+  emptyBody?: ApiError;
+  handler: (input: HandlerInput<S extends TSchema ? Static<S> : undefined>) => unknown | Promise<unknown>;
+}
+
+export function route<S extends TSchema | undefined = undefined>(def: RouteDef<S>): RouteDef {
+  return def as unknown as RouteDef;
+}
+
+function hasRequiredFields(schema: TSchema): boolean {
+  return Array.isArray(schema.required) && schema.required.length > 0;
+}
+
+async function readBody(def: RouteDef, request: Request): Promise<unknown> {
+  if (!def.body) return undefined;
+  const raw = await readJsonBody(request);
+  const empty = raw === undefined || (typeof raw === "object" && raw !== null && !Array.isArray(raw) && Object.keys(raw).length === 0);
+  if (empty && def.emptyBody) throw def.emptyBody;
+  const value = raw === undefined && !hasRequiredFields(def.body) ? {} : raw;
+  const result = validate(def.body, value);
+  if (!result.ok) throw typeof result.message === "string" ? ApiError.flat(400, result.message) : result.message;
+  return result.value;
+}
+
+const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+export async function runRoute(def: RouteDef, services: Services, request: Request, params: Record<string, string>): Promise<Response> {
+  try {
+    let principal: Principal | null = null;
+    let ctx: RequestContext | null = null;
+    if (def.access !== "none") {
+      principal = authenticate(services, request.headers);
+      if (def.access === "Pt") throw ApiError.envelope(401, "Invalid API key or token.");
+      ctx = resolveContext(services, principal, request.headers, def.access, def.role ?? "any");
+      const origin = request.headers.get("origin");
+      if (principal.via === "session" && MUTATING.has(request.method) && origin && origin !== services.deps.config.publicUrl) {
+        throw forbidden("Cross-site request rejected");
+      }
+    }
+    const body = await readBody(def, request);
+    const out = await def.handler({
+      services,
+      request,
+      params,
+      query: new URL(request.url).searchParams,
+      body: body as never,
+      ctx: ctx as RequestContext,
+      principal,
+    });
+    if (out instanceof Response) return out;
+    if (out instanceof Result) return out.status === 204 ? new Response(null, { status: 204, headers: out.headers }) : json(out.body, out.status, out.headers);
+    return json(out);
+  } catch (err) {
+    return errorResponse(err, request);
+  }
+}

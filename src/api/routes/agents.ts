@@ -1,0 +1,94 @@
+// Agents (CONTRACT §5.1 without grants): CRUD, default agent, token regeneration. All P·any.
+import { t } from "elysia";
+import { ApiError } from "../../core/errors.ts";
+import { created, noContent, route, type RouteDef } from "../route.ts";
+
+export const IDENTIFIER_MESSAGE =
+  "Identifier must be 1-50 characters, start with a letter or number, and contain only lowercase letters, numbers, and hyphens";
+
+const agentMode = t.Union([t.Literal("all"), t.Literal("grants")]);
+
+export const CreateAgentBody = t.Object({
+  name: t.String({ minLength: 1, maxLength: 255, trim: true }),
+  identifier: t.String({ pattern: "^[a-z0-9][a-z0-9-]{0,49}$", error: IDENTIFIER_MESSAGE }),
+  mode: t.Optional(agentMode),
+  parentIdentifier: t.Optional(t.Unknown()),
+});
+
+export const UpdateAgentBody = t.Object({
+  name: t.Optional(t.String({ minLength: 1, maxLength: 255, trim: true })),
+  mode: t.Optional(agentMode),
+});
+
+const noFields = ApiError.flat(400, "No fields to update");
+
+export const agentsRoutes: RouteDef[] = [
+  route({
+    method: "GET",
+    path: "/agents",
+    access: "P",
+    handler: ({ services, ctx }) => services.agents.list(ctx.projectId),
+  }),
+  route({
+    method: "POST",
+    path: "/agents",
+    access: "P",
+    body: CreateAgentBody,
+    handler: ({ services, ctx, body }) => {
+      const row = services.agents.create(ctx.projectId, { name: body.name, identifier: body.identifier, mode: body.mode ?? "grants" });
+      return created({ id: row.id, name: row.name, identifier: row.identifier, mode: row.mode, isDefault: row.isDefault, createdAt: row.createdAt });
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/agents/default",
+    access: "P",
+    handler: ({ services, ctx }) => {
+      const row = services.agents.findDefault(ctx.projectId);
+      if (!row) throw ApiError.flat(404, "No default agent found");
+      return services.agents.view(row, true);
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/agents/:agentId",
+    access: "P",
+    handler: ({ services, ctx, params }) => services.agents.view(services.agents.get(ctx.projectId, params.agentId!), false),
+  }),
+  route({
+    method: "PATCH",
+    path: "/agents/:agentId",
+    access: "P",
+    body: UpdateAgentBody,
+    emptyBody: noFields,
+    handler: ({ services, ctx, params, body }) => {
+      const patch = { ...(body.name !== undefined && { name: body.name }), ...(body.mode !== undefined && { mode: body.mode }) };
+      if (Object.keys(patch).length === 0) throw noFields;
+      return services.agents.view(services.agents.update(ctx.projectId, params.agentId!, patch), false);
+    },
+  }),
+  route({
+    method: "DELETE",
+    path: "/agents/:agentId",
+    access: "P",
+    handler: ({ services, ctx, params }) => {
+      services.agents.delete(ctx.projectId, params.agentId!);
+      return noContent();
+    },
+  }),
+  route({
+    method: "POST",
+    path: "/agents/:agentId/set-default",
+    access: "P",
+    handler: ({ services, ctx, params }) => {
+      services.agents.setDefault(ctx.projectId, params.agentId!);
+      return { success: true };
+    },
+  }),
+  route({
+    method: "POST",
+    path: "/agents/:agentId/regenerate-token",
+    access: "P",
+    handler: ({ services, ctx, params }) => ({ accessToken: services.agents.regenerateToken(ctx.projectId, params.agentId!) }),
+  }),
+];

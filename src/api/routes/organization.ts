@@ -1,0 +1,59 @@
+// Organization settings and the caller's organization API key (CONTRACT §5.13). O·admin.
+import { t } from "elysia";
+import { notFound } from "../../core/errors.ts";
+import type { Services } from "../../services/index.ts";
+import type { RequestContext } from "../auth.ts";
+import { route, type RouteDef } from "../route.ts";
+
+export const UpdateOrgBody = t.Object({ name: t.String({ minLength: 1, maxLength: 255, trim: true }) });
+
+function organizationView(services: Services, id: string) {
+  const org = services.orgs.getOrganization(id);
+  if (!org) throw notFound("Organization not found");
+  return {
+    id: org.id,
+    name: org.name,
+    slug: org.slug,
+    partnerManaged: org.partnerId !== null,
+    partnerDetached: org.partnerDetached,
+    claimed: org.claimed,
+    createdAt: org.createdAt,
+  };
+}
+
+const orgKeyHolder = (ctx: RequestContext) => ({ kind: "organization" as const, userId: ctx.userId!, organizationId: ctx.organizationId });
+
+export const organizationRoutes: RouteDef[] = [
+  route({
+    method: "GET",
+    path: "/org/settings",
+    access: "O",
+    role: "admin",
+    handler: ({ services, ctx }) => organizationView(services, ctx.organizationId),
+  }),
+  route({
+    method: "PATCH",
+    path: "/org/settings",
+    access: "O",
+    role: "admin",
+    body: UpdateOrgBody,
+    handler: ({ services, ctx, body }) => {
+      services.orgs.rename(ctx.organizationId, body.name);
+      return organizationView(services, ctx.organizationId);
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/org/api-key",
+    access: "O",
+    role: "admin",
+    handler: ({ services, ctx }) => ({ apiKey: services.apiKeys.keyFor(orgKeyHolder(ctx)) }),
+  }),
+  route({
+    method: "POST",
+    path: "/org/api-key/regenerate",
+    access: "O",
+    role: "admin",
+    handler: ({ services, ctx }) => ({ apiKey: services.apiKeys.regenerate(orgKeyHolder(ctx)) }),
+  }),
+];

@@ -1,0 +1,145 @@
+// Secrets: project routes `/secrets` (P·any) and organization routes `/org/secrets` (O·admin), CONTRACT §5.2.
+import { t } from "elysia";
+import { ApiError, badRequest } from "../../core/errors.ts";
+import { hostPatternError, HOST_MESSAGES, pathPatternError } from "../../core/patterns.ts";
+import { INJECTION_REQUIRED_MESSAGE, injectionConfigError, opRefError } from "../../core/secretRules.ts";
+import { NO_FIELDS_MESSAGE, type SecretOwner } from "../../services/secrets.ts";
+import type { RequestContext } from "../auth.ts";
+import { created, noContent, route, type RouteDef } from "../route.ts";
+
+type Body = Record<string, unknown>;
+const isInline = (b: Body) => (b.valueSource ?? "inline") === "inline";
+const isVault = (b: Body) => b.valueSource === "external_vault";
+
+const secretType = t.Union([t.Literal("llm_a"), t.Literal("llm_b"), t.Literal("generic")]);
+const valueSource = t.Union([t.Literal("inline"), t.Literal("external_vault")]);
+const opDisplay = t.Object({
+  vault: t.Optional(t.String({ maxLength: 255 })),
+  item: t.Optional(t.String({ maxLength: 255 })),
+  field: t.Optional(t.String({ maxLength: 255 })),
+});
+const pathPattern = t.Union([t.String(), t.Null()], { trim: true, refine: (v: string) => pathPatternError(v) });
+
+/** Create body, fields in the order the contract checks them (§5.2). */
+export const CreateSecretBody = t.Object({
+  name: t.String({ minLength: 1, maxLength: 255, trim: true }),
+  type: secretType,
+  valueSource: t.Optional(valueSource),
+  value: t.Optional(
+    t.String({ minLength: 1, maxLength: 10000, trim: true, blankIsAbsent: true, requiredWhen: isInline, skipWhen: (b: Body) => !isInline(b), missing: "value is required" }),
+  ),
+  opRef: t.Optional(
+    t.String({
+      trim: true,
+      blankIsAbsent: true,
+      requiredWhen: isVault,
+      skipWhen: (b: Body) => !isVault(b),
+      missing: "opRef is required when valueSource is external_vault",
+      refine: opRefError,
+    }),
+  ),
+  opDisplay: t.Optional(opDisplay),
+  metadata: t.Optional(t.Object({ authMode: t.Optional(t.Union([t.Literal("api-key"), t.Literal("oauth")])) })),
+  hostPattern: t.Optional(
+    t.String({
+      trim: true,
+      blankIsAbsent: true,
+      requiredWhen: (b: Body) => b.type === "generic",
+      missing: HOST_MESSAGES.required,
+      refine: (v: string) => hostPatternError(v),
+    }),
+  ),
+  pathPattern: t.Optional(pathPattern),
+  injectionConfig: t.Optional(
+    t.Unknown({
+      requiredWhen: (b: Body) => b.type === "generic",
+      skipWhen: (b: Body) => b.type !== "generic",
+      missing: badRequest(INJECTION_REQUIRED_MESSAGE),
+      refine: injectionConfigError,
+    }),
+  ),
+});
+
+export const UpdateSecretBody = t.Object({
+  name: t.Optional(t.String({ minLength: 1, maxLength: 255, trim: true })),
+  type: t.Optional(t.Unknown({ refine: () => "type cannot be changed" })),
+  valueSource: t.Optional(valueSource),
+  value: t.Optional(t.String({ minLength: 1, maxLength: 10000, trim: true })),
+  opRef: t.Optional(t.String({ trim: true, refine: opRefError })),
+  opDisplay: t.Optional(opDisplay),
+  hostPattern: t.Optional(t.String({ trim: true, refine: (v: string) => hostPatternError(v) })),
+  pathPattern: t.Optional(pathPattern),
+  injectionConfig: t.Optional(t.Unknown()),
+});
+
+const noFields = ApiError.flat(400, NO_FIELDS_MESSAGE);
+
+function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestContext) => SecretOwner): RouteDef[] {
+  const role = access === "O" ? "admin" : "any";
+  return [
+    route({
+      method: "POST",
+      path: prefix,
+      access,
+      role,
+      body: CreateSecretBody,
+      handler: ({ services, ctx, body }) => created(services.secrets.create(owner(ctx), body as never)),
+    }),
+    route({
+      method: "PATCH",
+      path: `${prefix}/:secretId`,
+      access,
+      role,
+      body: UpdateSecretBody,
+      emptyBody: noFields,
+      handler: ({ services, ctx, params, body }) => {
+        services.secrets.update(owner(ctx), params.secretId!, body as never);
+        return { success: true };
+      },
+    }),
+    route({
+      method: "DELETE",
+      path: `${prefix}/:secretId`,
+      access,
+      role,
+      handler: ({ services, ctx, params }) => {
+        services.secrets.delete(owner(ctx), params.secretId!);
+        return noContent();
+      },
+    }),
+  ];
+}
+
+const projectOwner = (ctx: RequestContext): SecretOwner => ({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId });
+const orgOwner = (ctx: RequestContext): SecretOwner => ({ scope: "organization", organizationId: ctx.organizationId });
+
+export const secretsRoutes: RouteDef[] = [
+  route({
+    method: "GET",
+    path: "/secrets",
+    access: "P",
+    handler: ({ services, ctx }) => services.secrets.listForProject(ctx.projectId, ctx.organizationId),
+  }),
+  route({
+    method: "GET",
+    path: "/secrets/:secretId",
+    access: "P",
+    handler: ({ services, ctx, params }) => services.secrets.getForProject(ctx.projectId, ctx.organizationId, params.secretId!),
+  }),
+  ...secretRoutes("/secrets", "P", projectOwner),
+  route({
+    method: "GET",
+    path: "/org/secrets",
+    access: "O",
+    role: "admin",
+    handler: ({ services, ctx }) => services.secrets.list(orgOwner(ctx)),
+  }),
+  route({
+    method: "GET",
+    path: "/org/secrets/:secretId",
+    access: "O",
+    role: "admin",
+    handler: ({ services, ctx, params }) => services.secrets.view(services.secrets.find(orgOwner(ctx), params.secretId!)),
+  }),
+  ...secretRoutes("/org/secrets", "O", orgOwner),
+];

@@ -1,0 +1,50 @@
+// The calling user (CONTRACT §5.5): profile and personal project API key.
+import { t } from "elysia";
+import { notFound } from "../../core/errors.ts";
+import type { RequestContext } from "../auth.ts";
+import type { Services } from "../../services/index.ts";
+import { route, type RouteDef } from "../route.ts";
+
+export const UpdateUserBody = t.Object({ name: t.String({ minLength: 1, maxLength: 255, trim: true }) });
+
+function currentUser(services: Services, ctx: RequestContext) {
+  const user = ctx.userId ? services.orgs.getUser(ctx.userId) : undefined;
+  if (!user) throw notFound("User not found");
+  return user;
+}
+
+const projectKeyHolder = (ctx: RequestContext) => ({ kind: "project" as const, userId: ctx.userId!, projectId: ctx.projectId, organizationId: ctx.organizationId });
+
+export const userRoutes: RouteDef[] = [
+  route({
+    method: "GET",
+    path: "/user",
+    access: "O",
+    handler: ({ services, ctx }) => {
+      const u = currentUser(services, ctx);
+      return { id: u.id, email: u.email, name: u.name, createdAt: u.createdAt };
+    },
+  }),
+  route({
+    method: "PATCH",
+    path: "/user",
+    access: "O",
+    body: UpdateUserBody,
+    handler: ({ services, ctx, body }) => {
+      const u = services.orgs.updateUserName(currentUser(services, ctx).id, body.name)!;
+      return { id: u.id, email: u.email, name: u.name };
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/user/api-key",
+    access: "P*",
+    handler: ({ services, ctx }) => ({ apiKey: services.apiKeys.keyFor(projectKeyHolder(ctx)) }),
+  }),
+  route({
+    method: "POST",
+    path: "/user/api-key/regenerate",
+    access: "P*",
+    handler: ({ services, ctx }) => ({ apiKey: services.apiKeys.regenerate(projectKeyHolder(ctx)) }),
+  }),
+];

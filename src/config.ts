@@ -1,0 +1,159 @@
+// Every setting of the process (command-line flags + CREDGATE_* environment) becomes one typed,
+// validated Config here. Nothing else in the program reads process.env.
+import { resolve as resolvePath } from "node:path";
+
+export type Mode = "self-hosted" | "cloud";
+
+export interface Config {
+  mode: Mode;
+  dataDir: string;
+  port: number;
+  gatewayPort: number;
+  host: string;
+  publicUrl: string;
+  gatewayUrl: string;
+  containerGatewayHost: string;
+  /** base64 of 32 bytes, or null to use/generate `<dataDir>/master.key`. */
+  masterKey: string | null;
+  databaseUrl: string | null;
+  bootstrapApiKey: string | null;
+  bootstrapOrgApiKey: string | null;
+  opConnectHost: string | null;
+  opConnectToken: string | null;
+  passthroughHosts: string[];
+  upstreamCaFile: string | null;
+  /** curl --resolve entries: "host:port" → address. */
+  resolve: Map<string, string>;
+  upstreamHeaderTimeoutSeconds: number;
+  approvalPollSeconds: number;
+  approvalTimeoutSeconds: number;
+  logRetentionDays: number;
+  pricingFile: string | null;
+  /** OAuth client defaults by provider id, from CREDGATE_OAUTH_<PROVIDER>_CLIENT_ID/_SECRET. */
+  oauthClients: Map<string, { clientId: string; clientSecret: string }>;
+}
+
+/** Flags given on the command line; each wins over its environment variable. */
+export interface ConfigFlags {
+  mode?: string;
+  dataDir?: string;
+  port?: string | number;
+  gatewayPort?: string | number;
+  host?: string;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+export const KEY_FORMATS = {
+  project: /^svc_[0-9a-f]{64}$/,
+  organization: /^svc_org_[0-9a-f]{64}$/,
+} as const;
+
+function nonEmpty(v: string | undefined): string | null {
+  const s = v?.trim();
+  return s ? s : null;
+}
+
+function parsePort(name: string, raw: string | number | undefined, fallback: number): number {
+  if (raw === undefined || raw === "") return fallback;
+  const n = typeof raw === "number" ? raw : Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${name} must be a port number (0-65535), got "${raw}"`);
+  return n;
+}
+
+function parsePositive(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+function parseUrl(name: string, raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute URL, got "${raw}"`);
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  return raw.replace(/\/+$/, "");
+}
+
+/** Parses curl `--resolve` entries: `host:port:addr[,addr…]`, several separated by commas or spaces. */
+export function parseResolve(raw: string | undefined): Map<string, string> {
+  const map = new Map<string, string>();
+  if (!raw) return map;
+  for (const entry of raw.split(/[\s,]+/).filter(Boolean)) {
+    const m = /^(\[[^\]]+\]|[^:]+):(\d+):(.+)$/.exec(entry);
+    if (!m) throw new ConfigError(`CREDGATE_RESOLVE entry "${entry}" must look like host:port:address`);
+    const host = m[1]!.replace(/^\[|\]$/g, "").toLowerCase();
+    const address = m[3]!.replace(/^\[|\]$/g, "");
+    map.set(`${host}:${m[2]}`, address);
+  }
+  return map;
+}
+
+function parseOAuthClients(env: Env): Map<string, { clientId: string; clientSecret: string }> {
+  const map = new Map<string, { clientId: string; clientSecret: string }>();
+  for (const [name, value] of Object.entries(env)) {
+    const m = /^CREDGATE_OAUTH_([A-Z0-9_]+)_CLIENT_ID$/.exec(name);
+    if (!m || !value) continue;
+    const secret = env[`CREDGATE_OAUTH_${m[1]}_CLIENT_SECRET`] ?? "";
+    map.set(m[1]!.toLowerCase().replace(/_/g, "-"), { clientId: value, clientSecret: secret });
+  }
+  return map;
+}
+
+export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Config {
+  const modeRaw = flags.mode ?? env.CREDGATE_MODE ?? "self-hosted";
+  if (modeRaw !== "self-hosted" && modeRaw !== "cloud") {
+    throw new ConfigError(`mode must be "self-hosted" or "cloud", got "${modeRaw}"`);
+  }
+  const port = parsePort("port", flags.port ?? env.CREDGATE_PORT, 10254);
+  const gatewayPort = parsePort("gateway port", flags.gatewayPort ?? env.CREDGATE_GATEWAY_PORT, 10255);
+
+  const masterKey = nonEmpty(env.CREDGATE_MASTER_KEY);
+  if (masterKey !== null && Buffer.from(masterKey, "base64").length !== 32) {
+    throw new ConfigError("CREDGATE_MASTER_KEY must be the base64 encoding of 32 bytes");
+  }
+  const bootstrapApiKey = nonEmpty(env.CREDGATE_BOOTSTRAP_API_KEY);
+  if (bootstrapApiKey !== null && !KEY_FORMATS.project.test(bootstrapApiKey)) {
+    throw new ConfigError("CREDGATE_BOOTSTRAP_API_KEY must be svc_ followed by 64 lowercase hex characters");
+  }
+  const bootstrapOrgApiKey = nonEmpty(env.CREDGATE_BOOTSTRAP_ORG_API_KEY);
+  if (bootstrapOrgApiKey !== null && !KEY_FORMATS.organization.test(bootstrapOrgApiKey)) {
+    throw new ConfigError("CREDGATE_BOOTSTRAP_ORG_API_KEY must be svc_org_ followed by 64 lowercase hex characters");
+  }
+  const databaseUrl = nonEmpty(env.CREDGATE_DATABASE_URL);
+  if (databaseUrl !== null) {
+    throw new ConfigError("CREDGATE_DATABASE_URL (PostgreSQL) is not supported by this build yet; unset it to use the embedded SQLite store");
+  }
+
+  return {
+    mode: modeRaw,
+    dataDir: resolvePath(flags.dataDir ?? env.CREDGATE_DATA_DIR ?? "./credgate-data"),
+    port,
+    gatewayPort,
+    host: flags.host ?? nonEmpty(env.CREDGATE_HOST) ?? "0.0.0.0",
+    publicUrl: parseUrl("CREDGATE_PUBLIC_URL", nonEmpty(env.CREDGATE_PUBLIC_URL) ?? `http://localhost:${port}`),
+    gatewayUrl: parseUrl("CREDGATE_GATEWAY_URL", nonEmpty(env.CREDGATE_GATEWAY_URL) ?? `http://localhost:${gatewayPort}`),
+    containerGatewayHost: nonEmpty(env.CREDGATE_CONTAINER_GATEWAY_HOST) ?? `host.docker.internal:${gatewayPort}`,
+    masterKey,
+    databaseUrl,
+    bootstrapApiKey,
+    bootstrapOrgApiKey,
+    opConnectHost: nonEmpty(env.CREDGATE_OP_CONNECT_HOST),
+    opConnectToken: nonEmpty(env.CREDGATE_OP_CONNECT_TOKEN),
+    passthroughHosts: (env.CREDGATE_PASSTHROUGH_HOSTS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    upstreamCaFile: nonEmpty(env.CREDGATE_UPSTREAM_CA_FILE),
+    resolve: parseResolve(env.CREDGATE_RESOLVE),
+    upstreamHeaderTimeoutSeconds: parsePositive("CREDGATE_UPSTREAM_HEADER_TIMEOUT", env.CREDGATE_UPSTREAM_HEADER_TIMEOUT, 300),
+    approvalPollSeconds: parsePositive("CREDGATE_APPROVAL_POLL_SECONDS", env.CREDGATE_APPROVAL_POLL_SECONDS, 30),
+    approvalTimeoutSeconds: parsePositive("CREDGATE_APPROVAL_TIMEOUT_SECONDS", env.CREDGATE_APPROVAL_TIMEOUT_SECONDS, 180),
+    logRetentionDays: parsePositive("CREDGATE_LOG_RETENTION_DAYS", env.CREDGATE_LOG_RETENTION_DAYS, 30),
+    pricingFile: nonEmpty(env.CREDGATE_PRICING_FILE),
+    oauthClients: parseOAuthClients(env),
+  };
+}

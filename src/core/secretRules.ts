@@ -1,0 +1,147 @@
+// Pure rules about secrets (CONTRACT §3.3, §5.2): injection-config shape, value safety, LLM
+// normalisation, default hosts and the masked preview.
+
+export type SecretTypeName = "llm_a" | "llm_b" | "generic";
+export type AuthMode = "api-key" | "oauth";
+
+export interface InjectionConfigShape {
+  headerName?: string;
+  valueFormat?: string;
+  paramName?: string;
+  paramFormat?: string;
+  pathTemplate?: string;
+  pathRegex?: string;
+  pathReplacement?: string;
+}
+
+export const INJECTION_SHAPE_MESSAGE =
+  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}";
+export const INJECTION_REQUIRED_MESSAGE = "Header name, parameter name, or URL path template is required for generic secrets";
+export const PATH_VALUE_MESSAGE = "Secret value can't contain / ? # % whitespace or control characters when injected into the URL path";
+export const HEADER_VALUE_MESSAGE = "Secret value can't contain line breaks or control characters when injected into a header";
+
+const VARIANTS: { required: string[]; optional: string[] }[] = [
+  { required: ["headerName"], optional: ["valueFormat"] },
+  { required: ["paramName"], optional: ["paramFormat"] },
+  { required: ["pathTemplate"], optional: [] },
+  { required: ["pathRegex", "pathReplacement"], optional: [] },
+];
+
+const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Checks an injectionConfig object; returns the first failure message or null. */
+export function injectionConfigError(raw: unknown): string | null {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return INJECTION_SHAPE_MESSAGE;
+  const cfg = raw as Record<string, unknown>;
+  const keys = Object.keys(cfg);
+  const variant = VARIANTS.find(
+    (v) => v.required.every((k) => k in cfg) && keys.every((k) => v.required.includes(k) || v.optional.includes(k)),
+  );
+  if (!variant || keys.some((k) => typeof cfg[k] !== "string")) return INJECTION_SHAPE_MESSAGE;
+  const c = cfg as InjectionConfigShape;
+  if (c.headerName !== undefined) {
+    if (!HTTP_TOKEN.test(c.headerName)) return "injectionConfig.headerName must be a valid HTTP header name";
+    if (c.valueFormat !== undefined && !c.valueFormat.includes("{value}")) return "valueFormat must contain {value}";
+    if (c.valueFormat !== undefined && CONTROL.test(c.valueFormat)) return "valueFormat must not contain line breaks or control characters";
+  }
+  if (c.paramName !== undefined) {
+    if (c.paramName.trim() === "") return "injectionConfig.paramName is required";
+    if (c.paramFormat !== undefined && !c.paramFormat.includes("{value}")) return "paramFormat must contain {value}";
+  }
+  if (c.pathTemplate !== undefined) {
+    if (!c.pathTemplate.startsWith("/")) return "Path template must start with /";
+    if (c.pathTemplate.split("{value}").length !== 2) return "Path template must contain {value} exactly once";
+  }
+  if (c.pathRegex !== undefined) {
+    try {
+      new RegExp(c.pathRegex);
+    } catch {
+      return "Invalid regular expression";
+    }
+    if (!c.pathReplacement!.includes("{value}")) return "Replacement must include {value} (where the secret goes)";
+  }
+  return null;
+}
+
+/** The stored form of a valid injectionConfig: header and param formats default to `{value}`. */
+export function normalizeInjectionConfig(cfg: InjectionConfigShape): InjectionConfigShape {
+  if (cfg.headerName !== undefined) return { headerName: cfg.headerName, valueFormat: cfg.valueFormat ?? "{value}" };
+  if (cfg.paramName !== undefined) return { paramName: cfg.paramName, paramFormat: cfg.paramFormat ?? "{value}" };
+  if (cfg.pathTemplate !== undefined) return { pathTemplate: cfg.pathTemplate };
+  return { pathRegex: cfg.pathRegex, pathReplacement: cfg.pathReplacement };
+}
+
+export function injectsIntoPath(cfg: InjectionConfigShape | null | undefined): boolean {
+  return !!cfg && (cfg.pathTemplate !== undefined || cfg.pathRegex !== undefined);
+}
+
+/** A value that may be spliced into a URL path: no `/ ? # %`, whitespace or control characters. */
+export function isPathSafeValue(value: string): boolean {
+  return !/[/?#%\s\u0000-\u001f\u007f]/.test(value);
+}
+
+export function isHeaderSafeValue(value: string): boolean {
+  return !CONTROL.test(value);
+}
+
+export const OP_REF_MESSAGE = "opRef must look like op://vault/item/field";
+
+export function opRefError(ref: string): string | null {
+  return /^op:\/\/[^/]+\/[^/]+\/[^/]+$/.test(ref.trim()) && ref.trim().split("/").slice(2).every((s) => s.trim() !== "") ? null : OP_REF_MESSAGE;
+}
+
+export interface NormalizedLlmValue {
+  value: string | null;
+  authMode: AuthMode;
+  accountId?: string;
+}
+
+function parseJsonObject(value: string): Record<string, any> | null {
+  if (!value.trimStart().startsWith("{")) return null;
+  try {
+    const v = JSON.parse(value);
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * LLM normalisation (§5.2). llm_a: `sk-ant-oat…` means OAuth. llm_b: a Codex auth.json with
+ * `tokens.access_token` is OAuth (the access token is what gets stored and injected, with its account id);
+ * `{auth_mode:"apikey", OPENAI_API_KEY}` yields that key. An explicit authMode wins for both types.
+ */
+export function normalizeLlmValue(type: "llm_a" | "llm_b", value: string | null, explicit: AuthMode | undefined): NormalizedLlmValue {
+  if (type === "llm_a") {
+    const detected: AuthMode = value?.startsWith("sk-ant-oat") ? "oauth" : "api-key";
+    return { value, authMode: explicit ?? detected };
+  }
+  const json = value === null ? null : parseJsonObject(value);
+  if (json && typeof json.tokens?.access_token === "string") {
+    const accountId = typeof json.tokens.account_id === "string" ? json.tokens.account_id : undefined;
+    return { value: json.tokens.access_token, authMode: explicit ?? "oauth", ...(accountId ? { accountId } : {}) };
+  }
+  if (json && json.auth_mode === "apikey" && typeof json.OPENAI_API_KEY === "string") {
+    return { value: json.OPENAI_API_KEY, authMode: explicit ?? "api-key" };
+  }
+  return { value, authMode: explicit ?? "api-key" };
+}
+
+export function defaultLlmHost(type: "llm_a" | "llm_b", authMode: AuthMode): string {
+  if (type === "llm_a") return "api.anthropic.com";
+  return authMode === "oauth" ? "chatgpt.com" : "api.openai.com";
+}
+
+export const TYPE_LABELS: Record<SecretTypeName, string> = {
+  llm_a: "Anthropic-compatible API Key",
+  llm_b: "OpenAI-compatible API Key",
+  generic: "Generic Secret",
+};
+
+/** Masked preview: under 16 characters fully masked, else first 4 + mask + last 4. */
+export function previewOf(value: string): string {
+  const mask = "••••••••";
+  return value.length < 16 ? mask : `${value.slice(0, 4)}${mask}${value.slice(-4)}`;
+}

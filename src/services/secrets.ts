@@ -1,0 +1,300 @@
+// Secrets at project, organization and partner level. Values are sealed on write and never returned;
+// the gateway reads them through the snapshot, not through the API.
+import { and, desc, eq, or, type SQL } from "drizzle-orm";
+import { ApiError, badRequest, notFound } from "../core/errors.ts";
+import { newId, nowIso } from "../core/ids.ts";
+import {
+  HEADER_VALUE_MESSAGE,
+  PATH_VALUE_MESSAGE,
+  TYPE_LABELS,
+  defaultLlmHost,
+  injectionConfigError,
+  injectsIntoPath,
+  isHeaderSafeValue,
+  isPathSafeValue,
+  normalizeInjectionConfig,
+  normalizeLlmValue,
+  previewOf,
+  type AuthMode,
+  type InjectionConfigShape,
+} from "../core/secretRules.ts";
+import { secrets, type SecretMetadata, type SecretScope, type SecretType, type ValueSource } from "../store/schema.ts";
+import type { ServiceDeps } from "./deps.ts";
+
+export type SecretRow = typeof secrets.$inferSelect;
+
+/** Where a secret lives: exactly one of project, organization or partner. */
+export type SecretOwner =
+  | { scope: "project"; projectId: string; organizationId: string }
+  | { scope: "organization"; organizationId: string }
+  | { scope: "partner"; partnerId: string };
+
+export interface SecretView {
+  id: string;
+  name: string;
+  type: SecretType;
+  valueSource: ValueSource;
+  opRef: string | null;
+  hostPattern: string;
+  pathPattern: string | null;
+  injectionConfig: InjectionConfigShape | null;
+  metadata: SecretMetadata | null;
+  scope: SecretScope;
+  typeLabel: string;
+  createdAt: string;
+}
+
+export interface SecretCreated {
+  id: string;
+  name: string;
+  type: SecretType;
+  valueSource: ValueSource;
+  opRef: string | null;
+  hostPattern: string;
+  pathPattern: string | null;
+  createdAt: string;
+  preview?: string;
+}
+
+export interface CreateSecretInput {
+  name: string;
+  type: SecretType;
+  valueSource?: ValueSource;
+  value?: string;
+  opRef?: string;
+  opDisplay?: { vault?: string; item?: string; field?: string };
+  metadata?: { authMode?: AuthMode };
+  hostPattern?: string;
+  pathPattern?: string;
+  injectionConfig?: InjectionConfigShape;
+}
+
+export interface UpdateSecretInput {
+  name?: string;
+  valueSource?: ValueSource;
+  value?: string;
+  opRef?: string;
+  opDisplay?: { vault?: string; item?: string; field?: string };
+  hostPattern?: string;
+  pathPattern?: string | null;
+  injectionConfig?: InjectionConfigShape;
+}
+
+export const SECRET_NOT_FOUND = "Secret not found";
+export const VAULT_SCOPE_MESSAGE = "External vault is only available for project-scoped secrets";
+export const VAULT_UNCONFIGURED_MESSAGE = "External vault is not configured on this server";
+export const NO_FIELDS_MESSAGE = "No fields to update";
+
+function blankToNull(s: string | null | undefined): string | null {
+  return s === undefined || s === null || s.trim() === "" ? null : s.trim();
+}
+
+export class SecretService {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  private get db() {
+    return this.deps.db;
+  }
+
+  view(row: SecretRow): SecretView {
+    return {
+      id: row.id,
+      name: row.name,
+      type: row.type,
+      valueSource: row.valueSource,
+      opRef: row.opRef,
+      hostPattern: row.hostPattern,
+      pathPattern: row.pathPattern,
+      injectionConfig: row.injectionConfig,
+      metadata: row.metadata,
+      scope: row.scope,
+      typeLabel: TYPE_LABELS[row.type],
+      createdAt: row.createdAt,
+    };
+  }
+
+  private ownerFilter(owner: SecretOwner): SQL {
+    switch (owner.scope) {
+      case "project":
+        return and(eq(secrets.scope, "project"), eq(secrets.projectId, owner.projectId))!;
+      case "organization":
+        return and(eq(secrets.scope, "organization"), eq(secrets.organizationId, owner.organizationId))!;
+      case "partner":
+        return and(eq(secrets.scope, "partner"), eq(secrets.partnerId, owner.partnerId))!;
+    }
+  }
+
+  /** Rows of one owner, newest first. */
+  rows(owner: SecretOwner): SecretRow[] {
+    return this.db.select().from(secrets).where(this.ownerFilter(owner)).orderBy(desc(secrets.createdAt), desc(secrets.id)).all();
+  }
+
+  list(owner: SecretOwner): SecretView[] {
+    return this.rows(owner).map((r) => this.view(r));
+  }
+
+  /** A project's list: its own secrets plus the organization's, newest first (seed). */
+  listForProject(projectId: string, organizationId: string): SecretView[] {
+    return this.db
+      .select()
+      .from(secrets)
+      .where(
+        or(
+          and(eq(secrets.scope, "project"), eq(secrets.projectId, projectId)),
+          and(eq(secrets.scope, "organization"), eq(secrets.organizationId, organizationId)),
+        ),
+      )
+      .orderBy(desc(secrets.createdAt), desc(secrets.id))
+      .all()
+      .map((r) => this.view(r));
+  }
+
+  /** A secret readable from a project: its own or one of its organization's. */
+  getForProject(projectId: string, organizationId: string, id: string): SecretView {
+    const row = this.db.select().from(secrets).where(eq(secrets.id, id)).get();
+    const visible =
+      row && ((row.scope === "project" && row.projectId === projectId) || (row.scope === "organization" && row.organizationId === organizationId));
+    if (!visible) throw notFound(SECRET_NOT_FOUND);
+    return this.view(row);
+  }
+
+  find(owner: SecretOwner, id: string): SecretRow {
+    const row = this.db.select().from(secrets).where(and(eq(secrets.id, id), this.ownerFilter(owner))).get();
+    if (!row) throw notFound(SECRET_NOT_FOUND);
+    return row;
+  }
+
+  private checkVault(owner: SecretOwner): void {
+    if (owner.scope !== "project") throw badRequest(VAULT_SCOPE_MESSAGE);
+    if (!this.deps.config.opConnectHost) throw badRequest(VAULT_UNCONFIGURED_MESSAGE);
+  }
+
+  /** The value-placement checks: a value spliced into a path or a header must not break it. */
+  private checkValuePlacement(type: SecretType, value: string, cfg: InjectionConfigShape | null): void {
+    if (type === "generic" && injectsIntoPath(cfg)) {
+      if (!isPathSafeValue(value)) throw badRequest(PATH_VALUE_MESSAGE);
+    } else if ((type !== "generic" || cfg?.headerName !== undefined) && !isHeaderSafeValue(value)) {
+      throw badRequest(HEADER_VALUE_MESSAGE);
+    }
+  }
+
+  create(owner: SecretOwner, input: CreateSecretInput): SecretCreated {
+    const valueSource = input.valueSource ?? "inline";
+    if (valueSource === "external_vault") this.checkVault(owner);
+
+    let value = valueSource === "inline" ? input.value! : null;
+    let metadata: SecretMetadata | null = null;
+    let injectionConfig: InjectionConfigShape | null = null;
+    let hostPattern = blankToNull(input.hostPattern);
+    if (input.type === "generic") {
+      injectionConfig = normalizeInjectionConfig(input.injectionConfig!);
+    } else {
+      const llm = normalizeLlmValue(input.type, value, input.metadata?.authMode);
+      value = llm.value;
+      metadata = { authMode: llm.authMode, ...(llm.accountId ? { accountId: llm.accountId } : {}) };
+      hostPattern ??= defaultLlmHost(input.type, llm.authMode);
+    }
+    if (value !== null) this.checkValuePlacement(input.type, value, injectionConfig);
+    if (valueSource === "external_vault" && input.opDisplay) metadata = { ...metadata, opDisplay: input.opDisplay };
+
+    const now = nowIso();
+    const row: SecretRow = {
+      id: newId(),
+      scope: owner.scope,
+      organizationId: owner.scope === "partner" ? null : owner.organizationId,
+      projectId: owner.scope === "project" ? owner.projectId : null,
+      partnerId: owner.scope === "partner" ? owner.partnerId : null,
+      name: input.name,
+      type: input.type,
+      valueSource,
+      valueSealed: value === null ? null : this.deps.sealer.seal(value),
+      opRef: valueSource === "external_vault" ? input.opRef!.trim() : null,
+      hostPattern: hostPattern!,
+      pathPattern: blankToNull(input.pathPattern),
+      injectionConfig,
+      metadata,
+      createdAt: now,
+      updatedAt: now,
+    };
+    this.db.insert(secrets).values(row).run();
+    this.deps.events.emit({ kind: "secret", scope: owner.scope, id: row.id });
+    const created: SecretCreated = {
+      id: row.id,
+      name: row.name,
+      type: row.type,
+      valueSource: row.valueSource,
+      opRef: row.opRef,
+      hostPattern: row.hostPattern,
+      pathPattern: row.pathPattern,
+      createdAt: row.createdAt,
+    };
+    if (value !== null) created.preview = previewOf(value);
+    return created;
+  }
+
+  update(owner: SecretOwner, id: string, input: UpdateSecretInput): void {
+    const row = this.find(owner, id);
+    if (row.type === "generic" && input.injectionConfig !== undefined) {
+      // Validated here because only the stored type says whether it applies (LLM secrets ignore it).
+      const message = injectionConfigError(input.injectionConfig);
+      if (message) throw ApiError.flat(400, message);
+    }
+    const patch: Partial<SecretRow> = {};
+    if (input.name !== undefined) patch.name = input.name;
+
+    let valueSource = row.valueSource;
+    if (input.value !== undefined) valueSource = "inline";
+    else if (input.valueSource !== undefined) valueSource = input.valueSource;
+
+    if (valueSource === "external_vault" && (row.valueSource !== "external_vault" || input.opRef !== undefined)) {
+      this.checkVault(owner);
+      const opRef = input.opRef ?? row.opRef;
+      if (!opRef) throw ApiError.flat(400, "opRef is required when valueSource is external_vault");
+      Object.assign(patch, { valueSource, opRef: opRef.trim(), valueSealed: null });
+      if (row.type !== "generic") patch.metadata = { ...row.metadata, authMode: row.metadata?.authMode ?? "api-key" };
+    }
+    if (input.opDisplay !== undefined && valueSource === "external_vault") {
+      patch.metadata = { ...(patch.metadata ?? row.metadata), opDisplay: input.opDisplay };
+    }
+
+    const injectionConfig =
+      row.type === "generic" && input.injectionConfig !== undefined ? normalizeInjectionConfig(input.injectionConfig) : row.injectionConfig;
+    if (row.type === "generic" && input.injectionConfig !== undefined) patch.injectionConfig = injectionConfig;
+
+    let newValue: string | null = null;
+    if (input.value !== undefined) {
+      newValue = input.value;
+      if (row.type !== "generic") {
+        const llm = normalizeLlmValue(row.type, newValue, undefined);
+        newValue = llm.value;
+        patch.metadata = { authMode: llm.authMode, ...(llm.accountId ? { accountId: llm.accountId } : {}) };
+      }
+      Object.assign(patch, { valueSource: "inline", opRef: null, valueSealed: this.deps.sealer.seal(newValue!) });
+    } else if (valueSource === "inline" && row.valueSource !== "inline") {
+      throw ApiError.flat(400, "value is required");
+    }
+    const effectiveValue = newValue ?? (valueSource === "inline" && row.valueSealed ? this.deps.sealer.open(row.valueSealed) : null);
+    if (effectiveValue !== null && (newValue !== null || patch.injectionConfig !== undefined)) {
+      this.checkValuePlacement(row.type, effectiveValue, injectionConfig);
+    }
+
+    if (input.hostPattern !== undefined) patch.hostPattern = input.hostPattern.trim();
+    if (input.pathPattern !== undefined) patch.pathPattern = blankToNull(input.pathPattern);
+
+    if (Object.keys(patch).length === 0) throw badRequest(NO_FIELDS_MESSAGE);
+    patch.updatedAt = nowIso();
+    this.db.update(secrets).set(patch).where(eq(secrets.id, id)).run();
+    this.deps.events.emit({ kind: "secret", scope: owner.scope, id });
+  }
+
+  delete(owner: SecretOwner, id: string): void {
+    this.find(owner, id);
+    this.db.delete(secrets).where(eq(secrets.id, id)).run();
+    this.deps.events.emit({ kind: "secret", scope: owner.scope, id });
+  }
+
+  /** The plaintext of an inline secret, for the gateway snapshot and migration export only. */
+  openValue(row: SecretRow): string | null {
+    return row.valueSealed === null ? null : this.deps.sealer.open(row.valueSealed);
+  }
+}
