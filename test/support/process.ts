@@ -1,0 +1,117 @@
+// Starts the real `credgate serve` process (source via bun, or the compiled binary when
+// CREDGATE_TEST_BINARY is set) on free ports with its own data dir, and waits until it answers.
+import { spawn, type Subprocess } from "bun";
+import { join } from "node:path";
+import { freePort } from "./ports.ts";
+import { tempDir } from "./tmp.ts";
+
+const ROOT = join(import.meta.dir, "../..");
+
+export function credgateCommand(): string[] {
+  const binary = process.env.CREDGATE_TEST_BINARY;
+  return binary ? [binary] : [process.execPath, join(ROOT, "cli/main.ts")];
+}
+
+export interface Keys {
+  projectApiKey: string;
+  orgApiKey: string;
+  projectId: string;
+  organizationId: string;
+  defaultAgentToken: string;
+}
+
+export interface RunningCredgate {
+  proc: Subprocess<"ignore", "pipe", "pipe">;
+  dataDir: string;
+  apiPort: number;
+  gatewayPort: number;
+  apiUrl: string;
+  gatewayUrl: string;
+  keys: Keys;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** Sends SIGTERM and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number>;
+  api(method: string, path: string, opts?: { key?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers; text: string }>;
+}
+
+export interface StartOptions {
+  dataDir?: string;
+  env?: Record<string, string>;
+  args?: string[];
+  apiPort?: number;
+  gatewayPort?: number;
+}
+
+export async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = spawn([...credgateCommand(), ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, stderr };
+}
+
+export async function startCredgate(opts: StartOptions = {}): Promise<RunningCredgate> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const apiPort = opts.apiPort ?? (await freePort());
+  const gatewayPort = opts.gatewayPort ?? (await freePort());
+  const proc = spawn(
+    [...credgateCommand(), "serve", "--data-dir", dataDir, "--port", String(apiPort), "--gateway-port", String(gatewayPort), "--host", "127.0.0.1", ...(opts.args ?? [])],
+    { env: { ...process.env, ...opts.env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
+  );
+  let out = "";
+  const decoder = new TextDecoder();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) out += decoder.decode(chunk);
+  };
+  void pump(proc.stdout);
+  void pump(proc.stderr);
+
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`credgate exited with ${proc.exitCode} during start:\n${out}`);
+    try {
+      const r = await fetch(`${apiUrl}/v1/health`);
+      if (r.ok) break;
+    } catch {}
+    if (Date.now() > deadline) {
+      proc.kill();
+      throw new Error(`credgate did not answer within 20 s:\n${out}`);
+    }
+    await Bun.sleep(50);
+  }
+  const keysRun = await runCli(["keys", "--data-dir", dataDir, "--json"], opts.env);
+  if (keysRun.code !== 0) throw new Error(`credgate keys failed: ${keysRun.stderr}`);
+  const keys = JSON.parse(keysRun.stdout) as Keys;
+
+  const running: RunningCredgate = {
+    proc,
+    dataDir,
+    apiPort,
+    gatewayPort,
+    apiUrl,
+    gatewayUrl: `http://127.0.0.1:${gatewayPort}`,
+    keys,
+    output: () => out,
+    async stop(signal = "SIGTERM") {
+      if (proc.exitCode === null) proc.kill(signal);
+      return await proc.exited;
+    },
+    async api(method, path, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      const key = o.key === undefined ? keys.projectApiKey : o.key;
+      if (key !== null) headers.authorization = `Bearer ${key}`;
+      const body = o.body === undefined ? undefined : typeof o.body === "string" ? o.body : JSON.stringify(o.body);
+      if (body !== undefined) headers["content-type"] ??= "application/json";
+      const res = await fetch(apiUrl + path, { method, headers, body });
+      const text = await res.text();
+      let parsed: unknown = null;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        parsed = text;
+      }
+      return { status: res.status, body: parsed, headers: res.headers, text };
+    },
+  };
+  return running;
+}
