@@ -1,0 +1,126 @@
+// The shipped artifact: `npm run build` (bun build --compile) produces one self-contained executable that
+// runs from an empty directory — no node_modules, no bun, migrations embedded.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawn, type Subprocess } from "bun";
+import { copyFileSync, existsSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { VERSION } from "../../src/version.ts";
+import { freePort } from "../support/ports.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const ROOT = join(import.meta.dir, "../..");
+const BUN = join(ROOT, "node_modules/.bin/bun");
+
+let binary = "";
+let emptyDir = "";
+/** A minimal environment: no bun, no node_modules on PATH, HOME inside the empty directory. */
+let env: Record<string, string> = {};
+const procs: Subprocess[] = [];
+
+beforeAll(async () => {
+  const buildDir = tempDir("credgate-build-");
+  const build = spawn([BUN, "build", "cli/main.ts", "--compile", "--minify", "--bytecode", "--format=esm", "--outfile", join(buildDir, "credgate")], {
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([new Response(build.stdout).text(), new Response(build.stderr).text(), build.exited]);
+  if (code !== 0) throw new Error(`build failed (${code}):\n${out}\n${err}`);
+  emptyDir = tempDir("credgate-empty-");
+  expect(readdirSync(emptyDir)).toEqual([]);
+  binary = join(emptyDir, "credgate");
+  copyFileSync(join(buildDir, "credgate"), binary);
+  env = { PATH: "/usr/bin:/bin", HOME: emptyDir };
+}, 120_000);
+
+afterAll(async () => {
+  for (const p of procs) if (p.exitCode === null) p.kill("SIGKILL");
+  await Promise.all(procs.map((p) => p.exited));
+});
+
+async function run(args: string[]) {
+  const p = spawn([binary, ...args], { cwd: emptyDir, env, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { stdout, stderr, code };
+}
+
+describe("compiled binary", () => {
+  test("is a single executable file", () => {
+    expect(existsSync(binary)).toBe(true);
+    expect(statSync(binary).mode & 0o111).not.toBe(0);
+    expect(readdirSync(emptyDir)).toEqual(["credgate"]);
+  });
+
+  test("`credgate --version` from an empty directory", async () => {
+    const r = await run(["--version"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(VERSION);
+  });
+
+  test("serves /v1/health and an authenticated /v1/agents; keys --json works", async () => {
+    const dataDir = tempDir();
+    const apiPort = await freePort();
+    const gatewayPort = await freePort();
+    const proc = spawn([binary, "serve", "--data-dir", dataDir, "--port", String(apiPort), "--gateway-port", String(gatewayPort), "--host", "127.0.0.1"], {
+      cwd: emptyDir,
+      env,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    procs.push(proc);
+    let output = "";
+    const decoder = new TextDecoder();
+    void (async () => {
+      for await (const chunk of proc.stdout) output += decoder.decode(chunk);
+    })();
+    void (async () => {
+      for await (const chunk of proc.stderr) output += decoder.decode(chunk);
+    })();
+
+    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    const deadline = Date.now() + 20_000;
+    let health: any = null;
+    while (Date.now() < deadline && proc.exitCode === null) {
+      try {
+        const r = await fetch(`${apiUrl}/v1/health`);
+        if (r.ok) {
+          health = await r.json();
+          break;
+        }
+      } catch {}
+      await Bun.sleep(50);
+    }
+    if (!health) throw new Error(`binary did not answer /v1/health:\n${output}`);
+    expect(health.status).toBe("ok");
+    expect(health.version).toBe(VERSION);
+
+    const keysRun = await run(["keys", "--data-dir", dataDir, "--json"]);
+    expect(keysRun.code).toBe(0);
+    const keys = JSON.parse(keysRun.stdout);
+    expect(keys.projectApiKey).toMatch(/^svc_[0-9a-f]{64}$/);
+    expect(output).toContain(keys.projectApiKey);
+
+    const unauth = await fetch(`${apiUrl}/v1/agents`);
+    expect(unauth.status).toBe(401);
+    expect(await unauth.json()).toEqual({ error: { message: "Invalid API key or token.", type: "authentication_error" } });
+    const agents = await fetch(`${apiUrl}/v1/agents`, { headers: { authorization: `Bearer ${keys.projectApiKey}` } });
+    expect(agents.status).toBe(200);
+    const list = (await agents.json()) as any[];
+    expect(list).toHaveLength(1);
+    expect(list[0]).toMatchObject({ identifier: "default", isDefault: true, accessToken: keys.defaultAgentToken });
+    // A write goes through the embedded migrations' schema.
+    const created = await fetch(`${apiUrl}/v1/secrets`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${keys.projectApiKey}` },
+      body: JSON.stringify({ name: "k", type: "llm_a", value: "sk-ant-api03-binary" }),
+    });
+    expect(created.status).toBe(201);
+
+    proc.kill("SIGTERM");
+    const code = await Promise.race([proc.exited, Bun.sleep(10_000).then(() => "hung")]);
+    expect(code).toBe(0);
+    // Nothing was written next to the binary.
+    expect(readdirSync(emptyDir)).toEqual(["credgate"]);
+  }, 60_000);
+});
