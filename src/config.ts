@@ -1,5 +1,6 @@
 // Every setting of the process (command-line flags + CREDGATE_* environment) becomes one typed,
 // validated Config here. Nothing else in the program reads process.env.
+import { isIP } from "node:net";
 import { resolve as resolvePath } from "node:path";
 
 export type Mode = "self-hosted" | "cloud";
@@ -81,13 +82,19 @@ function parseUrl(name: string, raw: string): string {
   return raw.replace(/\/+$/, "");
 }
 
-/** Parses curl `--resolve` entries: `host:port:addr[,addr…]`, several separated by commas or spaces. */
+/**
+ * Parses curl `--resolve` entries `host:port:addr[,addr…]`, several separated by commas or spaces. A piece
+ * that is only an address is an extra address of the entry before it; like curl, the first one is dialled.
+ */
 export function parseResolve(raw: string | undefined): Map<string, string> {
   const map = new Map<string, string>();
   if (!raw) return map;
+  let previous: string | null = null;
   for (const entry of raw.split(/[\s,]+/).filter(Boolean)) {
-    const m = /^(\[[^\]]+\]|[^:]+):(\d+):(.+)$/.exec(entry);
+    const m = /^(\[[^\]]+\]|[^:\[\]]+):(\d+):(.+)$/.exec(entry);
+    if (!m && previous !== null && isIP(entry.replace(/^\[|\]$/g, ""))) continue;
     if (!m) throw new ConfigError(`CREDGATE_RESOLVE entry "${entry}" must look like host:port:address`);
+    previous = entry;
     const host = m[1]!.replace(/^\[|\]$/g, "").toLowerCase();
     const address = m[3]!.replace(/^\[|\]$/g, "");
     map.set(`${host}:${m[2]}`, address);

@@ -34,6 +34,15 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+export const DRAIN_MS = 9000;
+
+/** Waits for `work`, but no longer than `ms`. */
+export async function drain(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: Timer | undefined;
+  await Promise.race([work, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
+
 export async function startServer(config: Config): Promise<RunningServer> {
   const core = openCore(config);
   const api = createApiApp(core.services);
@@ -52,7 +61,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
     async stop() {
       if (stopped) return;
       stopped = true;
-      await apiServer.stop();
+      // New connections are refused at once; in-flight requests get the drain time, then are cut.
+      await drain(apiServer.stop(), DRAIN_MS);
+      await apiServer.stop(true);
       core.db.$client.close();
     },
   };

@@ -6,7 +6,7 @@ import type { Role } from "../store/schema.ts";
 import type { Services } from "../services/index.ts";
 import { SESSION_COOKIE } from "../services/sessions.ts";
 
-export type Access = "P" | "P*" | "O" | "Pt" | "none";
+export type Access = "P" | "P*" | "O" | "Pt" | "session" | "none";
 export type RoleGate = "any" | "admin" | "owner";
 
 export type Principal =
@@ -126,7 +126,7 @@ function organizationContext(services: Services, principal: Principal, headers: 
 }
 
 /** Resolves the route's context and enforces its role gate. */
-export function resolveContext(services: Services, principal: Principal, headers: Headers, access: Exclude<Access, "none" | "Pt">, gate: RoleGate): RequestContext {
+export function resolveContext(services: Services, principal: Principal, headers: Headers, access: "P" | "P*" | "O", gate: RoleGate): RequestContext {
   const userId = principal.via === "partner_key" ? null : principal.userId;
   const c = access === "O" ? { ...organizationContext(services, principal, headers), projectId: "" } : projectContext(services, principal, headers, access === "P*");
   if (gate !== "any" && RANK[c.role] < RANK[gate]) throw forbidden();

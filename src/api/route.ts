@@ -2,7 +2,7 @@
 // applies the steps every route shares, in order: authenticate → context and role → cross-site check →
 // read and validate the body → handler → response.
 import type { TSchema, Static } from "@sinclair/typebox";
-import { ApiError, forbidden } from "../core/errors.ts";
+import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
 import type { Mode } from "../config.ts";
 import type { Services } from "../services/index.ts";
 import { authenticate, resolveContext, type Access, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
@@ -18,7 +18,7 @@ export interface HandlerInput<B> {
   params: Record<string, string>;
   query: URLSearchParams;
   body: B;
-  /** Null only on `none` routes. */
+  /** Null on `none` and `session` routes. */
   ctx: RequestContext;
   principal: Principal | null;
 }
@@ -75,8 +75,12 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
     let ctx: RequestContext | null = null;
     if (def.access !== "none") {
       principal = authenticate(services, request.headers);
-      if (def.access === "Pt") throw ApiError.envelope(401, "Invalid API key or token.");
-      ctx = resolveContext(services, principal, request.headers, def.access, def.role ?? "any");
+      if (def.access === "Pt") throw unauthorized();
+      if (def.access === "session") {
+        if (principal.via !== "session") throw unauthorized();
+      } else {
+        ctx = resolveContext(services, principal, request.headers, def.access, def.role ?? "any");
+      }
       const origin = request.headers.get("origin");
       if (principal.via === "session" && MUTATING.has(request.method) && origin && origin !== services.deps.config.publicUrl) {
         throw forbidden("Cross-site request rejected");

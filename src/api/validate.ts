@@ -130,7 +130,8 @@ function checkShape(schema: TSchema, value: unknown, path: string): Check {
       }
       const { minimum: min, maximum: max } = schema as { minimum?: number; maximum?: number };
       if ((min !== undefined && value < min) || (max !== undefined && value > max)) {
-        return { ok: false, message: `${path} must be between ${min ?? Number.MIN_SAFE_INTEGER} and ${max ?? Number.MAX_SAFE_INTEGER}` };
+        if (min !== undefined && max !== undefined) return { ok: false, message: `${path} must be between ${min} and ${max}` };
+        return { ok: false, message: min !== undefined ? `${path} must be at least ${min}` : `${path} must be at most ${max}` };
       }
       return { ok: true, value };
     }
@@ -140,7 +141,8 @@ function checkShape(schema: TSchema, value: unknown, path: string): Check {
       if (!Array.isArray(value)) return { ok: false, message: `${path} must be an array` };
       const { minItems: min, maxItems: max } = schema as { minItems?: number; maxItems?: number };
       if ((min !== undefined && value.length < min) || (max !== undefined && value.length > max)) {
-        return { ok: false, message: `${path} must have ${min ?? 0}-${max ?? "any number of"} items` };
+        if (min !== undefined && max !== undefined) return { ok: false, message: `${path} must have ${min}-${max} items` };
+        return { ok: false, message: min !== undefined ? `${path} must have at least ${min} items` : `${path} must have at most ${max} items` };
       }
       const out: unknown[] = [];
       for (let i = 0; i < value.length; i++) {

@@ -5,7 +5,7 @@ import { ApiError, AUTH_FAILED, unauthorized } from "../../core/errors.ts";
 import { tokenHash } from "../../crypto/hash.ts";
 import type { Services } from "../../services/index.ts";
 import { SESSION_COOKIE, SESSION_LIFETIME_MS } from "../../services/sessions.ts";
-import { authenticate, authenticateKey } from "../auth.ts";
+import { authenticateKey } from "../auth.ts";
 import { json } from "../errors.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
 
@@ -77,10 +77,9 @@ export const authRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/auth/logout",
-    access: "none",
-    handler: ({ services, request }) => {
-      const principal = authenticate(services, request.headers);
-      if (principal.via !== "session") throw unauthorized();
+    access: "session",
+    handler: ({ services, principal }) => {
+      if (principal?.via !== "session") throw unauthorized();
       services.sessions.revoke(principal.sessionId);
       const r = noContent();
       r.headers["set-cookie"] = sessionCookie(services, "", 0);
@@ -90,10 +89,9 @@ export const authRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/auth/session",
-    access: "none",
-    handler: ({ services, request }) => {
-      const principal = authenticate(services, request.headers);
-      if (principal.via !== "session") throw unauthorized();
+    access: "session",
+    handler: ({ services, principal }) => {
+      if (principal?.via !== "session") throw unauthorized();
       const organizations = services.orgs.membershipsOf(principal.userId).map((m) => ({ id: m.organizationId, name: m.name, role: m.role }));
       return { user: userView(services, principal.userId), organizations, partner: null };
     },
