@@ -43,7 +43,7 @@ export function registerServe(program: Command): void {
         const config = loadConfig(flags);
         server = await startServer(config);
         if (server.core.bootstrap.created) process.stdout.write(firstStartBanner(config, server.core.bootstrap) + "\n");
-        log.info("credgate started", { version: VERSION, mode: config.mode, apiPort: server.apiPort, dataDir: config.dataDir });
+        log.info("credgate started", { version: VERSION, mode: config.mode, apiPort: server.apiPort, gatewayPort: server.gatewayPort, dataDir: config.dataDir });
       } catch (err) {
         fail(err);
       }

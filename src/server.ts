@@ -9,6 +9,9 @@ import { openStore, type Db } from "./store/open.ts";
 import { createServices, type Services } from "./services/index.ts";
 import { bootstrap, type BootstrapInfo } from "./services/bootstrap.ts";
 import { createApiApp, type ApiApp } from "./api/app.ts";
+import { gatewayRoutes } from "./api/routes/gateway.ts";
+import { CertificateAuthority } from "./crypto/ca.ts";
+import { Gateway } from "./gateway/index.ts";
 
 export interface Core {
   config: Config;
@@ -31,6 +34,8 @@ export interface RunningServer {
   core: Core;
   api: ApiApp;
   apiPort: number;
+  gateway: Gateway;
+  gatewayPort: number;
   stop(): Promise<void>;
 }
 
@@ -45,25 +50,43 @@ export async function drain(work: Promise<unknown>, ms: number): Promise<void> {
 
 export async function startServer(config: Config): Promise<RunningServer> {
   const core = openCore(config);
-  const api = createApiApp(core.services);
+  const ca = await CertificateAuthority.loadOrCreate(config.dataDir);
+  const api = createApiApp(core.services, gatewayRoutes(ca.certPem));
   let apiServer: Server<undefined>;
   try {
-    apiServer = Bun.serve({ hostname: config.host, port: config.port, reusePort: false, fetch: (req) => api.handle(req) });
+    // idleTimeout: long-polls (approvals) hold a request open for up to a minute.
+    apiServer = Bun.serve({ hostname: config.host, port: config.port, reusePort: false, idleTimeout: 255, fetch: (req) => api.handle(req) });
   } catch (err) {
     core.db.$client.close();
     throw new Error(`cannot listen on ${config.host}:${config.port} (API): ${(err as Error).message}`);
   }
+  const gateway = new Gateway(config, core.services, ca, api);
+  let gatewayPort: number;
+  try {
+    gatewayPort = await gateway.listen(config.host, config.gatewayPort);
+  } catch (err) {
+    await apiServer.stop(true);
+    await gateway.stop(async () => {});
+    core.db.$client.close();
+    throw new Error(`cannot listen on ${config.host}:${config.gatewayPort} (gateway): ${(err as Error).message}`);
+  }
+  core.services.requestLogs.start();
   let stopped = false;
   return {
     core,
     api,
     apiPort: apiServer.port!,
+    gateway,
+    gatewayPort,
     async stop() {
       if (stopped) return;
       stopped = true;
-      // New connections are refused at once; in-flight requests get the drain time, then are cut.
-      await drain(apiServer.stop(), DRAIN_MS);
+      // New connections are refused at once; in-flight requests share one drain period, then are cut.
+      const deadline = Date.now() + DRAIN_MS;
+      const untilDeadline = (work: Promise<unknown>) => drain(work, Math.max(0, deadline - Date.now()));
+      await Promise.all([untilDeadline(apiServer.stop()), gateway.stop(untilDeadline)]);
       await apiServer.stop(true);
+      core.services.requestLogs.stop();
       core.db.$client.close();
     },
   };

@@ -7,6 +7,7 @@ import { errorResponse, unknownRoute } from "./errors.ts";
 import { runRoute, type RouteDef } from "./route.ts";
 import { agentsRoutes } from "./routes/agents.ts";
 import { authRoutes } from "./routes/auth.ts";
+import { logsRoutes } from "./routes/logs.ts";
 import { organizationRoutes } from "./routes/organization.ts";
 import { secretsRoutes } from "./routes/secrets.ts";
 import { userRoutes } from "./routes/user.ts";
@@ -15,7 +16,7 @@ import { utilityRoutes } from "./routes/utility.ts";
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes];
 }
 
 export type ApiApp = { handle(request: Request): Promise<Response> };

@@ -2,7 +2,7 @@
 import { and, desc, eq } from "drizzle-orm";
 import { ApiError, badRequest, conflict, notFound } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
-import { agents, type AgentMode } from "../store/schema.ts";
+import { agents, projects, type AgentMode } from "../store/schema.ts";
 import { issueCredential } from "./credentials.ts";
 import type { ServiceDeps } from "./deps.ts";
 
@@ -84,6 +84,24 @@ export class AgentService {
     const taken = this.db.select({ id: agents.id }).from(agents).where(and(eq(agents.projectId, projectId), eq(agents.identifier, "default"))).get();
     const identifier = taken ? `default-${newId().slice(0, 8)}` : "default";
     return this.insert(projectId, { name: "Default Agent", identifier, mode: "all", isDefault: true });
+  }
+
+  /** Every agent with its organization: the gateway's token index is built from this. */
+  allWithOrganization(): (AgentRow & { organizationId: string })[] {
+    return this.db
+      .select({ agent: agents, organizationId: projects.organizationId })
+      .from(agents)
+      .innerJoin(projects, eq(projects.id, agents.projectId))
+      .all()
+      .map((r) => ({ ...r.agent, organizationId: r.organizationId }));
+  }
+
+  /** Records gateway activity times in one statement per batch (not per request). */
+  touch(lastSeen: Map<string, string>): void {
+    if (lastSeen.size === 0) return;
+    this.db.transaction((tx) => {
+      for (const [id, at] of lastSeen) tx.update(agents).set({ lastSeenAt: at }).where(eq(agents.id, id)).run();
+    });
   }
 
   find(projectId: string, agentId: string): AgentRow | undefined {

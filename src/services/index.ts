@@ -4,6 +4,8 @@ import { AgentService } from "./agents.ts";
 import { ApiKeyService } from "./apiKeys.ts";
 import { OrganizationService } from "./organizations.ts";
 import { SecretService } from "./secrets.ts";
+import { Outbound } from "./outbound.ts";
+import { RequestLogService } from "./requestLogs.ts";
 import { LoginThrottle, SessionService } from "./sessions.ts";
 
 export interface Services {
@@ -14,16 +16,21 @@ export interface Services {
   loginThrottle: LoginThrottle;
   agents: AgentService;
   secrets: SecretService;
+  requestLogs: RequestLogService;
+  outbound: Outbound;
 }
 
 export function createServices(deps: ServiceDeps): Services {
+  const agents = new AgentService(deps);
   return {
     deps,
     orgs: new OrganizationService(deps),
     apiKeys: new ApiKeyService(deps),
     sessions: new SessionService(deps),
     loginThrottle: new LoginThrottle(),
-    agents: new AgentService(deps),
+    agents,
     secrets: new SecretService(deps),
+    requestLogs: new RequestLogService(deps, agents),
+    outbound: new Outbound(deps.config),
   };
 }

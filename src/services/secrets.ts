@@ -149,6 +149,16 @@ export class SecretService {
       .map((r) => this.view(r));
   }
 
+  /** Every secret that can apply to a project's agents: the project's, its organization's and its partner's. */
+  rowsForGateway(projectId: string, organizationId: string, partnerId: string | null): SecretRow[] {
+    const scopes = [
+      and(eq(secrets.scope, "project"), eq(secrets.projectId, projectId)),
+      and(eq(secrets.scope, "organization"), eq(secrets.organizationId, organizationId)),
+    ];
+    if (partnerId) scopes.push(and(eq(secrets.scope, "partner"), eq(secrets.partnerId, partnerId)));
+    return this.db.select().from(secrets).where(or(...scopes)).all();
+  }
+
   /** A secret readable from a project: its own or one of its organization's. */
   getForProject(projectId: string, organizationId: string, id: string): SecretView {
     const row = this.db.select().from(secrets).where(eq(secrets.id, id)).get();

@@ -1,0 +1,26 @@
+// The two unauthenticated agent-setup reads the gateway port serves too (CONTRACT §5.11): the gateway's
+// CA certificate and its URL.
+import { route, type RouteDef } from "../route.ts";
+
+export function gatewayRoutes(caPem: string): RouteDef[] {
+  return [
+    route({
+      method: "GET",
+      path: "/gateway/ca",
+      access: "none",
+      handler: () =>
+        new Response(caPem, {
+          headers: {
+            "content-type": "application/x-pem-file",
+            "content-disposition": 'attachment; filename="credgate-gateway-ca.pem"',
+          },
+        }),
+    }),
+    route({
+      method: "GET",
+      path: "/gateway-url",
+      access: "none",
+      handler: ({ services }) => ({ url: services.deps.config.gatewayUrl }),
+    }),
+  ];
+}

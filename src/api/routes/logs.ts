@@ -1,0 +1,59 @@
+// Request logs (CONTRACT §5.10): `/logs` for the project (P·any), `/org/logs` across projects (O·admin).
+import { ApiError } from "../../core/errors.ts";
+import { LOG_DECISIONS, type LogQuery } from "../../services/requestLogs.ts";
+import type { RequestContext } from "../auth.ts";
+import { route, type RouteDef } from "../route.ts";
+
+function timestamp(name: string, raw: string | null): string | undefined {
+  if (raw === null || raw === "") return undefined;
+  const t = Date.parse(raw);
+  if (Number.isNaN(t)) throw ApiError.flat(400, `${name} must be a valid timestamp`);
+  return new Date(t).toISOString();
+}
+
+function integer(name: string, raw: string | null, min: number, max: number): number | undefined {
+  if (raw === null || raw === "") return undefined;
+  const n = Number(raw);
+  if (!/^-?\d+$/.test(raw.trim()) || n < min || n > max) throw ApiError.flat(400, `${name} must be between ${min} and ${max}`);
+  return n;
+}
+
+/** Query parameters in the contract's order: agentId, host, decision, status, since, until, limit, cursor. */
+export function parseLogQuery(q: URLSearchParams, ctx: RequestContext, scope: "project" | "organization"): LogQuery {
+  const decision = q.get("decision") || undefined;
+  if (decision !== undefined && !(LOG_DECISIONS as readonly string[]).includes(decision)) {
+    throw ApiError.flat(400, `decision must be one of: ${LOG_DECISIONS.join(", ")}`);
+  }
+  const status = integer("status", q.get("status"), 100, 599);
+  const since = timestamp("since", q.get("since"));
+  const until = timestamp("until", q.get("until"));
+  const limit = integer("limit", q.get("limit"), 1, 500) ?? 100;
+  return {
+    organizationId: ctx.organizationId,
+    projectId: scope === "project" ? ctx.projectId : q.get("projectId") || undefined,
+    agentId: q.get("agentId") || undefined,
+    host: q.get("host") || undefined,
+    decision,
+    status,
+    since,
+    until,
+    limit,
+    cursor: q.get("cursor") || undefined,
+  };
+}
+
+export const logsRoutes: RouteDef[] = [
+  route({
+    method: "GET",
+    path: "/logs",
+    access: "P",
+    handler: ({ services, ctx, query }) => services.requestLogs.query(parseLogQuery(query, ctx, "project")),
+  }),
+  route({
+    method: "GET",
+    path: "/org/logs",
+    access: "O",
+    role: "admin",
+    handler: ({ services, ctx, query }) => services.requestLogs.query(parseLogQuery(query, ctx, "organization")),
+  }),
+];

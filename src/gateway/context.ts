@@ -1,0 +1,14 @@
+// What the pipeline stages share: services, the snapshot, the connection registry.
+import type { Config } from "../config.ts";
+import type { Services } from "../services/index.ts";
+import type { ConnectionRegistry } from "./connections.ts";
+import type { Reachability } from "./reachability.ts";
+import type { GatewaySnapshot } from "./snapshot.ts";
+
+export interface GatewayContext {
+  config: Config;
+  services: Services;
+  snapshot: GatewaySnapshot;
+  registry: ConnectionRegistry;
+  reachability: Reachability;
+}

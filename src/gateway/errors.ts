@@ -1,0 +1,52 @@
+// Agent-facing gateway errors (CONTRACT §6.15): JSON `{error, message, …}`. 403/404/409 and guidance
+// rewrites carry `x-should-retry: false`; 429 and 503 carry `Retry-After` instead.
+
+export const PROXY_AUTH_BODY = {
+  error: "proxy_authentication_required",
+  message: "credgate requires a valid agent token: set the proxy URL to http://x:<agent token>@<gateway>.",
+};
+
+export function gatewayJson(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): Response {
+  const noRetry = status === 403 || status === 404 || status === 409 ? { "x-should-retry": "false" } : {};
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...noRetry, ...headers },
+  });
+}
+
+export function proxyAuthRequired(closeConnection: boolean): Response {
+  return gatewayJson(407, PROXY_AUTH_BODY, {
+    "proxy-authenticate": 'Basic realm="credgate"',
+    ...(closeConnection ? { connection: "close" } : {}),
+  });
+}
+
+/** The raw 407 written on a CONNECT, before any tunnel exists. */
+export function proxyAuthRequiredRaw(): string {
+  const body = JSON.stringify(PROXY_AUTH_BODY);
+  return [
+    "HTTP/1.1 407 Proxy Authentication Required",
+    'Proxy-Authenticate: Basic realm="credgate"',
+    "Content-Type: application/json",
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    "Connection: close",
+    "",
+    body,
+  ].join("\r\n");
+}
+
+export function rawResponse(status: number, reason: string, body: Record<string, unknown>): string {
+  const text = JSON.stringify(body);
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`;
+}
+
+export const credentialUnavailable = (host: string): Response =>
+  gatewayJson(502, { error: "credential_unavailable", message: `credgate could not obtain the credential for ${host}, so the request was not forwarded.` });
+
+export const upstreamUnreachable = (host: string, port: number, reason: string): Response =>
+  gatewayJson(502, { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${reason}` });
+
+export const upstreamTimeout = (host: string, seconds: number): Response =>
+  gatewayJson(504, { error: "upstream_timeout", message: `${host} did not send response headers within ${seconds} seconds.` });
+
+export const badGateway = (): Response => gatewayJson(502, { error: "bad_gateway", message: "credgate gateway internal error." });

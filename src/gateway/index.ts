@@ -1,0 +1,53 @@
+// The gateway, assembled: CA and leaf cache, snapshot, connection registry, the internal server and the
+// front listener on the gateway port.
+import type { Server } from "bun";
+import type { ApiApp } from "../api/app.ts";
+import type { Config } from "../config.ts";
+import type { CertificateAuthority } from "../crypto/ca.ts";
+import type { Services } from "../services/index.ts";
+import { ConnectionRegistry } from "./connections.ts";
+import type { GatewayContext } from "./context.ts";
+import { startInternalServer } from "./internal.ts";
+import { GatewayListener } from "./listener.ts";
+import { Reachability } from "./reachability.ts";
+import { GatewaySnapshot } from "./snapshot.ts";
+import { LeafCache } from "./tls.ts";
+
+export class Gateway {
+  readonly context: GatewayContext;
+  readonly #listener: GatewayListener;
+  readonly #internal: Server<undefined>;
+  port = 0;
+
+  constructor(config: Config, services: Services, ca: CertificateAuthority, api: ApiApp) {
+    this.context = {
+      config,
+      services,
+      snapshot: new GatewaySnapshot(services),
+      registry: new ConnectionRegistry(),
+      reachability: new Reachability(services.outbound),
+    };
+    this.#internal = startInternalServer(this.context, api);
+    const internalPort = this.#internal.port!;
+    this.#listener = new GatewayListener({
+      services,
+      snapshot: this.context.snapshot,
+      leaves: new LeafCache(ca),
+      registry: this.context.registry,
+      internalPort: () => internalPort,
+    });
+  }
+
+  async listen(host: string, port: number): Promise<number> {
+    this.port = await this.#listener.listen(host, port);
+    return this.port;
+  }
+
+  /** Refuses new connections and waits (up to `drainMs`) for in-flight requests, then cuts everything. */
+  async stop(drain: (work: Promise<unknown>) => Promise<void>): Promise<void> {
+    this.#listener.close();
+    await drain(this.#internal.stop());
+    await this.#internal.stop(true);
+    this.#listener.destroyAll();
+  }
+}

@@ -1,0 +1,242 @@
+// The gateway's one port (CONTRACT §6.1–6.3), on node:net. It reads the first request head of each
+// connection: CONNECT is authenticated here (407 before anything else), then the tunnel is TLS-terminated
+// with a leaf for the CONNECT host (or kept plain) and piped into the internal HTTP server, which runs the
+// pipeline per request. Other connections are piped there too, as forward (absolute-form) or control
+// (origin-form) connections. Passthrough hosts get a raw tunnel.
+import * as net from "node:net";
+import * as tls from "node:tls";
+import type { Duplex } from "node:stream";
+import { compileHostPattern, normalizeHost } from "../core/patterns.ts";
+import type { Services } from "../services/index.ts";
+import type { ConnectionRegistry, Conn, TunnelConn } from "./connections.ts";
+import { proxyAuthRequiredRaw, rawResponse } from "./errors.ts";
+import { writeLog } from "./log.ts";
+import { proxyToken } from "./proxyAuth.ts";
+import type { GatewaySnapshot } from "./snapshot.ts";
+import type { LeafCache } from "./tls.ts";
+
+const MAX_HEAD_BYTES = 64 * 1024;
+const HEAD_TIMEOUT_MS = 30_000;
+const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+const TUNNEL_IDLE_MS = 600_000;
+
+export interface ListenerDeps {
+  services: Services;
+  snapshot: GatewaySnapshot;
+  leaves: LeafCache;
+  registry: ConnectionRegistry;
+  internalPort: () => number;
+}
+
+interface Head {
+  method: string;
+  target: string;
+  headers: Map<string, string>;
+  /** Bytes of the head itself, and whatever arrived after it. */
+  raw: Buffer;
+  rest: Buffer;
+}
+
+function parseHead(buf: Buffer, end: number): Head | null {
+  const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
+  const m = /^([A-Z]+) (\S+) HTTP\/1\.[01]$/.exec(lines[0] ?? "");
+  if (!m) return null;
+  const headers = new Map<string, string>();
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(":");
+    if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+  }
+  return { method: m[1]!, target: m[2]!, headers, raw: buf.subarray(0, end + 4), rest: buf.subarray(end + 4) };
+}
+
+/** `host:port` of a CONNECT target (IPv6 in brackets); null when malformed. */
+export function parseAuthority(target: string): { host: string; port: number } | null {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+)(?::(\d{1,5}))?$/.exec(target);
+  if (!m) return null;
+  const port = m[2] ? Number(m[2]) : 443;
+  if (port < 1 || port > 65535) return null;
+  return { host: m[1]!, port };
+}
+
+export class GatewayListener {
+  readonly server: net.Server;
+  readonly #sockets = new Set<net.Socket>();
+  readonly #passthrough: ((host: string) => boolean)[];
+
+  constructor(private readonly deps: ListenerDeps) {
+    this.#passthrough = deps.services.deps.config.passthroughHosts.map(compileHostPattern);
+    this.server = net.createServer({ noDelay: true }, (sock) => this.#accept(sock));
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen({ host, port, exclusive: true }, () => {
+        this.server.off("error", reject);
+        resolve((this.server.address() as net.AddressInfo).port);
+      });
+    });
+  }
+
+  /** Stops accepting; existing connections live on until `destroyAll`. */
+  close(): void {
+    this.server.close();
+  }
+
+  destroyAll(): void {
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  #accept(sock: net.Socket): void {
+    this.#sockets.add(sock);
+    sock.on("close", () => this.#sockets.delete(sock));
+    sock.on("error", () => sock.destroy());
+    sock.setTimeout(HEAD_TIMEOUT_MS, () => sock.destroy());
+    let buf: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+      const end = buf.indexOf("\r\n\r\n");
+      if (end === -1) {
+        if (buf.length > MAX_HEAD_BYTES) sock.end(rawResponse(431, "Request Header Fields Too Large", { error: "bad_request", message: "Request head too large." }));
+        return;
+      }
+      sock.off("data", onData);
+      sock.pause();
+      sock.setTimeout(0);
+      const head = parseHead(buf, end);
+      if (!head) {
+        sock.end(rawResponse(400, "Bad Request", { error: "bad_request", message: "Malformed HTTP request." }));
+        return;
+      }
+      if (head.method === "CONNECT") void this.#connect(sock, head);
+      else this.#pipe(sock, head.target.startsWith("/") ? { kind: "control" } : null, buf);
+    };
+    sock.on("data", onData);
+  }
+
+  async #connect(sock: net.Socket, head: Head): Promise<void> {
+    const token = proxyToken(head.headers.get("proxy-authorization"));
+    const agent = token ? this.deps.snapshot.agentForToken(token) : null;
+    if (!token || !agent) {
+      sock.end(proxyAuthRequiredRaw());
+      return;
+    }
+    const authority = parseAuthority(head.target);
+    if (!authority) {
+      sock.end(rawResponse(400, "Bad Request", { error: "bad_request", message: `Invalid CONNECT target "${head.target}".` }));
+      return;
+    }
+    const host = normalizeHost(authority.host);
+    if (this.#passthrough.some((match) => match(host))) {
+      await this.#passthroughTunnel(sock, head, agent, host, authority.port);
+      return;
+    }
+    sock.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    const first = head.rest.length > 0 ? head.rest : await firstChunk(sock);
+    if (!first) return;
+    sock.unshift(first);
+    let client: Duplex = sock;
+    const scheme = first[0] === 0x16 ? "https" : "http";
+    if (scheme === "https") {
+      const context = await this.deps.leaves.get(host);
+      const secure = new tls.TLSSocket(sock, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
+      const timer = setTimeout(() => secure.destroy(), TLS_HANDSHAKE_TIMEOUT_MS);
+      secure.once("secure", () => clearTimeout(timer));
+      secure.on("error", () => secure.destroy());
+      secure.on("close", () => sock.destroy());
+      client = secure;
+    }
+    const defaultPort = scheme === "https" ? 443 : 80;
+    const bracketed = net.isIPv6(host) ? `[${host}]` : host;
+    this.#pipe(client, {
+      kind: "tunnel",
+      scheme,
+      host,
+      port: authority.port,
+      authority: authority.port === defaultPort ? bracketed : `${bracketed}:${authority.port}`,
+      token,
+    }, null);
+    sock.resume();
+  }
+
+  /** Pipes a client stream into the internal server and registers what the connection is. */
+  #pipe(client: Duplex, conn: Omit<TunnelConn, "client" | "loop"> | { kind: "control" } | null, initial: Buffer | null): void {
+    const loop = net.connect({ port: this.deps.internalPort(), host: "127.0.0.1", noDelay: true });
+    let entry: Conn;
+    loop.once("connect", () => {
+      entry = conn === null ? { kind: "forward", client, loop } : conn.kind === "control" ? conn : ({ ...conn, client, loop } as TunnelConn);
+      this.deps.registry.add(loop.localPort!, entry);
+      if (initial) loop.write(initial);
+      client.pipe(loop);
+      loop.pipe(client);
+      client.resume();
+    });
+    const localPort = () => loop.localPort;
+    loop.on("close", () => {
+      const port = localPort();
+      if (port !== undefined) this.deps.registry.remove(port);
+      if (entry && entry.kind === "tunnel" && entry.switched) return;
+      // The internal server closed after a final answer (a 407 with Connection: close): let the client
+      // side flush it, then make sure the socket goes.
+      if (client.writableEnded) setTimeout(() => client.destroy(), 5000).unref();
+      else client.destroy();
+    });
+    loop.on("error", () => loop.destroy());
+    client.on("close", () => {
+      if (!(entry && entry.kind === "tunnel" && entry.switched)) loop.destroy();
+    });
+    client.on("error", () => client.destroy());
+  }
+
+  async #passthroughTunnel(sock: net.Socket, head: Head, agent: NonNullable<ReturnType<GatewaySnapshot["agentForToken"]>>, host: string, port: number): Promise<void> {
+    const started = performance.now();
+    const logHost = port === 443 ? host : `${host}:${port}`;
+    let upstream: net.Socket;
+    try {
+      upstream = await this.deps.services.outbound.connect(host, port, { tls: false, timeoutMs: 10_000 });
+    } catch (err) {
+      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error" });
+      sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${(err as Error).message}` }));
+      return;
+    }
+    writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 200, started, injectionCount: 0, decision: "allowed" });
+    this.#sockets.add(upstream);
+    upstream.on("close", () => this.#sockets.delete(upstream));
+    sock.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    if (head.rest.length > 0) upstream.write(head.rest);
+    sock.pipe(upstream);
+    upstream.pipe(sock);
+    const close = () => {
+      sock.destroy();
+      upstream.destroy();
+    };
+    sock.setTimeout(TUNNEL_IDLE_MS, close);
+    upstream.on("error", close);
+    upstream.on("close", close);
+    sock.on("close", close);
+    sock.resume();
+  }
+}
+
+function firstChunk(sock: net.Socket): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    const onData = (chunk: Buffer) => {
+      cleanup();
+      sock.pause();
+      resolve(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(null);
+    };
+    const cleanup = () => {
+      sock.off("data", onData);
+      sock.off("close", onEnd);
+      sock.off("end", onEnd);
+    };
+    sock.on("data", onData);
+    sock.once("close", onEnd);
+    sock.once("end", onEnd);
+    sock.resume();
+  });
+}

@@ -1,0 +1,79 @@
+// The per-request pipeline (CONTRACT §6.4) for tunnel and forward connections. Stages run in contract
+// order; each either lets the request continue or answers it. Stages of later issues (policy, approvals,
+// connections, budgets) slot in between without touching the others.
+import { normalizeHost, pathWithoutQuery } from "../core/patterns.ts";
+import { log } from "../log.ts";
+import type { ForwardConn, TunnelConn } from "./connections.ts";
+import type { GatewayContext } from "./context.ts";
+import { badGateway, gatewayJson } from "./errors.ts";
+import { isWebSocketUpgrade, requestHeadersForUpstream } from "./headers.ts";
+import { writeLog } from "./log.ts";
+import type { ProxyRequest } from "./request.ts";
+import { authenticate } from "./stages/auth.ts";
+import { forward } from "./stages/forward.ts";
+import { guidance } from "./stages/guidance.ts";
+import { inject } from "./stages/inject.ts";
+import { interceptPlaceholderRefresh } from "./stages/intercept.ts";
+import { websocket } from "./websocket.ts";
+
+type Target = Pick<ProxyRequest, "scheme" | "host" | "port" | "authority" | "target">;
+
+/** Where the request goes: the tunnel's CONNECT authority, or the absolute-form URL. */
+function targetOf(request: Request, conn: TunnelConn | ForwardConn): Target | null {
+  const url = new URL(request.url);
+  const target = url.pathname + url.search;
+  if (conn.kind === "tunnel") return { scheme: conn.scheme, host: conn.host, port: conn.port, authority: conn.authority, target };
+  if (url.protocol !== "http:" && url.protocol !== "https:") return null;
+  const scheme = url.protocol === "https:" ? "https" : "http";
+  const port = Number(url.port) || (scheme === "https" ? 443 : 80);
+  return { scheme, host: normalizeHost(url.hostname), port, authority: url.host, target };
+}
+
+export async function handleProxied(request: Request, conn: TunnelConn | ForwardConn, g: GatewayContext): Promise<Response> {
+  const started = performance.now();
+  const t = targetOf(request, conn);
+  if (!t) return gatewayJson(400, { error: "bad_request", message: "Only http and https URLs can be proxied." });
+  const method = request.method;
+  const rq = {
+    request,
+    conn,
+    started,
+    method,
+    ...t,
+    path: pathWithoutQuery(t.target),
+    headers: requestHeadersForUpstream(request.headers),
+    upstreamTarget: t.target,
+    body: method === "GET" || method === "HEAD" ? null : request.body,
+    // Absolute-form requests never upgrade: Upgrade/Connection are stripped and it goes as plain HTTP.
+    websocket: conn.kind === "tunnel" && isWebSocketUpgrade(request.headers),
+    matched: [],
+    injectionCount: 0,
+    decision: "allowed",
+    provider: null,
+    status: null,
+  } as unknown as ProxyRequest;
+
+  const denied = authenticate(rq, g);
+  if (denied) return denied;
+  let response: Response;
+  try {
+    response = (await interceptPlaceholderRefresh(rq)) ?? inject(rq, g) ?? (rq.websocket ? await websocket(rq, g) : await forward(rq, g));
+  } catch (err) {
+    log.error("gateway request failed", { host: rq.host, error: (err as Error).message });
+    rq.decision = "error";
+    response = badGateway();
+  }
+  writeLog(g.services, {
+    agent: rq.agent,
+    method: rq.websocket ? "GET" : method,
+    host: rq.port === (rq.scheme === "https" ? 443 : 80) ? rq.host : `${rq.host}:${rq.port}`,
+    path: rq.path,
+    status: rq.status ?? response.status,
+    started,
+    injectionCount: rq.injectionCount,
+    decision: rq.decision,
+    provider: rq.provider,
+  });
+  if (rq.decision !== "allowed" || rq.websocket) return response;
+  return guidance(rq, g, response);
+}

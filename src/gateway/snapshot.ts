@@ -1,0 +1,122 @@
+// The gateway's in-memory view, so the hot path never touches the database: an index of every agent by
+// token hash, and per agent its resolved credentials (values decrypted once, patterns compiled). Change
+// events drop what they affect; the next request rebuilds it.
+import { tokenHash } from "../crypto/hash.ts";
+import { compileHostPattern, compilePathPattern, type HostMatcher, type PathMatcher } from "../core/patterns.ts";
+import type { Injectable } from "../core/inject.ts";
+import type { AuthMode } from "../core/secretRules.ts";
+import type { AgentMode, SecretScope } from "../store/schema.ts";
+import type { Services } from "../services/index.ts";
+import type { SecretRow } from "../services/secrets.ts";
+
+export interface AgentEntry {
+  id: string;
+  projectId: string;
+  organizationId: string;
+  name: string;
+  identifier: string;
+  mode: AgentMode;
+}
+
+export interface CompiledSecret extends Injectable {
+  id: string;
+  name: string;
+  scope: SecretScope;
+  /** Application order: partner (1) → organization (2) → project (3); later writes win. */
+  tier: number;
+  /** Catch-all path patterns go before specific ones within a tier. */
+  catchAllPath: boolean;
+  createdAt: string;
+  hostMatch: HostMatcher;
+  pathMatch: PathMatcher;
+  /** Inline plaintext; null for external-vault secrets (resolved at request time). */
+  value: string | null;
+  opRef: string | null;
+}
+
+export interface AgentCredentials {
+  agent: AgentEntry;
+  /** Credentials this agent may inject, in application order. */
+  injectable: CompiledSecret[];
+  /** Every secret of the project and organization, for the guidance rewrite ("exists but not granted"). */
+  visible: CompiledSecret[];
+}
+
+const TIER: Record<SecretScope, number> = { partner: 1, organization: 2, project: 3 };
+
+export class GatewaySnapshot {
+  #agents = new Map<string, AgentEntry>();
+  #credentials = new Map<string, AgentCredentials>();
+
+  constructor(private readonly services: Services) {
+    this.#loadAgents();
+    services.deps.events.on((event) => {
+      if (event.kind === "agent") this.#loadAgents();
+      if (event.kind !== "membership") this.#credentials.clear();
+    });
+  }
+
+  #loadAgents(): void {
+    const next = new Map<string, AgentEntry>();
+    for (const a of this.services.agents.allWithOrganization()) {
+      next.set(a.tokenHash, { id: a.id, projectId: a.projectId, organizationId: a.organizationId, name: a.name, identifier: a.identifier, mode: a.mode });
+    }
+    this.#agents = next;
+    this.#credentials.clear();
+  }
+
+  /** The agent holding this access token, or null (unknown or regenerated). */
+  agentForToken(token: string): AgentEntry | null {
+    return this.#agents.get(tokenHash(token)) ?? null;
+  }
+
+  credentials(agent: AgentEntry): AgentCredentials {
+    let c = this.#credentials.get(agent.id);
+    if (!c) {
+      c = this.#build(agent);
+      this.#credentials.set(agent.id, c);
+    }
+    return c;
+  }
+
+  #build(agent: AgentEntry): AgentCredentials {
+    const org = this.services.orgs.getOrganization(agent.organizationId);
+    const partnerId = org && org.partnerId && !org.partnerDetached ? org.partnerId : null;
+    const rows = this.services.secrets.rowsForGateway(agent.projectId, agent.organizationId, partnerId);
+    const compiled = rows.map((r) => this.#compile(r)).sort(
+      (a, b) => a.tier - b.tier || Number(b.catchAllPath) - Number(a.catchAllPath) || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
+    );
+    // Partner secrets apply in every mode; organization and project secrets in mode `all` (grants: issue 4).
+    const injectable = compiled.filter((s) => s.scope === "partner" || agent.mode === "all");
+    return { agent, injectable, visible: compiled.filter((s) => s.scope !== "partner") };
+  }
+
+  #compile(row: SecretRow): CompiledSecret {
+    const pattern = row.pathPattern?.trim() ?? "";
+    const injection = row.injectionConfig;
+    return {
+      id: row.id,
+      name: row.name,
+      scope: row.scope,
+      tier: TIER[row.scope],
+      catchAllPath: pattern === "" || pattern === "*" || pattern === "/*",
+      createdAt: row.createdAt,
+      hostMatch: compileHostPattern(row.hostPattern),
+      pathMatch: compilePathPattern(row.pathPattern),
+      value: this.services.secrets.openValue(row),
+      opRef: row.opRef,
+      type: row.type,
+      authMode: (row.metadata?.authMode ?? "api-key") as AuthMode,
+      ...(row.metadata?.accountId ? { accountId: row.metadata.accountId } : {}),
+      injection,
+      ...(injection?.pathRegex !== undefined ? { pathRegex: new RegExp(injection.pathRegex) } : {}),
+    };
+  }
+}
+
+/** The credentials that apply to one request, in application order, with the LLM override of §6.6. */
+export function matchingCredentials(list: CompiledSecret[], host: string, path: string): CompiledSecret[] {
+  const out = list.filter((s) => s.hostMatch(host) && s.pathMatch(path));
+  const ownLlmTypes = new Set(out.filter((s) => s.scope !== "partner" && s.type !== "generic").map((s) => s.type));
+  return ownLlmTypes.size === 0 ? out : out.filter((s) => !(s.scope === "partner" && ownLlmTypes.has(s.type)));
+}

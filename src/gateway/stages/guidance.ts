@@ -1,0 +1,71 @@
+// Stage 12 — guidance rewrite (CONTRACT §6.14): when nothing was injected and the upstream refuses the
+// request for lack of credentials, the agent gets JSON that says what the user has to do. Credentialed
+// responses, and 400s that do not look like an auth failure, pass through byte-identical.
+import type { GatewayContext } from "../context.ts";
+import { gatewayJson } from "../errors.ts";
+import { peekStream } from "../peek.ts";
+import type { ProxyRequest } from "../request.ts";
+import { matchingCredentials } from "../snapshot.ts";
+
+const SCAN_BYTES = 8 * 1024;
+const AUTH_WORDS = [
+  "api key",
+  "api_key",
+  "apikey",
+  "unauthorized",
+  "unauthenticated",
+  "authentication",
+  "credentials",
+  "access denied",
+  "permission denied",
+  "invalid token",
+  "token expired",
+  "not authenticated",
+];
+
+export function looksLikeAuthFailure(text: string): boolean {
+  const lower = text.toLowerCase();
+  return AUTH_WORDS.some((w) => lower.includes(w));
+}
+
+export async function guidance(rq: ProxyRequest, g: GatewayContext, response: Response): Promise<Response> {
+  if (rq.injectionCount > 0) return response;
+  const status = response.status;
+  if (status === 400) {
+    if (!response.body) return response;
+    const { head, stream } = await peekStream(response.body, SCAN_BYTES);
+    if (!looksLikeAuthFailure(new TextDecoder().decode(head))) {
+      return new Response(stream, { status, statusText: response.statusText, headers: response.headers });
+    }
+    await stream.cancel().catch(() => {});
+  } else if (status === 401 || status === 403) {
+    await response.body?.cancel().catch(() => {});
+  } else {
+    return response;
+  }
+  return gatewayJson(status, guidanceBody(rq, g), { "x-should-retry": "false" });
+}
+
+function guidanceBody(rq: ProxyRequest, g: GatewayContext): Record<string, unknown> {
+  const base = g.config.publicUrl.replace(/\/+$/, "");
+  const { agent } = rq;
+  const injectable = new Set(rq.credentials.injectable.map((s) => s.id));
+  const restricted = matchingCredentials(rq.credentials.visible, rq.host, rq.path).find((s) => !injectable.has(s.id));
+  if (restricted) {
+    const manageUrl = `${base}/p/${agent.projectId}/agents/${agent.id}`;
+    return {
+      error: "access_restricted",
+      message: `${restricted.name} credentials exist in credgate but this agent does not have access. Ask the user to attach them to this agent: ${manageUrl}`,
+      provider: rq.provider ?? rq.host,
+      manage_url: manageUrl,
+    };
+  }
+  const secretUrl = `${base}/p/${agent.projectId}/secrets?create=generic&host=${encodeURIComponent(rq.host)}`;
+  return {
+    error: "credential_not_found",
+    message: `No credentials configured for ${rq.host} in credgate. Ask the user to add a secret: ${secretUrl}`,
+    hostname: rq.host,
+    path: rq.path,
+    secret_url: secretUrl,
+  };
+}

@@ -1,0 +1,28 @@
+// Stage 3 — default interception (CONTRACT §6.4): a Codex-style token refresh whose refresh_token is the
+// `credgate-managed` placeholder is answered locally, so agents holding the stub never reach the vendor.
+import type { ProxyRequest } from "../request.ts";
+import { peekStream } from "../peek.ts";
+
+const PLACEHOLDER = "credgate-managed";
+const MAX_BODY = 64 * 1024;
+
+function refreshTokenOf(text: string): string | null {
+  try {
+    const v = JSON.parse(text);
+    if (v && typeof v === "object" && typeof v.refresh_token === "string") return v.refresh_token;
+  } catch {}
+  return new URLSearchParams(text).get("refresh_token");
+}
+
+export async function interceptPlaceholderRefresh(rq: ProxyRequest): Promise<Response | undefined> {
+  if (rq.method !== "POST" || rq.host !== "auth.openai.com" || rq.path !== "/oauth/token" || !rq.body) return undefined;
+  const { head, stream } = await peekStream(rq.body, MAX_BODY + 1);
+  rq.body = stream;
+  if (head.byteLength > MAX_BODY || refreshTokenOf(new TextDecoder().decode(head)) !== PLACEHOLDER) return undefined;
+  await stream.cancel().catch(() => {});
+  rq.decision = "allowed";
+  return new Response(
+    JSON.stringify({ access_token: PLACEHOLDER, refresh_token: PLACEHOLDER, token_type: "Bearer", expires_in: 2592000 }),
+    { status: 200, headers: { "content-type": "application/json" } },
+  );
+}

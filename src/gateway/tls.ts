@@ -1,0 +1,46 @@
+// Leaf certificates for intercepted hosts: one SecureContext per hostname, cached (bounded, least recently
+// used out first) and reissued when less than an hour of validity remains.
+import * as tls from "node:tls";
+import type { CertificateAuthority } from "../crypto/ca.ts";
+
+interface Entry {
+  context: tls.SecureContext;
+  renewAt: number;
+}
+
+const RENEW_BEFORE_MS = 3600 * 1000;
+
+export class LeafCache {
+  readonly #ready = new Map<string, Entry>();
+  readonly #pending = new Map<string, Promise<tls.SecureContext>>();
+
+  constructor(
+    private readonly ca: CertificateAuthority,
+    private readonly max = 2000,
+  ) {}
+
+  /** The context for `host` (lowercase, no port, no brackets); synchronous when cached. */
+  get(host: string): tls.SecureContext | Promise<tls.SecureContext> {
+    const hit = this.#ready.get(host);
+    if (hit && hit.renewAt > Date.now()) {
+      this.#ready.delete(host);
+      this.#ready.set(host, hit);
+      return hit.context;
+    }
+    let pending = this.#pending.get(host);
+    if (!pending) {
+      pending = this.#issue(host).finally(() => this.#pending.delete(host));
+      this.#pending.set(host, pending);
+    }
+    return pending;
+  }
+
+  async #issue(host: string): Promise<tls.SecureContext> {
+    const leaf = await this.ca.issueLeaf(host);
+    const context = tls.createSecureContext({ key: leaf.keyPem, cert: leaf.certPem });
+    this.#ready.delete(host);
+    this.#ready.set(host, { context, renewAt: leaf.notAfter.getTime() - RENEW_BEFORE_MS });
+    if (this.#ready.size > this.max) this.#ready.delete(this.#ready.keys().next().value!);
+    return context;
+  }
+}

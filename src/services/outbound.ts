@@ -1,0 +1,77 @@
+// Every outbound connection of the process goes through here, so that all of them honour
+// CREDGATE_RESOLVE (curl --resolve: dial a pinned address, keep Host and TLS name) and
+// CREDGATE_UPSTREAM_CA_FILE (extra trusted CAs on top of the system roots), and never an env proxy.
+import { readFileSync } from "node:fs";
+import * as net from "node:net";
+import * as tls from "node:tls";
+import type { Config } from "../config.ts";
+
+export interface DialTarget {
+  /** Address to connect to (the pinned one, or the host itself). */
+  address: string;
+  port: number;
+  /** Hostname for SNI, certificate verification and the Host header. */
+  host: string;
+}
+
+export class Outbound {
+  readonly #resolve: Map<string, string>;
+  readonly #ca: string[] | undefined;
+  readonly #session: Bun.FetchSession;
+
+  constructor(config: Pick<Config, "resolve" | "upstreamCaFile">) {
+    this.#resolve = config.resolve;
+    this.#ca = config.upstreamCaFile ? [...tls.rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] : undefined;
+    this.#session = new Bun.FetchSession({ proxy: false, ...(this.#ca ? { tls: { ca: this.#ca } } : {}) });
+  }
+
+  /** Where to dial `host:port`. */
+  dialTarget(host: string, port: number): DialTarget {
+    const bare = host.replace(/^\[|\]$/g, "").toLowerCase();
+    return { address: this.#resolve.get(`${bare}:${port}`) ?? bare, port, host: bare };
+  }
+
+  /**
+   * fetch() for any outbound HTTP(S): pinned addresses keep the original Host header and TLS server name.
+   * Callers pass their own redirect/decompress choices.
+   */
+  fetch(input: string | URL, init: BunFetchRequestInit = {}): Promise<Response> {
+    const url = typeof input === "string" ? new URL(input) : input;
+    const port = Number(url.port) || (url.protocol === "https:" ? 443 : 80);
+    const target = this.dialTarget(url.hostname, port);
+    if (target.address === target.host) return this.#session.fetch(url, init);
+    const pinned = new URL(url);
+    pinned.hostname = net.isIPv6(target.address) ? `[${target.address}]` : target.address;
+    const headers = new Headers(init.headers);
+    if (!headers.has("host")) headers.set("host", url.host);
+    const tlsOptions = url.protocol === "https:" ? { tls: { ...(this.#ca ? { ca: this.#ca } : {}), serverName: target.host } } : {};
+    return this.#session.fetch(pinned, { ...init, headers, ...tlsOptions });
+  }
+
+  /** A raw TCP connection (optionally TLS with ALPN http/1.1), e.g. for WebSocket upgrades and passthrough. */
+  connect(host: string, port: number, opts: { tls: boolean; timeoutMs: number }): Promise<net.Socket> {
+    const target = this.dialTarget(host, port);
+    return new Promise((resolve, reject) => {
+      const sock: net.Socket = opts.tls
+        ? tls.connect({
+            host: target.address,
+            port,
+            servername: net.isIP(target.host) ? undefined : target.host,
+            ALPNProtocols: ["http/1.1"],
+            ...(this.#ca ? { ca: this.#ca } : {}),
+            checkServerIdentity: (_h, cert) => tls.checkServerIdentity(target.host, cert),
+          })
+        : net.connect({ host: target.address, port });
+      const timer = setTimeout(() => sock.destroy(new Error(`connect timed out after ${opts.timeoutMs / 1000} s`)), opts.timeoutMs);
+      sock.once(opts.tls ? "secureConnect" : "connect", () => {
+        clearTimeout(timer);
+        sock.off("error", reject);
+        resolve(sock);
+      });
+      sock.once("error", (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+    });
+  }
+}
