@@ -4,7 +4,9 @@
 export type ChangeEvent =
   | { kind: "agent"; projectId: string; agentId: string }
   | { kind: "secret"; scope: "project" | "organization" | "partner"; id: string }
-  | { kind: "membership"; organizationId: string };
+  | { kind: "membership"; organizationId: string }
+  | { kind: "policy"; organizationId: string }
+  | { kind: "grant"; agentId: string };
 
 type Listener = (event: ChangeEvent) => void;
 

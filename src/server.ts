@@ -71,6 +71,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     throw new Error(`cannot listen on ${config.host}:${config.gatewayPort} (gateway): ${(err as Error).message}`);
   }
   core.services.requestLogs.start();
+  core.services.approvals.cancelOrphans();
   let stopped = false;
   return {
     core,
@@ -82,6 +83,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
       if (stopped) return;
       stopped = true;
       // New connections are refused at once; in-flight requests share one drain period, then are cut.
+      // Held approvals are released with 503 and long-polls answered at once, so they do not hold the drain.
+      core.services.approvals.releaseAll();
       const deadline = Date.now() + DRAIN_MS;
       const untilDeadline = (work: Promise<unknown>) => drain(work, Math.max(0, deadline - Date.now()));
       await Promise.all([untilDeadline(apiServer.stop()), gateway.stop(untilDeadline)]);

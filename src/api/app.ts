@@ -6,6 +6,9 @@ import type { Services } from "../services/index.ts";
 import { errorResponse, unknownRoute } from "./errors.ts";
 import { runRoute, type RouteDef } from "./route.ts";
 import { agentsRoutes } from "./routes/agents.ts";
+import { approvalsRoutes } from "./routes/approvals.ts";
+import { grantsRoutes } from "./routes/grants.ts";
+import { policyRoutes } from "./routes/policy.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { logsRoutes } from "./routes/logs.ts";
 import { organizationRoutes } from "./routes/organization.ts";
@@ -16,7 +19,7 @@ import { utilityRoutes } from "./routes/utility.ts";
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes];
 }
 
 export type ApiApp = { handle(request: Request): Promise<Response> };

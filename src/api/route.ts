@@ -45,6 +45,8 @@ export interface RouteDef<S extends TSchema | undefined = TSchema | undefined> {
   body?: S;
   /** The failure for an absent or `{}` body (e.g. PATCH's `No fields to update`). */
   emptyBody?: ApiError;
+  /** Policy routes report every validation failure as a 422 envelope instead of a flat 400. */
+  unprocessable?: boolean;
   handler: (input: HandlerInput<S extends TSchema ? Static<S> : undefined>) => unknown | Promise<unknown>;
 }
 
@@ -86,7 +88,9 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
         throw forbidden("Cross-site request rejected");
       }
     }
-    const body = await readBody(def, request);
+    const body = await readBody(def, request).catch((err) => {
+      throw def.unprocessable && err instanceof ApiError && err.status === 400 && err.shape === "flat" ? ApiError.envelope(422, err.message) : err;
+    });
     const out = await def.handler({
       services,
       request,

@@ -135,6 +135,8 @@ function checkShape(schema: TSchema, value: unknown, path: string): Check {
       }
       return { ok: true, value };
     }
+    case "Literal":
+      return value === schema.const ? { ok: true, value } : { ok: false, message: `${path} must be one of: ${schema.const}` };
     case "Boolean":
       return typeof value === "boolean" ? { ok: true, value } : { ok: false, message: `${path} must be a boolean` };
     case "Array": {
@@ -187,6 +189,12 @@ function checkObject(schema: TSchema, value: unknown, path: string): Check {
     if (unknown !== undefined) return { ok: false, message: `${path || "body"} has unknown field "${unknown}"` };
   }
   return { ok: true, value: out };
+}
+
+/** Validates a value found at `path` inside a larger body (messages name that path). */
+export function validateAt<T extends TSchema>(schema: T, value: unknown, path: string): ValidationResult<Static<T>> {
+  const r = checkValue(schema, value, path);
+  return r.ok ? { ok: true, value: r.value as Static<T> } : r;
 }
 
 /** Validates a parsed JSON body (or query object) against a schema; the first failure wins. */

@@ -2,6 +2,7 @@
 import type { Config } from "../config.ts";
 import type { Services } from "../services/index.ts";
 import type { ConnectionRegistry } from "./connections.ts";
+import type { RateLimiter } from "./rateLimiter.ts";
 import type { Reachability } from "./reachability.ts";
 import type { GatewaySnapshot } from "./snapshot.ts";
 
@@ -11,4 +12,5 @@ export interface GatewayContext {
   snapshot: GatewaySnapshot;
   registry: ConnectionRegistry;
   reachability: Reachability;
+  rateLimiter: RateLimiter;
 }

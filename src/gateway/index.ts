@@ -9,6 +9,7 @@ import { ConnectionRegistry } from "./connections.ts";
 import type { GatewayContext } from "./context.ts";
 import { startInternalServer } from "./internal.ts";
 import { GatewayListener } from "./listener.ts";
+import { RateLimiter } from "./rateLimiter.ts";
 import { Reachability } from "./reachability.ts";
 import { GatewaySnapshot } from "./snapshot.ts";
 import { LeafCache } from "./tls.ts";
@@ -26,6 +27,7 @@ export class Gateway {
       snapshot: new GatewaySnapshot(services),
       registry: new ConnectionRegistry(),
       reachability: new Reachability(services.outbound),
+      rateLimiter: new RateLimiter(),
     };
     this.#internal = startInternalServer(this.context, api);
     const internalPort = this.#internal.port!;

@@ -2,6 +2,7 @@
 // logged without its query, as the agent sent it.
 import { newId } from "../core/ids.ts";
 import type { Services } from "../services/index.ts";
+import type { ProxyRequest } from "./request.ts";
 import type { AgentEntry } from "./snapshot.ts";
 
 export interface LogFields {
@@ -16,6 +17,29 @@ export interface LogFields {
   injectionCount: number;
   decision: string;
   provider?: string | null;
+  matchedRule?: { logicalId: string; name: string } | null;
+  approvalId?: string | null;
+}
+
+/** The log fields of a proxied request as it stands; callers override status and decision. */
+export function logFieldsOf(rq: ProxyRequest): LogFields {
+  return {
+    agent: rq.agent,
+    method: rq.websocket ? "GET" : rq.method,
+    host: rq.logHost,
+    path: rq.path,
+    status: rq.status ?? 0,
+    started: rq.started,
+    injectionCount: rq.injectionCount,
+    decision: rq.decision,
+    provider: rq.provider,
+    matchedRule: rq.matchedRule,
+    approvalId: rq.approvalId,
+  };
+}
+
+export function latencyOf(started: number): number {
+  return Math.max(0, Math.round(performance.now() - started));
 }
 
 export function writeLog(services: Services, f: LogFields): string {
@@ -30,12 +54,12 @@ export function writeLog(services: Services, f: LogFields): string {
     path: f.path.slice(0, 2048),
     provider: f.provider ?? null,
     status: f.status,
-    latencyMs: Math.max(0, Math.round(performance.now() - f.started)),
+    latencyMs: latencyOf(f.started),
     injectionCount: f.injectionCount,
     decision: f.decision,
-    matchedRuleLogicalId: null,
-    matchedRuleName: null,
-    approvalId: null,
+    matchedRuleLogicalId: f.matchedRule?.logicalId ?? null,
+    matchedRuleName: f.matchedRule?.name ?? null,
+    approvalId: f.approvalId ?? null,
     costNanos: null,
     createdAt: new Date().toISOString(),
   });

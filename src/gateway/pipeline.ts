@@ -7,13 +7,15 @@ import type { ForwardConn, TunnelConn } from "./connections.ts";
 import type { GatewayContext } from "./context.ts";
 import { badGateway, gatewayJson } from "./errors.ts";
 import { isWebSocketUpgrade, requestHeadersForUpstream } from "./headers.ts";
-import { writeLog } from "./log.ts";
+import { latencyOf, logFieldsOf, writeLog } from "./log.ts";
 import type { ProxyRequest } from "./request.ts";
+import { holdForApproval } from "./stages/approval.ts";
 import { authenticate } from "./stages/auth.ts";
 import { forward } from "./stages/forward.ts";
 import { guidance } from "./stages/guidance.ts";
 import { inject } from "./stages/inject.ts";
 import { interceptPlaceholderRefresh } from "./stages/intercept.ts";
+import { enforcePolicy } from "./stages/policy.ts";
 import { websocket } from "./websocket.ts";
 
 type Target = Pick<ProxyRequest, "scheme" | "host" | "port" | "authority" | "target">;
@@ -34,6 +36,7 @@ export async function handleProxied(request: Request, conn: TunnelConn | Forward
   const t = targetOf(request, conn);
   if (!t) return gatewayJson(400, { error: "bad_request", message: "Only http and https URLs can be proxied." });
   const method = request.method;
+  const defaultPort = t.scheme === "https" ? 443 : 80;
   const rq = {
     request,
     conn,
@@ -41,6 +44,7 @@ export async function handleProxied(request: Request, conn: TunnelConn | Forward
     method,
     ...t,
     path: pathWithoutQuery(t.target),
+    logHost: t.port === defaultPort ? t.host : `${t.host}:${t.port}`,
     headers: requestHeadersForUpstream(request.headers),
     upstreamTarget: t.target,
     body: method === "GET" || method === "HEAD" ? null : request.body,
@@ -51,29 +55,34 @@ export async function handleProxied(request: Request, conn: TunnelConn | Forward
     decision: "allowed",
     provider: null,
     status: null,
+    matchedRule: null,
+    needsApproval: false,
+    approvalId: null,
+    logId: null,
   } as unknown as ProxyRequest;
 
   const denied = authenticate(rq, g);
   if (denied) return denied;
   let response: Response;
   try {
-    response = (await interceptPlaceholderRefresh(rq)) ?? inject(rq, g) ?? (rq.websocket ? await websocket(rq, g) : await forward(rq, g));
+    response =
+      (await interceptPlaceholderRefresh(rq)) ??
+      (await enforcePolicy(rq, g)) ??
+      inject(rq, g) ??
+      (await holdForApproval(rq, g)) ??
+      (rq.websocket ? await websocket(rq, g) : await forward(rq, g));
   } catch (err) {
     log.error("gateway request failed", { host: rq.host, error: (err as Error).message });
     rq.decision = "error";
     response = badGateway();
   }
-  writeLog(g.services, {
-    agent: rq.agent,
-    method: rq.websocket ? "GET" : method,
-    host: rq.port === (rq.scheme === "https" ? 443 : 80) ? rq.host : `${rq.host}:${rq.port}`,
-    path: rq.path,
-    status: rq.status ?? response.status,
-    started,
-    injectionCount: rq.injectionCount,
-    decision: rq.decision,
-    provider: rq.provider,
-  });
-  if (rq.decision !== "allowed" || rq.websocket) return response;
+  const status = rq.status ?? response.status;
+  if (rq.logId) {
+    g.services.requestLogs.update(rq.logId, { status, decision: rq.decision, latencyMs: latencyOf(started), injectionCount: rq.injectionCount });
+  } else {
+    writeLog(g.services, { ...logFieldsOf(rq), status });
+  }
+  const forwarded = rq.decision === "allowed" || rq.decision === "approval_approved";
+  if (!forwarded || rq.websocket) return response;
   return guidance(rq, g, response);
 }

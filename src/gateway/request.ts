@@ -32,4 +32,13 @@ export interface ProxyRequest {
   provider: string | null;
   /** The status the log records; set when it differs from the response's (a WebSocket 101). */
   status: number | null;
+  /** Host with its non-default port, as logs and approvals show it. */
+  logHost: string;
+  /** The policy rule that decided, if any. */
+  matchedRule: { logicalId: string; name: string } | null;
+  /** Set by the policy stage when the request must be held for approval. */
+  needsApproval: boolean;
+  approvalId: string | null;
+  /** The request-log row already written (an approval), updated in place at the end. */
+  logId: string | null;
 }

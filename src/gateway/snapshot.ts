@@ -8,6 +8,8 @@ import type { AuthMode } from "../core/secretRules.ts";
 import type { AgentMode, SecretScope } from "../store/schema.ts";
 import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
+import { compileRule, needsBody, type CompiledRule, type TargetResolver } from "../core/policy.ts";
+import type { PolicyRuleRow } from "../services/policy.ts";
 
 export interface AgentEntry {
   id: string;
@@ -40,6 +42,17 @@ export interface AgentCredentials {
   injectable: CompiledSecret[];
   /** Every secret of the project and organization, for the guidance rewrite ("exists but not granted"). */
   visible: CompiledSecret[];
+  policy: AgentPolicy;
+}
+
+/** The published rules that apply to one agent, compiled, per scope in evaluation order. */
+export interface AgentPolicy {
+  organization: { ordered: CompiledRule[]; fallback: CompiledRule | null };
+  project: { ordered: CompiledRule[]; fallback: CompiledRule | null };
+  /** No rule at all: every request is allowed without evaluation. */
+  empty: boolean;
+  /** A loaded rule has body conditions, so the first 16 KiB of bodies must be read. */
+  needsBody: boolean;
 }
 
 const TIER: Record<SecretScope, number> = { partner: 1, organization: 2, project: 3 };
@@ -86,9 +99,57 @@ export class GatewaySnapshot {
     const compiled = rows.map((r) => this.#compile(r)).sort(
       (a, b) => a.tier - b.tier || Number(b.catchAllPath) - Number(a.catchAllPath) || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
     );
-    // Partner secrets apply in every mode; organization and project secrets in mode `all` (grants: issue 4).
-    const injectable = compiled.filter((s) => s.scope === "partner" || agent.mode === "all");
-    return { agent, injectable, visible: compiled.filter((s) => s.scope !== "partner") };
+    // Partner secrets apply in every mode; organization and project secrets in mode `all`, or when granted.
+    const granted = agent.mode === "grants" ? new Set(this.services.grants.secretIds(agent.id)) : null;
+    const injectable = compiled.filter((s) => s.scope === "partner" || granted === null || granted.has(s.id));
+    return { agent, injectable, visible: compiled.filter((s) => s.scope !== "partner"), policy: this.#policy(agent, compiled) };
+  }
+
+  #policy(agent: AgentEntry, secrets: CompiledSecret[]): AgentPolicy {
+    const published = this.services.policy.publishedForOrganization(agent.organizationId);
+    const resolver: TargetResolver = {
+      secret: (id) => secrets.find((s) => s.id === id) ?? null,
+      secretsOfScope: (scope) => secrets.filter((s) => s.scope === scope),
+      appHosts: () => null,
+      tool: () => null,
+      connectionProvider: () => null,
+    };
+    const split = (rows: PolicyRuleRow[]) => ({
+      ordered: rows.filter((r) => !r.isDefault && r.enabled).map((r) => compileRule(r, resolver)),
+      fallback: rows.filter((r) => r.isDefault).map((r) => compileRule(r, resolver))[0] ?? null,
+    });
+    const organization = split(published.organization);
+    const project = split(published.projects.get(agent.projectId) ?? []);
+    // Managed grant rules (project scope, after the custom rules): one allow rule per granted secret.
+    if (agent.mode === "grants") {
+      for (const secretId of this.services.grants.secretIds(agent.id)) {
+        const secret = secrets.find((s) => s.id === secretId);
+        project.ordered.push(
+          compileRule(
+            {
+              id: `grant:${agent.id}:${secretId}`,
+              logicalId: `grant:${agent.id}:${secretId}`,
+              scope: "project",
+              name: `Grant: ${agent.name} · ${secret?.name ?? secretId}`,
+              enabled: true,
+              isDefault: false,
+              source: "grant",
+              action: "allow",
+              rateLimit: null,
+              rateLimitWindow: null,
+              requireApproval: false,
+              conditions: null,
+              identities: [{ id: agent.id }],
+              targets: [{ kind: "secret", secretId }],
+            },
+            resolver,
+          ),
+        );
+      }
+    }
+    const all = [...organization.ordered, ...project.ordered];
+    const empty = all.length === 0 && organization.fallback === null && project.fallback === null;
+    return { organization, project, empty, needsBody: needsBody(all) };
   }
 
   #compile(row: SecretRow): CompiledSecret {

@@ -2,6 +2,9 @@
 import type { ServiceDeps } from "./deps.ts";
 import { AgentService } from "./agents.ts";
 import { ApiKeyService } from "./apiKeys.ts";
+import { ApprovalService } from "./approvals.ts";
+import { GrantService } from "./grants.ts";
+import { PolicyService } from "./policy.ts";
 import { OrganizationService } from "./organizations.ts";
 import { SecretService } from "./secrets.ts";
 import { Outbound } from "./outbound.ts";
@@ -16,6 +19,9 @@ export interface Services {
   loginThrottle: LoginThrottle;
   agents: AgentService;
   secrets: SecretService;
+  grants: GrantService;
+  policy: PolicyService;
+  approvals: ApprovalService;
   requestLogs: RequestLogService;
   outbound: Outbound;
 }
@@ -30,6 +36,9 @@ export function createServices(deps: ServiceDeps): Services {
     loginThrottle: new LoginThrottle(),
     agents,
     secrets: new SecretService(deps),
+    grants: new GrantService(deps, agents),
+    policy: new PolicyService(deps),
+    approvals: new ApprovalService(deps),
     requestLogs: new RequestLogService(deps, agents),
     outbound: new Outbound(deps.config),
   };

@@ -187,3 +187,129 @@ export const requestLogs = sqliteTable(
     index("request_logs_org_time").on(t.organizationId, t.createdAt, t.id),
   ],
 );
+
+/** Secret grants (CONTRACT §3.2): which secrets an agent in mode `grants` may inject. */
+export const agentSecretGrants = sqliteTable(
+  "agent_secret_grants",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    secretId: text("secret_id")
+      .notNull()
+      .references(() => secrets.id, { onDelete: "cascade" }),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.secretId] }), index("agent_secret_grants_secret").on(t.secretId)],
+);
+
+export type PolicyScope = "project" | "organization";
+export type RuleStatus = "draft" | "published";
+export type RuleSource = "custom" | "grant" | "blocklist" | "default";
+export type RuleAction = "allow" | "block";
+export type RateWindow = "minute" | "hour" | "day";
+
+export interface RuleCondition {
+  target: "body";
+  operator: "contains";
+  value: string;
+}
+export interface RuleIdentity {
+  type: "agent";
+  id: string;
+}
+export type RuleTarget =
+  | { kind: "network"; hostPattern: string; pathPattern?: string; method?: string }
+  | { kind: "app"; provider: string; tools: string[] }
+  | { kind: "connection"; connectionId: string; tools: string[] }
+  | { kind: "secret"; secretId?: string; secretScope?: "project" | "organization" };
+
+/** Policy rules (CONTRACT §3.4): draft rows (generation 0) and published generations of one scope. */
+export const policyRules = sqliteTable(
+  "policy_rules",
+  {
+    id: text("id").primaryKey(),
+    logicalId: text("logical_id").notNull(),
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    /** Null for organization-scope rules. */
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    status: text("status").$type<RuleStatus>().notNull(),
+    generation: integer("generation").notNull(),
+    priority: integer("priority").notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    isDefault: integer("is_default", { mode: "boolean" }).notNull(),
+    source: text("source").$type<RuleSource>().notNull(),
+    name: text("name").notNull(),
+    description: text("description"),
+    action: text("action").$type<RuleAction>().notNull(),
+    rateLimit: integer("rate_limit"),
+    rateLimitWindow: text("rate_limit_window").$type<RateWindow>(),
+    requireApproval: integer("require_approval", { mode: "boolean" }).notNull(),
+    conditions: text("conditions", { mode: "json" }).$type<RuleCondition[]>(),
+    identities: text("identities", { mode: "json" }).$type<RuleIdentity[]>().notNull(),
+    targets: text("targets", { mode: "json" }).$type<RuleTarget[]>().notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("policy_rules_owner").on(t.organizationId, t.projectId, t.status, t.generation)],
+);
+
+/** One row per publish of a scope (CONTRACT §3.6 "Last publish"). */
+export const policyPublishes = sqliteTable(
+  "policy_publishes",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    generation: integer("generation").notNull(),
+    ruleCount: integer("rule_count").notNull(),
+    appliedAt: text("applied_at").notNull(),
+    appliedByName: text("applied_by_name"),
+    appliedByEmail: text("applied_by_email"),
+  },
+  (t) => [index("policy_publishes_owner").on(t.organizationId, t.projectId, t.generation)],
+);
+
+export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
+
+export interface ApprovalSummary {
+  action: string;
+  details: { label: string; value: string }[];
+}
+
+/** Approval requests (CONTRACT §3.5): held gateway requests waiting for a human decision. */
+export const approvals = sqliteTable(
+  "approvals",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    agentId: text("agent_id").notNull(),
+    agentName: text("agent_name").notNull(),
+    agentIdentifier: text("agent_identifier").notNull(),
+    method: text("method").notNull(),
+    url: text("url").notNull(),
+    host: text("host").notNull(),
+    path: text("path").notNull(),
+    headers: text("headers", { mode: "json" }).$type<Record<string, string>>().notNull(),
+    bodyPreview: text("body_preview"),
+    summary: text("summary", { mode: "json" }).$type<ApprovalSummary>(),
+    status: text("status").$type<ApprovalStatus>().notNull(),
+    createdAt: text("created_at").notNull(),
+    expiresAt: text("expires_at").notNull(),
+    decidedAt: text("decided_at"),
+    decidedByUserId: text("decided_by_user_id"),
+    decidedByEmail: text("decided_by_email"),
+  },
+  (t) => [index("approvals_pending").on(t.status, t.organizationId, t.projectId, t.createdAt)],
+);

@@ -26,7 +26,7 @@ async function newSecret(name: string, path = "/v1/secrets", key?: string) {
 }
 
 describe("GET/PUT /agents/{id}/secrets", () => {
-  test.todo("a new agent has no secret grants; PUT replaces the whole set (project + organization secrets)", async () => {
+  test("a new agent has no secret grants; PUT replaces the whole set (project + organization secrets)", async () => {
     const agent = await newAgent("grants", "secret-holder");
     const res = await api.call("GET", `/v1/agents/${agent}/secrets`);
     expect(res.status).toBe(200);
@@ -45,7 +45,7 @@ describe("GET/PUT /agents/{id}/secrets", () => {
     expect((await api.call("GET", `/v1/agents/${agent}/secrets`)).body).toEqual([]);
   });
 
-  test.todo("unknown secrets, or secrets of another project → 400 envelope, nothing changed", async () => {
+  test("unknown secrets, or secrets of another project → 400 envelope, nothing changed", async () => {
     const agent = await newAgent("grants", "strict-holder");
     const own = await newSecret("kept");
     await api.call("PUT", `/v1/agents/${agent}/secrets`, { body: { secretIds: [own] } });
@@ -56,7 +56,7 @@ describe("GET/PUT /agents/{id}/secrets", () => {
     expect((await api.call("GET", `/v1/agents/${agent}/secrets`)).body).toEqual([own]);
   });
 
-  test.todo("validation and unknown agent", async () => {
+  test("validation and unknown agent", async () => {
     const agent = await newAgent("grants", "validated-holder");
     expectFlat(await api.call("PUT", `/v1/agents/${agent}/secrets`, { body: {} }), 400, "secretIds is required");
     expectFlat(await api.call("PUT", `/v1/agents/${agent}/secrets`, { body: { secretIds: "x" } }), 400, "secretIds must be an array");
@@ -67,7 +67,7 @@ describe("GET/PUT /agents/{id}/secrets", () => {
 });
 
 describe("GET/PUT /agents/{id}/connections", () => {
-  test.todo("a new agent has none; an empty assignment succeeds; unknown connections → 400 envelope", async () => {
+  test("a new agent has none; an empty assignment succeeds; unknown connections → 400 envelope", async () => {
     const agent = await newAgent("grants", "conn-holder");
     const res = await api.call("GET", `/v1/agents/${agent}/connections`);
     expect(res.status).toBe(200);
@@ -82,7 +82,7 @@ describe("GET/PUT /agents/{id}/connections", () => {
     );
   });
 
-  test.todo("validation and unknown agent", async () => {
+  test("validation and unknown agent", async () => {
     const agent = await newAgent("grants", "conn-validated");
     expectFlat(await api.call("PUT", `/v1/agents/${agent}/connections`, { body: {} }), 400, "connections is required");
     expectFlat(await api.call("PUT", `/v1/agents/${agent}/connections`, { body: { connections: {} } }), 400, "connections must be an array");
@@ -93,7 +93,7 @@ describe("GET/PUT /agents/{id}/connections", () => {
 });
 
 describe("GET /agents/{id}/effective-credentials", () => {
-  test.todo("mode all: every project and org secret is usable; mode grants: not_granted until granted", async () => {
+  test("mode all: every project and org secret is usable; mode grants: not_granted until granted", async () => {
     const fresh = createTestApi();
     const body = (name: string) => ({ name, type: "generic", value: "v", hostPattern: "api.x.com", injectionConfig: { headerName: "x-k" } });
     const own = (await fresh.call("POST", "/v1/secrets", { body: body("own") })).body.id;

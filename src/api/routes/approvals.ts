@@ -1,0 +1,68 @@
+// Approvals (CONTRACT §5.4): the reviewer's long-poll, the record and the decision. Served on the API
+// port and the gateway port.
+import { t } from "elysia";
+import { ApiError, unauthorized } from "../../core/errors.ts";
+import type { PendingScope } from "../../services/approvals.ts";
+import type { Services } from "../../services/index.ts";
+import type { RequestContext } from "../auth.ts";
+import { route, type RouteDef } from "../route.ts";
+
+function excludeOf(query: URLSearchParams): string[] {
+  return (query.get("exclude") ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** A decision may come from a project key, or an org key or session with or without X-Project-Id. */
+function decisionScope(services: Services, ctx: RequestContext, headers: Headers): PendingScope {
+  if (ctx.principal.via === "project_key") return { organizationId: ctx.organizationId, projectId: ctx.principal.projectId };
+  const header = headers.get("x-project-id")?.trim();
+  if (!header) return { organizationId: ctx.organizationId };
+  const project = services.orgs.getProject(header);
+  if (!project || project.organizationId !== ctx.organizationId) throw unauthorized();
+  return { organizationId: ctx.organizationId, projectId: project.id };
+}
+
+async function pendingResponse(services: Services, scope: PendingScope, query: URLSearchParams, signal: AbortSignal) {
+  const rows = await services.approvals.poll(scope, excludeOf(query), signal);
+  return { requests: rows.map((r) => services.approvals.requestView(r)), timeoutSeconds: services.approvals.timeoutSeconds };
+}
+
+export const approvalsRoutes: RouteDef[] = [
+  route({
+    method: "GET",
+    path: "/approvals/pending",
+    access: "P",
+    handler: ({ services, ctx, query, request }) => pendingResponse(services, { organizationId: ctx.organizationId, projectId: ctx.projectId }, query, request.signal),
+  }),
+  route({
+    method: "GET",
+    path: "/approvals/:approvalId",
+    access: "P",
+    handler: ({ services, ctx, params }) =>
+      services.approvals.recordView(services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId!)),
+  }),
+  route({
+    method: "POST",
+    path: "/approvals/:approvalId/decision",
+    access: "O",
+    body: t.Object({ decision: t.Union([t.Literal("approve"), t.Literal("deny")]) }),
+    handler: ({ services, ctx, params, body, request }) => {
+      const scope = decisionScope(services, ctx, request.headers);
+      const user = ctx.userId ? services.orgs.getUser(ctx.userId) : undefined;
+      services.approvals.decide(scope, params.approvalId!, body.decision as "approve" | "deny", { userId: ctx.userId, email: user?.email ?? null });
+      return { success: true };
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/org/approvals/pending",
+    access: "O",
+    role: "admin",
+    handler: ({ services, ctx, query, request }) => {
+      if (ctx.principal.via === "project_key") throw ApiError.envelope(403, "An organization API key is required for this endpoint");
+      return pendingResponse(services, { organizationId: ctx.organizationId }, query, request.signal);
+    },
+  }),
+];

@@ -1,0 +1,280 @@
+// Policy rules (CONTRACT §5.3) at project scope (`/policy/*`, P·any) and organization scope
+// (`/org/policy/*`, O·admin). Every validation failure is a 422 envelope.
+import { t, type TSchema } from "elysia";
+import { ApiError } from "../../core/errors.ts";
+import { hostPatternError, pathPatternError } from "../../core/patterns.ts";
+import { POLICY_METHODS } from "../../core/policy.ts";
+import type { PolicyOwner, RuleFields } from "../../services/policy.ts";
+import type { RuleTarget } from "../../store/schema.ts";
+import type { Access, RequestContext, RoleGate } from "../auth.ts";
+import { created, noContent, route, type RouteDef } from "../route.ts";
+import { validateAt } from "../validate.ts";
+
+const strict = { additionalProperties: false } as const;
+const literals = (...values: string[]) => t.Union(values.map((v) => t.Literal(v)));
+const nullable = <T extends TSchema>(s: T) => t.Union([s, t.Null()]);
+
+const Condition = t.Object(
+  { target: t.Literal("body"), operator: t.Literal("contains"), value: t.String({ minLength: 1, maxLength: 1000 }) },
+  strict,
+);
+const Identity = t.Object({ type: t.Literal("agent"), id: t.String({ minLength: 1, maxLength: 255 }) }, strict);
+const tools = t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255 }), { maxItems: 200 }));
+
+const TARGETS: Record<RuleTarget["kind"], TSchema> = {
+  network: t.Object(
+    {
+      kind: t.Literal("network"),
+      hostPattern: t.String({ trim: true, refine: (v: string) => hostPatternError(v, { allowAny: true }) }),
+      pathPattern: t.Optional(t.String({ trim: true, maxLength: 1000, refine: (v: string) => pathPatternError(v) })),
+      method: t.Optional(literals(...POLICY_METHODS)),
+    },
+    strict,
+  ),
+  app: t.Object({ kind: t.Literal("app"), provider: t.String({ minLength: 1, maxLength: 255 }), tools }, strict),
+  connection: t.Object({ kind: t.Literal("connection"), connectionId: t.String({ minLength: 1, maxLength: 255 }), tools }, strict),
+  secret: t.Object(
+    { kind: t.Literal("secret"), secretId: t.Optional(t.String({ minLength: 1, maxLength: 255 })), secretScope: t.Optional(literals("project", "organization")) },
+    strict,
+  ),
+};
+const KINDS = Object.keys(TARGETS);
+
+function checkTargets(raw: unknown[] | undefined): RuleTarget[] | undefined {
+  if (raw === undefined) return undefined;
+  return raw.map((item, i) => {
+    const path = `targets[${i}]`;
+    if (typeof item !== "object" || item === null || Array.isArray(item)) throw ApiError.envelope(422, `${path} must be an object`);
+    const kind = (item as { kind?: unknown }).kind;
+    if (kind === undefined || kind === null) throw ApiError.envelope(422, `${path}.kind is required`);
+    if (typeof kind !== "string" || !KINDS.includes(kind)) throw ApiError.envelope(422, `${path}.kind must be one of: ${KINDS.join(", ")}`);
+    const r = validateAt(TARGETS[kind as RuleTarget["kind"]], item, path);
+    if (!r.ok) throw typeof r.message === "string" ? ApiError.envelope(422, r.message) : r.message;
+    const target = r.value as RuleTarget;
+    if ((target.kind === "app" || target.kind === "connection") && !target.tools) target.tools = [];
+    return target;
+  });
+}
+
+const fields = {
+  name: t.String({ minLength: 1, maxLength: 255, trim: true }),
+  description: t.Optional(nullable(t.String({ maxLength: 1000 }))),
+  enabled: t.Optional(t.Boolean()),
+  action: literals("allow", "block"),
+  rateLimit: t.Optional(nullable(t.Integer({ minimum: 1, maximum: 1_000_000 }))),
+  rateLimitWindow: t.Optional(nullable(literals("minute", "hour", "day"))),
+  requireApproval: t.Optional(t.Boolean()),
+  conditions: t.Optional(nullable(t.Array(Condition, { maxItems: 10 }))),
+  identities: t.Optional(t.Array(Identity, { maxItems: 100 })),
+  targets: t.Optional(t.Array(t.Unknown(), { maxItems: 100 })),
+};
+const CreateRuleBody = t.Object(fields);
+const UpdateRuleBody = t.Object({ ...fields, name: t.Optional(fields.name), action: t.Optional(fields.action) });
+
+type Body = Record<string, any>;
+
+function createFields(b: Body): RuleFields {
+  return {
+    name: b.name,
+    description: b.description ?? null,
+    enabled: b.enabled ?? true,
+    action: b.action,
+    rateLimit: b.rateLimit ?? null,
+    rateLimitWindow: b.rateLimitWindow ?? null,
+    requireApproval: b.requireApproval ?? false,
+    conditions: b.conditions ?? null,
+    identities: b.identities ?? [],
+    targets: checkTargets(b.targets) ?? [],
+  };
+}
+
+function patchFields(b: Body): Partial<RuleFields> {
+  const out: Partial<RuleFields> = {};
+  for (const key of ["name", "description", "enabled", "action", "rateLimit", "rateLimitWindow", "requireApproval", "conditions", "identities"] as const) {
+    if (b[key] !== undefined) (out as Body)[key] = b[key];
+  }
+  const targets = checkTargets(b.targets);
+  if (targets !== undefined) out.targets = targets;
+  return out;
+}
+
+const statusOf = (query: URLSearchParams): "draft" | "published" => {
+  const s = query.get("status");
+  if (s === null || s === "") return "draft";
+  if (s !== "draft" && s !== "published") throw ApiError.envelope(422, "status must be one of: draft, published");
+  return s;
+};
+
+const VIRTUAL_DEFAULT = {
+  id: "",
+  logicalId: "",
+  scope: null,
+  status: "draft",
+  generation: 0,
+  priority: 0,
+  enabled: true,
+  isDefault: true,
+  source: "default",
+  name: "Default Rule",
+  description: null,
+  action: "allow",
+  rateLimit: null,
+  rateLimitWindow: null,
+  requireApproval: false,
+  conditions: null,
+  identities: [],
+  targets: [],
+  createdAt: "1970-01-01T00:00:00.000Z",
+  updatedAt: "1970-01-01T00:00:00.000Z",
+};
+
+function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
+  const noFields = ApiError.envelope(422, "At least one field must be provided");
+  return [
+    route({
+      method: "GET",
+      path: `${prefix}/rules`,
+      access,
+      role,
+      handler: ({ services, ctx, query }) => {
+        const owner = ownerOf(ctx);
+        const rules = services.policy.customRules(owner, statusOf(query)).map((r) => services.policy.view(r));
+        if (query.get("include") !== "managed") return rules;
+        return [...rules, ...managedRules(services, owner)];
+      },
+    }),
+    route({
+      method: "POST",
+      path: `${prefix}/rules`,
+      access,
+      role,
+      body: CreateRuleBody,
+      unprocessable: true,
+      handler: ({ services, ctx, body }) => created(services.policy.view(services.policy.create(ownerOf(ctx), createFields(body)))),
+    }),
+    route({
+      method: "PUT",
+      path: `${prefix}/rules/order`,
+      access,
+      role,
+      body: t.Object({ orderedIds: t.Array(t.String(), { minItems: 1, maxItems: 10000 }) }),
+      unprocessable: true,
+      handler: ({ services, ctx, body }) => services.policy.reorder(ownerOf(ctx), body.orderedIds).map((r) => services.policy.view(r)),
+    }),
+    route({
+      method: "GET",
+      path: `${prefix}/rules/:ruleId`,
+      access,
+      role,
+      handler: ({ services, ctx, params }) => services.policy.view(services.policy.getDraft(ownerOf(ctx), params.ruleId!)),
+    }),
+    route({
+      method: "PATCH",
+      path: `${prefix}/rules/:ruleId`,
+      access,
+      role,
+      body: UpdateRuleBody,
+      emptyBody: noFields,
+      unprocessable: true,
+      handler: ({ services, ctx, params, body }) => {
+        const owner = ownerOf(ctx);
+        services.policy.getDraft(owner, params.ruleId!);
+        const patch = patchFields(body);
+        if (Object.keys(patch).length === 0) throw noFields;
+        return services.policy.view(services.policy.update(owner, params.ruleId!, patch));
+      },
+    }),
+    route({
+      method: "DELETE",
+      path: `${prefix}/rules/:ruleId`,
+      access,
+      role,
+      handler: ({ services, ctx, params }) => {
+        services.policy.delete(ownerOf(ctx), params.ruleId!);
+        return noContent();
+      },
+    }),
+    route({
+      method: "GET",
+      path: `${prefix}/default`,
+      access,
+      role,
+      handler: ({ services, ctx, query }) => {
+        const owner = ownerOf(ctx);
+        const row = services.policy.defaultRule(owner, statusOf(query));
+        return row ? services.policy.view(row) : { ...VIRTUAL_DEFAULT, scope: owner.scope };
+      },
+    }),
+    route({
+      method: "PATCH",
+      path: `${prefix}/default`,
+      access,
+      role,
+      body: t.Object({ action: literals("allow", "block") }),
+      unprocessable: true,
+      handler: ({ services, ctx, body }) => services.policy.view(services.policy.setDefault(ownerOf(ctx), body.action as "allow" | "block")),
+    }),
+    route({
+      method: "POST",
+      path: `${prefix}/publish`,
+      access,
+      role,
+      handler: ({ services, ctx }) => {
+        const user = ctx.userId ? services.orgs.getUser(ctx.userId) : undefined;
+        return services.policy.publish(ownerOf(ctx), user ? { name: user.name, email: user.email } : null);
+      },
+    }),
+    route({
+      method: "GET",
+      path: `${prefix}/effective-app-permissions`,
+      access,
+      role,
+      handler: ({ query }) => {
+        const provider = query.get("provider")?.trim();
+        if (!provider) throw ApiError.envelope(422, "provider is required");
+        // Permission definitions come with the app catalog; no provider has one yet.
+        throw ApiError.flat(404, `No permission definition for provider: ${provider}`);
+      },
+    }),
+    route({
+      method: "GET",
+      path: `${prefix}/last-publish`,
+      access,
+      role,
+      handler: ({ services, ctx }) => services.policy.lastPublish(ownerOf(ctx)),
+    }),
+  ];
+}
+
+/** The live managed rules of a scope, read-only (grant rules of the project's agents). */
+function managedRules(services: import("../../services/index.ts").Services, owner: PolicyOwner) {
+  if (owner.scope !== "project") return [];
+  const agents = services.agents.list(owner.projectId).filter((a) => a.mode === "grants");
+  const grants = services.grants.secretIdsByAgent(agents.map((a) => a.id));
+  const out = [];
+  for (const agent of agents) {
+    for (const secretId of grants.get(agent.id) ?? []) {
+      const secret = services.secrets.getForProject(owner.projectId, owner.organizationId, secretId);
+      out.push({
+        ...VIRTUAL_DEFAULT,
+        id: `grant:${agent.id}:${secretId}`,
+        logicalId: `grant:${agent.id}:${secretId}`,
+        scope: "project",
+        status: "published",
+        isDefault: false,
+        source: "grant",
+        name: `Grant: ${agent.name} · ${secret.name}`,
+        identities: [{ type: "agent", id: agent.id }],
+        targets: [{ kind: "secret", secretId }],
+        createdAt: agent.createdAt,
+        updatedAt: agent.updatedAt,
+      });
+    }
+  }
+  return out;
+}
+
+export const policyRoutes: RouteDef[] = [
+  ...policyRoutesFor("/policy", "P", "any", (ctx) => ({ scope: "project", organizationId: ctx.organizationId, projectId: ctx.projectId })),
+  ...policyRoutesFor("/org/policy", "O", "admin", (ctx) => ({ scope: "organization", organizationId: ctx.organizationId })),
+];

@@ -1,0 +1,72 @@
+// Stage 5 — policy (CONTRACT §6.9–6.10): evaluate the agent's published rules per scope, combine, and
+// answer blocks and rate limits before anything leaves. An approval verdict is carried to the hold stage.
+import { combine, evaluateScope, BODY_PEEK_BYTES, type PolicyRequest } from "../../core/policy.ts";
+import type { GatewayContext } from "../context.ts";
+import { gatewayJson } from "../errors.ts";
+import { peekStream } from "../peek.ts";
+import type { ProxyRequest } from "../request.ts";
+
+export async function enforcePolicy(rq: ProxyRequest, g: GatewayContext): Promise<Response | undefined> {
+  const policy = rq.credentials.policy;
+  if (policy.empty) return undefined;
+  let body: string | null = null;
+  if (policy.needsBody && rq.body) {
+    const { head, stream } = await peekStream(rq.body, BODY_PEEK_BYTES);
+    rq.body = stream;
+    body = new TextDecoder().decode(head).toLowerCase();
+  }
+  const method = rq.websocket ? "GET" : rq.method;
+  const req: PolicyRequest = { host: rq.host, path: rq.path, method, agentId: rq.agent.id, connectionId: null, body };
+  const decision = combine(
+    evaluateScope(policy.organization.ordered, policy.organization.fallback, req),
+    evaluateScope(policy.project.ordered, policy.project.fallback, req),
+  );
+  const rule = decision.rule;
+  if (rule) rq.matchedRule = { logicalId: rule.logicalId, name: rule.name };
+  switch (decision.verdict) {
+    case "allow":
+      return undefined;
+    case "block":
+      if (rule?.isDefault) {
+        rq.decision = "blocked_by_default_policy";
+        return gatewayJson(403, {
+          error: "blocked_by_default_policy",
+          message: `A default-deny policy blocked this request. ${method} ${rq.host}${rq.path} is not permitted for this agent. Ask an administrator to allow the destination.`,
+          method,
+          host: rq.host,
+          path: rq.path,
+        });
+      }
+      rq.decision = "blocked";
+      return blockedByPolicy(rule!.name, method, rq.path);
+    case "rate": {
+      const r = rule!;
+      const hit = g.rateLimiter.hit(`${r.scope}:${r.logicalId}:${rq.agent.id}`, r.rateLimit!, r.rateLimitWindow!);
+      if (!hit.limited) return undefined;
+      rq.decision = "rate_limited";
+      return gatewayJson(
+        429,
+        { error: "rate_limited", message: "This request was rate-limited by a credgate policy rule.", limit: r.rateLimit, window: r.rateLimitWindow },
+        { "retry-after": String(hit.retryAfter) },
+      );
+    }
+    case "approval":
+      // A WebSocket upgrade cannot be held (§6.13).
+      if (rq.websocket) {
+        rq.decision = "blocked";
+        return blockedByPolicy("Manual approval required", method, rq.path);
+      }
+      rq.needsApproval = true;
+      return undefined;
+  }
+}
+
+export function blockedByPolicy(ruleName: string, method: string, path: string): Response {
+  return gatewayJson(403, {
+    error: "blocked_by_policy",
+    message: `Blocked by credgate policy rule "${ruleName}". ${method} ${path} is not allowed. Review this agent's access in your credgate dashboard.`,
+    rule_name: ruleName,
+    method,
+    path,
+  });
+}
