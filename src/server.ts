@@ -8,8 +8,7 @@ import { EventBus } from "./events.ts";
 import { openStore, type Db } from "./store/open.ts";
 import { createServices, type Services } from "./services/index.ts";
 import { bootstrap, type BootstrapInfo } from "./services/bootstrap.ts";
-import { createApiApp, type ApiApp } from "./api/app.ts";
-import { gatewayRoutes } from "./api/routes/gateway.ts";
+import { caRoutes, createApiApp, type ApiApp } from "./api/app.ts";
 import { CertificateAuthority } from "./crypto/ca.ts";
 import { Gateway } from "./gateway/index.ts";
 
@@ -51,7 +50,7 @@ export async function drain(work: Promise<unknown>, ms: number): Promise<void> {
 export async function startServer(config: Config): Promise<RunningServer> {
   const core = openCore(config);
   const ca = await CertificateAuthority.loadOrCreate(config.dataDir);
-  const api = createApiApp(core.services, gatewayRoutes(ca.certPem));
+  const api = createApiApp(core.services, caRoutes(ca.certPem));
   let apiServer: Server<undefined>;
   try {
     // idleTimeout: long-polls (approvals) hold a request open for up to a minute.

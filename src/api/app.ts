@@ -5,7 +5,9 @@ import { Elysia } from "elysia";
 import type { Services } from "../services/index.ts";
 import { errorResponse, unknownRoute } from "./errors.ts";
 import { runRoute, type RouteDef } from "./route.ts";
+import { agentSetupRoutes } from "./routes/agentSetup.ts";
 import { agentsRoutes } from "./routes/agents.ts";
+import { gatewayRoutes } from "./routes/gateway.ts";
 import { approvalsRoutes } from "./routes/approvals.ts";
 import { grantsRoutes } from "./routes/grants.ts";
 import { policyRoutes } from "./routes/policy.ts";
@@ -20,6 +22,11 @@ export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
   return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes];
+}
+
+/** Routes that serve the gateway's CA certificate (agent setup), built once the CA is loaded. */
+export function caRoutes(caPem: string): RouteDef[] {
+  return [...gatewayRoutes(caPem), ...agentSetupRoutes(caPem)];
 }
 
 export type ApiApp = { handle(request: Request): Promise<Response> };

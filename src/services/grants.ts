@@ -49,6 +49,21 @@ export class GrantService {
     return new Set(rows.map((r) => r.id));
   }
 
+  /** The secret rows an agent may inject: partner secrets always; the others in mode `all` or when granted. */
+  injectableRows(agent: { id: string; projectId: string; mode: AgentMode }, organizationId: string, partnerId: string | null) {
+    const rows = this.deps.db.transaction(() => ({ rows: this.secretRows(agent.projectId, organizationId, partnerId), granted: new Set(this.secretIds(agent.id)) }));
+    return rows.rows.filter((s) => s.scope === "partner" || agent.mode === "all" || rows.granted.has(s.id));
+  }
+
+  private secretRows(projectId: string, organizationId: string, partnerId: string | null) {
+    const scopes = [
+      and(eq(secrets.scope, "project"), eq(secrets.projectId, projectId)),
+      and(eq(secrets.scope, "organization"), eq(secrets.organizationId, organizationId)),
+    ];
+    if (partnerId) scopes.push(and(eq(secrets.scope, "partner"), eq(secrets.partnerId, partnerId)));
+    return this.db.select().from(secrets).where(or(...scopes)).all();
+  }
+
   secretIds(agentId: string): string[] {
     return this.db.select({ id: agentSecretGrants.secretId }).from(agentSecretGrants).where(eq(agentSecretGrants.agentId, agentId)).all().map((r) => r.id);
   }

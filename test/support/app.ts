@@ -3,7 +3,7 @@
 import { loadConfig } from "../../src/config.ts";
 import { log } from "../../src/log.ts";
 import { openCore, type Core } from "../../src/server.ts";
-import { createApiApp, type ApiApp } from "../../src/api/app.ts";
+import { caRoutes, createApiApp, type ApiApp } from "../../src/api/app.ts";
 import { tempDir } from "./tmp.ts";
 
 export interface TestApi {
@@ -19,12 +19,15 @@ export interface TestApi {
   call(method: string, path: string, opts?: { key?: string | null; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers; text: string }>;
 }
 
+/** Stands in for the gateway CA in-process (the real CA is exercised by the e2e tests). */
+export const TEST_CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n";
+
 export function createTestApi(env: Record<string, string> = {}): TestApi {
   log.setQuiet(true);
   const dataDir = tempDir();
   const config = loadConfig({ dataDir, port: 0, gatewayPort: 0 }, { ...env });
   const core = openCore(config);
-  const app = createApiApp(core.services);
+  const app = createApiApp(core.services, caRoutes(TEST_CA_PEM));
   const b = core.bootstrap;
   const api: TestApi = {
     core,

@@ -1,0 +1,122 @@
+// Agent setup (CONTRACT §5.11): the container configuration the OneCLI node SDK consumes, credential
+// stubs for agent frameworks, and the gateway skill an agent reads to learn how the gateway behaves.
+import { ApiError } from "../../core/errors.ts";
+import type { Services } from "../../services/index.ts";
+import type { AgentRow } from "../../services/agents.ts";
+import { GATEWAY_SKILL } from "../skill.ts";
+import { route, type RouteDef } from "../route.ts";
+
+export const PLACEHOLDER = "credgate-managed";
+export const CA_CONTAINER_PATH = "/tmp/credgate-gateway-ca.pem";
+const CODEX_HOME = "/home/node/.codex";
+const NO_LLM_A_WARNING = "No llm_a credentials configured — the agent will use its own API key if available.";
+// An unsigned JWT ({"alg":"none"}) whose claims only say "placeholder": Codex parses id_token, never verifies it.
+const PLACEHOLDER_ID_TOKEN =
+  "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJpc3MiOiJjcmVkZ2F0ZSIsInN1YiI6ImNyZWRnYXRlLW1hbmFnZWQiLCJlbWFpbCI6ImNyZWRnYXRlLW1hbmFnZWRAbG9jYWxob3N0In0.";
+
+type AuthMode = "api-key" | "oauth";
+
+export function codexStubContent(authMode: AuthMode): string {
+  const content =
+    authMode === "oauth"
+      ? {
+          auth_mode: "chatgpt",
+          OPENAI_API_KEY: null,
+          tokens: { id_token: PLACEHOLDER_ID_TOKEN, access_token: PLACEHOLDER, refresh_token: PLACEHOLDER, account_id: PLACEHOLDER },
+          last_refresh: new Date().toISOString(),
+        }
+      : { auth_mode: "apikey", OPENAI_API_KEY: PLACEHOLDER };
+  return JSON.stringify(content, null, 2);
+}
+
+function partnerOf(services: Services, organizationId: string): string | null {
+  const org = services.orgs.getOrganization(organizationId);
+  return org && org.partnerId && !org.partnerDetached ? org.partnerId : null;
+}
+
+/** The agent a container-config request names: `?agent=`, else the default agent (recreated if missing). */
+function agentFor(services: Services, projectId: string, identifier: string | null): AgentRow {
+  if (identifier) {
+    const row = services.agents.findByIdentifier(projectId, identifier);
+    if (!row) {
+      throw ApiError.flat(
+        404,
+        `No agent with identifier "${identifier}" exists in this project. Create it first via POST /v1/agents, or omit the "agent" query parameter to use the project's default agent.`,
+        { code: "AGENT_NOT_FOUND", agentIdentifier: identifier },
+      );
+    }
+    return row;
+  }
+  return services.agents.findDefault(projectId) ?? services.agents.createDefault(projectId);
+}
+
+export function agentSetupRoutes(caPem: string): RouteDef[] {
+  return [
+    route({
+      method: "GET",
+      path: "/container-config",
+      access: "P",
+      handler: ({ services, ctx, query }) => {
+        const config = services.deps.config;
+        const agent = agentFor(services, ctx.projectId, query.get("agent")?.trim() || null);
+        const token = services.agents.view(agent, true).accessToken!;
+        const proxy = `http://x:${token}@${config.containerGatewayHost}`;
+        const env: Record<string, string> = {
+          HTTPS_PROXY: proxy,
+          HTTP_PROXY: proxy,
+          https_proxy: proxy,
+          http_proxy: proxy,
+          NODE_EXTRA_CA_CERTS: CA_CONTAINER_PATH,
+          REQUESTS_CA_BUNDLE: CA_CONTAINER_PATH,
+          NODE_USE_ENV_PROXY: "1",
+          GIT_TERMINAL_PROMPT: "0",
+          GIT_HTTP_PROXY_AUTHMETHOD: "basic",
+        };
+        const usable = services.grants.injectableRows(agent, ctx.organizationId, partnerOf(services, ctx.organizationId));
+        const modes = (type: string) => new Set(usable.filter((s) => s.type === type).map((s) => (s.metadata?.authMode ?? "api-key") as AuthMode));
+        const llmA = modes("llm_a");
+        const llmB = modes("llm_b");
+        if (llmA.has("api-key")) env.ANTHROPIC_API_KEY = PLACEHOLDER;
+        if (llmA.has("oauth")) env.CLAUDE_CODE_OAUTH_TOKEN = PLACEHOLDER;
+        if (llmB.has("api-key")) env.OPENAI_API_KEY = PLACEHOLDER;
+        const credentialStubs: { containerPath: string; content: string }[] = [];
+        if (llmB.has("oauth")) {
+          env.CODEX_HOME = CODEX_HOME;
+          credentialStubs.push({ containerPath: `${CODEX_HOME}/auth.json`, content: codexStubContent("oauth") });
+        }
+        return {
+          env,
+          caCertificate: caPem,
+          caCertificateContainerPath: CA_CONTAINER_PATH,
+          credentialStubs,
+          ...(llmA.size === 0 ? { warnings: [NO_LLM_A_WARNING] } : {}),
+        };
+      },
+    }),
+    route({
+      method: "GET",
+      path: "/credential-stubs",
+      access: "P",
+      handler: () => ({ agents: ["codex"] }),
+    }),
+    route({
+      method: "GET",
+      path: "/credential-stubs/:agent",
+      access: "P",
+      handler: ({ services, ctx, params }) => {
+        if (params.agent !== "codex") throw ApiError.flat(404, `No credential stub for agent "${params.agent}"`);
+        const oauth = services.secrets
+          .listForProject(ctx.projectId, ctx.organizationId)
+          .some((s) => s.type === "llm_b" && s.metadata?.authMode === "oauth");
+        const authMode: AuthMode = oauth ? "oauth" : "api-key";
+        return { agent: "codex", filePath: "~/.codex/auth.json", content: codexStubContent(authMode), authMode, permissions: "0600" };
+      },
+    }),
+    route({
+      method: "GET",
+      path: "/skill/gateway",
+      access: "P",
+      handler: () => new Response(GATEWAY_SKILL, { headers: { "content-type": "text/markdown; charset=utf-8" } }),
+    }),
+  ];
+}
