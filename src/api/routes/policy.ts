@@ -1,8 +1,9 @@
 // Policy rules (CONTRACT §5.3) at project scope (`/policy/*`, P·any) and organization scope
 // (`/org/policy/*`, O·admin). Every validation failure is a 422 envelope.
+import { Type } from "@sinclair/typebox";
 import { t, type TSchema } from "elysia";
 import { ApiError } from "../../core/errors.ts";
-import { hostPatternError, pathPatternError } from "../../core/patterns.ts";
+import { HOST_MESSAGES, hostPatternError, pathPatternError } from "../../core/patterns.ts";
 import { POLICY_METHODS } from "../../core/policy.ts";
 import type { PolicyOwner, RuleFields } from "../../services/policy.ts";
 import type { RuleTarget } from "../../store/schema.ts";
@@ -25,7 +26,8 @@ const TARGETS: Record<RuleTarget["kind"], TSchema> = {
   network: t.Object(
     {
       kind: t.Literal("network"),
-      hostPattern: t.String({ trim: true, refine: (v: string) => hostPatternError(v, { allowAny: true }) }),
+      // The secret host rules (§5.2): absent reads like blank; the length check names the nested field.
+      hostPattern: t.String({ trim: true, maxLength: 255, missing: HOST_MESSAGES.required, refine: (v: string) => hostPatternError(v, { allowAny: true }) }),
       pathPattern: t.Optional(t.String({ trim: true, maxLength: 1000, refine: (v: string) => pathPatternError(v) })),
       method: t.Optional(literals(...POLICY_METHODS)),
     },
@@ -49,7 +51,11 @@ function checkTargets(raw: unknown[] | undefined): RuleTarget[] | undefined {
     if (kind === undefined || kind === null) throw ApiError.envelope(422, `${path}.kind is required`);
     if (typeof kind !== "string" || !KINDS.includes(kind)) throw ApiError.envelope(422, `${path}.kind must be one of: ${KINDS.join(", ")}`);
     const r = validateAt(TARGETS[kind as RuleTarget["kind"]], item, path);
-    if (!r.ok) throw typeof r.message === "string" ? ApiError.envelope(422, r.message) : r.message;
+    if (!r.ok) {
+      // The shared path-pattern messages name the bare field; here it sits inside targets[i].
+      const m = r.message;
+      throw typeof m === "string" ? ApiError.envelope(422, m.startsWith("pathPattern ") ? `${path}.${m}` : m) : m;
+    }
     const target = r.value as RuleTarget;
     if ((target.kind === "app" || target.kind === "connection") && !target.tools) target.tools = [];
     return target;
@@ -61,7 +67,8 @@ const fields = {
   description: t.Optional(nullable(t.String({ maxLength: 1000 }))),
   enabled: t.Optional(t.Boolean()),
   action: literals("allow", "block"),
-  rateLimit: t.Optional(nullable(t.Integer({ minimum: 1, maximum: 1_000_000 }))),
+  // Plain TypeBox integer: Elysia's t.Integer is a string|integer union the validator cannot walk (a 500).
+  rateLimit: t.Optional(nullable(Type.Integer({ minimum: 1, maximum: 1_000_000 }))),
   rateLimitWindow: t.Optional(nullable(literals("minute", "hour", "day"))),
   requireApproval: t.Optional(t.Boolean()),
   conditions: t.Optional(nullable(t.Array(Condition, { maxItems: 10 }))),
