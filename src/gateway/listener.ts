@@ -139,6 +139,10 @@ export class GatewayListener {
     const scheme = first[0] === 0x16 ? "https" : "http";
     if (scheme === "https") {
       const context = await this.deps.leaves.get(host);
+      // Bun 1.4 loses the unshifted ClientHello when the socket is wrapped in the same macrotask as the
+      // 'data' event that delivered it (a cached leaf makes everything synchronous): every CONNECT after
+      // the first to a host hung in the handshake. Wrapping one macrotask later keeps the bytes.
+      await new Promise((resolve) => setImmediate(resolve));
       const secure = new tls.TLSSocket(sock, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
       const timer = setTimeout(() => secure.destroy(), TLS_HANDSHAKE_TIMEOUT_MS);
       secure.once("secure", () => clearTimeout(timer));
@@ -156,7 +160,9 @@ export class GatewayListener {
       authority: authority.port === defaultPort ? bracketed : `${bracketed}:${authority.port}`,
       token,
     }, null);
-    sock.resume();
+    // A TLS tunnel reads the raw socket now (the handshake); a plain one must stay paused until #pipe has
+    // its consumer, or the unshifted first request is emitted to nobody and lost.
+    if (scheme === "https") sock.resume();
   }
 
   /** Pipes a client stream into the internal server and registers what the connection is. */
