@@ -3,14 +3,17 @@
 import { Command } from "commander";
 import { VERSION } from "../src/version.ts";
 import { registerKeys } from "./keys.ts";
+import { registerRun } from "./run.ts";
 import { registerServe } from "./serve.ts";
 
 const program = new Command()
   .name("credgate")
   .description("Credential-injection gateway for AI agents")
-  .version(VERSION, "-v, --version", "print the version");
+  .version(VERSION, "-v, --version", "print the version")
+  .enablePositionalOptions();
 
 registerServe(program);
 registerKeys(program);
+registerRun(program);
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,80 @@
+// `credgate run [--agent <identifier>] -- <cmd> [args…]`: run a command whose HTTP(S) goes through the
+// gateway as that agent. The configuration comes from the running server's API (CREDGATE_URL, default
+// http://localhost:10254) with CREDGATE_API_KEY, else the bootstrap key read from the data dir.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { constants, tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Command } from "commander";
+import { loadConfig } from "../src/config.ts";
+import { combinedBundle, nodePreload, runEnvironment, type ContainerConfig } from "../src/run/environment.ts";
+import { undiciBundle } from "../src/run/undiciBundle.ts" with { type: "macro" };
+import { openCore } from "../src/server.ts";
+import { fail } from "./fail.ts";
+
+const UNDICI: string = undiciBundle();
+
+function apiKeyFrom(dataDir: string | undefined): string {
+  const fromEnv = process.env.CREDGATE_API_KEY?.trim();
+  if (fromEnv) return fromEnv;
+  const core = openCore(loadConfig({ dataDir }));
+  const key = core.bootstrap.projectApiKey;
+  core.db.$client.close();
+  return key;
+}
+
+async function getJson(url: string, key: string): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+  } catch (err) {
+    throw new Error(`cannot reach the credgate API at ${url}: ${(err as Error).message}`);
+  }
+  const text = await res.text();
+  if (!res.ok) {
+    let message = text;
+    try {
+      const body = JSON.parse(text);
+      message = typeof body.error === "string" ? body.error : (body.error?.message ?? text);
+    } catch {}
+    throw new Error(`${url} answered ${res.status}: ${message}`);
+  }
+  return JSON.parse(text);
+}
+
+export function registerRun(program: Command): void {
+  program
+    .command("run")
+    .description("run a command with its HTTP(S) traffic going through the gateway")
+    .option("--agent <identifier>", "the agent to act as (default: the project's default agent)")
+    .option("--data-dir <dir>", "data directory to read the bootstrap API key from when CREDGATE_API_KEY is unset")
+    .argument("<command...>", "the command and its arguments (after --)")
+    .passThroughOptions()
+    .action(async (command: string[], flags: { agent?: string; dataDir?: string }) => {
+      let dir: string | null = null;
+      try {
+        const base = (process.env.CREDGATE_URL?.trim() || "http://localhost:10254").replace(/\/+$/, "");
+        const key = apiKeyFrom(flags.dataDir);
+        const query = flags.agent ? `?agent=${encodeURIComponent(flags.agent)}` : "";
+        const config = (await getJson(`${base}/v1/container-config${query}`, key)) as ContainerConfig;
+        const { url: gatewayUrl } = (await getJson(`${base}/v1/gateway-url`, key)) as { url: string };
+        dir = mkdtempSync(join(tmpdir(), "credgate-run-"));
+        const files = { ca: join(dir, "ca.pem"), bundle: join(dir, "ca-bundle.pem"), nodePreload: join(dir, "node-preload.cjs") };
+        writeFileSync(files.ca, config.caCertificate);
+        writeFileSync(files.bundle, combinedBundle(config.caCertificate));
+        writeFileSync(join(dir, "undici.cjs"), UNDICI);
+        writeFileSync(files.nodePreload, nodePreload(join(dir, "undici.cjs")));
+        const env = runEnvironment(process.env, config, gatewayUrl, files);
+        const child = Bun.spawn(command, { env, stdio: ["inherit", "inherit", "inherit"] });
+        const forward = (signal: NodeJS.Signals) => child.kill(signal);
+        process.on("SIGINT", forward);
+        process.on("SIGTERM", forward);
+        await child.exited;
+        rmSync(dir, { recursive: true, force: true });
+        // A child killed by a signal exits like a shell reports it: 128 + the signal number.
+        process.exit(child.exitCode ?? (child.signalCode ? 128 + (constants.signals[child.signalCode as NodeJS.Signals] ?? 0) : 1));
+      } catch (err) {
+        if (dir) rmSync(dir, { recursive: true, force: true });
+        fail(err);
+      }
+    });
+}

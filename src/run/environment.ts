@@ -1,0 +1,67 @@
+// The environment `credgate run` gives a child process (CONTRACT §7): the agent's proxy URL, the gateway
+// CA for every runtime (Node, Bun, Python, curl, git, Go, Deno), the git settings and the LLM placeholders,
+// all derived from the container config the API hands out.
+import { existsSync, readFileSync } from "node:fs";
+import { rootCertificates } from "node:tls";
+
+export interface ContainerConfig {
+  env: Record<string, string>;
+  caCertificate: string;
+}
+
+const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
+/** Container-only settings: paths inside the agent container and the in-container proxy address. */
+const CONTAINER_ONLY = new Set(["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CODEX_HOME"]);
+const LOOPBACK = ["localhost", "127.0.0.1", "::1"];
+
+/** The system trust store plus the gateway CA, so proxied and direct HTTPS both verify. */
+export function combinedBundle(caPem: string): string {
+  const system = SYSTEM_BUNDLES.find((p) => existsSync(p));
+  const base = system ? readFileSync(system, "utf8") : rootCertificates.join("\n");
+  return `${base.trimEnd()}\n${caPem.trimEnd()}\n`;
+}
+
+export function runEnvironment(
+  base: Record<string, string | undefined>,
+  config: ContainerConfig,
+  gatewayUrl: string,
+  files: { ca: string; bundle: string; nodePreload: string },
+): Record<string, string> {
+  const token = decodeURIComponent(new URL(config.env.HTTPS_PROXY!).password);
+  const proxy = `http://x:${token}@${new URL(gatewayUrl).host}`;
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
+  for (const [k, v] of Object.entries(config.env)) if (!CONTAINER_ONLY.has(k)) env[k] = v;
+  const noProxy = [...new Set([...(env.NO_PROXY ?? env.no_proxy ?? "").split(",").map((s) => s.trim()).filter(Boolean), ...LOOPBACK])].join(",");
+  const nodeOptions = [env.NODE_OPTIONS, `--require ${JSON.stringify(files.nodePreload)}`].filter(Boolean).join(" ");
+  return {
+    ...env,
+    HTTPS_PROXY: proxy,
+    HTTP_PROXY: proxy,
+    https_proxy: proxy,
+    http_proxy: proxy,
+    NO_PROXY: noProxy,
+    no_proxy: noProxy,
+    NODE_EXTRA_CA_CERTS: files.ca,
+    NODE_USE_ENV_PROXY: "1",
+    NODE_OPTIONS: nodeOptions,
+    SSL_CERT_FILE: files.bundle,
+    REQUESTS_CA_BUNDLE: files.bundle,
+    CURL_CA_BUNDLE: files.bundle,
+    GIT_SSL_CAINFO: files.bundle,
+    DENO_CERT: files.bundle,
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_HTTP_PROXY_AUTHMETHOD: "basic",
+  };
+}
+
+/** A Node preload: route fetch() through HTTPS_PROXY when Node does not do it itself; never break Node. */
+export function nodePreload(undiciPath: string): string {
+  return `try {
+  const undici = require(${JSON.stringify(undiciPath)});
+  undici.setGlobalDispatcher(new undici.EnvHttpProxyAgent());
+} catch (err) {
+  process.emitWarning("credgate: could not route fetch() through the gateway: " + err.message);
+}
+`;
+}
