@@ -1,0 +1,392 @@
+// Forwarding through the real gateway (CONTRACT §6.14, §6.15): SSE arrives chunk by chunk, large bodies
+// stream intact both ways, redirects and compressed bodies go back untouched, hop-by-hop and x-credgate-*
+// headers never cross, WebSockets work inside MITM tunnels (with the injected upgrade), and upstream
+// failures give the exact agent-facing errors.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawn } from "bun";
+import { createHash, randomBytes } from "node:crypto";
+import * as tls from "node:tls";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { freePort } from "../support/ports.ts";
+import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { tempDir } from "../support/tmp.ts";
+import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
+import * as net from "node:net";
+import { ResponseReader, basic, gatewayCa, openTlsTunnel, rawRequest, resolveEntries, run, startPlainUpstream } from "../support/gateway.ts";
+
+const HOST = "api.stream.test";
+const RAW_HOST = "raw.stream.test";
+const DOWN_HOST = "down.stream.test";
+const PLAIN_HOST = "plain.stream.test";
+const SLOW_HOST = "slow.stream.test";
+const WS_SECRET = "WS-S3CR3T-value";
+
+let pki: TestPki;
+let cg: RunningCredgate;
+let up: TestUpstream;
+let raw: RawUpstream;
+let plain: TestUpstream;
+let ca: { pem: string; file: string };
+let proxy: string;
+let downPort: number;
+const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+const BIG = randomBytes(20 * 1024 * 1024);
+const sseSecondSentAt: number[] = [];
+
+/** A TLS upstream that answers every request with bytes the test writes itself (no HTTP server in between). */
+interface RawUpstream {
+  port: number;
+  heads: string[];
+  respond(fn: (head: string, sock: tls.TLSSocket) => void): void;
+  close(): void;
+}
+
+function startRawUpstream(p: TestPki): Promise<RawUpstream> {
+  const heads: string[] = [];
+  let handler: (head: string, sock: tls.TLSSocket) => void = (_h, s) => s.end("HTTP/1.1 204 No Content\r\n\r\n");
+  const server = tls.createServer({ cert: readFileSync(p.certFile), key: readFileSync(p.keyFile), ALPNProtocols: ["http/1.1"] }, (sock) => {
+    let buf = "";
+    sock.on("error", () => {});
+    const onData = (d: Buffer) => {
+      buf += d.toString("latin1");
+      const end = buf.indexOf("\r\n\r\n");
+      if (end === -1) return;
+      sock.off("data", onData);
+      heads.push(buf.slice(0, end));
+      handler(buf.slice(0, end), sock);
+    };
+    sock.on("data", onData);
+  });
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => {
+      resolve({
+        port: (server.address() as { port: number }).port,
+        heads,
+        respond(fn) {
+          handler = fn;
+        },
+        close: () => server.close(),
+      });
+    });
+  });
+}
+
+function upstreamAnswers(req: Request): Response | Promise<Response> | undefined {
+  const path = new URL(req.url).pathname;
+  if (path === "/sse") {
+    const enc = new TextEncoder();
+    const stream = new ReadableStream({
+      async start(controller) {
+        controller.enqueue(enc.encode("event: one\ndata: first\n\n"));
+        await Bun.sleep(300);
+        sseSecondSentAt.push(performance.now() + performance.timeOrigin);
+        controller.enqueue(enc.encode("event: two\ndata: second\n\n"));
+        controller.close();
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+  }
+  if (path === "/big") return new Response(BIG, { headers: { "content-type": "application/octet-stream" } });
+  if (path === "/redirect") return new Response(null, { status: 302, headers: { location: "/elsewhere?x=1", "x-redirect": "kept" } });
+  if (path === "/gzip") return new Response(Bun.gzipSync(new TextEncoder().encode("hello ".repeat(1000))), { headers: { "content-encoding": "gzip", "content-type": "text/plain" } });
+  if (path === "/ws-reject") return new Response("no websockets here", { status: 403, headers: { "x-upstream-only": "1" } });
+  return undefined;
+}
+
+beforeAll(async () => {
+  pki = makePki([HOST, RAW_HOST, DOWN_HOST, SLOW_HOST]);
+  up = startUpstream(pki);
+  up.handle(upstreamAnswers);
+  raw = await startRawUpstream(pki);
+  plain = startPlainUpstream();
+  downPort = await freePort();
+  cg = await startCredgate({
+    env: {
+      CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
+      CREDGATE_RESOLVE: [resolveEntries([HOST], up.port), resolveEntries([RAW_HOST], raw.port), resolveEntries([DOWN_HOST], downPort), resolveEntries([PLAIN_HOST], plain.port)].join(","),
+    },
+  });
+  ca = await gatewayCa(cg);
+  proxy = `http://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`;
+  const r = await cg.api("POST", "/v1/secrets", { body: { name: "ws", type: "generic", value: WS_SECRET, hostPattern: HOST, pathPattern: "/ws", injectionConfig: { headerName: "x-ws-key" } } });
+  expect(r.status).toBe(201);
+}, 30_000);
+
+afterAll(async () => {
+  await cg?.stop();
+  await up?.stop();
+  await plain?.stop();
+  raw?.close();
+});
+
+const curl = (args: string[], opts: Parameters<typeof run>[1] = {}) => run(["curl", "-sS", "--proxy", proxy, "--cacert", ca.file, ...args], opts);
+
+describe("streaming", () => {
+  test("SSE: the first event reaches the client before the upstream sends the second", async () => {
+    const proc = spawn(["curl", "-sSN", "--proxy", proxy, "--cacert", ca.file, `https://${HOST}:${up.port}/sse`], { stdout: "pipe", stderr: "pipe" });
+    let text = "";
+    let firstAt = 0;
+    const dec = new TextDecoder();
+    for await (const chunk of proc.stdout) {
+      text += dec.decode(chunk);
+      if (!firstAt && text.includes("data: first")) firstAt = performance.now() + performance.timeOrigin;
+    }
+    expect(await proc.exited).toBe(0);
+    expect(text).toBe("event: one\ndata: first\n\nevent: two\ndata: second\n\n");
+    expect(firstAt).toBeGreaterThan(0);
+    expect(sseSecondSentAt.length).toBe(1);
+    // Received at least ~250 ms before the second event even existed.
+    expect(sseSecondSentAt[0]! - firstAt).toBeGreaterThan(200);
+  });
+
+  test("20 MB download arrives intact (sha256)", async () => {
+    const r = await curl([`https://${HOST}:${up.port}/big`], { timeoutMs: 30_000 });
+    expect(r.code).toBe(0);
+    expect(r.stdoutBytes.byteLength).toBe(BIG.byteLength);
+    expect(sha256(r.stdoutBytes)).toBe(sha256(BIG));
+  });
+
+  describe("5 MB upload arrives intact", () => {
+    const body = randomBytes(5 * 1024 * 1024);
+    let file: string;
+    beforeAll(() => {
+      file = join(tempDir(), "upload.bin");
+      writeFileSync(file, body);
+    });
+
+    test("with Content-Length (kept upstream)", async () => {
+      const url = `/upload-cl/${crypto.randomUUID()}`;
+      const r = await curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "Content-Type: application/octet-stream", "--data-binary", `@${file}`, `https://${HOST}:${up.port}${url}`], { timeoutMs: 30_000 });
+      expect(r.stdout).toBe("200");
+      const seen = up.seen.find((s) => s.url === url)!;
+      expect(seen.bodyBytes).toBe(body.byteLength);
+      expect(seen.bodySha256).toBe(sha256(body));
+      expect(seen.headers["content-length"]).toBe(String(body.byteLength));
+    });
+
+    test("chunked", async () => {
+      const url = `/upload-chunked/${crypto.randomUUID()}`;
+      const r = await curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "Transfer-Encoding: chunked", "--data-binary", `@${file}`, `https://${HOST}:${up.port}${url}`], { timeoutMs: 30_000 });
+      expect(r.stdout).toBe("200");
+      const seen = up.seen.find((s) => s.url === url)!;
+      expect(seen.bodyBytes).toBe(body.byteLength);
+      expect(seen.bodySha256).toBe(sha256(body));
+    });
+  });
+
+  test("redirects are not followed: 302 and Location go back to the client", async () => {
+    const before = up.seen.length;
+    const r = await curl(["-i", `https://${HOST}:${up.port}/redirect`]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/\r\nHTTP\/1\.1 302 /);
+    expect(r.stdout.toLowerCase()).toContain("\r\nlocation: /elsewhere?x=1\r\n");
+    expect(r.stdout.toLowerCase()).toContain("\r\nx-redirect: kept\r\n");
+    expect(up.seen.slice(before).map((s) => s.url)).toEqual(["/redirect"]);
+  });
+
+  test("gzip bodies and Content-Encoding pass untouched; Accept-Encoding reaches the upstream", async () => {
+    const expected = Bun.gzipSync(new TextEncoder().encode("hello ".repeat(1000)));
+    const dir = tempDir();
+    const before = up.seen.length;
+    const r = await curl(["-D", join(dir, "headers"), "-H", "Accept-Encoding: gzip", `https://${HOST}:${up.port}/gzip`]);
+    expect(r.code).toBe(0);
+    expect(sha256(r.stdoutBytes)).toBe(sha256(expected));
+    const headers = readFileSync(join(dir, "headers"), "utf8").toLowerCase();
+    expect(headers).toContain("\r\ncontent-encoding: gzip\r\n");
+    expect(headers).toContain(`\r\ncontent-length: ${expected.byteLength}\r\n`);
+    expect(up.seen[before]!.headers["accept-encoding"]).toBe("gzip");
+  });
+});
+
+describe("header hygiene (§6.14)", () => {
+  test("request: hop-by-hop headers, headers named in Connection, x-credgate-* are stripped; the rest arrives", async () => {
+    const t = await openTlsTunnel(cg.gatewayPort, `${HOST}:${up.port}`, cg.keys.defaultAgentToken, ca.pem, HOST);
+    const before = up.seen.length;
+    t.tls.write(
+      rawRequest("GET", "/hygiene", `${HOST}:${up.port}`, [
+        "Connection: keep-alive, X-Drop-Me",
+        "X-Drop-Me: 1",
+        "Keep-Alive: timeout=5",
+        "TE: trailers",
+        "Trailer: x-t",
+        "Proxy-Connection: keep-alive",
+        "Proxy-Authorization: Basic eDp5",
+        "X-Credgate-Connection-Id: 1234",
+        "x-credgate-anything: 1",
+        "X-Kept: yes",
+        "Cookie: a=b",
+        "Upgrade: h2c",
+      ]),
+    );
+    const res = await t.reader.response();
+    t.tls.destroy();
+    expect(res.status).toBe(200);
+    const h = up.seen.slice(before).find((s) => s.url === "/hygiene")!.headers;
+    for (const name of ["x-drop-me", "keep-alive", "te", "trailer", "upgrade", "proxy-connection", "proxy-authorization", "x-credgate-connection-id", "x-credgate-anything"]) {
+      expect(h[name]).toBeUndefined();
+    }
+    expect(h.connection ?? "").not.toContain("x-drop-me");
+    expect(h["x-kept"]).toBe("yes");
+    expect(h.cookie).toBe("a=b");
+    expect(h.host).toBe(`${HOST}:${up.port}`);
+  });
+
+  test("response: hop-by-hop headers and headers named in Connection are stripped; the rest arrives", async () => {
+    raw.respond((_head, sock) => {
+      sock.end(
+        [
+          "HTTP/1.1 200 OK",
+          "Content-Type: text/plain",
+          "Connection: X-Resp-Drop",
+          "X-Resp-Drop: 1",
+          "Keep-Alive: timeout=99",
+          'Proxy-Authenticate: Basic realm="upstream"',
+          "Proxy-Connection: keep-alive",
+          "Trailer: x-t",
+          "X-Kept: 1",
+          "Set-Cookie: a=1",
+          "Set-Cookie: b=2",
+          "Content-Length: 2",
+          "",
+          "ok",
+        ].join("\r\n"),
+      );
+    });
+    const t = await openTlsTunnel(cg.gatewayPort, `${RAW_HOST}:${raw.port}`, cg.keys.defaultAgentToken, ca.pem, RAW_HOST);
+    t.tls.write(rawRequest("GET", "/resp-hygiene", `${RAW_HOST}:${raw.port}`));
+    const res = await t.reader.response();
+    t.tls.destroy();
+    expect(res.status).toBe(200);
+    expect(res.text).toBe("ok");
+    for (const name of ["x-resp-drop", "proxy-authenticate", "proxy-connection", "trailer"]) expect(res.headers[name]).toBeUndefined();
+    expect(res.headers["keep-alive"] ?? "").not.toContain("timeout=99");
+    expect((res.headers.connection ?? "").toLowerCase()).not.toContain("x-resp-drop");
+    expect(res.headers["x-kept"]).toBe("1");
+    expect(res.rawHeaders.filter(([n]) => n.toLowerCase() === "set-cookie").map(([, v]) => v)).toEqual(["a=1", "b=2"]);
+  });
+});
+
+// ————— WebSocket (§6.14) —————
+
+function wsFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  if (payload.length > 125) throw new Error("short frames only");
+  const mask = randomBytes(4);
+  const masked = Buffer.from(payload.map((b, i) => b ^ mask[i % 4]!));
+  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, masked]);
+}
+
+async function readWsText(reader: ResponseReader): Promise<string> {
+  const [b0, b1] = await reader.take(2);
+  expect(b0! & 0x0f).toBe(1);
+  expect(b1! & 0x80).toBe(0); // server frames are unmasked
+  const len = b1! & 0x7f;
+  if (len > 125) throw new Error("short frames only");
+  return (await reader.take(len)).toString("utf8");
+}
+
+describe("WebSocket inside a MITM tunnel", () => {
+  test("upgrade is injected, 101 carries only the WebSocket headers, frames echo both ways", async () => {
+    const t = await openTlsTunnel(cg.gatewayPort, `${HOST}:${up.port}`, cg.keys.defaultAgentToken, ca.pem, HOST);
+    const key = randomBytes(16).toString("base64");
+    const before = up.seen.length;
+    t.tls.write(rawRequest("GET", "/ws", `${HOST}:${up.port}`, ["Upgrade: websocket", "Connection: Upgrade", `Sec-WebSocket-Key: ${key}`, "Sec-WebSocket-Version: 13", "X-Credgate-Connection-Id: nope"]));
+    const head = await t.reader.head();
+    expect(head.status).toBe(101);
+    const accept = createHash("sha1").update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest("base64");
+    expect(head.headers["sec-websocket-accept"]).toBe(accept);
+    expect(head.headers.upgrade?.toLowerCase()).toBe("websocket");
+    expect(head.headers["x-upstream-secret-header"]).toBeUndefined();
+    const allowed = ["upgrade", "connection", "sec-websocket-accept", "sec-websocket-protocol", "sec-websocket-extensions"];
+    expect(head.rawHeaders.map(([n]) => n.toLowerCase()).filter((n) => !allowed.includes(n))).toEqual([]);
+
+    const seen = up.seen.slice(before).find((s) => s.url === "/ws")!;
+    expect(seen.headers["x-ws-key"]).toBe(WS_SECRET);
+    expect(seen.headers["sec-websocket-key"]).toBe(key);
+    expect(seen.headers["x-credgate-connection-id"]).toBeUndefined();
+    expect(seen.headers["proxy-authorization"]).toBeUndefined();
+
+    t.tls.write(wsFrame("hello"));
+    expect(await readWsText(t.reader)).toBe("echo:hello");
+    t.tls.write(wsFrame("again"));
+    expect(await readWsText(t.reader)).toBe("echo:again");
+    // The WebSocket's own bytes never contain the secret.
+    t.tls.destroy();
+  });
+
+  test("a non-101 answer → same status, text/plain `WebSocket upgrade rejected by upstream (<code>)`, no upstream headers", async () => {
+    const t = await openTlsTunnel(cg.gatewayPort, `${HOST}:${up.port}`, cg.keys.defaultAgentToken, ca.pem, HOST);
+    t.tls.write(rawRequest("GET", "/ws-reject", `${HOST}:${up.port}`, ["Upgrade: websocket", "Connection: keep-alive, Upgrade", `Sec-WebSocket-Key: ${randomBytes(16).toString("base64")}`, "Sec-WebSocket-Version: 13"]));
+    const res = await t.reader.response();
+    t.tls.destroy();
+    expect(res.status).toBe(403);
+    expect(res.headers["content-type"]).toMatch(/^text\/plain/);
+    expect(res.text).toBe("WebSocket upgrade rejected by upstream (403)");
+    expect(res.headers["x-upstream-only"]).toBeUndefined();
+  });
+
+  test("absolute-form has no WebSocket support: Upgrade/Connection are stripped and it goes as plain HTTP", async () => {
+    const sock = net.connect({ host: "127.0.0.1", port: cg.gatewayPort });
+    const reader = new ResponseReader(sock);
+    const before = plain.seen.length;
+    sock.write(
+      rawRequest("GET", `http://${PLAIN_HOST}:${plain.port}/abs-ws`, `${PLAIN_HOST}:${plain.port}`, [
+        `Proxy-Authorization: ${basic(cg.keys.defaultAgentToken)}`,
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        `Sec-WebSocket-Key: ${randomBytes(16).toString("base64")}`,
+        "Sec-WebSocket-Version: 13",
+      ]),
+    );
+    const res = await reader.response();
+    sock.destroy();
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.text)).toEqual({ ok: true, url: "/abs-ws" });
+    const seen = plain.seen.slice(before).find((s) => s.url === "/abs-ws")!;
+    expect(seen.headers.upgrade).toBeUndefined();
+    expect((seen.headers.connection ?? "").toLowerCase()).not.toContain("upgrade");
+  });
+});
+
+// ————— upstream failures (§6.15) —————
+
+describe("upstream failures", () => {
+  test("unreachable upstream → 502 upstream_unreachable", async () => {
+    const t = await openTlsTunnel(cg.gatewayPort, `${DOWN_HOST}:${downPort}`, cg.keys.defaultAgentToken, ca.pem, DOWN_HOST);
+    t.tls.write(rawRequest("GET", "/x", `${DOWN_HOST}:${downPort}`));
+    const res = await t.reader.response();
+    t.tls.destroy();
+    expect(res.status).toBe(502);
+    expect(res.headers["content-type"]).toMatch(/^application\/json/);
+    const body = JSON.parse(res.text);
+    expect(Object.keys(body).sort()).toEqual(["error", "message"]);
+    expect(body.error).toBe("upstream_unreachable");
+    expect(body.message).toMatch(new RegExp(`^credgate could not connect to ${DOWN_HOST.replace(/\./g, "\\.")}:${downPort}: \\S.*$`));
+  });
+
+  test("CREDGATE_UPSTREAM_HEADER_TIMEOUT=1: no response headers within 1 s → 504 upstream_timeout", async () => {
+    const slow = await startRawUpstream(pki);
+    slow.respond(() => {}); // reads the request, never answers
+    const cg2 = await startCredgate({
+      env: { CREDGATE_UPSTREAM_HEADER_TIMEOUT: "1", CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([SLOW_HOST], slow.port) },
+    });
+    try {
+      const ca2 = await gatewayCa(cg2);
+      const t = await openTlsTunnel(cg2.gatewayPort, `${SLOW_HOST}:${slow.port}`, cg2.keys.defaultAgentToken, ca2.pem, SLOW_HOST);
+      const started = Date.now();
+      t.tls.write(rawRequest("GET", "/slow", `${SLOW_HOST}:${slow.port}`));
+      const res = await t.reader.response();
+      const took = Date.now() - started;
+      t.tls.destroy();
+      expect(res.status).toBe(504);
+      expect(res.text).toBe(JSON.stringify({ error: "upstream_timeout", message: `${SLOW_HOST} did not send response headers within 1 seconds.` }));
+      expect(slow.heads.length).toBe(1);
+      expect(took).toBeGreaterThanOrEqual(900);
+      expect(took).toBeLessThan(5000);
+    } finally {
+      await cg2.stop();
+      slow.close();
+    }
+  }, 20_000);
+});
