@@ -22,9 +22,15 @@ export interface TunnelConn {
   switched?: boolean;
 }
 
-/** A plain proxy connection carrying absolute-form requests, each with its own Proxy-Authorization. */
+/**
+ * A plain proxy connection carrying one absolute-form request (its own Proxy-Authorization). The internal
+ * server rebuilds request.url from the Host header, so the front keeps the request-target it read, and the
+ * answer closes the connection: the next request comes on a new one, with its own target read again.
+ */
 export interface ForwardConn {
   kind: "forward";
+  /** The absolute-form request-target, e.g. `https://api.example.com:8443/v1/x?y=1`. */
+  url: string;
   client: Duplex;
   loop: net.Socket;
 }

@@ -8,7 +8,7 @@ import * as tls from "node:tls";
 import type { Duplex } from "node:stream";
 import { compileHostPattern, normalizeHost } from "../core/patterns.ts";
 import type { Services } from "../services/index.ts";
-import type { ConnectionRegistry, Conn, TunnelConn } from "./connections.ts";
+import type { ConnectionRegistry, Conn, ForwardConn, TunnelConn } from "./connections.ts";
 import { proxyAuthRequiredRaw, rawResponse } from "./errors.ts";
 import { writeLog } from "./log.ts";
 import { proxyToken } from "./proxyAuth.ts";
@@ -109,7 +109,8 @@ export class GatewayListener {
         return;
       }
       if (head.method === "CONNECT") void this.#connect(sock, head);
-      else this.#pipe(sock, head.target.startsWith("/") ? { kind: "control" } : null, buf);
+      else if (head.target.startsWith("/")) this.#pipe(sock, { kind: "control" }, buf);
+      else this.#pipe(sock, { kind: "forward", url: head.target }, buf);
     };
     sock.on("data", onData);
   }
@@ -166,11 +167,11 @@ export class GatewayListener {
   }
 
   /** Pipes a client stream into the internal server and registers what the connection is. */
-  #pipe(client: Duplex, conn: Omit<TunnelConn, "client" | "loop"> | { kind: "control" } | null, initial: Buffer | null): void {
+  #pipe(client: Duplex, conn: Omit<TunnelConn, "client" | "loop"> | Omit<ForwardConn, "client" | "loop"> | { kind: "control" }, initial: Buffer | null): void {
     const loop = net.connect({ port: this.deps.internalPort(), host: "127.0.0.1", noDelay: true });
     let entry: Conn;
     loop.once("connect", () => {
-      entry = conn === null ? { kind: "forward", client, loop } : conn.kind === "control" ? conn : ({ ...conn, client, loop } as TunnelConn);
+      entry = conn.kind === "control" ? conn : ({ ...conn, client, loop } as TunnelConn | ForwardConn);
       this.deps.registry.add(loop.localPort!, entry);
       if (initial) loop.write(initial);
       client.pipe(loop);

@@ -22,16 +22,30 @@ type Target = Pick<ProxyRequest, "scheme" | "host" | "port" | "authority" | "tar
 
 /** Where the request goes: the tunnel's CONNECT authority, or the absolute-form URL. */
 function targetOf(request: Request, conn: TunnelConn | ForwardConn): Target | null {
-  const url = new URL(request.url);
-  const target = url.pathname + url.search;
-  if (conn.kind === "tunnel") return { scheme: conn.scheme, host: conn.host, port: conn.port, authority: conn.authority, target };
+  if (conn.kind === "tunnel") {
+    const url = new URL(request.url);
+    return { scheme: conn.scheme, host: conn.host, port: conn.port, authority: conn.authority, target: url.pathname + url.search };
+  }
+  let url: URL;
+  try {
+    url = new URL(conn.url);
+  } catch {
+    return null;
+  }
   if (url.protocol !== "http:" && url.protocol !== "https:") return null;
   const scheme = url.protocol === "https:" ? "https" : "http";
   const port = Number(url.port) || (scheme === "https" ? 443 : 80);
-  return { scheme, host: normalizeHost(url.hostname), port, authority: url.host, target };
+  return { scheme, host: normalizeHost(url.hostname), port, authority: url.host, target: url.pathname + url.search };
 }
 
 export async function handleProxied(request: Request, conn: TunnelConn | ForwardConn, g: GatewayContext): Promise<Response> {
+  const response = await proxied(request, conn, g);
+  // One request per forward connection (see ForwardConn).
+  if (conn.kind === "forward") response.headers.set("connection", "close");
+  return response;
+}
+
+async function proxied(request: Request, conn: TunnelConn | ForwardConn, g: GatewayContext): Promise<Response> {
   const started = performance.now();
   const t = targetOf(request, conn);
   if (!t) return gatewayJson(400, { error: "bad_request", message: "Only http and https URLs can be proxied." });
