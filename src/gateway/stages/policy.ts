@@ -23,6 +23,8 @@ export async function enforcePolicy(rq: ProxyRequest, g: GatewayContext): Promis
   );
   const rule = decision.rule;
   if (rule) rq.matchedRule = { logicalId: rule.logicalId, name: rule.name };
+  // Matching ignores the query, but answers show the path as the agent sent it (§6.9).
+  const shownPath = rq.target;
   switch (decision.verdict) {
     case "allow":
       return undefined;
@@ -31,14 +33,14 @@ export async function enforcePolicy(rq: ProxyRequest, g: GatewayContext): Promis
         rq.decision = "blocked_by_default_policy";
         return gatewayJson(403, {
           error: "blocked_by_default_policy",
-          message: `A default-deny policy blocked this request. ${method} ${rq.host}${rq.path} is not permitted for this agent. Ask an administrator to allow the destination.`,
+          message: `A default-deny policy blocked this request. ${method} ${rq.host}${shownPath} is not permitted for this agent. Ask an administrator to allow the destination.`,
           method,
           host: rq.host,
-          path: rq.path,
+          path: shownPath,
         });
       }
       rq.decision = "blocked";
-      return blockedByPolicy(rule!.name, method, rq.path);
+      return blockedByPolicy(rule!.name, method, shownPath);
     case "rate": {
       const r = rule!;
       const hit = g.rateLimiter.hit(`${r.scope}:${r.logicalId}:${rq.agent.id}`, r.rateLimit!, r.rateLimitWindow!);
@@ -54,7 +56,7 @@ export async function enforcePolicy(rq: ProxyRequest, g: GatewayContext): Promis
       // A WebSocket upgrade cannot be held (§6.13).
       if (rq.websocket) {
         rq.decision = "blocked";
-        return blockedByPolicy("Manual approval required", method, rq.path);
+        return blockedByPolicy("Manual approval required", method, shownPath);
       }
       rq.needsApproval = true;
       return undefined;
