@@ -8,8 +8,9 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
-import { eventually, gatewayCa, openTlsTunnel, parseHead, rawRequest, resolveEntries, run, type RawResponse, type ResponseReader } from "../support/gateway.ts";
+import { ResponseReader as Reader, basic, eventually, gatewayCa, openTlsTunnel, parseHead, rawRequest, resolveEntries, run, type RawResponse, type ResponseReader } from "../support/gateway.ts";
 import { tempDir } from "../support/tmp.ts";
+import * as net from "node:net";
 import type * as tls from "node:tls";
 
 const H = {
@@ -29,6 +30,8 @@ const H = {
   effLimit: "eff-limit.policy.test",
   effPath: "eff-path.policy.test",
   effUsable: "eff-usable.policy.test",
+  ident: "ident.policy.test",
+  secretTarget: "secret-target.policy.test",
 };
 const POLL_SECONDS = 1;
 
@@ -174,6 +177,13 @@ async function logRow(filter: (r: any) => boolean, query = "", c = cg): Promise<
   }, 7_000, 200);
 }
 
+/** A new agent of the project (mode all unless told), with its access token. */
+async function newAgent(identifier: string, mode: "all" | "grants" = "all"): Promise<{ id: string; accessToken: string }> {
+  const created = await api("POST", "/v1/agents", { body: { name: identifier, identifier, mode } });
+  if (created.status !== 201) throw new Error(`agent: ${created.status} ${created.text}`);
+  return (await api("GET", "/v1/agents")).body.find((a: any) => a.id === created.body.id);
+}
+
 const json = (r: { headers: Record<string, string> }) => r.headers["content-type"]?.startsWith("application/json");
 
 // ── draft vs publish, inside one tunnel ─────────────────────────────────────────────────────────────────
@@ -247,6 +257,42 @@ describe("block rules", () => {
     expect(row).toMatchObject({ status: 403, decision: "blocked", matchedRuleLogicalId: blockRule.logicalId, matchedRuleName: "Block deletes", method: "GET" });
     const allowed = await logRow((r) => r.host === authority(H.block) && r.path === "/items/7" && r.decision === "allowed");
     expect(allowed).toMatchObject({ status: 200, matchedRuleLogicalId: null });
+  });
+
+  test("absolute-form requests are evaluated too: blocked before egress", async () => {
+    const before = seen(H.block).length;
+    const sock = net.connect({ host: "127.0.0.1", port: cg.gatewayPort });
+    const reader = new Reader(sock);
+    sock.write(rawRequest("GET", `https://${authority(H.block)}/admin/abs?x=1`, authority(H.block), [`Proxy-Authorization: ${basic(token)}`]));
+    const res = await reader.response();
+    sock.destroy();
+    expect(res.status).toBe(403);
+    expect(res.headers["x-should-retry"]).toBe("false");
+    expect(JSON.parse(res.text)).toMatchObject({ error: "blocked_by_policy", rule_name: "Block deletes", method: "GET", path: "/admin/abs?x=1" });
+    expect(seen(H.block).length).toBe(before);
+  });
+
+  test("a rule with identities applies only to those agents", async () => {
+    const other = await newAgent("ident-blocked");
+    await createRule({ name: "Only ident-blocked", action: "block", identities: [{ type: "agent", id: other.id }], targets: [network(H.ident)] });
+    await publish();
+    expect((await curl(cg, url(H.ident, "/me"))).status).toBe(200);
+    const r = await curl(cg, url(H.ident, "/me"), { agentToken: other.accessToken });
+    expect(r.status).toBe(403);
+    expect(r.json.rule_name).toBe("Only ident-blocked");
+    expect(seen(H.ident, "/me").length).toBe(1);
+  });
+
+  test("a secret target blocks the traffic that secret serves (host and path), nothing else", async () => {
+    const secret = await api("POST", "/v1/secrets", { body: { name: "target-me", type: "generic", value: "v", hostPattern: H.secretTarget, pathPattern: "/v1/*", injectionConfig: { headerName: "x-k" } } });
+    expect(secret.status).toBe(201);
+    await createRule({ name: "Block that secret", action: "block", targets: [{ kind: "secret", secretId: secret.body.id }] });
+    await publish();
+    const r = await curl(cg, url(H.secretTarget, "/v1/pay"));
+    expect(r.status).toBe(403);
+    expect(r.json.rule_name).toBe("Block that secret");
+    expect((await curl(cg, url(H.secretTarget, "/v2/pay"))).status).toBe(200);
+    expect(seen(H.secretTarget).map((x) => x.url)).toEqual(["/v2/pay"]);
   });
 
   test("example 31: an organization block beats a project allow, and the org rule is named", async () => {
@@ -338,6 +384,14 @@ describe("rate limits", () => {
     expect(seen(H.rate).length).toBe(1);
     const row = await logRow((r) => r.host === authority(H.rate) && r.decision === "rate_limited", "&decision=rate_limited");
     expect(row).toMatchObject({ status: 429, matchedRuleLogicalId: rule.logicalId, matchedRuleName: "Once an hour" });
+    // Counters are per agent; and keyed by agent id, so a regenerated token does not reset them.
+    const other = await newAgent("rate-other");
+    expect((await curl(cg, url(H.rate, "/v1/limited"), { agentToken: other.accessToken })).status).toBe(200);
+    expect((await curl(cg, url(H.rate, "/v1/limited"), { agentToken: other.accessToken })).status).toBe(429);
+    const regenerated = await api("POST", `/v1/agents/${other.id}/regenerate-token`);
+    expect(regenerated.status).toBe(200);
+    expect((await curl(cg, url(H.rate, "/v1/limited"), { agentToken: regenerated.body.accessToken })).status).toBe(429);
+    expect(seen(H.rate).length).toBe(2);
   });
 });
 
@@ -386,6 +440,24 @@ describe("approvals", () => {
     expect(row).toMatchObject({ status: 200, decision: "approval_approved", matchedRuleLogicalId: rule.logicalId, matchedRuleName: "Sends need approval", method: "POST" });
     // Only POST needs approval: a GET goes straight through.
     expect((await curl(cg, url(H.approve, "/v1/status"))).status).toBe(200);
+  });
+
+  test("a chunked upload is held and then forwarded whole", async () => {
+    const file = join(tempDir(), "chunked.bin");
+    const bytes = Buffer.from(Array.from({ length: 3000 }, (_, i) => `line ${i}\n`).join(""));
+    writeFileSync(file, bytes);
+    const path = `/v1/chunked?run=${crypto.randomUUID()}`;
+    const agentReq = curl(cg, url(H.approve, path), { method: "POST", dataFile: file, headers: ["Transfer-Encoding: chunked", "content-type: text/plain"] });
+    const [pending] = await pendingFor(cg, (r) => r.path === path);
+    expect(pending.summary.details[0]).toEqual({ label: "Endpoint", value: "/v1/chunked" });
+    expect(pending.summary.details[1].value.startsWith("line 0\nline 1\n")).toBe(true);
+    expect(pending.summary.details[1].value.length).toBeLessThanOrEqual(500);
+    expect((await decide(pending.id, "approve")).status).toBe(200);
+    expect((await agentReq).status).toBe(200);
+    const hit = seen(H.approve, path);
+    expect(hit.length).toBe(1);
+    expect(hit[0]!.bodyBytes).toBe(bytes.length);
+    expect(hit[0]!.bodySha256).toBe(new Bun.CryptoHasher("sha256").update(bytes).digest("hex"));
   });
 
   test("example 34: deny → 403 manual_approval_denied; the held client got no bytes until then; a second decision → 410", async () => {
