@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type SeenRequest, type TestUpstream } from "../support/upstream.ts";
-import { PROXY_AUTH_BODY, gatewayCa, openTlsTunnel, rawRequest, resolveEntries, run, type RawResponse } from "../support/gateway.ts";
+import * as tls from "node:tls";
+import { PROXY_AUTH_BODY, ResponseReader, basic, gatewayCa, openConnect, openTlsTunnel, rawRequest, resolveEntries, run, type RawResponse } from "../support/gateway.ts";
 
 const PUBLIC_URL = "https://credgate.example";
 const EXAMPLE_HOSTS = ["api.example.com", "a.example.com", "a.b.example.com", "example.com", "api.example.com.evil.test", "notexample.com"];
@@ -37,7 +38,7 @@ let ca: { pem: string; file: string };
 let token: string;
 
 beforeAll(async () => {
-  const pki = makePki([...INJ_HOSTS, ...EXAMPLE_HOSTS, "*.example.com"]);
+  const pki = makePki([...INJ_HOSTS, ...EXAMPLE_HOSTS, "*.example.com", "::1"]);
   up = startUpstream(pki);
   // A second upstream on another port, for "the request port is ignored".
   up2 = startUpstream(pki);
@@ -46,7 +47,7 @@ beforeAll(async () => {
     env: {
       CREDGATE_PUBLIC_URL: PUBLIC_URL,
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-      CREDGATE_RESOLVE: `${resolveEntries([...INJ_HOSTS, ...EXAMPLE_HOSTS], up.port)},${resolveEntries(["api.example.com"], up2.port)}`,
+      CREDGATE_RESOLVE: `${resolveEntries([...INJ_HOSTS, ...EXAMPLE_HOSTS], up.port)},${resolveEntries(["api.example.com"], up2.port)},[::1]:${up.port}:127.0.0.1`,
     },
   });
   ca = await gatewayCa(cg);
@@ -317,6 +318,29 @@ describe("host patterns and adversarial hosts (§6.5)", () => {
     }
   });
 
+  test("IPv6 literal: CONNECT [::1]:port matches host pattern ::1 (brackets stripped); the leaf has an IP SAN", async () => {
+    await headerSecret("v6", "::1", "V6-S3CR3T", "x-v6");
+    const t = await openConnect(cg.gatewayPort, `[::1]:${up.port}`, basic(token));
+    expect(t.connect.status).toBe(200);
+    const secure = tls.connect({ socket: t.socket, ca: ca.pem, checkServerIdentity: (_h, cert) => tls.checkServerIdentity("::1", cert) });
+    await new Promise<void>((resolve, reject) => {
+      secure.once("secureConnect", resolve);
+      secure.once("error", reject);
+    });
+    expect(secure.authorized).toBe(true);
+    expect(secure.getPeerCertificate().subjectaltname).toBe("IP Address:0:0:0:0:0:0:0:1");
+    const reader = new ResponseReader(secure);
+    const before = up.seen.length;
+    secure.write(rawRequest("GET", "/v6", `[::1]:${up.port}`));
+    const res = await reader.response();
+    secure.destroy();
+    expect(res.status).toBe(200);
+    const seen = seenFor(up, "/v6", before)[0]!;
+    expect(seen.host).toBe(`[::1]:${up.port}`);
+    expect(seen.headers["x-v6"]).toBe("V6-S3CR3T");
+    expect(seen.headers["x-exact"]).toBeUndefined();
+  });
+
   test("the Host header inside the tunnel cannot redirect a secret: the CONNECT authority decides", async () => {
     // CONNECT to a lookalike, then claim Host: api.example.com inside it.
     const t = await openTlsTunnel(cg.gatewayPort, `notexample.com:${up.port}`, token, ca.pem, "notexample.com");
@@ -375,6 +399,21 @@ describe("changes apply to the next request inside an already-open tunnel", () =
     const fresh = await viaGateway("regen.inj.test", "/r3", { token: regen.body.accessToken });
     expect(fresh.res.status).toBe(200);
     expect(fresh.seen!.headers["x-regen"]).toBe("REGEN-S3CR3T");
+  });
+
+  test("agent deleted: the next in-tunnel request gets 407", async () => {
+    const agent = await createAgent("doomed-agent", "all");
+    const t = await openTlsTunnel(cg.gatewayPort, `regen.inj.test:${up.port}`, agent.token, ca.pem, "regen.inj.test");
+    t.tls.write(rawRequest("GET", "/d1", `regen.inj.test:${up.port}`));
+    expect((await t.reader.response()).status).toBe(200);
+    expect((await cg.api("DELETE", `/v1/agents/${agent.id}`)).status).toBe(204);
+    const before = up.seen.length;
+    t.tls.write(rawRequest("GET", "/d2", `regen.inj.test:${up.port}`));
+    const res = await t.reader.response();
+    expect(res.status).toBe(407);
+    expect(res.text).toBe(PROXY_AUTH_BODY);
+    expect(await t.reader.closed()).toBe(true);
+    expect(up.seen.length).toBe(before);
   });
 
   test("curl with two URLs on one connection: a secret change between them is seen by the second", async () => {

@@ -58,7 +58,23 @@ beforeAll(async () => {
   up = startUpstream(pki);
   passUp = startUpstream(passPki);
   up.handle(async (req) => {
-    if (new URL(req.url).pathname === "/slow") {
+    const path = new URL(req.url).pathname;
+    if (path === "/delayed-headers") {
+      await Bun.sleep(300);
+      return new Response("late headers");
+    }
+    if (path === "/slow-body") {
+      const body = new ReadableStream({
+        async start(c) {
+          c.enqueue(new TextEncoder().encode("start "));
+          await Bun.sleep(700);
+          c.enqueue(new TextEncoder().encode("end"));
+          c.close();
+        },
+      });
+      return new Response(body);
+    }
+    if (path === "/slow") {
       await new Promise<void>((r) => (slowRelease = r));
       return new Response("slow body done", { headers: { "content-type": "text/plain" } });
     }
@@ -68,9 +84,9 @@ beforeAll(async () => {
   dataDir = tempDir();
   env = {
     CREDGATE_GATEWAY_URL: GATEWAY_URL,
-    CREDGATE_PASSTHROUGH_HOSTS: PASS_HOST,
+    CREDGATE_PASSTHROUGH_HOSTS: `${PASS_HOST}, *.passdown.test`,
     CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-    CREDGATE_RESOLVE: [resolveEntries([LOG_HOST], up.port), resolveEntries([PASS_HOST], passUp.port), resolveEntries([DOWN_HOST], downPort)].join(","),
+    CREDGATE_RESOLVE: [resolveEntries([LOG_HOST], up.port), resolveEntries([PASS_HOST], passUp.port), resolveEntries([DOWN_HOST, "x.passdown.test"], downPort)].join(","),
   };
   cg = await startCredgate({ dataDir, env });
   running.push(cg);
@@ -209,6 +225,17 @@ describe("passthrough (§6.3)", () => {
     expect(passUp.seen.some((x) => x.url === "/curl-good")).toBe(true);
   });
 
+  test("a passthrough upstream that is unreachable → 502 upstream_unreachable instead of 200, and one log row", async () => {
+    const t = await openConnect(cg.gatewayPort, `x.passdown.test:${downPort}`, basic(cg.keys.defaultAgentToken));
+    expect(t.connect.status).toBe(502);
+    const body = JSON.parse(t.body);
+    expect(body.error).toBe("upstream_unreachable");
+    expect(body.message).toMatch(new RegExp(`^credgate could not connect to x\\.passdown\\.test:${downPort}: \\S`));
+    expect(await t.closed()).toBe(true);
+    const rows = (await cg.api("GET", `/v1/logs?host=${encodeURIComponent(`x.passdown.test:${downPort}`)}`)).body.data;
+    expect(rows).toEqual([expect.objectContaining({ method: "CONNECT", path: "", status: 502, decision: "error", injectionCount: 0 })]);
+  });
+
   test("passthrough still requires the token: 407 and no upstream connection", async () => {
     const before = passUp.seen.length;
     const t = await openConnect(cg.gatewayPort, `${PASS_HOST}:${passUp.port}`, null);
@@ -246,11 +273,16 @@ describe("request logs", () => {
       }
       t.tls.destroy();
     };
-    // Default agent: 3 injected requests (query strings carry secrets of their own), 1 uncredentialed.
-    await send(cg.keys.defaultAgentToken, LOG_HOST, up.port, [`/inj/a?token=${QUERY_SECRET}`, `/inj/b?api_key=ph&x=${QUERY_SECRET}`, "/inj/c", "/plain"]);
+    // Default agent: 3 injected requests (query strings carry secrets of their own), 3 uncredentialed (two slow).
+    await send(cg.keys.defaultAgentToken, LOG_HOST, up.port, [`/inj/a?token=${QUERY_SECRET}`, `/inj/b?api_key=ph&x=${QUERY_SECRET}`, "/inj/c", "/plain", "/delayed-headers", "/slow-body"]);
     // Agent B: 2 requests, one to an unreachable upstream (decision error, 502).
     await send(agentB.token, LOG_HOST, up.port, ["/b-only"]);
     await send(agentB.token, DOWN_HOST, downPort, ["/down"]);
+    // A WebSocket upgrade: one row, method GET, status 101.
+    const ws = await openTlsTunnel(cg.gatewayPort, `${LOG_HOST}:${up.port}`, cg.keys.defaultAgentToken, ca.pem, LOG_HOST);
+    ws.tls.write(rawRequest("GET", "/ws?ticket=x", `${LOG_HOST}:${up.port}`, ["Upgrade: websocket", "Connection: Upgrade", `Sec-WebSocket-Key: ${randomBytes(16).toString("base64")}`, "Sec-WebSocket-Version: 13"]));
+    expect((await ws.reader.head()).status).toBe(101);
+    ws.tls.destroy();
     // Unauthenticated traffic is not logged.
     await openConnect(cg.gatewayPort, `${LOG_HOST}:${up.port}`, basic(`agt_${"0".repeat(64)}`));
   });
@@ -260,7 +292,7 @@ describe("request logs", () => {
   test("rows appear (batched, ≤ 5 s) with the §3.6 shape, newest first; the query is never logged", async () => {
     const page = await eventually(async () => {
       const r = await logs("/v1/logs?limit=500");
-      return r.body.data?.length >= 9 ? r : null;
+      return r.body.data?.length >= 13 ? r : null;
     });
     expect(page).not.toBeNull();
     const rows = page!.body.data as any[];
@@ -272,10 +304,14 @@ describe("request logs", () => {
     expect(byPath("/inj/a")[0]).toMatchObject({ method: "GET", host: logHost(), status: 200, decision: "allowed", injectionCount: 1, projectId: cg.keys.projectId, provider: null, approvalId: null });
     expect(byPath("/plain")[0]).toMatchObject({ status: 200, decision: "allowed", injectionCount: 0 });
     expect(byPath("/down")[0]).toMatchObject({ host: `${DOWN_HOST}:${downPort}`, status: 502, decision: "error", agentId: traffic.agentB.id });
+    expect(byPath("/ws")).toEqual([expect.objectContaining({ method: "GET", host: logHost(), status: 101, decision: "allowed", injectionCount: 0 })]);
     expect(rows.every((r) => !r.path.includes("?"))).toBe(true);
     expect(typeof byPath("/inj/a")[0].latencyMs).toBe("number");
+    // latencyMs runs until the response headers: a late head counts, a slow body does not.
+    expect(byPath("/delayed-headers")[0].latencyMs).toBeGreaterThanOrEqual(290);
+    expect(byPath("/slow-body")[0].latencyMs).toBeLessThan(500);
     // The passthrough tunnels of the earlier tests: one row each, method CONNECT, nothing injected.
-    const tunnels = rows.filter((r) => r.method === "CONNECT");
+    const tunnels = rows.filter((r) => r.method === "CONNECT" && r.host === `${PASS_HOST}:${passUp.port}`);
     expect(tunnels.length).toBe(3);
     for (const t of tunnels) expect(t).toMatchObject({ host: `${PASS_HOST}:${passUp.port}`, path: "", status: 200, decision: "allowed", injectionCount: 0 });
     // No secret value or query-string secret anywhere in the logs response.
@@ -296,12 +332,13 @@ describe("request logs", () => {
     const byAgent = await logs(`/v1/logs?agentId=${traffic.agentB.id}`);
     expect(byAgent.body.data.map((r: any) => r.path).sort()).toEqual(["/b-only", "/down"]);
     const byHost = await logs(`/v1/logs?host=${encodeURIComponent(logHost())}`);
-    expect(byHost.body.data.length).toBe(5);
+    expect(byHost.body.data.length).toBe(8);
     expect(byHost.body.data.every((r: any) => r.host === logHost())).toBe(true);
+    // Newest first: the unreachable request of agent B, then the unreachable passthrough tunnel.
     const byDecision = await logs("/v1/logs?decision=error");
-    expect(byDecision.body.data.map((r: any) => r.path)).toEqual(["/down"]);
+    expect(byDecision.body.data.map((r: any) => r.path)).toEqual(["/down", ""]);
     const byStatus = await logs("/v1/logs?status=502");
-    expect(byStatus.body.data.map((r: any) => r.path)).toEqual(["/down"]);
+    expect(byStatus.body.data.map((r: any) => r.path)).toEqual(["/down", ""]);
     const combined = await logs(`/v1/logs?agentId=${traffic.agentB.id}&status=200`);
     expect(combined.body.data.map((r: any) => r.path)).toEqual(["/b-only"]);
     const since = await logs(`/v1/logs?since=${encodeURIComponent(new Date(Date.now() + 3600_000).toISOString())}`);
@@ -343,7 +380,7 @@ describe("request logs", () => {
     const project = (await logs("/v1/logs?limit=500")).body.data;
     expect(org.body.data.map((r: any) => r.id)).toEqual(project.map((r: any) => r.id));
     const filtered = await logs(`/v1/org/logs?projectId=${cg.keys.projectId}&decision=error`, cg.keys.orgApiKey);
-    expect(filtered.body.data.map((r: any) => r.path)).toEqual(["/down"]);
+    expect(filtered.body.data.map((r: any) => r.path)).toEqual(["/down", ""]);
     const other = await logs("/v1/org/logs?projectId=abcdefghijklmnop", cg.keys.orgApiKey);
     expect(other.body).toEqual({ data: [], nextCursor: null });
     expect((await logs("/v1/org/logs?limit=0", cg.keys.orgApiKey)).body).toEqual({ error: "limit must be between 1 and 500" });

@@ -33,6 +33,8 @@ let downPort: number;
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const BIG = randomBytes(20 * 1024 * 1024);
 const sseSecondSentAt: number[] = [];
+/** When the upstream got the first chunk of a streamed upload, and how many bytes in total. */
+const streamedUpload: { firstAt: number; firstText: string; total: number | null } = { firstAt: 0, firstText: "", total: null };
 
 /** A TLS upstream that answers every request with bytes the test writes itself (no HTTP server in between). */
 interface RawUpstream {
@@ -86,6 +88,18 @@ function upstreamAnswers(req: Request): Response | Promise<Response> | undefined
       },
     });
     return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+  }
+  if (path === "/stream-up") {
+    return (async () => {
+      const reader = req.body!.getReader();
+      const first = await reader.read();
+      streamedUpload.firstAt = Date.now();
+      streamedUpload.firstText = new TextDecoder().decode(first.value);
+      let total = first.value?.byteLength ?? 0;
+      for (let r = await reader.read(); !r.done; r = await reader.read()) total += r.value.byteLength;
+      streamedUpload.total = total;
+      return Response.json({ total });
+    })();
   }
   if (path === "/big") return new Response(BIG, { headers: { "content-type": "application/octet-stream" } });
   if (path === "/redirect") return new Response(null, { status: 302, headers: { location: "/elsewhere?x=1", "x-redirect": "kept" } });
@@ -145,6 +159,24 @@ describe("streaming", () => {
     expect(r.code).toBe(0);
     expect(r.stdoutBytes.byteLength).toBe(BIG.byteLength);
     expect(sha256(r.stdoutBytes)).toBe(sha256(BIG));
+  });
+
+  test("uploads stream too: the upstream gets the first chunk before the client has sent the rest", async () => {
+    const t = await openTlsTunnel(cg.gatewayPort, `${HOST}:${up.port}`, cg.keys.defaultAgentToken, ca.pem, HOST);
+    t.tls.write(rawRequest("POST", "/stream-up", `${HOST}:${up.port}`, ["Transfer-Encoding: chunked", "Content-Type: text/plain"]));
+    t.tls.write("6\r\nfirst \r\n");
+    const deadline = Date.now() + 3000;
+    while (!streamedUpload.firstAt && Date.now() < deadline) await Bun.sleep(10);
+    const restSentAt = Date.now();
+    expect(streamedUpload.firstAt).toBeGreaterThan(0);
+    expect(streamedUpload.firstText).toBe("first ");
+    expect(streamedUpload.total).toBeNull();
+    t.tls.write("6\r\nsecond\r\n0\r\n\r\n");
+    const res = await t.reader.response();
+    t.tls.destroy();
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.text)).toEqual({ total: 12 });
+    expect(streamedUpload.firstAt).toBeLessThanOrEqual(restSentAt);
   });
 
   describe("5 MB upload arrives intact", () => {
