@@ -654,6 +654,17 @@ describe("POST /policy/publish, GET /policy/last-publish", () => {
     expect(last.body.appliedAt).toMatch(ISO_MS);
   });
 
+  test("published copies are not draft rules: GET/PATCH/DELETE by their id → 404", async () => {
+    const a = createTestApi();
+    await createRule(a, rule({ name: "p" }));
+    await a.call("POST", "/v1/policy/publish");
+    const published = (await a.call("GET", "/v1/policy/rules?status=published")).body[0];
+    expectEnvelope(await a.call("GET", `/v1/policy/rules/${published.id}`), 404, MSG.notFound);
+    expectEnvelope(await a.call("PATCH", `/v1/policy/rules/${published.id}`, { body: { name: "x" } }), 404, MSG.notFound);
+    expectEnvelope(await a.call("DELETE", `/v1/policy/rules/${published.id}`), 404, MSG.notFound);
+    expect((await a.call("GET", "/v1/policy/rules?status=published")).body).toEqual([published]);
+  });
+
   test("publishing an empty draft set publishes just the Default Rule", async () => {
     const a = createTestApi();
     expect((await a.call("POST", "/v1/policy/publish")).body).toEqual({ generation: 1, ruleCount: 1 });

@@ -886,6 +886,28 @@ describe("shutdown while held", () => {
     }
   });
 
+  test("a process killed while holding: its pending approval is marked cancelled at the next start", async () => {
+    const { c, t, path, pending } = await holdOne();
+    expect(await c.stop("SIGKILL")).not.toBe(0);
+    t.close();
+    const db = new Database(join(c.dataDir, "credgate.db"), { readonly: true });
+    try {
+      expect(db.query("SELECT status FROM approvals WHERE id = ?").get(pending.id)).toEqual({ status: "pending" });
+    } finally {
+      db.close();
+    }
+    const again = await startCredgate({ dataDir: c.dataDir, env: env() });
+    try {
+      const record = await again.api("GET", `/v1/approvals/${pending.id}`);
+      expect(record.status).toBe(200);
+      expect(record.body).toMatchObject({ status: "cancelled", decidedBy: null });
+      expect((await again.api("POST", `/v1/approvals/${pending.id}/decision`, { body: { decision: "approve" } })).status).toBe(410);
+      expect(seen(H.approve, path).length).toBe(0);
+    } finally {
+      await again.stop();
+    }
+  });
+
   // BUG (src/gateway/index.ts, not in this suite's fix scope): the held agent gets no bytes at all. On
   // SIGTERM, releaseAll() resolves the hold and the pipeline returns the 503 at once, so the internal
   // server's graceful stop() resolves immediately; Gateway.stop then calls internal.stop(true) and
