@@ -60,11 +60,14 @@ export function renderBody(bytes: Uint8Array, contentType: string | null, trunca
 }
 
 export function approvalSummary(method: string, path: string, body: string | null): ApprovalSummary {
+  // Every detail value is capped at 240 (§6.13), the Body one included.
   const details = [{ label: "Endpoint", value: cap(path, DETAIL_CAP) }];
-  if (body !== null) details.push({ label: "Body", value: body });
+  if (body !== null) details.push({ label: "Body", value: cap(body, DETAIL_CAP) });
   return { action: `${method} request`, details };
 }
 
-export function summaryPreview(summary: ApprovalSummary): string {
-  return cap([summary.action, ...summary.details.map((d) => `${d.label}: ${d.value}`)].join("\n"), PREVIEW_CAP);
+/** The text preview: the summary, with the body at its own 500-character cap rather than the detail cap. */
+export function summaryPreview(summary: ApprovalSummary, body: string | null): string {
+  const lines = summary.details.map((d) => `${d.label}: ${d.label === "Body" && body !== null ? body : d.value}`);
+  return cap([summary.action, ...lines].join("\n"), PREVIEW_CAP);
 }

@@ -450,8 +450,15 @@ describe("approvals", () => {
     const agentReq = curl(cg, url(H.approve, path), { method: "POST", dataFile: file, headers: ["Transfer-Encoding: chunked", "content-type: text/plain"] });
     const [pending] = await pendingFor(cg, (r) => r.path === path);
     expect(pending.summary.details[0]).toEqual({ label: "Endpoint", value: "/v1/chunked" });
-    expect(pending.summary.details[1].value.startsWith("line 0\nline 1\n")).toBe(true);
-    expect(pending.summary.details[1].value.length).toBeLessThanOrEqual(500);
+    // Caps (§6.13): each detail value 240 characters, the body in the preview 500.
+    const detail: string = pending.summary.details[1].value;
+    expect(detail.startsWith("line 0\nline 1\n")).toBe(true);
+    expect(detail.length).toBe(240);
+    expect(detail.endsWith("…")).toBe(true);
+    const previewBody = pending.bodyPreview.slice("POST request\nEndpoint: /v1/chunked\nBody: ".length);
+    expect(pending.bodyPreview.startsWith("POST request\nEndpoint: /v1/chunked\nBody: line 0\n")).toBe(true);
+    expect(previewBody.length).toBe(500);
+    expect(previewBody.startsWith(detail.slice(0, 239))).toBe(true);
     expect((await decide(pending.id, "approve")).status).toBe(200);
     expect((await agentReq).status).toBe(200);
     const hit = seen(H.approve, path);
@@ -488,7 +495,7 @@ describe("approvals", () => {
   });
 
   test("the approval request: url, headers without credentials or injected values, redacted preview and summary", async () => {
-    const tunnels = await Promise.all([tunnel(H.approve), tunnel(H.approve), tunnel(H.approve)]);
+    const tunnels = await Promise.all([tunnel(H.approve), tunnel(H.approve), tunnel(H.approve), tunnel(H.approve)]);
     const runId = crypto.randomUUID();
     tunnels[0]!.send(
       "POST",
@@ -499,7 +506,10 @@ describe("approvals", () => {
     const longB64 = Buffer.alloc(120, 7).toString("base64"); // 160 base64 characters
     tunnels[1]!.send("POST", `/v1/blob?run=${runId}`, ["content-type: application/json"], JSON.stringify({ password: "hunter2", nested: { api_key: "k", ok: "fine" }, blob: longB64, text: "word ".repeat(25) }));
     tunnels[2]!.send("POST", `/v1/form?run=${runId}`, ["content-type: application/x-www-form-urlencoded"], "client_secret=s3&note=hi");
-    const pending = await pendingFor(cg, (r) => r.path.includes(runId), 3);
+    const binary = Buffer.alloc(200);
+    for (let i = 0; i < binary.length; i++) binary[i] = i % 256;
+    tunnels[3]!.send("POST", `/v1/bin?run=${runId}`, ["content-type: application/octet-stream"], binary);
+    const pending = await pendingFor(cg, (r) => r.path.includes(runId), 4);
     const byPath = (p: string) => pending.find((r) => r.path.startsWith(p))!;
 
     const send = byPath("/v1/send");
@@ -528,6 +538,9 @@ describe("approvals", () => {
       { label: "Endpoint", value: "/v1/form" },
       { label: "Body", value: "client_secret=***&note=hi" },
     ]);
+
+    const bin = byPath("/v1/bin");
+    expect(bin.summary.details[1].value).toMatch(/^<binary, 200\+? bytes>$/);
 
     // The same request is visible through GET /approvals/{id}; then deny them all.
     const record = await api("GET", `/v1/approvals/${send.id}`);

@@ -40,7 +40,7 @@ export async function holdForApproval(rq: ProxyRequest, g: GatewayContext): Prom
       host: rq.host,
       path: rq.target,
       headers: reviewerHeaders(rq.request),
-      bodyPreview: bodyText === null ? null : summaryPreview(summary),
+      bodyPreview: bodyText === null ? null : summaryPreview(summary, bodyText),
       summary,
     });
   } catch (err) {
