@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type SeenRequest, type TestUpstream } from "../support/upstream.ts";
 import * as tls from "node:tls";
-import { PROXY_AUTH_BODY, ResponseReader, basic, gatewayCa, openConnect, openTlsTunnel, rawRequest, resolveEntries, run, type RawResponse } from "../support/gateway.ts";
+import { PROXY_AUTH_BODY, ResponseReader, basic, gatewayCa, openConnect, openTlsTunnel, startRawUpstream, type RawUpstream, rawRequest, resolveEntries, run, type RawResponse } from "../support/gateway.ts";
 
 const PUBLIC_URL = "https://credgate.example";
 const EXAMPLE_HOSTS = ["api.example.com", "a.example.com", "a.b.example.com", "example.com", "api.example.com.evil.test", "notexample.com"];
@@ -29,11 +29,13 @@ const INJ_HOSTS = [
   "guide.inj.test",
   "guidecred.inj.test",
   "restricted.inj.test",
+  "verbatim.inj.test",
 ];
 
 let cg: RunningCredgate;
 let up: TestUpstream;
 let up2: TestUpstream;
+let rawUp: RawUpstream;
 let ca: { pem: string; file: string };
 let token: string;
 
@@ -43,11 +45,12 @@ beforeAll(async () => {
   // A second upstream on another port, for "the request port is ignored".
   up2 = startUpstream(pki);
   up.handle(guidanceAnswers);
+  rawUp = await startRawUpstream(pki);
   cg = await startCredgate({
     env: {
       CREDGATE_PUBLIC_URL: PUBLIC_URL,
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-      CREDGATE_RESOLVE: `${resolveEntries([...INJ_HOSTS, ...EXAMPLE_HOSTS], up.port)},${resolveEntries(["api.example.com"], up2.port)},[::1]:${up.port}:127.0.0.1`,
+      CREDGATE_RESOLVE: `${resolveEntries([...INJ_HOSTS, ...EXAMPLE_HOSTS], up.port)},${resolveEntries(["api.example.com"], up2.port)},[::1]:${up.port}:127.0.0.1,verbatim.inj.test:${rawUp.port}:127.0.0.1`,
     },
   });
   ca = await gatewayCa(cg);
@@ -58,6 +61,7 @@ afterAll(async () => {
   await cg?.stop();
   await up?.stop();
   await up2?.stop();
+  rawUp?.close();
 });
 
 // ————— helpers —————
@@ -135,6 +139,19 @@ describe("injection variants (§6.7)", () => {
       expect(res.status).toBe(200);
       expect(seenFor(up, expected, before).length).toBe(1);
     }
+  });
+
+  // BUG (pipeline.ts / Bun.serve, not ours to edit): in-tunnel requests reach the pipeline as Bun's
+  // WHATWG-normalised request.url, so `'` `"` in the query become %27 %22, `{ } ^` in the path are
+  // percent-encoded and dot segments are removed before forwarding; "other bytes are kept verbatim" fails.
+  // A raw upstream shows the exact request line that left the gateway.
+  test.todo("query parameter: bytes a URL parser would re-encode are kept verbatim (exact request line upstream)", async () => {
+    await createSecret({ name: "verbatim", type: "generic", value: "VERBATIM", hostPattern: "verbatim.inj.test", injectionConfig: { paramName: "api_key" } });
+    rawUp.respond((_h, sock) => sock.end("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"));
+    const before = rawUp.heads.length;
+    const { res } = await viaGateway("verbatim.inj.test", `/v1/q/{id}/^/./x?q='x'&s="y"&api_key=ph`, { upstream: { port: rawUp.port, seen: [] } as unknown as TestUpstream });
+    expect(res.status).toBe(200);
+    expect(rawUp.heads[before]!.split("\r\n")[0]).toBe(`GET /v1/q/{id}/^/./x?q='x'&s="y"&api_key=VERBATIM HTTP/1.1`);
   });
 
   test("path template: the hole after the literal prefix becomes the value; other paths are untouched (§9 example 26)", async () => {

@@ -13,7 +13,7 @@ import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { tempDir } from "../support/tmp.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 import * as net from "node:net";
-import { ResponseReader, basic, gatewayCa, openTlsTunnel, rawRequest, resolveEntries, run, startPlainUpstream } from "../support/gateway.ts";
+import { ResponseReader, basic, eventually, gatewayCa, openTlsTunnel, rawRequest, resolveEntries, run, startPlainUpstream, startRawUpstream, type RawUpstream } from "../support/gateway.ts";
 
 const HOST = "api.stream.test";
 const RAW_HOST = "raw.stream.test";
@@ -34,45 +34,8 @@ const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const BIG = randomBytes(20 * 1024 * 1024);
 const sseSecondSentAt: number[] = [];
 /** When the upstream got the first chunk of a streamed upload, and how many bytes in total. */
+let infiniteCancelled = 0;
 const streamedUpload: { firstAt: number; firstText: string; total: number | null } = { firstAt: 0, firstText: "", total: null };
-
-/** A TLS upstream that answers every request with bytes the test writes itself (no HTTP server in between). */
-interface RawUpstream {
-  port: number;
-  heads: string[];
-  respond(fn: (head: string, sock: tls.TLSSocket) => void): void;
-  close(): void;
-}
-
-function startRawUpstream(p: TestPki): Promise<RawUpstream> {
-  const heads: string[] = [];
-  let handler: (head: string, sock: tls.TLSSocket) => void = (_h, s) => s.end("HTTP/1.1 204 No Content\r\n\r\n");
-  const server = tls.createServer({ cert: readFileSync(p.certFile), key: readFileSync(p.keyFile), ALPNProtocols: ["http/1.1"] }, (sock) => {
-    let buf = "";
-    sock.on("error", () => {});
-    const onData = (d: Buffer) => {
-      buf += d.toString("latin1");
-      const end = buf.indexOf("\r\n\r\n");
-      if (end === -1) return;
-      sock.off("data", onData);
-      heads.push(buf.slice(0, end));
-      handler(buf.slice(0, end), sock);
-    };
-    sock.on("data", onData);
-  });
-  return new Promise((resolve) => {
-    server.listen(0, "127.0.0.1", () => {
-      resolve({
-        port: (server.address() as { port: number }).port,
-        heads,
-        respond(fn) {
-          handler = fn;
-        },
-        close: () => server.close(),
-      });
-    });
-  });
-}
 
 function upstreamAnswers(req: Request): Response | Promise<Response> | undefined {
   const path = new URL(req.url).pathname;
@@ -100,6 +63,19 @@ function upstreamAnswers(req: Request): Response | Promise<Response> | undefined
       streamedUpload.total = total;
       return Response.json({ total });
     })();
+  }
+  if (path === "/infinite") {
+    let timer: Timer | undefined;
+    const body = new ReadableStream({
+      start(c) {
+        timer = setInterval(() => c.enqueue(new TextEncoder().encode("data: tick\n\n")), 50);
+      },
+      cancel() {
+        clearInterval(timer);
+        infiniteCancelled++;
+      },
+    });
+    return new Response(body, { headers: { "content-type": "text/event-stream" } });
   }
   if (path === "/big") return new Response(BIG, { headers: { "content-type": "application/octet-stream" } });
   if (path === "/redirect") return new Response(null, { status: 302, headers: { location: "/elsewhere?x=1", "x-redirect": "kept" } });
@@ -152,6 +128,16 @@ describe("streaming", () => {
     expect(sseSecondSentAt.length).toBe(1);
     // Received at least ~250 ms before the second event even existed.
     expect(sseSecondSentAt[0]! - firstAt).toBeGreaterThan(200);
+  });
+
+  test("a client that disconnects mid-stream cancels the upstream stream (no orphaned LLM streams)", async () => {
+    const t = await openTlsTunnel(cg.gatewayPort, `${HOST}:${up.port}`, cg.keys.defaultAgentToken, ca.pem, HOST);
+    t.tls.write(rawRequest("GET", "/infinite", `${HOST}:${up.port}`));
+    expect((await t.reader.head()).status).toBe(200);
+    expect((await t.reader.take(40)).toString()).toContain("data: tick");
+    expect(infiniteCancelled).toBe(0);
+    t.tls.destroy();
+    expect(await eventually(() => infiniteCancelled === 1, 5000, 20)).toBe(true);
   });
 
   test("20 MB download arrives intact (sha256)", async () => {

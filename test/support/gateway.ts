@@ -6,10 +6,10 @@ import { spawn } from "bun";
 import * as net from "node:net";
 import * as tls from "node:tls";
 import type { Duplex } from "node:stream";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RunningCredgate } from "./process.ts";
-import type { SeenRequest, TestUpstream, UpstreamHandler } from "./upstream.ts";
+import type { SeenRequest, TestPki, TestUpstream, UpstreamHandler } from "./upstream.ts";
 import { tempDir } from "./tmp.ts";
 
 export const ROOT = join(import.meta.dir, "../..");
@@ -315,4 +315,42 @@ export function startPlainUpstream(): TestUpstream {
       await server.stop(true);
     },
   };
+}
+
+/** A TLS upstream that answers every request with bytes the test writes itself (no HTTP server in between). */
+export interface RawUpstream {
+  port: number;
+  heads: string[];
+  respond(fn: (head: string, sock: tls.TLSSocket) => void): void;
+  close(): void;
+}
+
+export function startRawUpstream(p: TestPki): Promise<RawUpstream> {
+  const heads: string[] = [];
+  let handler: (head: string, sock: tls.TLSSocket) => void = (_h, s) => s.end("HTTP/1.1 204 No Content\r\n\r\n");
+  const server = tls.createServer({ cert: readFileSync(p.certFile), key: readFileSync(p.keyFile), ALPNProtocols: ["http/1.1"] }, (sock) => {
+    let buf = "";
+    sock.on("error", () => {});
+    const onData = (d: Buffer) => {
+      buf += d.toString("latin1");
+      const end = buf.indexOf("\r\n\r\n");
+      if (end === -1) return;
+      sock.off("data", onData);
+      heads.push(buf.slice(0, end));
+      handler(buf.slice(0, end), sock);
+    };
+    sock.on("data", onData);
+  });
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => {
+      resolve({
+        port: (server.address() as { port: number }).port,
+        heads,
+        respond(fn) {
+          handler = fn;
+        },
+        close: () => server.close(),
+      });
+    });
+  });
 }
