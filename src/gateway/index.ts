@@ -49,6 +49,9 @@ export class Gateway {
   async stop(drain: (work: Promise<unknown>) => Promise<void>): Promise<void> {
     this.#listener.close();
     await drain(this.#internal.stop());
+    // The internal server is done when it has written its last answer into a loopback leg; the front
+    // still has to relay those bytes to the client, so wait (within the drain) for the clients to go.
+    await drain(this.#listener.settled());
     await this.#internal.stop(true);
     this.#listener.destroyAll();
   }

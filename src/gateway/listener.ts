@@ -61,6 +61,7 @@ export function parseAuthority(target: string): { host: string; port: number } |
 export class GatewayListener {
   readonly server: net.Server;
   readonly #sockets = new Set<net.Socket>();
+  readonly #passthroughSockets = new Set<net.Socket>();
   readonly #passthrough: ((host: string) => boolean)[];
 
   constructor(private readonly deps: ListenerDeps) {
@@ -78,9 +79,21 @@ export class GatewayListener {
     });
   }
 
-  /** Stops accepting; existing connections live on until `destroyAll`. */
+  /** Stops accepting; passthrough tunnels close now, other connections live on until `destroyAll`. */
   close(): void {
     this.server.close();
+    for (const s of this.#passthroughSockets) s.destroy();
+  }
+
+  /** Resolves once every client connection has closed (relayed answers flushed), or never; callers bound it. */
+  settled(): Promise<void> {
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.#sockets.size === 0) resolve();
+        else setTimeout(check, 20);
+      };
+      check();
+    });
   }
 
   destroyAll(): void {
@@ -208,6 +221,7 @@ export class GatewayListener {
     }
     writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 200, started, injectionCount: 0, decision: "allowed" });
     this.#sockets.add(upstream);
+    this.#passthroughSockets.add(sock).add(upstream);
     upstream.on("close", () => this.#sockets.delete(upstream));
     sock.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     if (head.rest.length > 0) upstream.write(head.rest);
@@ -216,6 +230,8 @@ export class GatewayListener {
     const close = () => {
       sock.destroy();
       upstream.destroy();
+      this.#passthroughSockets.delete(sock);
+      this.#passthroughSockets.delete(upstream);
     };
     sock.setTimeout(TUNNEL_IDLE_MS, close);
     upstream.on("error", close);
