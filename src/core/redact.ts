@@ -33,10 +33,19 @@ function redactJson(v: unknown): unknown {
   return v;
 }
 
-function looksBinary(bytes: Uint8Array): string | null {
+// A JSON body longer than the peek is cut and no longer parses; its `"key": value` pairs with sensitive keys
+// must still be masked, or the preview would show them verbatim.
+const JSON_PAIR = /("((?:[^"\\]|\\.)*)"\s*:\s*)("(?:[^"\\]|\\.)*(?:"|$)|[^\s,{}[\]]+)/g;
+
+function redactJsonText(text: string): string {
+  return text.replace(JSON_PAIR, (pair, prefix: string, key: string) => (isSensitiveKey(key) ? `${prefix}"***"` : pair));
+}
+
+function looksBinary(bytes: Uint8Array, truncated: boolean): string | null {
   try {
-    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-    // A body cut at the peek limit may end inside a character; control bytes other than whitespace mean binary.
+    // A body cut at the peek limit may end inside a character: streaming mode leaves that tail undecoded
+    // instead of calling the whole text binary. Control bytes other than whitespace mean binary.
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes, { stream: truncated });
     return /[\u0000-\u0008\u000e-\u001f]/.test(text) ? null : text;
   } catch {
     return null;
@@ -46,7 +55,7 @@ function looksBinary(bytes: Uint8Array): string | null {
 /** The body as a reviewer may see it, or null for an empty body. */
 export function renderBody(bytes: Uint8Array, contentType: string | null, truncated: boolean): string | null {
   if (bytes.byteLength === 0) return null;
-  const text = looksBinary(bytes);
+  const text = looksBinary(bytes, truncated);
   if (text === null) return `<binary, ${bytes.byteLength}${truncated ? "+" : ""} bytes>`;
   try {
     return cap(JSON.stringify(redactJson(JSON.parse(text))), BODY_CAP);
@@ -56,7 +65,8 @@ export function renderBody(bytes: Uint8Array, contentType: string | null, trunca
     const parts = [...params].map(([k, v]) => `${k}=${isSensitiveKey(k) ? "***" : redactString(v)}`);
     return cap(parts.join("&"), BODY_CAP);
   }
-  return cap(text.replace(BASE64_RUN, (run) => `<${run.length} chars, base64>`), BODY_CAP);
+  const masked = /^\s*[[{]/.test(text) ? redactJsonText(text) : text;
+  return cap(masked.replace(BASE64_RUN, (run) => `<${run.length} chars, base64>`), BODY_CAP);
 }
 
 export function approvalSummary(method: string, path: string, body: string | null): ApprovalSummary {
