@@ -1,0 +1,142 @@
+// Policy evaluation (CONTRACT §6.9–6.10), pure: target matching, first match per scope, the Default Rule,
+// combining scopes (stricter wins, tie → organization), epoch-aligned rate windows and counters.
+import { describe, expect, test } from "bun:test";
+import { combine, compileRule, evaluateScope, needsBody, rateWindow, verdictOf, type PolicyRequest, type RuleInput, type TargetResolver } from "../../src/core/policy.ts";
+import { compileHostPattern, compilePathPattern } from "../../src/core/patterns.ts";
+import { RateLimiter } from "../../src/gateway/rateLimiter.ts";
+import type { RuleTarget } from "../../src/store/schema.ts";
+
+const secret = (host: string, path: string | null = null) => ({ hostMatch: compileHostPattern(host), pathMatch: compilePathPattern(path) });
+const resolver: TargetResolver = {
+  secret: (id) => (id === "s-proj" ? secret("api.x.com", "/v1/*") : null),
+  secretsOfScope: (scope) => (scope === "project" ? [secret("api.x.com", "/v1/*")] : []),
+  appHosts: () => null,
+  tool: () => null,
+  connectionProvider: () => null,
+};
+
+let n = 0;
+function rule(over: Partial<RuleInput> & { targets: RuleTarget[] }): RuleInput {
+  n++;
+  return {
+    id: `id-${n}`,
+    logicalId: `logical-${n}`,
+    scope: "project",
+    name: `rule ${n}`,
+    enabled: true,
+    isDefault: false,
+    source: "custom",
+    action: "allow",
+    rateLimit: null,
+    rateLimitWindow: null,
+    requireApproval: false,
+    conditions: null,
+    identities: [],
+    ...over,
+  };
+}
+const req = (over: Partial<PolicyRequest> = {}): PolicyRequest => ({ host: "api.x.com", path: "/v1/items", method: "GET", agentId: "agent-1", connectionId: null, body: null, ...over });
+const matches = (r: RuleInput, q: Partial<PolicyRequest> = {}) => compileRule(r, resolver).matches(req(q));
+const net = (hostPattern: string, extra: Partial<Extract<RuleTarget, { kind: "network" }>> = {}): RuleTarget => ({ kind: "network", hostPattern, ...extra });
+
+describe("target matching", () => {
+  test("network: host (wildcards, any), path pattern and method", () => {
+    expect(matches(rule({ targets: [net("api.x.com")] }))).toBe(true);
+    expect(matches(rule({ targets: [net("*.x.com")] }))).toBe(true);
+    expect(matches(rule({ targets: [net("*.x.com")] }), { host: "x.com" })).toBe(false);
+    expect(matches(rule({ targets: [net("*")] }), { host: "anything.example" })).toBe(true);
+    expect(matches(rule({ targets: [net("api.x.com", { pathPattern: "/v1/*" })] }), { path: "/v1" })).toBe(true);
+    expect(matches(rule({ targets: [net("api.x.com", { pathPattern: "/v1/*" })] }), { path: "/v1beta/x" })).toBe(false);
+    expect(matches(rule({ targets: [net("api.x.com", { method: "POST" })] }), { method: "POST" })).toBe(true);
+    expect(matches(rule({ targets: [net("api.x.com", { method: "POST" })] }), { method: "GET" })).toBe(false);
+  });
+
+  test("any target matching is enough; no targets match nothing", () => {
+    expect(matches(rule({ targets: [net("api.y.com"), net("api.x.com")] }))).toBe(true);
+    expect(matches(rule({ targets: [] }))).toBe(false);
+  });
+
+  test("secret targets follow the secret's host and path; unknown secrets and empty levels never match (fail closed)", () => {
+    expect(matches(rule({ targets: [{ kind: "secret", secretId: "s-proj" }] }), { path: "/v1/pay" })).toBe(true);
+    expect(matches(rule({ targets: [{ kind: "secret", secretId: "s-proj" }] }), { path: "/v2/pay" })).toBe(false);
+    expect(matches(rule({ targets: [{ kind: "secret", secretId: "gone" }] }))).toBe(false);
+    expect(matches(rule({ targets: [{ kind: "secret", secretScope: "project" }] }), { path: "/v1/a" })).toBe(true);
+    expect(matches(rule({ targets: [{ kind: "secret", secretScope: "organization" }] }), { path: "/v1/a" })).toBe(false);
+  });
+
+  test("app and connection targets with an unknown provider or connection never match", () => {
+    expect(matches(rule({ targets: [{ kind: "app", provider: "github", tools: [] }] }), { host: "api.github.com" })).toBe(false);
+    expect(matches(rule({ targets: [{ kind: "connection", connectionId: "c1", tools: [] }] }), { connectionId: "c1" })).toBe(false);
+  });
+
+  test("identities: empty means every agent; otherwise only the named ones", () => {
+    expect(matches(rule({ targets: [net("*")], identities: [] }), { agentId: "anyone" })).toBe(true);
+    expect(matches(rule({ targets: [net("*")], identities: [{ id: "agent-2" }] }), { agentId: "agent-1" })).toBe(false);
+    expect(matches(rule({ targets: [net("*")], identities: [{ id: "agent-2" }, { id: "agent-1" }] }), { agentId: "agent-1" })).toBe(true);
+  });
+
+  test("conditions: all must hold, case-insensitive on the (lowercased) body; an empty or absent body never matches", () => {
+    const r = rule({ targets: [net("*")], conditions: [{ value: "Urgent" }, { value: "PAY" }] });
+    expect(matches(r, { body: "please pay, urgent!" })).toBe(true);
+    expect(matches(r, { body: "please pay" })).toBe(false);
+    expect(matches(r, { body: "" })).toBe(false);
+    expect(matches(r, { body: null })).toBe(false);
+    expect(needsBody([compileRule(r, resolver)])).toBe(true);
+    expect(needsBody([compileRule(rule({ targets: [net("*")], conditions: [] }), resolver)])).toBe(false);
+  });
+});
+
+describe("decisions", () => {
+  test("verdict of a matched rule: block, else approval (rate not considered), else rate, else allow", () => {
+    expect(verdictOf(rule({ targets: [], action: "block" }))).toBe("block");
+    expect(verdictOf(rule({ targets: [], requireApproval: true, rateLimit: 1, rateLimitWindow: "minute" }))).toBe("approval");
+    expect(verdictOf(rule({ targets: [], rateLimit: 1, rateLimitWindow: "minute" }))).toBe("rate");
+    expect(verdictOf(rule({ targets: [] }))).toBe("allow");
+  });
+
+  test("per scope the first match decides, else the Default Rule, else an implicit allow", () => {
+    const a = compileRule(rule({ name: "allow admin", targets: [net("api.x.com", { pathPattern: "/admin/*" })] }), resolver);
+    const b = compileRule(rule({ name: "block host", action: "block", targets: [net("api.x.com")] }), resolver);
+    const def = compileRule(rule({ name: "Default Rule", isDefault: true, source: "default", action: "block", targets: [] }), resolver);
+    expect(evaluateScope([a, b], def, req({ path: "/admin/x" }))).toMatchObject({ verdict: "allow", rule: { name: "allow admin" } });
+    expect(evaluateScope([a, b], def, req())).toMatchObject({ verdict: "block", rule: { name: "block host" } });
+    expect(evaluateScope([a, b], def, req({ host: "other.com" }))).toMatchObject({ verdict: "block", rule: { name: "Default Rule" } });
+    const allowDefault = compileRule(rule({ isDefault: true, source: "default", action: "allow", targets: [] }), resolver);
+    expect(evaluateScope([], allowDefault, req()).verdict).toBe("allow");
+    expect(evaluateScope([], null, req())).toEqual({ verdict: "allow", rule: null });
+  });
+
+  test("across scopes the stricter wins (block < approval < rate < allow); a tie goes to the organization", () => {
+    const d = (verdict: "block" | "approval" | "rate" | "allow", name: string) => ({ verdict, rule: compileRule(rule({ name, targets: [] }), resolver) });
+    expect(combine(d("allow", "org"), d("block", "proj")).rule!.name).toBe("proj");
+    expect(combine(d("block", "org"), d("allow", "proj")).rule!.name).toBe("org");
+    expect(combine(d("rate", "org"), d("approval", "proj")).rule!.name).toBe("proj");
+    expect(combine(d("approval", "org"), d("rate", "proj")).rule!.name).toBe("org");
+    expect(combine(d("allow", "org"), d("rate", "proj")).rule!.name).toBe("proj");
+    for (const v of ["block", "approval", "rate", "allow"] as const) expect(combine(d(v, "org"), d(v, "proj")).rule!.name).toBe("org");
+  });
+});
+
+describe("rate limits", () => {
+  test("fixed windows aligned to the epoch; Retry-After is the time left, at least 1", () => {
+    expect(rateWindow("minute", 0)).toEqual({ index: 0, retryAfter: 60 });
+    expect(rateWindow("minute", 59_999)).toEqual({ index: 0, retryAfter: 1 });
+    expect(rateWindow("minute", 60_000)).toEqual({ index: 1, retryAfter: 60 });
+    expect(rateWindow("hour", 3_600_000 * 5 + 1_500)).toEqual({ index: 5, retryAfter: 3599 });
+    expect(rateWindow("day", 86_400_000 - 1)).toEqual({ index: 0, retryAfter: 1 });
+  });
+
+  test("the first `limit` requests of a window pass; limited ones count too; a new window starts over", () => {
+    const rl = new RateLimiter();
+    const t0 = 3_600_000 * 10;
+    expect(rl.hit("k", 2, "hour", t0).limited).toBe(false);
+    expect(rl.hit("k", 2, "hour", t0 + 1).limited).toBe(false);
+    expect(rl.hit("k", 2, "hour", t0 + 2)).toEqual({ limited: true, retryAfter: 3600 });
+    expect(rl.hit("k", 5, "hour", t0 + 3).limited).toBe(false); // 4th hit: counted although the 3rd was limited
+    expect(rl.hit("k", 3, "hour", t0 + 4).limited).toBe(true);
+    // Keys are independent; the next hour resets.
+    expect(rl.hit("other", 1, "hour", t0 + 5).limited).toBe(false);
+    expect(rl.hit("k", 1, "hour", t0 + 3_600_000).limited).toBe(false);
+    expect(rl.hit("k", 1, "hour", t0 + 3_600_001).limited).toBe(true);
+  });
+});
