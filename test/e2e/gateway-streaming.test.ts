@@ -217,6 +217,24 @@ describe("streaming", () => {
   });
 });
 
+describe("upstream bodies that end early", () => {
+  // The agent must see a broken transfer, never a clean end that looks like a complete body.
+  for (const [name, reply] of [
+    ["Content-Length body cut short", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + "a".repeat(50)],
+    ["chunked body without its last chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"],
+  ] as const) {
+    test(`${name} → the client's transfer fails too`, async () => {
+      raw.respond((_h, sock) => {
+        sock.write(reply);
+        setTimeout(() => sock.destroy(), 100);
+      });
+      const r = await curl([`https://${RAW_HOST}:${raw.port}/truncated`]);
+      expect(r.code).toBe(18);
+      expect(r.stderr).toContain("transfer closed with outstanding read data remaining");
+    });
+  }
+});
+
 describe("header hygiene (§6.14)", () => {
   test("request: hop-by-hop headers, headers named in Connection, x-credgate-* are stripped; the rest arrives", async () => {
     const t = await openTlsTunnel(cg.gatewayPort, `${HOST}:${up.port}`, cg.keys.defaultAgentToken, ca.pem, HOST);
@@ -344,6 +362,55 @@ describe("WebSocket inside a MITM tunnel", () => {
     expect(res.headers["x-upstream-only"]).toBeUndefined();
   });
 
+  test("the upgrade request upstream: one Host, the client's headers minus hop-by-hop; bytes after the 101 head reach the client", async () => {
+    const before = raw.heads.length;
+    raw.respond((_h, sock) => {
+      // The 101 head and the first server bytes in one write: the gateway must not drop what follows the head.
+      sock.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: abc\r\nSec-WebSocket-Protocol: chat\r\nX-Extra: dropped\r\nSet-Cookie: s=1\r\n\r\nSERVER-FIRST");
+      sock.on("data", (d: Buffer) => sock.write(Buffer.concat([Buffer.from("got:"), d])));
+    });
+    const t = await openTlsTunnel(cg.gatewayPort, `${RAW_HOST}:${raw.port}`, cg.keys.defaultAgentToken, ca.pem, RAW_HOST);
+    t.tls.write(
+      rawRequest("GET", "/ws-raw?x=1", `${RAW_HOST}:${raw.port}`, [
+        "Upgrade: websocket",
+        "Connection: keep-alive, Upgrade",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version: 13",
+        "Sec-WebSocket-Protocol: chat",
+        "Keep-Alive: 5",
+        "Proxy-Authorization: Basic eDp5",
+        "X-Credgate-Anything: 1",
+        "Origin: https://app.example",
+      ]),
+    );
+    const head = await t.reader.head();
+    expect(head.status).toBe(101);
+    expect(head.rawHeaders.map(([n]) => n.toLowerCase()).sort()).toEqual(["connection", "sec-websocket-accept", "sec-websocket-protocol", "upgrade"]);
+    expect((await t.reader.take("SERVER-FIRST".length)).toString()).toBe("SERVER-FIRST");
+    t.tls.write("ping");
+    expect((await t.reader.take("got:ping".length)).toString()).toBe("got:ping");
+    t.tls.destroy();
+    const lines = raw.heads[before]!.split("\r\n");
+    expect(lines[0]).toBe("GET /ws-raw?x=1 HTTP/1.1");
+    const names = lines.slice(1).map((l) => l.slice(0, l.indexOf(":")).toLowerCase());
+    expect(names.filter((n) => n === "host").length).toBe(1);
+    expect(lines).toContain(`Host: ${RAW_HOST}:${raw.port}`);
+    expect(names.filter((n) => n === "upgrade").length).toBe(1);
+    expect(names.filter((n) => n === "connection").length).toBe(1);
+    for (const n of ["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol", "origin"]) expect(names).toContain(n);
+    for (const n of ["keep-alive", "proxy-authorization", "x-credgate-anything"]) expect(names).not.toContain(n);
+  });
+
+  test("WebSocket upgrade to an unreachable upstream → 502 upstream_unreachable", async () => {
+    const t = await openTlsTunnel(cg.gatewayPort, `${DOWN_HOST}:${downPort}`, cg.keys.defaultAgentToken, ca.pem, DOWN_HOST);
+    t.tls.write(rawRequest("GET", "/ws", `${DOWN_HOST}:${downPort}`, ["Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"]));
+    const res = await t.reader.response();
+    t.tls.destroy();
+    expect(res.status).toBe(502);
+    expect(JSON.parse(res.text).error).toBe("upstream_unreachable");
+    expect(JSON.parse(res.text).message).toStartWith(`credgate could not connect to ${DOWN_HOST}:${downPort}: `);
+  });
+
   test("absolute-form has no WebSocket support: Upgrade/Connection are stripped and it goes as plain HTTP", async () => {
     const sock = net.connect({ host: "127.0.0.1", port: cg.gatewayPort });
     const reader = new ResponseReader(sock);
@@ -402,6 +469,13 @@ describe("upstream failures", () => {
       expect(slow.heads.length).toBe(1);
       expect(took).toBeGreaterThanOrEqual(900);
       expect(took).toBeLessThan(5000);
+      // The same deadline applies to a WebSocket upgrade's response head.
+      const w = await openTlsTunnel(cg2.gatewayPort, `${SLOW_HOST}:${slow.port}`, cg2.keys.defaultAgentToken, ca2.pem, SLOW_HOST);
+      w.tls.write(rawRequest("GET", "/ws", `${SLOW_HOST}:${slow.port}`, ["Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"]));
+      const wres = await w.reader.response();
+      w.tls.destroy();
+      expect(wres.status).toBe(504);
+      expect(wres.text).toBe(JSON.stringify({ error: "upstream_timeout", message: `${SLOW_HOST} did not send response headers within 1 seconds.` }));
     } finally {
       await cg2.stop();
       slow.close();
