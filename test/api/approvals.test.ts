@@ -133,6 +133,9 @@ describe("with held requests", () => {
     expect(item.createdAt).toMatch(ISO_MS);
     expect(Date.parse(item.expiresAt) - Date.parse(item.createdAt)).toBe(180_000);
 
+    // An org key selects the project with X-Project-Id.
+    const viaOrg = await a.call("GET", "/v1/approvals/pending", { key: a.orgKey, headers: { "x-project-id": a.projectId } });
+    expect(viaOrg.body.requests.map((r: any) => r.id).sort()).toEqual([first.row.id, second.row.id].sort());
     const excluded = await a.call("GET", `/v1/approvals/pending?exclude=${first.row.id},,%20`);
     expect(excluded.body.requests.map((r: any) => r.id)).toEqual([second.row.id]);
     const { value: none, ms: held } = await timed(a.call("GET", `/v1/approvals/pending?exclude=${first.row.id}, ${second.row.id}`));
