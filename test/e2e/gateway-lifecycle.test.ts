@@ -441,10 +441,8 @@ describe("restart and graceful shutdown", () => {
     expect(Date.now() - signalledAt).toBeLessThan(9500);
   }, 20_000);
 
-  // BUG (src/gateway/index.ts Gateway.stop, not ours to edit): after the internal server has written the
-  // response into the loopback leg, `destroyAll()` runs in the same turn and cuts the client socket before
-  // the listener has relayed those bytes, so the drained response never reaches the agent (it sees EOF).
-  // Proposed fix: wait (within the drain deadline) for the front sockets to settle before destroyAll.
+  // Regression: Gateway.stop used to cut the client sockets in the same turn as the internal server finished,
+  // before the listener had relayed the drained answer, so the agent saw EOF instead of the response.
   test("SIGTERM with a slow response in flight: that response still reaches the client in full", async () => {
     const c = await startCredgate({ env });
     running.push(c);
