@@ -921,15 +921,8 @@ describe("shutdown while held", () => {
     }
   });
 
-  // BUG (src/gateway/index.ts, not in this suite's fix scope): the held agent gets no bytes at all. On
-  // SIGTERM, releaseAll() resolves the hold and the pipeline returns the 503 at once, so the internal
-  // server's graceful stop() resolves immediately; Gateway.stop then calls internal.stop(true) and
-  // listener.destroyAll() in the same tick, destroying the agent's front socket before the 503 bytes
-  // have been piped from the internal loopback connection to it. Repro: this test (the tunnel ends with
-  // "stream ended before a response head (got \"\")"); a 100 ms sleep before destroyAll() makes it pass.
-  // Proposed fix: after the internal drain, end() the front sockets only once their internal-side pipe has
-  // ended (bounded by the remaining drain deadline), and destroy only the stragglers.
-  test.todo("SIGTERM: the held agent gets 503 gateway_restarting with Retry-After: 1", async () => {
+  // Was lost until bc364b7 (Gateway.stop destroyed the front sockets before the relayed 503 reached them).
+  test("SIGTERM: the held agent gets 503 gateway_restarting with Retry-After: 1", async () => {
     const { c, t, pending } = await holdOne();
     const exit = c.stop();
     const res = await t.reader.response({ timeoutMs: 10_000 });
