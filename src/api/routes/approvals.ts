@@ -1,7 +1,7 @@
 // Approvals (CONTRACT §5.4): the reviewer's long-poll, the record and the decision. Served on the API
 // port and the gateway port.
 import { t } from "elysia";
-import { ApiError, unauthorized } from "../../core/errors.ts";
+import { ApiError, forbidden, unauthorized } from "../../core/errors.ts";
 import type { PendingScope } from "../../services/approvals.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
@@ -59,9 +59,10 @@ export const approvalsRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/approvals/pending",
     access: "O",
-    role: "admin",
+    // The key-type check comes first: any project key, whatever its holder's role, gets the same answer.
     handler: ({ services, ctx, query, request }) => {
       if (ctx.principal.via === "project_key") throw ApiError.envelope(403, "An organization API key is required for this endpoint");
+      if (ctx.role === "member") throw forbidden();
       return pendingResponse(services, { organizationId: ctx.organizationId }, query, request.signal);
     },
   }),
