@@ -1,0 +1,86 @@
+// What writing one request-log row costs, on the real schema and pragmas (src/store/open.ts), in batches of
+// 500 like RequestLogService.flush: the drizzle multi-row insert it uses today, against a bun:sqlite
+// prepared single-row insert, each with random (uuid v4) and time-ordered ids.
+//
+//   bun bench/anatomy/request-logs.ts [rows, default 50000]
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openStore } from "../../src/store/open.ts";
+import { requestLogs } from "../../src/store/schema.ts";
+
+const TOTAL = Number(process.argv[2] ?? 50_000);
+const BATCH = 500;
+
+type Row = typeof requestLogs.$inferInsert;
+
+let seq = 0;
+function row(id: string): Row {
+  return {
+    id,
+    organizationId: "org_aaaaaaaaaaaaaaaa",
+    projectId: "prj_aaaaaaaaaaaaaaaa",
+    agentId: "3f1d4a52-8c4b-4f0e-9d7e-0b6a1c2d3e4f",
+    method: "GET",
+    host: "bench.example.com:44321",
+    path: "/v1/messages",
+    provider: null,
+    status: 200,
+    latencyMs: 1,
+    injectionCount: 1,
+    decision: "allowed",
+    matchedRuleLogicalId: null,
+    matchedRuleName: null,
+    approvalId: null,
+    costNanos: null,
+    createdAt: new Date(Date.UTC(2026, 0, 1) + seq++).toISOString(),
+  };
+}
+
+const timeOrderedId = () => {
+  // uuid v7 layout: 48-bit ms timestamp first, so consecutive ids land on the same index pages.
+  const hex = Date.now().toString(16).padStart(12, "0") + crypto.randomUUID().replaceAll("-", "").slice(12);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${hex.slice(13, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+};
+
+function run(label: string, ids: () => string, write: (db: ReturnType<typeof openStore>, rows: Row[]) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), "credgate-bench-logs-"));
+  try {
+    const db = openStore(dir);
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let done = 0; done < TOTAL; done += BATCH) {
+      const rows = Array.from({ length: BATCH }, () => row(ids()));
+      write(db, rows);
+    }
+    const wall = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    console.log(`${label.padEnd(58)} ${((wall * 1000) / TOTAL).toFixed(1).padStart(6)} µs/row wall   ${(((cpu.user + cpu.system) / TOTAL)).toFixed(1).padStart(6)} µs/row cpu (${((cpu.system / (cpu.user + cpu.system)) * 100).toFixed(0)}% kernel)`);
+    db.$client.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const drizzleBatch = (db: ReturnType<typeof openStore>, rows: Row[]) =>
+  db.transaction((tx) => {
+    for (let i = 0; i < rows.length; i += 100) tx.insert(requestLogs).values(rows.slice(i, i + 100)).run();
+  });
+
+const COLUMNS = ["id", "organization_id", "project_id", "agent_id", "method", "host", "path", "provider", "status", "latency_ms", "injection_count", "decision", "matched_rule_logical_id", "matched_rule_name", "approval_id", "cost_nanos", "created_at"];
+let prepared: { db: unknown; insert: (r: Row) => void; many: (rows: Row[]) => void } | null = null;
+const preparedBatch = (db: ReturnType<typeof openStore>, rows: Row[]) => {
+  if (!prepared || prepared.db !== db) {
+    const stmt = db.$client.prepare(`INSERT INTO request_logs (${COLUMNS.join(",")}) VALUES (${COLUMNS.map(() => "?").join(",")})`);
+    const insert = (r: Row) =>
+      stmt.run(r.id, r.organizationId, r.projectId, r.agentId, r.method, r.host, r.path, r.provider ?? null, r.status, r.latencyMs, r.injectionCount, r.decision, r.matchedRuleLogicalId ?? null, r.matchedRuleName ?? null, r.approvalId ?? null, r.costNanos ?? null, r.createdAt);
+    prepared = { db, insert, many: db.$client.transaction((rs: Row[]) => rs.forEach(insert)) };
+  }
+  prepared.many(rows);
+};
+
+console.log(`${TOTAL} request-log rows in batches of ${BATCH} (WAL, synchronous=NORMAL, real schema and indexes)`);
+run("drizzle 100-row inserts (today), uuid v4 ids", () => crypto.randomUUID(), drizzleBatch);
+run("drizzle 100-row inserts, time-ordered ids", timeOrderedId, drizzleBatch);
+run("prepared single-row insert, uuid v4 ids", () => crypto.randomUUID(), preparedBatch);
+run("prepared single-row insert, time-ordered ids", timeOrderedId, preparedBatch);

@@ -1,0 +1,114 @@
+// The benchmark environment: an openssl PKI for the upstream, the upstream process, the real credgate
+// process (from source) with a secret injected for the upstream, the gateway CA, and the three ways to
+// reach the upstream. Shared by bench/gateway.ts and bench/anatomy.ts.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startCredgate, type RunningCredgate } from "../test/support/process.ts";
+import { tempDir } from "../test/support/tmp.ts";
+import { makePki, type TestPki } from "../test/support/upstream.ts";
+import { requestOnce, type Target } from "./load.ts";
+import { onCleanup, startServer } from "./procs.ts";
+
+export const HOST = "bench.example.com";
+export const SECRET_VALUE = "bench-secret-4f1c2a9e";
+
+export interface UpstreamEnv {
+  pki: TestPki;
+  upstream: Awaited<ReturnType<typeof startServer>>;
+  /** Straight to the upstream, sending the header the gateway would inject (same upstream work). */
+  direct: Target;
+  /** Requests answered and distinct connections seen by the upstream so far. */
+  upstreamStats(): Promise<{ requests: number; connections: number }>;
+}
+
+export interface GatewayEnv {
+  credgate: RunningCredgate;
+  gatewayCaFile: string;
+  /** CONNECT bench.example.com through the gateway, which dials it pinned by CREDGATE_RESOLVE. */
+  mitm: Target;
+  /** CONNECT 127.0.0.1 through the gateway: no pin, the gateway's plain outbound fetch path. */
+  mitmIp: Target;
+}
+
+export type BenchEnv = UpstreamEnv & GatewayEnv;
+
+export interface GatewayOptions {
+  /** Run credgate under Bun's CPU profiler, writing profiles to this directory on exit. */
+  profileDir?: string;
+  /** Candidate fixes to swap in at run time (bench/anatomy/whatif.ts), e.g. ["pinned-session"]. */
+  whatIf?: string[];
+  log?: (msg: string) => void;
+}
+
+export async function startUpstreamEnv(log: (msg: string) => void = () => {}): Promise<UpstreamEnv> {
+  log("making the upstream PKI (openssl)");
+  const pki = makePki([HOST, "127.0.0.1"]);
+  const upstream = await startServer("upstream.ts", [pki.certFile, pki.keyFile]);
+  log(`upstream on 127.0.0.1:${upstream.port} (pid ${upstream.proc.pid})`);
+  const direct: Target = { host: HOST, port: upstream.port, caFile: pki.caFile, headers: { authorization: `Bearer ${SECRET_VALUE}` } };
+  return {
+    pki,
+    upstream,
+    direct,
+    upstreamStats: async () => JSON.parse((await requestOnce(direct, "/stats")).body) as { requests: number; connections: number },
+  };
+}
+
+/** The real credgate process (from source) with a secret for the upstream, checked end to end. */
+export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): Promise<GatewayEnv> {
+  const log = opts.log ?? (() => {});
+  const bunOptions = [
+    ...(opts.profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${opts.profileDir}`] : []),
+    ...(opts.whatIf?.length ? ["--preload", join(import.meta.dir, "anatomy/whatif.ts")] : []),
+  ];
+  const credgate = await startCredgate({
+    env: {
+      CREDGATE_UPSTREAM_CA_FILE: up.pki.caFile,
+      CREDGATE_RESOLVE: `${HOST}:${up.upstream.port}:127.0.0.1`,
+      ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
+      ...(opts.whatIf?.length ? { BENCH_WHATIF: opts.whatIf.join(",") } : {}),
+    },
+  });
+  onCleanup(() => {
+    if (credgate.proc.exitCode === null) credgate.proc.kill("SIGTERM");
+  });
+  log(`credgate gateway on ${credgate.gatewayUrl} (pid ${credgate.proc.pid})${opts.whatIf?.length ? ` with what-if ${opts.whatIf.join(", ")}` : ""}`);
+
+  // One secret for the pinned name, one for the IP literal (CONTRACT §5.2 create body).
+  for (const hostPattern of [HOST, "127.0.0.1"]) {
+    const created = await credgate.api("POST", "/v1/secrets", {
+      body: {
+        name: `bench ${hostPattern}`,
+        type: "generic",
+        value: SECRET_VALUE,
+        hostPattern,
+        injectionConfig: { headerName: "authorization", valueFormat: "Bearer {value}" },
+      },
+    });
+    if (created.status !== 201) throw new Error(`creating the secret for ${hostPattern} failed: ${created.status} ${created.text}`);
+  }
+
+  const caRes = await fetch(`${credgate.gatewayUrl}/v1/gateway/ca`);
+  const caPem = await caRes.text();
+  if (!caRes.ok || !caPem.includes("BEGIN CERTIFICATE")) throw new Error(`gateway CA not served: ${caRes.status} ${caPem.slice(0, 200)}`);
+  const gatewayCaFile = join(tempDir("credgate-bench-"), "gateway-ca.pem");
+  writeFileSync(gatewayCaFile, caPem);
+
+  const proxy = { host: "127.0.0.1", port: credgate.gatewayPort, token: credgate.keys.defaultAgentToken };
+  const mitm: Target = { host: HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy };
+  const mitmIp: Target = { host: "127.0.0.1", port: up.upstream.port, caFile: gatewayCaFile, proxy };
+
+  // The injected header must really reach the upstream (the agent sends none).
+  for (const t of [mitm, mitmIp]) {
+    const probe = await requestOnce(t, "/echo");
+    const seen = probe.status === 200 ? (JSON.parse(probe.body) as { authorization: string | null }) : null;
+    if (seen?.authorization !== `Bearer ${SECRET_VALUE}`) throw new Error(`injection check for CONNECT ${t.host} failed: ${probe.status} ${probe.body}`);
+  }
+  log("verified: the upstream received the injected Authorization header through the MITM path");
+  return { credgate, gatewayCaFile, mitm, mitmIp };
+}
+
+export async function startBenchEnv(opts: GatewayOptions = {}): Promise<BenchEnv> {
+  const up = await startUpstreamEnv(opts.log);
+  return { ...up, ...(await startGateway(up, opts)) };
+}

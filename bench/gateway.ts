@@ -1,0 +1,218 @@
+// Gateway benchmark: the real credgate process (MITM path, a secret injected) against the same HTTPS
+// upstream reached directly. Three processes: the upstream (bench/upstream.ts), credgate (cli/main.ts)
+// and the load client (bench/load.ts), so none shares an event loop with another.
+//
+//   npm run bench                         human-readable table (progress on stderr)
+//   npm run -s bench -- --json            one JSON document on stdout
+//   npm run bench -- --duration 10 --connections 64 --warmup 2 --sse-runs 50
+//   BENCH_DURATION=10 BENCH_CONNECTIONS=64 BENCH_WARMUP=2 BENCH_SSE_RUNS=50 npm run bench
+//   npm run bench -- --whatif pinned-session,log-prepared     candidate fixes swapped in at run time
+//
+// Targets are printed with pass/fail markers; a miss never changes the exit code (only a broken setup does).
+// When one is missed, bench/anatomy.ts says where the time goes (bench/README.md).
+import type { RunningCredgate } from "../test/support/process.ts";
+import { HOST, startBenchEnv } from "./env.ts";
+import type { LoadResult, SseResult, Target } from "./load.ts";
+import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
+import { killAll, reapAll, runClient } from "./procs.ts";
+
+const TARGETS = {
+  throughputRatio: 0.3,
+  addedP50Ms: 0.3,
+  sseAddedMs: 5,
+};
+
+// ---- options ----------------------------------------------------------------------------------------
+
+if (process.argv.includes("--help") || process.argv.includes("-h")) {
+  console.log(`usage: npm run bench -- [--json] [--duration s] [--warmup s] [--connections n] [--sse-runs n]
+  --duration     measured seconds per run (BENCH_DURATION, default 5)
+  --warmup       warm-up seconds before each run (BENCH_WARMUP, default 1)
+  --connections  keep-alive connections for the throughput runs (BENCH_CONNECTIONS, default 32)
+  --sse-runs     SSE requests per path for time-to-first-event (BENCH_SSE_RUNS, default 20)
+  --json         print one JSON document instead of the table
+  --profile dir  run credgate under Bun's CPU profiler; writes .cpuprofile and .md profiles to dir on exit
+                 (BENCH_PROFILE; the profiler slows the gateway, so the figures of such a run are not comparable)
+  --whatif list  swap candidate fixes into credgate at run time, comma list of pinned-session, log-prepared,
+                 no-log (BENCH_WHATIF; see bench/anatomy/whatif.ts); src/ is not touched
+
+Where the time goes, layer by layer and with the candidate fixes: bun bench/anatomy.ts (see bench/README.md).`);
+  process.exit(0);
+}
+
+const opts = {
+  json: flag("--json", "BENCH_JSON"),
+  durationMs: numberOption("--duration", "BENCH_DURATION", 5) * 1000,
+  warmupMs: numberOption("--warmup", "BENCH_WARMUP", 1) * 1000,
+  connections: Math.round(numberOption("--connections", "BENCH_CONNECTIONS", 32)),
+  sseRuns: Math.round(numberOption("--sse-runs", "BENCH_SSE_RUNS", 20)),
+  profileDir: pathOption("--profile", "BENCH_PROFILE"),
+  whatIf: whatIfOption("--whatif", "BENCH_WHATIF"),
+};
+
+const progress = (msg: string) => {
+  if (!opts.json) process.stderr.write(`· ${msg}\n`);
+};
+
+let credgate: RunningCredgate | null = null;
+
+// ---- the benchmark ------------------------------------------------------------------------------------
+
+/** direct: straight to the upstream. mitm: CONNECT bench.example.com (pinned with CREDGATE_RESOLVE), the
+ * path the targets are about. mitmIp: CONNECT 127.0.0.1, so the gateway dials without a pin. */
+interface Runs<T> {
+  direct: T;
+  mitm: T;
+  mitmIp: T;
+}
+
+type Run = LoadResult & { upstream: { requests: number; connections: number } };
+type Checks = Record<"throughputRatio" | "addedP50Ms" | "sseFirstEventAddedMs", { value: number; target: string; pass: boolean }>;
+
+const LATENCY_ROUNDS = 3;
+
+/** The round whose p50 is the median, with every round's p50 alongside. */
+function medianRound(runs: Run[]): Run & { roundP50s: number[] } {
+  const sorted = [...runs].sort((a, b) => a.latencyMs.p50 - b.latencyMs.p50);
+  return { ...sorted[Math.floor(sorted.length / 2)]!, roundP50s: runs.map((r) => r.latencyMs.p50) };
+}
+
+async function main(): Promise<void> {
+  const env = await startBenchEnv({ profileDir: opts.profileDir, whatIf: opts.whatIf, log: progress });
+  credgate = env.credgate;
+  const { direct, mitm, mitmIp, upstream, upstreamStats } = env;
+
+  const watch = { gateway: env.credgate.proc.pid, upstream: upstream.proc.pid };
+  const load = async (t: Target, connections: number, durationMs = opts.durationMs): Promise<Run> => {
+    const before = await upstreamStats();
+    const r = await runClient<LoadResult>({ task: "load", connections, warmupMs: opts.warmupMs, durationMs, path: "/", watch, ...t });
+    const after = await upstreamStats();
+    // Minus the /stats request itself and its connection.
+    return { ...r, upstream: { requests: after.requests - before.requests - 1, connections: after.connections - before.connections - 1 } };
+  };
+  const sse = (t: Target) => runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/sse", ...t });
+
+  const secs = opts.durationMs / 1000;
+  progress(`throughput: ${opts.connections} connections, ${secs} s each (direct, MITM, MITM to the IP)`);
+  const many: Runs<Run> = { direct: await load(direct, opts.connections), mitm: await load(mitm, opts.connections), mitmIp: await load(mitmIp, opts.connections) };
+  // Single-connection latency depends on where the scheduler puts the processes (a wake-up on the same
+  // core is far cheaper than one across cores, especially in a VM), and each load client is a new
+  // process: so the three paths take turns over a few rounds, and the round with the median p50 counts.
+  const roundMs = Math.max(1000, Math.round(opts.durationMs / LATENCY_ROUNDS));
+  progress(`latency: 1 connection, ${LATENCY_ROUNDS} rounds of ${roundMs / 1000} s each (direct, MITM, MITM to the IP)`);
+  const rounds: Runs<Run>[] = [];
+  for (let i = 0; i < LATENCY_ROUNDS; i++) rounds.push({ direct: await load(direct, 1, roundMs), mitm: await load(mitm, 1, roundMs), mitmIp: await load(mitmIp, 1, roundMs) });
+  const one: Runs<Run & { roundP50s: number[] }> = {
+    direct: medianRound(rounds.map((r) => r.direct)),
+    mitm: medianRound(rounds.map((r) => r.mitm)),
+    mitmIp: medianRound(rounds.map((r) => r.mitmIp)),
+  };
+  progress(`SSE time to first event: ${opts.sseRuns} runs each (direct, MITM, MITM to the IP)`);
+  const stream: Runs<SseResult> = { direct: await sse(direct), mitm: await sse(mitm), mitmIp: await sse(mitmIp) };
+
+  const ratio = many.mitm.rps / many.direct.rps;
+  const addedP50 = one.mitm.latencyMs.p50 - one.direct.latencyMs.p50;
+  const sseAdded = stream.mitm.firstEventMs.p50 - stream.direct.firstEventMs.p50;
+  const checks: Checks = {
+    throughputRatio: { value: ratio, target: `>= ${TARGETS.throughputRatio}`, pass: ratio >= TARGETS.throughputRatio },
+    addedP50Ms: { value: addedP50, target: `<= ${TARGETS.addedP50Ms}`, pass: addedP50 <= TARGETS.addedP50Ms },
+    sseFirstEventAddedMs: { value: sseAdded, target: `<= ${TARGETS.sseAddedMs}`, pass: sseAdded <= TARGETS.sseAddedMs },
+  };
+  const ip = {
+    throughputRatio: many.mitmIp.rps / many.direct.rps,
+    addedP50Ms: one.mitmIp.latencyMs.p50 - one.direct.latencyMs.p50,
+    sseFirstEventAddedMs: stream.mitmIp.firstEventMs.p50 - stream.direct.firstEventMs.p50,
+  };
+  const errors = [...Object.values(many), ...rounds.flatMap((r) => Object.values(r))].reduce((n, r) => n + r.errors, 0);
+
+  const report = {
+    machine: { cpus: navigator.hardwareConcurrency, bun: Bun.version, platform: process.platform },
+    options: { durationMs: opts.durationMs, warmupMs: opts.warmupMs, connections: opts.connections, sseRuns: opts.sseRuns, latencyRounds: LATENCY_ROUNDS, whatIf: opts.whatIf },
+    throughput: many,
+    latency1: one,
+    sse: stream,
+    checks,
+    unpinned: ip,
+    errors,
+  };
+
+  if (opts.json) {
+    console.log(JSON.stringify(report, null, 2));
+  } else {
+    printTable(many, one, stream, checks, ip, errors);
+  }
+}
+
+// ---- output -------------------------------------------------------------------------------------------
+
+const f = (n: number, digits = 3) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+const fi = (n: number) => Math.round(n).toLocaleString("en-US");
+const mark = (pass: boolean) => (pass ? "PASS" : "MISS");
+const cpuText = (c: Record<string, number>) =>
+  ["client", "gateway", "upstream", "other"]
+    .filter((k) => c[k] !== undefined && Number.isFinite(c[k]!))
+    .map((k) => `${k} ${Math.round(c[k]!)}%`)
+    .join(", ");
+
+/** CPU time the gateway process spent per request (all its threads). */
+const cpuPerRequestUs = (r: LoadResult) => ((r.cpu.gateway ?? NaN) / 100) * (1e6 / r.rps);
+
+const LABELS = { direct: "direct", mitm: "MITM", mitmIp: "MITM, IP" } as const;
+
+function printTable(many: Runs<Run>, one: Runs<Run>, stream: Runs<SseResult>, checks: Checks, ip: Record<keyof Checks, number>, errors: number): void {
+  const rows: string[] = [];
+  const loadRows = (runs: Runs<Run>) => {
+    for (const k of ["direct", "mitm", "mitmIp"] as const) {
+      const r = runs[k];
+      rows.push(
+        `  ${LABELS[k].padEnd(9)} ${fi(r.rps).padStart(8)} req/s   p50 ${f(r.latencyMs.p50)} ms   p99 ${f(r.latencyMs.p99)} ms   ` +
+          `connect ${f(r.connectMs, 1)} ms   upstream conns ${r.upstream.connections}   cpu: ${cpuText(r.cpu)}` +
+          (k === "direct" ? "" : `   gateway ${f(cpuPerRequestUs(r), 0)} µs cpu/req`) +
+          ("roundP50s" in r ? `   round p50s ${(r.roundP50s as number[]).map((v) => f(v)).join(" / ")}` : ""),
+      );
+    }
+  };
+  rows.push("");
+  rows.push(`credgate gateway benchmark — ${navigator.hardwareConcurrency} CPUs, Bun ${Bun.version}, ${opts.durationMs / 1000} s measured after ${opts.warmupMs / 1000} s warm-up`);
+  if (opts.whatIf.length) rows.push(`WHAT-IF RUN: credgate with ${opts.whatIf.join(", ")} swapped in (bench/anatomy/whatif.ts), not the code as committed`);
+  rows.push(`MITM = CONNECT ${HOST} (pinned with CREDGATE_RESOLVE); MITM, IP = CONNECT 127.0.0.1 (no pin: the gateway's plain fetch path)`);
+  rows.push("cpu = % of one core over the measured window (client = load generator, other = everything else on the machine)");
+  rows.push("");
+  rows.push(`GET / (small JSON), ${many.direct.connections} keep-alive connections`);
+  loadRows(many);
+  rows.push(`  ratio MITM/direct: ${f(checks.throughputRatio.value)}   (MITM, IP: ${f(ip.throughputRatio)})`);
+  rows.push("");
+  rows.push(`GET / (small JSON), 1 keep-alive connection (the median of ${LATENCY_ROUNDS} rounds by p50)`);
+  loadRows(one);
+  rows.push(`  added p50: ${f(checks.addedP50Ms.value)} ms   (MITM, IP: ${f(ip.addedP50Ms)} ms)`);
+  rows.push("");
+  rows.push(`GET /sse, request write → bytes of the first event (${stream.direct.runs} runs on a warm connection)`);
+  for (const k of ["direct", "mitm", "mitmIp"] as const) {
+    const r = stream[k];
+    rows.push(`  ${LABELS[k].padEnd(9)} median ${f(r.firstEventMs.p50)} ms   p90 ${f(r.firstEventMs.p90)} ms   max ${f(r.firstEventMs.max)} ms   (whole stream ${f(r.totalMs.p50, 1)} ms)`);
+  }
+  rows.push(`  added: ${f(checks.sseFirstEventAddedMs.value)} ms   (MITM, IP: ${f(ip.sseFirstEventAddedMs)} ms)`);
+  rows.push("");
+  rows.push("Targets (MITM)");
+  rows.push(`  [${mark(checks.throughputRatio.pass)}] throughput >= ${TARGETS.throughputRatio}x direct at ${many.direct.connections} connections: ${f(checks.throughputRatio.value)}x`);
+  rows.push(`  [${mark(checks.addedP50Ms.pass)}] added p50 <= ${TARGETS.addedP50Ms} ms at 1 connection: ${f(checks.addedP50Ms.value)} ms`);
+  rows.push(`  [${mark(checks.sseFirstEventAddedMs.pass)}] SSE first event added <= ${TARGETS.sseAddedMs} ms: ${f(checks.sseFirstEventAddedMs.value)} ms`);
+  if (errors > 0) rows.push(`  (${errors} non-200 answers or socket errors during the runs)`);
+  const busy = Math.max(...[...Object.values(many), ...Object.values(one)].map((r) => r.cpu.other ?? 0));
+  if (busy > 20) rows.push(`  warning: other processes used up to ${Math.round(busy)}% of a core during a run; the figures are noisy`);
+  rows.push("");
+  console.log(rows.join("\n"));
+}
+
+try {
+  await main();
+} catch (err) {
+  console.error(`bench failed: ${(err as Error).stack ?? err}`);
+  const cg = credgate as RunningCredgate | null;
+  if (cg) console.error(`credgate output:\n${cg.output().slice(-4000)}`);
+  process.exitCode = 1;
+} finally {
+  killAll();
+  await (credgate as RunningCredgate | null)?.stop();
+  await reapAll();
+}

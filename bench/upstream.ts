@@ -1,0 +1,62 @@
+// The benchmark's HTTPS upstream, run as its own process so it never shares an event loop with the load
+// client or the gateway. It prints one JSON line `{"port":…}` on stdout once listening.
+//   GET /      a small JSON body (the throughput/latency target)
+//   GET /echo  the Authorization header it received, to prove the gateway injected the secret
+//   GET /sse   text/event-stream: the first event at once, then SSE_EVENTS-1 more every SSE_GAP_MS
+//   GET /stats {requests, connections}: requests answered and distinct client connections seen so far
+// Usage: bun bench/upstream.ts <cert.pem> <key.pem>
+const [certFile, keyFile] = process.argv.slice(2);
+if (!certFile || !keyFile) {
+  console.error("usage: bun bench/upstream.ts <cert.pem> <key.pem>");
+  process.exit(2);
+}
+
+const SSE_EVENTS = 4;
+const SSE_GAP_MS = 10;
+const SMALL = JSON.stringify({ ok: true, service: "bench-upstream", items: [1, 2, 3] });
+const encoder = new TextEncoder();
+
+function sse(): Response {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      let n = 0;
+      const send = () => {
+        controller.enqueue(encoder.encode(`id: ${n}\nevent: tick\ndata: {"n":${n}}\n\n`));
+        n += 1;
+        if (n >= SSE_EVENTS) controller.close();
+        else timer = setTimeout(send, SSE_GAP_MS);
+      };
+      send();
+    },
+    cancel() {
+      clearTimeout(timer);
+    },
+  });
+  return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+}
+
+let requests = 0;
+const ports = new Set<number>();
+
+const server = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  tls: { cert: Bun.file(certFile), key: Bun.file(keyFile) },
+  idleTimeout: 0,
+  fetch(req, srv) {
+    requests += 1;
+    const port = srv.requestIP(req)?.port;
+    if (port !== undefined) ports.add(port);
+    const path = req.url.slice(req.url.indexOf("/", 8));
+    if (path === "/") return new Response(SMALL, { headers: { "content-type": "application/json" } });
+    if (path === "/sse") return sse();
+    if (path === "/stats") return Response.json({ requests, connections: ports.size });
+    if (path === "/echo") return Response.json({ authorization: req.headers.get("authorization"), host: req.headers.get("host") });
+    return new Response("not found", { status: 404 });
+  },
+});
+
+process.stdout.write(JSON.stringify({ port: server.port }) + "\n");
+process.on("SIGTERM", () => process.exit(0));
+process.on("SIGINT", () => process.exit(0));
