@@ -313,3 +313,101 @@ export const approvals = sqliteTable(
   },
   (t) => [index("approvals_pending").on(t.status, t.organizationId, t.projectId, t.createdAt)],
 );
+
+export type ConnectionStatus = "connected" | "expired" | "error" | "revoked";
+export type ConnectionAccess = "full" | "custom";
+
+/** App connections (CONTRACT §3.6, §5.9): a project's or organization's OAuth tokens or API-key fields, sealed. */
+export const appConnections = sqliteTable(
+  "app_connections",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    /** Null for organization connections. */
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    provider: text("provider").notNull(),
+    label: text("label"),
+    status: text("status").$type<ConnectionStatus>().notNull(),
+    scopes: text("scopes", { mode: "json" }).$type<string[]>().notNull(),
+    metadata: text("metadata", { mode: "json" }).$type<Record<string, unknown>>(),
+    /** Sealed JSON of the credential (see services/connections.ts ConnectionCredential). */
+    credentialSealed: text("credential_sealed").notNull(),
+    /** Bumped on every credential write: refreshes write with compare-and-swap on it. */
+    version: integer("version").notNull(),
+    refreshFailures: integer("refresh_failures").notNull().default(0),
+    connectedAt: text("connected_at").notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("app_connections_owner").on(t.organizationId, t.projectId, t.provider)],
+);
+
+/** Connection grants (CONTRACT §3.2): which app connections an agent in mode `grants` may use, and how. */
+export const agentConnectionGrants = sqliteTable(
+  "agent_connection_grants",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    connectionId: text("connection_id")
+      .notNull()
+      .references(() => appConnections.id, { onDelete: "cascade" }),
+    access: text("access").$type<ConnectionAccess>().notNull(),
+    allow: text("allow", { mode: "json" }).$type<string[]>().notNull(),
+    ask: text("ask", { mode: "json" }).$type<string[]>().notNull(),
+    resources: text("resources", { mode: "json" }).$type<Record<string, string[]>>(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.connectionId] }), index("agent_connection_grants_connection").on(t.connectionId)],
+);
+
+/** Bring-your-own-credentials app configuration (CONTRACT §3.6 "App configuration") of a project or organization. */
+export const appConfigs = sqliteTable(
+  "app_configs",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    provider: text("provider").notNull(),
+    /** Non-secret fields, shown back as `settings`. */
+    settings: text("settings", { mode: "json" }).$type<Record<string, string>>().notNull(),
+    /** Sealed JSON of the secret fields. */
+    secretsSealed: text("secrets_sealed"),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("app_configs_project").on(t.projectId, t.provider).where(sql`scope = 'project'`),
+    uniqueIndex("app_configs_org").on(t.organizationId, t.provider).where(sql`scope = 'organization'`),
+  ],
+);
+
+/** Blocklist entries (CONTRACT §5.8): activated predefined hosts and custom rules, compiled to managed block rules. */
+export const blocklistRules = sqliteTable(
+  "blocklist_rules",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    provider: text("provider").notNull(),
+    hostId: text("host_id").notNull(),
+    custom: integer("custom", { mode: "boolean" }).notNull(),
+    name: text("name").notNull(),
+    hostPattern: text("host_pattern").notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("blocklist_rules_owner").on(t.organizationId, t.projectId, t.provider)],
+);
