@@ -18,11 +18,27 @@ export class Outbound {
   readonly #resolve: Map<string, string>;
   readonly #ca: string[] | undefined;
   readonly #session: Bun.FetchSession;
+  /**
+   * One session per pinned `host:port` over https, with the TLS options (CA list, server name) on the session:
+   * a per-request `tls` option makes Bun process the whole CA list again on every request (~100 µs with the
+   * system roots). Bounded by CREDGATE_RESOLVE's entries.
+   */
+  readonly #pinnedSessions = new Map<string, Bun.FetchSession>();
 
   constructor(config: Pick<Config, "resolve" | "upstreamCaFile">) {
     this.#resolve = config.resolve;
     this.#ca = config.upstreamCaFile ? [...tls.rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] : undefined;
     this.#session = new Bun.FetchSession({ proxy: false, ...(this.#ca ? { tls: { ca: this.#ca } } : {}) });
+  }
+
+  #pinnedSession(host: string, port: number): Bun.FetchSession {
+    const key = `${host}:${port}`;
+    let session = this.#pinnedSessions.get(key);
+    if (!session) {
+      session = new Bun.FetchSession({ proxy: false, tls: { ...(this.#ca ? { ca: this.#ca } : {}), serverName: host } });
+      this.#pinnedSessions.set(key, session);
+    }
+    return session;
   }
 
   /** Where to dial `host:port`. */
@@ -44,8 +60,8 @@ export class Outbound {
     pinned.hostname = net.isIPv6(target.address) ? `[${target.address}]` : target.address;
     const headers = new Headers(init.headers);
     if (!headers.has("host")) headers.set("host", url.host);
-    const tlsOptions = url.protocol === "https:" ? { tls: { ...(this.#ca ? { ca: this.#ca } : {}), serverName: target.host } } : {};
-    return this.#session.fetch(pinned, { ...init, headers, ...tlsOptions });
+    const session = url.protocol === "https:" ? this.#pinnedSession(target.host, port) : this.#session;
+    return session.fetch(pinned, { ...init, headers });
   }
 
   /** A raw TCP connection (optionally TLS with ALPN http/1.1), e.g. for WebSocket upgrades and passthrough. */
