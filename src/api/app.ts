@@ -13,6 +13,7 @@ import { grantsRoutes } from "./routes/grants.ts";
 import { policyRoutes } from "./routes/policy.ts";
 import { authRoutes } from "./routes/auth.ts";
 import { logsRoutes } from "./routes/logs.ts";
+import { migrationRoutes } from "./routes/migration.ts";
 import { organizationRoutes } from "./routes/organization.ts";
 import { secretsRoutes } from "./routes/secrets.ts";
 import { userRoutes } from "./routes/user.ts";
@@ -21,7 +22,7 @@ import { utilityRoutes } from "./routes/utility.ts";
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...migrationRoutes];
 }
 
 /** Routes that serve the gateway's CA certificate (agent setup), built once the CA is loaded. */

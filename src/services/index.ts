@@ -10,6 +10,7 @@ import { SecretService } from "./secrets.ts";
 import { Outbound } from "./outbound.ts";
 import { RequestLogService } from "./requestLogs.ts";
 import { LoginThrottle, SessionService } from "./sessions.ts";
+import { MigrationService } from "./migration.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -24,10 +25,14 @@ export interface Services {
   approvals: ApprovalService;
   requestLogs: RequestLogService;
   outbound: Outbound;
+  migration: MigrationService;
 }
 
 export function createServices(deps: ServiceDeps): Services {
   const agents = new AgentService(deps);
+  const secrets = new SecretService(deps);
+  const policy = new PolicyService(deps);
+  const outbound = new Outbound(deps.config);
   return {
     deps,
     orgs: new OrganizationService(deps),
@@ -35,11 +40,12 @@ export function createServices(deps: ServiceDeps): Services {
     sessions: new SessionService(deps),
     loginThrottle: new LoginThrottle(),
     agents,
-    secrets: new SecretService(deps),
+    secrets,
     grants: new GrantService(deps, agents),
-    policy: new PolicyService(deps),
+    policy,
     approvals: new ApprovalService(deps),
     requestLogs: new RequestLogService(deps, agents),
-    outbound: new Outbound(deps.config),
+    outbound,
+    migration: new MigrationService(deps, secrets, agents, policy, outbound),
   };
 }

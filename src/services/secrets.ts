@@ -63,7 +63,8 @@ export interface CreateSecretInput {
   value?: string;
   opRef?: string;
   opDisplay?: { vault?: string; item?: string; field?: string };
-  metadata?: { authMode?: AuthMode };
+  /** `accountId` is only passed by the migration import (the API body schema does not carry it). */
+  metadata?: { authMode?: AuthMode; accountId?: string };
   hostPattern?: string;
   pathPattern?: string;
   injectionConfig?: InjectionConfigShape;
@@ -201,7 +202,8 @@ export class SecretService {
     } else {
       const llm = normalizeLlmValue(input.type, value, input.metadata?.authMode);
       value = llm.value;
-      metadata = { authMode: llm.authMode, ...(llm.accountId ? { accountId: llm.accountId } : {}) };
+      const accountId = llm.accountId ?? (llm.authMode === "oauth" ? input.metadata?.accountId : undefined);
+      metadata = { authMode: llm.authMode, ...(accountId ? { accountId } : {}) };
       hostPattern ??= defaultLlmHost(input.type, llm.authMode);
     }
     if (value !== null) this.checkValuePlacement(input.type, value, injectionConfig);

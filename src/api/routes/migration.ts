@@ -1,0 +1,100 @@
+// Migration (CONTRACT §5.12): `POST /migrate/export` on self-hosted, `POST /migrate/import` on the cloud, both
+// P·admin. Import items are validated one by one here: a bad item becomes a skip entry, never a failure.
+import { t } from "elysia";
+import type { TSchema } from "@sinclair/typebox";
+import type { ImportAgentItem, ImportEntry, ImportSecretItem } from "../../services/migration.ts";
+import { cloudUrlError } from "../../services/migration.ts";
+import { route, type RouteDef } from "../route.ts";
+import { validate } from "../validate.ts";
+import { CreateAgentBody } from "./agents.ts";
+import { CreateSecretBody } from "./secrets.ts";
+
+export const ExportBody = t.Object({
+  cloudApiKey: t.String({ trim: true, blankIsAbsent: true }),
+  cloudUrl: t.String({ trim: true, blankIsAbsent: true, refine: cloudUrlError }),
+});
+
+const UNSUPPORTED_VERSION = "Unsupported migration version";
+
+export const ImportBody = t.Object({
+  version: t.Unknown({ missing: UNSUPPORTED_VERSION, refine: (v: unknown) => (v === 1 ? null : UNSUPPORTED_VERSION) }),
+  // Arrays of anything: each item is checked on its own below, so one bad item cannot fail the request.
+  secrets: t.Optional(t.Unknown({ refine: (v: unknown) => (Array.isArray(v) ? null : "secrets must be an array") })),
+  agents: t.Optional(t.Unknown({ refine: (v: unknown) => (Array.isArray(v) ? null : "agents must be an array") })),
+});
+
+const S = CreateSecretBody.properties;
+/** An imported secret: the inline create rules of §5.2, plus the account id of an `llm_b` OAuth token. */
+const ImportSecretItemSchema = t.Object({
+  name: S.name,
+  type: S.type,
+  value: S.value,
+  hostPattern: S.hostPattern,
+  pathPattern: S.pathPattern,
+  injectionConfig: S.injectionConfig,
+  metadata: t.Optional(
+    t.Union([
+      t.Null(),
+      t.Object({
+        authMode: t.Optional(t.Union([t.Literal("api-key"), t.Literal("oauth")])),
+        accountId: t.Optional(t.String({ minLength: 1, maxLength: 255 })),
+      }),
+    ]),
+  ),
+});
+
+const A = CreateAgentBody.properties;
+const ImportAgentItemSchema = t.Object({ name: A.name, identifier: A.identifier, mode: A.mode, isDefault: t.Optional(t.Boolean()) });
+
+const SECRET_TYPES = new Set(["llm_a", "llm_b", "generic"]);
+
+/** A readable name for a skip entry, even when the item's own name is unusable. */
+function itemName(item: unknown, fallback: string): string {
+  const name = typeof item === "object" && item !== null ? (item as { name?: unknown }).name : undefined;
+  if (typeof name !== "string" || name.trim() === "") return fallback;
+  const trimmed = name.trim();
+  return trimmed.length > 255 ? `${trimmed.slice(0, 255)}…` : trimmed;
+}
+
+function entries<T>(items: unknown, schema: TSchema, field: string, typeOf: (item: unknown) => string): ImportEntry<T>[] {
+  return ((items as unknown[] | undefined) ?? []).map((item, i) => {
+    const skip = (reason: string): ImportEntry<T> => ({ ok: false, skip: { type: typeOf(item), name: itemName(item, `${field}[${i}]`), reason } });
+    if (typeof item !== "object" || item === null || Array.isArray(item)) return skip(`${field}[${i}] must be an object`);
+    const r = validate(schema, item);
+    if (r.ok) return { ok: true, item: r.value as T };
+    return skip(typeof r.message === "string" ? r.message : r.message.message);
+  });
+}
+
+function secretType(item: unknown): string {
+  const type = typeof item === "object" && item !== null ? (item as { type?: unknown }).type : undefined;
+  return typeof type === "string" && SECRET_TYPES.has(type) ? type : "secret";
+}
+
+export const migrationRoutes: RouteDef[] = [
+  route({
+    method: "POST",
+    path: "/migrate/export",
+    modes: ["self-hosted"],
+    access: "P",
+    role: "admin",
+    body: ExportBody,
+    handler: ({ services, ctx, body }) =>
+      services.migration.export({ projectId: ctx.projectId, organizationId: ctx.organizationId }, { cloudUrl: body.cloudUrl, cloudApiKey: body.cloudApiKey }),
+  }),
+  route({
+    method: "POST",
+    path: "/migrate/import",
+    modes: ["cloud"],
+    access: "P",
+    role: "admin",
+    body: ImportBody,
+    handler: ({ services, ctx, body }) => {
+      const project = { projectId: ctx.projectId, organizationId: ctx.organizationId };
+      return services.migration.import(project, {
+        secrets: entries<ImportSecretItem>(body.secrets, ImportSecretItemSchema, "secrets", secretType),
+        agents: entries<ImportAgentItem>(body.agents, ImportAgentItemSchema, "agents", () => "agent"),
+      });
+    },
+  }),
+];
