@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sql } from "drizzle-orm";
 import { openStore } from "../../src/store/open.ts";
 import { requestLogs } from "../../src/store/schema.ts";
 
@@ -79,8 +80,20 @@ const preparedBatch = (db: ReturnType<typeof openStore>, rows: Row[]) => {
   prepared.many(rows);
 };
 
+let drizzlePrepared: { db: unknown; many: (rows: Row[]) => void } | null = null;
+const drizzlePreparedBatch = (db: ReturnType<typeof openStore>, rows: Row[]) => {
+  if (!drizzlePrepared || drizzlePrepared.db !== db) {
+    const values = Object.fromEntries(Object.keys(requestLogs).filter((k) => k in row("x")).map((k) => [k, sql.placeholder(k)]));
+    const stmt = db.insert(requestLogs).values(values as unknown as Row).prepare();
+    drizzlePrepared = { db, many: db.$client.transaction((rs: Row[]) => rs.forEach((r) => stmt.run(r))) };
+  }
+  drizzlePrepared.many(rows);
+};
+
 console.log(`${TOTAL} request-log rows in batches of ${BATCH} (WAL, synchronous=NORMAL, real schema and indexes)`);
 run("drizzle 100-row inserts (today), uuid v4 ids", () => crypto.randomUUID(), drizzleBatch);
 run("drizzle 100-row inserts, time-ordered ids", timeOrderedId, drizzleBatch);
 run("prepared single-row insert, uuid v4 ids", () => crypto.randomUUID(), preparedBatch);
 run("prepared single-row insert, time-ordered ids", timeOrderedId, preparedBatch);
+run("drizzle .prepare() single-row insert, uuid v4 ids", () => crypto.randomUUID(), drizzlePreparedBatch);
+run("drizzle .prepare() single-row insert, time-ordered ids", timeOrderedId, drizzlePreparedBatch);

@@ -1,6 +1,6 @@
 // Request logs (CONTRACT §6.16): the gateway enqueues one row per proxied request; rows are written in
 // batches (every 5 s or 500 rows) together with the agents' lastSeenAt, and purged after the retention.
-import { and, desc, eq, gte, lt, lte, or, type SQL } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, getTableName, gte, lt, lte, or, type SQL } from "drizzle-orm";
 import { ApiError } from "../core/errors.ts";
 import { requestLogs } from "../store/schema.ts";
 import type { ServiceDeps } from "./deps.ts";
@@ -53,10 +53,27 @@ export function decodeCursor(cursor: string): { createdAt: string; id: string } 
   return null;
 }
 
+/**
+ * Writes a batch on the gateway's event loop: one prepared single-row INSERT, run for each row inside one
+ * transaction. Drizzle's multi-row inserts spent most of their time building the query (~20 µs a row against
+ * ~6 µs). Columns come from the drizzle schema; every column here is plain text or integer (no mapping).
+ */
+function batchWriter(deps: ServiceDeps): (rows: RequestLogRow[]) => void {
+  const columns = Object.entries(getTableColumns(requestLogs));
+  const keys = columns.map(([key]) => key as keyof RequestLogRow);
+  const names = columns.map(([, c]) => `"${c.name}"`).join(", ");
+  const client = deps.db.$client;
+  const insert = client.prepare(`INSERT INTO "${getTableName(requestLogs)}" (${names}) VALUES (${keys.map(() => "?").join(", ")})`);
+  return client.transaction((rows: RequestLogRow[]) => {
+    for (const row of rows) insert.run(...keys.map((k) => row[k] ?? null));
+  });
+}
+
 export class RequestLogService {
   #queue: RequestLogRow[] = [];
   #lastSeen = new Map<string, string>();
   #timers: Timer[] = [];
+  #writeBatch: ((rows: RequestLogRow[]) => void) | null = null; // prepared on the first batch
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -94,9 +111,7 @@ export class RequestLogService {
     if (rows.length === 0 && seen.size === 0) return;
     this.#queue = [];
     this.#lastSeen = new Map();
-    this.deps.db.transaction((tx) => {
-      for (let i = 0; i < rows.length; i += 100) tx.insert(requestLogs).values(rows.slice(i, i + 100)).run();
-    });
+    if (rows.length > 0) (this.#writeBatch ??= batchWriter(this.deps))(rows);
     this.agents.touch(seen);
   }
 

@@ -1,0 +1,116 @@
+// Request-log batches (CONTRACT §3.6, §5.10, §6.16) as the API returns them: rows enqueued the way the gateway
+// does, written by the batch writer (500 rows or a flush), read back through GET /v1/logs unchanged.
+import { beforeAll, describe, expect, test } from "bun:test";
+import type { RequestLogRow } from "../../src/services/requestLogs.ts";
+import { createTestApi, type TestApi } from "../support/app.ts";
+
+let api: TestApi;
+let agentId: string;
+beforeAll(async () => {
+  api = createTestApi();
+  agentId = (await api.call("GET", "/v1/agents")).body[0].id;
+});
+
+let n = 0;
+function row(patch: Partial<RequestLogRow> = {}): RequestLogRow {
+  n++;
+  return {
+    id: crypto.randomUUID(),
+    organizationId: api.organizationId,
+    projectId: api.projectId,
+    agentId,
+    method: "GET",
+    host: "batch.test",
+    path: `/r/${n}`,
+    provider: null,
+    status: 200,
+    latencyMs: 3,
+    injectionCount: 1,
+    decision: "allowed",
+    matchedRuleLogicalId: null,
+    matchedRuleName: null,
+    approvalId: null,
+    costNanos: null,
+    createdAt: new Date(Date.UTC(2030, 0, 1) + n).toISOString(),
+    ...patch,
+  };
+}
+
+function view({ organizationId: _org, ...rest }: RequestLogRow) {
+  return rest;
+}
+
+const count = (host: string) => (api.core.db.$client.query("SELECT count(*) AS n FROM request_logs WHERE host = ?").get(host) as { n: number }).n;
+
+describe("request-log batches", () => {
+  test("every field round-trips, nulls and non-nulls alike", async () => {
+    const full = row({
+      host: "fields.test:8443",
+      provider: "github",
+      status: 403,
+      latencyMs: 0,
+      injectionCount: 0,
+      decision: "approval_denied",
+      matchedRuleLogicalId: crypto.randomUUID(),
+      matchedRuleName: "Ask first",
+      approvalId: crypto.randomUUID(),
+      costNanos: 1234567890123,
+    });
+    const sparse = row({ host: "fields.test:8443" });
+    api.core.services.requestLogs.enqueue(full);
+    api.core.services.requestLogs.enqueue(sparse);
+    const res = await api.call("GET", `/v1/logs?host=${encodeURIComponent("fields.test:8443")}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ data: [view(sparse), view(full)], nextCursor: null });
+  });
+
+  test("500 queued rows are written at once, without a query or the timer", () => {
+    const svc = api.core.services.requestLogs;
+    for (let i = 0; i < 499; i++) svc.enqueue(row({ host: "five-hundred.test" }));
+    expect(count("five-hundred.test")).toBe(0);
+    svc.enqueue(row({ host: "five-hundred.test" }));
+    expect(count("five-hundred.test")).toBe(500);
+  });
+
+  test("newest first; the cursor walks rows that share a createdAt in id order", async () => {
+    const at = new Date(Date.UTC(2031, 0, 1)).toISOString();
+    const same = Array.from({ length: 5 }, () => row({ host: "cursor.test", createdAt: at }));
+    const older = row({ host: "cursor.test", createdAt: new Date(Date.UTC(2030, 11, 31)).toISOString() });
+    for (const r of [older, ...same]) api.core.services.requestLogs.enqueue(r);
+    const expected = [...same.sort((a, b) => (a.id < b.id ? 1 : -1)), older].map((r) => r.id);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: { body: { data: { id: string }[]; nextCursor: string | null } } = await api.call(
+        "GET",
+        `/v1/logs?host=cursor.test&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      );
+      seen.push(...res.body.data.map((r) => r.id));
+      cursor = res.body.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(expected);
+  });
+
+  test("update() patches a queued row and a written row", async () => {
+    const svc = api.core.services.requestLogs;
+    const written = row({ host: "update.test", status: 202, decision: "approval_pending" });
+    const queued = row({ host: "update.test", status: 202, decision: "approval_pending" });
+    svc.enqueue(written);
+    svc.flush();
+    svc.enqueue(queued);
+    svc.update(queued.id, { status: 200, decision: "approval_approved", latencyMs: 40 });
+    svc.update(written.id, { status: 403, decision: "approval_denied", latencyMs: 50 });
+    const res = await api.call("GET", "/v1/logs?host=update.test");
+    expect(res.body.data).toEqual([
+      view({ ...queued, status: 200, decision: "approval_approved", latencyMs: 40 }),
+      view({ ...written, status: 403, decision: "approval_denied", latencyMs: 50 }),
+    ]);
+  });
+
+  test("the batch sets the agents' lastSeenAt", async () => {
+    const at = new Date().toISOString();
+    api.core.services.requestLogs.enqueue(row({ host: "seen.test", createdAt: at }));
+    api.core.services.requestLogs.flush();
+    expect((await api.call("GET", `/v1/agents/${agentId}`)).body.lastSeenAt).toBe(at);
+  });
+});
