@@ -1,0 +1,442 @@
+// A real OAuth 2.0 authorization server standing in for GitHub in tests: @node-oauth/oauth2-server (the
+// authorize and token handlers, PKCE, refresh-token rotation, bearer authentication) behind node:https with
+// a throwaway CA and a leaf for github.com and api.github.com (makePki, openssl), and an in-memory model
+// written for the library's model interface. It speaks GitHub's wire format:
+//
+//   GET  /login/oauth/authorize   code + PKCE (S256); auto-approves as a fixed test user, or denies
+//   POST /login/oauth/access_token authorization_code and refresh_token grants; client credentials in the
+//                                  form body or HTTP Basic; JSON when the client asks for it (Accept:
+//                                  application/json), form-encoded otherwise, like GitHub
+//   GET  /user                     `{"login","id"}` for a valid bearer (`Bearer` or GitHub's `token` scheme)
+//
+// Every other request is answered with a JSON echo `{method, path, url, host, headers}` and recorded, so the
+// same server can be the api.github.com / github.com upstream of gateway tests (credgate reaches it with
+// CREDGATE_CONNECT_TO or CREDGATE_RESOLVE, trusting `caFile` through CREDGATE_UPSTREAM_CA_FILE).
+//
+// Deliberate difference from github.com: token-endpoint errors are the library's RFC 6749 answers (400
+// `invalid_grant` for a revoked or unknown refresh token); GitHub answers 200 with `bad_refresh_token`.
+import OAuth2Server from "@node-oauth/oauth2-server";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import * as https from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { makePki, type TestPki } from "./upstream.ts";
+
+const { Request: OAuthRequest, Response: OAuthResponse, OAuthError } = OAuth2Server;
+
+export interface OAuthTestUser {
+  login: string;
+  id: number;
+}
+
+export interface OAuthClientConfig {
+  clientId: string;
+  clientSecret: string;
+  /**
+   * Registered callback URLs. GitHub's rule applies: a `redirect_uri` must have the same scheme, host and
+   * port as one of them and a path at or below its path. Empty or absent: any http(s) URL is accepted.
+   */
+  redirectUris?: string[];
+}
+
+export interface OAuthServerOptions {
+  clients?: OAuthClientConfig[];
+  user?: OAuthTestUser;
+  /** Access-token lifetime in seconds (default 3600); `setAccessTokenLifetime` changes it for new tokens. */
+  accessTokenLifetime?: number;
+  /** Refresh-token lifetime in seconds (default GitHub's 15897600, about six months). */
+  refreshTokenLifetime?: number;
+  /** Leaf certificate names (default github.com, api.github.com and 127.0.0.1). */
+  names?: string[];
+  /** Reuse an existing CA + leaf instead of making one. */
+  pki?: TestPki;
+}
+
+/** One request the server received, whatever its route. */
+export interface OAuthSeenRequest {
+  method: string;
+  host: string;
+  /** Path and query as received. */
+  url: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  route: "authorize" | "token" | "user" | "api";
+  /** The answer's status (set once it is known). */
+  status?: number;
+  /** For token requests: the form's grant_type. */
+  grantType?: string;
+  at: number;
+}
+
+export interface IssuedToken {
+  accessToken: string;
+  refreshToken?: string;
+  accessTokenExpiresAt: Date;
+  grantType: string;
+  clientId: string;
+  scope: string[];
+  at: number;
+}
+
+export interface OAuthTestServer {
+  port: number;
+  /** `https://127.0.0.1:<port>` (the leaf also names 127.0.0.1). */
+  url: string;
+  pki: TestPki;
+  caFile: string;
+  /** The CA certificate (PEM), e.g. for Bun fetch `tls: { ca }`. */
+  caPem: string;
+  user: OAuthTestUser;
+  /** Every request received, in order. */
+  requests: OAuthSeenRequest[];
+  /** The API-echo requests (every path that is not an OAuth or /user route). */
+  apiRequests: OAuthSeenRequest[];
+  /** Token-endpoint requests received, by form grant_type (counted whatever the answer). */
+  tokenRequests: Record<string, number>;
+  /** Access tokens issued, oldest first. */
+  issued: IssuedToken[];
+  /** The access tokens issued, oldest first. */
+  issuedAccessTokens(): string[];
+  /** Forgets every refresh token: the next refresh_token grant answers 400 invalid_grant. */
+  revokeRefreshTokens(): void;
+  /** Forgets every access token: /user answers 401 for them. */
+  revokeAccessTokens(): void;
+  /** The next `n` token requests get `status` (default 500) with `{"error":"server_error"}`. */
+  failNextTokenRequests(n: number, status?: number): void;
+  setAccessTokenLifetime(seconds: number): void;
+  /** While set, the authorize endpoint redirects with `error=access_denied` (the user clicked "Cancel"). */
+  setDeny(deny: boolean): void;
+  setUser(user: OAuthTestUser): void;
+  addClient(client: OAuthClientConfig): void;
+  close(): Promise<void>;
+}
+
+interface StoredClient {
+  id: string;
+  secret: string;
+  grants: string[];
+  redirectUris: string[];
+  /** Registered callbacks for GitHub's prefix rule (empty: any URL). */
+  registered: string[];
+  accessTokenLifetime?: number;
+}
+
+interface StoredCode {
+  authorizationCode: string;
+  expiresAt: Date;
+  redirectUri: string;
+  scope?: string[];
+  codeChallenge?: string;
+  codeChallengeMethod?: string;
+  client: StoredClient;
+  user: OAuthTestUser;
+}
+
+interface StoredToken {
+  accessToken: string;
+  accessTokenExpiresAt?: Date;
+  refreshToken?: string;
+  refreshTokenExpiresAt?: Date;
+  scope?: string[];
+  client: StoredClient;
+  user: OAuthTestUser;
+}
+
+/** GitHub's redirect_uri rule: same scheme, host and port as a registered callback, path at or below its path. */
+function redirectAllowed(candidate: string, registered: string[]): boolean {
+  let u: URL;
+  try {
+    u = new URL(candidate);
+  } catch {
+    return false;
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") return false;
+  if (registered.length === 0) return true;
+  return registered.some((r) => {
+    const reg = new URL(r);
+    if (reg.protocol !== u.protocol || reg.host !== u.host) return false;
+    const base = reg.pathname.endsWith("/") ? reg.pathname : `${reg.pathname}/`;
+    return u.pathname === reg.pathname || u.pathname.startsWith(base);
+  });
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function flatHeaders(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(", ") : v;
+  return out;
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...headers, "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<OAuthTestServer> {
+  const pki = opts.pki ?? makePki(opts.names ?? ["github.com", "api.github.com", "127.0.0.1"]);
+  const caPem = readFileSync(pki.caFile, "utf8");
+  let user: OAuthTestUser = opts.user ?? { login: "octo-tester", id: 1 };
+  let accessTokenLifetime = opts.accessTokenLifetime ?? 3600;
+  let deny = false;
+  let failures: { left: number; status: number } = { left: 0, status: 500 };
+
+  const clients = new Map<string, StoredClient>();
+  const codes = new Map<string, StoredCode>();
+  const accessTokens = new Map<string, StoredToken>();
+  const refreshTokens = new Map<string, StoredToken>();
+  const requests: OAuthSeenRequest[] = [];
+  const apiRequests: OAuthSeenRequest[] = [];
+  const tokenRequests: Record<string, number> = {};
+  const issued: IssuedToken[] = [];
+  /** The grant type of the token request being handled (saveToken runs inside it, requests may overlap). */
+  const currentGrant = new AsyncLocalStorage<string>();
+
+  const addClient = (c: OAuthClientConfig) => {
+    const registered = c.redirectUris ?? [];
+    clients.set(c.clientId, {
+      id: c.clientId,
+      secret: c.clientSecret,
+      grants: ["authorization_code", "refresh_token"],
+      // The library wants at least one; it is only its default when a request names none.
+      redirectUris: registered.length > 0 ? registered : ["http://localhost/"],
+      registered,
+    });
+  };
+  for (const c of opts.clients ?? [{ clientId: "test-client-id", clientSecret: "test-client-secret" }]) addClient(c);
+
+  const random = (prefix: string) => `${prefix}${randomBytes(20).toString("hex")}`;
+
+  // The library's model interface (authorization code + refresh token + bearer authentication).
+  const model = {
+    async getClient(clientId: string, clientSecret: string | null) {
+      const c = clients.get(clientId);
+      if (!c) return false;
+      // The authorize step looks the client up without a secret; the token step must present it (PKCE alone
+      // does not make a confidential GitHub client public).
+      if (clientSecret === null) return { ...c, accessTokenLifetime };
+      if (clientSecret === undefined || clientSecret !== c.secret) return false;
+      return { ...c, accessTokenLifetime };
+    },
+    async validateRedirectUri(redirectUri: string, client: StoredClient) {
+      return redirectAllowed(redirectUri, client.registered);
+    },
+    async validateScope(_user: unknown, _client: unknown, scope?: string[]) {
+      return scope ?? [];
+    },
+    async generateAuthorizationCode() {
+      return random("");
+    },
+    async generateAccessToken() {
+      return random("gho_");
+    },
+    async generateRefreshToken() {
+      return random("ghr_");
+    },
+    async saveAuthorizationCode(code: Omit<StoredCode, "client" | "user">, client: StoredClient, u: OAuthTestUser) {
+      const stored: StoredCode = { ...code, client, user: u };
+      codes.set(code.authorizationCode, stored);
+      return stored;
+    },
+    async getAuthorizationCode(code: string) {
+      return codes.get(code) ?? false;
+    },
+    async revokeAuthorizationCode(code: StoredCode) {
+      return codes.delete(code.authorizationCode);
+    },
+    async saveToken(token: Omit<StoredToken, "client" | "user">, client: StoredClient, u: OAuthTestUser) {
+      const stored: StoredToken = { ...token, client, user: u };
+      accessTokens.set(token.accessToken, stored);
+      if (token.refreshToken) refreshTokens.set(token.refreshToken, stored);
+      issued.push({
+        accessToken: token.accessToken,
+        refreshToken: token.refreshToken,
+        accessTokenExpiresAt: token.accessTokenExpiresAt!,
+        grantType: currentGrant.getStore() ?? "",
+        clientId: client.id,
+        scope: token.scope ?? [],
+        at: Date.now(),
+      });
+      return stored;
+    },
+    async getAccessToken(accessToken: string) {
+      return accessTokens.get(accessToken) ?? false;
+    },
+    async getRefreshToken(refreshToken: string) {
+      return refreshTokens.get(refreshToken) ?? false;
+    },
+    async revokeToken(token: StoredToken) {
+      // Rotation: the used refresh token dies; a second concurrent use of it gets invalid_grant.
+      return token.refreshToken !== undefined && refreshTokens.delete(token.refreshToken);
+    },
+  };
+
+  const oauth = new OAuth2Server({
+    model,
+    accessTokenLifetime,
+    refreshTokenLifetime: opts.refreshTokenLifetime ?? 15_897_600,
+    authorizationCodeLifetime: 600,
+    alwaysIssueNewRefreshToken: true,
+    allowEmptyState: false,
+  });
+
+  const libRequest = (req: IncomingMessage, url: URL, body: Record<string, string>) =>
+    new OAuthRequest({ headers: flatHeaders(req), method: req.method ?? "GET", query: Object.fromEntries(url.searchParams), body });
+
+  async function authorize(req: IncomingMessage, res: ServerResponse, url: URL): Promise<number> {
+    const query = Object.fromEntries(url.searchParams);
+    // GitHub needs no response_type; the library does.
+    query.response_type ??= "code";
+    // The library's own denial path (`allowed=false`): AccessDeniedError, redirected as error=access_denied.
+    if (deny) query.allowed = "false";
+    else delete query.allowed;
+    const request = new OAuthRequest({ headers: flatHeaders(req), method: "GET", query, body: {} });
+    const response = new OAuthResponse();
+    try {
+      await oauth.authorize(request, response, { authenticateHandler: { handle: () => user } });
+    } catch (e) {
+      if (response.status !== 302) {
+        const err = e as InstanceType<typeof OAuthError>;
+        sendJson(res, err.code ?? 400, { error: err.name, error_description: err.message });
+        return err.code ?? 400;
+      }
+    }
+    res.writeHead(302, { location: String(response.get("location")), "content-length": 0 });
+    res.end();
+    return 302;
+  }
+
+  async function token(req: IncomingMessage, res: ServerResponse, url: URL, rawBody: string, seen: OAuthSeenRequest): Promise<number> {
+    const form = Object.fromEntries(new URLSearchParams(rawBody));
+    seen.grantType = form.grant_type ?? "";
+    tokenRequests[seen.grantType] = (tokenRequests[seen.grantType] ?? 0) + 1;
+    if (failures.left > 0) {
+      failures.left--;
+      sendJson(res, failures.status, { error: "server_error", error_description: "Injected failure" });
+      return failures.status;
+    }
+    const request = libRequest(req, url, form);
+    const response = new OAuthResponse();
+    const wantsJson = (req.headers.accept ?? "").toLowerCase().includes("json");
+    let status: number;
+    let body: Record<string, unknown>;
+    try {
+      await currentGrant.run(seen.grantType, () => oauth.token(request, response));
+      const lib = response.body as Record<string, unknown>;
+      status = 200;
+      // GitHub's shape: lowercase token type, comma-separated scopes, the refresh token's lifetime.
+      body = {
+        access_token: lib.access_token,
+        expires_in: lib.expires_in,
+        refresh_token: lib.refresh_token,
+        refresh_token_expires_in: opts.refreshTokenLifetime ?? 15_897_600,
+        scope: typeof lib.scope === "string" ? lib.scope.split(" ").filter(Boolean).join(",") : "",
+        token_type: "bearer",
+      };
+    } catch (e) {
+      if (!(e instanceof OAuthError)) throw e;
+      status = response.status ?? e.code;
+      body = response.body as Record<string, unknown>;
+    }
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(response.headers ?? {})) headers[k] = String(v);
+    if (wantsJson) {
+      sendJson(res, status, body, headers);
+    } else {
+      const text = new URLSearchParams(Object.entries(body).filter(([, v]) => v !== undefined).map(([k, v]): [string, string] => [k, String(v)])).toString();
+      res.writeHead(status, { ...headers, "content-type": "application/x-www-form-urlencoded; charset=utf-8", "content-length": Buffer.byteLength(text) });
+      res.end(text);
+    }
+    return status;
+  }
+
+  async function account(req: IncomingMessage, res: ServerResponse, url: URL): Promise<number> {
+    const headers = flatHeaders(req);
+    // GitHub accepts both `Bearer <t>` and its older `token <t>`.
+    if (headers.authorization && /^token\s+/i.test(headers.authorization)) headers.authorization = `Bearer ${headers.authorization.replace(/^token\s+/i, "")}`;
+    const request = new OAuthRequest({ headers, method: req.method ?? "GET", query: Object.fromEntries(url.searchParams), body: {} });
+    try {
+      const t = (await oauth.authenticate(request, new OAuthResponse())) as unknown as StoredToken;
+      sendJson(res, 200, { login: t.user.login, id: t.user.id, type: "User" });
+      return 200;
+    } catch {
+      sendJson(res, 401, { message: "Bad credentials", documentation_url: "https://docs.github.com/rest", status: "401" });
+      return 401;
+    }
+  }
+
+  const server = https.createServer({ cert: readFileSync(pki.certFile), key: readFileSync(pki.keyFile) }, (req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? "/", "https://localhost");
+      const body = await readBody(req);
+      const route: OAuthSeenRequest["route"] =
+        url.pathname === "/login/oauth/authorize" ? "authorize" : url.pathname === "/login/oauth/access_token" ? "token" : url.pathname === "/user" ? "user" : "api";
+      const seen: OAuthSeenRequest = { method: req.method ?? "", host: req.headers.host ?? "", url: req.url ?? "", path: url.pathname, headers: flatHeaders(req), body, route, at: Date.now() };
+      requests.push(seen);
+      try {
+        if (route === "authorize" && req.method === "GET") seen.status = await authorize(req, res, url);
+        else if (route === "token" && req.method === "POST") seen.status = await token(req, res, url, body, seen);
+        else if (route === "user" && req.method === "GET") seen.status = await account(req, res, url);
+        else {
+          if (route !== "api") seen.route = "api";
+          apiRequests.push(seen);
+          seen.status = 200;
+          sendJson(res, 200, { method: seen.method, path: url.pathname, url: seen.url, host: seen.host, headers: seen.headers });
+        }
+      } catch (e) {
+        seen.status = 500;
+        if (!res.headersSent) sendJson(res, 500, { error: "server_error", error_description: String(e) });
+        else res.destroy();
+      }
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    port,
+    url: `https://127.0.0.1:${port}`,
+    pki,
+    caFile: pki.caFile,
+    caPem,
+    get user() {
+      return user;
+    },
+    requests,
+    apiRequests,
+    tokenRequests,
+    issued,
+    issuedAccessTokens: () => issued.map((t) => t.accessToken),
+    revokeRefreshTokens: () => refreshTokens.clear(),
+    revokeAccessTokens: () => accessTokens.clear(),
+    failNextTokenRequests(n, status = 500) {
+      failures = { left: n, status };
+    },
+    setAccessTokenLifetime(seconds) {
+      accessTokenLifetime = seconds;
+    },
+    setDeny(d) {
+      deny = d;
+    },
+    setUser(u) {
+      user = u;
+    },
+    addClient,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
