@@ -3,6 +3,7 @@
 import { Command } from "commander";
 import { VERSION } from "../src/version.ts";
 import { registerKeys } from "./keys.ts";
+import { registerMigrate } from "./migrate.ts";
 import { registerRun } from "./run.ts";
 import { registerServe } from "./serve.ts";
 
@@ -15,5 +16,6 @@ const program = new Command()
 registerServe(program);
 registerKeys(program);
 registerRun(program);
+registerMigrate(program);
 
 await program.parseAsync(process.argv);

@@ -117,6 +117,9 @@ export function parseCloudUrl(raw: string): string | null {
 
 export const cloudUrlError = (raw: string): string | null => (parseCloudUrl(raw) === null ? CLOUD_URL_MESSAGE : null);
 
+/** The key travels in an Authorization header: visible ASCII only (an API key always is). */
+export const cloudApiKeyError = (key: string): string | null => (/^[\x21-\x7e]+$/.test(key) ? null : "cloudApiKey is invalid");
+
 const plural = (n: number, word: string) => `${n} ${word}(s)`;
 
 function emptyResult(): MigrationResult {
@@ -242,6 +245,8 @@ export class MigrationService {
   async export(project: ProjectRef, input: { cloudUrl: string; cloudApiKey: string }, onProgress?: (p: ExportProgress) => void): Promise<MigrationResult> {
     const base = parseCloudUrl(input.cloudUrl);
     if (base === null) throw ApiError.flat(400, CLOUD_URL_MESSAGE);
+    const keyError = cloudApiKeyError(input.cloudApiKey);
+    if (keyError) throw ApiError.flat(400, keyError);
     const { payload, skipped } = this.collect(project);
     onProgress?.({ step: "collected", secrets: payload.secrets.length, agents: payload.agents.length, skipped: skipped.length });
     const result = emptyResult();

@@ -3,14 +3,14 @@
 import { t } from "elysia";
 import type { TSchema } from "@sinclair/typebox";
 import type { ImportAgentItem, ImportEntry, ImportSecretItem } from "../../services/migration.ts";
-import { cloudUrlError } from "../../services/migration.ts";
+import { cloudApiKeyError, cloudUrlError } from "../../services/migration.ts";
 import { route, type RouteDef } from "../route.ts";
 import { validate } from "../validate.ts";
 import { CreateAgentBody } from "./agents.ts";
 import { CreateSecretBody } from "./secrets.ts";
 
 export const ExportBody = t.Object({
-  cloudApiKey: t.String({ trim: true, blankIsAbsent: true }),
+  cloudApiKey: t.String({ trim: true, blankIsAbsent: true, refine: cloudApiKeyError }),
   cloudUrl: t.String({ trim: true, blankIsAbsent: true, refine: cloudUrlError }),
 });
 
