@@ -1,10 +1,11 @@
-// What the pipeline stages share: services, the snapshot, the connection registry.
+// What the pipeline stages share: services, the snapshot, the connection registry, the vault resolver.
 import type { Config } from "../config.ts";
 import type { Services } from "../services/index.ts";
 import type { ConnectionRegistry } from "./connections.ts";
 import type { RateLimiter } from "./rateLimiter.ts";
 import type { Reachability } from "./reachability.ts";
 import type { GatewaySnapshot } from "./snapshot.ts";
+import type { VaultResolver } from "../vault/resolver.ts";
 
 export interface GatewayContext {
   config: Config;
@@ -13,4 +14,6 @@ export interface GatewayContext {
   registry: ConnectionRegistry;
   reachability: Reachability;
   rateLimiter: RateLimiter;
+  /** External vault values (1Password Connect), cached per reference. */
+  vault: VaultResolver;
 }

@@ -13,6 +13,7 @@ import { RateLimiter } from "./rateLimiter.ts";
 import { Reachability } from "./reachability.ts";
 import { GatewaySnapshot } from "./snapshot.ts";
 import { LeafCache } from "./tls.ts";
+import { VaultResolver } from "../vault/resolver.ts";
 
 export class Gateway {
   readonly context: GatewayContext;
@@ -28,6 +29,11 @@ export class Gateway {
       registry: new ConnectionRegistry(),
       reachability: new Reachability(services.outbound),
       rateLimiter: new RateLimiter(),
+      vault: new VaultResolver({
+        host: config.opConnectHost,
+        token: config.opConnectToken,
+        fetch: (url, init) => services.outbound.fetch(url, init),
+      }),
     };
     this.#internal = startInternalServer(this.context, api);
     const internalPort = this.#internal.port!;

@@ -78,11 +78,13 @@ async function proxied(request: Request, conn: TunnelConn | ForwardConn, g: Gate
   const denied = authenticate(rq, g);
   if (denied) return denied;
   let response: Response;
+  // Injection is synchronous unless an external-vault value has to be fetched: no await otherwise.
+  let injected: ReturnType<typeof inject>;
   try {
     response =
       (await interceptPlaceholderRefresh(rq)) ??
       (await enforcePolicy(rq, g)) ??
-      inject(rq, g) ??
+      ((injected = inject(rq, g)) instanceof Promise ? await injected : injected) ??
       (await holdForApproval(rq, g)) ??
       (rq.websocket ? await websocket(rq, g) : await forward(rq, g));
   } catch (err) {

@@ -1,25 +1,60 @@
 // Stage 7 — credential injection (CONTRACT §6.6–6.7): every matching credential the agent may use, in
-// precedence order (later writes win). A credential that cannot be applied safely stops the request.
+// precedence order (later writes win). A credential that cannot be obtained (external vault failure) or
+// applied safely stops the request. Inline values and cached vault values apply synchronously; only a
+// vault reference missing from the cache makes this stage asynchronous.
 import { applyInjection } from "../../core/inject.ts";
+import { isHeaderSafeValue } from "../../core/secretRules.ts";
+import type { Lookup } from "../../vault/resolver.ts";
 import type { GatewayContext } from "../context.ts";
 import { credentialUnavailable } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
-import { matchingCredentials } from "../snapshot.ts";
+import { matchingCredentials, type CompiledSecret } from "../snapshot.ts";
 
-export function inject(rq: ProxyRequest, _g: GatewayContext): Response | undefined {
+export function inject(rq: ProxyRequest, g: GatewayContext): Response | undefined | Promise<Response | undefined> {
   const matched = matchingCredentials(rq.credentials.injectable, rq.host, rq.path);
   rq.matched = matched;
+  // External-vault secrets carry no value in the snapshot: take it from the vault cache, or look it up.
+  let vault: Map<string, Lookup> | null = null;
+  let pending: Promise<void>[] | null = null;
+  for (const secret of matched) {
+    if (secret.value !== null) continue;
+    const ref = secret.opRef;
+    if (ref === null) return fail(rq);
+    const known = g.vault.peek(ref);
+    if (known !== undefined && !known.ok) return fail(rq);
+    vault ??= new Map();
+    if (known !== undefined) vault.set(ref, known);
+    else if (!vault.has(ref)) {
+      vault.set(ref, { ok: false, reason: "pending" });
+      (pending ??= []).push(g.vault.resolve(ref).then((r) => void vault!.set(ref, r)));
+    }
+  }
+  if (pending === null) return apply(rq, matched, vault);
+  return Promise.all(pending).then(() => apply(rq, matched, vault));
+}
+
+function apply(rq: ProxyRequest, matched: CompiledSecret[], vault: Map<string, Lookup> | null): Response | undefined {
   let target = rq.upstreamTarget;
   for (const secret of matched) {
-    // External-vault values are resolved by the vault resolver; without one they are unavailable.
-    if (secret.value === null) return fail(rq);
-    const out = applyInjection(secret, secret.value, rq.headers, target);
+    let value = secret.value;
+    if (value === null) {
+      const found = vault?.get(secret.opRef!);
+      if (!found?.ok) return fail(rq);
+      value = found.value;
+      // Inline values are checked when stored; a vault value only now: a header must not break.
+      if (intoHeader(secret) && !isHeaderSafeValue(value)) return fail(rq);
+    }
+    const out = applyInjection(secret, value, rq.headers, target);
     if (!out.ok) return fail(rq);
     target = out.pathAndQuery;
     rq.injectionCount += out.count;
   }
   rq.upstreamTarget = target;
   return undefined;
+}
+
+function intoHeader(secret: CompiledSecret): boolean {
+  return secret.type !== "generic" || secret.injection?.headerName !== undefined;
 }
 
 function fail(rq: ProxyRequest): Response {
