@@ -1,0 +1,186 @@
+// External-vault secrets through the real gateway (CONTRACT §6.7 "External vault", §6.15
+// credential_unavailable, §8 item 13): a real credgate process resolves `op://` references against a
+// 1Password Connect stand-in served over HTTPS (reached through CREDGATE_RESOLVE and trusted through
+// CREDGATE_UPSTREAM_CA_FILE, like any outbound call), injects the value into requests curl sends to a real
+// TLS upstream, caches it (Connect is asked once per reference per minute, once for concurrent requests),
+// and refuses with 502 — forwarding nothing — when the value cannot be obtained. Cache expiry is covered
+// at unit level (test/unit/vault.test.ts) with an injectable clock.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { eventually, gatewayCa, resolveEntries, run } from "../support/gateway.ts";
+import { FakeConnect, startOpConnect, type RunningConnect } from "../support/opConnect.ts";
+import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
+
+const HOST = "api.vault.test";
+const CONNECT_HOST = "op-connect.test";
+const CONNECT_TOKEN = `op-connect-token-${crypto.randomUUID()}`;
+const VALUE_1 = `sk_vault_first_${crypto.randomUUID().replace(/-/g, "")}`;
+const VALUE_2 = `sk_vault_second_${crypto.randomUUID().replace(/-/g, "")}`;
+const PARALLEL_VALUE = `sk_vault_parallel_${crypto.randomUUID().replace(/-/g, "")}`;
+const VALUES = [VALUE_1, VALUE_2, PARALLEL_VALUE];
+
+const fake = new FakeConnect(CONNECT_TOKEN);
+const prod = fake.vault("Prod");
+const stripe = fake.item(prod, "Stripe", { credential: VALUE_1 });
+const parallelItem = fake.item(prod, "Parallel", { "API Key": PARALLEL_VALUE });
+
+let connect: RunningConnect;
+let up: TestUpstream;
+let cg: RunningCredgate;
+let wrongToken: RunningCredgate;
+let caFile: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  // openssl runs (spawnSync) before any in-process server starts.
+  const pki = makePki([HOST, CONNECT_HOST]);
+  up = startUpstream(pki);
+  connect = startOpConnect(fake, pki);
+  env = {
+    CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
+    CREDGATE_RESOLVE: `${resolveEntries([HOST], up.port)},${resolveEntries([CONNECT_HOST], connect.port)}`,
+    CREDGATE_OP_CONNECT_HOST: `https://${CONNECT_HOST}:${connect.port}`,
+  };
+  [cg, wrongToken] = await Promise.all([
+    startCredgate({ env: { ...env, CREDGATE_OP_CONNECT_TOKEN: CONNECT_TOKEN } }),
+    startCredgate({ env: { ...env, CREDGATE_OP_CONNECT_TOKEN: "not-the-connect-token" } }),
+  ]);
+  caFile = (await gatewayCa(cg)).file;
+}, 40_000);
+
+afterAll(async () => {
+  await cg?.stop();
+  await wrongToken?.stop();
+  await up?.stop();
+  await connect?.stop();
+});
+
+async function vaultSecret(on: RunningCredgate, name: string, opRef: string, pathPattern: string): Promise<string> {
+  const r = await on.api("POST", "/v1/secrets", {
+    body: {
+      name,
+      type: "generic",
+      valueSource: "external_vault",
+      opRef,
+      opDisplay: { vault: "Prod", item: name, field: "credential" },
+      hostPattern: HOST,
+      pathPattern,
+      injectionConfig: { headerName: "authorization", valueFormat: "Bearer {value}" },
+    },
+  });
+  if (r.status !== 201) throw new Error(`create secret: ${r.status} ${r.text}`);
+  return r.body.id;
+}
+
+/** curl through the gateway (CONNECT + MITM) as the default agent. */
+async function curl(on: RunningCredgate, ca: string, path: string): Promise<{ status: number; body: string }> {
+  const proxy = `http://x:${on.keys.defaultAgentToken}@127.0.0.1:${on.gatewayPort}`;
+  const r = await run(["curl", "-sS", "--proxy", proxy, "--cacert", ca, "-H", "Authorization: Bearer credgate-managed", "-w", "\n%{http_code}", `https://${HOST}:${up.port}${path}`]);
+  expect(r.stderr).toBe("");
+  expect(r.code).toBe(0);
+  const cut = r.stdout.lastIndexOf("\n");
+  return { status: Number(r.stdout.slice(cut + 1)), body: r.stdout.slice(0, cut) };
+}
+
+const seenAt = (path: string) => up.seen.filter((s) => s.url === path);
+const unavailable = JSON.stringify({ error: "credential_unavailable", message: `credgate could not obtain the credential for ${HOST}, so the request was not forwarded.` });
+
+describe("resolution and caching", () => {
+  test("the upstream receives the vault value; Connect is asked once (with the bearer token), then not again within 60 s", async () => {
+    await vaultSecret(cg, "Stripe", "op://Prod/Stripe/credential", "/stripe/*");
+    const before = fake.requests.length;
+    const first = await curl(cg, caFile, "/stripe/1");
+    expect(first.status).toBe(200);
+    expect(seenAt("/stripe/1")[0]!.headers.authorization).toBe(`Bearer ${VALUE_1}`);
+    const calls = fake.since(before);
+    expect(calls.map((c) => c.url)).toEqual([`/v1/vaults?filter=name eq "Prod"`, `/v1/vaults/${prod.id}/items?filter=title eq "Stripe"`, `/v1/vaults/${prod.id}/items/${stripe.id}`]);
+    expect(calls.every((c) => c.authorization === `Bearer ${CONNECT_TOKEN}`)).toBe(true);
+
+    const second = await curl(cg, caFile, "/stripe/2");
+    expect(second.status).toBe(200);
+    expect(seenAt("/stripe/2")[0]!.headers.authorization).toBe(`Bearer ${VALUE_1}`);
+    expect(fake.requests.length).toBe(before + 3);
+
+    // A new value in 1Password is not fetched while the cached one is fresh (expiry: unit tests).
+    stripe.fields[0]!.value = VALUE_2;
+    const third = await curl(cg, caFile, "/stripe/3");
+    expect(third.status).toBe(200);
+    expect(seenAt("/stripe/3")[0]!.headers.authorization).toBe(`Bearer ${VALUE_1}`);
+    expect(fake.requests.length).toBe(before + 3);
+  });
+
+  test("concurrent requests for an uncached reference (by vault and item id, field by label) share one lookup", async () => {
+    await vaultSecret(cg, "Parallel", `op://${prod.id}/${parallelItem.id}/API Key`, "/parallel/*");
+    const before = fake.requests.length;
+    fake.delayMs = 300;
+    try {
+      const results = await Promise.all([1, 2, 3, 4, 5].map((i) => curl(cg, caFile, `/parallel/${i}`)));
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    } finally {
+      fake.delayMs = 0;
+    }
+    for (const i of [1, 2, 3, 4, 5]) expect(seenAt(`/parallel/${i}`)[0]!.headers.authorization).toBe(`Bearer ${PARALLEL_VALUE}`);
+    expect(fake.since(before).map((c) => c.url)).toEqual([`/v1/vaults/${prod.id}`, `/v1/vaults/${prod.id}/items/${parallelItem.id}`]);
+  });
+});
+
+describe("failures → 502 credential_unavailable, nothing forwarded", () => {
+  test("a missing item: 502 with the §6.15 body; the failure is cached (Connect not asked again at once)", async () => {
+    await vaultSecret(cg, "Missing", "op://Prod/Missing/credential", "/missing/*");
+    const before = fake.requests.length;
+    const r = await curl(cg, caFile, "/missing/1");
+    expect(r.status).toBe(502);
+    expect(r.body).toBe(unavailable);
+    expect(seenAt("/missing/1")).toHaveLength(0);
+    expect(fake.requests.length).toBe(before + 2);
+
+    const again = await curl(cg, caFile, "/missing/2");
+    expect(again.status).toBe(502);
+    expect(seenAt("/missing/2")).toHaveLength(0);
+    expect(fake.requests.length).toBe(before + 2);
+  });
+
+  test("a Connect token the server rejects: 502, the upstream sees nothing", async () => {
+    const ca = (await gatewayCa(wrongToken)).file;
+    await vaultSecret(wrongToken, "Stripe", "op://Prod/Stripe/credential", "/wrong-token/*");
+    const before = fake.requests.length;
+    const r = await curl(wrongToken, ca, "/wrong-token/1");
+    expect(r.status).toBe(502);
+    expect(r.body).toBe(unavailable);
+    expect(seenAt("/wrong-token/1")).toHaveLength(0);
+    expect(fake.since(before).map((c) => c.authorization)).toEqual(["Bearer not-the-connect-token"]);
+  });
+
+  test("Connect no longer configured (restart without CREDGATE_OP_CONNECT_*): the stored vault secret gives 502, Connect is not contacted", async () => {
+    await wrongToken.stop();
+    const restarted = await startCredgate({ dataDir: wrongToken.dataDir, env: { CREDGATE_UPSTREAM_CA_FILE: env.CREDGATE_UPSTREAM_CA_FILE!, CREDGATE_RESOLVE: env.CREDGATE_RESOLVE! } });
+    wrongToken = restarted;
+    const ca = (await gatewayCa(restarted)).file;
+    const before = fake.requests.length;
+    const r = await curl(restarted, ca, "/wrong-token/2");
+    expect(r.status).toBe(502);
+    expect(r.body).toBe(unavailable);
+    expect(seenAt("/wrong-token/2")).toHaveLength(0);
+    expect(fake.requests.length).toBe(before);
+  }, 30_000);
+});
+
+describe("the value stays secret", () => {
+  test("never in credgate's stdout/stderr nor in the request log API; the log rows record 200 and 502", async () => {
+    const rows = await eventually(async () => {
+      const r = await cg.api("GET", "/v1/logs?limit=500");
+      const data = (r.body?.data ?? []) as any[];
+      return data.some((row) => row.path === "/missing/2") && data.some((row) => row.path === "/stripe/3") ? { data, text: r.text } : null;
+    }, 12_000);
+    expect(rows).not.toBeNull();
+    const byPath = (p: string) => rows!.data.find((row) => row.path === p);
+    expect(byPath("/stripe/1")).toMatchObject({ status: 200, decision: "allowed", injectionCount: 1 });
+    expect(byPath("/missing/1")).toMatchObject({ status: 502, decision: "error", injectionCount: 0 });
+    // The secrets API shows the reference, never a value.
+    const secrets = await cg.api("GET", "/v1/secrets");
+    const out = cg.output() + rows!.text + secrets.text;
+    for (const v of VALUES) expect(out).not.toContain(v);
+    expect(out).not.toContain(CONNECT_TOKEN);
+    expect(cg.output()).toContain('"reason":"item_not_found"');
+  }, 20_000);
+});
