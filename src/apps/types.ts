@@ -51,8 +51,16 @@ export interface AppOAuth {
   pkce: boolean;
   /** Extra authorize query parameters, e.g. Google's `access_type=offline`. */
   authorizeParams?: Record<string, string>;
-  /** Where the connection's label comes from after the token exchange (account email, username or name). */
-  account?: { url: string; label: (body: any) => unknown };
+  /**
+   * How the token request authenticates the client: `body` (default) sends `client_id`/`client_secret` as
+   * form fields; `basic` sends `Authorization: Basic base64(id:secret)` (Notion requires it).
+   */
+  tokenAuth?: "body" | "basic";
+  /**
+   * Where the connection's label comes from after the token exchange (account email, username or name).
+   * `method` defaults to GET; a POST sends `body` as JSON when set (Linear's GraphQL), else no body (Dropbox).
+   */
+  account?: { url: string; method?: "GET" | "POST"; body?: unknown; label: (body: any) => unknown };
   /** Where the label comes from when the token response itself names the account (e.g. Slack's team). */
   labelFromToken?: (body: any) => unknown;
 }
