@@ -2,7 +2,7 @@
 // (decrypted here, never returned) and agents and posts them to `<cloudUrl>/v1/migrate/import`; import, on
 // the cloud, creates what does not exist yet. Policy rules and grants are counted, not moved. The API route
 // and `credgate migrate export` both run `export` below.
-import { and, eq, inArray } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { isIP } from "node:net";
 import { ApiError, badRequest } from "../core/errors.ts";
 import type { AuthMode, InjectionConfigShape } from "../core/secretRules.ts";
@@ -197,7 +197,13 @@ export class MigrationService {
     return this.db.transaction(() => {
       const skipped: SkippedItem[] = [];
       const payload: MigrationPayload = { version: MIGRATION_VERSION, secrets: [], agents: [] };
-      const rows = this.secretService.rows({ scope: "project", projectId: project.projectId, organizationId: project.organizationId }).reverse();
+      // Creation order (rowid breaks createdAt ties), so the destination lists them in the same order.
+      const rows = this.db
+        .select()
+        .from(secrets)
+        .where(and(eq(secrets.scope, "project"), eq(secrets.projectId, project.projectId)))
+        .orderBy(asc(secrets.createdAt), sql`rowid`)
+        .all();
       for (const row of rows) {
         const value = row.valueSource === "inline" ? this.secretService.openValue(row) : null;
         if (value === null) {
@@ -216,8 +222,7 @@ export class MigrationService {
           metadata,
         });
       }
-      const agentRows = this.db.select().from(agents).where(eq(agents.projectId, project.projectId)).all();
-      agentRows.sort((a, b) => Number(b.isDefault) - Number(a.isDefault) || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+      const agentRows = this.db.select().from(agents).where(eq(agents.projectId, project.projectId)).orderBy(desc(agents.isDefault), asc(agents.createdAt), sql`rowid`).all();
       for (const a of agentRows) payload.agents.push({ name: a.name, identifier: a.identifier, isDefault: a.isDefault, mode: a.mode });
 
       const owner = { scope: "project" as const, projectId: project.projectId, organizationId: project.organizationId };
