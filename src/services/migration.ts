@@ -6,7 +6,7 @@ import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { isIP } from "node:net";
 import { ApiError, badRequest } from "../core/errors.ts";
 import type { AuthMode, InjectionConfigShape } from "../core/secretRules.ts";
-import { agentSecretGrants, agents, secrets, type AgentMode, type SecretMetadata, type SecretType } from "../store/schema.ts";
+import { agentConnectionGrants, agentSecretGrants, agents, appConnections, secrets, type AgentMode, type SecretMetadata, type SecretType } from "../store/schema.ts";
 import type { AgentService } from "./agents.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { Outbound } from "./outbound.ts";
@@ -84,6 +84,7 @@ export const ALREADY_EXISTS = "already exists";
 export const VAULT_SKIP_REASON = "Sourced from an external vault — re-add this secret after migrating";
 export const POLICY_SKIP_REASON = "Policy rules are not migrated. Re-create them in the destination.";
 export const GRANTS_SKIP_REASON = "Agent grants are not migrated. Re-attach credentials to agents in the destination.";
+export const CONNECTIONS_SKIP_REASON = "App connections are not migrated. Reconnect the apps in the destination.";
 export const ORG_SECRETS_SKIP_REASON = "Organization secrets are not migrated. Re-add them to the destination organization.";
 
 /** Batches stay well under the 1 MiB API body limit of the receiving side. */
@@ -233,8 +234,20 @@ export class MigrationService {
       if (logical.size > 0) skipped.push({ type: "policy", name: plural(logical.size, "policy rule"), reason: POLICY_SKIP_REASON });
 
       const agentIds = agentRows.map((a) => a.id);
-      const grants = agentIds.length === 0 ? 0 : this.db.select({ a: agentSecretGrants.agentId }).from(agentSecretGrants).where(inArray(agentSecretGrants.agentId, agentIds)).all().length;
+      const grants =
+        agentIds.length === 0
+          ? 0
+          : this.db.select({ a: agentSecretGrants.agentId }).from(agentSecretGrants).where(inArray(agentSecretGrants.agentId, agentIds)).all().length +
+            this.db.select({ a: agentConnectionGrants.agentId }).from(agentConnectionGrants).where(inArray(agentConnectionGrants.agentId, agentIds)).all().length;
       if (grants > 0) skipped.push({ type: "grants", name: plural(grants, "agent grant"), reason: GRANTS_SKIP_REASON });
+
+      // App connections hold OAuth tokens issued to this deployment's OAuth clients: they are reconnected, not copied.
+      const connections = this.db
+        .select({ id: appConnections.id })
+        .from(appConnections)
+        .where(and(eq(appConnections.scope, "project"), eq(appConnections.projectId, project.projectId)))
+        .all().length;
+      if (connections > 0) skipped.push({ type: "connections", name: plural(connections, "app connection"), reason: CONNECTIONS_SKIP_REASON });
 
       // Organization secrets also reach this project's agents here; say that they stay behind.
       const orgSecrets = this.secretService.rows({ scope: "organization", organizationId: project.organizationId }).length;

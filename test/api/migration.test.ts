@@ -6,6 +6,7 @@ import type { Server } from "bun";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { freePort } from "../support/ports.ts";
 import { makePki, type TestPki } from "../support/upstream.ts";
+import { agentConnectionGrants, appConnections } from "../../src/store/schema.ts";
 import { addMember, expectEnvelope, expectFlat } from "./helpers.ts";
 
 const IDENTIFIER_MESSAGE =
@@ -292,6 +293,41 @@ describe("what export counts and sends", () => {
     expect(res.status).toBe(200);
     expect(res.body.skipped.filter((s: any) => s.type === "policy")).toEqual([{ type: "policy", name: "2 policy rule(s)", reason: POLICY_REASON }]);
     expect(res.body.skipped.some((s: any) => s.type === "grants")).toBe(false);
+  });
+
+  test("grants count secret and connection grants; the project's app connections are listed, the organization's are not", async () => {
+    const p = pair();
+    const { db } = p.sh.core;
+    const now = new Date().toISOString();
+    const connection = (id: string, scope: "project" | "organization") => ({
+      id,
+      scope,
+      organizationId: p.sh.organizationId,
+      projectId: scope === "project" ? p.sh.projectId : null,
+      provider: "github",
+      label: null,
+      status: "connected" as const,
+      scopes: [],
+      metadata: null,
+      credentialSealed: p.sh.core.services.deps.sealer.seal("{}"),
+      version: 1,
+      connectedAt: now,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const projectConn = crypto.randomUUID();
+    db.insert(appConnections).values([connection(projectConn, "project"), connection(crypto.randomUUID(), "project"), connection(crypto.randomUUID(), "organization")]).run();
+    const agent = await ok(await p.sh.call("POST", "/v1/agents", { body: { name: "G", identifier: "g", mode: "grants" } }));
+    db.insert(agentConnectionGrants).values({ agentId: agent.id, connectionId: projectConn, access: "full", allow: [], ask: [], resources: null, createdAt: now, updatedAt: now }).run();
+    const s = await ok(await p.sh.call("POST", "/v1/secrets", { body: { name: "S", type: "generic", value: "v-1", hostPattern: "s.example.com", injectionConfig: { headerName: "x-s" } } }));
+    await ok(await p.sh.call("PUT", `/v1/agents/${agent.id}/grants/secrets/${s.id}`), 200);
+    const res = await p.sh.call("POST", "/v1/migrate/export", { body: { cloudApiKey: p.cloud.projectKey, cloudUrl: p.httpUrl } });
+    expect(res.status).toBe(200);
+    expect(res.body.skipped.slice(0, 2)).toEqual([
+      { type: "grants", name: "2 agent grant(s)", reason: GRANTS_REASON },
+      { type: "connections", name: "2 app connection(s)", reason: "App connections are not migrated. Reconnect the apps in the destination." },
+    ]);
+    expect(res.body.imported).toEqual({ secrets: 1, agents: 1, agentSecrets: 0, rules: 0 });
   });
 
   test("organization secrets stay behind and are listed; only the project's own secrets are sent", async () => {
