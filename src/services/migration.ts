@@ -5,6 +5,7 @@
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { isIP } from "node:net";
 import { ApiError, badRequest } from "../core/errors.ts";
+import { log } from "../log.ts";
 import type { AuthMode, InjectionConfigShape } from "../core/secretRules.ts";
 import { agentConnectionGrants, agentSecretGrants, agents, appConnections, secrets, type AgentMode, type SecretMetadata, type SecretType } from "../store/schema.ts";
 import type { AgentService } from "./agents.ts";
@@ -270,14 +271,22 @@ export class MigrationService {
     const result = emptyResult();
     result.skipped.push(...skipped);
     const parts = batches(payload);
+    const cloudHost = new URL(base).host;
     for (let i = 0; i < parts.length; i++) {
       const part = parts[i]!;
       onProgress?.({ step: "sending", batch: i + 1, batches: parts.length, secrets: part.secrets.length, agents: part.agents.length });
-      const answer = await this.send(base, input.cloudUrl.trim(), input.cloudApiKey, part);
+      let answer: MigrationResult;
+      try {
+        answer = await this.send(base, input.cloudUrl.trim(), input.cloudApiKey, part);
+      } catch (err) {
+        log.warn("migration export failed", { projectId: project.projectId, cloudHost, part: i + 1, parts: parts.length, error: (err as Error).message });
+        throw err;
+      }
       for (const k of ["secrets", "agents", "agentSecrets", "rules"] as const) result.imported[k] += answer.imported[k];
       result.skipped.push(...answer.skipped);
       onProgress?.({ step: "sent", batch: i + 1, batches: parts.length });
     }
+    log.info("migration export", { projectId: project.projectId, cloudHost, parts: parts.length, ...result.imported, skipped: result.skipped.length });
     return result;
   }
 
@@ -361,6 +370,7 @@ export class MigrationService {
         result.imported.agents++;
       }
     });
+    log.info("migration import", { projectId: project.projectId, ...result.imported, skipped: result.skipped.length });
     return result;
   }
 }
