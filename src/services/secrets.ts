@@ -202,7 +202,7 @@ export class SecretService {
     } else {
       const llm = normalizeLlmValue(input.type, value, input.metadata?.authMode);
       value = llm.value;
-      const accountId = llm.accountId ?? (llm.authMode === "oauth" ? input.metadata?.accountId : undefined);
+      const accountId = llm.accountId ?? (input.type === "llm_b" && llm.authMode === "oauth" ? input.metadata?.accountId : undefined);
       metadata = { authMode: llm.authMode, ...(accountId ? { accountId } : {}) };
       hostPattern ??= defaultLlmHost(input.type, llm.authMode);
     }
