@@ -52,6 +52,8 @@ export interface OAuthServerOptions {
   names?: string[];
   /** Reuse an existing CA + leaf instead of making one. */
   pki?: TestPki;
+  /** Listening port on 127.0.0.1 (default: a free one). */
+  port?: number;
 }
 
 /** One request the server received, whatever its route. */
@@ -401,7 +403,7 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
       }
     })();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
 
   return {
