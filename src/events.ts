@@ -6,7 +6,9 @@ export type ChangeEvent =
   | { kind: "secret"; scope: "project" | "organization" | "partner"; id: string }
   | { kind: "membership"; organizationId: string }
   | { kind: "policy"; organizationId: string }
-  | { kind: "grant"; agentId: string };
+  | { kind: "grant"; agentId: string }
+  /** App connections, BYOC configs and blocklist entries of an organization or its projects. */
+  | { kind: "app"; organizationId: string };
 
 type Listener = (event: ChangeEvent) => void;
 

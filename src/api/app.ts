@@ -6,6 +6,9 @@ import type { Services } from "../services/index.ts";
 import { errorResponse, unknownRoute } from "./errors.ts";
 import { runRoute, type RouteDef } from "./route.ts";
 import { agentSetupRoutes } from "./routes/agentSetup.ts";
+import { appBlocklistRoutes } from "./routes/appBlocklist.ts";
+import { appsRoutes } from "./routes/apps.ts";
+import { connectionsRoutes } from "./routes/connections.ts";
 import { agentsRoutes } from "./routes/agents.ts";
 import { gatewayRoutes } from "./routes/gateway.ts";
 import { approvalsRoutes } from "./routes/approvals.ts";
@@ -22,7 +25,7 @@ import { utilityRoutes } from "./routes/utility.ts";
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...migrationRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes];
 }
 
 /** Routes that serve the gateway's CA certificate (agent setup), built once the CA is loaded. */

@@ -47,6 +47,8 @@ export interface RouteDef<S extends TSchema | undefined = TSchema | undefined> {
   emptyBody?: ApiError;
   /** Policy routes report every validation failure as a 422 envelope instead of a flat 400. */
   unprocessable?: boolean;
+  /** Browser routes (OAuth start): `_token`, `_project`, `_org` query parameters stand in for absent headers (§1.2 step 5). */
+  queryBridge?: boolean;
   handler: (input: HandlerInput<S extends TSchema ? Static<S> : undefined>) => unknown | Promise<unknown>;
 }
 
@@ -71,10 +73,24 @@ async function readBody(def: RouteDef, request: Request): Promise<unknown> {
 
 const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
+/** Copies the browser bridge's query parameters into the headers they stand for, when those are absent. */
+function bridgeQuery(request: Request): Request {
+  const query = new URL(request.url).searchParams;
+  const headers = new Headers(request.headers);
+  const token = query.get("_token");
+  if (token && !headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
+  const project = query.get("_project");
+  if (project && !headers.has("x-project-id")) headers.set("x-project-id", project);
+  const org = query.get("_org") ?? query.get("org");
+  if (org && !headers.has("x-organization-id")) headers.set("x-organization-id", org);
+  return new Request(request.url, { method: request.method, headers });
+}
+
 export async function runRoute(def: RouteDef, services: Services, request: Request, params: Record<string, string>): Promise<Response> {
   try {
     let principal: Principal | null = null;
     let ctx: RequestContext | null = null;
+    if (def.queryBridge) request = bridgeQuery(request);
     if (def.access !== "none") {
       principal = authenticate(services, request.headers);
       if (def.access === "Pt") throw unauthorized();

@@ -1,5 +1,5 @@
 // AES-256-GCM sealing of everything secret at rest: `v1:base64(iv):base64(tag):base64(ct)`, 12-byte IV.
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 
 export class Sealer {
   readonly #key: Buffer;
@@ -14,6 +14,11 @@ export class Sealer {
     const cipher = createCipheriv("aes-256-gcm", this.#key, iv);
     const ct = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
     return `v1:${iv.toString("base64")}:${cipher.getAuthTag().toString("base64")}:${ct.toString("base64")}`;
+  }
+
+  /** A 32-byte key for one purpose (e.g. signing OAuth state), derived from the master key with HKDF-SHA256. */
+  deriveKey(purpose: string): Buffer {
+    return Buffer.from(hkdfSync("sha256", this.#key, Buffer.alloc(0), `credgate:${purpose}`, 32));
   }
 
   open(sealed: string): string {

@@ -13,7 +13,10 @@ import { holdForApproval } from "./stages/approval.ts";
 import { authenticate } from "./stages/auth.ts";
 import { forward } from "./stages/forward.ts";
 import { guidance } from "./stages/guidance.ts";
+import { describeConnections, selectConnection } from "./stages/connection.ts";
 import { inject } from "./stages/inject.ts";
+import { injectConnection } from "./stages/injectConnection.ts";
+import { guardResources } from "./stages/resources.ts";
 import { interceptPlaceholderRefresh } from "./stages/intercept.ts";
 import { enforcePolicy } from "./stages/policy.ts";
 import { websocket } from "./websocket.ts";
@@ -65,6 +68,8 @@ async function proxied(request: Request, conn: TunnelConn | ForwardConn, g: Gate
     // Absolute-form requests never upgrade: Upgrade/Connection are stripped and it goes as plain HTTP.
     websocket: conn.kind === "tunnel" && isWebSocketUpgrade(request.headers),
     matched: [],
+    connectionCandidates: [],
+    connection: null,
     injectionCount: 0,
     decision: "allowed",
     provider: null,
@@ -83,7 +88,10 @@ async function proxied(request: Request, conn: TunnelConn | ForwardConn, g: Gate
   try {
     response =
       (await interceptPlaceholderRefresh(rq)) ??
+      selectConnection(rq) ??
       (await enforcePolicy(rq, g)) ??
+      (await guardResources(rq)) ??
+      (await injectConnection(rq, g)) ??
       ((injected = inject(rq, g)) instanceof Promise ? await injected : injected) ??
       (await holdForApproval(rq, g)) ??
       (rq.websocket ? await websocket(rq, g) : await forward(rq, g));
@@ -100,5 +108,7 @@ async function proxied(request: Request, conn: TunnelConn | ForwardConn, g: Gate
   }
   const forwarded = rq.decision === "allowed" || rq.decision === "approval_approved";
   if (!forwarded || rq.websocket) return response;
-  return guidance(rq, g, response);
+  const out = await guidance(rq, g, response);
+  if (rq.connectionCandidates.length > 0) out.headers.set("x-credgate-connections", JSON.stringify(describeConnections(rq.connectionCandidates)));
+  return out;
 }

@@ -1,6 +1,6 @@
 // The context of one proxied request as it moves through the pipeline stages.
 import type { Conn } from "./connections.ts";
-import type { CompiledSecret, AgentCredentials, AgentEntry } from "./snapshot.ts";
+import type { CompiledConnection, CompiledSecret, AgentCredentials, AgentEntry } from "./snapshot.ts";
 
 export interface ProxyRequest {
   request: Request;
@@ -27,6 +27,9 @@ export interface ProxyRequest {
   body: ReadableStream<Uint8Array> | null;
   websocket: boolean;
   matched: CompiledSecret[];
+  /** The connections whose app serves this host and path (§6.8), and the winning one. */
+  connectionCandidates: CompiledConnection[];
+  connection: CompiledConnection | null;
   injectionCount: number;
   decision: string;
   provider: string | null;

@@ -9,7 +9,11 @@ import type { AgentMode, SecretScope } from "../store/schema.ts";
 import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
 import { compileRule, needsBody, type CompiledRule, type TargetResolver } from "../core/policy.ts";
-import type { PolicyRuleRow } from "../services/policy.ts";
+import { compiledApp, type CompiledApp } from "../apps/match.ts";
+import type { Resources } from "../core/resources.ts";
+import { agentRules, type ScopeRules } from "../services/agentRules.ts";
+import type { ConnectionCredential } from "../services/connections.ts";
+import type { ConnectionAccess } from "../store/schema.ts";
 
 export interface AgentEntry {
   id: string;
@@ -42,7 +46,27 @@ export interface AgentCredentials {
   injectable: CompiledSecret[];
   /** Every secret of the project and organization, for the guidance rewrite ("exists but not granted"). */
   visible: CompiledSecret[];
+  /** App connections this agent may inject (usable, and granted in mode `grants`). */
+  connections: CompiledConnection[];
+  /** Every connection of the project and organization, for policy targets and the guidance rewrite. */
+  visibleConnections: CompiledConnection[];
   policy: AgentPolicy;
+}
+
+export interface CompiledConnection {
+  id: string;
+  provider: string;
+  label: string | null;
+  /** The app's display name. */
+  displayName: string;
+  scope: "project" | "organization";
+  /** Status `connected` or `error`: the connection can inject. */
+  usable: boolean;
+  app: CompiledApp;
+  /** The decrypted credential (null when not usable). A refresh replaces the whole snapshot entry. */
+  credential: ConnectionCredential | null;
+  /** This agent's grant of the connection, if any. */
+  grant: { access: ConnectionAccess; resources: Resources | null } | null;
 }
 
 /** The published rules that apply to one agent, compiled, per scope in evaluation order. */
@@ -102,54 +126,59 @@ export class GatewaySnapshot {
     // Partner secrets apply in every mode; organization and project secrets in mode `all`, or when granted.
     const granted = agent.mode === "grants" ? new Set(this.services.grants.secretIds(agent.id)) : null;
     const injectable = compiled.filter((s) => s.scope === "partner" || granted === null || granted.has(s.id));
-    return { agent, injectable, visible: compiled.filter((s) => s.scope !== "partner"), policy: this.#policy(agent, compiled) };
+    const connections = this.#connections(agent);
+    return {
+      agent,
+      injectable,
+      visible: compiled.filter((s) => s.scope !== "partner"),
+      connections: connections.injectable,
+      visibleConnections: connections.all,
+      policy: this.#policy(agent, compiled, connections.all),
+    };
   }
 
-  #policy(agent: AgentEntry, secrets: CompiledSecret[]): AgentPolicy {
-    const published = this.services.policy.publishedForOrganization(agent.organizationId);
+  #policy(agent: AgentEntry, secrets: CompiledSecret[], connections: CompiledConnection[]): AgentPolicy {
     const resolver: TargetResolver = {
       secret: (id) => secrets.find((s) => s.id === id) ?? null,
       secretsOfScope: (scope) => secrets.filter((s) => s.scope === scope),
-      appHosts: () => null,
-      tool: () => null,
-      connectionProvider: () => null,
+      appHosts: (provider) => compiledApp(provider)?.servesHost ?? null,
+      tool: (provider, toolId) => compiledApp(provider)?.tools.get(toolId) ?? null,
+      connectionProvider: (id) => connections.find((c) => c.id === id)?.provider ?? null,
     };
-    const split = (rows: PolicyRuleRow[]) => ({
-      ordered: rows.filter((r) => !r.isDefault && r.enabled).map((r) => compileRule(r, resolver)),
-      fallback: rows.filter((r) => r.isDefault).map((r) => compileRule(r, resolver))[0] ?? null,
+    const rules = agentRules(this.services, agent.organizationId, agent.projectId, agent);
+    const compile = (scope: ScopeRules) => ({
+      ordered: scope.ordered.map((r) => compileRule(r, resolver)),
+      fallback: scope.fallback ? compileRule(scope.fallback, resolver) : null,
     });
-    const organization = split(published.organization);
-    const project = split(published.projects.get(agent.projectId) ?? []);
-    // Managed grant rules (project scope, after the custom rules): one allow rule per granted secret.
-    if (agent.mode === "grants") {
-      for (const secretId of this.services.grants.secretIds(agent.id)) {
-        const secret = secrets.find((s) => s.id === secretId);
-        project.ordered.push(
-          compileRule(
-            {
-              id: `grant:${agent.id}:${secretId}`,
-              logicalId: `grant:${agent.id}:${secretId}`,
-              scope: "project",
-              name: `Grant: ${agent.name} · ${secret?.name ?? secretId}`,
-              enabled: true,
-              isDefault: false,
-              source: "grant",
-              action: "allow",
-              rateLimit: null,
-              rateLimitWindow: null,
-              requireApproval: false,
-              conditions: null,
-              identities: [{ id: agent.id }],
-              targets: [{ kind: "secret", secretId }],
-            },
-            resolver,
-          ),
-        );
-      }
-    }
+    const organization = compile(rules.organization);
+    const project = compile(rules.project);
     const all = [...organization.ordered, ...project.ordered];
     const empty = all.length === 0 && organization.fallback === null && project.fallback === null;
     return { organization, project, empty, needsBody: needsBody(all) };
+  }
+
+  /** Connections of the project and organization that can inject (`connected` or `error`), newest first. */
+  #connections(agent: AgentEntry): { all: CompiledConnection[]; injectable: CompiledConnection[] } {
+    const grants = new Map(this.services.grants.connectionGrantRows(agent.id).map((g) => [g.connectionId, g]));
+    const all: CompiledConnection[] = [];
+    for (const row of this.services.connections.rowsForGateway(agent.projectId, agent.organizationId)) {
+      const app = compiledApp(row.provider);
+      if (!app) continue;
+      const g = grants.get(row.id);
+      all.push({
+        id: row.id,
+        provider: row.provider,
+        label: row.label,
+        displayName: app.app.name,
+        scope: row.scope,
+        usable: row.status === "connected" || row.status === "error",
+        app,
+        credential: row.status === "connected" || row.status === "error" ? this.services.connections.credential(row) : null,
+        grant: g ? { access: g.access, resources: g.resources ?? null } : null,
+      });
+    }
+    const injectable = all.filter((c) => c.usable && (agent.mode === "all" || c.grant !== null));
+    return { all, injectable };
   }
 
   #compile(row: SecretRow): CompiledSecret {

@@ -1,6 +1,12 @@
 // The services, built once by the composition root and handed to the API and the gateway.
+import { findApp } from "../apps/index.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { AgentService } from "./agents.ts";
+import { AppConfigService } from "./appConfigs.ts";
+import { AppCatalogService } from "./apps.ts";
+import { BlocklistService } from "./blocklist.ts";
+import { ConnectionService } from "./connections.ts";
+import { OAuthService } from "./oauth.ts";
 import { ApiKeyService } from "./apiKeys.ts";
 import { ApprovalService } from "./approvals.ts";
 import { GrantService } from "./grants.ts";
@@ -21,6 +27,11 @@ export interface Services {
   agents: AgentService;
   secrets: SecretService;
   grants: GrantService;
+  connections: ConnectionService;
+  appConfigs: AppConfigService;
+  blocklist: BlocklistService;
+  oauth: OAuthService;
+  apps: AppCatalogService;
   policy: PolicyService;
   approvals: ApprovalService;
   requestLogs: RequestLogService;
@@ -33,15 +44,37 @@ export function createServices(deps: ServiceDeps): Services {
   const secrets = new SecretService(deps);
   const policy = new PolicyService(deps);
   const outbound = new Outbound(deps.config);
+  const orgs = new OrganizationService(deps);
+  const connections = new ConnectionService(deps);
+  const appConfigs = new AppConfigService(deps);
+  const grants = new GrantService(deps, agents, connections);
+  const blocklist = new BlocklistService(deps);
+  // Rule targets may name app connections and catalog tools: the policy service checks them against these.
+  policy.references = {
+    connection: (id) => {
+      const row = connections.byId(id);
+      return row ? { provider: row.provider, scope: row.scope, organizationId: row.organizationId, projectId: row.projectId } : null;
+    },
+    provider: (provider) => {
+      const app = findApp(provider);
+      const known = new Set(app?.tools.map((t) => t.id));
+      return { known: app !== null, unknownTools: (tools) => tools.filter((t) => !known.has(t)) };
+    },
+  };
   return {
     deps,
-    orgs: new OrganizationService(deps),
+    orgs,
     apiKeys: new ApiKeyService(deps),
     sessions: new SessionService(deps),
     loginThrottle: new LoginThrottle(),
     agents,
     secrets,
-    grants: new GrantService(deps, agents),
+    grants,
+    connections,
+    appConfigs,
+    blocklist,
+    oauth: new OAuthService(deps, appConfigs, connections, agents, orgs, grants, outbound),
+    apps: new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets }),
     policy,
     approvals: new ApprovalService(deps),
     requestLogs: new RequestLogService(deps, agents),

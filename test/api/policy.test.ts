@@ -347,10 +347,18 @@ describe("POST /policy/rules: modifier and service checks (422, in order)", () =
     expectEnvelope(await api.call("POST", "/v1/policy/rules", { body: rule({ targets: [{ kind: "app", provider: "github" }, { kind: "secret", secretId: UNKNOWN }] }) }), 422, MSG.missing);
   });
 
-  test("app targets: no catalog yet, so every provider is unknown", async () => {
-    expectEnvelope(await api.call("POST", "/v1/policy/rules", { body: rule({ targets: [{ kind: "app", provider: "github" }] }) }), 422, "Unknown provider: github");
-    expectEnvelope(await api.call("POST", "/v1/policy/rules", { body: rule({ targets: [NET, { kind: "app", provider: "resend", tools: ["send_email"] }] }) }), 422, "Unknown provider: resend");
-    expectEnvelope(await api.call("POST", "/v1/org/policy/rules", { key: api.orgKey, body: rule({ targets: [{ kind: "app", provider: "slack" }] }) }), 422, "Unknown provider: slack");
+  test("app targets: the catalog decides which providers and tool ids exist", async () => {
+    expectEnvelope(await api.call("POST", "/v1/policy/rules", { body: rule({ targets: [{ kind: "app", provider: "nope" }] }) }), 422, "Unknown provider: nope");
+    expectEnvelope(
+      await api.call("POST", "/v1/policy/rules", { body: rule({ targets: [NET, { kind: "app", provider: "resend", tools: ["send_email", "fly", "swim"] }] }) }),
+      422,
+      'Unknown tool id(s) for "resend": fly, swim',
+    );
+    expectEnvelope(await api.call("POST", "/v1/org/policy/rules", { key: api.orgKey, body: rule({ targets: [{ kind: "app", provider: "nope" }] }) }), 422, "Unknown provider: nope");
+    const ok = await api.call("POST", "/v1/policy/rules", { body: rule({ targets: [{ kind: "app", provider: "resend", tools: ["send_email"] }] }) });
+    expect(ok.status).toBe(201);
+    expect(ok.body.targets).toEqual([{ kind: "app", provider: "resend", tools: ["send_email"] }]);
+    expect((await api.call("POST", "/v1/policy/rules", { body: rule({ targets: [{ kind: "app", provider: "github" }] }) })).status).toBe(201);
   });
 });
 
@@ -752,13 +760,13 @@ describe("organization scope /org/policy/*: O·admin", () => {
 });
 
 describe("GET /policy/effective-app-permissions", () => {
-  test("no app catalog yet: any provider → flat 404; provider is required", async () => {
-    const res = await api.call("GET", "/v1/policy/effective-app-permissions?provider=github");
-    expect(res.text).toBe('{"error":"No permission definition for provider: github"}');
-    expectFlat(res, 404, "No permission definition for provider: github");
-    expectFlat(await api.call("GET", `/v1/policy/effective-app-permissions?provider=resend&agentId=${UNKNOWN}`), 404, "No permission definition for provider: resend");
-    expectFlat(await api.call("GET", "/v1/org/policy/effective-app-permissions?provider=slack", { key: api.orgKey }), 404, "No permission definition for provider: slack");
+  test("unknown providers → flat 404; provider is required", async () => {
+    const res = await api.call("GET", "/v1/policy/effective-app-permissions?provider=nope");
+    expect(res.text).toBe('{"error":"No permission definition for provider: nope"}');
+    expectFlat(res, 404, "No permission definition for provider: nope");
+    expectFlat(await api.call("GET", "/v1/org/policy/effective-app-permissions?provider=nope", { key: api.orgKey }), 404, "No permission definition for provider: nope");
     expectEnvelope(await api.call("GET", "/v1/policy/effective-app-permissions"), 422, "provider is required");
     expectEnvelope(await api.call("GET", "/v1/policy/effective-app-permissions?provider="), 422, "provider is required");
+    expectEnvelope(await api.call("GET", `/v1/policy/effective-app-permissions?provider=resend&agentId=${UNKNOWN}`), 404, "Agent not found");
   });
 });

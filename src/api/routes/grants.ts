@@ -3,10 +3,9 @@
 // with a flat body.
 import { t } from "elysia";
 import { ApiError } from "../../core/errors.ts";
-import { credentialStatus, type RuleInput } from "../../core/policy.ts";
-import { CONNECTION_NOT_FOUND } from "../../services/grants.ts";
+import { credentialStatus } from "../../core/policy.ts";
+import { agentRules } from "../../services/agentRules.ts";
 import type { Services } from "../../services/index.ts";
-import type { PolicyRuleRow } from "../../services/policy.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
 
 const toolIds = t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255 }), { maxItems: 200 }));
@@ -17,17 +16,18 @@ const ConnectionGrantBody = t.Object({
   resources: t.Optional(t.Unknown()),
 });
 
-const connectionNotFound = () => ApiError.flat(404, CONNECTION_NOT_FOUND);
 
-/** The published rules of both scopes that apply to this agent, per scope, plus its grant rules. */
-function rulesForAgent(services: Services, organizationId: string, projectId: string, agentId: string, grantRules: RuleInput[]) {
-  const published = services.policy.publishedForOrganization(organizationId);
-  const applies = (r: PolicyRuleRow) => r.enabled && (r.identities.length === 0 || r.identities.some((i) => i.id === agentId));
-  const split = (rows: PolicyRuleRow[], extra: RuleInput[] = []) => ({
-    ordered: [...rows.filter((r) => !r.isDefault && applies(r)), ...extra],
-    fallback: rows.find((r) => r.isDefault) ?? null,
-  });
-  return [split(published.organization), split(published.projects.get(projectId) ?? [], grantRules)];
+/** How the rules treat a connection for an agent: every tool blocked → blocked; any tool not freely allowed → limited. */
+function connectionStatus(services: Services, projectId: string, organizationId: string, agentId: string, connectionId: string, provider: string) {
+  let verdicts: string[];
+  try {
+    const perms = services.apps.effectivePermissions({ scope: "project", projectId, organizationId }, provider, agentId, connectionId);
+    verdicts = perms.groups.flatMap((g) => g.tools.map((t) => t.verdict));
+  } catch {
+    return "usable"; // an app without a permission definition: no per-tool rules can bear on it
+  }
+  if (verdicts.length > 0 && verdicts.every((v) => v === "block")) return "blocked";
+  return verdicts.some((v) => v !== "allow") ? "limited" : "usable";
 }
 
 export const grantsRoutes: RouteDef[] = [
@@ -49,9 +49,7 @@ export const grantsRoutes: RouteDef[] = [
         if (allow.length + ask.length === 0) throw ApiError.flat(400, "Custom access needs at least one allowed or approval tool — detach instead.");
         if (allow.some((id) => ask.includes(id))) throw ApiError.flat(400, "A tool can't be both always-allowed and require approval.");
       }
-      services.agents.get(ctx.projectId, params.agentId!, "flat");
-      // App connections arrive with the apps issue; until then no connection exists to grant.
-      throw connectionNotFound();
+      return services.grants.grantConnection(ctx.projectId, ctx.organizationId, params.agentId!, params.connectionId!, body);
     },
   }),
   route({
@@ -59,7 +57,7 @@ export const grantsRoutes: RouteDef[] = [
     path: "/agents/:agentId/grants/connections/:connectionId",
     access: "P",
     handler: ({ services, ctx, params }) => {
-      services.agents.get(ctx.projectId, params.agentId!, "flat");
+      services.grants.revokeConnection(ctx.projectId, params.agentId!, params.connectionId!);
       return noContent();
     },
   }),
@@ -82,9 +80,7 @@ export const grantsRoutes: RouteDef[] = [
     method: "GET",
     path: "/connections/:connectionId/grants",
     access: "P",
-    handler: () => {
-      throw connectionNotFound();
-    },
+    handler: ({ services, ctx, params }) => services.grants.grantsOfConnection(ctx.projectId, ctx.organizationId, params.connectionId!),
   }),
   route({
     method: "GET",
@@ -111,7 +107,7 @@ export const grantsRoutes: RouteDef[] = [
     access: "P",
     handler: ({ services, ctx, params }) => {
       services.agents.get(ctx.projectId, params.agentId!);
-      return [];
+      return services.grants.connectionGrantRows(params.agentId!).map((g) => ({ appConnectionId: g.connectionId, sessionPolicy: g.resources ?? null }));
     },
   }),
   route({
@@ -124,8 +120,7 @@ export const grantsRoutes: RouteDef[] = [
       }),
     }),
     handler: ({ services, ctx, params, body }) => {
-      services.agents.get(ctx.projectId, params.agentId!);
-      if (body.connections.length > 0) throw ApiError.envelope(400, "One or more app connections not found");
+      services.grants.replaceConnections(ctx.projectId, ctx.organizationId, params.agentId!, body.connections);
       return { success: true };
     },
   }),
@@ -136,27 +131,10 @@ export const grantsRoutes: RouteDef[] = [
     handler: ({ services, ctx, params }) => {
       const agent = services.agents.get(ctx.projectId, params.agentId!);
       const granted = new Set(services.grants.secretIds(agent.id));
+      const grantedConnections = new Map(services.grants.connectionGrantRows(agent.id).map((g) => [g.connectionId, g]));
       const secrets = services.secrets.listForProject(ctx.projectId, ctx.organizationId);
-      const grantRules: RuleInput[] =
-        agent.mode === "grants"
-          ? [...granted].map((secretId) => ({
-              id: secretId,
-              logicalId: secretId,
-              scope: "project",
-              name: "grant",
-              enabled: true,
-              isDefault: false,
-              source: "grant",
-              action: "allow",
-              rateLimit: null,
-              rateLimitWindow: null,
-              requireApproval: false,
-              conditions: null,
-              identities: [{ id: agent.id }],
-              targets: [{ kind: "secret", secretId }],
-            }))
-          : [];
-      const scopes = rulesForAgent(services, ctx.organizationId, ctx.projectId, agent.id, grantRules);
+      const rules = agentRules(services, ctx.organizationId, ctx.projectId, { id: agent.id, name: agent.name, projectId: agent.projectId, organizationId: ctx.organizationId });
+      const scopes = [rules.organization, rules.project];
       return {
         agentId: agent.id,
         mode: agent.mode,
@@ -168,7 +146,17 @@ export const grantsRoutes: RouteDef[] = [
           hostPattern: s.hostPattern,
           status: agent.mode === "grants" && !granted.has(s.id) ? "not_granted" : credentialStatus(scopes, s),
         })),
-        connections: [],
+        connections: services.connections.listForProject(ctx.projectId, ctx.organizationId).map((c) => {
+          const grant = grantedConnections.get(c.id);
+          return {
+            id: c.id,
+            provider: c.provider,
+            label: c.label,
+            scope: c.scope,
+            status: agent.mode === "grants" && !grant ? "not_granted" : connectionStatus(services, ctx.projectId, ctx.organizationId, agent.id, c.id, c.provider),
+            access: grant?.access ?? null,
+          };
+        }),
       };
     },
   }),

@@ -4,7 +4,10 @@ import { Type } from "@sinclair/typebox";
 import { t, type TSchema } from "elysia";
 import { ApiError } from "../../core/errors.ts";
 import { HOST_MESSAGES, hostPatternError, pathPatternError } from "../../core/patterns.ts";
-import { POLICY_METHODS } from "../../core/policy.ts";
+import { findApp } from "../../apps/index.ts";
+import { POLICY_METHODS, type RuleInput } from "../../core/policy.ts";
+import { agentRules } from "../../services/agentRules.ts";
+import type { Services } from "../../services/index.ts";
 import type { PolicyOwner, RuleFields } from "../../services/policy.ts";
 import type { RuleTarget } from "../../store/schema.ts";
 import type { Access, RequestContext, RoleGate } from "../auth.ts";
@@ -236,11 +239,14 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       path: `${prefix}/effective-app-permissions`,
       access,
       role,
-      handler: ({ query }) => {
+      handler: ({ services, ctx, query }) => {
         const provider = query.get("provider")?.trim();
         if (!provider) throw ApiError.envelope(422, "provider is required");
-        // Permission definitions come with the app catalog; no provider has one yet.
-        throw ApiError.flat(404, `No permission definition for provider: ${provider}`);
+        if (!findApp(provider)?.tools.length) throw ApiError.flat(404, `No permission definition for provider: ${provider}`);
+        const owner = ownerOf(ctx);
+        const agentId = owner.scope === "project" ? query.get("agentId")?.trim() || null : null;
+        const connectionId = owner.scope === "project" ? query.get("connectionId")?.trim() || null : null;
+        return services.apps.effectivePermissions(owner, provider, agentId, connectionId);
       },
     }),
     route({
@@ -253,32 +259,28 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
   ];
 }
 
-/** The live managed rules of a scope, read-only (grant rules of the project's agents). */
-function managedRules(services: import("../../services/index.ts").Services, owner: PolicyOwner) {
-  if (owner.scope !== "project") return [];
-  const agents = services.agents.list(owner.projectId).filter((a) => a.mode === "grants");
-  const grants = services.grants.secretIdsByAgent(agents.map((a) => a.id));
-  const out = [];
-  for (const agent of agents) {
-    for (const secretId of grants.get(agent.id) ?? []) {
-      const secret = services.secrets.getForProject(owner.projectId, owner.organizationId, secretId);
-      out.push({
-        ...VIRTUAL_DEFAULT,
-        id: `grant:${agent.id}:${secretId}`,
-        logicalId: `grant:${agent.id}:${secretId}`,
-        scope: "project",
-        status: "published",
-        isDefault: false,
-        source: "grant",
-        name: `Grant: ${agent.name} · ${secret.name}`,
-        identities: [{ type: "agent", id: agent.id }],
-        targets: [{ kind: "secret", secretId }],
-        createdAt: agent.createdAt,
-        updatedAt: agent.updatedAt,
-      });
+/** The live managed rules of a scope, read-only: blocklist rules, and the grant rules of the project's agents. */
+function managedRules(services: Services, owner: PolicyOwner) {
+  const blocklist = services.blocklist.managedRules(owner.organizationId, owner.scope === "project" ? owner.projectId : null);
+  const rules: RuleInput[] = owner.scope === "project" ? [...blocklist.project] : [...blocklist.organization];
+  if (owner.scope === "project") {
+    for (const agent of services.agents.list(owner.projectId)) {
+      rules.push(...agentRules(services, owner.organizationId, owner.projectId, { ...agent, projectId: owner.projectId, organizationId: owner.organizationId }).project.ordered.filter((r) => r.source === "grant"));
     }
   }
-  return out;
+  const epoch = "1970-01-01T00:00:00.000Z";
+  return rules.map((r) => ({
+    ...VIRTUAL_DEFAULT,
+    ...r,
+    scope: owner.scope,
+    status: "published",
+    generation: 0,
+    priority: 0,
+    description: null,
+    identities: r.identities.map((i) => ({ type: "agent", id: i.id })),
+    createdAt: epoch,
+    updatedAt: epoch,
+  }));
 }
 
 export const policyRoutes: RouteDef[] = [

@@ -1,6 +1,7 @@
 // Stage 12 — guidance rewrite (CONTRACT §6.14): when nothing was injected and the upstream refuses the
 // request for lack of credentials, the agent gets JSON that says what the user has to do. Credentialed
 // responses, and 400s that do not look like an auth failure, pass through byte-identical.
+import { appsServingHost, hostRuleFor } from "../../apps/match.ts";
 import type { GatewayContext } from "../context.ts";
 import { gatewayJson } from "../errors.ts";
 import { peekStream } from "../peek.ts";
@@ -51,13 +52,26 @@ function guidanceBody(rq: ProxyRequest, g: GatewayContext): Record<string, unkno
   const { agent } = rq;
   const injectable = new Set(rq.credentials.injectable.map((s) => s.id));
   const restricted = matchingCredentials(rq.credentials.visible, rq.host, rq.path).find((s) => !injectable.has(s.id));
-  if (restricted) {
+  const usable = new Set(rq.credentials.connections.map((c) => c.id));
+  const restrictedConnection = rq.credentials.visibleConnections.find((c) => c.usable && !usable.has(c.id) && hostRuleFor(c.app, rq.host, rq.path));
+  if (restricted || restrictedConnection) {
     const manageUrl = `${base}/p/${agent.projectId}/agents/${agent.id}`;
+    const display = restricted ? restricted.name : restrictedConnection!.displayName;
     return {
       error: "access_restricted",
-      message: `${restricted.name} credentials exist in credgate but this agent does not have access. Ask the user to attach them to this agent: ${manageUrl}`,
-      provider: rq.provider ?? rq.host,
+      message: `${display} credentials exist in credgate but this agent does not have access. Ask the user to attach them to this agent: ${manageUrl}`,
+      provider: restricted ? (rq.provider ?? rq.host) : restrictedConnection!.provider,
       manage_url: manageUrl,
+    };
+  }
+  const app = appsServingHost(rq.host)[0];
+  if (app) {
+    const connectUrl = `${base}/p/${agent.projectId}/apps?connect=${encodeURIComponent(app.app.id)}&agent_name=${encodeURIComponent(agent.identifier)}`;
+    return {
+      error: "app_not_connected",
+      message: `${app.app.name} is not connected in credgate. Ask the user to open this URL to connect it: ${connectUrl}`,
+      provider: app.app.id,
+      connect_url: connectUrl,
     };
   }
   const secretUrl = `${base}/p/${agent.projectId}/secrets?create=generic&host=${encodeURIComponent(rq.host)}`;

@@ -16,7 +16,7 @@ export async function enforcePolicy(rq: ProxyRequest, g: GatewayContext): Promis
     body = new TextDecoder().decode(head).toLowerCase();
   }
   const method = rq.websocket ? "GET" : rq.method;
-  const req: PolicyRequest = { host: rq.host, path: rq.path, method, agentId: rq.agent.id, connectionId: null, body };
+  const req: PolicyRequest = { host: rq.host, path: rq.path, method, agentId: rq.agent.id, connectionId: rq.connection?.id ?? null, body };
   const decision = combine(
     evaluateScope(policy.organization.ordered, policy.organization.fallback, req),
     evaluateScope(policy.project.ordered, policy.project.fallback, req),

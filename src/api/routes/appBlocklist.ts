@@ -1,0 +1,76 @@
+// App blocklists (CONTRACT §5.8 blocklist rows; §5.13 organization variant): list, activate a predefined
+// host or add a custom rule, toggle, delete. Entries are managed block rules, live at once.
+import { t } from "elysia";
+import { ApiError } from "../../core/errors.ts";
+import { hostPatternError } from "../../core/patterns.ts";
+import { appOrThrow } from "../../services/apps.ts";
+import type { PolicyOwner } from "../../services/policy.ts";
+import type { RequestContext } from "../auth.ts";
+import { noContent, route, type RouteDef } from "../route.ts";
+
+const EITHER = "Provide either { hostId } or { name, hostPattern }";
+
+const AddBody = t.Object({
+  hostId: t.Optional(t.String({ maxLength: 300, trim: true })),
+  name: t.Optional(t.String({ maxLength: 255, trim: true })),
+  hostPattern: t.Optional(t.String({ trim: true })),
+});
+
+function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
+  const role = access === "O" ? "admin" : "any";
+  return [
+    route({
+      method: "GET",
+      path: `${prefix}/:provider/blocklist`,
+      access,
+      role,
+      handler: ({ services, ctx, params }) => services.blocklist.list(owner(ctx), appOrThrow(params.provider!)),
+    }),
+    route({
+      method: "POST",
+      path: `${prefix}/:provider/blocklist`,
+      access,
+      role,
+      body: AddBody,
+      handler: ({ services, ctx, params, body }) => {
+        const app = appOrThrow(params.provider!);
+        const hostId = body.hostId || null;
+        const name = body.name || null;
+        const hostPattern = body.hostPattern || null;
+        if (hostId !== null && name === null && hostPattern === null) return services.blocklist.activate(owner(ctx), app, hostId);
+        if (hostId !== null || name === null || hostPattern === null) throw ApiError.flat(400, EITHER);
+        const bad = hostPatternError(hostPattern);
+        if (bad) throw ApiError.flat(400, bad);
+        return services.blocklist.addCustom(owner(ctx), app, name, hostPattern.toLowerCase());
+      },
+    }),
+    route({
+      method: "PATCH",
+      path: `${prefix}/:provider/blocklist/:ruleId`,
+      access,
+      role,
+      body: t.Object({ enabled: t.Boolean() }),
+      handler: ({ services, ctx, params, body }) => {
+        const app = appOrThrow(params.provider!);
+        services.blocklist.setEnabled(owner(ctx), app.id, params.ruleId!, body.enabled);
+        return { success: true };
+      },
+    }),
+    route({
+      method: "DELETE",
+      path: `${prefix}/:provider/blocklist/:ruleId`,
+      access,
+      role,
+      handler: ({ services, ctx, params }) => {
+        const app = appOrThrow(params.provider!);
+        services.blocklist.delete(owner(ctx), app.id, params.ruleId!);
+        return noContent();
+      },
+    }),
+  ];
+}
+
+export const appBlocklistRoutes: RouteDef[] = [
+  ...blocklistRoutes("/apps", "P", (ctx) => ({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId })),
+  ...blocklistRoutes("/org/apps", "O", (ctx) => ({ scope: "organization", organizationId: ctx.organizationId })),
+];

@@ -1,0 +1,187 @@
+// Apps (CONTRACT §5.8) and their organization variants (§5.13): catalog reads, OAuth start and the shared
+// callback, direct-credential connect, and BYOC configuration. Blocklists live in appBlocklist.ts.
+import { t } from "elysia";
+import { findApp } from "../../apps/index.ts";
+import type { AppDefinition } from "../../apps/types.ts";
+import { ApiError, forbidden } from "../../core/errors.ts";
+import { APPS } from "../../apps/index.ts";
+import { INVALID_BODY } from "../../services/appConfigs.ts";
+import { appOrThrow, permissionDefinition } from "../../services/apps.ts";
+import { STATE_COOKIE } from "../../services/oauth.ts";
+import type { PolicyOwner } from "../../services/policy.ts";
+import type { Services } from "../../services/index.ts";
+import { cookieValue, type RequestContext } from "../auth.ts";
+import { route, type RouteDef } from "../route.ts";
+
+type OwnerOf = (ctx: RequestContext) => PolicyOwner;
+const projectOwner: OwnerOf = (ctx) => ({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId });
+const orgOwner: OwnerOf = (ctx) => ({ scope: "organization", organizationId: ctx.organizationId });
+
+function configurableApp(provider: string): AppDefinition {
+  const app = appOrThrow(provider);
+  if (app.connectionType !== "oauth") throw ApiError.flat(400, `Provider "${provider}" does not support app configuration`);
+  return app;
+}
+
+function apiKeyApp(provider: string): AppDefinition {
+  const app = appOrThrow(provider);
+  if (app.connectionType !== "api_key") throw ApiError.flat(400, `Provider "${provider}" is not available`);
+  return app;
+}
+
+const ConnectBody = t.Object({
+  fields: t.Optional(t.Unknown()),
+  label: t.Optional(t.String({ maxLength: 255, trim: true })),
+  connectionId: t.Optional(t.String({ maxLength: 255, trim: true })),
+});
+
+/** `POST …/connect`: the app's fields, each present and non-blank; unknown keys are dropped. */
+function connect(services: Services, owner: PolicyOwner, provider: string, body: { fields?: unknown; label?: string; connectionId?: string }) {
+  const app = apiKeyApp(provider);
+  const raw = body.fields;
+  if (raw === undefined || raw === null || typeof raw !== "object" || Array.isArray(raw)) throw ApiError.flat(400, "Missing fields in request body");
+  const fields: Record<string, string> = {};
+  for (const f of app.fields) {
+    const v = (raw as Record<string, unknown>)[f.name];
+    if (typeof v !== "string" || v.trim() === "") throw ApiError.flat(400, `${f.name} is required`);
+    fields[f.name] = v.trim();
+  }
+  const row = services.connections.save(owner, {
+    provider: app.id,
+    label: body.label || app.name,
+    credential: { kind: "api_key", fields },
+    scopes: [],
+    ...(body.connectionId ? { connectionId: body.connectionId } : {}),
+  });
+  return { success: true, connection: { id: row.id, label: row.label } };
+}
+
+function authorizeResponse(services: Services, owner: PolicyOwner, provider: string, query: URLSearchParams): Response {
+  const agentName = query.get("agent_name")?.trim() || null;
+  if (agentName && agentName.length > 128) throw ApiError.flat(400, "agent_name must be at most 128 characters");
+  const { location, cookie } = services.oauth.authorize({ owner, provider, connectionId: query.get("connectionId")?.trim() || null, agentName });
+  return new Response(null, { status: 302, headers: { location, "set-cookie": cookie, "cache-control": "no-store" } });
+}
+
+/** The config rows shared by project (`/apps`) and organization (`/org/apps`) scope. */
+function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteDef[] {
+  const role = access === "O" ? "admin" : "any";
+  return [
+    route({
+      method: "GET",
+      path: `${prefix}/:provider/config`,
+      access,
+      role,
+      handler: ({ services, ctx, params }) => {
+        const app = appOrThrow(params.provider!);
+        return services.appConfigs.view(owner(ctx), app.id) ?? { settings: {}, hasCredentials: false, enabled: false };
+      },
+    }),
+    route({
+      method: "POST",
+      path: `${prefix}/:provider/config`,
+      access,
+      role,
+      body: t.Unknown(),
+      handler: ({ services, ctx, params, body }) => {
+        const app = configurableApp(params.provider!);
+        if (body === null || typeof body !== "object" || Array.isArray(body)) throw ApiError.flat(400, INVALID_BODY);
+        services.appConfigs.save(owner(ctx), app, body as Record<string, unknown>);
+        return { success: true };
+      },
+    }),
+    route({
+      method: "DELETE",
+      path: `${prefix}/:provider/config`,
+      access,
+      role,
+      handler: ({ services, ctx, params }) => {
+        const app = appOrThrow(params.provider!);
+        services.appConfigs.delete(owner(ctx), app.id);
+        return { success: true };
+      },
+    }),
+    route({
+      method: "PATCH",
+      path: `${prefix}/:provider/config/toggle`,
+      access,
+      role,
+      body: t.Object({ enabled: t.Boolean() }),
+      handler: ({ services, ctx, params, body }) => {
+        const app = appOrThrow(params.provider!);
+        services.appConfigs.toggle(owner(ctx), app.id, body.enabled);
+        return { success: true };
+      },
+    }),
+    route({
+      method: "POST",
+      path: `${prefix}/:provider/connect`,
+      access: access === "P" ? "P*" : "O",
+      role,
+      body: ConnectBody,
+      handler: ({ services, ctx, params, body }) => connect(services, owner(ctx), params.provider!, body),
+    }),
+  ];
+}
+
+export const appsRoutes: RouteDef[] = [
+  route({
+    method: "GET",
+    path: "/apps",
+    access: "P",
+    handler: ({ services, ctx }) => services.apps.items(ctx.projectId, ctx.organizationId),
+  }),
+  route({
+    method: "GET",
+    path: "/apps/permission-definitions",
+    access: "O",
+    handler: () => APPS.filter((a) => a.tools.length > 0).map(permissionDefinition),
+  }),
+  route({
+    method: "GET",
+    path: "/apps/:provider",
+    access: "P",
+    handler: ({ services, ctx, params }) => services.apps.item(appOrThrow(params.provider!), ctx.projectId, ctx.organizationId),
+  }),
+  route({
+    method: "GET",
+    path: "/apps/:provider/permission-definition",
+    access: "O",
+    handler: ({ params }) => permissionDefinition(appOrThrow(params.provider!)),
+  }),
+  route({
+    method: "GET",
+    path: "/apps/:provider/authorize",
+    access: "P*",
+    queryBridge: true,
+    handler: ({ services, ctx, params, query }) => authorizeResponse(services, projectOwner(ctx), params.provider!, query),
+  }),
+  route({
+    method: "GET",
+    path: "/org/apps/:provider/authorize",
+    access: "O",
+    role: "admin",
+    queryBridge: true,
+    handler: ({ services, ctx, params, query }) => {
+      const org = query.get("org")?.trim();
+      if (org && org !== ctx.organizationId) throw forbidden("Not a member of this organization");
+      return authorizeResponse(services, orgOwner(ctx), params.provider!, query);
+    },
+  }),
+  route({
+    method: "GET",
+    path: "/apps/:provider/callback",
+    access: "none",
+    handler: async ({ services, params, query, request }) => {
+      const provider = params.provider!;
+      const location = findApp(provider)
+        ? await services.oauth.callback(provider, query, cookieValue(request.headers.get("cookie"), STATE_COOKIE))
+        : `${services.deps.config.publicUrl.replace(/\/+$/, "")}/app-connect/${encodeURIComponent(provider)}?${new URLSearchParams({ status: "error", message: `Unknown provider: ${provider}` })}`;
+      // The flow is over either way: the state cookie is cleared.
+      const clear = `${STATE_COOKIE}=; HttpOnly; SameSite=Lax; Path=/v1/apps/${encodeURIComponent(provider)}/callback; Max-Age=0`;
+      return new Response(null, { status: 302, headers: { location, "set-cookie": clear, "cache-control": "no-store" } });
+    },
+  }),
+  ...configRoutes("/apps", "P", projectOwner),
+  ...configRoutes("/org/apps", "O", orgOwner),
+];

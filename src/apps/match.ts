@@ -1,0 +1,61 @@
+// Catalog entries compiled into matchers once (host rules, tools), so the gateway and policy evaluation only
+// run precompiled comparisons. Host and path semantics are those of CONTRACT §6.5.
+import { compileHostPattern, compilePathPattern, type HostMatcher, type PathMatcher } from "../core/patterns.ts";
+import type { PolicyRequest } from "../core/policy.ts";
+import { APPS, findApp } from "./index.ts";
+import type { AppDefinition, AppHostRule } from "./types.ts";
+
+export interface CompiledHostRule {
+  rule: AppHostRule;
+  host: HostMatcher;
+  paths: PathMatcher[] | null;
+}
+
+export interface CompiledApp {
+  app: AppDefinition;
+  hostRules: CompiledHostRule[];
+  /** True when any host rule names the host (whatever the path). */
+  servesHost: HostMatcher;
+  tools: Map<string, (r: Pick<PolicyRequest, "method" | "host" | "path">) => boolean>;
+}
+
+function compile(app: AppDefinition): CompiledApp {
+  const hostRules = app.hosts.map((rule) => ({ rule, host: compileHostPattern(rule.host), paths: rule.paths ? rule.paths.map((p) => compilePathPattern(p)) : null }));
+  const tools = new Map(
+    app.tools.map((t) => {
+      const host = compileHostPattern(t.host);
+      const path = compilePathPattern(t.path);
+      const method = t.method.toUpperCase();
+      return [t.id, (r: Pick<PolicyRequest, "method" | "host" | "path">) => r.method.toUpperCase() === method && host(r.host) && path(r.path)] as const;
+    }),
+  );
+  return { app, hostRules, servesHost: (h) => hostRules.some((r) => r.host(h)), tools };
+}
+
+const COMPILED = new Map(APPS.map((a) => [a.id, compile(a)]));
+
+export function compiledApp(provider: string): CompiledApp | null {
+  return COMPILED.get(provider) ?? (findApp(provider) ? compile(findApp(provider)!) : null);
+}
+
+/** The host rule of an app that serves this host and path, or null. */
+export function hostRuleFor(app: CompiledApp, host: string, path: string): CompiledHostRule | null {
+  return app.hostRules.find((r) => r.host(host) && (r.paths === null || r.paths.some((p) => p(path)))) ?? null;
+}
+
+/** The apps whose host rules serve this host (any path): the guidance rewrite's "catalog app" test. */
+export function appsServingHost(host: string): CompiledApp[] {
+  return [...COMPILED.values()].filter((a) => a.servesHost(host));
+}
+
+/** A concrete request path that a tool's path pattern matches, for evaluating rules per tool. */
+export function samplePath(pattern: string): string {
+  let p = pattern.trim();
+  if (p === "" || p === "*") return "/";
+  if (p.endsWith("/*")) p = p.slice(0, -2) || "/";
+  else if (p.endsWith("*") && !p.slice(0, -1).includes("*")) p = p.slice(0, -1);
+  return p
+    .split("/")
+    .map((seg) => seg.replace(/\*/g, "x"))
+    .join("/");
+}

@@ -1,0 +1,62 @@
+// Stage 4 (apps half) — the winning app connection (CONTRACT §6.8): the connections whose app serves this
+// host and path are the candidates; the `x-credgate-connection-id` header picks one, a single candidate wins
+// on its own, several are a 409. Any failure is swallowed when a secret already serves the path.
+import { appsServingHost, hostRuleFor } from "../../apps/match.ts";
+import { gatewayJson } from "../errors.ts";
+import type { ProxyRequest } from "../request.ts";
+import { matchingCredentials, type CompiledConnection } from "../snapshot.ts";
+
+export const CONNECTION_HEADER = "x-credgate-connection-id";
+
+export function describeConnections(list: CompiledConnection[]) {
+  return list.map((c) => ({ id: c.id, label: c.label, provider: c.provider, display_name: c.displayName }));
+}
+
+export function selectConnection(rq: ProxyRequest): Response | undefined {
+  const candidates = rq.credentials.connections.filter((c) => hostRuleFor(c.app, rq.host, rq.path) !== null);
+  rq.connectionCandidates = candidates;
+  rq.provider = candidates[0]?.provider ?? appsServingHost(rq.host).find((a) => hostRuleFor(a, rq.host, rq.path))?.app.id ?? null;
+  const wanted = rq.request.headers.get(CONNECTION_HEADER)?.trim() || null;
+  const failure = choose(rq, candidates, wanted);
+  if (!failure) return undefined;
+  // A secret serving this path makes the connection optional: proceed on the secret alone.
+  if (matchingCredentials(rq.credentials.injectable, rq.host, rq.path).length > 0) {
+    rq.connection = null;
+    return undefined;
+  }
+  rq.decision = "error";
+  return failure;
+}
+
+function choose(rq: ProxyRequest, candidates: CompiledConnection[], wanted: string | null): Response | undefined {
+  const header = CONNECTION_HEADER;
+  if (wanted !== null) {
+    const chosen = candidates.find((c) => c.id === wanted);
+    if (chosen) {
+      rq.connection = chosen;
+      rq.provider = chosen.provider;
+      return undefined;
+    }
+    return gatewayJson(404, {
+      error: "connection_not_found",
+      message: `Connection '${wanted}' was not found or has been removed. Choose from the available connections.`,
+      connections: describeConnections(candidates),
+      header,
+    });
+  }
+  if (candidates.length <= 1) {
+    rq.connection = candidates[0] ?? null;
+    return undefined;
+  }
+  const providers = new Set(candidates.map((c) => c.provider));
+  const several = providers.size === 1;
+  return gatewayJson(409, {
+    error: several ? "multiple_connections" : "multiple_providers",
+    message: several
+      ? "Multiple connections exist for this provider. Specify which one to use with the x-credgate-connection-id header."
+      : "Several apps can serve this request. Specify which connection to use with the x-credgate-connection-id header.",
+    connections: describeConnections(candidates),
+    header,
+    example: `${header}: ${candidates[0]!.id}`,
+  });
+}

@@ -1,0 +1,57 @@
+// The rules that bear on one agent's traffic, per scope in evaluation order (CONTRACT §6.9): managed
+// blocklist rules → published custom rules → managed grant rules (project only); plus each scope's Default
+// Rule. Used by the gateway snapshot and by the API reads that explain a decision, so both agree.
+import { connectionGrantRules, secretGrantRule } from "../core/grantRules.ts";
+import type { RuleInput } from "../core/policy.ts";
+import type { BlocklistService } from "./blocklist.ts";
+import type { ConnectionService } from "./connections.ts";
+import type { GrantService } from "./grants.ts";
+import type { PolicyService } from "./policy.ts";
+import type { SecretService } from "./secrets.ts";
+
+export interface ScopeRules {
+  ordered: RuleInput[];
+  fallback: RuleInput | null;
+}
+
+export interface AgentRules {
+  organization: ScopeRules;
+  project: ScopeRules;
+}
+
+export interface RulesAgent {
+  id: string;
+  name: string;
+  projectId: string;
+  organizationId: string;
+}
+
+export function agentRules(
+  services: { policy: PolicyService; blocklist: BlocklistService; grants: GrantService; connections: ConnectionService; secrets: SecretService },
+  organizationId: string,
+  projectId: string | null,
+  agent: RulesAgent | null,
+): AgentRules {
+  const published = services.policy.publishedForOrganization(organizationId);
+  const blocklist = services.blocklist.managedRules(organizationId, projectId);
+  const applies = (r: RuleInput) => r.enabled && (agent === null ? r.identities.length === 0 : r.identities.length === 0 || r.identities.some((i) => i.id === agent.id));
+  const split = (rows: RuleInput[], managedFirst: RuleInput[], managedLast: RuleInput[]): ScopeRules => ({
+    ordered: [...managedFirst, ...rows.filter((r) => !r.isDefault && applies(r)), ...managedLast],
+    fallback: rows.find((r) => r.isDefault) ?? null,
+  });
+  const grantRules = agent ? agentGrantRules(services, agent) : [];
+  return {
+    organization: split(published.organization, blocklist.organization, []),
+    project: split(projectId ? (published.projects.get(projectId) ?? []) : [], blocklist.project, grantRules),
+  };
+}
+
+/** Every grant of the agent as managed rules, secrets first, in grant order. */
+function agentGrantRules(services: { grants: GrantService; secrets: SecretService }, agent: RulesAgent): RuleInput[] {
+  const out: RuleInput[] = [];
+  for (const g of services.grants.grantSet(agent.projectId, agent.id).secrets) out.push(secretGrantRule(agent, { secretId: g.secretId, name: g.name }));
+  for (const g of services.grants.connectionGrants(agent.id)) {
+    out.push(...connectionGrantRules(agent, { connectionId: g.connectionId, display: g.label ?? g.provider, access: g.access, allow: g.allow, ask: g.ask }));
+  }
+  return out;
+}

@@ -1,0 +1,136 @@
+// Bring-your-own-credentials app configuration (CONTRACT §5.8 config rows, §5.13): an OAuth client of a
+// project or organization. Secret fields are sealed; the non-secret ones are shown back as `settings`.
+import { and, eq } from "drizzle-orm";
+import type { AppDefinition } from "../apps/types.ts";
+import { ApiError } from "../core/errors.ts";
+import { newId, nowIso } from "../core/ids.ts";
+import { appConfigs } from "../store/schema.ts";
+import type { ServiceDeps } from "./deps.ts";
+import type { PolicyOwner } from "./policy.ts";
+
+export type AppConfigRow = typeof appConfigs.$inferSelect;
+
+export interface AppConfigView {
+  settings: Record<string, string>;
+  hasCredentials: boolean;
+  enabled: boolean;
+  source?: "organization";
+}
+
+export interface OAuthClient {
+  clientId: string;
+  clientSecret: string;
+}
+
+export const APP_CONFIG_NOT_FOUND = "App config not found";
+export const INVALID_BODY = "Invalid request body";
+
+export class AppConfigService {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  private get db() {
+    return this.deps.db;
+  }
+
+  private ownerWhere(owner: PolicyOwner, provider: string) {
+    const scope =
+      owner.scope === "project"
+        ? and(eq(appConfigs.scope, "project"), eq(appConfigs.projectId, owner.projectId))
+        : and(eq(appConfigs.scope, "organization"), eq(appConfigs.organizationId, owner.organizationId));
+    return and(scope, eq(appConfigs.provider, provider))!;
+  }
+
+  row(owner: PolicyOwner, provider: string): AppConfigRow | null {
+    return this.db.select().from(appConfigs).where(this.ownerWhere(owner, provider)).get() ?? null;
+  }
+
+  private secretFields(row: AppConfigRow): Record<string, string> {
+    return row.secretsSealed ? (JSON.parse(this.deps.sealer.open(row.secretsSealed)) as Record<string, string>) : {};
+  }
+
+  private ownView(row: AppConfigRow): AppConfigView {
+    return { settings: row.settings, hasCredentials: row.secretsSealed !== null || Object.keys(row.settings).length > 0, enabled: row.enabled };
+  }
+
+  /** What a scope's config read shows: its own config; for a project without one, the organization's when it applies. */
+  view(owner: PolicyOwner, provider: string): AppConfigView | null {
+    const own = this.row(owner, provider);
+    if (own) return this.ownView(own);
+    if (owner.scope === "project") {
+      const org = this.row({ scope: "organization", organizationId: owner.organizationId }, provider);
+      if (org?.enabled) return { settings: {}, hasCredentials: true, enabled: true, source: "organization" };
+    }
+    return null;
+  }
+
+  /**
+   * Stores the app's credential fields (unknown keys already stripped). Every field is required; an empty
+   * secret field keeps the stored value. Saving enables the config.
+   */
+  save(owner: PolicyOwner, app: AppDefinition, body: Record<string, unknown>): void {
+    const existing = this.row(owner, app.id);
+    const kept = existing ? this.secretFields(existing) : {};
+    const settings: Record<string, string> = {};
+    const secrets: Record<string, string> = {};
+    for (const field of app.fields) {
+      const raw = body[field.name];
+      if (raw !== undefined && typeof raw !== "string") throw ApiError.flat(400, INVALID_BODY);
+      const value = (raw ?? "").trim();
+      if (field.secret) {
+        const v = value || kept[field.name] || "";
+        if (!v) throw ApiError.flat(400, INVALID_BODY);
+        secrets[field.name] = v;
+      } else {
+        if (!value) throw ApiError.flat(400, INVALID_BODY);
+        settings[field.name] = value;
+      }
+    }
+    const now = nowIso();
+    const secretsSealed = Object.keys(secrets).length > 0 ? this.deps.sealer.seal(JSON.stringify(secrets)) : null;
+    if (existing) {
+      this.db.update(appConfigs).set({ settings, secretsSealed, enabled: true, updatedAt: now }).where(eq(appConfigs.id, existing.id)).run();
+    } else {
+      this.db
+        .insert(appConfigs)
+        .values({
+          id: newId(),
+          scope: owner.scope,
+          organizationId: owner.organizationId,
+          projectId: owner.scope === "project" ? owner.projectId : null,
+          provider: app.id,
+          settings,
+          secretsSealed,
+          enabled: true,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .run();
+    }
+  }
+
+  delete(owner: PolicyOwner, provider: string): void {
+    const row = this.row(owner, provider);
+    if (!row) throw ApiError.envelope(404, APP_CONFIG_NOT_FOUND);
+    this.db.delete(appConfigs).where(eq(appConfigs.id, row.id)).run();
+  }
+
+  toggle(owner: PolicyOwner, provider: string, enabled: boolean): void {
+    const row = this.row(owner, provider);
+    if (!row) throw ApiError.envelope(404, APP_CONFIG_NOT_FOUND);
+    this.db.update(appConfigs).set({ enabled, updatedAt: nowIso() }).where(eq(appConfigs.id, row.id)).run();
+  }
+
+  /** The OAuth client for a scope: enabled project config → enabled organization config → env → null. */
+  oauthClient(owner: PolicyOwner, provider: string): OAuthClient | null {
+    const candidates = owner.scope === "project" ? [owner, { scope: "organization" as const, organizationId: owner.organizationId }] : [owner];
+    for (const o of candidates) {
+      const row = this.row(o, provider);
+      if (!row?.enabled) continue;
+      const secrets = this.secretFields(row);
+      const clientId = row.settings.clientId ?? secrets.clientId;
+      if (clientId) return { clientId, clientSecret: secrets.clientSecret ?? "" };
+    }
+    const env = this.deps.config.oauthClients.get(provider);
+    return env?.clientId ? { clientId: env.clientId, clientSecret: env.clientSecret } : null;
+  }
+}

@@ -1,0 +1,121 @@
+// Catalog reads (CONTRACT §3.6 "App item", "Permission definition"; §5.3 effective-app-permissions): the
+// catalog joined with a scope's configuration and connections, and how the rules treat each tool.
+import { APPS, findApp } from "../apps/index.ts";
+import { compiledApp, samplePath } from "../apps/match.ts";
+import type { AppDefinition } from "../apps/types.ts";
+import { ApiError } from "../core/errors.ts";
+import { compilePathPattern, compileHostPattern } from "../core/patterns.ts";
+import { combine, compileRule, evaluateScope, type TargetResolver } from "../core/policy.ts";
+import type { AgentService } from "./agents.ts";
+import type { AppConfigService } from "./appConfigs.ts";
+import { agentRules } from "./agentRules.ts";
+import type { BlocklistService } from "./blocklist.ts";
+import type { ConnectionService } from "./connections.ts";
+import type { GrantService } from "./grants.ts";
+import type { PolicyOwner, PolicyService } from "./policy.ts";
+import type { SecretService } from "./secrets.ts";
+
+export const unknownProvider = (provider: string) => ApiError.flat(404, `Unknown provider: ${provider}`);
+
+export function appOrThrow(provider: string): AppDefinition {
+  const app = findApp(provider);
+  if (!app) throw unknownProvider(provider);
+  return app;
+}
+
+export function permissionDefinition(app: AppDefinition) {
+  if (app.tools.length === 0) throw ApiError.flat(404, `No permission definition for provider: ${app.id}`);
+  const groups = (["read", "write"] as const)
+    .map((category) => ({ category, tools: app.tools.filter((t) => t.category === category).map((t) => ({ id: t.id, name: t.name, description: t.description })) }))
+    .filter((g) => g.tools.length > 0);
+  return { provider: app.id, groups };
+}
+
+type Deps = {
+  agents: AgentService;
+  appConfigs: AppConfigService;
+  connections: ConnectionService;
+  policy: PolicyService;
+  blocklist: BlocklistService;
+  grants: GrantService;
+  secrets: SecretService;
+};
+
+export class AppCatalogService {
+  constructor(private readonly s: Deps) {}
+
+  /** App items for a project: availability, its configuration view and the connections it can see. */
+  items(projectId: string, organizationId: string): ReturnType<AppCatalogService["item"]>[] {
+    return APPS.map((app) => this.item(app, projectId, organizationId));
+  }
+
+  item(app: AppDefinition, projectId: string, organizationId: string) {
+    const owner: PolicyOwner = { scope: "project", projectId, organizationId };
+    const oauth = app.connectionType === "oauth";
+    return {
+      id: app.id,
+      name: app.name,
+      available: oauth ? this.s.appConfigs.oauthClient(owner, app.id) !== null : true,
+      connectionType: app.connectionType,
+      configurable: oauth,
+      config: oauth ? this.s.appConfigs.view(owner, app.id) : null,
+      connections: this.s.connections
+        .listForProject(projectId, organizationId, app.id)
+        .map((c) => ({ id: c.id, label: c.label, status: c.status, scopes: c.scopes, connectedAt: c.connectedAt })),
+    };
+  }
+
+  /**
+   * How the published rules (and the agent's grants) treat each tool of an app: the verdict of the same
+   * evaluation the gateway runs, on a request shaped like the tool.
+   */
+  effectivePermissions(owner: PolicyOwner, provider: string, agentId: string | null, connectionId: string | null) {
+    const app = appOrThrow(provider);
+    const definition = permissionDefinition(app);
+    const projectId = owner.scope === "project" ? owner.projectId : null;
+    const agent = agentId && projectId ? this.s.agents.get(projectId, agentId) : null;
+    if (connectionId) {
+      if (projectId) this.s.connections.visibleToProject(projectId, owner.organizationId, connectionId);
+      else this.s.connections.owned(owner, connectionId);
+    }
+    const secrets = projectId ? this.s.secrets.rowsForGateway(projectId, owner.organizationId, null) : [];
+    const compiledSecrets = secrets.map((s) => ({ id: s.id, scope: s.scope, hostMatch: compileHostPattern(s.hostPattern), pathMatch: compilePathPattern(s.pathPattern) }));
+    const connections = projectId ? this.s.connections.listForProject(projectId, owner.organizationId) : this.s.connections.listForOwner(owner);
+    const resolver: TargetResolver = {
+      secret: (id) => compiledSecrets.find((s) => s.id === id) ?? null,
+      secretsOfScope: (scope) => compiledSecrets.filter((s) => s.scope === scope),
+      appHosts: (p) => compiledApp(p)?.servesHost ?? null,
+      tool: (p, toolId) => compiledApp(p)?.tools.get(toolId) ?? null,
+      connectionProvider: (id) => connections.find((c) => c.id === id)?.provider ?? null,
+    };
+    const rules = agentRules(this.s, owner.organizationId, projectId, agent ? { id: agent.id, name: agent.name, projectId: agent.projectId, organizationId: owner.organizationId } : null);
+    const compile = (scope: typeof rules.project) => ({
+      ordered: scope.ordered.map((r) => compileRule(r, resolver)),
+      fallback: scope.fallback ? compileRule(scope.fallback, resolver) : null,
+    });
+    const org = compile(rules.organization);
+    const project = compile(rules.project);
+    const verdictName = { allow: "allow", block: "block", approval: "approval", rate: "rate_limited" } as const;
+    return {
+      provider: app.id,
+      agentId: agent?.id ?? null,
+      connectionId,
+      groups: definition.groups.map((g) => ({
+        category: g.category,
+        tools: g.tools.map((t) => {
+          const tool = app.tools.find((x) => x.id === t.id)!;
+          const host = tool.host.startsWith("*.") ? `x${tool.host.slice(1)}` : tool.host;
+          const req = { host, path: samplePath(tool.path), method: tool.method, agentId: agent?.id ?? "", connectionId, body: null };
+          const d = combine(evaluateScope(org.ordered, org.fallback, req), evaluateScope(project.ordered, project.fallback, req));
+          const rate = d.verdict === "rate" && d.rule ? { rateLimit: d.rule.rateLimit, rateLimitWindow: d.rule.rateLimitWindow } : { rateLimit: null, rateLimitWindow: null };
+          return {
+            toolId: t.id,
+            verdict: verdictName[d.verdict],
+            ...rate,
+            decidedBy: d.rule ? { scope: d.rule.scope, logicalId: d.rule.logicalId, name: d.rule.name } : null,
+          };
+        }),
+      })),
+    };
+  }
+}

@@ -1,0 +1,170 @@
+// App blocklists (CONTRACT §5.8 "Blocklist", §3.6 "Blocklist entry"): predefined hosts of an app, activated
+// on demand, and custom host rules. Each enabled entry is a managed block rule, live as soon as written.
+import { and, asc, eq, isNull, or } from "drizzle-orm";
+import type { AppDefinition } from "../apps/types.ts";
+import type { RuleInput } from "../core/policy.ts";
+import { ApiError } from "../core/errors.ts";
+import { newId, nowIso } from "../core/ids.ts";
+import { blocklistRules } from "../store/schema.ts";
+import type { ServiceDeps } from "./deps.ts";
+import type { PolicyOwner } from "./policy.ts";
+
+export type BlocklistRow = typeof blocklistRules.$inferSelect;
+
+export interface BlocklistEntry {
+  hostId: string;
+  ruleId: string | null;
+  enabled: boolean;
+  custom: boolean;
+  name: string;
+  hostPattern: string;
+  scope: "project" | "organization" | null;
+}
+
+export const RULE_NOT_FOUND = "Blocklist rule not found";
+const ALREADY_BLOCKED = "This host is already blocked";
+
+export class BlocklistService {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  private get db() {
+    return this.deps.db;
+  }
+
+  private ownerWhere(owner: PolicyOwner) {
+    return owner.scope === "project"
+      ? and(eq(blocklistRules.scope, "project"), eq(blocklistRules.projectId, owner.projectId))!
+      : and(eq(blocklistRules.scope, "organization"), eq(blocklistRules.organizationId, owner.organizationId))!;
+  }
+
+  private rows(owner: PolicyOwner, provider: string): BlocklistRow[] {
+    return this.db
+      .select()
+      .from(blocklistRules)
+      .where(and(this.ownerWhere(owner), eq(blocklistRules.provider, provider)))
+      .orderBy(asc(blocklistRules.createdAt), asc(blocklistRules.id))
+      .all();
+  }
+
+  private entry(row: BlocklistRow): BlocklistEntry {
+    return { hostId: row.hostId, ruleId: row.id, enabled: row.enabled, custom: row.custom, name: row.name, hostPattern: row.hostPattern, scope: row.scope };
+  }
+
+  /** Every predefined host (active or not) plus the custom rules; an organization rule wins in a project's view. */
+  list(owner: PolicyOwner, app: AppDefinition): BlocklistEntry[] {
+    const org = this.rows({ scope: "organization", organizationId: owner.organizationId }, app.id);
+    const own = owner.scope === "project" ? this.rows(owner, app.id) : [];
+    const ruleFor = (hostId: string) => org.find((r) => r.hostId === hostId) ?? own.find((r) => r.hostId === hostId);
+    const predefined = app.blocklist.map((h): BlocklistEntry => {
+      const row = ruleFor(h.id);
+      return row ? this.entry(row) : { hostId: h.id, ruleId: null, enabled: false, custom: false, name: h.name, hostPattern: h.hostPattern, scope: null };
+    });
+    const customs: BlocklistEntry[] = [];
+    for (const row of [...org, ...own]) {
+      if (row.custom && !customs.some((c) => c.hostId === row.hostId)) customs.push(this.entry(row));
+    }
+    return [...predefined, ...customs];
+  }
+
+  /** Activates a predefined host of the app in this scope. */
+  activate(owner: PolicyOwner, app: AppDefinition, hostId: string): BlocklistEntry {
+    const host = app.blocklist.find((h) => h.id === hostId);
+    if (!host) throw ApiError.envelope(400, "Unknown blocklist host ID");
+    return this.insert(owner, app.id, { hostId: host.id, custom: false, name: host.name, hostPattern: host.hostPattern });
+  }
+
+  /** A custom rule; its hostId is `custom:<hostPattern>`. */
+  addCustom(owner: PolicyOwner, app: AppDefinition, name: string, hostPattern: string): BlocklistEntry {
+    return this.insert(owner, app.id, { hostId: `custom:${hostPattern}`, custom: true, name, hostPattern });
+  }
+
+  private insert(owner: PolicyOwner, provider: string, fields: { hostId: string; custom: boolean; name: string; hostPattern: string }): BlocklistEntry {
+    const existing = this.rows(owner, provider).find((r) => r.hostId === fields.hostId);
+    const now = nowIso();
+    let row: BlocklistRow;
+    if (existing) {
+      if (existing.enabled) throw ApiError.envelope(409, ALREADY_BLOCKED);
+      row = this.db.update(blocklistRules).set({ enabled: true, name: fields.name, updatedAt: now }).where(eq(blocklistRules.id, existing.id)).returning().get()!;
+    } else {
+      row = this.db
+        .insert(blocklistRules)
+        .values({
+          id: newId(),
+          scope: owner.scope,
+          organizationId: owner.organizationId,
+          projectId: owner.scope === "project" ? owner.projectId : null,
+          provider,
+          ...fields,
+          enabled: true,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .returning()
+        .get();
+    }
+    this.changed(owner.organizationId);
+    return this.entry(row);
+  }
+
+  private owned(owner: PolicyOwner, provider: string, ruleId: string): BlocklistRow {
+    const row = this.db
+      .select()
+      .from(blocklistRules)
+      .where(and(eq(blocklistRules.id, ruleId), eq(blocklistRules.provider, provider), this.ownerWhere(owner)))
+      .get();
+    if (!row) throw ApiError.envelope(404, RULE_NOT_FOUND);
+    return row;
+  }
+
+  setEnabled(owner: PolicyOwner, provider: string, ruleId: string, enabled: boolean): void {
+    const row = this.owned(owner, provider, ruleId);
+    this.db.update(blocklistRules).set({ enabled, updatedAt: nowIso() }).where(eq(blocklistRules.id, row.id)).run();
+    this.changed(owner.organizationId);
+  }
+
+  delete(owner: PolicyOwner, provider: string, ruleId: string): void {
+    const row = this.owned(owner, provider, ruleId);
+    this.db.delete(blocklistRules).where(eq(blocklistRules.id, row.id)).run();
+    this.changed(owner.organizationId);
+  }
+
+  /**
+   * The managed block rules of an organization (scope organization) and of one project (scope project):
+   * one per enabled entry, no identities, network target `{hostPattern, pathPattern:"/*"}`.
+   */
+  managedRules(organizationId: string, projectId: string | null): { organization: RuleInput[]; project: RuleInput[] } {
+    const rows = this.db
+      .select()
+      .from(blocklistRules)
+      .where(
+        and(
+          eq(blocklistRules.organizationId, organizationId),
+          eq(blocklistRules.enabled, true),
+          or(eq(blocklistRules.scope, "organization"), projectId ? eq(blocklistRules.projectId, projectId) : isNull(blocklistRules.id)),
+        ),
+      )
+      .orderBy(asc(blocklistRules.createdAt), asc(blocklistRules.id))
+      .all();
+    const rule = (r: BlocklistRow): RuleInput => ({
+      id: r.id,
+      logicalId: r.id,
+      scope: r.scope,
+      name: `Block ${r.name}`,
+      enabled: true,
+      isDefault: false,
+      source: "blocklist",
+      action: "block",
+      rateLimit: null,
+      rateLimitWindow: null,
+      requireApproval: false,
+      conditions: null,
+      identities: [],
+      targets: [{ kind: "network", hostPattern: r.hostPattern, pathPattern: "/*" }],
+    });
+    return { organization: rows.filter((r) => r.scope === "organization").map(rule), project: rows.filter((r) => r.scope === "project").map(rule) };
+  }
+
+  private changed(organizationId: string): void {
+    this.deps.events.emit({ kind: "app", organizationId });
+  }
+}

@@ -1,0 +1,212 @@
+// App connections (CONTRACT §3.6, §5.9, §5.13): the stored OAuth tokens or API-key fields of a project or an
+// organization, sealed at rest. Credential writes bump `version`, so refreshes can compare-and-swap.
+import { and, desc, eq, or, sql } from "drizzle-orm";
+import { ApiError } from "../core/errors.ts";
+import { newId, nowIso } from "../core/ids.ts";
+import { appConnections, type ConnectionStatus } from "../store/schema.ts";
+import type { ServiceDeps } from "./deps.ts";
+import type { PolicyOwner } from "./policy.ts";
+
+export type ConnectionRow = typeof appConnections.$inferSelect;
+export type ConnectionOwner = PolicyOwner;
+
+export type ConnectionCredential =
+  | { kind: "oauth"; accessToken: string; refreshToken: string | null; /** epoch ms */ expiresAt: number | null; tokenType: string }
+  | { kind: "api_key"; fields: Record<string, string> };
+
+export const CONNECTION_NOT_FOUND = "Connection not found";
+
+export interface ConnectionView {
+  id: string;
+  provider: string;
+  label: string | null;
+  status: ConnectionStatus;
+  scopes: string[];
+  scope: "project" | "organization";
+  metadata: Record<string, unknown> | null;
+  connectedAt: string;
+}
+
+export interface SaveConnection {
+  provider: string;
+  label: string | null;
+  credential: ConnectionCredential;
+  scopes: string[];
+  metadata?: Record<string, unknown> | null;
+  /** Reconnect this connection (it must belong to the owner). */
+  connectionId?: string;
+}
+
+const byNewest = [desc(appConnections.connectedAt), desc(appConnections.id)];
+
+export class ConnectionService {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  private get db() {
+    return this.deps.db;
+  }
+
+  private ownerWhere(owner: ConnectionOwner) {
+    return owner.scope === "project"
+      ? and(eq(appConnections.scope, "project"), eq(appConnections.projectId, owner.projectId))!
+      : and(eq(appConnections.scope, "organization"), eq(appConnections.organizationId, owner.organizationId))!;
+  }
+
+  /** A project sees its own connections and its organization's. */
+  private visibleWhere(projectId: string, organizationId: string) {
+    return or(this.ownerWhere({ scope: "project", projectId, organizationId }), this.ownerWhere({ scope: "organization", organizationId }))!;
+  }
+
+  view(row: ConnectionRow): ConnectionView {
+    return {
+      id: row.id,
+      provider: row.provider,
+      label: row.label,
+      status: row.status,
+      scopes: row.scopes,
+      scope: row.scope,
+      metadata: row.metadata ?? null,
+      connectedAt: row.connectedAt,
+    };
+  }
+
+  orgView(row: ConnectionRow) {
+    const { metadata: _m, ...rest } = this.view(row);
+    return rest;
+  }
+
+  /** The project's connections plus the organization's, newest first. */
+  listForProject(projectId: string, organizationId: string, provider?: string | null): ConnectionRow[] {
+    const where = provider ? and(this.visibleWhere(projectId, organizationId), eq(appConnections.provider, provider)) : this.visibleWhere(projectId, organizationId);
+    return this.db.select().from(appConnections).where(where).orderBy(...byNewest).all();
+  }
+
+  listForOwner(owner: ConnectionOwner, provider?: string | null): ConnectionRow[] {
+    const where = provider ? and(this.ownerWhere(owner), eq(appConnections.provider, provider)) : this.ownerWhere(owner);
+    return this.db.select().from(appConnections).where(where).orderBy(...byNewest).all();
+  }
+
+  /** Every connection a project's gateway traffic may use (project + organization). */
+  rowsForGateway(projectId: string, organizationId: string): ConnectionRow[] {
+    return this.listForProject(projectId, organizationId);
+  }
+
+  byId(id: string): ConnectionRow | null {
+    return this.db.select().from(appConnections).where(eq(appConnections.id, id)).get() ?? null;
+  }
+
+  /** A connection the project may use (its own or its organization's), or 404 in the given shape. */
+  visibleToProject(projectId: string, organizationId: string, id: string, shape: "flat" | "envelope" = "envelope"): ConnectionRow {
+    const row = this.db.select().from(appConnections).where(and(eq(appConnections.id, id), this.visibleWhere(projectId, organizationId))).get();
+    if (!row) throw shape === "flat" ? ApiError.flat(404, CONNECTION_NOT_FOUND) : ApiError.envelope(404, CONNECTION_NOT_FOUND);
+    return row;
+  }
+
+  /** A connection of exactly this owner, or 404. */
+  owned(owner: ConnectionOwner, id: string): ConnectionRow {
+    const row = this.db.select().from(appConnections).where(and(eq(appConnections.id, id), this.ownerWhere(owner))).get();
+    if (!row) throw ApiError.envelope(404, CONNECTION_NOT_FOUND);
+    return row;
+  }
+
+  rename(row: ConnectionRow, label: string) {
+    this.db.update(appConnections).set({ label, updatedAt: nowIso() }).where(eq(appConnections.id, row.id)).run();
+    this.changed(row.organizationId);
+    return { id: row.id, provider: row.provider, status: row.status, label };
+  }
+
+  delete(row: ConnectionRow): void {
+    this.db.delete(appConnections).where(eq(appConnections.id, row.id)).run();
+    this.changed(row.organizationId);
+  }
+
+  /**
+   * Creates or reconnects a connection: the given `connectionId`, else the owner's connection of the provider
+   * with the same label (case-insensitive), else a new one. Always ends `connected`.
+   */
+  save(owner: ConnectionOwner, input: SaveConnection): ConnectionRow {
+    const now = nowIso();
+    const sealed = this.deps.sealer.seal(JSON.stringify(input.credential));
+    return this.db.transaction((tx) => {
+      let target: ConnectionRow | undefined;
+      if (input.connectionId) {
+        target = tx.select().from(appConnections).where(and(eq(appConnections.id, input.connectionId), this.ownerWhere(owner))).get();
+        if (!target) throw ApiError.envelope(404, CONNECTION_NOT_FOUND);
+      } else if (input.label) {
+        target = tx
+          .select()
+          .from(appConnections)
+          .where(and(this.ownerWhere(owner), eq(appConnections.provider, input.provider), sql`lower(${appConnections.label}) = lower(${input.label})`))
+          .orderBy(...byNewest)
+          .get();
+      }
+      const fields = {
+        label: input.label ?? target?.label ?? null,
+        status: "connected" as const,
+        scopes: input.scopes,
+        metadata: input.metadata ?? target?.metadata ?? null,
+        credentialSealed: sealed,
+        refreshFailures: 0,
+        connectedAt: now,
+        updatedAt: now,
+      };
+      let row: ConnectionRow;
+      if (target) {
+        row = tx
+          .update(appConnections)
+          .set({ ...fields, version: sql`${appConnections.version} + 1` })
+          .where(eq(appConnections.id, target.id))
+          .returning()
+          .get()!;
+      } else {
+        row = tx
+          .insert(appConnections)
+          .values({
+            id: newId(),
+            scope: owner.scope,
+            organizationId: owner.organizationId,
+            projectId: owner.scope === "project" ? owner.projectId : null,
+            provider: input.provider,
+            version: 1,
+            createdAt: now,
+            ...fields,
+          })
+          .returning()
+          .get();
+      }
+      this.changed(owner.organizationId);
+      return row;
+    });
+  }
+
+  credential(row: Pick<ConnectionRow, "credentialSealed">): ConnectionCredential {
+    return JSON.parse(this.deps.sealer.open(row.credentialSealed)) as ConnectionCredential;
+  }
+
+  /**
+   * Writes refreshed tokens only if nobody else wrote since `version` was read (compare-and-swap), so two
+   * instances refreshing at once never clobber each other. Returns the stored row either way.
+   */
+  swapCredential(id: string, version: number, credential: ConnectionCredential): { swapped: boolean; row: ConnectionRow | null } {
+    const now = nowIso();
+    const row = this.db
+      .update(appConnections)
+      .set({ credentialSealed: this.deps.sealer.seal(JSON.stringify(credential)), version: version + 1, status: "connected", refreshFailures: 0, updatedAt: now })
+      .where(and(eq(appConnections.id, id), eq(appConnections.version, version)))
+      .returning()
+      .get();
+    if (row) this.changed(row.organizationId);
+    return row ? { swapped: true, row } : { swapped: false, row: this.byId(id) };
+  }
+
+  /** Records a refresh outcome that is not a new token: a status change and/or the failure count. */
+  setStatus(id: string, status: ConnectionStatus, refreshFailures: number): ConnectionRow | null {
+    const row = this.db.update(appConnections).set({ status, refreshFailures, updatedAt: nowIso() }).where(eq(appConnections.id, id)).returning().get();
+    if (row) this.changed(row.organizationId);
+    return row ?? null;
+  }
+
+  private changed(organizationId: string): void {
+    this.deps.events.emit({ kind: "app", organizationId });
+  }
+}
