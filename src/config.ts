@@ -25,6 +25,8 @@ export interface Config {
   upstreamCaFile: string | null;
   /** curl --resolve entries: "host:port" → address. */
   resolve: Map<string, string>;
+  /** curl --connect-to entries: "host:port" → the host and port dialled instead (Host and TLS name kept). */
+  connectTo: Map<string, { host: string; port: number }>;
   upstreamHeaderTimeoutSeconds: number;
   approvalPollSeconds: number;
   approvalTimeoutSeconds: number;
@@ -102,6 +104,22 @@ export function parseResolve(raw: string | undefined): Map<string, string> {
   return map;
 }
 
+/**
+ * Parses curl `--connect-to` entries `HOST1:PORT1:HOST2:PORT2`, separated by commas or spaces: a connection
+ * meant for HOST1:PORT1 dials HOST2:PORT2 instead (e.g. an OAuth server or API under test on a free port).
+ */
+export function parseConnectTo(raw: string | undefined): Map<string, { host: string; port: number }> {
+  const map = new Map<string, { host: string; port: number }>();
+  if (!raw) return map;
+  for (const entry of raw.split(/[\s,]+/).filter(Boolean)) {
+    const m = /^(\[[^\]]+\]|[^:\[\]]+):(\d+):(\[[^\]]+\]|[^:\[\]]+):(\d+)$/.exec(entry);
+    if (!m) throw new ConfigError(`CREDGATE_CONNECT_TO entry "${entry}" must look like host:port:host2:port2`);
+    const bare = (h: string) => h.replace(/^\[|\]$/g, "").toLowerCase();
+    map.set(`${bare(m[1]!)}:${m[2]}`, { host: bare(m[3]!), port: Number(m[4]) });
+  }
+  return map;
+}
+
 function parseOAuthClients(env: Env): Map<string, { clientId: string; clientSecret: string }> {
   const map = new Map<string, { clientId: string; clientSecret: string }>();
   for (const [name, value] of Object.entries(env)) {
@@ -156,6 +174,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     passthroughHosts: (env.CREDGATE_PASSTHROUGH_HOSTS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
     upstreamCaFile: nonEmpty(env.CREDGATE_UPSTREAM_CA_FILE),
     resolve: parseResolve(env.CREDGATE_RESOLVE),
+    connectTo: parseConnectTo(env.CREDGATE_CONNECT_TO),
     upstreamHeaderTimeoutSeconds: parsePositive("CREDGATE_UPSTREAM_HEADER_TIMEOUT", env.CREDGATE_UPSTREAM_HEADER_TIMEOUT, 300),
     approvalPollSeconds: parsePositive("CREDGATE_APPROVAL_POLL_SECONDS", env.CREDGATE_APPROVAL_POLL_SECONDS, 30),
     approvalTimeoutSeconds: parsePositive("CREDGATE_APPROVAL_TIMEOUT_SECONDS", env.CREDGATE_APPROVAL_TIMEOUT_SECONDS, 180),

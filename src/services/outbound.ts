@@ -1,6 +1,7 @@
 // Every outbound connection of the process goes through here, so that all of them honour
-// CREDGATE_RESOLVE (curl --resolve: dial a pinned address, keep Host and TLS name) and
-// CREDGATE_UPSTREAM_CA_FILE (extra trusted CAs on top of the system roots), and never an env proxy.
+// CREDGATE_RESOLVE (curl --resolve: dial a pinned address, keep Host and TLS name), CREDGATE_CONNECT_TO
+// (curl --connect-to: dial another host and port, keep Host and TLS name) and CREDGATE_UPSTREAM_CA_FILE
+// (extra trusted CAs on top of the system roots), and never an env proxy.
 import { readFileSync } from "node:fs";
 import * as net from "node:net";
 import * as tls from "node:tls";
@@ -9,6 +10,7 @@ import type { Config } from "../config.ts";
 export interface DialTarget {
   /** Address to connect to (the pinned one, or the host itself). */
   address: string;
+  /** Port to connect to (another one only under CREDGATE_CONNECT_TO). */
   port: number;
   /** Hostname for SNI, certificate verification and the Host header. */
   host: string;
@@ -16,6 +18,7 @@ export interface DialTarget {
 
 export class Outbound {
   readonly #resolve: Map<string, string>;
+  readonly #connectTo: Map<string, { host: string; port: number }>;
   readonly #ca: string[] | undefined;
   readonly #session: Bun.FetchSession;
   /**
@@ -25,8 +28,9 @@ export class Outbound {
    */
   readonly #pinnedSessions = new Map<string, Bun.FetchSession>();
 
-  constructor(config: Pick<Config, "resolve" | "upstreamCaFile">) {
+  constructor(config: Pick<Config, "resolve" | "upstreamCaFile"> & Partial<Pick<Config, "connectTo">>) {
     this.#resolve = config.resolve;
+    this.#connectTo = config.connectTo ?? new Map();
     this.#ca = config.upstreamCaFile ? [...tls.rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] : undefined;
     this.#session = new Bun.FetchSession({ proxy: false, ...(this.#ca ? { tls: { ca: this.#ca } } : {}) });
   }
@@ -44,7 +48,9 @@ export class Outbound {
   /** Where to dial `host:port`. */
   dialTarget(host: string, port: number): DialTarget {
     const bare = host.replace(/^\[|\]$/g, "").toLowerCase();
-    return { address: this.#resolve.get(`${bare}:${port}`) ?? bare, port, host: bare };
+    // Like curl, --connect-to picks the host and port first and --resolve then pins that host's address.
+    const to = this.#connectTo.get(`${bare}:${port}`) ?? { host: bare, port };
+    return { address: this.#resolve.get(`${to.host}:${to.port}`) ?? to.host, port: to.port, host: bare };
   }
 
   /**
@@ -55,9 +61,10 @@ export class Outbound {
     const url = typeof input === "string" ? new URL(input) : input;
     const port = Number(url.port) || (url.protocol === "https:" ? 443 : 80);
     const target = this.dialTarget(url.hostname, port);
-    if (target.address === target.host) return this.#session.fetch(url, init);
+    if (target.address === target.host && target.port === port) return this.#session.fetch(url, init);
     const pinned = new URL(url);
     pinned.hostname = net.isIPv6(target.address) ? `[${target.address}]` : target.address;
+    pinned.port = String(target.port);
     const headers = new Headers(init.headers);
     if (!headers.has("host")) headers.set("host", url.host);
     const session = url.protocol === "https:" ? this.#pinnedSession(target.host, port) : this.#session;
@@ -71,13 +78,13 @@ export class Outbound {
       const sock: net.Socket = opts.tls
         ? tls.connect({
             host: target.address,
-            port,
+            port: target.port,
             servername: net.isIP(target.host) ? undefined : target.host,
             ALPNProtocols: ["http/1.1"],
             ...(this.#ca ? { ca: this.#ca } : {}),
             checkServerIdentity: (_h, cert) => tls.checkServerIdentity(target.host, cert),
           })
-        : net.connect({ host: target.address, port });
+        : net.connect({ host: target.address, port: target.port });
       const timer = setTimeout(() => sock.destroy(new Error(`connect timed out after ${opts.timeoutMs / 1000} s`)), opts.timeoutMs);
       sock.once(opts.tls ? "secureConnect" : "connect", () => {
         clearTimeout(timer);

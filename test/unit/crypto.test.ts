@@ -195,6 +195,18 @@ describe("loadConfig", () => {
     expect(() => loadConfig({}, { CREDGATE_RESOLVE: entry })).toThrow(ConfigError);
   });
 
+  test("CREDGATE_CONNECT_TO: host:port:host2:port2 entries, comma or space separated, hosts lowercased", () => {
+    const c = loadConfig({}, { CREDGATE_CONNECT_TO: "GitHub.com:443:127.0.0.1:8443, api.github.com:443:localhost:9443 [::1]:443:[::1]:1443" });
+    expect(c.connectTo.get("github.com:443")).toEqual({ host: "127.0.0.1", port: 8443 });
+    expect(c.connectTo.get("api.github.com:443")).toEqual({ host: "localhost", port: 9443 });
+    expect(c.connectTo.get("::1:443")).toEqual({ host: "::1", port: 1443 });
+    expect(c.connectTo.size).toBe(3);
+  });
+
+  test.each(["github.com:443:127.0.0.1", "github.com:443:127.0.0.1:x", "github.com::127.0.0.1:1"])("CREDGATE_CONNECT_TO entry %p is rejected", (entry) => {
+    expect(() => loadConfig({}, { CREDGATE_CONNECT_TO: entry })).toThrow(ConfigError);
+  });
+
   test("CREDGATE_OP_CONNECT_HOST and blank values", () => {
     expect(loadConfig({}, { CREDGATE_OP_CONNECT_HOST: "http://127.0.0.1:1" }).opConnectHost).toBe("http://127.0.0.1:1");
     expect(loadConfig({}, { CREDGATE_OP_CONNECT_HOST: "  " }).opConnectHost).toBeNull();

@@ -57,3 +57,33 @@ describe("Outbound.fetch to a pinned https host", () => {
     }
   });
 });
+
+describe("Outbound under CREDGATE_CONNECT_TO", () => {
+  test("fetch dials the other host and port; Host header and certificate name stay the real host's", async () => {
+    const out = new Outbound({ resolve: new Map(), upstreamCaFile: pki.caFile, connectTo: new Map([["pinned.test:443", { host: "127.0.0.1", port: upstream.port }]]) });
+    const res = await out.fetch("https://pinned.test/over?x=1");
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { host: string; url: string };
+    expect(body.host).toBe("pinned.test");
+    expect(body.url).toBe("/over?x=1");
+    expect(out.dialTarget("PINNED.test", 443)).toEqual({ address: "127.0.0.1", port: upstream.port, host: "pinned.test" });
+    // Other ports of the host are not redirected.
+    expect(out.dialTarget("pinned.test", 8443)).toEqual({ address: "pinned.test", port: 8443, host: "pinned.test" });
+  });
+
+  test("--resolve applies to the connect-to target, like curl", async () => {
+    const out = new Outbound({
+      resolve: new Map([[`upstream.internal:${upstream.port}`, "127.0.0.1"]]),
+      upstreamCaFile: pki.caFile,
+      connectTo: new Map([["pinned.test:443", { host: "upstream.internal", port: upstream.port }]]),
+    });
+    expect((await out.fetch("https://pinned.test/")).status).toBe(200);
+  });
+
+  test("raw connect dials the other port with TLS verified against the real name", async () => {
+    const out = new Outbound({ resolve: new Map(), upstreamCaFile: pki.caFile, connectTo: new Map([["pinned.test:443", { host: "127.0.0.1", port: upstream.port }]]) });
+    const sock = await out.connect("pinned.test", 443, { tls: true, timeoutMs: 5000 });
+    expect(sock.remotePort).toBe(upstream.port);
+    sock.destroy();
+  });
+});
