@@ -52,7 +52,8 @@ export function appsServingHost(host: string): CompiledApp[] {
 export function samplePath(pattern: string): string {
   let p = pattern.trim();
   if (p === "" || p === "*") return "/";
-  if (p.endsWith("/*")) p = p.slice(0, -2) || "/";
+  // `/emails/*` stands for one item below the prefix (`/emails/x`), not the prefix itself (`list_emails`).
+  if (p.endsWith("/*")) p = `${p.slice(0, -2)}/x`;
   else if (p.endsWith("*") && !p.slice(0, -1).includes("*")) p = p.slice(0, -1);
   return p
     .split("/")

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 import { ResponseReader as Reader, basic, eventually, gatewayCa, openTlsTunnel, parseHead, rawRequest, resolveEntries, run, type RawResponse, type ResponseReader } from "../support/gateway.ts";
+import { curlThroughGateway, type CurlOptions } from "../support/curl.ts";
 import { tempDir } from "../support/tmp.ts";
 import * as net from "node:net";
 import type * as tls from "node:tls";
@@ -69,41 +70,8 @@ const authority = (host: string) => `${host}:${up.port}`;
 const url = (host: string, path: string) => `https://${authority(host)}${path}`;
 const seen = (host: string, path?: string) => up.seen.filter((s) => s.host === authority(host) && (path === undefined || s.url === path));
 
-interface CurlResult {
-  status: number;
-  headers: Record<string, string>;
-  text: string;
-  json: any;
-  ms: number;
-}
-
-/** One request through the gateway with curl (CONNECT + MITM). */
-async function curl(c: RunningCredgate, target: string, opts: { method?: string; headers?: string[]; dataFile?: string; data?: string; agentToken?: string; caFile?: string; maxTime?: number } = {}): Promise<CurlResult> {
-  const args = ["curl", "-sS", "-i", "--proxy", `http://x:${opts.agentToken ?? c.keys.defaultAgentToken}@127.0.0.1:${c.gatewayPort}`, "--cacert", opts.caFile ?? ca.file, "--max-time", String(opts.maxTime ?? 30), "-H", "Expect:"];
-  if (opts.method) args.push("-X", opts.method);
-  for (const h of opts.headers ?? []) args.push("-H", h);
-  if (opts.dataFile) args.push("--data-binary", `@${opts.dataFile}`);
-  if (opts.data !== undefined) args.push("--data-binary", opts.data);
-  args.push(target);
-  const t0 = performance.now();
-  const r = await run(args, { timeoutMs: (opts.maxTime ?? 30) * 1000 + 5000 });
-  const ms = performance.now() - t0;
-  if (r.code !== 0) throw new Error(`curl failed (${r.code}): ${r.stderr}`);
-  let out = Buffer.from(r.stdoutBytes);
-  // Skip the CONNECT answer (and any interim response).
-  for (;;) {
-    const end = out.indexOf("\r\n\r\n");
-    const head = parseHead(out.subarray(0, end));
-    out = out.subarray(end + 4);
-    if (/Connection Established/i.test(head.statusLine) || head.status === 100) continue;
-    const text = out.toString("utf8");
-    let json: any = null;
-    try {
-      json = JSON.parse(text);
-    } catch {}
-    return { status: head.status, headers: head.headers, text, json, ms };
-  }
-}
+/** One request through the gateway with curl (CONNECT + MITM), trusting this run's gateway CA. */
+const curl = (c: RunningCredgate, target: string, opts: CurlOptions = {}) => curlThroughGateway(c, target, { caFile: ca.file, ...opts });
 
 /** A raw TLS tunnel to `host` for the default agent (or `agentToken`), counting every byte it receives. */
 async function tunnel(host: string, agentToken = token, port = cg.gatewayPort, caPem = ca.pem) {
