@@ -43,7 +43,8 @@ function connect(services: Services, owner: PolicyOwner, provider: string, body:
   const fields: Record<string, string> = {};
   for (const f of app.fields) {
     const v = (raw as Record<string, unknown>)[f.name];
-    if (typeof v !== "string" || v.trim() === "") throw ApiError.flat(400, `${f.name} is required`);
+    // §2.4: `{field}` is the field's label, e.g. `API Key is required`.
+    if (typeof v !== "string" || v.trim() === "") throw ApiError.flat(400, `${f.label} is required`);
     fields[f.name] = v.trim();
   }
   const row = services.connections.save(owner, {
