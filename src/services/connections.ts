@@ -33,7 +33,7 @@ export interface SaveConnection {
   credential: ConnectionCredential;
   scopes: string[];
   metadata?: Record<string, unknown> | null;
-  /** Reconnect this connection (it must belong to the owner). */
+  /** Reconnect this connection (it must belong to the owner and be of the same provider). */
   connectionId?: string;
 }
 
@@ -130,7 +130,12 @@ export class ConnectionService {
     return this.db.transaction((tx) => {
       let target: ConnectionRow | undefined;
       if (input.connectionId) {
-        target = tx.select().from(appConnections).where(and(eq(appConnections.id, input.connectionId), this.ownerWhere(owner))).get();
+        // A connection of another provider is not a reconnect target: its credential would be overwritten.
+        target = tx
+          .select()
+          .from(appConnections)
+          .where(and(eq(appConnections.id, input.connectionId), this.ownerWhere(owner), eq(appConnections.provider, input.provider)))
+          .get();
         if (!target) throw ApiError.envelope(404, CONNECTION_NOT_FOUND);
       } else if (input.label) {
         target = tx

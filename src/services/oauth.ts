@@ -9,7 +9,7 @@ import { randomHex } from "../core/ids.ts";
 import { log } from "../log.ts";
 import type { AgentService } from "./agents.ts";
 import type { AppConfigService, OAuthClient } from "./appConfigs.ts";
-import type { ConnectionCredential, ConnectionRow, ConnectionService } from "./connections.ts";
+import { CONNECTION_NOT_FOUND, type ConnectionCredential, type ConnectionRow, type ConnectionService } from "./connections.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { GrantService } from "./grants.ts";
 import type { OrganizationService } from "./organizations.ts";
@@ -135,7 +135,7 @@ export class OAuthService {
   authorize(req: AuthorizeRequest): { location: string; cookie: string } {
     const app = this.oauthApp(req.provider);
     const client = this.client(req.owner, app);
-    if (req.connectionId) this.connections.owned(req.owner, req.connectionId);
+    if (req.connectionId && this.connections.owned(req.owner, req.connectionId).provider !== app.id) throw ApiError.envelope(404, CONNECTION_NOT_FOUND);
     const nonce = randomHex(16);
     const state = this.encodeState({
       s: req.owner.scope,
