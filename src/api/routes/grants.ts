@@ -13,7 +13,8 @@ const ConnectionGrantBody = t.Object({
   access: t.Union([t.Literal("full"), t.Literal("custom")]),
   allow: toolIds,
   ask: toolIds,
-  resources: t.Optional(t.Unknown()),
+  // Absent keeps the stored value; null (kept distinct from absent) clears it.
+  resources: t.Optional(t.Union([t.Unknown(), t.Null()])),
 });
 
 
