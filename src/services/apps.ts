@@ -1,7 +1,7 @@
 // Catalog reads (CONTRACT §3.6 "App item", "Permission definition"; §5.3 effective-app-permissions): the
 // catalog joined with a scope's configuration and connections, and how the rules treat each tool.
 import { APPS, findApp } from "../apps/index.ts";
-import { compiledApp } from "../apps/match.ts";
+import { compiledApp, samplePath } from "../apps/match.ts";
 import type { AppDefinition } from "../apps/types.ts";
 import { ApiError } from "../core/errors.ts";
 import { compilePathPattern, compileHostPattern } from "../core/patterns.ts";
@@ -29,16 +29,6 @@ export function permissionDefinition(app: AppDefinition) {
     .map((category) => ({ category, tools: app.tools.filter((t) => t.category === category).map((t) => ({ id: t.id, name: t.name, description: t.description })) }))
     .filter((g) => g.tools.length > 0);
   return { provider: app.id, groups };
-}
-
-/**
- * The request path a tool is evaluated on: every `*` of its pattern becomes a segment (`/emails/*` →
- * `/emails/x`), so a tool whose pattern extends another's (`get_email` `/emails/*` over `list_emails`
- * `/emails`) is judged on a request only it names, as the gateway would see one.
- */
-function toolSample(pattern: string): string {
-  const p = pattern.trim();
-  return p === "" || p === "*" ? "/" : p.replace(/\*/g, "x");
 }
 
 type Deps = {
@@ -115,7 +105,7 @@ export class AppCatalogService {
         tools: g.tools.map((t) => {
           const tool = app.tools.find((x) => x.id === t.id)!;
           const host = tool.host.startsWith("*.") ? `x${tool.host.slice(1)}` : tool.host;
-          const req = { host, path: toolSample(tool.path), method: tool.method, agentId: agent?.id ?? "", connectionId, body: null };
+          const req = { host, path: samplePath(tool.path), method: tool.method, agentId: agent?.id ?? "", connectionId, body: null };
           const orgDecision = evaluateScope(org.ordered, org.fallback, req);
           const projectDecision = evaluateScope(project.ordered, project.fallback, req);
           const combined = combine(orgDecision, projectDecision);
