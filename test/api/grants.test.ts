@@ -1,5 +1,6 @@
-// Grant endpoints (CONTRACT §3.2, §5.1 "Grants"; §9 examples 10-12). Every non-auth failure has a flat body.
-// App connections do not exist yet: every connection id is unknown (404 `Connection not found`).
+// Grant endpoints (CONTRACT §3.2, §5.1 "Grants", legacy `/agents/{id}/connections`; §9 examples 10-12).
+// Every non-auth failure has a flat body. The first suites use connection ids that do not exist; the last
+// one grants real connections (§5.1 resources, §5.3 include=managed and effective-app-permissions).
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { addMember, addOrganization, addProject, expectEnvelope, expectFlat, expectUnauthorized } from "./helpers.ts";
@@ -331,5 +332,378 @@ describe("effective credentials: status from the published rules (§5.1)", () =>
     const statusOf = async (agent: string) => (await a.call("GET", `/v1/agents/${agent}/effective-credentials`)).body.secrets.find((s: any) => s.id === id).status;
     expect(await statusOf(me)).toBe("usable");
     expect(await statusOf(other)).toBe("blocked");
+  });
+});
+
+// ── Connection grants with real connections ─────────────────────────────────────────────────────────
+// API-key connections come from `POST /apps/resend/connect`; OAuth ones (github, dropbox) from the
+// connection service the OAuth callback uses.
+
+describe("connection grants (real connections)", () => {
+  type Owner = { scope: "project"; projectId: string; organizationId: string } | { scope: "organization"; organizationId: string };
+  const projectOwner = (a: TestApi): Owner => ({ scope: "project", projectId: a.projectId, organizationId: a.organizationId });
+
+  async function resend(a: TestApi, label = "Resend", opts: { key?: string; org?: boolean } = {}) {
+    const path = opts.org ? "/v1/org/apps/resend/connect" : "/v1/apps/resend/connect";
+    const res = await a.call("POST", path, { key: opts.key ?? (opts.org ? a.orgKey : undefined), body: { fields: { apiKey: "re_grant" }, label } });
+    expect(res.status).toBe(200);
+    return res.body.connection.id as string;
+  }
+
+  function oauth(a: TestApi, provider: string, label: string | null, owner: Owner = projectOwner(a)) {
+    return a.core.services.connections.save(owner, {
+      provider,
+      label,
+      credential: { kind: "oauth", accessToken: `tok-${provider}`, refreshToken: null, expiresAt: null, tokenType: "bearer" },
+      scopes: [],
+    }).id;
+  }
+
+  const put = (a: TestApi, agent: string, conn: string, body: unknown) => a.call("PUT", `/v1/agents/${agent}/grants/connections/${conn}`, { body });
+
+  test("PUT full → 200 grant set with the ConnectionGrant shape; custom → allow/ask; re-PUT replaces; writes are live", async () => {
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const conn = await resend(a, "Mail");
+    const full = await put(a, agent, conn, { access: "full", allow: ["send_email"], ask: ["get_email"] });
+    expect(full.status).toBe(200);
+    expect(full.body).toEqual({
+      agentId: agent,
+      mode: "grants",
+      connections: [{ connectionId: conn, provider: "resend", label: "Mail", scope: "project", access: "full", allow: [], ask: [], resources: null }],
+      secrets: [],
+    });
+    expect(Object.keys(full.body.connections[0]).sort()).toEqual(["access", "allow", "ask", "connectionId", "label", "provider", "resources", "scope"]);
+    const custom = await put(a, agent, conn, { access: "custom", allow: ["get_email", "list_emails", "get_email"], ask: ["send_email"] });
+    expect(custom.status).toBe(200);
+    expect(custom.body.connections).toEqual([{ connectionId: conn, provider: "resend", label: "Mail", scope: "project", access: "custom", allow: ["get_email", "list_emails"], ask: ["send_email"], resources: null }]);
+    expect((await a.call("GET", `/v1/agents/${agent}/grants`)).body).toEqual(custom.body);
+    // Only ask, no allow.
+    expect((await put(a, agent, conn, { access: "custom", ask: ["create_batch"] })).body.connections[0]).toMatchObject({ access: "custom", allow: [], ask: ["create_batch"] });
+    // Back to full: the tool lists are dropped.
+    expect((await put(a, agent, conn, { access: "full" })).body.connections[0]).toMatchObject({ access: "full", allow: [], ask: [] });
+    // A second connection keeps grant order.
+    const second = await resend(a, "Second");
+    expect((await put(a, agent, second, { access: "full" })).body.connections.map((g: any) => g.connectionId)).toEqual([conn, second]);
+  });
+
+  test("an organization connection is grantable (scope organization); another project's or organization's → flat 404", async () => {
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const org = await resend(a, "Org mail", { org: true });
+    expect((await put(a, agent, org, { access: "full" })).body.connections).toEqual([
+      { connectionId: org, provider: "resend", label: "Org mail", scope: "organization", access: "full", allow: [], ask: [], resources: null },
+    ]);
+    const other = addProject(a, "Grant conn other");
+    const theirs = await resend(a, "Theirs", { key: other.projectKey });
+    const otherOrg = addOrganization(a, "Grant conn other org");
+    const alienOrg = await resend(a, "Alien", { key: otherOrg.orgKey, org: true });
+    const alienProject = await resend(a, "Alien project", { key: otherOrg.projectKey });
+    for (const id of [theirs, alienOrg, alienProject]) {
+      const res = await put(a, agent, id, { access: "full" });
+      expect(res.text).toBe('{"error":"Connection not found"}');
+      expectFlat(res, 404, MSG.connection);
+      expectFlat(await a.call("GET", `/v1/connections/${id}/grants`), 404, MSG.connection);
+    }
+    // The agent check comes first.
+    expectFlat(await put(a, UNKNOWN, theirs, { access: "full" }), 404, MSG.agent);
+    // Another project's agent.
+    const theirAgent = await newAgent(a, "grants", other.projectKey);
+    expectFlat(await put(a, theirAgent, org, { access: "full" }), 404, MSG.agent);
+  });
+
+  test("tool ids come from the app's permission definition: Unknown tool id(s) for \"resend\": a, b", async () => {
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const conn = await resend(a);
+    const res = await put(a, agent, conn, { access: "custom", allow: ["a", "send_email"], ask: ["b"] });
+    expect(res.text).toBe('{"error":"Unknown tool id(s) for \\"resend\\": a, b"}');
+    expectFlat(res, 400, 'Unknown tool id(s) for "resend": a, b');
+    expectFlat(await put(a, agent, conn, { access: "custom", allow: ["*"] }), 400, 'Unknown tool id(s) for "resend": *');
+    expectFlat(await put(a, agent, conn, { access: "custom", allow: ["SEND_EMAIL"] }), 400, 'Unknown tool id(s) for "resend": SEND_EMAIL');
+    // Another app's tool.
+    expectFlat(await put(a, agent, conn, { access: "custom", ask: ["create_issue"] }), 400, 'Unknown tool id(s) for "resend": create_issue');
+    // The route's rules come before the catalog check.
+    expectFlat(await put(a, agent, conn, { access: "custom", allow: ["a"], ask: ["a"] }), 400, MSG.both);
+    // With full, unknown ids are ignored.
+    expect((await put(a, agent, conn, { access: "full", allow: ["a"] })).status).toBe(200);
+    expect((await a.call("GET", `/v1/agents/${agent}/grants`)).body.connections[0].access).toBe("full");
+  });
+
+  test("a provider without a permission catalog: custom → Per-tool permissions need a permission catalog; full works", async () => {
+    // Every catalog app has tools, so this is a connection whose provider is not (or no longer) in the catalog.
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const legacy = oauth(a, "legacy-crm", "Old CRM");
+    const res = await put(a, agent, legacy, { access: "custom", allow: ["read"] });
+    expect(res.text).toBe('{"error":"Per-tool permissions need a permission catalog; \\"legacy-crm\\" has none."}');
+    expectFlat(res, 400, 'Per-tool permissions need a permission catalog; "legacy-crm" has none.');
+    expect((await put(a, agent, legacy, { access: "full" })).body.connections).toEqual([
+      { connectionId: legacy, provider: "legacy-crm", label: "Old CRM", scope: "project", access: "full", allow: [], ask: [], resources: null },
+    ]);
+    expectFlat(await put(a, agent, legacy, { access: "full", resources: { repositories: ["a/b"] } }), 400, "resources is not supported for legacy-crm");
+  });
+
+  test("resources shape: not supported, github repositories (1-1000 owner/repo), dropbox folders (1-100 absolute, ≤1024)", async () => {
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const mail = await resend(a);
+    const gh = oauth(a, "github", "octocat");
+    const dbx = oauth(a, "dropbox", "me@example.com");
+    const cases: [string, unknown, string][] = [
+      [mail, { repositories: ["acme/api"] }, "resources is not supported for resend"],
+      [mail, { folders: ["/x"] }, "resources is not supported for resend"],
+      [gh, "acme/api", "resources must be an object"],
+      [gh, ["acme/api"], "resources must be an object"],
+      [gh, { folders: ["/x"] }, 'resources has unknown field "folders"'],
+      [gh, { repositories: ["acme/api"], extra: 1 }, 'resources has unknown field "extra"'],
+      [gh, { repositories: "acme/api" }, "resources.repositories must be an array"],
+      [gh, { repositories: [] }, "resources.repositories must have 1-1000 items"],
+      [gh, { repositories: Array.from({ length: 1001 }, (_, i) => `acme/r${i}`) }, "resources.repositories must have 1-1000 items"],
+      [gh, { repositories: ["acme/api", 5] }, "resources.repositories[1] must be a string"],
+      [gh, { repositories: ["acme"] }, "resources.repositories[0] must look like owner/repo"],
+      [gh, { repositories: ["acme/api/x"] }, "resources.repositories[0] must look like owner/repo"],
+      [gh, { repositories: ["acme/*"] }, "resources.repositories[0] must look like owner/repo"],
+      [gh, { repositories: ["https://github.com/acme/api"] }, "resources.repositories[0] must look like owner/repo"],
+      [dbx, { repositories: ["acme/api"] }, 'resources has unknown field "repositories"'],
+      [dbx, { folders: [] }, "resources.folders must have 1-100 items"],
+      [dbx, { folders: Array.from({ length: 101 }, (_, i) => `/f${i}`) }, "resources.folders must have 1-100 items"],
+      [dbx, { folders: ["Reports"] }, "resources.folders[0] must be an absolute path"],
+      [dbx, { folders: ["/ok", `/${"x".repeat(1024)}`] }, "resources.folders[1] must be at most 1024 characters"],
+    ];
+    for (const [conn, resources, message] of cases) expectFlat(await put(a, agent, conn, { access: "full", resources }), 400, message);
+    expect((await a.call("GET", `/v1/agents/${agent}/grants`)).body.connections).toEqual([]);
+
+    const many = Array.from({ length: 1000 }, (_, i) => `acme/r${i}`);
+    const ok = await put(a, agent, gh, { access: "custom", allow: ["create_issue"], resources: { repositories: [" acme/api ", "Octo.Org/my_repo-1"] } });
+    expect(ok.status).toBe(200);
+    expect(ok.body.connections[0]).toMatchObject({ provider: "github", access: "custom", allow: ["create_issue"], resources: { repositories: ["acme/api", "Octo.Org/my_repo-1"] } });
+    expect((await put(a, agent, gh, { access: "full", resources: { repositories: many } })).body.connections[0].resources.repositories).toHaveLength(1000);
+    const folders = await put(a, agent, dbx, { access: "full", resources: { folders: ["/Reports", "/", `/${"x".repeat(1023)}`] } });
+    expect(folders.body.connections.find((g: any) => g.connectionId === dbx).resources).toEqual({ folders: ["/Reports", "/", `/${"x".repeat(1023)}`] });
+    // `{}` and null mean unrestricted, for any provider.
+    expect((await put(a, agent, mail, { access: "full", resources: {} })).body.connections.find((g: any) => g.connectionId === mail).resources).toBeNull();
+    expect((await put(a, agent, mail, { access: "full", resources: null })).status).toBe(200);
+  });
+
+  test("resources: absent keeps the stored value, null clears it, an object replaces it", async () => {
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const gh = oauth(a, "github", "octocat");
+    const resources = async () => (await a.call("GET", `/v1/agents/${agent}/grants`)).body.connections[0].resources;
+    await put(a, agent, gh, { access: "full", resources: { repositories: ["acme/api"] } });
+    expect(await resources()).toEqual({ repositories: ["acme/api"] });
+    await put(a, agent, gh, { access: "custom", allow: ["list_issues"] });
+    expect(await resources()).toEqual({ repositories: ["acme/api"] });
+    await put(a, agent, gh, { access: "full", resources: { repositories: ["acme/web"] } });
+    expect(await resources()).toEqual({ repositories: ["acme/web"] });
+    await put(a, agent, gh, { access: "full", resources: null });
+    expect(await resources()).toBeNull();
+    await put(a, agent, gh, { access: "full" });
+    expect(await resources()).toBeNull();
+  });
+
+  test("DELETE is idempotent (204); GET /connections/{id}/grants lists the project's agents holding it", async () => {
+    const a = createTestApi();
+    const one = await newAgent(a);
+    const two = await newAgent(a);
+    const conn = await resend(a);
+    const empty = await a.call("GET", `/v1/connections/${conn}/grants`);
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual({ connectionId: conn, agents: [] });
+    await put(a, one, conn, { access: "full" });
+    await put(a, two, conn, { access: "custom", allow: ["get_email"], ask: ["send_email"] });
+    const res = await a.call("GET", `/v1/connections/${conn}/grants`);
+    expect(res.body).toEqual({
+      connectionId: conn,
+      agents: [
+        { agentId: one, agentName: `Agent g-${seq - 1}`, access: "full", allow: [], ask: [] },
+        { agentId: two, agentName: `Agent g-${seq}`, access: "custom", allow: ["get_email"], ask: ["send_email"] },
+      ],
+    });
+    for (let i = 0; i < 2; i++) {
+      const del = await a.call("DELETE", `/v1/agents/${one}/grants/connections/${conn}`);
+      expect(del.status).toBe(204);
+      expect(del.text).toBe("");
+    }
+    expect((await a.call("GET", `/v1/connections/${conn}/grants`)).body.agents.map((g: any) => g.agentId)).toEqual([two]);
+    expect((await a.call("GET", `/v1/agents/${one}/grants`)).body.connections).toEqual([]);
+    // An organization connection: only this project's agents are listed.
+    const org = await resend(a, "Org", { org: true });
+    const other = addProject(a, "Conn grants other");
+    const theirAgent = await newAgent(a, "grants", other.projectKey);
+    expect((await a.call("PUT", `/v1/agents/${theirAgent}/grants/connections/${org}`, { key: other.projectKey, body: { access: "full" } })).status).toBe(200);
+    await put(a, one, org, { access: "full" });
+    expect((await a.call("GET", `/v1/connections/${org}/grants`)).body.agents.map((g: any) => g.agentId)).toEqual([one]);
+    expect((await a.call("GET", `/v1/connections/${org}/grants`, { key: other.projectKey })).body.agents.map((g: any) => g.agentId)).toEqual([theirAgent]);
+  });
+
+  test("legacy GET/PUT /agents/{id}/connections: sessionPolicy = resources; access kept or full; unlisted grants removed", async () => {
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const mail = await resend(a);
+    const gh = oauth(a, "github", "octocat");
+    const dbx = oauth(a, "dropbox", "me");
+    const empty = await a.call("GET", `/v1/agents/${agent}/connections`);
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual([]);
+    await put(a, agent, mail, { access: "custom", allow: ["get_email"] });
+    await put(a, agent, dbx, { access: "full" });
+    const res = await a.call("PUT", `/v1/agents/${agent}/connections`, {
+      body: { connections: [{ appConnectionId: mail }, { appConnectionId: gh, sessionPolicy: { repositories: ["acme/api"] } }] },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true });
+    const legacy = (await a.call("GET", `/v1/agents/${agent}/connections`)).body;
+    expect(legacy.sort((x: any, y: any) => x.appConnectionId.localeCompare(y.appConnectionId))).toEqual(
+      [
+        { appConnectionId: mail, sessionPolicy: null },
+        { appConnectionId: gh, sessionPolicy: { repositories: ["acme/api"] } },
+      ].sort((x, y) => x.appConnectionId.localeCompare(y.appConnectionId)),
+    );
+    const set = (await a.call("GET", `/v1/agents/${agent}/grants`)).body.connections;
+    expect(set.find((g: any) => g.connectionId === mail)).toMatchObject({ access: "custom", allow: ["get_email"], resources: null });
+    expect(set.find((g: any) => g.connectionId === gh)).toMatchObject({ access: "full", resources: { repositories: ["acme/api"] } });
+    expect(set.find((g: any) => g.connectionId === dbx)).toBeUndefined();
+    // `{}` and null are unrestricted.
+    await a.call("PUT", `/v1/agents/${agent}/connections`, { body: { connections: [{ appConnectionId: gh, sessionPolicy: {} }, { appConnectionId: dbx, sessionPolicy: null }] } });
+    expect((await a.call("GET", `/v1/agents/${agent}/grants`)).body.connections.map((g: any) => g.resources)).toEqual([null, null]);
+    // An empty list removes every connection grant.
+    expect((await a.call("PUT", `/v1/agents/${agent}/connections`, { body: { connections: [] } })).status).toBe(200);
+    expect((await a.call("GET", `/v1/agents/${agent}/connections`)).body).toEqual([]);
+  });
+
+  test("legacy PUT errors: One or more app connections not found (E), sessionPolicy messages (F), Agent not found (E); nothing changes", async () => {
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const mail = await resend(a);
+    const gh = oauth(a, "github", "octocat");
+    await put(a, agent, mail, { access: "full" });
+    const other = addProject(a, "Legacy other");
+    const theirs = await resend(a, "Theirs", { key: other.projectKey });
+    const legacyPut = (connections: unknown, id = agent) => a.call("PUT", `/v1/agents/${id}/connections`, { body: { connections } });
+    for (const id of [UNKNOWN, "nope", theirs]) {
+      const res = await legacyPut([{ appConnectionId: mail }, { appConnectionId: id }]);
+      expect(res.text).toBe('{"error":{"message":"One or more app connections not found","type":"invalid_request_error"}}');
+      expectEnvelope(res, 400, "One or more app connections not found");
+    }
+    expectFlat(await legacyPut([{ appConnectionId: mail, sessionPolicy: { repositories: ["a/b"] } }]), 400, "sessionPolicy is not supported for resend");
+    expectFlat(await legacyPut([{ appConnectionId: gh, sessionPolicy: { repositories: ["nope"] } }]), 400, "sessionPolicy.repositories[0] must look like owner/repo");
+    expectFlat(await legacyPut([{ appConnectionId: gh, sessionPolicy: { folders: ["/x"] } }]), 400, 'sessionPolicy has unknown field "folders"');
+    expectFlat(await legacyPut([{ appConnectionId: gh, sessionPolicy: { repositories: [] } }]), 400, "sessionPolicy.repositories must have 1-1000 items");
+    for (const sessionPolicy of ["x", [], 5]) expectFlat(await legacyPut([{ appConnectionId: gh, sessionPolicy }]), 400, "connections[0].sessionPolicy must be an object");
+    expectFlat(await legacyPut([{ appConnectionId: gh, sessionPolicy: { repositories: "a/b" } }]), 400, "sessionPolicy.repositories must be an array");
+    expectFlat(await legacyPut(undefined), 400, "connections is required");
+    expectFlat(await legacyPut("x"), 400, "connections must be an array");
+    expectFlat(await legacyPut([{}]), 400, "connections[0].appConnectionId is required");
+    expectEnvelope(await legacyPut([{ appConnectionId: mail }], UNKNOWN), 404, "Agent not found");
+    expectEnvelope(await a.call("GET", `/v1/agents/${UNKNOWN}/connections`), 404, "Agent not found");
+    expect((await a.call("GET", `/v1/agents/${agent}/connections`)).body).toEqual([{ appConnectionId: mail, sessionPolicy: null }]);
+  });
+
+  test("include=managed: full → `Grant: <agent> · <label>`; custom → allowed / needs approval / everything else", async () => {
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const name = `Agent g-${seq}`;
+    const mail = await resend(a, "Mail");
+    const gh = oauth(a, "github", null);
+    await put(a, agent, mail, { access: "full" });
+    await Bun.sleep(2); // grants are listed in grant order
+    await put(a, agent, gh, { access: "custom", allow: ["list_issues", "get_issue"], ask: ["create_issue"] });
+    const grantRules = async () => ((await a.call("GET", "/v1/policy/rules?include=managed")).body as any[]).filter((r) => r.source === "grant");
+    const rules = await grantRules();
+    expect(rules.map((r) => r.name)).toEqual([
+      `Grant: ${name} · Mail`,
+      `Grant: ${name} · github — allowed`,
+      `Grant: ${name} · github — needs approval`,
+      `Grant: ${name} · github — everything else`,
+    ]);
+    const common = { scope: "project", status: "published", generation: 0, priority: 0, enabled: true, isDefault: false, source: "grant", identities: [{ type: "agent", id: agent }], rateLimit: null, rateLimitWindow: null };
+    expect(rules[0]).toMatchObject({ ...common, action: "allow", requireApproval: false, targets: [{ kind: "connection", connectionId: mail, tools: [] }] });
+    expect(rules[1]).toMatchObject({ ...common, action: "allow", requireApproval: false, targets: [{ kind: "connection", connectionId: gh, tools: ["list_issues", "get_issue"] }] });
+    expect(rules[2]).toMatchObject({ ...common, action: "allow", requireApproval: true, targets: [{ kind: "connection", connectionId: gh, tools: ["create_issue"] }] });
+    expect(rules[3]).toMatchObject({ ...common, action: "block", requireApproval: false, targets: [{ kind: "connection", connectionId: gh, tools: [] }] });
+    // Managed ids cannot be edited through /policy/rules.
+    expectEnvelope(await a.call("PATCH", `/v1/policy/rules/${encodeURIComponent(rules[0].id)}`, { body: { name: "x" } }), 404, "Policy rule not found.");
+    expectEnvelope(await a.call("DELETE", `/v1/policy/rules/${encodeURIComponent(rules[3].id)}`), 404, "Policy rule not found.");
+    // A rename shows at once; revoking removes the rules.
+    await a.call("PATCH", `/v1/connections/${mail}`, { body: { label: "Renamed" } });
+    expect((await grantRules())[0].name).toBe(`Grant: ${name} · Renamed`);
+    await a.call("DELETE", `/v1/agents/${agent}/grants/connections/${gh}`);
+    expect((await grantRules()).map((r) => r.name)).toEqual([`Grant: ${name} · Renamed`]);
+    // Grant rules are project-scope only.
+    expect(((await a.call("GET", "/v1/org/policy/rules?include=managed", { key: a.orgKey })).body as any[]).filter((r) => r.source === "grant")).toEqual([]);
+  });
+
+  test("effective-credentials connection items {id, provider, label, scope, status, access}", async () => {
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const all = await newAgent(a, "all");
+    const mail = await resend(a, "Mail");
+    const org = await resend(a, "Org mail", { org: true });
+    const gh = oauth(a, "github", "octocat");
+    const items = async (id: string) => {
+      const res = await a.call("GET", `/v1/agents/${id}/effective-credentials`);
+      expect(res.status).toBe(200);
+      return Object.fromEntries((res.body.connections as any[]).map((c) => [c.id, c])) as Record<string, any>;
+    };
+    const before = await items(agent);
+    expect(Object.keys(before).sort()).toEqual([mail, org, gh].sort());
+    expect(before[mail]).toEqual({ id: mail, provider: "resend", label: "Mail", scope: "project", status: "not_granted", access: null });
+    expect(before[org]).toEqual({ id: org, provider: "resend", label: "Org mail", scope: "organization", status: "not_granted", access: null });
+    for (const c of Object.values(before)) expect(Object.keys(c).sort()).toEqual(["access", "id", "label", "provider", "scope", "status"]);
+    // Mode all: every connection usable without a grant.
+    const allItems = await items(all);
+    expect(allItems[mail]).toEqual({ id: mail, provider: "resend", label: "Mail", scope: "project", status: "usable", access: null });
+
+    await put(a, agent, mail, { access: "full" });
+    await put(a, agent, gh, { access: "custom", allow: ["list_issues"], ask: ["create_issue"] });
+    const after = await items(agent);
+    expect(after[mail]).toMatchObject({ status: "usable", access: "full" });
+    expect(after[gh]).toMatchObject({ status: "limited", access: "custom" });
+    expect(after[org]).toMatchObject({ status: "not_granted", access: null });
+  });
+
+  test("effective-app-permissions: verdict per tool for a custom grant (allow / approval / block) and decidedBy", async () => {
+    const a = createTestApi();
+    const agent = await newAgent(a);
+    const name = `Agent g-${seq}`;
+    const mail = await resend(a, "Mail");
+    await put(a, agent, mail, { access: "custom", allow: ["get_email", "list_emails"], ask: ["send_email"] });
+    const res = await a.call("GET", `/v1/policy/effective-app-permissions?provider=resend&agentId=${agent}&connectionId=${mail}`);
+    expect(res.status).toBe(200);
+    expect(res.body.provider).toBe("resend");
+    expect(res.body.agentId).toBe(agent);
+    expect(res.body.connectionId).toBe(mail);
+    expect(res.body.groups.map((g: any) => g.category)).toEqual(["read", "write"]);
+    const tools = Object.fromEntries(res.body.groups.flatMap((g: any) => g.tools).map((t: any) => [t.toolId, t]));
+    const decided = (suffix: string, key: string) => ({ scope: "project", logicalId: `grant:${agent}:${mail}:${key}`, name: `Grant: ${name} · Mail — ${suffix}` });
+    expect(tools.get_email).toEqual({ toolId: "get_email", verdict: "allow", rateLimit: null, rateLimitWindow: null, decidedBy: decided("allowed", "allow") });
+    expect(tools.list_emails).toMatchObject({ verdict: "allow", decidedBy: decided("allowed", "allow") });
+    expect(tools.send_email).toEqual({ toolId: "send_email", verdict: "approval", rateLimit: null, rateLimitWindow: null, decidedBy: decided("needs approval", "ask") });
+    for (const t of ["list_domains", "create_batch", "cancel_email"]) expect(tools[t]).toMatchObject({ verdict: "block", decidedBy: decided("everything else", "rest") });
+
+    // A tool is judged on a request only it names: `get_email` (GET /emails/*) is not covered by a grant of
+    // `list_emails` (GET /emails), while `list_emails` is covered by `get_email` (a trailing /* includes the prefix, §6.5).
+    const verdicts = async () =>
+      Object.fromEntries(
+        (await a.call("GET", `/v1/policy/effective-app-permissions?provider=resend&agentId=${agent}&connectionId=${mail}`)).body.groups.flatMap((g: any) => g.tools).map((t: any) => [t.toolId, t.verdict]),
+      );
+    await put(a, agent, mail, { access: "custom", allow: ["list_emails"] });
+    expect(await verdicts()).toMatchObject({ list_emails: "allow", get_email: "block" });
+    await put(a, agent, mail, { access: "custom", allow: ["get_email"] });
+    expect(await verdicts()).toMatchObject({ list_emails: "allow", get_email: "allow", send_email: "block" });
+
+    // Full grant → one allow rule decides every tool.
+    await put(a, agent, mail, { access: "full" });
+    const full = (await a.call("GET", `/v1/policy/effective-app-permissions?provider=resend&agentId=${agent}&connectionId=${mail}`)).body;
+    for (const t of full.groups.flatMap((g: any) => g.tools)) {
+      expect(t).toMatchObject({ verdict: "allow", decidedBy: { scope: "project", logicalId: `grant:${agent}:${mail}`, name: `Grant: ${name} · Mail` } });
+    }
+    // Another agent: the grant does not bear on it.
+    const other = await newAgent(a);
+    const theirs = (await a.call("GET", `/v1/policy/effective-app-permissions?provider=resend&agentId=${other}&connectionId=${mail}`)).body;
+    for (const t of theirs.groups.flatMap((g: any) => g.tools)) expect(t).toMatchObject({ verdict: "allow", decidedBy: null });
+    expectEnvelope(await a.call("GET", `/v1/policy/effective-app-permissions?provider=resend&agentId=${agent}&connectionId=${UNKNOWN}`), 404, "Connection not found");
   });
 });
