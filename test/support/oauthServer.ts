@@ -334,13 +334,16 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
     let status: number;
     let body: Record<string, unknown>;
     try {
-      await currentGrant.run(seen.grantType, () => oauth.token(request, response));
+      const saved = await currentGrant.run(seen.grantType, () => oauth.token(request, response));
       const lib = response.body as Record<string, unknown>;
       status = 200;
-      // GitHub's shape: lowercase token type, comma-separated scopes, the refresh token's lifetime.
+      // GitHub's shape: lowercase token type, comma-separated scopes, the refresh token's lifetime. The
+      // library floors the remaining lifetime (a 62 s token would say 61, a 1 s token nothing); GitHub
+      // states the full lifetime, so round up.
+      const expiresAt = saved.accessTokenExpiresAt;
       body = {
         access_token: lib.access_token,
-        expires_in: lib.expires_in,
+        expires_in: expiresAt ? Math.ceil((expiresAt.getTime() - Date.now()) / 1000) : lib.expires_in,
         refresh_token: lib.refresh_token,
         refresh_token_expires_in: opts.refreshTokenLifetime ?? 15_897_600,
         scope: typeof lib.scope === "string" ? lib.scope.split(" ").filter(Boolean).join(",") : "",
