@@ -327,7 +327,8 @@ export class OAuthService {
     } catch (err) {
       const code = err instanceof TokenEndpointError ? err.code : null;
       log.warn("oauth refresh failed", { connectionId: row.id, provider: row.provider, error: (err as Error).message });
-      if (code === "invalid_grant") {
+      // GitHub answers a dead refresh token with `bad_refresh_token` instead of the standard `invalid_grant`.
+      if (code === "invalid_grant" || code === "bad_refresh_token") {
         this.connections.setStatus(row.id, "revoked", row.refreshFailures + 1);
         return null;
       }
