@@ -3,6 +3,7 @@
 // mounted at all, so they answer exactly like unknown routes (before authentication).
 import { Elysia } from "elysia";
 import type { Services } from "../services/index.ts";
+import { appConnectPage } from "./appConnectPage.ts";
 import { errorResponse, unknownRoute } from "./errors.ts";
 import { runRoute, type RouteDef } from "./route.ts";
 import { agentSetupRoutes } from "./routes/agentSetup.ts";
@@ -47,6 +48,7 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
       });
     }
   }
+  app.get("/app-connect/:provider", ({ request, params }) => appConnectPage(params.provider, new URL(request.url).searchParams));
   app.compile();
   return { handle: (request) => app.handle(request) };
 }

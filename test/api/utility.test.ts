@@ -190,3 +190,20 @@ describe("request bodies (§0.2, §0.3)", () => {
     expectFlat(await api.call("PATCH", `/v1/agents/${id}`), 400, "No fields to update");
   });
 });
+
+describe("GET /app-connect/{provider} (where the OAuth callback lands)", () => {
+  test("success and error pages, values escaped", async () => {
+    const api = createTestApi();
+    const ok = await api.app.handle(new Request("http://localhost/app-connect/github?status=success&connectionId=c-1&agent_name=%3Cb%3E"));
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    const html = await ok.text();
+    expect(html).toContain("<h1>GitHub is connected</h1>");
+    expect(html).toContain("<code>c-1</code>");
+    expect(html).toContain("&#60;b&#62;");
+    expect(html).not.toContain("<b>");
+    const bad = await api.app.handle(new Request("http://localhost/app-connect/github?status=error&message=Authorization+was+denied"));
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain("<p>Authorization was denied</p>");
+  });
+});
