@@ -39,10 +39,8 @@ interface Row {
 
 const WHAT_IFS: { whatIf: string[]; label: string }[] = [
   { whatIf: [], label: "credgate as is" },
-  { whatIf: ["pinned-session"], label: "credgate + what-if pinned-session" },
-  { whatIf: ["log-prepared"], label: "credgate + what-if log-prepared" },
-  { whatIf: ["pinned-session", "log-prepared"], label: "credgate + pinned-session + log-prepared" },
-  { whatIf: ["pinned-session", "no-log"], label: "credgate + pinned-session + no-log (bound)" },
+  { whatIf: ["log-time-ids"], label: "credgate + what-if log-time-ids" },
+  { whatIf: ["no-log"], label: "credgate + no-log (bound)" },
 ];
 
 const gateways: RunningCredgate[] = [];

@@ -6,7 +6,7 @@
 //   npm run -s bench -- --json            one JSON document on stdout
 //   npm run bench -- --duration 10 --connections 64 --warmup 2 --sse-runs 50
 //   BENCH_DURATION=10 BENCH_CONNECTIONS=64 BENCH_WARMUP=2 BENCH_SSE_RUNS=50 npm run bench
-//   npm run bench -- --whatif pinned-session,log-prepared     candidate fixes swapped in at run time
+//   npm run bench -- --whatif log-time-ids      candidate changes swapped in at run time
 //
 // Targets are printed with pass/fail markers; a miss never changes the exit code (only a broken setup does).
 // When one is missed, bench/anatomy.ts says where the time goes (bench/README.md).
@@ -33,8 +33,8 @@ if (process.argv.includes("--help") || process.argv.includes("-h")) {
   --json         print one JSON document instead of the table
   --profile dir  run credgate under Bun's CPU profiler; writes .cpuprofile and .md profiles to dir on exit
                  (BENCH_PROFILE; the profiler slows the gateway, so the figures of such a run are not comparable)
-  --whatif list  swap candidate fixes into credgate at run time, comma list of pinned-session, log-prepared,
-                 no-log (BENCH_WHATIF; see bench/anatomy/whatif.ts); src/ is not touched
+  --whatif list  swap candidate changes into credgate at run time, comma list of no-log, log-time-ids
+                 (BENCH_WHATIF; see bench/anatomy/whatif.ts); src/ is not touched
 
 Where the time goes, layer by layer and with the candidate fixes: bun bench/anatomy.ts (see bench/README.md).`);
   process.exit(0);

@@ -30,7 +30,7 @@ export function flag(name: string, env: string): boolean {
 
 export function whatIfOption(flagName: string, env: string): string[] {
   const text = raw(flagName, env);
-  const known = ["pinned-session", "log-prepared", "no-log"];
+  const known = ["no-log", "log-time-ids"]; // bench/anatomy/whatif.ts
   const list = (text ?? "").split(",").map((x) => x.trim()).filter(Boolean);
   for (const item of list) {
     if (!known.includes(item)) {

@@ -72,6 +72,16 @@ describe("request-log batches", () => {
     expect(count("five-hundred.test")).toBe(500);
   });
 
+  test("a query writes whatever is still queued first", async () => {
+    const svc = api.core.services.requestLogs;
+    for (let i = 0; i < 520; i++) svc.enqueue(row({ host: "drain-query.test" }));
+    expect(count("drain-query.test")).toBe(500);
+    const res = await api.call("GET", "/v1/logs?host=drain-query.test&limit=500");
+    expect(res.body.data.length).toBe(500);
+    expect(res.body.nextCursor).not.toBeNull();
+    expect(count("drain-query.test")).toBe(520);
+  });
+
   test("newest first; the cursor walks rows that share a createdAt in id order", async () => {
     const at = new Date(Date.UTC(2031, 0, 1)).toISOString();
     const same = Array.from({ length: 5 }, () => row({ host: "cursor.test", createdAt: at }));
