@@ -127,9 +127,13 @@ export function evaluateScope(ordered: CompiledRule[], fallback: CompiledRule | 
   return { verdict: "allow", rule: null };
 }
 
-/** The stricter of the two decisions; on a tie the organization's. */
+/**
+ * The stricter of the two decisions; on a tie the organization's — unless only the project's came from a
+ * rule (the organization merely had none), so that the rule that actually decided is the one reported.
+ */
 export function combine(org: ScopeDecision, project: ScopeDecision): ScopeDecision {
-  return STRICTNESS[project.verdict] < STRICTNESS[org.verdict] ? project : org;
+  if (STRICTNESS[project.verdict] !== STRICTNESS[org.verdict]) return STRICTNESS[project.verdict] < STRICTNESS[org.verdict] ? project : org;
+  return org.rule === null && project.rule !== null ? project : org;
 }
 
 export function needsBody(rules: Iterable<CompiledRule>): boolean {

@@ -115,6 +115,12 @@ describe("decisions", () => {
     expect(combine(d("allow", "org"), d("rate", "proj")).rule!.name).toBe("proj");
     for (const v of ["block", "approval", "rate", "allow"] as const) expect(combine(d(v, "org"), d(v, "proj")).rule!.name).toBe("org");
   });
+
+  test("a tie where only the project matched a rule reports the project's rule (the organization just had none)", () => {
+    const proj = { verdict: "allow" as const, rule: compileRule(rule({ name: "proj", targets: [] }), resolver) };
+    expect(combine({ verdict: "allow", rule: null }, proj).rule!.name).toBe("proj");
+    expect(combine({ verdict: "allow", rule: null }, { verdict: "allow", rule: null }).rule).toBeNull();
+  });
 });
 
 describe("rate limits", () => {
