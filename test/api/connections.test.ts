@@ -126,7 +126,7 @@ describe("PATCH /connections/{id}", () => {
     expect((await a.call("GET", `/v1/connections/${id}`)).body.label).toBe("New name");
   });
 
-  test("any member renames a project connection; an organization connection is renamed through the project route too (ownership = visible)", async () => {
+  test("any member renames a project connection; an organization connection is renamed through the project route by admins only", async () => {
     const a = createTestApi();
     const member = addMember(a, "member");
     const id = await connect(a, "resend", "Mine");
@@ -135,6 +135,10 @@ describe("PATCH /connections/{id}", () => {
     const res = await a.call("PATCH", `/v1/connections/${org}`, { body: { label: "Org renamed" } });
     expect(res.status).toBe(200);
     expect(res.body.label).toBe("Org renamed");
+    // An organization-wide connection follows the organization's admin gate, also through the project routes.
+    expectEnvelope(await a.call("PATCH", `/v1/connections/${org}`, { key: member.projectKey, body: { label: "By member" } }), 403, "Insufficient permissions");
+    expectEnvelope(await a.call("DELETE", `/v1/connections/${org}`, { key: member.projectKey }), 403, "Insufficient permissions");
+    expect((await a.call("GET", `/v1/connections/${org}`, { key: member.projectKey })).body.label).toBe("Org renamed");
     const other = addProject(a, "Rename other");
     const theirs = await connect(a, "resend", "Theirs", { key: other.projectKey });
     expectEnvelope(await a.call("PATCH", `/v1/connections/${theirs}`, { body: { label: "x" } }), 404, "Connection not found");

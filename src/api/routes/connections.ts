@@ -1,7 +1,20 @@
 // App connections as a resource (CONTRACT §5.9) and at organization level (§5.13): list, read, rename,
 // delete. A project sees its own connections and its organization's.
 import { t } from "elysia";
+import { forbidden } from "../../core/errors.ts";
+import type { Services } from "../../services/index.ts";
+import type { RequestContext } from "../auth.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
+
+/**
+ * A connection the caller's project may change: its own, or an organization connection when the caller is an
+ * admin or owner (organization-wide resources follow the organization's admin gate, §1.4).
+ */
+function changeable(services: Services, ctx: RequestContext, id: string) {
+  const row = services.connections.visibleToProject(ctx.projectId, ctx.organizationId, id);
+  if (row.scope === "organization" && ctx.role === "member") throw forbidden();
+  return row;
+}
 
 const LabelBody = t.Object({ label: t.String({ minLength: 1, maxLength: 255, trim: true, blankIsAbsent: true, missing: "Label is required" }) });
 
@@ -23,14 +36,14 @@ export const connectionsRoutes: RouteDef[] = [
     path: "/connections/:connectionId",
     access: "P",
     body: LabelBody,
-    handler: ({ services, ctx, params, body }) => services.connections.rename(services.connections.visibleToProject(ctx.projectId, ctx.organizationId, params.connectionId!), body.label),
+    handler: ({ services, ctx, params, body }) => services.connections.rename(changeable(services, ctx, params.connectionId!), body.label),
   }),
   route({
     method: "DELETE",
     path: "/connections/:connectionId",
     access: "P",
     handler: ({ services, ctx, params }) => {
-      services.connections.delete(services.connections.visibleToProject(ctx.projectId, ctx.organizationId, params.connectionId!));
+      services.connections.delete(changeable(services, ctx, params.connectionId!));
       return noContent();
     },
   }),
