@@ -70,6 +70,9 @@ function decodeSeg(s: string): string {
 export function checkRepositories(allowed: string[], host: string, method: string, path: string): GuardVerdict {
   // GraphQL can reach any repository in one call, so a repository-scoped grant cannot allow it.
   if (host === "api.github.com" && method === "POST" && path === "/graphql") return { ok: false, resource: "the GraphQL API" };
+  // `/repositories/{id}/…` names a repository by its numeric id, which cannot be matched to a name: fail closed.
+  const byId = (host === "api.github.com" || host === "uploads.github.com") && /^\/repositories\/([^/]+)/.exec(path);
+  if (byId) return { ok: false, resource: `repository id ${decodeSeg(byId[1]!)}` };
   const repo = githubRepository(host, path);
   if (repo === null) return { ok: true };
   const lower = repo.toLowerCase();
