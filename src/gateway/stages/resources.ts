@@ -1,10 +1,14 @@
 // Stage 6 — resources guard (CONTRACT §6.8): a grant limited to some GitHub repositories or Dropbox folders
 // lets through only requests that name one of them (requests naming none pass; GitHub GraphQL is denied).
 import { checkFolders, checkRepositories, dropboxPaths, type GuardVerdict } from "../../core/resources.ts";
-import { BODY_PEEK_BYTES } from "../../core/policy.ts";
 import { gatewayJson } from "../errors.ts";
 import { peekStream } from "../peek.ts";
 import type { ProxyRequest } from "../request.ts";
+
+/** Dropbox's content endpoints: the body is file content, the arguments travel in the header or `arg`. */
+const DROPBOX_CONTENT_HOST = "content.dropboxapi.com";
+/** The most of an RPC body read for its arguments; a larger body cannot be checked and is denied. */
+export const DROPBOX_ARGS_LIMIT = 1024 * 1024;
 
 export async function guardResources(rq: ProxyRequest): Promise<Response | undefined> {
   const connection = rq.connection;
@@ -14,19 +18,8 @@ export async function guardResources(rq: ProxyRequest): Promise<Response | undef
   const allowed = resources[kind];
   if (!allowed) return undefined;
   const method = rq.websocket ? "GET" : rq.method;
-  let verdict: GuardVerdict;
-  if (kind === "repositories") {
-    verdict = checkRepositories(allowed, rq.host, method, rq.path);
-  } else {
-    // Dropbox names paths in a JSON body (RPC endpoints) or in the Dropbox-API-Arg header (content endpoints).
-    let body: string | null = null;
-    if (rq.body && (rq.request.headers.get("content-type") ?? "").toLowerCase().includes("json")) {
-      const { head, stream } = await peekStream(rq.body, BODY_PEEK_BYTES);
-      rq.body = stream;
-      body = new TextDecoder().decode(head);
-    }
-    verdict = checkFolders(allowed, dropboxPaths(body, rq.request.headers.get("dropbox-api-arg")));
-  }
+  const verdict: GuardVerdict =
+    kind === "repositories" ? checkRepositories(allowed, rq.host, method, rq.path) : checkFolders(allowed, await dropboxRequestPaths(rq));
   if (verdict.ok) return undefined;
   rq.decision = "blocked";
   return gatewayJson(403, {
@@ -35,4 +28,43 @@ export async function guardResources(rq: ProxyRequest): Promise<Response | undef
     provider: connection.provider,
     allowed,
   });
+}
+
+/**
+ * Every path a Dropbox request names. Arguments are JSON in the RPC body (whatever its content type: Dropbox
+ * also reads `text/plain; charset=dropbox-cors-hack`), in the `Dropbox-API-Arg` header or in the `arg` URL
+ * parameter. What cannot be read in full, and a path root other than home (it re-roots every path), is
+ * "unreadable" (denied).
+ */
+async function dropboxRequestPaths(rq: ProxyRequest): Promise<string[] | "unreadable"> {
+  const pathRoot = rq.request.headers.get("dropbox-api-path-root");
+  if (pathRoot !== null && !isHomeRoot(pathRoot)) return "unreadable";
+  const args: string[] = [];
+  const header = rq.request.headers.get("dropbox-api-arg");
+  if (header !== null) args.push(header);
+  const q = rq.target.indexOf("?");
+  if (q >= 0) args.push(...new URLSearchParams(rq.target.slice(q + 1)).getAll("arg"));
+  if (rq.body && rq.host !== DROPBOX_CONTENT_HOST) {
+    const { head, stream } = await peekStream(rq.body, DROPBOX_ARGS_LIMIT + 1);
+    rq.body = stream;
+    if (head.byteLength > DROPBOX_ARGS_LIMIT) return "unreadable";
+    args.push(new TextDecoder().decode(head));
+  }
+  const out: string[] = [];
+  for (const text of args) {
+    // Parsed as an argument: unreadable JSON is "unreadable", never skipped.
+    const paths = dropboxPaths(null, text);
+    if (paths === "unreadable") return paths;
+    out.push(...paths);
+  }
+  return out;
+}
+
+function isHomeRoot(value: string): boolean {
+  try {
+    const v = JSON.parse(value) as unknown;
+    return v === "home" || (typeof v === "object" && v !== null && (v as Record<string, unknown>)[".tag"] === "home");
+  } catch {
+    return false;
+  }
 }
