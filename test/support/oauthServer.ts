@@ -109,6 +109,11 @@ export interface OAuthTestServer {
   /** The next `n` token requests get `status` (default 500) with `{"error":"server_error"}`. */
   failNextTokenRequests(n: number, status?: number): void;
   setAccessTokenLifetime(seconds: number): void;
+  /**
+   * While false, token answers carry no `refresh_token` (and none is kept), like a provider that issues
+   * access tokens with an expiry but no way to renew them. Default true.
+   */
+  setIssueRefreshTokens(issue: boolean): void;
   /** While set, the authorize endpoint redirects with `error=access_denied` (the user clicked "Cancel"). */
   setDeny(deny: boolean): void;
   setUser(user: OAuthTestUser): void;
@@ -192,6 +197,7 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
   let user: OAuthTestUser = opts.user ?? { login: "octo-tester", id: 1 };
   let accessTokenLifetime = opts.accessTokenLifetime ?? 3600;
   let deny = false;
+  let issueRefreshTokens = true;
   let failures: { left: number; status: number } = { left: 0, status: 500 };
 
   const clients = new Map<string, StoredClient>();
@@ -258,6 +264,10 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
       return codes.delete(code.authorizationCode);
     },
     async saveToken(token: Omit<StoredToken, "client" | "user">, client: StoredClient, u: OAuthTestUser) {
+      if (!issueRefreshTokens) {
+        delete token.refreshToken;
+        delete token.refreshTokenExpiresAt;
+      }
       const stored: StoredToken = { ...token, client, user: u };
       accessTokens.set(token.accessToken, stored);
       if (token.refreshToken) refreshTokens.set(token.refreshToken, stored);
@@ -344,8 +354,8 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
       body = {
         access_token: lib.access_token,
         expires_in: expiresAt ? Math.ceil((expiresAt.getTime() - Date.now()) / 1000) : lib.expires_in,
-        refresh_token: lib.refresh_token,
-        refresh_token_expires_in: opts.refreshTokenLifetime ?? 15_897_600,
+        refresh_token: saved.refreshToken,
+        refresh_token_expires_in: saved.refreshToken ? (opts.refreshTokenLifetime ?? 15_897_600) : undefined,
         scope: typeof lib.scope === "string" ? lib.scope.split(" ").filter(Boolean).join(",") : "",
         token_type: "bearer",
       };
@@ -430,6 +440,9 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
     },
     setAccessTokenLifetime(seconds) {
       accessTokenLifetime = seconds;
+    },
+    setIssueRefreshTokens(issue) {
+      issueRefreshTokens = issue;
     },
     setDeny(d) {
       deny = d;
