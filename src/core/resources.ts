@@ -90,6 +90,8 @@ function normFolder(p: string): string {
 }
 
 function within(path: string, folder: string): boolean {
+  // `.` and `..` segments could climb out of the folder; no legitimate Dropbox path needs them.
+  if (path.split("/").some((seg) => seg === "." || seg === "..")) return false;
   const p = normFolder(path);
   const f = normFolder(folder);
   if (f === "/") return p === "" || p.startsWith("/");

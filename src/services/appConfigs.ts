@@ -55,12 +55,13 @@ export class AppConfigService {
   /** What a scope's config read shows: its own config; for a project without one, the organization's when it applies. */
   view(owner: PolicyOwner, provider: string): AppConfigView | null {
     const own = this.row(owner, provider);
-    if (own) return this.ownView(own);
+    if (own?.enabled) return this.ownView(own);
+    // A project without an enabled config of its own uses the organization's, when that one is enabled.
     if (owner.scope === "project") {
       const org = this.row({ scope: "organization", organizationId: owner.organizationId }, provider);
       if (org?.enabled) return { settings: {}, hasCredentials: true, enabled: true, source: "organization" };
     }
-    return null;
+    return own ? this.ownView(own) : null;
   }
 
   /**

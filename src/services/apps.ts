@@ -61,7 +61,7 @@ export class AppCatalogService {
       config: oauth ? this.s.appConfigs.view(owner, app.id) : null,
       connections: this.s.connections
         .listForProject(projectId, organizationId, app.id)
-        .map((c) => ({ id: c.id, label: c.label, status: c.status, scopes: c.scopes, connectedAt: c.connectedAt })),
+        .map((c) => ({ id: c.id, label: c.label, status: this.s.connections.effectiveStatus(c), scopes: c.scopes, connectedAt: c.connectedAt })),
     };
   }
 

@@ -57,12 +57,24 @@ export class ConnectionService {
     return or(this.ownerWhere({ scope: "project", projectId, organizationId }), this.ownerWhere({ scope: "organization", organizationId }))!;
   }
 
+  /**
+   * The status a read reports: a `connected` OAuth connection whose token has expired and cannot be refreshed
+   * is `expired` (§4) even before the gateway next tries it; the change is stored.
+   */
+  effectiveStatus(row: ConnectionRow): ConnectionStatus {
+    if (row.status !== "connected") return row.status;
+    const c = this.credential(row);
+    if (c.kind !== "oauth" || c.refreshToken || c.expiresAt === null || c.expiresAt > Date.now()) return row.status;
+    this.setStatus(row.id, "expired", row.refreshFailures);
+    return "expired";
+  }
+
   view(row: ConnectionRow): ConnectionView {
     return {
       id: row.id,
       provider: row.provider,
       label: row.label,
-      status: row.status,
+      status: this.effectiveStatus(row),
       scopes: row.scopes,
       scope: row.scope,
       metadata: row.metadata ?? null,
@@ -112,7 +124,7 @@ export class ConnectionService {
   rename(row: ConnectionRow, label: string) {
     this.db.update(appConnections).set({ label, updatedAt: nowIso() }).where(eq(appConnections.id, row.id)).run();
     this.changed(row.organizationId);
-    return { id: row.id, provider: row.provider, status: row.status, label };
+    return { id: row.id, provider: row.provider, status: this.effectiveStatus(row), label };
   }
 
   delete(row: ConnectionRow): void {

@@ -514,13 +514,15 @@ describe("connection grants (real connections)", () => {
     await put(a, one, conn, { access: "full" });
     await put(a, two, conn, { access: "custom", allow: ["get_email"], ask: ["send_email"] });
     const res = await a.call("GET", `/v1/connections/${conn}/grants`);
-    expect(res.body).toEqual({
-      connectionId: conn,
-      agents: [
+    // Grants made in the same millisecond have no defined order between them.
+    const byAgent = <T extends { agentId: string }>(list: T[]) => [...list].sort((x, y) => x.agentId.localeCompare(y.agentId));
+    expect(res.body.connectionId).toBe(conn);
+    expect(byAgent(res.body.agents)).toEqual(
+      byAgent([
         { agentId: one, agentName: `Agent g-${seq - 1}`, access: "full", allow: [], ask: [] },
         { agentId: two, agentName: `Agent g-${seq}`, access: "custom", allow: ["get_email"], ask: ["send_email"] },
-      ],
-    });
+      ]),
+    );
     for (let i = 0; i < 2; i++) {
       const del = await a.call("DELETE", `/v1/agents/${one}/grants/connections/${conn}`);
       expect(del.status).toBe(204);

@@ -329,6 +329,8 @@ describe("no refresh token: connected → expired (§4), not injected (§6.8)", 
 
     const left = issued.accessTokenExpiresAt.getTime() + 500 - Date.now();
     if (left > 0) await Bun.sleep(left);
+    // Reads report the expiry by themselves, before any gateway request tries the token.
+    expect((await connection(connectionId)).status).toBe("expired");
 
     // The first request after expiry finds the token dead: it is not forwarded with it.
     const trigger = await apiGet("/repos/acme/api/issues", cg.keys.defaultAgentToken, { authorization: "Bearer agent-placeholder" });

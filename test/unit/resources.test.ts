@@ -235,3 +235,12 @@ describe("checkFolders", () => {
     expect(checkFolders(allowed, dropboxPaths(null, "garbage"))).toEqual({ ok: false, resource: "this request" });
   });
 });
+
+describe("dropbox folders: dot segments", () => {
+  test("a path with . or .. segments never counts as inside a folder", () => {
+    expect(checkFolders(["/Reports"], ["/Reports/../Private/x"]).ok).toBe(false);
+    expect(checkFolders(["/Reports"], ["/Reports/./a"]).ok).toBe(false);
+    expect(checkFolders(["/"], ["/a/../b"]).ok).toBe(false);
+    expect(checkFolders(["/Reports"], ["/Reports/..hidden/a"]).ok).toBe(true);
+  });
+});
