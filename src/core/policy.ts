@@ -128,12 +128,12 @@ export function evaluateScope(ordered: CompiledRule[], fallback: CompiledRule | 
 }
 
 /**
- * The stricter of the two decisions; on a tie the organization's — unless only the project's came from a
- * rule (the organization merely had none), so that the rule that actually decided is the one reported.
+ * The stricter of the two decisions; on a tie the organization's — unless only the project matched an
+ * explicit rule (the organization merely had none), so that the rule that actually decided is reported.
  */
 export function combine(org: ScopeDecision, project: ScopeDecision): ScopeDecision {
   if (STRICTNESS[project.verdict] !== STRICTNESS[org.verdict]) return STRICTNESS[project.verdict] < STRICTNESS[org.verdict] ? project : org;
-  return org.rule === null && project.rule !== null ? project : org;
+  return org.rule === null && project.rule !== null && !project.rule.isDefault ? project : org;
 }
 
 export function needsBody(rules: Iterable<CompiledRule>): boolean {

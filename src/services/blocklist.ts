@@ -1,6 +1,6 @@
 // App blocklists (CONTRACT §5.8 "Blocklist", §3.6 "Blocklist entry"): predefined hosts of an app, activated
 // on demand, and custom host rules. Each enabled entry is a managed block rule, live as soon as written.
-import { and, asc, eq, isNull, or } from "drizzle-orm";
+import { and, asc, eq, isNull, or, sql } from "drizzle-orm";
 import type { AppDefinition } from "../apps/types.ts";
 import type { RuleInput } from "../core/policy.ts";
 import { ApiError } from "../core/errors.ts";
@@ -42,7 +42,7 @@ export class BlocklistService {
       .select()
       .from(blocklistRules)
       .where(and(this.ownerWhere(owner), eq(blocklistRules.provider, provider)))
-      .orderBy(asc(blocklistRules.createdAt), asc(blocklistRules.id))
+      .orderBy(asc(blocklistRules.createdAt), sql`${blocklistRules}.rowid`)
       .all();
   }
 
@@ -143,7 +143,7 @@ export class BlocklistService {
           or(eq(blocklistRules.scope, "organization"), projectId ? eq(blocklistRules.projectId, projectId) : isNull(blocklistRules.id)),
         ),
       )
-      .orderBy(asc(blocklistRules.createdAt), asc(blocklistRules.id))
+      .orderBy(asc(blocklistRules.createdAt), sql`${blocklistRules}.rowid`)
       .all();
     const rule = (r: BlocklistRow): RuleInput => ({
       id: r.id,

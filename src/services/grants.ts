@@ -1,6 +1,6 @@
 // Agent grants (CONTRACT §3.2, §5.1 "Grants"): which secrets and app connections an agent in mode `grants`
 // may use, and with which tools. Writes take effect at once: the gateway listens.
-import { and, asc, eq, inArray, or } from "drizzle-orm";
+import { and, asc, eq, inArray, or, sql } from "drizzle-orm";
 import { findApp } from "../apps/index.ts";
 import { ApiError } from "../core/errors.ts";
 import { nowIso } from "../core/ids.ts";
@@ -132,7 +132,7 @@ export class GrantService {
       .from(agentConnectionGrants)
       .innerJoin(appConnections, eq(agentConnectionGrants.connectionId, appConnections.id))
       .where(eq(agentConnectionGrants.agentId, agentId))
-      .orderBy(asc(agentConnectionGrants.createdAt), asc(agentConnectionGrants.connectionId))
+      .orderBy(asc(agentConnectionGrants.createdAt), sql`${agentConnectionGrants}.rowid`)
       .all()
       .map(({ grant: g, provider, label, scope }) => ({
         connectionId: g.connectionId,
@@ -216,7 +216,7 @@ export class GrantService {
       .from(agentConnectionGrants)
       .innerJoin(agents, eq(agentConnectionGrants.agentId, agents.id))
       .where(and(eq(agentConnectionGrants.connectionId, connectionId), eq(agents.projectId, projectId)))
-      .orderBy(asc(agentConnectionGrants.createdAt), asc(agentConnectionGrants.agentId))
+      .orderBy(asc(agentConnectionGrants.createdAt), sql`${agentConnectionGrants}.rowid`)
       .all();
     return {
       connectionId,

@@ -120,6 +120,9 @@ describe("decisions", () => {
     const proj = { verdict: "allow" as const, rule: compileRule(rule({ name: "proj", targets: [] }), resolver) };
     expect(combine({ verdict: "allow", rule: null }, proj).rule!.name).toBe("proj");
     expect(combine({ verdict: "allow", rule: null }, { verdict: "allow", rule: null }).rule).toBeNull();
+    // A project's Default Rule is no explicit decision: the tie stays with the organization.
+    const projDefault = { verdict: "allow" as const, rule: compileRule(rule({ name: "Default Rule", isDefault: true, source: "default", targets: [] }), resolver) };
+    expect(combine({ verdict: "allow", rule: null }, projDefault).rule).toBeNull();
   });
 });
 
