@@ -19,7 +19,7 @@ export interface CompiledApp {
   tools: Map<string, (r: Pick<PolicyRequest, "method" | "host" | "path">) => boolean>;
 }
 
-function compile(app: AppDefinition): CompiledApp {
+export function compileApp(app: AppDefinition): CompiledApp {
   const hostRules = app.hosts.map((rule) => ({ rule, host: compileHostPattern(rule.host), paths: rule.paths ? rule.paths.map((p) => compilePathPattern(p)) : null }));
   const tools = new Map(
     app.tools.map((t) => {
@@ -32,10 +32,10 @@ function compile(app: AppDefinition): CompiledApp {
   return { app, hostRules, servesHost: (h) => hostRules.some((r) => r.host(h)), tools };
 }
 
-const COMPILED = new Map(APPS.map((a) => [a.id, compile(a)]));
+const COMPILED = new Map(APPS.map((a) => [a.id, compileApp(a)]));
 
 export function compiledApp(provider: string): CompiledApp | null {
-  return COMPILED.get(provider) ?? (findApp(provider) ? compile(findApp(provider)!) : null);
+  return COMPILED.get(provider) ?? (findApp(provider) ? compileApp(findApp(provider)!) : null);
 }
 
 /** The host rule of an app that serves this host and path, or null. */
