@@ -2,9 +2,11 @@
 import m0 from "./0000_init.sql" with { type: "text" };
 import m1 from "./0001_policy.sql" with { type: "text" };
 import m2 from "./0002_apps.sql" with { type: "text" };
+import m3 from "./0003_request_log_seq.sql" with { type: "text" };
 
 export const sqliteMigrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
   { tag: "0000_init", when: 1795323549979, breakpoints: true, sql: m0 },
   { tag: "0001_policy", when: 1795334077199, breakpoints: true, sql: m1 },
   { tag: "0002_apps", when: 1795430298535, breakpoints: true, sql: m2 },
+  { tag: "0003_request_log_seq", when: 1795432609139, breakpoints: true, sql: m3 },
 ];

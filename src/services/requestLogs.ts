@@ -6,7 +6,8 @@ import { requestLogs } from "../store/schema.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { AgentService } from "./agents.ts";
 
-export type RequestLogRow = typeof requestLogs.$inferSelect;
+/** A row as the gateway builds it; `seq` (the rowid) is assigned by the insert. */
+export type RequestLogRow = Omit<typeof requestLogs.$inferSelect, "seq">;
 export type RequestLogView = Omit<RequestLogRow, "organizationId">;
 
 export const LOG_DECISIONS = [
@@ -57,23 +58,32 @@ export function decodeCursor(cursor: string): { createdAt: string; id: string } 
  * Writes a batch on the gateway's event loop: one prepared single-row INSERT, run for each row inside one
  * transaction. Drizzle's multi-row inserts spent most of their time building the query (~20 µs a row against
  * ~6 µs). Columns come from the drizzle schema; every column here is plain text or integer (no mapping).
+ * `remember` receives the rowid of each row that will be updated later (a held request's row).
  */
-function batchWriter(deps: ServiceDeps): (rows: RequestLogRow[]) => void {
-  const columns = Object.entries(getTableColumns(requestLogs));
+function batchWriter(deps: ServiceDeps, remember: (id: string, seq: number) => void): (rows: RequestLogRow[]) => void {
+  const columns = Object.entries(getTableColumns(requestLogs)).filter(([key]) => key !== "seq");
   const keys = columns.map(([key]) => key as keyof RequestLogRow);
   const names = columns.map(([, c]) => `"${c.name}"`).join(", ");
   const client = deps.db.$client;
   const insert = client.prepare(`INSERT INTO "${getTableName(requestLogs)}" (${names}) VALUES (${keys.map(() => "?").join(", ")})`);
   return client.transaction((rows: RequestLogRow[]) => {
-    for (const row of rows) insert.run(...keys.map((k) => row[k] ?? null));
+    for (const row of rows) {
+      const { lastInsertRowid } = insert.run(...keys.map((k) => row[k] ?? null));
+      if (row.decision === PENDING) remember(row.id, Number(lastInsertRowid));
+    }
   });
 }
+
+/** The decision of a row that is written before its request ends and updated in place afterwards. */
+const PENDING = "approval_pending";
 
 export class RequestLogService {
   #queue: RequestLogRow[] = [];
   #lastSeen = new Map<string, string>();
   #timers: Timer[] = [];
   #writeBatch: ((rows: RequestLogRow[]) => void) | null = null; // prepared on the first batch
+  /** Rowids of written rows still waiting for their final update (held requests): ids have no index. */
+  #pendingSeq = new Map<string, number>();
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -101,8 +111,17 @@ export class RequestLogService {
   /** Updates a row in place (e.g. the final outcome of a held request), queued or already written. */
   update(id: string, patch: Partial<RequestLogRow>): void {
     const queued = this.#queue.find((r) => r.id === id);
-    if (queued) Object.assign(queued, patch);
-    else this.deps.db.update(requestLogs).set(patch).where(eq(requestLogs.id, id)).run();
+    if (queued) {
+      Object.assign(queued, patch);
+      return;
+    }
+    const seq = this.#pendingSeq.get(id);
+    this.#pendingSeq.delete(id);
+    this.deps.db
+      .update(requestLogs)
+      .set(patch)
+      .where(seq !== undefined ? eq(requestLogs.seq, seq) : eq(requestLogs.id, id))
+      .run();
   }
 
   flush(): void {
@@ -111,7 +130,7 @@ export class RequestLogService {
     if (rows.length === 0 && seen.size === 0) return;
     this.#queue = [];
     this.#lastSeen = new Map();
-    if (rows.length > 0) (this.#writeBatch ??= batchWriter(this.deps))(rows);
+    if (rows.length > 0) (this.#writeBatch ??= batchWriter(this.deps, (id, seq) => this.#pendingSeq.set(id, seq)))(rows);
     this.agents.touch(seen);
   }
 
@@ -135,15 +154,16 @@ export class RequestLogService {
       if (!c) throw ApiError.flat(400, "cursor is invalid");
       where.push(or(lt(requestLogs.createdAt, c.createdAt), and(eq(requestLogs.createdAt, c.createdAt), lt(requestLogs.id, c.id)))!);
     }
+    const { seq: _seq, organizationId: _org, ...columns } = getTableColumns(requestLogs);
     const rows = this.deps.db
-      .select()
+      .select(columns)
       .from(requestLogs)
       .where(and(...where))
       .orderBy(desc(requestLogs.createdAt), desc(requestLogs.id))
       .limit(q.limit + 1)
       .all();
     const page = rows.slice(0, q.limit);
-    const data = page.map(({ organizationId: _org, ...rest }) => rest);
+    const data: RequestLogView[] = page;
     return { data, nextCursor: rows.length > q.limit ? encodeCursor(page[page.length - 1]!) : null };
   }
 }

@@ -18,12 +18,13 @@ export function openStore(dataDir: string): Db {
   sqlite.run("PRAGMA foreign_keys = ON");
   sqlite.run("PRAGMA busy_timeout = 5000");
   const db = drizzle({ client: sqlite, schema });
-  migrate(db);
+  applyMigrations(db);
   return db;
 }
 
-function migrate(db: Db): void {
-  const metas: MigrationMeta[] = sqliteMigrations.map((m) => ({
+/** Applies the embedded migrations not yet applied (all of them, or the first ones given, for upgrade tests). */
+export function applyMigrations(db: Db, migrations = sqliteMigrations): void {
+  const metas: MigrationMeta[] = migrations.map((m) => ({
     sql: m.sql.split("--> statement-breakpoint"),
     bps: m.breakpoints,
     folderMillis: m.when,
