@@ -79,10 +79,13 @@ export interface AgentPolicy {
   needsBody: boolean;
 }
 
+const TOKEN_CACHE_MAX = 10_000;
 const TIER: Record<SecretScope, number> = { partner: 1, organization: 2, project: 3 };
 
 export class GatewaySnapshot {
   #agents = new Map<string, AgentEntry>();
+  /** Token → agent for tokens seen since the agents were last loaded (unknown tokens are not remembered). */
+  #byToken = new Map<string, AgentEntry>();
   #credentials = new Map<string, AgentCredentials>();
 
   constructor(private readonly services: Services) {
@@ -99,12 +102,21 @@ export class GatewaySnapshot {
       next.set(a.tokenHash, { id: a.id, projectId: a.projectId, organizationId: a.organizationId, name: a.name, identifier: a.identifier, mode: a.mode });
     }
     this.#agents = next;
+    this.#byToken = new Map();
     this.#credentials.clear();
   }
 
   /** The agent holding this access token, or null (unknown or regenerated). */
   agentForToken(token: string): AgentEntry | null {
-    return this.#agents.get(tokenHash(token)) ?? null;
+    // Every in-tunnel request re-checks its token: remember the hash lookups of the live tokens.
+    const known = this.#byToken.get(token);
+    if (known !== undefined) return known;
+    const agent = this.#agents.get(tokenHash(token)) ?? null;
+    if (agent) {
+      if (this.#byToken.size >= TOKEN_CACHE_MAX) this.#byToken.clear();
+      this.#byToken.set(token, agent);
+    }
+    return agent;
   }
 
   credentials(agent: AgentEntry): AgentCredentials {
