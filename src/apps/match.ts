@@ -43,9 +43,18 @@ export function hostRuleFor(app: CompiledApp, host: string, path: string): Compi
   return app.hostRules.find((r) => r.host(host) && (r.paths === null || r.paths.some((p) => p(path)))) ?? null;
 }
 
-/** The apps whose host rules serve this host (any path): the guidance rewrite's "catalog app" test. */
+const SERVING = new Map<string, CompiledApp[]>();
+const SERVING_MAX = 10_000;
+
+/** The apps whose host rules serve this host (any path), remembered per host: every request asks. */
 export function appsServingHost(host: string): CompiledApp[] {
-  return [...COMPILED.values()].filter((a) => a.servesHost(host));
+  let apps = SERVING.get(host);
+  if (apps === undefined) {
+    apps = [...COMPILED.values()].filter((a) => a.servesHost(host));
+    if (SERVING.size >= SERVING_MAX) SERVING.clear();
+    SERVING.set(host, apps);
+  }
+  return apps;
 }
 
 /** A concrete request path that a tool's path pattern matches, for evaluating rules per tool. */
