@@ -104,8 +104,14 @@ describe("counts (§5.10)", () => {
     expect((await fresh.call("POST", "/v1/org/secrets", { key: fresh.orgKey, body: { name: "og", ...generic } })).status).toBe(201);
     expect((await fresh.call("POST", "/v1/org/secrets", { key: fresh.orgKey, body: { name: "ol", type: "llm_a", value: "sk-ant-api-2" } })).status).toBe(201);
 
+    // Connected app connections of the project and the organization; other statuses do not count.
+    expect((await fresh.call("POST", "/v1/apps/resend/connect", { body: { fields: { apiKey: "re_1" } } })).status).toBe(200);
+    expect((await fresh.call("POST", "/v1/org/apps/vercel/connect", { key: fresh.orgKey, body: { fields: { apiToken: "vc_1" } } })).status).toBe(200);
+    const revoked = await fresh.call("POST", "/v1/apps/cloudflare/connect", { body: { fields: { apiToken: "cf_1" } } });
+    fresh.core.services.connections.setStatus(revoked.body.connection.id, "revoked", 0);
+
     const res = await fresh.call("GET", "/v1/counts");
-    expect(res.body).toEqual({ agents: 2, apps: 0, llms: 3, secrets: 2 });
+    expect(res.body).toEqual({ agents: 2, apps: 2, llms: 3, secrets: 2 });
     expectEnvelope(await fresh.call("GET", "/v1/counts", { key: null }), 401, "Invalid API key or token.");
     expectEnvelope(await fresh.call("GET", "/v1/counts", { key: fresh.orgKey }), 401, "Invalid API key or token.");
   });

@@ -17,7 +17,7 @@ export const utilityRoutes: RouteDef[] = [
       const secrets = services.secrets.listForProject(ctx.projectId, ctx.organizationId);
       return {
         agents: services.agents.list(ctx.projectId).length,
-        apps: 0,
+        apps: services.connections.listForProject(ctx.projectId, ctx.organizationId).filter((c) => services.connections.effectiveStatus(c) === "connected").length,
         llms: secrets.filter((s) => s.type !== "generic").length,
         secrets: secrets.filter((s) => s.type === "generic").length,
       };
