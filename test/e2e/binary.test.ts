@@ -108,6 +108,16 @@ describe("compiled binary", () => {
     expect(agents.status).toBe(200);
     const list = (await agents.json()) as any[];
     expect(list).toHaveLength(1);
+    // The app catalog is bundled: every provider, and a direct connection can be made.
+    const apps = (await (await fetch(`${apiUrl}/v1/apps`, { headers: { authorization: `Bearer ${keys.projectApiKey}` } })).json()) as any[];
+    expect(apps.map((a) => a.id)).toEqual(["github", "gitlab", "gmail", "google-calendar", "google-drive", "slack", "notion", "linear", "jira", "dropbox", "resend", "cloudflare", "vercel", "datadog"]);
+    const connect = await fetch(`${apiUrl}/v1/apps/resend/connect`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${keys.projectApiKey}` },
+      body: JSON.stringify({ fields: { apiKey: "re_binary" } }),
+    });
+    expect(connect.status).toBe(200);
+    expect(((await connect.json()) as any).connection.label).toBe("Resend");
     expect(list[0]).toMatchObject({ identifier: "default", isDefault: true, accessToken: keys.defaultAgentToken });
     // A write goes through the embedded migrations' schema.
     const created = await fetch(`${apiUrl}/v1/secrets`, {
