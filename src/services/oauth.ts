@@ -236,6 +236,7 @@ export class OAuthService {
           ...(body !== undefined ? { "content-type": "application/json" } : {}),
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        redirect: "manual",
         signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS),
       });
       if (!res.ok) return null;
@@ -257,6 +258,8 @@ export class OAuthService {
         method: "POST",
         headers,
         body,
+        // A redirect would re-send the client secret and the code somewhere else: never followed.
+        redirect: "manual",
         signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS),
       });
     } catch (err) {
