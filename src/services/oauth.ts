@@ -203,6 +203,7 @@ export class OAuthService {
     } catch (err) {
       return fail((err as Error).message);
     }
+    log.info("app connected", { provider, connectionId: row.id, scope: owner.scope, reconnected: row.createdAt !== row.connectedAt });
     const params: Record<string, string> = { status: "success", connectionId: row.id };
     if (state.a) {
       params.agent_name = state.a;
@@ -324,6 +325,7 @@ export class OAuthService {
       if (!next) throw new TokenEndpointError("The token response did not include an access token", null);
       const { swapped, row: stored } = this.connections.swapCredential(row.id, row.version, next);
       this.#retryAt.delete(row.id);
+      log.info("oauth token refreshed", { connectionId: row.id, provider: row.provider, stored: swapped });
       // Someone else refreshed first: their token is the one to use.
       if (!swapped) return stored && (stored.status === "connected" || stored.status === "error") ? this.connections.credential(stored) : null;
       return next;
