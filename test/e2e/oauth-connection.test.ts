@@ -9,6 +9,9 @@
 // ProxyAgent, run asynchronously (the OAuth server lives in this process). The browser and agent helpers are
 // in test/support/oauthFlow.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { freePort } from "../support/ports.ts";
 import { startOAuthServer, type OAuthTestServer } from "../support/oauthServer.ts";
@@ -439,5 +442,26 @@ describe("several connections of one provider (§6.8 winning connection)", () =>
     // DELETE removes it; the first connection wins alone again.
     expect((await cg.api("DELETE", `/v1/connections/${second}`)).status).toBe(204);
     expect((await apiGet()).res.status).toBe(200);
+  });
+});
+
+describe("tokens at rest and in logs", () => {
+  test("no issued access or refresh token, nor the client secret, appears in credgate's output or its database file", async () => {
+    expect(oauth.issued.length).toBeGreaterThan(3);
+    // A WAL checkpoint puts every written page into the main file before it is read.
+    const db = new Database(join(cg.dataDir, "credgate.db"));
+    db.run("PRAGMA wal_checkpoint(TRUNCATE)");
+    db.close();
+    const file = readFileSync(join(cg.dataDir, "credgate.db")).toString("latin1");
+    const output = cg.output();
+    expect(output).toContain("app connected");
+    for (const t of oauth.issued) {
+      for (const value of [t.accessToken, t.refreshToken].filter((v): v is string => !!v)) {
+        expect(file.includes(value)).toBe(false);
+        expect(output.includes(value)).toBe(false);
+      }
+    }
+    expect(file.includes(CLIENT_SECRET)).toBe(false);
+    expect(output.includes(CLIENT_SECRET)).toBe(false);
   });
 });
