@@ -15,7 +15,7 @@ import type { GrantService } from "./grants.ts";
 import type { PolicyOwner, PolicyService } from "./policy.ts";
 import type { SecretService } from "./secrets.ts";
 
-export const unknownProvider = (provider: string) => ApiError.flat(404, `Unknown provider: ${provider}`);
+const unknownProvider = (provider: string) => ApiError.flat(404, `Unknown provider: ${provider}`);
 
 export function appOrThrow(provider: string): AppDefinition {
   const app = findApp(provider);

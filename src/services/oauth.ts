@@ -5,6 +5,7 @@ import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { findApp } from "../apps/index.ts";
 import type { AppDefinition, AppOAuth } from "../apps/types.ts";
 import { ApiError } from "../core/errors.ts";
+import { appOrThrow } from "./apps.ts";
 import { randomHex } from "../core/ids.ts";
 import { log } from "../log.ts";
 import type { AgentService } from "./agents.ts";
@@ -119,8 +120,7 @@ export class OAuthService {
 
   /** The app, checked for the authorize and callback routes. */
   oauthApp(provider: string): AppDefinition & { oauth: AppOAuth } {
-    const app = findApp(provider);
-    if (!app) throw ApiError.flat(404, `Unknown provider: ${provider}`);
+    const app = appOrThrow(provider);
     if (app.connectionType !== "oauth" || !app.oauth) throw ApiError.flat(400, `Provider "${provider}" is not available`);
     return app as AppDefinition & { oauth: AppOAuth };
   }
@@ -168,6 +168,8 @@ export class OAuthService {
   async callback(provider: string, query: URLSearchParams, cookieNonce: string | null): Promise<string> {
     const done = (params: Record<string, string>) => `${this.publicUrl}/app-connect/${encodeURIComponent(provider)}?${new URLSearchParams(params)}`;
     const fail = (message: string) => done({ status: "error", message });
+    const app = findApp(provider);
+    if (!app?.oauth) return fail(`Unknown provider: ${provider}`);
     const rawState = query.get("state");
     if (!rawState) return fail("Missing state parameter");
     const state = this.decodeState(rawState);
@@ -178,8 +180,6 @@ export class OAuthService {
     if (query.get("error")) return fail("Authorization was denied");
     const code = query.get("code");
     if (!code) return fail("Missing authorization code");
-    const app = findApp(provider);
-    if (!app?.oauth) return fail(`Unknown provider: ${provider}`);
     let client: OAuthClient;
     let answer: TokenAnswer;
     try {

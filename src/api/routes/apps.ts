@@ -1,10 +1,9 @@
 // Apps (CONTRACT §5.8) and their organization variants (§5.13): catalog reads, OAuth start and the shared
 // callback, direct-credential connect, and BYOC configuration. Blocklists live in appBlocklist.ts.
 import { t } from "elysia";
-import { findApp } from "../../apps/index.ts";
+import { APPS } from "../../apps/index.ts";
 import type { AppDefinition } from "../../apps/types.ts";
 import { ApiError, forbidden } from "../../core/errors.ts";
-import { APPS } from "../../apps/index.ts";
 import { INVALID_BODY } from "../../services/appConfigs.ts";
 import { appOrThrow, permissionDefinition } from "../../services/apps.ts";
 import { STATE_COOKIE } from "../../services/oauth.ts";
@@ -175,9 +174,7 @@ export const appsRoutes: RouteDef[] = [
     access: "none",
     handler: async ({ services, params, query, request }) => {
       const provider = params.provider!;
-      const location = findApp(provider)
-        ? await services.oauth.callback(provider, query, cookieValue(request.headers.get("cookie"), STATE_COOKIE))
-        : `${services.deps.config.publicUrl.replace(/\/+$/, "")}/app-connect/${encodeURIComponent(provider)}?${new URLSearchParams({ status: "error", message: `Unknown provider: ${provider}` })}`;
+      const location = await services.oauth.callback(provider, query, cookieValue(request.headers.get("cookie"), STATE_COOKIE));
       // The flow is over either way: the state cookie is cleared.
       const clear = `${STATE_COOKIE}=; HttpOnly; SameSite=Lax; Path=/v1/apps/${encodeURIComponent(provider)}/callback; Max-Age=0`;
       return new Response(null, { status: 302, headers: { location, "set-cookie": clear, "cache-control": "no-store" } });
