@@ -8,10 +8,10 @@ import type { AuthMode } from "../core/secretRules.ts";
 import type { AgentMode, SecretScope } from "../store/schema.ts";
 import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
-import { compileRule, needsBody, type CompiledRule, type TargetResolver } from "../core/policy.ts";
+import { needsBody, type CompiledRule } from "../core/policy.ts";
 import { compiledApp, type CompiledApp } from "../apps/match.ts";
 import type { Resources } from "../core/resources.ts";
-import { agentRules, type ScopeRules } from "../services/agentRules.ts";
+import { agentRules, compileAgentRules, targetResolver } from "../services/agentRules.ts";
 import type { ConnectionCredential } from "../services/connections.ts";
 import type { ConnectionAccess } from "../store/schema.ts";
 
@@ -150,20 +150,8 @@ export class GatewaySnapshot {
   }
 
   #policy(agent: AgentEntry, secrets: CompiledSecret[], connections: CompiledConnection[]): AgentPolicy {
-    const resolver: TargetResolver = {
-      secret: (id) => secrets.find((s) => s.id === id) ?? null,
-      secretsOfScope: (scope) => secrets.filter((s) => s.scope === scope),
-      appHosts: (provider) => compiledApp(provider)?.servesHost ?? null,
-      tool: (provider, toolId) => compiledApp(provider)?.tools.get(toolId) ?? null,
-      connectionProvider: (id) => connections.find((c) => c.id === id)?.provider ?? null,
-    };
     const rules = agentRules(this.services, agent.organizationId, agent.projectId, agent);
-    const compile = (scope: ScopeRules) => ({
-      ordered: scope.ordered.map((r) => compileRule(r, resolver)),
-      fallback: scope.fallback ? compileRule(scope.fallback, resolver) : null,
-    });
-    const organization = compile(rules.organization);
-    const project = compile(rules.project);
+    const { organization, project } = compileAgentRules(rules, targetResolver(secrets, connections));
     const all = [...organization.ordered, ...project.ordered];
     const empty = all.length === 0 && organization.fallback === null && project.fallback === null;
     return { organization, project, empty, needsBody: needsBody(all) };
@@ -173,7 +161,7 @@ export class GatewaySnapshot {
   #connections(agent: AgentEntry): { all: CompiledConnection[]; injectable: CompiledConnection[] } {
     const grants = new Map(this.services.grants.connectionGrantRows(agent.id).map((g) => [g.connectionId, g]));
     const all: CompiledConnection[] = [];
-    for (const row of this.services.connections.rowsForGateway(agent.projectId, agent.organizationId)) {
+    for (const row of this.services.connections.listForProject(agent.projectId, agent.organizationId)) {
       const app = compiledApp(row.provider);
       if (!app) continue;
       const g = grants.get(row.id);

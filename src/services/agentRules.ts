@@ -1,8 +1,10 @@
 // The rules that bear on one agent's traffic, per scope in evaluation order (CONTRACT §6.9): managed
 // blocklist rules → published custom rules → managed grant rules (project only); plus each scope's Default
 // Rule. Used by the gateway snapshot and by the API reads that explain a decision, so both agree.
+import { compiledApp } from "../apps/match.ts";
 import { connectionGrantRules, secretGrantRule } from "../core/grantRules.ts";
-import type { RuleInput } from "../core/policy.ts";
+import type { HostMatcher, PathMatcher } from "../core/patterns.ts";
+import { compileRule, type CompiledRule, type RuleInput, type TargetResolver } from "../core/policy.ts";
 import type { BlocklistService } from "./blocklist.ts";
 import type { ConnectionService } from "./connections.ts";
 import type { GrantService } from "./grants.ts";
@@ -54,4 +56,37 @@ function agentGrantRules(services: { grants: GrantService; secrets: SecretServic
     out.push(...connectionGrantRules(agent, { connectionId: g.connectionId, display: g.label ?? g.provider, access: g.access, allow: g.allow, ask: g.ask }));
   }
   return out;
+}
+
+/** A secret as rule targets see it. */
+export interface TargetSecret {
+  id: string;
+  scope: string;
+  hostMatch: HostMatcher;
+  pathMatch: PathMatcher;
+}
+
+/** What rule targets resolve against: these secrets and connections, and the app catalog. */
+export function targetResolver(secrets: TargetSecret[], connections: { id: string; provider: string }[]): TargetResolver {
+  return {
+    secret: (id) => secrets.find((s) => s.id === id) ?? null,
+    secretsOfScope: (scope) => secrets.filter((s) => s.scope === scope),
+    appHosts: (provider) => compiledApp(provider)?.servesHost ?? null,
+    tool: (provider, toolId) => compiledApp(provider)?.tools.get(toolId) ?? null,
+    connectionProvider: (id) => connections.find((c) => c.id === id)?.provider ?? null,
+  };
+}
+
+export interface CompiledScope {
+  ordered: CompiledRule[];
+  fallback: CompiledRule | null;
+}
+
+/** Both scopes' rules compiled into matchers. */
+export function compileAgentRules(rules: AgentRules, resolver: TargetResolver): { organization: CompiledScope; project: CompiledScope } {
+  const compile = (scope: ScopeRules): CompiledScope => ({
+    ordered: scope.ordered.map((r) => compileRule(r, resolver)),
+    fallback: scope.fallback ? compileRule(scope.fallback, resolver) : null,
+  });
+  return { organization: compile(rules.organization), project: compile(rules.project) };
 }

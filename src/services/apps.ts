@@ -1,14 +1,14 @@
 // Catalog reads (CONTRACT §3.6 "App item", "Permission definition"; §5.3 effective-app-permissions): the
 // catalog joined with a scope's configuration and connections, and how the rules treat each tool.
 import { APPS, findApp } from "../apps/index.ts";
-import { compiledApp, samplePath } from "../apps/match.ts";
+import { samplePath } from "../apps/match.ts";
 import type { AppDefinition } from "../apps/types.ts";
 import { ApiError } from "../core/errors.ts";
 import { compilePathPattern, compileHostPattern } from "../core/patterns.ts";
-import { combine, compileRule, evaluateScope, type TargetResolver } from "../core/policy.ts";
+import { combine, evaluateScope } from "../core/policy.ts";
 import type { AgentService } from "./agents.ts";
 import type { AppConfigService } from "./appConfigs.ts";
-import { agentRules } from "./agentRules.ts";
+import { agentRules, compileAgentRules, targetResolver, type RulesAgent } from "./agentRules.ts";
 import type { BlocklistService } from "./blocklist.ts";
 import type { ConnectionService } from "./connections.ts";
 import type { GrantService } from "./grants.ts";
@@ -71,36 +71,31 @@ export class AppCatalogService {
    */
   effectivePermissions(owner: PolicyOwner, provider: string, agentId: string | null, connectionId: string | null) {
     const app = appOrThrow(provider);
-    const definition = permissionDefinition(app);
+    permissionDefinition(app);
     const projectId = owner.scope === "project" ? owner.projectId : null;
     const agent = agentId && projectId ? this.s.agents.get(projectId, agentId) : null;
     if (connectionId) {
       if (projectId) this.s.connections.visibleToProject(projectId, owner.organizationId, connectionId);
       else this.s.connections.owned(owner, connectionId);
     }
+    const judge = this.toolJudge(owner, agent ? { id: agent.id, name: agent.name, projectId: agent.projectId, organizationId: owner.organizationId } : null);
+    return { provider: app.id, agentId: agent?.id ?? null, connectionId, groups: judge(app, connectionId) };
+  }
+
+  /**
+   * The rules of a scope (and agent) compiled once, as a function giving each tool's verdict for an app and
+   * winning connection: several apps or connections can be judged without rebuilding the rules.
+   */
+  toolJudge(owner: PolicyOwner, agent: RulesAgent | null) {
+    const projectId = owner.scope === "project" ? owner.projectId : null;
     const secrets = projectId ? this.s.secrets.rowsForGateway(projectId, owner.organizationId, null) : [];
     const compiledSecrets = secrets.map((s) => ({ id: s.id, scope: s.scope, hostMatch: compileHostPattern(s.hostPattern), pathMatch: compilePathPattern(s.pathPattern) }));
     const connections = projectId ? this.s.connections.listForProject(projectId, owner.organizationId) : this.s.connections.listForOwner(owner);
-    const resolver: TargetResolver = {
-      secret: (id) => compiledSecrets.find((s) => s.id === id) ?? null,
-      secretsOfScope: (scope) => compiledSecrets.filter((s) => s.scope === scope),
-      appHosts: (p) => compiledApp(p)?.servesHost ?? null,
-      tool: (p, toolId) => compiledApp(p)?.tools.get(toolId) ?? null,
-      connectionProvider: (id) => connections.find((c) => c.id === id)?.provider ?? null,
-    };
-    const rules = agentRules(this.s, owner.organizationId, projectId, agent ? { id: agent.id, name: agent.name, projectId: agent.projectId, organizationId: owner.organizationId } : null);
-    const compile = (scope: typeof rules.project) => ({
-      ordered: scope.ordered.map((r) => compileRule(r, resolver)),
-      fallback: scope.fallback ? compileRule(scope.fallback, resolver) : null,
-    });
-    const org = compile(rules.organization);
-    const project = compile(rules.project);
+    const rules = agentRules(this.s, owner.organizationId, projectId, agent);
+    const { organization: org, project } = compileAgentRules(rules, targetResolver(compiledSecrets, connections));
     const verdictName = { allow: "allow", block: "block", approval: "approval", rate: "rate_limited" } as const;
-    return {
-      provider: app.id,
-      agentId: agent?.id ?? null,
-      connectionId,
-      groups: definition.groups.map((g) => ({
+    return (app: AppDefinition, connectionId: string | null) =>
+      permissionDefinition(app).groups.map((g) => ({
         category: g.category,
         tools: g.tools.map((t) => {
           const tool = app.tools.find((x) => x.id === t.id)!;
@@ -109,7 +104,8 @@ export class AppCatalogService {
           const orgDecision = evaluateScope(org.ordered, org.fallback, req);
           const projectDecision = evaluateScope(project.ordered, project.fallback, req);
           const combined = combine(orgDecision, projectDecision);
-          // On a tie the organization's decision stands; when no organization rule matched, the project's rule decided.
+          // combine() leaves a tie with an organization that matched nothing when the project's rule is only its
+          // Default Rule (so request logs stay quiet); this read names that Default Rule.
           const d = combined.rule === null && projectDecision.verdict === combined.verdict ? projectDecision : combined;
           const rate = d.verdict === "rate" && d.rule ? { rateLimit: d.rule.rateLimit, rateLimitWindow: d.rule.rateLimitWindow } : { rateLimit: null, rateLimitWindow: null };
           return {
@@ -119,7 +115,6 @@ export class AppCatalogService {
             decidedBy: d.rule ? { scope: d.rule.scope, logicalId: d.rule.logicalId, name: d.rule.name } : null,
           };
         }),
-      })),
-    };
+      }));
   }
 }

@@ -98,11 +98,6 @@ export class ConnectionService {
     return this.db.select().from(appConnections).where(where).orderBy(...byNewest).all();
   }
 
-  /** Every connection a project's gateway traffic may use (project + organization). */
-  rowsForGateway(projectId: string, organizationId: string): ConnectionRow[] {
-    return this.listForProject(projectId, organizationId);
-  }
-
   byId(id: string): ConnectionRow | null {
     return this.db.select().from(appConnections).where(eq(appConnections.id, id)).get() ?? null;
   }

@@ -2,6 +2,7 @@
 // `/agents/{id}/secrets` and `/agents/{id}/connections`). Grant endpoints answer every non-auth failure
 // with a flat body.
 import { t } from "elysia";
+import { findApp } from "../../apps/index.ts";
 import { ApiError } from "../../core/errors.ts";
 import { credentialStatus } from "../../core/policy.ts";
 import { agentRules } from "../../services/agentRules.ts";
@@ -19,15 +20,12 @@ const ConnectionGrantBody = t.Object({
 
 
 /** How the rules treat a connection for an agent: every tool blocked → blocked; any tool not freely allowed → limited. */
-function connectionStatus(services: Services, projectId: string, organizationId: string, agentId: string, connectionId: string, provider: string) {
-  let verdicts: string[];
-  try {
-    const perms = services.apps.effectivePermissions({ scope: "project", projectId, organizationId }, provider, agentId, connectionId);
-    verdicts = perms.groups.flatMap((g) => g.tools.map((t) => t.verdict));
-  } catch {
-    return "usable"; // an app without a permission definition: no per-tool rules can bear on it
-  }
-  if (verdicts.length > 0 && verdicts.every((v) => v === "block")) return "blocked";
+function connectionStatus(judge: ReturnType<Services["apps"]["toolJudge"]>, connectionId: string, provider: string) {
+  const app = findApp(provider);
+  // An app without a permission definition: no per-tool rules can bear on it.
+  if (!app || app.tools.length === 0) return "usable";
+  const verdicts = judge(app, connectionId).flatMap((g) => g.tools.map((t) => t.verdict));
+  if (verdicts.every((v) => v === "block")) return "blocked";
   return verdicts.some((v) => v !== "allow") ? "limited" : "usable";
 }
 
@@ -134,8 +132,10 @@ export const grantsRoutes: RouteDef[] = [
       const granted = new Set(services.grants.secretIds(agent.id));
       const grantedConnections = new Map(services.grants.connectionGrantRows(agent.id).map((g) => [g.connectionId, g]));
       const secrets = services.secrets.listForProject(ctx.projectId, ctx.organizationId);
-      const rules = agentRules(services, ctx.organizationId, ctx.projectId, { id: agent.id, name: agent.name, projectId: agent.projectId, organizationId: ctx.organizationId });
+      const rulesAgent = { id: agent.id, name: agent.name, projectId: agent.projectId, organizationId: ctx.organizationId };
+      const rules = agentRules(services, ctx.organizationId, ctx.projectId, rulesAgent);
       const scopes = [rules.organization, rules.project];
+      const judge = services.apps.toolJudge({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId }, rulesAgent);
       return {
         agentId: agent.id,
         mode: agent.mode,
@@ -154,7 +154,7 @@ export const grantsRoutes: RouteDef[] = [
             provider: c.provider,
             label: c.label,
             scope: c.scope,
-            status: agent.mode === "grants" && !grant ? "not_granted" : connectionStatus(services, ctx.projectId, ctx.organizationId, agent.id, c.id, c.provider),
+            status: agent.mode === "grants" && !grant ? "not_granted" : connectionStatus(judge, c.id, c.provider),
             access: grant?.access ?? null,
           };
         }),
