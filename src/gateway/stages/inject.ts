@@ -19,9 +19,9 @@ export function inject(rq: ProxyRequest, g: GatewayContext): Response | undefine
   for (const secret of matched) {
     if (secret.value !== null) continue;
     const ref = secret.opRef;
-    if (ref === null) return fail(rq);
+    if (ref === null) return credentialUnavailableFor(rq);
     const known = g.vault.peek(ref);
-    if (known !== undefined && !known.ok) return fail(rq);
+    if (known !== undefined && !known.ok) return credentialUnavailableFor(rq);
     vault ??= new Map();
     if (known !== undefined) vault.set(ref, known);
     else if (!vault.has(ref)) {
@@ -39,13 +39,13 @@ function apply(rq: ProxyRequest, matched: CompiledSecret[], vault: Map<string, L
     let value = secret.value;
     if (value === null) {
       const found = vault?.get(secret.opRef!);
-      if (!found?.ok) return fail(rq);
+      if (!found?.ok) return credentialUnavailableFor(rq);
       value = found.value;
       // Inline values are checked when stored; a vault value only now: a header must not break.
-      if (intoHeader(secret) && !isHeaderSafeValue(value)) return fail(rq);
+      if (intoHeader(secret) && !isHeaderSafeValue(value)) return credentialUnavailableFor(rq);
     }
     const out = applyInjection(secret, value, rq.headers, target);
-    if (!out.ok) return fail(rq);
+    if (!out.ok) return credentialUnavailableFor(rq);
     target = out.pathAndQuery;
     rq.injectionCount += out.count;
   }
@@ -57,7 +57,8 @@ function intoHeader(secret: CompiledSecret): boolean {
   return secret.type !== "generic" || secret.injection?.headerName !== undefined;
 }
 
-function fail(rq: ProxyRequest): Response {
+/** The request is answered 502 `credential_unavailable` and logged as an error; nothing goes upstream. */
+export function credentialUnavailableFor(rq: ProxyRequest): Response {
   rq.decision = "error";
   return credentialUnavailable(rq.host);
 }

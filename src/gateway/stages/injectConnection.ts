@@ -3,13 +3,13 @@
 // inside its refresh window is refreshed first (single flight per connection, in the OAuth service).
 import { hostRuleFor } from "../../apps/match.ts";
 import type { AppInjection } from "../../apps/types.ts";
-import { setQueryParam } from "../../core/inject.ts";
-import { isHeaderSafeValue } from "../../core/secretRules.ts";
+import { applyInjection, type Injectable } from "../../core/inject.ts";
+import { isHeaderSafeValue, type InjectionConfigShape } from "../../core/secretRules.ts";
 import { OAuthService } from "../../services/oauth.ts";
 import type { ConnectionCredential } from "../../services/connections.ts";
 import type { GatewayContext } from "../context.ts";
-import { credentialUnavailable } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
+import { credentialUnavailableFor } from "./inject.ts";
 
 export function injectConnection(rq: ProxyRequest, g: GatewayContext): Response | undefined | Promise<Response | undefined> {
   const c = rq.connection;
@@ -17,7 +17,7 @@ export function injectConnection(rq: ProxyRequest, g: GatewayContext): Response 
   const rule = hostRuleFor(c.app, rq.host, rq.path);
   if (!rule) return undefined;
   if (!OAuthService.needsRefresh(c.credential)) return apply(rq, rule.rule.inject, c.credential);
-  return g.services.oauth.fresh(c.id).then((fresh) => (fresh ? apply(rq, rule.rule.inject, fresh) : fail(rq)));
+  return g.services.oauth.fresh(c.id).then((fresh) => (fresh ? apply(rq, rule.rule.inject, fresh) : credentialUnavailableFor(rq)));
 }
 
 function valueOf(credential: ConnectionCredential, field: string | undefined): string | null {
@@ -26,33 +26,32 @@ function valueOf(credential: ConnectionCredential, field: string | undefined): s
   return name !== undefined ? (credential.fields[name] ?? null) : null;
 }
 
+/** An app's injection as the generic secret variant it amounts to (§6.7), and the value that goes in. */
+function asGenericSecret(inj: AppInjection, value: string): { secret: Injectable; value: string } {
+  const generic = (injection: InjectionConfigShape): Injectable => ({ type: "generic", authMode: "api-key", injection });
+  switch (inj.kind) {
+    case "bearer":
+      return { secret: generic({ headerName: "authorization", valueFormat: "Bearer {value}" }), value };
+    case "basic":
+      return { secret: generic({ headerName: "authorization", valueFormat: "Basic {value}" }), value: Buffer.from(`${inj.username}:${value}`).toString("base64") };
+    case "header":
+      return { secret: generic({ headerName: inj.name, valueFormat: inj.format ?? "{value}" }), value };
+    case "query":
+      return { secret: generic({ paramName: inj.param }), value };
+  }
+}
+
 function apply(rq: ProxyRequest, injections: AppInjection[], credential: ConnectionCredential): Response | undefined {
   for (const inj of injections) {
     const value = valueOf(credential, inj.field);
-    if (!value) return fail(rq);
-    if (inj.kind === "query") {
-      rq.upstreamTarget = setQueryParam(rq.upstreamTarget, inj.param, value);
-      rq.injectionCount += 1;
-      continue;
-    }
-    if (!isHeaderSafeValue(value)) return fail(rq);
-    switch (inj.kind) {
-      case "bearer":
-        rq.headers.set("authorization", `Bearer ${value}`);
-        break;
-      case "basic":
-        rq.headers.set("authorization", `Basic ${Buffer.from(`${inj.username}:${value}`).toString("base64")}`);
-        break;
-      case "header":
-        rq.headers.set(inj.name, (inj.format ?? "{value}").split("{value}").join(value));
-        break;
-    }
-    rq.injectionCount += 1;
+    if (!value) return credentialUnavailableFor(rq);
+    // Stored values are checked when saved; a token from a provider only now: a header must not break.
+    if (inj.kind !== "query" && !isHeaderSafeValue(value)) return credentialUnavailableFor(rq);
+    const { secret, value: injected } = asGenericSecret(inj, value);
+    const out = applyInjection(secret, injected, rq.headers, rq.upstreamTarget);
+    if (!out.ok) return credentialUnavailableFor(rq);
+    rq.upstreamTarget = out.pathAndQuery;
+    rq.injectionCount += out.count;
   }
   return undefined;
-}
-
-function fail(rq: ProxyRequest): Response {
-  rq.decision = "error";
-  return credentialUnavailable(rq.host);
 }
