@@ -1,7 +1,11 @@
+// drizzle-kit configuration for both engines: `npm run db:generate` writes migrations/sqlite/ and
+// migrations/postgres/ from the two schema files and embeds them (migrations/embed.ts).
 import { defineConfig } from "drizzle-kit";
 
-export default defineConfig({
-  dialect: "sqlite",
-  schema: "./src/store/schema.ts",
-  out: "./migrations/sqlite",
-});
+const dialect = process.env.CREDGATE_DRIZZLE_DIALECT === "postgresql" ? "postgresql" : "sqlite";
+
+export default defineConfig(
+  dialect === "postgresql"
+    ? { dialect, schema: "./src/store/schema.pg.ts", out: "./migrations/postgres" }
+    : { dialect, schema: "./src/store/schema.sqlite.ts", out: "./migrations/sqlite" },
+);

@@ -13,15 +13,15 @@ export function registerKeys(program: Command): void {
     .description("print the bootstrap API keys and the default agent token")
     .option("--data-dir <dir>", "data directory (CREDGATE_DATA_DIR, default ./credgate-data)")
     .option("--json", "print one JSON object")
-    .action((flags: { dataDir?: string; json?: boolean }) => {
+    .action(async (flags: { dataDir?: string; json?: boolean }) => {
       try {
         const config = loadConfig({ dataDir: flags.dataDir });
         if (!existsSync(join(config.dataDir, DB_FILE))) {
           throw new Error(`no credgate data in ${config.dataDir}; run "credgate serve --data-dir ${config.dataDir}" first`);
         }
-        const core = openCore(config);
+        const core = await openCore(config);
         const b = core.bootstrap;
-        core.db.$client.close();
+        await core.close();
         if (flags.json) {
           const out = { projectApiKey: b.projectApiKey, orgApiKey: b.orgApiKey, projectId: b.projectId, organizationId: b.organizationId, defaultAgentToken: b.defaultAgentToken };
           process.stdout.write(JSON.stringify(out) + "\n");

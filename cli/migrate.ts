@@ -48,9 +48,9 @@ export function summary(result: MigrationResult): string {
   return lines.join("\n") + "\n";
 }
 
-function projectOf(core: Core, wanted: string | undefined): { projectId: string; organizationId: string; name: string } {
+async function projectOf(core: Core, wanted: string | undefined): Promise<{ projectId: string; organizationId: string; name: string }> {
   const id = wanted?.trim() || core.bootstrap.projectId;
-  const project = core.services.orgs.getProject(id);
+  const project = await core.services.orgs.getProject(id);
   if (!project) throw new Error(`project ${id} does not exist in this data dir`);
   return { projectId: project.id, organizationId: project.organizationId, name: project.name };
 }
@@ -80,8 +80,8 @@ export function registerMigrate(program: Command): void {
           throw new Error(`no credgate data in ${config.dataDir}; pass --data-dir with the directory of your self-hosted instance`);
         }
         log.setQuiet(true);
-        core = openCore(config);
-        const project = projectOf(core, flags.project);
+        core = await openCore(config);
+        const project = await projectOf(core, flags.project);
         const say = (line: string) => {
           if (!flags.json) process.stdout.write(line + "\n");
         };
@@ -92,10 +92,10 @@ export function registerMigrate(program: Command): void {
         });
         process.stdout.write(flags.json ? JSON.stringify(result) + "\n" : summary(result));
       } catch (err) {
-        core?.db.$client.close();
+        await core?.close();
         const hint = partsSent > 0 ? ` (${count(partsSent, "part")} already imported; re-running is safe: what exists is skipped)` : "";
         fail(err instanceof Error ? new Error(err.message + hint) : err);
       }
-      core.db.$client.close();
+      await core.close();
     });
 }

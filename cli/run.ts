@@ -13,12 +13,12 @@ import { fail } from "./fail.ts";
 
 const UNDICI: string = undiciBundle();
 
-function apiKeyFrom(dataDir: string | undefined): string {
+async function apiKeyFrom(dataDir: string | undefined): Promise<string> {
   const fromEnv = process.env.CREDGATE_API_KEY?.trim();
   if (fromEnv) return fromEnv;
-  const core = openCore(loadConfig({ dataDir }));
+  const core = await openCore(loadConfig({ dataDir }));
   const key = core.bootstrap.projectApiKey;
-  core.db.$client.close();
+  await core.close();
   return key;
 }
 
@@ -53,7 +53,7 @@ export function registerRun(program: Command): void {
       let dir: string | null = null;
       try {
         const base = (process.env.CREDGATE_URL?.trim() || "http://localhost:10254").replace(/\/+$/, "");
-        const key = apiKeyFrom(flags.dataDir);
+        const key = await apiKeyFrom(flags.dataDir);
         const query = flags.agent ? `?agent=${encodeURIComponent(flags.agent)}` : "";
         const config = (await getJson(`${base}/v1/container-config${query}`, key)) as ContainerConfig;
         const { url: gatewayUrl } = (await getJson(`${base}/v1/gateway-url`, key)) as { url: string };

@@ -7,6 +7,8 @@ export type Mode = "self-hosted" | "cloud";
 
 export interface Config {
   mode: Mode;
+  /** This process, among the instances sharing a database (held approvals name their holder). */
+  instanceId: string;
   dataDir: string;
   port: number;
   gatewayPort: number;
@@ -153,11 +155,14 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
   }
   const databaseUrl = nonEmpty(env.CREDGATE_DATABASE_URL);
   if (databaseUrl !== null) {
-    throw new ConfigError("CREDGATE_DATABASE_URL (PostgreSQL) is not supported by this build yet; unset it to use the embedded SQLite store");
+    if (!/^postgres(ql)?:\/\//i.test(databaseUrl)) throw new ConfigError("CREDGATE_DATABASE_URL must be a postgres:// or postgresql:// URL");
+    // Every instance must open what the others sealed: the key cannot be generated per instance.
+    if (masterKey === null) throw new ConfigError("CREDGATE_MASTER_KEY is required with CREDGATE_DATABASE_URL (every instance must use the same key)");
   }
 
   return {
     mode: modeRaw,
+    instanceId: crypto.randomUUID(),
     dataDir: resolvePath(flags.dataDir ?? env.CREDGATE_DATA_DIR ?? "./credgate-data"),
     port,
     gatewayPort,

@@ -1,5 +1,7 @@
-// The change bus: services announce writes, the gateway's snapshots listen and rebuild lazily.
-// In-process for the embedded store; a shared database would carry the same events over LISTEN/NOTIFY.
+// The change bus: services announce committed writes; the gateway's snapshots (and long-polls, held
+// approvals) listen. Events are delivered in this process once the write commits, and carried to other
+// processes by transports: LISTEN/NOTIFY between instances on PostgreSQL (transports/ may add more, e.g.
+// IPC to gateway workers). Payloads are small: kinds and ids, never values.
 
 export type ChangeEvent =
   | { kind: "agent"; projectId: string; agentId: string }
@@ -8,19 +10,56 @@ export type ChangeEvent =
   | { kind: "policy"; organizationId: string }
   | { kind: "grant"; agentId: string }
   /** App connections, BYOC configs and blocklist entries of an organization or its projects. */
-  | { kind: "app"; organizationId: string };
+  | { kind: "app"; organizationId: string }
+  /** An approval was created or left `pending`. */
+  | { kind: "approval"; id: string; projectId: string; organizationId: string }
+  /** Events may have been missed (a transport reconnected): drop every cached view. */
+  | { kind: "reload" };
 
 type Listener = (event: ChangeEvent) => void;
 
+/** Carries events to and from other processes. */
+export interface EventTransport {
+  publish(event: ChangeEvent): void;
+  stop(): Promise<void>;
+}
+
 export class EventBus {
   readonly #listeners = new Set<Listener>();
+  readonly #transports: EventTransport[] = [];
+
+  /** `defer` holds an event back until the surrounding transaction commits (Store.afterCommit). */
+  constructor(private readonly defer: (fn: () => void) => void = (fn) => fn()) {}
 
   on(listener: Listener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
+  /** Announces a write: to this process's listeners and every other process, once it has committed. */
   emit(event: ChangeEvent): void {
-    for (const l of this.#listeners) l(event);
+    this.defer(() => {
+      this.deliver(event);
+      for (const t of this.#transports) t.publish(event);
+    });
+  }
+
+  /** An event from another process: this process's listeners only. */
+  deliver(event: ChangeEvent): void {
+    for (const l of this.#listeners) {
+      try {
+        l(event);
+      } catch {
+        // A listener's failure must not stop the others (each logs its own errors).
+      }
+    }
+  }
+
+  attach(transport: EventTransport): void {
+    this.#transports.push(transport);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.#transports.splice(0).map((t) => t.stop()));
   }
 }

@@ -1,14 +1,15 @@
-// What writing one request-log row costs, on the real schema and pragmas (src/store/open.ts), in batches of
-// 500 like RequestLogService.flush: the drizzle multi-row insert it uses today, against a bun:sqlite
-// prepared single-row insert, each with random (uuid v4) and time-ordered ids.
+// What writing one request-log row costs, on the real schema and pragmas (src/store/sqlite.ts), in batches of
+// 500 like RequestLogService.flush: a drizzle multi-row insert, against the bun:sqlite prepared single-row
+// insert SqliteStore.insertRequestLogs uses, each with random (uuid v4) and time-ordered ids.
 //
 //   bun bench/anatomy/request-logs.ts [rows, default 50000]
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
-import { openStore } from "../../src/store/open.ts";
-import { requestLogs } from "../../src/store/schema.ts";
+import { requestLogs } from "../../src/store/schema.sqlite.ts";
+import { DB_FILE, SqliteStore } from "../../src/store/sqlite.ts";
+import { drizzle } from "drizzle-orm/bun-sqlite";
 
 const TOTAL = Number(process.argv[2] ?? 50_000);
 const BATCH = 500;
@@ -44,10 +45,13 @@ const timeOrderedId = () => {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${hex.slice(13, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 };
 
-function run(label: string, ids: () => string, write: (db: ReturnType<typeof openStore>, rows: Row[]) => void): void {
+type Db = ReturnType<typeof drizzle> & { $client: SqliteStore["client"] };
+
+async function run(label: string, ids: () => string, write: (db: Db, rows: Row[]) => void): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "credgate-bench-logs-"));
   try {
-    const db = openStore(dir);
+    const store = await SqliteStore.open(join(dir, DB_FILE));
+    const db = drizzle({ client: store.client }) as Db;
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let done = 0; done < TOTAL; done += BATCH) {
@@ -63,14 +67,14 @@ function run(label: string, ids: () => string, write: (db: ReturnType<typeof ope
   }
 }
 
-const drizzleBatch = (db: ReturnType<typeof openStore>, rows: Row[]) =>
+const drizzleBatch = (db: Db, rows: Row[]) =>
   db.transaction((tx) => {
     for (let i = 0; i < rows.length; i += 100) tx.insert(requestLogs).values(rows.slice(i, i + 100)).run();
   });
 
 const COLUMNS = ["id", "organization_id", "project_id", "agent_id", "method", "host", "path", "provider", "status", "latency_ms", "injection_count", "decision", "matched_rule_logical_id", "matched_rule_name", "approval_id", "cost_nanos", "created_at"];
 let prepared: { db: unknown; insert: (r: Row) => void; many: (rows: Row[]) => void } | null = null;
-const preparedBatch = (db: ReturnType<typeof openStore>, rows: Row[]) => {
+const preparedBatch = (db: Db, rows: Row[]) => {
   if (!prepared || prepared.db !== db) {
     const stmt = db.$client.prepare(`INSERT INTO request_logs (${COLUMNS.join(",")}) VALUES (${COLUMNS.map(() => "?").join(",")})`);
     const insert = (r: Row) =>
@@ -81,7 +85,7 @@ const preparedBatch = (db: ReturnType<typeof openStore>, rows: Row[]) => {
 };
 
 let drizzlePrepared: { db: unknown; many: (rows: Row[]) => void } | null = null;
-const drizzlePreparedBatch = (db: ReturnType<typeof openStore>, rows: Row[]) => {
+const drizzlePreparedBatch = (db: Db, rows: Row[]) => {
   if (!drizzlePrepared || drizzlePrepared.db !== db) {
     const values = Object.fromEntries(Object.keys(requestLogs).filter((k) => k in row("x")).map((k) => [k, sql.placeholder(k)]));
     const stmt = db.insert(requestLogs).values(values as unknown as Row).prepare();
@@ -91,9 +95,9 @@ const drizzlePreparedBatch = (db: ReturnType<typeof openStore>, rows: Row[]) => 
 };
 
 console.log(`${TOTAL} request-log rows in batches of ${BATCH} (WAL, synchronous=NORMAL, real schema and indexes)`);
-run("drizzle 100-row inserts (today), uuid v4 ids", () => crypto.randomUUID(), drizzleBatch);
-run("drizzle 100-row inserts, time-ordered ids", timeOrderedId, drizzleBatch);
-run("prepared single-row insert, uuid v4 ids", () => crypto.randomUUID(), preparedBatch);
-run("prepared single-row insert, time-ordered ids", timeOrderedId, preparedBatch);
-run("drizzle .prepare() single-row insert, uuid v4 ids", () => crypto.randomUUID(), drizzlePreparedBatch);
-run("drizzle .prepare() single-row insert, time-ordered ids", timeOrderedId, drizzlePreparedBatch);
+await run("drizzle 100-row inserts, uuid v4 ids", () => crypto.randomUUID(), drizzleBatch);
+await run("drizzle 100-row inserts, time-ordered ids", timeOrderedId, drizzleBatch);
+await run("prepared single-row insert (the store's), uuid v4 ids", () => crypto.randomUUID(), preparedBatch);
+await run("prepared single-row insert, time-ordered ids", timeOrderedId, preparedBatch);
+await run("drizzle .prepare() single-row insert, uuid v4 ids", () => crypto.randomUUID(), drizzlePreparedBatch);
+await run("drizzle .prepare() single-row insert, time-ordered ids", timeOrderedId, drizzlePreparedBatch);

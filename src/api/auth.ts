@@ -2,7 +2,7 @@
 // the route's context marker (P, P*, O, Pt) and role gate → RequestContext. Every failure is an ApiError.
 import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
 import { apiKeyKind } from "../core/ids.ts";
-import type { Role } from "../store/schema.ts";
+import type { Role } from "../core/model.ts";
 import type { Services } from "../services/index.ts";
 import { SESSION_COOKIE } from "../services/sessions.ts";
 
@@ -37,7 +37,7 @@ export function cookieValue(header: string | null, name: string): string | null 
 }
 
 /** Step 1–4 of §1.2: the bearer header (no fallback to the cookie), else the session cookie, else 401. */
-export function authenticate(services: Services, headers: Headers): Principal {
+export async function authenticate(services: Services, headers: Headers): Promise<Principal> {
   const authorization = headers.get("authorization");
   if (authorization !== null) {
     const m = /^bearer\s+(.+)$/i.exec(authorization.trim());
@@ -46,22 +46,22 @@ export function authenticate(services: Services, headers: Headers): Principal {
   }
   const cookie = cookieValue(headers.get("cookie"), SESSION_COOKIE);
   if (cookie) {
-    const session = services.sessions.resolve(cookie);
+    const session = await services.sessions.resolve(cookie);
     if (session) return { via: "session", sessionId: session.id, userId: session.userId };
   }
   throw unauthorized();
 }
 
-export function authenticateKey(services: Services, token: string): Principal {
+export async function authenticateKey(services: Services, token: string): Promise<Principal> {
   const kind = apiKeyKind(token);
-  const key = kind ? services.apiKeys.findByToken(token) : undefined;
+  const key = kind ? await services.apiKeys.findByToken(token) : undefined;
   if (!key || key.kind !== kind) throw unauthorized();
   if (kind === "partner") {
     if (!key.partnerId) throw unauthorized();
     return { via: "partner_key", keyId: key.id, partnerId: key.partnerId };
   }
   if (!key.userId || !key.organizationId) throw unauthorized();
-  const role = services.orgs.activeRole(key.organizationId, key.userId);
+  const role = await services.orgs.activeRole(key.organizationId, key.userId);
   if (kind === "project") {
     // Holder check: the project still exists (keys cascade with it) and its holder is an active member.
     if (!key.projectId || role === null) throw unauthorized();
@@ -72,8 +72,8 @@ export function authenticateKey(services: Services, token: string): Principal {
   return { via: "org_key", keyId: key.id, userId: key.userId, organizationId: key.organizationId };
 }
 
-function sessionOrganization(services: Services, userId: string, headers: Headers): { organizationId: string; role: Role } {
-  const orgs = services.orgs.membershipsOf(userId);
+async function sessionOrganization(services: Services, userId: string, headers: Headers): Promise<{ organizationId: string; role: Role }> {
+  const orgs = await services.orgs.membershipsOf(userId);
   const wanted = headers.get("x-organization-id")?.trim();
   if (wanted) {
     const m = orgs.find((o) => o.organizationId === wanted);
@@ -85,26 +85,26 @@ function sessionOrganization(services: Services, userId: string, headers: Header
   return { organizationId: first.organizationId, role: first.role };
 }
 
-function projectContext(services: Services, principal: Principal, headers: Headers, star: boolean): { organizationId: string; projectId: string; role: Role } {
+async function projectContext(services: Services, principal: Principal, headers: Headers, star: boolean): Promise<{ organizationId: string; projectId: string; role: Role }> {
   const header = headers.get("x-project-id")?.trim() || null;
   switch (principal.via) {
     case "project_key":
-      return { organizationId: principal.organizationId, projectId: principal.projectId, role: services.orgs.activeRole(principal.organizationId, principal.userId)! };
+      return { organizationId: principal.organizationId, projectId: principal.projectId, role: (await services.orgs.activeRole(principal.organizationId, principal.userId))! };
     case "org_key": {
       if (!header) throw star ? ApiError.envelope(400, "X-Project-Id header is required") : unauthorized();
-      const project = services.orgs.getProject(header);
+      const project = await services.orgs.getProject(header);
       if (!project || project.organizationId !== principal.organizationId) throw unauthorized();
-      return { organizationId: project.organizationId, projectId: project.id, role: services.orgs.activeRole(principal.organizationId, principal.userId)! };
+      return { organizationId: project.organizationId, projectId: project.id, role: (await services.orgs.activeRole(principal.organizationId, principal.userId))! };
     }
     case "session": {
       if (header) {
-        const project = services.orgs.getProject(header);
-        const role = project ? services.orgs.activeRole(project.organizationId, principal.userId) : null;
+        const project = await services.orgs.getProject(header);
+        const role = project ? await services.orgs.activeRole(project.organizationId, principal.userId) : null;
         if (!project || role === null) throw unauthorized();
         return { organizationId: project.organizationId, projectId: project.id, role };
       }
-      const { organizationId, role } = sessionOrganization(services, principal.userId, headers);
-      const project = services.orgs.firstProject(organizationId);
+      const { organizationId, role } = await sessionOrganization(services, principal.userId, headers);
+      const project = await services.orgs.firstProject(organizationId);
       if (!project) throw unauthorized();
       return { organizationId, projectId: project.id, role };
     }
@@ -113,11 +113,11 @@ function projectContext(services: Services, principal: Principal, headers: Heade
   }
 }
 
-function organizationContext(services: Services, principal: Principal, headers: Headers): { organizationId: string; role: Role } {
+async function organizationContext(services: Services, principal: Principal, headers: Headers): Promise<{ organizationId: string; role: Role }> {
   switch (principal.via) {
     case "project_key":
     case "org_key":
-      return { organizationId: principal.organizationId, role: services.orgs.activeRole(principal.organizationId, principal.userId)! };
+      return { organizationId: principal.organizationId, role: (await services.orgs.activeRole(principal.organizationId, principal.userId))! };
     case "session":
       return sessionOrganization(services, principal.userId, headers);
     case "partner_key":
@@ -126,9 +126,9 @@ function organizationContext(services: Services, principal: Principal, headers: 
 }
 
 /** Resolves the route's context and enforces its role gate. */
-export function resolveContext(services: Services, principal: Principal, headers: Headers, access: "P" | "P*" | "O", gate: RoleGate): RequestContext {
+export async function resolveContext(services: Services, principal: Principal, headers: Headers, access: "P" | "P*" | "O", gate: RoleGate): Promise<RequestContext> {
   const userId = principal.via === "partner_key" ? null : principal.userId;
-  const c = access === "O" ? { ...organizationContext(services, principal, headers), projectId: "" } : projectContext(services, principal, headers, access === "P*");
+  const c = access === "O" ? { ...(await organizationContext(services, principal, headers)), projectId: "" } : await projectContext(services, principal, headers, access === "P*");
   if (gate !== "any" && RANK[c.role] < RANK[gate]) throw forbidden();
   return { principal, userId, ...c };
 }

@@ -92,12 +92,12 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
     let ctx: RequestContext | null = null;
     if (def.queryBridge) request = bridgeQuery(request);
     if (def.access !== "none") {
-      principal = authenticate(services, request.headers);
+      principal = await authenticate(services, request.headers);
       if (def.access === "Pt") throw unauthorized();
       if (def.access === "session") {
         if (principal.via !== "session") throw unauthorized();
       } else {
-        ctx = resolveContext(services, principal, request.headers, def.access, def.role ?? "any");
+        ctx = await resolveContext(services, principal, request.headers, def.access, def.role ?? "any");
       }
       const origin = request.headers.get("origin");
       if (principal.via === "session" && MUTATING.has(request.method) && origin && origin !== services.deps.config.publicUrl) {

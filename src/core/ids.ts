@@ -48,3 +48,14 @@ export function apiKeyKind(token: string): "partner" | "organization" | "project
 export function nowIso(): string {
   return new Date().toISOString();
 }
+
+let lastCreation = 0;
+
+/**
+ * A creation timestamp that never repeats within this process, so records created in the same millisecond
+ * still list in creation order (by `createdAt`) on every database engine.
+ */
+export function creationTime(): string {
+  lastCreation = Math.max(Date.now(), lastCreation + 1);
+  return new Date(lastCreation).toISOString();
+}

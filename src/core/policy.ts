@@ -2,7 +2,7 @@
 // evaluated per scope (first match wins, else the scope's Default Rule) and the two scopes are combined
 // with the stricter decision winning (block < approval < rate-limit < allow; tie → organization).
 import { compileHostPattern, compilePathPattern, type HostMatcher, type PathMatcher } from "./patterns.ts";
-import type { PolicyScope, RateWindow, RuleAction, RuleSource, RuleTarget } from "../store/schema.ts";
+import type { PolicyScope, RateWindow, RuleAction, RuleSource, RuleTarget } from "./model.ts";
 
 export interface RuleInput {
   id: string;

@@ -1,6 +1,6 @@
 // What a reviewer sees of a held request (CONTRACT §6.13): a summary and a text preview of the first
 // 16 KiB of the body, with credentials and bulky values redacted. Pure.
-import type { ApprovalSummary } from "../store/schema.ts";
+import type { ApprovalSummary } from "./model.ts";
 
 const SENSITIVE = ["authorization", "password", "passwd", "secret", "token", "api_key", "apikey", "access_key", "accesskey", "private_key", "client_secret", "refresh_token"];
 const BASE64_RUN = /[A-Za-z0-9+/_-]{100,}={0,2}/g;

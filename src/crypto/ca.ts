@@ -29,6 +29,12 @@ function serialNumber(): string {
   return Buffer.from(bytes).toString("hex");
 }
 
+/** A CA as stored: the certificate and its private key, PEM. */
+export interface CaMaterial {
+  certPem: string;
+  keyPem: string;
+}
+
 export interface Leaf {
   certPem: string;
   keyPem: string;
@@ -44,40 +50,46 @@ export class CertificateAuthority {
     private readonly leafKeyPem: string,
   ) {}
 
-  /** Loads `<dataDir>/ca.pem` + `ca.key`, creating them on first start. */
+  /** A new CA (certificate and private key, PEM); nothing is stored here. */
+  static async generate(): Promise<CaMaterial> {
+    const keys = (await crypto.subtle.generateKey(ALG, true, ["sign", "verify"])) as CryptoKeyPair;
+    const now = Date.now();
+    const cert = await x509.X509CertificateGenerator.createSelfSigned({
+      serialNumber: serialNumber(),
+      name: "CN=credgate Gateway CA, O=credgate",
+      notBefore: new Date(now - 5 * 60 * 1000),
+      notAfter: new Date(now + 10 * 365 * 24 * HOUR),
+      signingAlgorithm: ALG,
+      keys,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      ],
+    });
+    return { certPem: cert.toString("pem") + "\n", keyPem: toPem(await crypto.subtle.exportKey("pkcs8", keys.privateKey), "PRIVATE KEY") };
+  }
+
+  /** The CA from its certificate and key, with a fresh leaf key pair for this process. */
+  static async load(material: CaMaterial): Promise<CertificateAuthority> {
+    const caKey = await crypto.subtle.importKey("pkcs8", fromPem(material.keyPem), ALG, false, ["sign"]);
+    const leafKeys = (await crypto.subtle.generateKey(ALG, true, ["sign", "verify"])) as CryptoKeyPair;
+    const leafKeyPem = toPem(await crypto.subtle.exportKey("pkcs8", leafKeys.privateKey), "PRIVATE KEY");
+    return new CertificateAuthority(material.certPem, new x509.X509Certificate(material.certPem), caKey, leafKeys, leafKeyPem);
+  }
+
+  /** Loads `<dataDir>/ca.pem` + `ca.key`, creating them on first start (the embedded store's CA). */
   static async loadOrCreate(dataDir: string): Promise<CertificateAuthority> {
     const certFile = join(dataDir, "ca.pem");
     const keyFile = join(dataDir, "ca.key");
-    let certPem: string;
-    let caKey: CryptoKey;
     if (existsSync(certFile) && existsSync(keyFile)) {
-      certPem = readFileSync(certFile, "utf8");
-      caKey = await crypto.subtle.importKey("pkcs8", fromPem(readFileSync(keyFile, "utf8")), ALG, false, ["sign"]);
-    } else {
-      const keys = (await crypto.subtle.generateKey(ALG, true, ["sign", "verify"])) as CryptoKeyPair;
-      const now = Date.now();
-      const cert = await x509.X509CertificateGenerator.createSelfSigned({
-        serialNumber: serialNumber(),
-        name: "CN=credgate Gateway CA, O=credgate",
-        notBefore: new Date(now - 5 * 60 * 1000),
-        notAfter: new Date(now + 10 * 365 * 24 * HOUR),
-        signingAlgorithm: ALG,
-        keys,
-        extensions: [
-          new x509.BasicConstraintsExtension(true, 0, true),
-          new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-          await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-        ],
-      });
-      certPem = cert.toString("pem") + "\n";
-      writeFileSync(keyFile, toPem(await crypto.subtle.exportKey("pkcs8", keys.privateKey), "PRIVATE KEY"), { mode: 0o600 });
-      chmodSync(keyFile, 0o600);
-      writeFileSync(certFile, certPem, { mode: 0o644 });
-      caKey = keys.privateKey;
+      return CertificateAuthority.load({ certPem: readFileSync(certFile, "utf8"), keyPem: readFileSync(keyFile, "utf8") });
     }
-    const leafKeys = (await crypto.subtle.generateKey(ALG, true, ["sign", "verify"])) as CryptoKeyPair;
-    const leafKeyPem = toPem(await crypto.subtle.exportKey("pkcs8", leafKeys.privateKey), "PRIVATE KEY");
-    return new CertificateAuthority(certPem, new x509.X509Certificate(certPem), caKey, leafKeys, leafKeyPem);
+    const material = await CertificateAuthority.generate();
+    writeFileSync(keyFile, material.keyPem, { mode: 0o600 });
+    chmodSync(keyFile, 0o600);
+    writeFileSync(certFile, material.certPem, { mode: 0o644 });
+    return CertificateAuthority.load(material);
   }
 
   /** A leaf for one hostname or IP literal, signed by this CA, with the shared leaf key. */

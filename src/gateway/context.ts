@@ -2,7 +2,6 @@
 import type { Config } from "../config.ts";
 import type { Services } from "../services/index.ts";
 import type { ConnectionRegistry } from "./connections.ts";
-import type { RateLimiter } from "./rateLimiter.ts";
 import type { Reachability } from "./reachability.ts";
 import type { GatewaySnapshot } from "./snapshot.ts";
 import type { VaultResolver } from "../vault/resolver.ts";
@@ -13,7 +12,6 @@ export interface GatewayContext {
   snapshot: GatewaySnapshot;
   registry: ConnectionRegistry;
   reachability: Reachability;
-  rateLimiter: RateLimiter;
   /** External vault values (1Password Connect), cached per reference. */
   vault: VaultResolver;
 }

@@ -9,7 +9,6 @@ import { ConnectionRegistry } from "./connections.ts";
 import type { GatewayContext } from "./context.ts";
 import { startInternalServer } from "./internal.ts";
 import { GatewayListener } from "./listener.ts";
-import { RateLimiter } from "./rateLimiter.ts";
 import { Reachability } from "./reachability.ts";
 import { GatewaySnapshot } from "./snapshot.ts";
 import { LeafCache } from "./tls.ts";
@@ -21,14 +20,18 @@ export class Gateway {
   readonly #internal: Server<undefined>;
   port = 0;
 
-  constructor(config: Config, services: Services, ca: CertificateAuthority, api: ApiApp) {
+  /** The gateway with its snapshot loaded, not yet listening. */
+  static async create(config: Config, services: Services, ca: CertificateAuthority, api: ApiApp): Promise<Gateway> {
+    return new Gateway(config, services, ca, api, await GatewaySnapshot.create(services));
+  }
+
+  private constructor(config: Config, services: Services, ca: CertificateAuthority, api: ApiApp, snapshot: GatewaySnapshot) {
     this.context = {
       config,
       services,
-      snapshot: new GatewaySnapshot(services),
+      snapshot,
       registry: new ConnectionRegistry(),
       reachability: new Reachability(services.outbound),
-      rateLimiter: new RateLimiter(),
       vault: new VaultResolver({
         host: config.opConnectHost,
         token: config.opConnectToken,

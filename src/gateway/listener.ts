@@ -12,7 +12,7 @@ import type { ConnectionRegistry, Conn, ForwardConn, TunnelConn } from "./connec
 import { proxyAuthRequiredRaw, rawResponse } from "./errors.ts";
 import { writeLog } from "./log.ts";
 import { proxyToken } from "./proxyAuth.ts";
-import type { GatewaySnapshot } from "./snapshot.ts";
+import type { AgentEntry, GatewaySnapshot } from "./snapshot.ts";
 import type { LeafCache } from "./tls.ts";
 
 const MAX_HEAD_BYTES = 64 * 1024;
@@ -130,7 +130,12 @@ export class GatewayListener {
 
   async #connect(sock: net.Socket, head: Head): Promise<void> {
     const token = proxyToken(head.headers.get("proxy-authorization"));
-    const agent = token ? this.deps.snapshot.agentForToken(token) : null;
+    let agent: AgentEntry | null;
+    try {
+      agent = token ? await this.deps.snapshot.agentForToken(token) : null;
+    } catch {
+      agent = null;
+    }
     if (!token || !agent) {
       sock.end(proxyAuthRequiredRaw());
       return;
@@ -208,7 +213,7 @@ export class GatewayListener {
     client.on("error", () => client.destroy());
   }
 
-  async #passthroughTunnel(sock: net.Socket, head: Head, agent: NonNullable<ReturnType<GatewaySnapshot["agentForToken"]>>, host: string, port: number): Promise<void> {
+  async #passthroughTunnel(sock: net.Socket, head: Head, agent: AgentEntry, host: string, port: number): Promise<void> {
     const started = performance.now();
     const logHost = port === 443 ? host : `${host}:${port}`;
     let upstream: net.Socket;

@@ -80,9 +80,16 @@ async function proxied(request: Request, conn: TunnelConn | ForwardConn, g: Gate
     logId: null,
   } as unknown as ProxyRequest;
 
-  const denied = authenticate(rq, g);
-  if (denied) return denied;
   let response: Response;
+  try {
+    const auth = authenticate(rq, g);
+    const denied = auth instanceof Promise ? await auth : auth;
+    if (denied) return denied;
+  } catch (err) {
+    // The agent's view could not be read from the store (it is unreachable and nothing was cached).
+    log.error("gateway snapshot unavailable", { error: (err as Error).message });
+    return badGateway();
+  }
   // Injection is synchronous unless an external-vault value has to be fetched: no await otherwise.
   let injected: ReturnType<typeof inject>;
   try {

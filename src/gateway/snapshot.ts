@@ -1,19 +1,22 @@
 // The gateway's in-memory view, so the hot path never touches the database: an index of every agent by
 // token hash, and per agent its resolved credentials (values decrypted once, patterns compiled). Change
-// events drop what they affect; the next request rebuilds it.
+// events (from this process or, over the store's notifications, from other instances) drop what they affect
+// at once; the next request rebuilds it, once for all requests waiting on it.
 import { tokenHash } from "../crypto/hash.ts";
 import { compileHostPattern, compilePathPattern, type HostMatcher, type PathMatcher } from "../core/patterns.ts";
 import type { Injectable } from "../core/inject.ts";
 import type { AuthMode } from "../core/secretRules.ts";
-import type { AgentMode, SecretScope } from "../store/schema.ts";
+import type { AgentMode, ConnectionAccess, SecretScope } from "../core/model.ts";
 import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
+import type { AgentRow } from "../services/agents.ts";
 import { needsBody, type CompiledRule } from "../core/policy.ts";
 import { compiledApp, type CompiledApp } from "../apps/match.ts";
 import type { Resources } from "../core/resources.ts";
 import { agentRules, compileAgentRules, targetResolver } from "../services/agentRules.ts";
 import type { ConnectionCredential } from "../services/connections.ts";
-import type { ConnectionAccess } from "../store/schema.ts";
+import type { ChangeEvent } from "../events.ts";
+import { log } from "../log.ts";
 
 export interface AgentEntry {
   id: string;
@@ -87,27 +90,83 @@ export class GatewaySnapshot {
   /** Token → agent for tokens seen since the agents were last loaded (unknown tokens are not remembered). */
   #byToken = new Map<string, AgentEntry>();
   #credentials = new Map<string, AgentCredentials>();
+  #building = new Map<string, Promise<AgentCredentials>>();
+  /** Agent index changes still being read from the store; lookups that miss wait for them. */
+  #agentsLoading: Promise<void> | null = null;
+  /** Bumped by every credentials-affecting event: a build that started before it is not kept. */
+  #generation = 0;
 
-  constructor(private readonly services: Services) {
-    this.#loadAgents();
-    services.deps.events.on((event) => {
-      if (event.kind === "agent") this.#loadAgents();
-      if (event.kind !== "membership") this.#credentials.clear();
-    });
+  private constructor(private readonly services: Services) {}
+
+  /** The snapshot with every agent loaded, following the change events from then on. */
+  static async create(services: Services): Promise<GatewaySnapshot> {
+    const snapshot = new GatewaySnapshot(services);
+    await snapshot.#load(null);
+    services.deps.events.on((event) => snapshot.#onEvent(event));
+    return snapshot;
   }
 
-  #loadAgents(): void {
-    const next = new Map<string, AgentEntry>();
-    for (const a of this.services.agents.allWithOrganization()) {
-      next.set(a.tokenHash, { id: a.id, projectId: a.projectId, organizationId: a.organizationId, name: a.name, identifier: a.identifier, mode: a.mode });
+  #onEvent(event: ChangeEvent): void {
+    if (event.kind === "approval") return;
+    if (event.kind === "agent" || event.kind === "reload") {
+      // What the change may have invalidated stops working now (a regenerated token gets 407 from the next
+      // request on); the rest of the index is read again from the store.
+      const id = event.kind === "agent" ? event.agentId : null;
+      if (id === null) this.#agents = new Map();
+      else this.#forget(id);
+      this.#byToken = new Map();
+      this.#queueLoad(id);
     }
-    this.#agents = next;
+    if (event.kind !== "membership") {
+      this.#generation++;
+      this.#credentials.clear();
+      this.#building.clear();
+    }
+  }
+
+  #queueLoad(agentId: string | null): void {
+    const load = (this.#agentsLoading ?? Promise.resolve()).then(() => this.#load(agentId));
+    const tracked = load.then(
+      () => {
+        if (this.#agentsLoading === tracked) this.#agentsLoading = null;
+      },
+      (err: Error) => {
+        if (this.#agentsLoading === tracked) this.#agentsLoading = null;
+        log.error("gateway agent index not refreshed, retrying", { error: err.message });
+        setTimeout(() => this.#queueLoad(agentId), 1000).unref();
+      },
+    );
+    this.#agentsLoading = tracked;
+  }
+
+  #forget(agentId: string): void {
+    for (const [hash, a] of this.#agents) if (a.id === agentId) this.#agents.delete(hash);
+  }
+
+  /** Reads one agent (or every agent) into the index. */
+  async #load(agentId: string | null): Promise<void> {
+    const entry = (a: AgentRow & { organizationId: string }): AgentEntry => ({
+      id: a.id,
+      projectId: a.projectId,
+      organizationId: a.organizationId,
+      name: a.name,
+      identifier: a.identifier,
+      mode: a.mode,
+    });
+    if (agentId === null) {
+      const next = new Map<string, AgentEntry>();
+      for (const a of await this.services.agents.allWithOrganization()) next.set(a.tokenHash, entry(a));
+      this.#agents = next;
+    } else {
+      const a = await this.services.agents.withOrganization(agentId);
+      this.#forget(agentId);
+      if (a) this.#agents.set(a.tokenHash, entry(a));
+    }
     this.#byToken = new Map();
-    this.#credentials.clear();
   }
 
   /** The agent holding this access token, or null (unknown or regenerated). */
-  agentForToken(token: string): AgentEntry | null {
+  agentForToken(token: string): AgentEntry | null | Promise<AgentEntry | null> {
     // Every in-tunnel request re-checks its token: remember the hash lookups of the live tokens.
     const known = this.#byToken.get(token);
     if (known !== undefined) return known;
@@ -115,42 +174,59 @@ export class GatewaySnapshot {
     if (agent) {
       if (this.#byToken.size >= TOKEN_CACHE_MAX) this.#byToken.clear();
       this.#byToken.set(token, agent);
+      return agent;
     }
-    return agent;
+    // A token issued or changed a moment ago may still be on its way into the index.
+    const loading = this.#agentsLoading;
+    return loading ? loading.then(() => this.#agents.get(tokenHash(token)) ?? null) : null;
   }
 
-  credentials(agent: AgentEntry): AgentCredentials {
-    let c = this.#credentials.get(agent.id);
-    if (!c) {
-      c = this.#build(agent);
-      this.#credentials.set(agent.id, c);
+  /** The agent's resolved view: from memory, or built once from the store for every request waiting on it. */
+  credentials(agent: AgentEntry): AgentCredentials | Promise<AgentCredentials> {
+    const cached = this.#credentials.get(agent.id);
+    if (cached) return cached;
+    let building = this.#building.get(agent.id);
+    if (!building) {
+      const generation = this.#generation;
+      building = this.#build(agent).then(
+        (c) => {
+          if (this.#generation === generation) this.#credentials.set(agent.id, c);
+          this.#building.delete(agent.id);
+          return c;
+        },
+        (err) => {
+          this.#building.delete(agent.id);
+          throw err;
+        },
+      );
+      this.#building.set(agent.id, building);
     }
-    return c;
+    return building;
   }
 
-  #build(agent: AgentEntry): AgentCredentials {
-    const org = this.services.orgs.getOrganization(agent.organizationId);
+  async #build(agent: AgentEntry): Promise<AgentCredentials> {
+    const org = await this.services.orgs.getOrganization(agent.organizationId);
     const partnerId = org && org.partnerId && !org.partnerDetached ? org.partnerId : null;
-    const rows = this.services.secrets.rowsForGateway(agent.projectId, agent.organizationId, partnerId);
+    const rows = await this.services.secrets.rowsForGateway(agent.projectId, agent.organizationId, partnerId);
     const compiled = rows.map((r) => this.#compile(r)).sort(
       (a, b) => a.tier - b.tier || Number(b.catchAllPath) - Number(a.catchAllPath) || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
     );
     // Partner secrets apply in every mode; organization and project secrets in mode `all`, or when granted.
-    const granted = agent.mode === "grants" ? new Set(this.services.grants.secretIds(agent.id)) : null;
+    const granted = agent.mode === "grants" ? new Set(await this.services.grants.secretIds(agent.id)) : null;
     const injectable = compiled.filter((s) => s.scope === "partner" || granted === null || granted.has(s.id));
-    const connections = this.#connections(agent);
+    const connections = await this.#connections(agent);
     return {
       agent,
       injectable,
       visible: compiled.filter((s) => s.scope !== "partner"),
       connections: connections.injectable,
       visibleConnections: connections.all,
-      policy: this.#policy(agent, compiled, connections.all),
+      policy: await this.#policy(agent, compiled, connections.all),
     };
   }
 
-  #policy(agent: AgentEntry, secrets: CompiledSecret[], connections: CompiledConnection[]): AgentPolicy {
-    const rules = agentRules(this.services, agent.organizationId, agent.projectId, agent);
+  async #policy(agent: AgentEntry, secrets: CompiledSecret[], connections: CompiledConnection[]): Promise<AgentPolicy> {
+    const rules = await agentRules(this.services, agent.organizationId, agent.projectId, agent);
     const { organization, project } = compileAgentRules(rules, targetResolver(secrets, connections));
     const all = [...organization.ordered, ...project.ordered];
     const empty = all.length === 0 && organization.fallback === null && project.fallback === null;
@@ -158,10 +234,10 @@ export class GatewaySnapshot {
   }
 
   /** Connections of the project and organization that can inject (`connected` or `error`), newest first. */
-  #connections(agent: AgentEntry): { all: CompiledConnection[]; injectable: CompiledConnection[] } {
-    const grants = new Map(this.services.grants.connectionGrantRows(agent.id).map((g) => [g.connectionId, g]));
+  async #connections(agent: AgentEntry): Promise<{ all: CompiledConnection[]; injectable: CompiledConnection[] }> {
+    const grants = new Map((await this.services.grants.connectionGrantRows(agent.id)).map((g) => [g.connectionId, g]));
     const all: CompiledConnection[] = [];
-    for (const row of this.services.connections.listForProject(agent.projectId, agent.organizationId)) {
+    for (const row of await this.services.connections.listForProject(agent.projectId, agent.organizationId)) {
       const app = compiledApp(row.provider);
       if (!app) continue;
       const g = grants.get(row.id);

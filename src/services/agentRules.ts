@@ -28,20 +28,20 @@ export interface RulesAgent {
   organizationId: string;
 }
 
-export function agentRules(
+export async function agentRules(
   services: { policy: PolicyService; blocklist: BlocklistService; grants: GrantService; connections: ConnectionService; secrets: SecretService },
   organizationId: string,
   projectId: string | null,
   agent: RulesAgent | null,
-): AgentRules {
-  const published = services.policy.publishedForOrganization(organizationId);
-  const blocklist = services.blocklist.managedRules(organizationId, projectId);
+): Promise<AgentRules> {
+  const published = await services.policy.publishedForOrganization(organizationId);
+  const blocklist = await services.blocklist.managedRules(organizationId, projectId);
   const applies = (r: RuleInput) => r.enabled && (agent === null ? r.identities.length === 0 : r.identities.length === 0 || r.identities.some((i) => i.id === agent.id));
   const split = (rows: RuleInput[], managedFirst: RuleInput[], managedLast: RuleInput[]): ScopeRules => ({
     ordered: [...managedFirst, ...rows.filter((r) => !r.isDefault && applies(r)), ...managedLast],
     fallback: rows.find((r) => r.isDefault) ?? null,
   });
-  const grantRules = agent ? agentGrantRules(services, agent) : [];
+  const grantRules = agent ? await agentGrantRules(services, agent) : [];
   return {
     organization: split(published.organization, blocklist.organization, []),
     project: split(projectId ? (published.projects.get(projectId) ?? []) : [], blocklist.project, grantRules),
@@ -49,10 +49,11 @@ export function agentRules(
 }
 
 /** Every grant of the agent as managed rules, secrets first, in grant order. */
-function agentGrantRules(services: { grants: GrantService; secrets: SecretService }, agent: RulesAgent): RuleInput[] {
+async function agentGrantRules(services: { grants: GrantService; secrets: SecretService }, agent: RulesAgent): Promise<RuleInput[]> {
   const out: RuleInput[] = [];
-  for (const g of services.grants.grantSet(agent.projectId, agent.id).secrets) out.push(secretGrantRule(agent, { secretId: g.secretId, name: g.name }));
-  for (const g of services.grants.connectionGrants(agent.id)) {
+  const grants = await services.grants.grantSet(agent.projectId, agent.id);
+  for (const g of grants.secrets) out.push(secretGrantRule(agent, { secretId: g.secretId, name: g.name }));
+  for (const g of grants.connections) {
     out.push(...connectionGrantRules(agent, { connectionId: g.connectionId, display: g.label ?? g.provider, access: g.access, allow: g.allow, ask: g.ask }));
   }
   return out;

@@ -1,12 +1,13 @@
 // Agents of a project: CRUD, the default agent, and access tokens (agt_…, hash + sealed copy).
 import { and, desc, eq } from "drizzle-orm";
 import { ApiError, badRequest, conflict, notFound } from "../core/errors.ts";
-import { newId, nowIso } from "../core/ids.ts";
-import { agents, projects, type AgentMode } from "../store/schema.ts";
+import { creationTime, newId, nowIso } from "../core/ids.ts";
+import type { AgentMode } from "../core/model.ts";
+import type { AgentRow } from "../store/rows.ts";
 import { issueCredential } from "./credentials.ts";
 import type { ServiceDeps } from "./deps.ts";
 
-export type AgentRow = typeof agents.$inferSelect;
+export type { AgentRow };
 
 export interface AgentView {
   id: string;
@@ -26,7 +27,11 @@ export class AgentService {
   constructor(private readonly deps: ServiceDeps) {}
 
   private get db() {
-    return this.deps.db;
+    return this.deps.store.db;
+  }
+
+  private get t() {
+    return this.deps.store.t;
   }
 
   view(row: AgentRow, withToken: boolean): AgentView {
@@ -44,19 +49,19 @@ export class AgentService {
     return v;
   }
 
-  list(projectId: string): AgentView[] {
-    return this.db
+  async list(projectId: string): Promise<AgentView[]> {
+    const { agents } = this.t;
+    const rows = await this.db
       .select()
       .from(agents)
       .where(eq(agents.projectId, projectId))
-      .orderBy(desc(agents.isDefault), desc(agents.createdAt), desc(agents.id))
-      .all()
-      .map((r) => this.view(r, true));
+      .orderBy(desc(agents.isDefault), desc(agents.createdAt), desc(agents.id));
+    return rows.map((r) => this.view(r, true));
   }
 
-  private insert(projectId: string, input: { name: string; identifier: string; mode: AgentMode; isDefault: boolean }): AgentRow {
+  private async insert(projectId: string, input: { name: string; identifier: string; mode: AgentMode; isDefault: boolean }): Promise<AgentRow> {
     const cred = issueCredential(this.deps.sealer, "agent");
-    const now = nowIso();
+    const now = creationTime();
     const row: AgentRow = {
       id: newId(),
       projectId,
@@ -67,94 +72,108 @@ export class AgentService {
       updatedAt: now,
       lastSeenAt: null,
     };
-    this.db.insert(agents).values(row).run();
+    await this.db.insert(this.t.agents).values(row);
     this.deps.events.emit({ kind: "agent", projectId, agentId: row.id });
     return row;
   }
 
-  create(projectId: string, input: { name: string; identifier: string; mode: AgentMode }): AgentRow {
-    if (this.db.select({ id: agents.id }).from(agents).where(and(eq(agents.projectId, projectId), eq(agents.identifier, input.identifier))).get()) {
-      throw conflict("An agent with this identifier already exists");
-    }
+  async create(projectId: string, input: { name: string; identifier: string; mode: AgentMode }): Promise<AgentRow> {
+    if (await this.findByIdentifier(projectId, input.identifier)) throw conflict("An agent with this identifier already exists");
     return this.insert(projectId, { ...input, isDefault: false });
   }
 
   /** The Default Agent of a new project: `{name:"Default Agent", identifier:"default", mode:"all"}`. */
-  createDefault(projectId: string): AgentRow {
-    const taken = this.db.select({ id: agents.id }).from(agents).where(and(eq(agents.projectId, projectId), eq(agents.identifier, "default"))).get();
+  async createDefault(projectId: string): Promise<AgentRow> {
+    const taken = await this.findByIdentifier(projectId, "default");
     const identifier = taken ? `default-${newId().slice(0, 8)}` : "default";
     return this.insert(projectId, { name: "Default Agent", identifier, mode: "all", isDefault: true });
   }
 
   /** Every agent with its organization: the gateway's token index is built from this. */
-  allWithOrganization(): (AgentRow & { organizationId: string })[] {
-    return this.db
+  async allWithOrganization(): Promise<(AgentRow & { organizationId: string })[]> {
+    const { agents, projects } = this.t;
+    const rows = await this.db.select({ agent: agents, organizationId: projects.organizationId }).from(agents).innerJoin(projects, eq(projects.id, agents.projectId));
+    return rows.map((r) => ({ ...r.agent, organizationId: r.organizationId }));
+  }
+
+  /** One agent with its organization (a targeted refresh of the gateway's token index). */
+  async withOrganization(agentId: string): Promise<(AgentRow & { organizationId: string }) | undefined> {
+    const { agents, projects } = this.t;
+    const [r] = await this.db
       .select({ agent: agents, organizationId: projects.organizationId })
       .from(agents)
       .innerJoin(projects, eq(projects.id, agents.projectId))
-      .all()
-      .map((r) => ({ ...r.agent, organizationId: r.organizationId }));
+      .where(eq(agents.id, agentId))
+      .limit(1);
+    return r ? { ...r.agent, organizationId: r.organizationId } : undefined;
   }
 
-  /** Records gateway activity times in one statement per batch (not per request). */
-  touch(lastSeen: Map<string, string>): void {
+  /** Records gateway activity times in one transaction per batch (not per request). */
+  async touch(lastSeen: Map<string, string>): Promise<void> {
     if (lastSeen.size === 0) return;
-    this.db.transaction((tx) => {
-      for (const [id, at] of lastSeen) tx.update(agents).set({ lastSeenAt: at }).where(eq(agents.id, id)).run();
+    const { agents } = this.t;
+    await this.deps.store.transaction(async () => {
+      for (const [id, at] of lastSeen) await this.db.update(agents).set({ lastSeenAt: at }).where(eq(agents.id, id));
     });
   }
 
-  find(projectId: string, agentId: string): AgentRow | undefined {
-    return this.db.select().from(agents).where(and(eq(agents.projectId, projectId), eq(agents.id, agentId))).get();
+  async find(projectId: string, agentId: string): Promise<AgentRow | undefined> {
+    const { agents } = this.t;
+    const [row] = await this.db.select().from(agents).where(and(eq(agents.projectId, projectId), eq(agents.id, agentId))).limit(1);
+    return row;
   }
 
-  get(projectId: string, agentId: string, shape: "flat" | "envelope" = "envelope"): AgentRow {
-    const row = this.find(projectId, agentId);
+  async get(projectId: string, agentId: string, shape: "flat" | "envelope" = "envelope"): Promise<AgentRow> {
+    const row = await this.find(projectId, agentId);
     if (!row) throw shape === "flat" ? ApiError.flat(404, AGENT_NOT_FOUND) : notFound(AGENT_NOT_FOUND);
     return row;
   }
 
-  findByIdentifier(projectId: string, identifier: string): AgentRow | undefined {
-    return this.db.select().from(agents).where(and(eq(agents.projectId, projectId), eq(agents.identifier, identifier))).get();
+  async findByIdentifier(projectId: string, identifier: string): Promise<AgentRow | undefined> {
+    const { agents } = this.t;
+    const [row] = await this.db.select().from(agents).where(and(eq(agents.projectId, projectId), eq(agents.identifier, identifier))).limit(1);
+    return row;
   }
 
-  findDefault(projectId: string): AgentRow | undefined {
-    return this.db.select().from(agents).where(and(eq(agents.projectId, projectId), eq(agents.isDefault, true))).get();
+  async findDefault(projectId: string): Promise<AgentRow | undefined> {
+    const { agents } = this.t;
+    const [row] = await this.db.select().from(agents).where(and(eq(agents.projectId, projectId), eq(agents.isDefault, true))).limit(1);
+    return row;
   }
 
-  update(projectId: string, agentId: string, patch: { name?: string; mode?: AgentMode }): AgentRow {
-    this.get(projectId, agentId);
-    this.db
-      .update(agents)
+  async update(projectId: string, agentId: string, patch: { name?: string; mode?: AgentMode }): Promise<AgentRow> {
+    await this.get(projectId, agentId);
+    await this.db
+      .update(this.t.agents)
       .set({ ...patch, updatedAt: nowIso() })
-      .where(eq(agents.id, agentId))
-      .run();
+      .where(eq(this.t.agents.id, agentId));
     this.deps.events.emit({ kind: "agent", projectId, agentId });
     return this.get(projectId, agentId);
   }
 
-  delete(projectId: string, agentId: string): void {
-    const row = this.get(projectId, agentId);
+  async delete(projectId: string, agentId: string): Promise<void> {
+    const row = await this.get(projectId, agentId);
     if (row.isDefault) throw badRequest("Cannot delete the default agent");
-    this.db.delete(agents).where(eq(agents.id, agentId)).run();
+    await this.db.delete(this.t.agents).where(eq(this.t.agents.id, agentId));
     this.deps.events.emit({ kind: "agent", projectId, agentId });
   }
 
-  setDefault(projectId: string, agentId: string): void {
-    const row = this.get(projectId, agentId);
+  async setDefault(projectId: string, agentId: string): Promise<void> {
+    const row = await this.get(projectId, agentId);
     if (row.isDefault) throw badRequest("Agent is already the default");
-    this.db.transaction((tx) => {
-      tx.update(agents).set({ isDefault: false }).where(eq(agents.projectId, projectId)).run();
-      tx.update(agents).set({ isDefault: true, updatedAt: nowIso() }).where(eq(agents.id, agentId)).run();
+    const { agents } = this.t;
+    await this.deps.store.transaction(async () => {
+      await this.db.update(agents).set({ isDefault: false }).where(eq(agents.projectId, projectId));
+      await this.db.update(agents).set({ isDefault: true, updatedAt: nowIso() }).where(eq(agents.id, agentId));
     });
     this.deps.events.emit({ kind: "agent", projectId, agentId });
   }
 
   /** A new access token; the previous one is invalid from the next gateway request on. */
-  regenerateToken(projectId: string, agentId: string): string {
-    this.get(projectId, agentId);
+  async regenerateToken(projectId: string, agentId: string): Promise<string> {
+    await this.get(projectId, agentId);
     const cred = issueCredential(this.deps.sealer, "agent");
-    this.db.update(agents).set({ tokenHash: cred.tokenHash, tokenSealed: cred.tokenSealed, updatedAt: nowIso() }).where(eq(agents.id, agentId)).run();
+    await this.db.update(this.t.agents).set({ tokenHash: cred.tokenHash, tokenSealed: cred.tokenSealed, updatedAt: nowIso() }).where(eq(this.t.agents.id, agentId));
     this.deps.events.emit({ kind: "agent", projectId, agentId });
     return cred.token;
   }

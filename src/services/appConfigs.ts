@@ -4,11 +4,11 @@ import { and, eq } from "drizzle-orm";
 import type { AppDefinition } from "../apps/types.ts";
 import { ApiError } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
-import { appConfigs } from "../store/schema.ts";
+import type { AppConfigRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { PolicyOwner } from "./policy.ts";
 
-export type AppConfigRow = typeof appConfigs.$inferSelect;
+export type { AppConfigRow };
 
 export interface AppConfigView {
   settings: Record<string, string>;
@@ -29,10 +29,15 @@ export class AppConfigService {
   constructor(private readonly deps: ServiceDeps) {}
 
   private get db() {
-    return this.deps.db;
+    return this.deps.store.db;
+  }
+
+  private get t() {
+    return this.deps.store.t;
   }
 
   private ownerWhere(owner: PolicyOwner, provider: string) {
+    const { appConfigs } = this.t;
     const scope =
       owner.scope === "project"
         ? and(eq(appConfigs.scope, "project"), eq(appConfigs.projectId, owner.projectId))
@@ -40,8 +45,9 @@ export class AppConfigService {
     return and(scope, eq(appConfigs.provider, provider))!;
   }
 
-  row(owner: PolicyOwner, provider: string): AppConfigRow | null {
-    return this.db.select().from(appConfigs).where(this.ownerWhere(owner, provider)).get() ?? null;
+  async row(owner: PolicyOwner, provider: string): Promise<AppConfigRow | null> {
+    const [row] = await this.db.select().from(this.t.appConfigs).where(this.ownerWhere(owner, provider)).limit(1);
+    return row ?? null;
   }
 
   private secretFields(row: AppConfigRow): Record<string, string> {
@@ -53,12 +59,12 @@ export class AppConfigService {
   }
 
   /** What a scope's config read shows: its own config; for a project without one, the organization's when it applies. */
-  view(owner: PolicyOwner, provider: string): AppConfigView | null {
-    const own = this.row(owner, provider);
+  async view(owner: PolicyOwner, provider: string): Promise<AppConfigView | null> {
+    const own = await this.row(owner, provider);
     if (own?.enabled) return this.ownView(own);
     // A project without an enabled config of its own uses the organization's, when that one is enabled.
     if (owner.scope === "project") {
-      const org = this.row({ scope: "organization", organizationId: owner.organizationId }, provider);
+      const org = await this.row({ scope: "organization", organizationId: owner.organizationId }, provider);
       if (org?.enabled) return { settings: {}, hasCredentials: true, enabled: true, source: "organization" };
     }
     return own ? this.ownView(own) : null;
@@ -68,8 +74,9 @@ export class AppConfigService {
    * Stores the app's credential fields (unknown keys already stripped). Every field is required; an empty
    * secret field keeps the stored value. Saving enables the config.
    */
-  save(owner: PolicyOwner, app: AppDefinition, body: Record<string, unknown>): void {
-    const existing = this.row(owner, app.id);
+  async save(owner: PolicyOwner, app: AppDefinition, body: Record<string, unknown>): Promise<void> {
+    const { appConfigs } = this.t;
+    const existing = await this.row(owner, app.id);
     const kept = existing ? this.secretFields(existing) : {};
     const settings: Record<string, string> = {};
     const secrets: Record<string, string> = {};
@@ -89,9 +96,9 @@ export class AppConfigService {
     const now = nowIso();
     const secretsSealed = Object.keys(secrets).length > 0 ? this.deps.sealer.seal(JSON.stringify(secrets)) : null;
     if (existing) {
-      this.db.update(appConfigs).set({ settings, secretsSealed, enabled: true, updatedAt: now }).where(eq(appConfigs.id, existing.id)).run();
+      await this.db.update(appConfigs).set({ settings, secretsSealed, enabled: true, updatedAt: now }).where(eq(appConfigs.id, existing.id));
     } else {
-      this.db
+      await this.db
         .insert(appConfigs)
         .values({
           id: newId(),
@@ -104,28 +111,27 @@ export class AppConfigService {
           enabled: true,
           createdAt: now,
           updatedAt: now,
-        })
-        .run();
+        });
     }
   }
 
-  delete(owner: PolicyOwner, provider: string): void {
-    const row = this.row(owner, provider);
+  async delete(owner: PolicyOwner, provider: string): Promise<void> {
+    const row = await this.row(owner, provider);
     if (!row) throw ApiError.envelope(404, APP_CONFIG_NOT_FOUND);
-    this.db.delete(appConfigs).where(eq(appConfigs.id, row.id)).run();
+    await this.db.delete(this.t.appConfigs).where(eq(this.t.appConfigs.id, row.id));
   }
 
-  toggle(owner: PolicyOwner, provider: string, enabled: boolean): void {
-    const row = this.row(owner, provider);
+  async toggle(owner: PolicyOwner, provider: string, enabled: boolean): Promise<void> {
+    const row = await this.row(owner, provider);
     if (!row) throw ApiError.envelope(404, APP_CONFIG_NOT_FOUND);
-    this.db.update(appConfigs).set({ enabled, updatedAt: nowIso() }).where(eq(appConfigs.id, row.id)).run();
+    await this.db.update(this.t.appConfigs).set({ enabled, updatedAt: nowIso() }).where(eq(this.t.appConfigs.id, row.id));
   }
 
   /** The OAuth client for a scope: enabled project config → enabled organization config → env → null. */
-  oauthClient(owner: PolicyOwner, provider: string): OAuthClient | null {
+  async oauthClient(owner: PolicyOwner, provider: string): Promise<OAuthClient | null> {
     const candidates = owner.scope === "project" ? [owner, { scope: "organization" as const, organizationId: owner.organizationId }] : [owner];
     for (const o of candidates) {
-      const row = this.row(o, provider);
+      const row = await this.row(o, provider);
       if (!row?.enabled) continue;
       const secrets = this.secretFields(row);
       const clientId = row.settings.clientId ?? secrets.clientId;

@@ -45,23 +45,27 @@ export class AppCatalogService {
   constructor(private readonly s: Deps) {}
 
   /** App items for a project: availability, its configuration view and the connections it can see. */
-  items(projectId: string, organizationId: string): ReturnType<AppCatalogService["item"]>[] {
-    return APPS.map((app) => this.item(app, projectId, organizationId));
+  async items(projectId: string, organizationId: string) {
+    const out = [];
+    for (const app of APPS) out.push(await this.item(app, projectId, organizationId));
+    return out;
   }
 
-  item(app: AppDefinition, projectId: string, organizationId: string) {
+  async item(app: AppDefinition, projectId: string, organizationId: string) {
     const owner: PolicyOwner = { scope: "project", projectId, organizationId };
     const oauth = app.connectionType === "oauth";
+    const connections = [];
+    for (const c of await this.s.connections.listForProject(projectId, organizationId, app.id)) {
+      connections.push({ id: c.id, label: c.label, status: await this.s.connections.effectiveStatus(c), scopes: c.scopes, connectedAt: c.connectedAt });
+    }
     return {
       id: app.id,
       name: app.name,
-      available: oauth ? this.s.appConfigs.oauthClient(owner, app.id) !== null : true,
+      available: oauth ? (await this.s.appConfigs.oauthClient(owner, app.id)) !== null : true,
       connectionType: app.connectionType,
       configurable: oauth,
-      config: oauth ? this.s.appConfigs.view(owner, app.id) : null,
-      connections: this.s.connections
-        .listForProject(projectId, organizationId, app.id)
-        .map((c) => ({ id: c.id, label: c.label, status: this.s.connections.effectiveStatus(c), scopes: c.scopes, connectedAt: c.connectedAt })),
+      config: oauth ? await this.s.appConfigs.view(owner, app.id) : null,
+      connections,
     };
   }
 
@@ -69,16 +73,16 @@ export class AppCatalogService {
    * How the published rules (and the agent's grants) treat each tool of an app: the verdict of the same
    * evaluation the gateway runs, on a request shaped like the tool.
    */
-  effectivePermissions(owner: PolicyOwner, provider: string, agentId: string | null, connectionId: string | null) {
+  async effectivePermissions(owner: PolicyOwner, provider: string, agentId: string | null, connectionId: string | null) {
     const app = appOrThrow(provider);
     permissionDefinition(app);
     const projectId = owner.scope === "project" ? owner.projectId : null;
-    const agent = agentId && projectId ? this.s.agents.get(projectId, agentId) : null;
+    const agent = agentId && projectId ? await this.s.agents.get(projectId, agentId) : null;
     if (connectionId) {
-      if (projectId) this.s.connections.visibleToProject(projectId, owner.organizationId, connectionId);
-      else this.s.connections.owned(owner, connectionId);
+      if (projectId) await this.s.connections.visibleToProject(projectId, owner.organizationId, connectionId);
+      else await this.s.connections.owned(owner, connectionId);
     }
-    const judge = this.toolJudge(owner, agent ? { id: agent.id, name: agent.name, projectId: agent.projectId, organizationId: owner.organizationId } : null);
+    const judge = await this.toolJudge(owner, agent ? { id: agent.id, name: agent.name, projectId: agent.projectId, organizationId: owner.organizationId } : null);
     return { provider: app.id, agentId: agent?.id ?? null, connectionId, groups: judge(app, connectionId) };
   }
 
@@ -86,12 +90,12 @@ export class AppCatalogService {
    * The rules of a scope (and agent) compiled once, as a function giving each tool's verdict for an app and
    * winning connection: several apps or connections can be judged without rebuilding the rules.
    */
-  toolJudge(owner: PolicyOwner, agent: RulesAgent | null) {
+  async toolJudge(owner: PolicyOwner, agent: RulesAgent | null) {
     const projectId = owner.scope === "project" ? owner.projectId : null;
-    const secrets = projectId ? this.s.secrets.rowsForGateway(projectId, owner.organizationId, null) : [];
+    const secrets = projectId ? await this.s.secrets.rowsForGateway(projectId, owner.organizationId, null) : [];
     const compiledSecrets = secrets.map((s) => ({ id: s.id, scope: s.scope, hostMatch: compileHostPattern(s.hostPattern), pathMatch: compilePathPattern(s.pathPattern) }));
-    const connections = projectId ? this.s.connections.listForProject(projectId, owner.organizationId) : this.s.connections.listForOwner(owner);
-    const rules = agentRules(this.s, owner.organizationId, projectId, agent);
+    const connections = projectId ? await this.s.connections.listForProject(projectId, owner.organizationId) : await this.s.connections.listForOwner(owner);
+    const rules = await agentRules(this.s, owner.organizationId, projectId, agent);
     const { organization: org, project } = compileAgentRules(rules, targetResolver(compiledSecrets, connections));
     const verdictName = { allow: "allow", block: "block", approval: "approval", rate: "rate_limited" } as const;
     return (app: AppDefinition, connectionId: string | null) =>

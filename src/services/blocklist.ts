@@ -1,15 +1,15 @@
 // App blocklists (CONTRACT §5.8 "Blocklist", §3.6 "Blocklist entry"): predefined hosts of an app, activated
 // on demand, and custom host rules. Each enabled entry is a managed block rule, live as soon as written.
-import { and, asc, eq, isNull, or, sql } from "drizzle-orm";
+import { and, asc, eq, isNull, or } from "drizzle-orm";
 import type { AppDefinition } from "../apps/types.ts";
 import type { RuleInput } from "../core/policy.ts";
 import { ApiError } from "../core/errors.ts";
-import { newId, nowIso } from "../core/ids.ts";
-import { blocklistRules } from "../store/schema.ts";
+import { creationTime, newId, nowIso } from "../core/ids.ts";
+import type { BlocklistRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { PolicyOwner } from "./policy.ts";
 
-export type BlocklistRow = typeof blocklistRules.$inferSelect;
+export type { BlocklistRow };
 
 export interface BlocklistEntry {
   hostId: string;
@@ -28,22 +28,27 @@ export class BlocklistService {
   constructor(private readonly deps: ServiceDeps) {}
 
   private get db() {
-    return this.deps.db;
+    return this.deps.store.db;
+  }
+
+  private get t() {
+    return this.deps.store.t;
   }
 
   private ownerWhere(owner: PolicyOwner) {
+    const { blocklistRules } = this.t;
     return owner.scope === "project"
       ? and(eq(blocklistRules.scope, "project"), eq(blocklistRules.projectId, owner.projectId))!
       : and(eq(blocklistRules.scope, "organization"), eq(blocklistRules.organizationId, owner.organizationId))!;
   }
 
-  private rows(owner: PolicyOwner, provider: string): BlocklistRow[] {
+  private rows(owner: PolicyOwner, provider: string): Promise<BlocklistRow[]> {
+    const { blocklistRules } = this.t;
     return this.db
       .select()
       .from(blocklistRules)
       .where(and(this.ownerWhere(owner), eq(blocklistRules.provider, provider)))
-      .orderBy(asc(blocklistRules.createdAt), sql`${blocklistRules}.rowid`)
-      .all();
+      .orderBy(asc(blocklistRules.createdAt), asc(blocklistRules.id));
   }
 
   private entry(row: BlocklistRow): BlocklistEntry {
@@ -51,9 +56,9 @@ export class BlocklistService {
   }
 
   /** Every predefined host (active or not) plus the custom rules; an organization rule wins in a project's view. */
-  list(owner: PolicyOwner, app: AppDefinition): BlocklistEntry[] {
-    const org = this.rows({ scope: "organization", organizationId: owner.organizationId }, app.id);
-    const own = owner.scope === "project" ? this.rows(owner, app.id) : [];
+  async list(owner: PolicyOwner, app: AppDefinition): Promise<BlocklistEntry[]> {
+    const org = await this.rows({ scope: "organization", organizationId: owner.organizationId }, app.id);
+    const own = owner.scope === "project" ? await this.rows(owner, app.id) : [];
     const ruleFor = (hostId: string) => org.find((r) => r.hostId === hostId) ?? own.find((r) => r.hostId === hostId);
     const predefined = app.blocklist.map((h): BlocklistEntry => {
       const row = ruleFor(h.id);
@@ -67,26 +72,27 @@ export class BlocklistService {
   }
 
   /** Activates a predefined host of the app in this scope. */
-  activate(owner: PolicyOwner, app: AppDefinition, hostId: string): BlocklistEntry {
+  activate(owner: PolicyOwner, app: AppDefinition, hostId: string): Promise<BlocklistEntry> {
     const host = app.blocklist.find((h) => h.id === hostId);
     if (!host) throw ApiError.envelope(400, "Unknown blocklist host ID");
     return this.insert(owner, app.id, { hostId: host.id, custom: false, name: host.name, hostPattern: host.hostPattern });
   }
 
   /** A custom rule; its hostId is `custom:<hostPattern>`. */
-  addCustom(owner: PolicyOwner, app: AppDefinition, name: string, hostPattern: string): BlocklistEntry {
+  addCustom(owner: PolicyOwner, app: AppDefinition, name: string, hostPattern: string): Promise<BlocklistEntry> {
     return this.insert(owner, app.id, { hostId: `custom:${hostPattern}`, custom: true, name, hostPattern });
   }
 
-  private insert(owner: PolicyOwner, provider: string, fields: { hostId: string; custom: boolean; name: string; hostPattern: string }): BlocklistEntry {
-    const existing = this.rows(owner, provider).find((r) => r.hostId === fields.hostId);
-    const now = nowIso();
+  private async insert(owner: PolicyOwner, provider: string, fields: { hostId: string; custom: boolean; name: string; hostPattern: string }): Promise<BlocklistEntry> {
+    const { blocklistRules } = this.t;
+    const existing = (await this.rows(owner, provider)).find((r) => r.hostId === fields.hostId);
+    const now = creationTime();
     let row: BlocklistRow;
     if (existing) {
       if (existing.enabled) throw ApiError.envelope(409, ALREADY_BLOCKED);
-      row = this.db.update(blocklistRules).set({ enabled: true, name: fields.name, updatedAt: now }).where(eq(blocklistRules.id, existing.id)).returning().get()!;
+      [row] = (await this.db.update(blocklistRules).set({ enabled: true, name: fields.name, updatedAt: now }).where(eq(blocklistRules.id, existing.id)).returning()) as [BlocklistRow];
     } else {
-      row = this.db
+      [row] = (await this.db
         .insert(blocklistRules)
         .values({
           id: newId(),
@@ -99,32 +105,32 @@ export class BlocklistService {
           createdAt: now,
           updatedAt: now,
         })
-        .returning()
-        .get();
+        .returning()) as [BlocklistRow];
     }
     this.changed(owner.organizationId);
     return this.entry(row);
   }
 
-  private owned(owner: PolicyOwner, provider: string, ruleId: string): BlocklistRow {
-    const row = this.db
+  private async owned(owner: PolicyOwner, provider: string, ruleId: string): Promise<BlocklistRow> {
+    const { blocklistRules } = this.t;
+    const [row] = await this.db
       .select()
       .from(blocklistRules)
       .where(and(eq(blocklistRules.id, ruleId), eq(blocklistRules.provider, provider), this.ownerWhere(owner)))
-      .get();
+      .limit(1);
     if (!row) throw ApiError.envelope(404, RULE_NOT_FOUND);
     return row;
   }
 
-  setEnabled(owner: PolicyOwner, provider: string, ruleId: string, enabled: boolean): void {
-    const row = this.owned(owner, provider, ruleId);
-    this.db.update(blocklistRules).set({ enabled, updatedAt: nowIso() }).where(eq(blocklistRules.id, row.id)).run();
+  async setEnabled(owner: PolicyOwner, provider: string, ruleId: string, enabled: boolean): Promise<void> {
+    const row = await this.owned(owner, provider, ruleId);
+    await this.db.update(this.t.blocklistRules).set({ enabled, updatedAt: nowIso() }).where(eq(this.t.blocklistRules.id, row.id));
     this.changed(owner.organizationId);
   }
 
-  delete(owner: PolicyOwner, provider: string, ruleId: string): void {
-    const row = this.owned(owner, provider, ruleId);
-    this.db.delete(blocklistRules).where(eq(blocklistRules.id, row.id)).run();
+  async delete(owner: PolicyOwner, provider: string, ruleId: string): Promise<void> {
+    const row = await this.owned(owner, provider, ruleId);
+    await this.db.delete(this.t.blocklistRules).where(eq(this.t.blocklistRules.id, row.id));
     this.changed(owner.organizationId);
   }
 
@@ -132,8 +138,9 @@ export class BlocklistService {
    * The managed block rules of an organization (scope organization) and of one project (scope project):
    * one per enabled entry, no identities, network target `{hostPattern, pathPattern:"/*"}`.
    */
-  managedRules(organizationId: string, projectId: string | null): { organization: RuleInput[]; project: RuleInput[] } {
-    const rows = this.db
+  async managedRules(organizationId: string, projectId: string | null): Promise<{ organization: RuleInput[]; project: RuleInput[] }> {
+    const { blocklistRules } = this.t;
+    const rows = await this.db
       .select()
       .from(blocklistRules)
       .where(
@@ -143,8 +150,7 @@ export class BlocklistService {
           or(eq(blocklistRules.scope, "organization"), projectId ? eq(blocklistRules.projectId, projectId) : isNull(blocklistRules.id)),
         ),
       )
-      .orderBy(asc(blocklistRules.createdAt), sql`${blocklistRules}.rowid`)
-      .all();
+      .orderBy(asc(blocklistRules.createdAt), asc(blocklistRules.id));
     const rule = (r: BlocklistRow): RuleInput => ({
       id: r.id,
       logicalId: r.id,

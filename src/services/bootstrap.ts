@@ -1,7 +1,7 @@
 // First start: the Default Organization, Default Project, owner@localhost, the Default Agent, one project
 // key and one org key. Later starts find them again (and re-pin keys fixed by CREDGATE_BOOTSTRAP_*).
+// Runs under the store's startup lock, so instances starting together on one database create it once.
 import { eq } from "drizzle-orm";
-import { settings } from "../store/schema.ts";
 import type { Services } from "./index.ts";
 
 export interface BootstrapInfo {
@@ -17,28 +17,27 @@ export interface BootstrapInfo {
 
 const KEY = "bootstrap";
 
-export function bootstrap(services: Services): BootstrapInfo {
-  const { db, config } = services.deps;
-  const stored = db.select().from(settings).where(eq(settings.key, KEY)).get();
-  let ids: { organizationId: string; projectId: string; userId: string };
-  const created = !stored;
-  if (stored) {
-    ids = JSON.parse(stored.value);
-  } else {
-    ids = db.transaction(() => {
-      const org = services.orgs.createOrganization("Default Organization");
-      const project = services.orgs.createProject(org.id, "Default Project");
-      const user = services.orgs.createUser("owner@localhost", "Owner");
-      services.orgs.addMember(org.id, user.id, "owner");
-      services.agents.createDefault(project.id);
-      const value = { organizationId: org.id, projectId: project.id, userId: user.id };
-      db.insert(settings).values({ key: KEY, value: JSON.stringify(value) }).run();
-      return value;
-    });
-  }
-  const projectApiKey = services.apiKeys.keyFor({ kind: "project", ...ids }, config.bootstrapApiKey);
-  const orgApiKey = services.apiKeys.keyFor({ kind: "organization", userId: ids.userId, organizationId: ids.organizationId }, config.bootstrapOrgApiKey);
-  const agent = services.agents.findDefault(ids.projectId) ?? services.agents.createDefault(ids.projectId);
-  const defaultAgentToken = services.agents.view(agent, true).accessToken!;
-  return { ...ids, projectApiKey, orgApiKey, defaultAgentToken, created };
+export function bootstrap(services: Services): Promise<BootstrapInfo> {
+  const { store, config } = services.deps;
+  const { settings } = store.t;
+  return store.exclusive(async () => {
+    const [stored] = await store.db.select().from(settings).where(eq(settings.key, KEY)).limit(1);
+    let ids: { organizationId: string; projectId: string; userId: string };
+    if (stored) {
+      ids = JSON.parse(stored.value);
+    } else {
+      const org = await services.orgs.createOrganization("Default Organization");
+      const project = await services.orgs.createProject(org.id, "Default Project");
+      const user = await services.orgs.createUser("owner@localhost", "Owner");
+      await services.orgs.addMember(org.id, user.id, "owner");
+      await services.agents.createDefault(project.id);
+      ids = { organizationId: org.id, projectId: project.id, userId: user.id };
+      await store.db.insert(settings).values({ key: KEY, value: JSON.stringify(ids) });
+    }
+    const projectApiKey = await services.apiKeys.keyFor({ kind: "project", ...ids }, config.bootstrapApiKey);
+    const orgApiKey = await services.apiKeys.keyFor({ kind: "organization", userId: ids.userId, organizationId: ids.organizationId }, config.bootstrapOrgApiKey);
+    const agent = (await services.agents.findDefault(ids.projectId)) ?? (await services.agents.createDefault(ids.projectId));
+    const defaultAgentToken = services.agents.view(agent, true).accessToken!;
+    return { ...ids, projectApiKey, orgApiKey, defaultAgentToken, created: !stored };
+  });
 }

@@ -3,11 +3,12 @@
 import { and, desc, eq, or, sql } from "drizzle-orm";
 import { ApiError } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
-import { appConnections, type ConnectionStatus } from "../store/schema.ts";
+import type { ConnectionStatus } from "../core/model.ts";
+import type { ConnectionRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { PolicyOwner } from "./policy.ts";
 
-export type ConnectionRow = typeof appConnections.$inferSelect;
+export type { ConnectionRow };
 export type ConnectionOwner = PolicyOwner;
 
 export type ConnectionCredential =
@@ -37,16 +38,24 @@ export interface SaveConnection {
   connectionId?: string;
 }
 
-const byNewest = [desc(appConnections.connectedAt), desc(appConnections.id)];
 
 export class ConnectionService {
   constructor(private readonly deps: ServiceDeps) {}
 
   private get db() {
-    return this.deps.db;
+    return this.deps.store.db;
+  }
+
+  private get t() {
+    return this.deps.store.t;
+  }
+
+  private get byNewest() {
+    return [desc(this.t.appConnections.connectedAt), desc(this.t.appConnections.id)];
   }
 
   private ownerWhere(owner: ConnectionOwner) {
+    const { appConnections } = this.t;
     return owner.scope === "project"
       ? and(eq(appConnections.scope, "project"), eq(appConnections.projectId, owner.projectId))!
       : and(eq(appConnections.scope, "organization"), eq(appConnections.organizationId, owner.organizationId))!;
@@ -61,20 +70,20 @@ export class ConnectionService {
    * The status a read reports: a `connected` OAuth connection whose token has expired and cannot be refreshed
    * is `expired` (§4) even before the gateway next tries it; the change is stored.
    */
-  effectiveStatus(row: ConnectionRow): ConnectionStatus {
+  async effectiveStatus(row: ConnectionRow): Promise<ConnectionStatus> {
     if (row.status !== "connected") return row.status;
     const c = this.credential(row);
     if (c.kind !== "oauth" || c.refreshToken || c.expiresAt === null || c.expiresAt > Date.now()) return row.status;
-    this.setStatus(row.id, "expired", row.refreshFailures);
+    await this.setStatus(row.id, "expired", row.refreshFailures);
     return "expired";
   }
 
-  view(row: ConnectionRow): ConnectionView {
+  async view(row: ConnectionRow): Promise<ConnectionView> {
     return {
       id: row.id,
       provider: row.provider,
       label: row.label,
-      status: this.effectiveStatus(row),
+      status: await this.effectiveStatus(row),
       scopes: row.scopes,
       scope: row.scope,
       metadata: row.metadata ?? null,
@@ -82,48 +91,54 @@ export class ConnectionService {
     };
   }
 
-  orgView(row: ConnectionRow) {
-    const { metadata: _m, ...rest } = this.view(row);
+  async orgView(row: ConnectionRow) {
+    const { metadata: _m, ...rest } = await this.view(row);
     return rest;
   }
 
   /** The project's connections plus the organization's, newest first. */
-  listForProject(projectId: string, organizationId: string, provider?: string | null): ConnectionRow[] {
+  listForProject(projectId: string, organizationId: string, provider?: string | null): Promise<ConnectionRow[]> {
+    const { appConnections } = this.t;
     const where = provider ? and(this.visibleWhere(projectId, organizationId), eq(appConnections.provider, provider)) : this.visibleWhere(projectId, organizationId);
-    return this.db.select().from(appConnections).where(where).orderBy(...byNewest).all();
+    return this.db.select().from(appConnections).where(where).orderBy(...this.byNewest);
   }
 
-  listForOwner(owner: ConnectionOwner, provider?: string | null): ConnectionRow[] {
+  listForOwner(owner: ConnectionOwner, provider?: string | null): Promise<ConnectionRow[]> {
+    const { appConnections } = this.t;
     const where = provider ? and(this.ownerWhere(owner), eq(appConnections.provider, provider)) : this.ownerWhere(owner);
-    return this.db.select().from(appConnections).where(where).orderBy(...byNewest).all();
+    return this.db.select().from(appConnections).where(where).orderBy(...this.byNewest);
   }
 
-  byId(id: string): ConnectionRow | null {
-    return this.db.select().from(appConnections).where(eq(appConnections.id, id)).get() ?? null;
+  async byId(id: string): Promise<ConnectionRow | null> {
+    const [row] = await this.db.select().from(this.t.appConnections).where(eq(this.t.appConnections.id, id)).limit(1);
+    return row ?? null;
   }
 
   /** A connection the project may use (its own or its organization's), or 404 in the given shape. */
-  visibleToProject(projectId: string, organizationId: string, id: string, shape: "flat" | "envelope" = "envelope"): ConnectionRow {
-    const row = this.db.select().from(appConnections).where(and(eq(appConnections.id, id), this.visibleWhere(projectId, organizationId))).get();
+  async visibleToProject(projectId: string, organizationId: string, id: string, shape: "flat" | "envelope" = "envelope"): Promise<ConnectionRow> {
+    const { appConnections } = this.t;
+    const [row] = await this.db.select().from(appConnections).where(and(eq(appConnections.id, id), this.visibleWhere(projectId, organizationId))).limit(1);
     if (!row) throw shape === "flat" ? ApiError.flat(404, CONNECTION_NOT_FOUND) : ApiError.envelope(404, CONNECTION_NOT_FOUND);
     return row;
   }
 
   /** A connection of exactly this owner, or 404. */
-  owned(owner: ConnectionOwner, id: string): ConnectionRow {
-    const row = this.db.select().from(appConnections).where(and(eq(appConnections.id, id), this.ownerWhere(owner))).get();
+  async owned(owner: ConnectionOwner, id: string): Promise<ConnectionRow> {
+    const { appConnections } = this.t;
+    const [row] = await this.db.select().from(appConnections).where(and(eq(appConnections.id, id), this.ownerWhere(owner))).limit(1);
     if (!row) throw ApiError.envelope(404, CONNECTION_NOT_FOUND);
     return row;
   }
 
-  rename(row: ConnectionRow, label: string) {
-    this.db.update(appConnections).set({ label, updatedAt: nowIso() }).where(eq(appConnections.id, row.id)).run();
+  async rename(row: ConnectionRow, label: string) {
+    const { appConnections } = this.t;
+    await this.db.update(appConnections).set({ label, updatedAt: nowIso() }).where(eq(appConnections.id, row.id));
     this.changed(row.organizationId);
-    return { id: row.id, provider: row.provider, status: this.effectiveStatus(row), label };
+    return { id: row.id, provider: row.provider, status: await this.effectiveStatus(row), label };
   }
 
-  delete(row: ConnectionRow): void {
-    this.db.delete(appConnections).where(eq(appConnections.id, row.id)).run();
+  async delete(row: ConnectionRow): Promise<void> {
+    await this.db.delete(this.t.appConnections).where(eq(this.t.appConnections.id, row.id));
     this.changed(row.organizationId);
   }
 
@@ -131,26 +146,27 @@ export class ConnectionService {
    * Creates or reconnects a connection: the given `connectionId`, else the owner's connection of the provider
    * with the same label (case-insensitive), else a new one. Always ends `connected`.
    */
-  save(owner: ConnectionOwner, input: SaveConnection): ConnectionRow {
+  save(owner: ConnectionOwner, input: SaveConnection): Promise<ConnectionRow> {
+    const { appConnections } = this.t;
     const now = nowIso();
     const sealed = this.deps.sealer.seal(JSON.stringify(input.credential));
-    return this.db.transaction((tx) => {
+    return this.deps.store.transaction(async () => {
       let target: ConnectionRow | undefined;
       if (input.connectionId) {
         // A connection of another provider is not a reconnect target: its credential would be overwritten.
-        target = tx
+        [target] = await this.db
           .select()
           .from(appConnections)
           .where(and(eq(appConnections.id, input.connectionId), this.ownerWhere(owner), eq(appConnections.provider, input.provider)))
-          .get();
+          .limit(1);
         if (!target) throw ApiError.envelope(404, CONNECTION_NOT_FOUND);
       } else if (input.label) {
-        target = tx
+        [target] = await this.db
           .select()
           .from(appConnections)
           .where(and(this.ownerWhere(owner), eq(appConnections.provider, input.provider), sql`lower(${appConnections.label}) = lower(${input.label})`))
-          .orderBy(...byNewest)
-          .get();
+          .orderBy(...this.byNewest)
+          .limit(1);
       }
       const fields = {
         label: input.label ?? target?.label ?? null,
@@ -164,14 +180,13 @@ export class ConnectionService {
       };
       let row: ConnectionRow;
       if (target) {
-        row = tx
+        [row] = (await this.db
           .update(appConnections)
           .set({ ...fields, version: sql`${appConnections.version} + 1` })
           .where(eq(appConnections.id, target.id))
-          .returning()
-          .get()!;
+          .returning()) as [ConnectionRow];
       } else {
-        row = tx
+        [row] = (await this.db
           .insert(appConnections)
           .values({
             id: newId(),
@@ -183,8 +198,7 @@ export class ConnectionService {
             createdAt: now,
             ...fields,
           })
-          .returning()
-          .get();
+          .returning()) as [ConnectionRow];
       }
       this.changed(owner.organizationId);
       return row;
@@ -199,21 +213,22 @@ export class ConnectionService {
    * Writes refreshed tokens only if nobody else wrote since `version` was read (compare-and-swap), so two
    * instances refreshing at once never clobber each other. Returns the stored row either way.
    */
-  swapCredential(id: string, version: number, credential: ConnectionCredential): { swapped: boolean; row: ConnectionRow | null } {
+  async swapCredential(id: string, version: number, credential: ConnectionCredential): Promise<{ swapped: boolean; row: ConnectionRow | null }> {
+    const { appConnections } = this.t;
     const now = nowIso();
-    const row = this.db
+    const [row] = await this.db
       .update(appConnections)
       .set({ credentialSealed: this.deps.sealer.seal(JSON.stringify(credential)), version: version + 1, status: "connected", refreshFailures: 0, updatedAt: now })
       .where(and(eq(appConnections.id, id), eq(appConnections.version, version)))
-      .returning()
-      .get();
+      .returning();
     if (row) this.changed(row.organizationId);
-    return row ? { swapped: true, row } : { swapped: false, row: this.byId(id) };
+    return row ? { swapped: true, row } : { swapped: false, row: await this.byId(id) };
   }
 
   /** Records a refresh outcome that is not a new token: a status change and/or the failure count. */
-  setStatus(id: string, status: ConnectionStatus, refreshFailures: number): ConnectionRow | null {
-    const row = this.db.update(appConnections).set({ status, refreshFailures, updatedAt: nowIso() }).where(eq(appConnections.id, id)).returning().get();
+  async setStatus(id: string, status: ConnectionStatus, refreshFailures: number): Promise<ConnectionRow | null> {
+    const { appConnections } = this.t;
+    const [row] = await this.db.update(appConnections).set({ status, refreshFailures, updatedAt: nowIso() }).where(eq(appConnections.id, id)).returning();
     if (row) this.changed(row.organizationId);
     return row ?? null;
   }

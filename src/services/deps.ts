@@ -2,10 +2,10 @@
 import type { Config } from "../config.ts";
 import type { Sealer } from "../crypto/seal.ts";
 import type { EventBus } from "../events.ts";
-import type { Db } from "../store/open.ts";
+import type { Store } from "../store/store.ts";
 
 export interface ServiceDeps {
-  db: Db;
+  store: Store;
   sealer: Sealer;
   config: Config;
   events: EventBus;

@@ -17,6 +17,7 @@ import { Outbound } from "./outbound.ts";
 import { RequestLogService } from "./requestLogs.ts";
 import { LoginThrottle, SessionService } from "./sessions.ts";
 import { MigrationService } from "./migration.ts";
+import { RateLimitService } from "./rateLimits.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -37,6 +38,7 @@ export interface Services {
   requestLogs: RequestLogService;
   outbound: Outbound;
   migration: MigrationService;
+  rateLimits: RateLimitService;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -51,8 +53,8 @@ export function createServices(deps: ServiceDeps): Services {
   const blocklist = new BlocklistService(deps);
   // Rule targets may name app connections and catalog tools: the policy service checks them against these.
   policy.references = {
-    connection: (id) => {
-      const row = connections.byId(id);
+    connection: async (id) => {
+      const row = await connections.byId(id);
       return row ? { provider: row.provider, scope: row.scope, organizationId: row.organizationId, projectId: row.projectId } : null;
     },
     provider: (provider) => {
@@ -80,5 +82,6 @@ export function createServices(deps: ServiceDeps): Services {
     requestLogs: new RequestLogService(deps, agents),
     outbound,
     migration: new MigrationService(deps, secrets, agents, policy, outbound),
+    rateLimits: new RateLimitService(deps),
   };
 }

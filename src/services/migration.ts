@@ -2,12 +2,12 @@
 // (decrypted here, never returned) and agents and posts them to `<cloudUrl>/v1/migrate/import`; import, on
 // the cloud, creates what does not exist yet. Policy rules and grants are counted, not moved. The API route
 // and `credgate migrate export` both run `export` below.
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray } from "drizzle-orm";
 import { isIP } from "node:net";
 import { ApiError, badRequest } from "../core/errors.ts";
 import { log } from "../log.ts";
 import type { AuthMode, InjectionConfigShape } from "../core/secretRules.ts";
-import { agentConnectionGrants, agentSecretGrants, agents, appConnections, secrets, type AgentMode, type SecretMetadata, type SecretType } from "../store/schema.ts";
+import type { AgentMode, SecretMetadata, SecretType } from "../core/model.ts";
 import type { AgentService } from "./agents.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { Outbound } from "./outbound.ts";
@@ -191,21 +191,25 @@ export class MigrationService {
   ) {}
 
   private get db() {
-    return this.deps.db;
+    return this.deps.store.db;
+  }
+
+  private get t() {
+    return this.deps.store.t;
   }
 
   /** What export sends (plaintext values included) and what it leaves behind, read in one transaction. */
-  collect(project: ProjectRef): { payload: MigrationPayload; skipped: SkippedItem[] } {
-    return this.db.transaction(() => {
+  collect(project: ProjectRef): Promise<{ payload: MigrationPayload; skipped: SkippedItem[] }> {
+    const { secrets, agents, agentSecretGrants, agentConnectionGrants, appConnections } = this.t;
+    return this.deps.store.transaction(async () => {
       const skipped: SkippedItem[] = [];
       const payload: MigrationPayload = { version: MIGRATION_VERSION, secrets: [], agents: [] };
-      // Creation order (rowid breaks createdAt ties), so the destination lists them in the same order.
-      const rows = this.db
+      // Creation order (createdAt is unique per process, see creationTime), so the destination lists them the same.
+      const rows = await this.db
         .select()
         .from(secrets)
         .where(and(eq(secrets.scope, "project"), eq(secrets.projectId, project.projectId)))
-        .orderBy(asc(secrets.createdAt), sql`rowid`)
-        .all();
+        .orderBy(asc(secrets.createdAt), asc(secrets.id));
       for (const row of rows) {
         const value = row.valueSource === "inline" ? this.secretService.openValue(row) : null;
         if (value === null) {
@@ -224,12 +228,12 @@ export class MigrationService {
           metadata,
         });
       }
-      const agentRows = this.db.select().from(agents).where(eq(agents.projectId, project.projectId)).orderBy(desc(agents.isDefault), asc(agents.createdAt), sql`rowid`).all();
+      const agentRows = await this.db.select().from(agents).where(eq(agents.projectId, project.projectId)).orderBy(desc(agents.isDefault), asc(agents.createdAt), asc(agents.id));
       for (const a of agentRows) payload.agents.push({ name: a.name, identifier: a.identifier, isDefault: a.isDefault, mode: a.mode });
 
       const owner = { scope: "project" as const, projectId: project.projectId, organizationId: project.organizationId };
       const logical = new Set<string>();
-      for (const r of [...this.policy.customRules(owner, "draft"), ...this.policy.customRules(owner, "published")]) {
+      for (const r of [...(await this.policy.customRules(owner, "draft")), ...(await this.policy.customRules(owner, "published"))]) {
         if (r.source === "custom") logical.add(r.logicalId);
       }
       if (logical.size > 0) skipped.push({ type: "policy", name: plural(logical.size, "policy rule"), reason: POLICY_SKIP_REASON });
@@ -238,20 +242,21 @@ export class MigrationService {
       const grants =
         agentIds.length === 0
           ? 0
-          : this.db.select({ a: agentSecretGrants.agentId }).from(agentSecretGrants).where(inArray(agentSecretGrants.agentId, agentIds)).all().length +
-            this.db.select({ a: agentConnectionGrants.agentId }).from(agentConnectionGrants).where(inArray(agentConnectionGrants.agentId, agentIds)).all().length;
+          : (await this.db.select({ a: agentSecretGrants.agentId }).from(agentSecretGrants).where(inArray(agentSecretGrants.agentId, agentIds))).length +
+            (await this.db.select({ a: agentConnectionGrants.agentId }).from(agentConnectionGrants).where(inArray(agentConnectionGrants.agentId, agentIds))).length;
       if (grants > 0) skipped.push({ type: "grants", name: plural(grants, "agent grant"), reason: GRANTS_SKIP_REASON });
 
       // App connections hold OAuth tokens issued to this deployment's OAuth clients: they are reconnected, not copied.
-      const connections = this.db
-        .select({ id: appConnections.id })
-        .from(appConnections)
-        .where(and(eq(appConnections.scope, "project"), eq(appConnections.projectId, project.projectId)))
-        .all().length;
+      const connections = (
+        await this.db
+          .select({ id: appConnections.id })
+          .from(appConnections)
+          .where(and(eq(appConnections.scope, "project"), eq(appConnections.projectId, project.projectId)))
+      ).length;
       if (connections > 0) skipped.push({ type: "connections", name: plural(connections, "app connection"), reason: CONNECTIONS_SKIP_REASON });
 
       // Organization secrets also reach this project's agents here; say that they stay behind.
-      const orgSecrets = this.secretService.rows({ scope: "organization", organizationId: project.organizationId }).length;
+      const orgSecrets = (await this.secretService.rows({ scope: "organization", organizationId: project.organizationId })).length;
       if (orgSecrets > 0) skipped.push({ type: "organization", name: plural(orgSecrets, "organization secret"), reason: ORG_SECRETS_SKIP_REASON });
       return { payload, skipped };
     });
@@ -266,7 +271,7 @@ export class MigrationService {
     if (base === null) throw ApiError.flat(400, CLOUD_URL_MESSAGE);
     const keyError = cloudApiKeyError(input.cloudApiKey);
     if (keyError) throw ApiError.flat(400, keyError);
-    const { payload, skipped } = this.collect(project);
+    const { payload, skipped } = await this.collect(project);
     onProgress?.({ step: "collected", secrets: payload.secrets.length, agents: payload.agents.length, skipped: skipped.length });
     const result = emptyResult();
     result.skipped.push(...skipped);
@@ -320,27 +325,28 @@ export class MigrationService {
    * The receiving side: creates each valid item that does not exist yet, in order, in one transaction.
    * Invalid items arrive already turned into skip entries; service-level refusals become skip entries too.
    */
-  import(project: ProjectRef, entries: { secrets: ImportEntry<ImportSecretItem>[]; agents: ImportEntry<ImportAgentItem>[] }): MigrationResult {
+  async import(project: ProjectRef, entries: { secrets: ImportEntry<ImportSecretItem>[]; agents: ImportEntry<ImportAgentItem>[] }): Promise<MigrationResult> {
     const result = emptyResult();
     const owner = { scope: "project" as const, projectId: project.projectId, organizationId: project.organizationId };
-    this.db.transaction(() => {
+    const { secrets } = this.t;
+    await this.deps.store.transaction(async () => {
       for (const entry of entries.secrets) {
         if (!entry.ok) {
           result.skipped.push(entry.skip);
           continue;
         }
         const s = entry.item;
-        const exists = this.db
+        const [exists] = await this.db
           .select({ id: secrets.id })
           .from(secrets)
           .where(and(eq(secrets.scope, "project"), eq(secrets.projectId, project.projectId), eq(secrets.name, s.name)))
-          .get();
+          .limit(1);
         if (exists) {
           result.skipped.push({ type: s.type, name: s.name, reason: ALREADY_EXISTS });
           continue;
         }
         try {
-          this.secretService.create(owner, {
+          await this.secretService.create(owner, {
             name: s.name,
             type: s.type,
             valueSource: "inline",
@@ -362,11 +368,11 @@ export class MigrationService {
           continue;
         }
         const a = entry.item;
-        if (this.agentService.findByIdentifier(project.projectId, a.identifier)) {
+        if (await this.agentService.findByIdentifier(project.projectId, a.identifier)) {
           result.skipped.push({ type: "agent", name: a.name, reason: ALREADY_EXISTS });
           continue;
         }
-        this.agentService.create(project.projectId, { name: a.name, identifier: a.identifier, mode: a.mode ?? "grants" });
+        await this.agentService.create(project.projectId, { name: a.name, identifier: a.identifier, mode: a.mode ?? "grants" });
         result.imported.agents++;
       }
     });

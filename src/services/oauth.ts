@@ -125,17 +125,17 @@ export class OAuthService {
     return app as AppDefinition & { oauth: AppOAuth };
   }
 
-  private client(owner: PolicyOwner, app: AppDefinition): OAuthClient {
-    const client = this.configs.oauthClient(owner, app.id);
+  private async client(owner: PolicyOwner, app: AppDefinition): Promise<OAuthClient> {
+    const client = await this.configs.oauthClient(owner, app.id);
     if (!client) throw ApiError.flat(400, `${app.name} is not configured. Missing required credentials.`);
     return client;
   }
 
   /** The provider's consent URL and the state cookie's value (§5.8 authorize). */
-  authorize(req: AuthorizeRequest): { location: string; cookie: string } {
+  async authorize(req: AuthorizeRequest): Promise<{ location: string; cookie: string }> {
     const app = this.oauthApp(req.provider);
-    const client = this.client(req.owner, app);
-    if (req.connectionId && this.connections.owned(req.owner, req.connectionId).provider !== app.id) throw ApiError.envelope(404, CONNECTION_NOT_FOUND);
+    const client = await this.client(req.owner, app);
+    if (req.connectionId && (await this.connections.owned(req.owner, req.connectionId)).provider !== app.id) throw ApiError.envelope(404, CONNECTION_NOT_FOUND);
     const nonce = randomHex(16);
     const state = this.encodeState({
       s: req.owner.scope,
@@ -176,14 +176,14 @@ export class OAuthService {
     if (!state || state.prov !== provider || cookieNonce !== state.n) return fail("Invalid state parameter");
     const owner: PolicyOwner =
       state.s === "project" ? { scope: "project", organizationId: state.o, projectId: state.p! } : { scope: "organization", organizationId: state.o };
-    if (owner.scope === "project" && !this.projectExists(owner)) return fail("Project not found");
+    if (owner.scope === "project" && !(await this.projectExists(owner))) return fail("Project not found");
     if (query.get("error")) return fail("Authorization was denied");
     const code = query.get("code");
     if (!code) return fail("Missing authorization code");
     let client: OAuthClient;
     let answer: TokenAnswer;
     try {
-      client = this.client(owner, app);
+      client = await this.client(owner, app);
       answer = await this.tokenRequest(app.oauth, client, {
         grant_type: "authorization_code",
         code,
@@ -199,7 +199,7 @@ export class OAuthService {
     const scopes = typeof answer.scope === "string" && answer.scope.trim() ? answer.scope.split(/[\s,]+/).filter(Boolean) : app.oauth.scopes;
     let row: ConnectionRow;
     try {
-      row = this.connections.save(owner, { provider, label, credential, scopes, ...(state.c ? { connectionId: state.c } : {}) });
+      row = await this.connections.save(owner, { provider, label, credential, scopes, ...(state.c ? { connectionId: state.c } : {}) });
     } catch (err) {
       return fail((err as Error).message);
     }
@@ -207,19 +207,19 @@ export class OAuthService {
     const params: Record<string, string> = { status: "success", connectionId: row.id };
     if (state.a) {
       params.agent_name = state.a;
-      if (owner.scope === "project") this.grantToAgent(owner.projectId, state.o, state.a, row.id);
+      if (owner.scope === "project") await this.grantToAgent(owner.projectId, state.o, state.a, row.id);
     }
     return done(params);
   }
 
-  private projectExists(owner: { projectId: string; organizationId: string }): boolean {
-    return this.orgs.getProject(owner.projectId)?.organizationId === owner.organizationId;
+  private async projectExists(owner: { projectId: string; organizationId: string }): Promise<boolean> {
+    return (await this.orgs.getProject(owner.projectId))?.organizationId === owner.organizationId;
   }
 
   /** `agent_name` naming an agent of the project: the new connection is granted to it in full (decided). */
-  private grantToAgent(projectId: string, organizationId: string, identifier: string, connectionId: string): void {
-    const agent = this.agents.findByIdentifier(projectId, identifier);
-    if (agent) this.grants.grantConnection(projectId, organizationId, agent.id, connectionId, { access: "full" });
+  private async grantToAgent(projectId: string, organizationId: string, identifier: string, connectionId: string): Promise<void> {
+    const agent = await this.agents.findByIdentifier(projectId, identifier);
+    if (agent) await this.grants.grantConnection(projectId, organizationId, agent.id, connectionId, { access: "full" });
   }
 
   private async accountLabel(oauth: AppOAuth, answer: TokenAnswer, accessToken: string): Promise<string | null> {
@@ -302,14 +302,14 @@ export class OAuthService {
   }
 
   private async refresh(connectionId: string): Promise<ConnectionCredential | null> {
-    const row = this.connections.byId(connectionId);
+    const row = await this.connections.byId(connectionId);
     if (!row || row.status === "revoked" || row.status === "expired") return null;
     const current = this.connections.credential(row);
     if (current.kind !== "oauth" || !OAuthService.needsRefresh(current)) return current;
     const expired = current.expiresAt !== null && Date.now() >= current.expiresAt;
     if (!current.refreshToken) {
       if (!expired) return current;
-      this.connections.setStatus(row.id, "expired", row.refreshFailures);
+      await this.connections.setStatus(row.id, "expired", row.refreshFailures);
       return null;
     }
     if ((this.#retryAt.get(row.id) ?? 0) > Date.now()) return current;
@@ -318,12 +318,12 @@ export class OAuthService {
       row.scope === "project" ? { scope: "project", organizationId: row.organizationId, projectId: row.projectId! } : { scope: "organization", organizationId: row.organizationId };
     try {
       if (!app?.oauth) throw new TokenEndpointError(`Unknown provider: ${row.provider}`, null);
-      const client = this.configs.oauthClient(owner, app.id);
+      const client = await this.configs.oauthClient(owner, app.id);
       if (!client) throw new TokenEndpointError(`${app.name} is not configured`, null);
       const answer = await this.tokenRequest(app.oauth, client, { grant_type: "refresh_token", refresh_token: current.refreshToken });
       const next = credentialFrom(answer, current.refreshToken);
       if (!next) throw new TokenEndpointError("The token response did not include an access token", null);
-      const { swapped, row: stored } = this.connections.swapCredential(row.id, row.version, next);
+      const { swapped, row: stored } = await this.connections.swapCredential(row.id, row.version, next);
       this.#retryAt.delete(row.id);
       log.info("oauth token refreshed", { connectionId: row.id, provider: row.provider, stored: swapped });
       // Someone else refreshed first: their token is the one to use.
@@ -334,11 +334,11 @@ export class OAuthService {
       log.warn("oauth refresh failed", { connectionId: row.id, provider: row.provider, error: (err as Error).message });
       // GitHub answers a dead refresh token with `bad_refresh_token` instead of the standard `invalid_grant`.
       if (code === "invalid_grant" || code === "bad_refresh_token") {
-        this.connections.setStatus(row.id, "revoked", row.refreshFailures + 1);
+        await this.connections.setStatus(row.id, "revoked", row.refreshFailures + 1).catch(() => null);
         return null;
       }
       const failures = row.refreshFailures + 1;
-      this.connections.setStatus(row.id, failures >= FAILURES_UNTIL_ERROR ? "error" : row.status, failures);
+      await this.connections.setStatus(row.id, failures >= FAILURES_UNTIL_ERROR ? "error" : row.status, failures).catch(() => null);
       this.#retryAt.set(row.id, Date.now() + RETRY_AFTER_FAILURE_MS);
       return current;
     }

@@ -1,12 +1,13 @@
 // Organizations, projects, users and memberships: the tenancy every other record hangs off.
 import { and, asc, eq } from "drizzle-orm";
+import type { Role } from "../core/model.ts";
 import { newId, newShortId, nowIso } from "../core/ids.ts";
-import { memberships, organizations, projects, users, type Role } from "../store/schema.ts";
+import type { OrganizationRow, ProjectRow, UserRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 
-export type Organization = typeof organizations.$inferSelect;
-export type Project = typeof projects.$inferSelect;
-export type User = typeof users.$inferSelect;
+export type Organization = OrganizationRow;
+export type Project = ProjectRow;
+export type User = UserRow;
 
 /** Lowercased name, runs of non-alphanumerics replaced by `-`, trimmed of `-` (CONTRACT §5.6). */
 export function slugify(name: string): string {
@@ -20,10 +21,14 @@ export class OrganizationService {
   constructor(private readonly deps: ServiceDeps) {}
 
   private get db() {
-    return this.deps.db;
+    return this.deps.store.db;
   }
 
-  createOrganization(name: string, opts: { partnerId?: string; claimed?: boolean } = {}): Organization {
+  private get t() {
+    return this.deps.store.t;
+  }
+
+  async createOrganization(name: string, opts: { partnerId?: string; claimed?: boolean } = {}): Promise<Organization> {
     const org: Organization = {
       id: newShortId(),
       name,
@@ -33,91 +38,100 @@ export class OrganizationService {
       partnerDetached: false,
       createdAt: nowIso(),
     };
-    this.db.insert(organizations).values(org).run();
+    await this.db.insert(this.t.organizations).values(org);
     return org;
   }
 
   /** Creates a project; an automatic creation whose slug is taken gets a random `-xxxxxx` suffix. */
-  createProject(organizationId: string, name: string): Project {
+  async createProject(organizationId: string, name: string): Promise<Project> {
+    const { projects } = this.t;
     let slug = slugify(name) || "project";
-    if (this.db.select({ id: projects.id }).from(projects).where(and(eq(projects.organizationId, organizationId), eq(projects.slug, slug))).get()) {
-      slug = `${slug}-${newShortId(6)}`;
-    }
+    const [taken] = await this.db.select({ id: projects.id }).from(projects).where(and(eq(projects.organizationId, organizationId), eq(projects.slug, slug))).limit(1);
+    if (taken) slug = `${slug}-${newShortId(6)}`;
     const now = nowIso();
     const project: Project = { id: newShortId(), organizationId, name, slug, createdAt: now, updatedAt: now };
-    this.db.insert(projects).values(project).run();
+    await this.db.insert(projects).values(project);
     return project;
   }
 
-  rename(id: string, name: string): void {
-    this.db.update(organizations).set({ name }).where(eq(organizations.id, id)).run();
+  async rename(id: string, name: string): Promise<void> {
+    await this.db.update(this.t.organizations).set({ name }).where(eq(this.t.organizations.id, id));
   }
 
-  getOrganization(id: string): Organization | undefined {
-    return this.db.select().from(organizations).where(eq(organizations.id, id)).get();
+  async getOrganization(id: string): Promise<Organization | undefined> {
+    const [row] = await this.db.select().from(this.t.organizations).where(eq(this.t.organizations.id, id)).limit(1);
+    return row;
   }
 
-  getProject(id: string): Project | undefined {
-    return this.db.select().from(projects).where(eq(projects.id, id)).get();
+  async getProject(id: string): Promise<Project | undefined> {
+    const [row] = await this.db.select().from(this.t.projects).where(eq(this.t.projects.id, id)).limit(1);
+    return row;
   }
 
   /** The organization's first project (oldest), the default context of a session without `X-Project-Id`. */
-  firstProject(organizationId: string): Project | undefined {
-    return this.db.select().from(projects).where(eq(projects.organizationId, organizationId)).orderBy(asc(projects.createdAt), asc(projects.id)).limit(1).get();
+  async firstProject(organizationId: string): Promise<Project | undefined> {
+    const { projects } = this.t;
+    const [row] = await this.db.select().from(projects).where(eq(projects.organizationId, organizationId)).orderBy(asc(projects.createdAt), asc(projects.id)).limit(1);
+    return row;
   }
 
-  createUser(email: string, name: string | null = null): User {
+  async createUser(email: string, name: string | null = null): Promise<User> {
     const user: User = { id: newId(), email: email.toLowerCase(), name, passwordHash: null, createdAt: nowIso() };
-    this.db.insert(users).values(user).run();
+    await this.db.insert(this.t.users).values(user);
     return user;
   }
 
-  getUser(id: string): User | undefined {
-    return this.db.select().from(users).where(eq(users.id, id)).get();
+  async getUser(id: string): Promise<User | undefined> {
+    const [row] = await this.db.select().from(this.t.users).where(eq(this.t.users.id, id)).limit(1);
+    return row;
   }
 
-  getUserByEmail(email: string): User | undefined {
-    return this.db.select().from(users).where(eq(users.email, email.toLowerCase())).get();
+  async getUserByEmail(email: string): Promise<User | undefined> {
+    const [row] = await this.db.select().from(this.t.users).where(eq(this.t.users.email, email.toLowerCase())).limit(1);
+    return row;
   }
 
-  updateUserName(id: string, name: string): User | undefined {
-    this.db.update(users).set({ name }).where(eq(users.id, id)).run();
+  async updateUserName(id: string, name: string): Promise<User | undefined> {
+    await this.db.update(this.t.users).set({ name }).where(eq(this.t.users.id, id));
     return this.getUser(id);
   }
 
-  addMember(organizationId: string, userId: string, role: Role, status: "active" | "pending" = "active"): void {
-    this.db.insert(memberships).values({ organizationId, userId, role, status, createdAt: nowIso() }).run();
+  async addMember(organizationId: string, userId: string, role: Role, status: "active" | "pending" = "active"): Promise<void> {
+    await this.db.insert(this.t.memberships).values({ organizationId, userId, role, status, createdAt: nowIso() });
     this.deps.events.emit({ kind: "membership", organizationId });
   }
 
-  setRole(organizationId: string, userId: string, role: Role): void {
-    this.db.update(memberships).set({ role }).where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId))).run();
+  async setRole(organizationId: string, userId: string, role: Role): Promise<void> {
+    const { memberships } = this.t;
+    await this.db.update(memberships).set({ role }).where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)));
     this.deps.events.emit({ kind: "membership", organizationId });
   }
 
-  removeMember(organizationId: string, userId: string): void {
-    this.db.delete(memberships).where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId))).run();
+  async removeMember(organizationId: string, userId: string): Promise<void> {
+    const { memberships } = this.t;
+    await this.db.delete(memberships).where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)));
     this.deps.events.emit({ kind: "membership", organizationId });
   }
 
   /** The user's active role in the organization, or null when not an active member. */
-  activeRole(organizationId: string, userId: string): Role | null {
-    const m = this.db
+  async activeRole(organizationId: string, userId: string): Promise<Role | null> {
+    const { memberships } = this.t;
+    const [m] = await this.db
       .select({ role: memberships.role, status: memberships.status })
       .from(memberships)
       .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
-      .get();
+      .limit(1);
     return m && m.status === "active" ? m.role : null;
   }
 
   /** Active memberships of a user, oldest first (the first is a session's default organization). */
-  membershipsOf(userId: string): { organizationId: string; name: string; role: Role }[] {
+  membershipsOf(userId: string): Promise<{ organizationId: string; name: string; role: Role }[]> {
+    const { memberships, organizations } = this.t;
     return this.db
       .select({ organizationId: memberships.organizationId, name: organizations.name, role: memberships.role })
       .from(memberships)
       .innerJoin(organizations, eq(organizations.id, memberships.organizationId))
       .where(and(eq(memberships.userId, userId), eq(memberships.status, "active")))
-      .orderBy(asc(memberships.createdAt), asc(memberships.organizationId))
-      .all();
+      .orderBy(asc(memberships.createdAt), asc(memberships.organizationId));
   }
 }

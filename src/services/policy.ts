@@ -3,10 +3,11 @@
 import { and, asc, desc, eq, inArray, isNull, lt, max, type SQL } from "drizzle-orm";
 import { ApiError, conflict, notFound } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
-import { agents, policyPublishes, policyRules, projects, secrets, type PolicyScope, type RateWindow, type RuleAction, type RuleCondition, type RuleIdentity, type RuleTarget } from "../store/schema.ts";
+import type { PolicyScope, RateWindow, RuleAction, RuleCondition, RuleIdentity, RuleTarget } from "../core/model.ts";
+import type { PolicyRuleRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 
-export type PolicyRuleRow = typeof policyRules.$inferSelect;
+export type { PolicyRuleRow };
 export type PolicyOwner = { scope: "project"; organizationId: string; projectId: string } | { scope: "organization"; organizationId: string };
 
 export interface RuleFields {
@@ -29,13 +30,13 @@ const unprocessable = (message: string) => ApiError.envelope(422, message);
 /** Looks up what rule targets name, so a rule can only reference what exists in its organization. */
 export interface ReferenceChecker {
   /** Provider of a connection, with its owner; null when none exists. */
-  connection(id: string): { provider: string; scope: "project" | "organization"; organizationId: string; projectId: string | null } | null;
+  connection(id: string): Promise<{ provider: string; scope: "project" | "organization"; organizationId: string; projectId: string | null } | null>;
   /** Whether the catalog knows the provider, and which of `tools` it does not know. */
   provider(provider: string): { known: boolean; unknownTools(tools: string[]): string[] };
 }
 
 export const noConnections: ReferenceChecker = {
-  connection: () => null,
+  connection: async () => null,
   provider: () => ({ known: false, unknownTools: (tools) => tools }),
 };
 
@@ -45,10 +46,15 @@ export class PolicyService {
   constructor(private readonly deps: ServiceDeps) {}
 
   private get db() {
-    return this.deps.db;
+    return this.deps.store.db;
+  }
+
+  private get t() {
+    return this.deps.store.t;
   }
 
   private ownerWhere(owner: PolicyOwner): SQL {
+    const { policyRules } = this.t;
     return owner.scope === "project"
       ? and(eq(policyRules.scope, "project"), eq(policyRules.projectId, owner.projectId))!
       : and(eq(policyRules.scope, "organization"), eq(policyRules.organizationId, owner.organizationId), isNull(policyRules.projectId))!;
@@ -65,52 +71,55 @@ export class PolicyService {
 
   // ── reads ───────────────────────────────────────────────────────────────────────────────────────────
 
-  drafts(owner: PolicyOwner): PolicyRuleRow[] {
+  drafts(owner: PolicyOwner): Promise<PolicyRuleRow[]> {
+    const { policyRules } = this.t;
     return this.db
       .select()
       .from(policyRules)
       .where(and(this.ownerWhere(owner), eq(policyRules.status, "draft")))
-      .orderBy(asc(policyRules.priority), asc(policyRules.id))
-      .all();
+      .orderBy(asc(policyRules.priority), asc(policyRules.id));
   }
 
-  newestGeneration(owner: PolicyOwner): number {
-    const row = this.db.select({ g: max(policyRules.generation) }).from(policyRules).where(and(this.ownerWhere(owner), eq(policyRules.status, "published"))).get();
+  async newestGeneration(owner: PolicyOwner): Promise<number> {
+    const { policyRules } = this.t;
+    const [row] = await this.db.select({ g: max(policyRules.generation) }).from(policyRules).where(and(this.ownerWhere(owner), eq(policyRules.status, "published")));
     return row?.g ?? 0;
   }
 
   /** The enforced rules: the newest published generation (custom and Default), ordered. */
-  published(owner: PolicyOwner): PolicyRuleRow[] {
-    const generation = this.newestGeneration(owner);
+  async published(owner: PolicyOwner): Promise<PolicyRuleRow[]> {
+    const { policyRules } = this.t;
+    const generation = await this.newestGeneration(owner);
     if (generation === 0) return [];
     return this.db
       .select()
       .from(policyRules)
       .where(and(this.ownerWhere(owner), eq(policyRules.status, "published"), eq(policyRules.generation, generation)))
-      .orderBy(asc(policyRules.priority), asc(policyRules.id))
-      .all();
+      .orderBy(asc(policyRules.priority), asc(policyRules.id));
   }
 
-  customRules(owner: PolicyOwner, status: "draft" | "published"): PolicyRuleRow[] {
-    return (status === "draft" ? this.drafts(owner) : this.published(owner)).filter((r) => !r.isDefault);
+  async customRules(owner: PolicyOwner, status: "draft" | "published"): Promise<PolicyRuleRow[]> {
+    return (status === "draft" ? await this.drafts(owner) : await this.published(owner)).filter((r) => !r.isDefault);
   }
 
-  getDraft(owner: PolicyOwner, id: string): PolicyRuleRow {
-    const row = this.db
+  async getDraft(owner: PolicyOwner, id: string): Promise<PolicyRuleRow> {
+    const { policyRules } = this.t;
+    const [row] = await this.db
       .select()
       .from(policyRules)
       .where(and(this.ownerWhere(owner), eq(policyRules.status, "draft"), eq(policyRules.id, id), eq(policyRules.isDefault, false)))
-      .get();
+      .limit(1);
     if (!row) throw notFound(RULE_NOT_FOUND);
     return row;
   }
 
-  defaultRule(owner: PolicyOwner, status: "draft" | "published"): PolicyRuleRow | null {
-    return (status === "draft" ? this.drafts(owner) : this.published(owner)).find((r) => r.isDefault) ?? null;
+  async defaultRule(owner: PolicyOwner, status: "draft" | "published"): Promise<PolicyRuleRow | null> {
+    return (status === "draft" ? await this.drafts(owner) : await this.published(owner)).find((r) => r.isDefault) ?? null;
   }
 
-  lastPublish(owner: PolicyOwner) {
-    const row = this.db
+  async lastPublish(owner: PolicyOwner) {
+    const { policyPublishes } = this.t;
+    const [row] = await this.db
       .select()
       .from(policyPublishes)
       .where(
@@ -121,7 +130,7 @@ export class PolicyService {
         ),
       )
       .orderBy(desc(policyPublishes.generation))
-      .get();
+      .limit(1);
     if (!row) return null;
     const appliedBy = row.appliedByEmail ? { name: row.appliedByName, email: row.appliedByEmail } : null;
     return { generation: row.generation, ruleCount: row.ruleCount, appliedAt: row.appliedAt, appliedBy };
@@ -130,7 +139,8 @@ export class PolicyService {
   // ── writes ──────────────────────────────────────────────────────────────────────────────────────────
 
   /** The service checks of CONTRACT §5.3 create body, in order, on a complete (merged) rule. */
-  check(owner: PolicyOwner, rule: RuleFields): void {
+  async check(owner: PolicyOwner, rule: RuleFields): Promise<void> {
+    const { secrets, projects, agents } = this.t;
     if (rule.action === "block" && (rule.rateLimit !== null || rule.rateLimitWindow !== null || rule.requireApproval)) {
       throw unprocessable("rate-limit and approval modifiers require action = allow");
     }
@@ -141,34 +151,41 @@ export class PolicyService {
         throw unprocessable("A secret target must name either a specific secret or a level, not both.");
       }
     }
-    const secretRows = rule.targets.flatMap((t) => (t.kind === "secret" && t.secretId ? [this.db.select().from(secrets).where(eq(secrets.id, t.secretId)).get() ?? null] : []));
-    const connectionRows = rule.targets.flatMap((t) => (t.kind === "connection" ? [this.references.connection(t.connectionId)] : []));
+    const secretRows: ((typeof secrets.$inferSelect) | null)[] = [];
+    /** The connection each connection target names (null: none exists), by connection id. */
+    const connectionsById = new Map<string, Awaited<ReturnType<ReferenceChecker["connection"]>>>();
+    for (const t of rule.targets) {
+      if (t.kind === "secret" && t.secretId) secretRows.push((await this.db.select().from(secrets).where(eq(secrets.id, t.secretId)).limit(1))[0] ?? null);
+      if (t.kind === "connection" && !connectionsById.has(t.connectionId)) connectionsById.set(t.connectionId, await this.references.connection(t.connectionId));
+    }
+    const connectionList = [...connectionsById.values()];
     if (owner.scope === "project") {
       const orgLevel =
         rule.targets.some((t) => t.kind === "secret" && t.secretScope === "organization") ||
         secretRows.some((s) => s && s.scope === "organization" && s.organizationId === owner.organizationId) ||
-        connectionRows.some((c) => c && c.scope === "organization" && c.organizationId === owner.organizationId);
+        connectionList.some((c) => c && c.scope === "organization" && c.organizationId === owner.organizationId);
       if (orgLevel) throw unprocessable("A project rule's target can't scope to organization-level resources.");
     }
     const belongs = (o: { organizationId: string | null; projectId: string | null }) =>
       o.organizationId === owner.organizationId && (owner.scope === "organization" || o.projectId === null || o.projectId === owner.projectId);
-    const projectOrg = (projectId: string | null) => (projectId ? (this.db.select().from(projects).where(eq(projects.id, projectId)).get()?.organizationId ?? null) : null);
-    const foreign =
-      secretRows.some((s) => s && s.scope !== "partner" && !belongs({ organizationId: s.organizationId ?? projectOrg(s.projectId), projectId: s.projectId })) ||
-      secretRows.some((s) => s && s.scope === "partner") ||
-      connectionRows.some((c) => c && !belongs(c));
+    const projectOrg = async (projectId: string | null) =>
+      projectId ? ((await this.db.select().from(projects).where(eq(projects.id, projectId)).limit(1))[0]?.organizationId ?? null) : null;
+    let foreign = secretRows.some((s) => s && s.scope === "partner") || connectionList.some((c) => c && !belongs(c));
+    for (const s of secretRows) {
+      if (s && s.scope !== "partner" && !belongs({ organizationId: s.organizationId ?? (await projectOrg(s.projectId)), projectId: s.projectId })) foreign = true;
+    }
     if (foreign) throw unprocessable("A referenced connection or secret does not belong to this organization.");
     const agentIds = rule.identities.map((i) => i.id);
     const agentRows = agentIds.length
-      ? this.db.select({ id: agents.id, projectId: agents.projectId, organizationId: projects.organizationId }).from(agents).innerJoin(projects, eq(agents.projectId, projects.id)).where(inArray(agents.id, agentIds)).all()
+      ? await this.db.select({ id: agents.id, projectId: agents.projectId, organizationId: projects.organizationId }).from(agents).innerJoin(projects, eq(agents.projectId, projects.id)).where(inArray(agents.id, agentIds))
       : [];
     const agentOk = (id: string) => agentRows.some((a) => a.id === id && a.organizationId === owner.organizationId && (owner.scope === "organization" || a.projectId === owner.projectId));
-    if (!agentIds.every(agentOk) || secretRows.some((s) => s === null) || connectionRows.some((c) => c === null)) {
+    if (!agentIds.every(agentOk) || secretRows.some((s) => s === null) || connectionList.some((c) => c === null)) {
       throw unprocessable("A referenced identity or resource does not exist.");
     }
     for (const t of rule.targets) {
       if (t.kind !== "app" && t.kind !== "connection") continue;
-      const provider = t.kind === "app" ? t.provider : this.references.connection(t.connectionId)!.provider;
+      const provider = t.kind === "app" ? t.provider : connectionsById.get(t.connectionId)!.provider;
       const known = this.references.provider(provider);
       if (!known.known) throw unprocessable(`Unknown provider: ${provider}`);
       const unknown = known.unknownTools(t.tools);
@@ -176,9 +193,9 @@ export class PolicyService {
     }
   }
 
-  create(owner: PolicyOwner, fields: RuleFields): PolicyRuleRow {
-    this.check(owner, fields);
-    const priority = this.drafts(owner).filter((r) => !r.isDefault).reduce((m, r) => Math.max(m, r.priority), 0) + 1;
+  async create(owner: PolicyOwner, fields: RuleFields): Promise<PolicyRuleRow> {
+    await this.check(owner, fields);
+    const priority = (await this.drafts(owner)).filter((r) => !r.isDefault).reduce((m, r) => Math.max(m, r.priority), 0) + 1;
     const now = nowIso();
     const row: PolicyRuleRow = {
       id: newId(),
@@ -195,45 +212,46 @@ export class PolicyService {
       createdAt: now,
       updatedAt: now,
     };
-    this.db.insert(policyRules).values(row).run();
+    await this.db.insert(this.t.policyRules).values(row);
     return row;
   }
 
-  update(owner: PolicyOwner, id: string, patch: Partial<RuleFields>): PolicyRuleRow {
-    const current = this.getDraft(owner, id);
+  async update(owner: PolicyOwner, id: string, patch: Partial<RuleFields>): Promise<PolicyRuleRow> {
+    const current = await this.getDraft(owner, id);
     const merged: RuleFields = { ...pickFields(current), ...patch };
-    this.check(owner, merged);
-    this.db.update(policyRules).set({ ...patch, updatedAt: nowIso() }).where(eq(policyRules.id, id)).run();
+    await this.check(owner, merged);
+    await this.db.update(this.t.policyRules).set({ ...patch, updatedAt: nowIso() }).where(eq(this.t.policyRules.id, id));
     return this.getDraft(owner, id);
   }
 
-  delete(owner: PolicyOwner, id: string): void {
-    this.getDraft(owner, id);
-    this.db.delete(policyRules).where(eq(policyRules.id, id)).run();
+  async delete(owner: PolicyOwner, id: string): Promise<void> {
+    await this.getDraft(owner, id);
+    await this.db.delete(this.t.policyRules).where(eq(this.t.policyRules.id, id));
   }
 
-  reorder(owner: PolicyOwner, orderedIds: string[]): PolicyRuleRow[] {
-    const custom = this.customRules(owner, "draft");
+  async reorder(owner: PolicyOwner, orderedIds: string[]): Promise<PolicyRuleRow[]> {
+    const { policyRules } = this.t;
+    const custom = await this.customRules(owner, "draft");
     const ids = new Set(custom.map((r) => r.id));
     if (orderedIds.length !== ids.size || new Set(orderedIds).size !== orderedIds.length || !orderedIds.every((id) => ids.has(id))) {
       throw conflict("Rule set changed — refresh and try again.");
     }
-    this.db.transaction((tx) => {
-      orderedIds.forEach((id, i) => tx.update(policyRules).set({ priority: i + 1 }).where(eq(policyRules.id, id)).run());
+    await this.deps.store.transaction(async () => {
+      for (const [i, id] of orderedIds.entries()) await this.db.update(policyRules).set({ priority: i + 1 }).where(eq(policyRules.id, id));
     });
     return this.customRules(owner, "draft");
   }
 
-  setDefault(owner: PolicyOwner, action: RuleAction): PolicyRuleRow {
-    const existing = this.defaultRule(owner, "draft");
+  async setDefault(owner: PolicyOwner, action: RuleAction): Promise<PolicyRuleRow> {
+    const existing = await this.defaultRule(owner, "draft");
     if (existing) {
-      this.db.update(policyRules).set({ action, updatedAt: nowIso() }).where(eq(policyRules.id, existing.id)).run();
+      await this.db.update(this.t.policyRules).set({ action, updatedAt: nowIso() }).where(eq(this.t.policyRules.id, existing.id));
       return { ...existing, action };
     }
     return this.insertDefault(owner, action);
   }
 
-  private insertDefault(owner: PolicyOwner, action: RuleAction): PolicyRuleRow {
+  private async insertDefault(owner: PolicyOwner, action: RuleAction): Promise<PolicyRuleRow> {
     const now = nowIso();
     const row: PolicyRuleRow = {
       id: newId(),
@@ -259,22 +277,22 @@ export class PolicyService {
       createdAt: now,
       updatedAt: now,
     };
-    this.db.insert(policyRules).values(row).run();
+    await this.db.insert(this.t.policyRules).values(row);
     return row;
   }
 
-  publish(owner: PolicyOwner, by: { name: string | null; email: string } | null): { generation: number; ruleCount: number } {
-    const result = this.db.transaction(() => {
-      if (!this.defaultRule(owner, "draft")) this.insertDefault(owner, "allow");
-      const drafts = this.drafts(owner);
-      const generation = this.newestGeneration(owner) + 1;
+  async publish(owner: PolicyOwner, by: { name: string | null; email: string } | null): Promise<{ generation: number; ruleCount: number }> {
+    const { policyRules, policyPublishes } = this.t;
+    const result = await this.deps.store.transaction(async () => {
+      if (!(await this.defaultRule(owner, "draft"))) await this.insertDefault(owner, "allow");
+      const drafts = await this.drafts(owner);
+      const generation = (await this.newestGeneration(owner)) + 1;
       const now = nowIso();
-      for (const d of drafts) this.db.insert(policyRules).values({ ...d, id: newId(), status: "published", generation, updatedAt: now }).run();
-      this.db
+      for (const d of drafts) await this.db.insert(policyRules).values({ ...d, id: newId(), status: "published", generation, updatedAt: now });
+      await this.db
         .delete(policyRules)
-        .where(and(this.ownerWhere(owner), eq(policyRules.status, "published"), lt(policyRules.generation, generation - KEEP_GENERATIONS + 1)))
-        .run();
-      this.db
+        .where(and(this.ownerWhere(owner), eq(policyRules.status, "published"), lt(policyRules.generation, generation - KEEP_GENERATIONS + 1)));
+      await this.db
         .insert(policyPublishes)
         .values({
           id: newId(),
@@ -286,8 +304,7 @@ export class PolicyService {
           appliedAt: now,
           appliedByName: by?.name ?? null,
           appliedByEmail: by?.email ?? null,
-        })
-        .run();
+        });
       return { generation, ruleCount: drafts.length };
     });
     this.emit(owner);
@@ -295,8 +312,9 @@ export class PolicyService {
   }
 
   /** Every published rule of an organization and its projects, for the gateway snapshot. */
-  publishedForOrganization(organizationId: string): { organization: PolicyRuleRow[]; projects: Map<string, PolicyRuleRow[]> } {
-    const rows = this.db.select().from(policyRules).where(and(eq(policyRules.organizationId, organizationId), eq(policyRules.status, "published"))).all();
+  async publishedForOrganization(organizationId: string): Promise<{ organization: PolicyRuleRow[]; projects: Map<string, PolicyRuleRow[]> }> {
+    const { policyRules } = this.t;
+    const rows = await this.db.select().from(policyRules).where(and(eq(policyRules.organizationId, organizationId), eq(policyRules.status, "published")));
     const newest = new Map<string, number>();
     const key = (r: PolicyRuleRow) => r.projectId ?? "";
     for (const r of rows) newest.set(key(r), Math.max(newest.get(key(r)) ?? 0, r.generation));

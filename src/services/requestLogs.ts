@@ -1,13 +1,16 @@
 // Request logs (CONTRACT §6.16): the gateway enqueues one row per proxied request; rows are written in
 // batches (every 5 s or 500 rows) together with the agents' lastSeenAt, and purged after the retention.
-import { and, desc, eq, getTableColumns, getTableName, gte, lt, lte, or, type SQL } from "drizzle-orm";
+// A batch the store cannot take is kept and retried; past QUEUE_MAX rows the oldest are dropped, counted
+// and reported, so an unreachable database never grows the gateway's memory without bound.
+import { and, desc, eq, getTableColumns, gte, lt, lte, or, type SQL } from "drizzle-orm";
 import { ApiError } from "../core/errors.ts";
-import { requestLogs } from "../store/schema.ts";
+import { log } from "../log.ts";
+import type { RequestLogRecord } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { AgentService } from "./agents.ts";
 
-/** A row as the gateway builds it; `seq` (the rowid) is assigned by the insert. */
-export type RequestLogRow = Omit<typeof requestLogs.$inferSelect, "seq">;
+/** A row as the gateway builds it; `seq` is assigned by the insert. */
+export type RequestLogRow = Omit<RequestLogRecord, "seq">;
 export type RequestLogView = Omit<RequestLogRow, "organizationId">;
 
 export const LOG_DECISIONS = [
@@ -41,6 +44,9 @@ export interface LogQuery {
 const BATCH_ROWS = 500;
 const BATCH_MS = 5000;
 const DAY_MS = 24 * 3600 * 1000;
+/** Rows kept while the store refuses them; beyond this the oldest are dropped. */
+const QUEUE_MAX = 50_000;
+const DROP_REPORT_MS = 60_000;
 
 function encodeCursor(row: { createdAt: string; id: string }): string {
   return Buffer.from(JSON.stringify([row.createdAt, row.id])).toString("base64url");
@@ -54,58 +60,55 @@ export function decodeCursor(cursor: string): { createdAt: string; id: string } 
   return null;
 }
 
-/**
- * Writes a batch on the gateway's event loop: one prepared single-row INSERT, run for each row inside one
- * transaction. Drizzle's multi-row inserts spent most of their time building the query (~20 µs a row against
- * ~6 µs). Columns come from the drizzle schema; every column here is plain text or integer (no mapping).
- * `remember` receives the rowid of each row that will be updated later (a held request's row).
- */
-function batchWriter(deps: ServiceDeps, remember: (id: string, seq: number) => void): (rows: RequestLogRow[]) => void {
-  const columns = Object.entries(getTableColumns(requestLogs)).filter(([key]) => key !== "seq");
-  const keys = columns.map(([key]) => key as keyof RequestLogRow);
-  const names = columns.map(([, c]) => `"${c.name}"`).join(", ");
-  const client = deps.db.$client;
-  const insert = client.prepare(`INSERT INTO "${getTableName(requestLogs)}" (${names}) VALUES (${keys.map(() => "?").join(", ")})`);
-  return client.transaction((rows: RequestLogRow[]) => {
-    for (const row of rows) {
-      const { lastInsertRowid } = insert.run(...keys.map((k) => row[k] ?? null));
-      if (row.decision === PENDING) remember(row.id, Number(lastInsertRowid));
-    }
-  });
-}
-
 /** The decision of a row that is written before its request ends and updated in place afterwards. */
 const PENDING = "approval_pending";
 
 export class RequestLogService {
   #queue: RequestLogRow[] = [];
   #lastSeen = new Map<string, string>();
+  /** Final outcomes of rows already written (held requests), waiting to be stored. */
+  #updates = new Map<string, Partial<RequestLogRow>>();
   #timers: Timer[] = [];
-  #writeBatch: ((rows: RequestLogRow[]) => void) | null = null; // prepared on the first batch
-  /** Rowids of written rows still waiting for their final update (held requests): ids have no index. */
+  /** Seqs of written rows still waiting for their final update (held requests): ids have no index. */
   #pendingSeq = new Map<string, number>();
+  #flushing: Promise<void> = Promise.resolve();
+  #dropped = 0;
+  #droppedReportedAt = 0;
 
   constructor(
     private readonly deps: ServiceDeps,
     private readonly agents: AgentService,
   ) {}
 
-  /** Starts the periodic flush and the daily purge (the serving process only). */
-  start(): void {
-    this.purge();
-    this.#timers.push(setInterval(() => this.flush(), BATCH_MS), setInterval(() => this.purge(), DAY_MS));
+  /** Rows dropped because the store refused them for too long (since start). */
+  get dropped(): number {
+    return this.#dropped;
   }
 
-  stop(): void {
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  /** Starts the periodic flush and the daily purge (the serving process only). */
+  start(): void {
+    void this.purge().catch((err: Error) => log.warn("request-log purge failed", { error: err.message }));
+    this.#timers.push(
+      setInterval(() => void this.flush(), BATCH_MS),
+      setInterval(() => void this.purge().catch((err: Error) => log.warn("request-log purge failed", { error: err.message })), DAY_MS),
+    );
+  }
+
+  async stop(): Promise<void> {
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
-    this.flush();
+    await this.flush();
   }
 
   enqueue(row: RequestLogRow): void {
     this.#queue.push(row);
     this.#lastSeen.set(row.agentId, row.createdAt);
-    if (this.#queue.length >= BATCH_ROWS) this.flush();
+    if (this.#queue.length > QUEUE_MAX) this.#drop(this.#queue.length - QUEUE_MAX);
+    else if (this.#queue.length === BATCH_ROWS) void this.flush();
   }
 
   /** Updates a row in place (e.g. the final outcome of a held request), queued or already written. */
@@ -115,32 +118,78 @@ export class RequestLogService {
       Object.assign(queued, patch);
       return;
     }
-    const seq = this.#pendingSeq.get(id);
-    this.#pendingSeq.delete(id);
-    this.deps.db
-      .update(requestLogs)
-      .set(patch)
-      .where(seq !== undefined ? eq(requestLogs.seq, seq) : eq(requestLogs.id, id))
-      .run();
+    this.#updates.set(id, { ...this.#updates.get(id), ...patch });
+    void this.flush();
   }
 
-  flush(): void {
-    const rows = this.#queue;
-    const seen = this.#lastSeen;
-    if (rows.length === 0 && seen.size === 0) return;
+  /** Writes what is queued now; batches run one at a time, in order. Never rejects. */
+  flush(): Promise<void> {
+    const batch = { rows: this.#queue, seen: this.#lastSeen, updates: this.#updates };
     this.#queue = [];
     this.#lastSeen = new Map();
-    if (rows.length > 0) (this.#writeBatch ??= batchWriter(this.deps, (id, seq) => this.#pendingSeq.set(id, seq)))(rows);
-    this.agents.touch(seen);
+    this.#updates = new Map();
+    this.#flushing = this.#flushing.then(() => this.#write(batch));
+    return this.#flushing;
   }
 
-  purge(now = Date.now()): void {
+  async #write({ rows, seen, updates }: { rows: RequestLogRow[]; seen: Map<string, string>; updates: Map<string, Partial<RequestLogRow>> }): Promise<void> {
+    if (rows.length === 0 && seen.size === 0 && updates.size === 0) return;
+    try {
+      if (rows.length > 0) {
+        const seqs = await this.deps.store.insertRequestLogs(rows);
+        rows.forEach((r, i) => {
+          if (r.decision === PENDING) this.#pendingSeq.set(r.id, seqs[i]!);
+        });
+      }
+    } catch (err) {
+      // Kept for the next flush, ahead of what arrived meanwhile.
+      this.#queue = rows.concat(this.#queue);
+      for (const [id, at] of seen) if (!this.#lastSeen.has(id)) this.#lastSeen.set(id, at);
+      for (const [id, patch] of updates) this.#updates.set(id, { ...patch, ...this.#updates.get(id) });
+      if (this.#queue.length > QUEUE_MAX) this.#drop(this.#queue.length - QUEUE_MAX);
+      log.warn("request logs not written, will retry", { rows: rows.length, queued: this.#queue.length, error: (err as Error).message });
+      return;
+    }
+    const { requestLogs } = this.deps.store.t;
+    for (const [id, patch] of updates) {
+      const seq = this.#pendingSeq.get(id);
+      try {
+        await this.deps.store.db
+          .update(requestLogs)
+          .set(patch)
+          .where(seq !== undefined ? eq(requestLogs.seq, seq) : eq(requestLogs.id, id));
+        this.#pendingSeq.delete(id);
+      } catch (err) {
+        this.#updates.set(id, { ...patch, ...this.#updates.get(id) });
+        log.warn("request log update not written, will retry", { error: (err as Error).message });
+      }
+    }
+    try {
+      await this.agents.touch(seen);
+    } catch {
+      // lastSeenAt is advisory: the next batch carries newer times.
+    }
+  }
+
+  #drop(count: number): void {
+    this.#queue.splice(0, count);
+    this.#dropped += count;
+    const now = Date.now();
+    if (now - this.#droppedReportedAt >= DROP_REPORT_MS) {
+      this.#droppedReportedAt = now;
+      log.warn("request logs dropped: the store has refused them too long", { dropped: this.#dropped });
+    }
+  }
+
+  async purge(now = Date.now()): Promise<void> {
+    const { requestLogs } = this.deps.store.t;
     const cutoff = new Date(now - this.deps.config.logRetentionDays * DAY_MS).toISOString();
-    this.deps.db.delete(requestLogs).where(lt(requestLogs.createdAt, cutoff)).run();
+    await this.deps.store.db.delete(requestLogs).where(lt(requestLogs.createdAt, cutoff));
   }
 
-  query(q: LogQuery): { data: RequestLogView[]; nextCursor: string | null } {
-    this.flush();
+  async query(q: LogQuery): Promise<{ data: RequestLogView[]; nextCursor: string | null }> {
+    await this.flush();
+    const { requestLogs } = this.deps.store.t;
     const where: SQL[] = [eq(requestLogs.organizationId, q.organizationId)];
     if (q.projectId) where.push(eq(requestLogs.projectId, q.projectId));
     if (q.agentId) where.push(eq(requestLogs.agentId, q.agentId));
@@ -155,13 +204,12 @@ export class RequestLogService {
       where.push(or(lt(requestLogs.createdAt, c.createdAt), and(eq(requestLogs.createdAt, c.createdAt), lt(requestLogs.id, c.id)))!);
     }
     const { seq: _seq, organizationId: _org, ...columns } = getTableColumns(requestLogs);
-    const rows = this.deps.db
+    const rows = await this.deps.store.db
       .select(columns)
       .from(requestLogs)
       .where(and(...where))
       .orderBy(desc(requestLogs.createdAt), desc(requestLogs.id))
-      .limit(q.limit + 1)
-      .all();
+      .limit(q.limit + 1);
     const page = rows.slice(0, q.limit);
     const data: RequestLogView[] = page;
     return { data, nextCursor: rows.length > q.limit ? encodeCursor(page[page.length - 1]!) : null };

@@ -2,7 +2,7 @@
 // the gateway reads them through the snapshot, not through the API.
 import { and, desc, eq, or, type SQL } from "drizzle-orm";
 import { ApiError, badRequest, notFound } from "../core/errors.ts";
-import { newId, nowIso } from "../core/ids.ts";
+import { creationTime, newId, nowIso } from "../core/ids.ts";
 import {
   HEADER_VALUE_MESSAGE,
   PATH_VALUE_MESSAGE,
@@ -18,10 +18,11 @@ import {
   type AuthMode,
   type InjectionConfigShape,
 } from "../core/secretRules.ts";
-import { secrets, type SecretMetadata, type SecretScope, type SecretType, type ValueSource } from "../store/schema.ts";
+import type { SecretMetadata, SecretScope, SecretType, ValueSource } from "../core/model.ts";
+import type { SecretRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 
-export type SecretRow = typeof secrets.$inferSelect;
+export type { SecretRow };
 
 /** Where a secret lives: exactly one of project, organization or partner. */
 export type SecretOwner =
@@ -94,7 +95,11 @@ export class SecretService {
   constructor(private readonly deps: ServiceDeps) {}
 
   private get db() {
-    return this.deps.db;
+    return this.deps.store.db;
+  }
+
+  private get t() {
+    return this.deps.store.t;
   }
 
   view(row: SecretRow): SecretView {
@@ -115,6 +120,7 @@ export class SecretService {
   }
 
   private ownerFilter(owner: SecretOwner): SQL {
+    const { secrets } = this.t;
     switch (owner.scope) {
       case "project":
         return and(eq(secrets.scope, "project"), eq(secrets.projectId, owner.projectId))!;
@@ -126,17 +132,19 @@ export class SecretService {
   }
 
   /** Rows of one owner, newest first. */
-  rows(owner: SecretOwner): SecretRow[] {
-    return this.db.select().from(secrets).where(this.ownerFilter(owner)).orderBy(desc(secrets.createdAt), desc(secrets.id)).all();
+  rows(owner: SecretOwner): Promise<SecretRow[]> {
+    const { secrets } = this.t;
+    return this.db.select().from(secrets).where(this.ownerFilter(owner)).orderBy(desc(secrets.createdAt), desc(secrets.id));
   }
 
-  list(owner: SecretOwner): SecretView[] {
-    return this.rows(owner).map((r) => this.view(r));
+  async list(owner: SecretOwner): Promise<SecretView[]> {
+    return (await this.rows(owner)).map((r) => this.view(r));
   }
 
   /** A project's list: its own secrets plus the organization's, newest first (seed). */
-  listForProject(projectId: string, organizationId: string): SecretView[] {
-    return this.db
+  async listForProject(projectId: string, organizationId: string): Promise<SecretView[]> {
+    const { secrets } = this.t;
+    const rows = await this.db
       .select()
       .from(secrets)
       .where(
@@ -145,32 +153,34 @@ export class SecretService {
           and(eq(secrets.scope, "organization"), eq(secrets.organizationId, organizationId)),
         ),
       )
-      .orderBy(desc(secrets.createdAt), desc(secrets.id))
-      .all()
-      .map((r) => this.view(r));
+      .orderBy(desc(secrets.createdAt), desc(secrets.id));
+    return rows.map((r) => this.view(r));
   }
 
   /** Every secret that can apply to a project's agents: the project's, its organization's and its partner's. */
-  rowsForGateway(projectId: string, organizationId: string, partnerId: string | null): SecretRow[] {
+  rowsForGateway(projectId: string, organizationId: string, partnerId: string | null): Promise<SecretRow[]> {
+    const { secrets } = this.t;
     const scopes = [
       and(eq(secrets.scope, "project"), eq(secrets.projectId, projectId)),
       and(eq(secrets.scope, "organization"), eq(secrets.organizationId, organizationId)),
     ];
     if (partnerId) scopes.push(and(eq(secrets.scope, "partner"), eq(secrets.partnerId, partnerId)));
-    return this.db.select().from(secrets).where(or(...scopes)).all();
+    return this.db.select().from(secrets).where(or(...scopes));
   }
 
   /** A secret readable from a project: its own or one of its organization's. */
-  getForProject(projectId: string, organizationId: string, id: string): SecretView {
-    const row = this.db.select().from(secrets).where(eq(secrets.id, id)).get();
+  async getForProject(projectId: string, organizationId: string, id: string): Promise<SecretView> {
+    const { secrets } = this.t;
+    const [row] = await this.db.select().from(secrets).where(eq(secrets.id, id)).limit(1);
     const visible =
       row && ((row.scope === "project" && row.projectId === projectId) || (row.scope === "organization" && row.organizationId === organizationId));
     if (!visible) throw notFound(SECRET_NOT_FOUND);
     return this.view(row);
   }
 
-  find(owner: SecretOwner, id: string): SecretRow {
-    const row = this.db.select().from(secrets).where(and(eq(secrets.id, id), this.ownerFilter(owner))).get();
+  async find(owner: SecretOwner, id: string): Promise<SecretRow> {
+    const { secrets } = this.t;
+    const [row] = await this.db.select().from(secrets).where(and(eq(secrets.id, id), this.ownerFilter(owner))).limit(1);
     if (!row) throw notFound(SECRET_NOT_FOUND);
     return row;
   }
@@ -189,7 +199,7 @@ export class SecretService {
     }
   }
 
-  create(owner: SecretOwner, input: CreateSecretInput): SecretCreated {
+  async create(owner: SecretOwner, input: CreateSecretInput): Promise<SecretCreated> {
     const valueSource = input.valueSource ?? "inline";
     if (valueSource === "external_vault") this.checkVault(owner);
 
@@ -209,7 +219,7 @@ export class SecretService {
     if (value !== null) this.checkValuePlacement(input.type, value, injectionConfig);
     if (valueSource === "external_vault" && input.opDisplay) metadata = { ...metadata, opDisplay: input.opDisplay };
 
-    const now = nowIso();
+    const now = creationTime();
     const row: SecretRow = {
       id: newId(),
       scope: owner.scope,
@@ -228,7 +238,7 @@ export class SecretService {
       createdAt: now,
       updatedAt: now,
     };
-    this.db.insert(secrets).values(row).run();
+    await this.db.insert(this.t.secrets).values(row);
     this.deps.events.emit({ kind: "secret", scope: owner.scope, id: row.id });
     const created: SecretCreated = {
       id: row.id,
@@ -244,8 +254,8 @@ export class SecretService {
     return created;
   }
 
-  update(owner: SecretOwner, id: string, input: UpdateSecretInput): void {
-    const row = this.find(owner, id);
+  async update(owner: SecretOwner, id: string, input: UpdateSecretInput): Promise<void> {
+    const row = await this.find(owner, id);
     if (row.type === "generic" && input.injectionConfig !== undefined) {
       // Validated here because only the stored type says whether it applies (LLM secrets ignore it).
       const message = injectionConfigError(input.injectionConfig);
@@ -295,13 +305,13 @@ export class SecretService {
 
     if (Object.keys(patch).length === 0) throw badRequest(NO_FIELDS_MESSAGE);
     patch.updatedAt = nowIso();
-    this.db.update(secrets).set(patch).where(eq(secrets.id, id)).run();
+    await this.db.update(this.t.secrets).set(patch).where(eq(this.t.secrets.id, id));
     this.deps.events.emit({ kind: "secret", scope: owner.scope, id });
   }
 
-  delete(owner: SecretOwner, id: string): void {
-    this.find(owner, id);
-    this.db.delete(secrets).where(eq(secrets.id, id)).run();
+  async delete(owner: SecretOwner, id: string): Promise<void> {
+    await this.find(owner, id);
+    await this.db.delete(this.t.secrets).where(eq(this.t.secrets.id, id));
     this.deps.events.emit({ kind: "secret", scope: owner.scope, id });
   }
 

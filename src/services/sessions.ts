@@ -2,7 +2,6 @@
 import { eq } from "drizzle-orm";
 import { tokenHash } from "../crypto/hash.ts";
 import { newId, nowIso, randomHex } from "../core/ids.ts";
-import { sessions } from "../store/schema.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 export const SESSION_COOKIE = "credgate_session";
@@ -11,27 +10,35 @@ export const SESSION_LIFETIME_MS = 30 * 24 * 3600 * 1000;
 export class SessionService {
   constructor(private readonly deps: ServiceDeps) {}
 
+  private get db() {
+    return this.deps.store.db;
+  }
+
+  private get t() {
+    return this.deps.store.t;
+  }
+
   /** Creates a session and returns the cookie value (shown only here). */
-  create(userId: string): { token: string; expiresAt: string } {
+  async create(userId: string): Promise<{ token: string; expiresAt: string }> {
     const token = randomHex(32);
     const expiresAt = new Date(Date.now() + SESSION_LIFETIME_MS).toISOString();
-    this.deps.db.insert(sessions).values({ id: newId(), tokenHash: tokenHash(token), userId, createdAt: nowIso(), expiresAt, revokedAt: null }).run();
+    await this.db.insert(this.t.sessions).values({ id: newId(), tokenHash: tokenHash(token), userId, createdAt: nowIso(), expiresAt, revokedAt: null });
     return { token, expiresAt };
   }
 
   /** The live session for a cookie value, or null when unknown, expired or revoked. */
-  resolve(token: string): { id: string; userId: string } | null {
-    const row = this.deps.db.select().from(sessions).where(eq(sessions.tokenHash, tokenHash(token))).get();
+  async resolve(token: string): Promise<{ id: string; userId: string } | null> {
+    const [row] = await this.db.select().from(this.t.sessions).where(eq(this.t.sessions.tokenHash, tokenHash(token))).limit(1);
     if (!row || row.revokedAt !== null || row.expiresAt <= nowIso()) return null;
     return { id: row.id, userId: row.userId };
   }
 
-  revoke(id: string): void {
-    this.deps.db.update(sessions).set({ revokedAt: nowIso() }).where(eq(sessions.id, id)).run();
+  async revoke(id: string): Promise<void> {
+    await this.db.update(this.t.sessions).set({ revokedAt: nowIso() }).where(eq(this.t.sessions.id, id));
   }
 
-  revokeAllOf(userId: string): void {
-    this.deps.db.update(sessions).set({ revokedAt: nowIso() }).where(eq(sessions.userId, userId)).run();
+  async revokeAllOf(userId: string): Promise<void> {
+    await this.db.update(this.t.sessions).set({ revokedAt: nowIso() }).where(eq(this.t.sessions.userId, userId));
   }
 }
 

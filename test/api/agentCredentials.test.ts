@@ -6,8 +6,8 @@ import { createTestApi, type TestApi } from "../support/app.ts";
 import { addProject, expectEnvelope, expectFlat } from "./helpers.ts";
 
 let api: TestApi;
-beforeAll(() => {
-  api = createTestApi();
+beforeAll(async () => {
+  api = await createTestApi();
 });
 
 const UNKNOWN = "00000000-0000-4000-8000-000000000000";
@@ -50,7 +50,7 @@ describe("GET/PUT /agents/{id}/secrets", () => {
     const own = await newSecret("kept");
     await api.call("PUT", `/v1/agents/${agent}/secrets`, { body: { secretIds: [own] } });
     expectEnvelope(await api.call("PUT", `/v1/agents/${agent}/secrets`, { body: { secretIds: [own, UNKNOWN] } }), 400, "One or more secrets not found");
-    const other = addProject(api, "Other secrets");
+    const other = await addProject(api, "Other secrets");
     const foreign = await newSecret("foreign", "/v1/secrets", other.projectKey);
     expectEnvelope(await api.call("PUT", `/v1/agents/${agent}/secrets`, { body: { secretIds: [foreign] } }), 400, "One or more secrets not found");
     expect((await api.call("GET", `/v1/agents/${agent}/secrets`)).body).toEqual([own]);
@@ -94,7 +94,7 @@ describe("GET/PUT /agents/{id}/connections", () => {
 
 describe("GET /agents/{id}/effective-credentials", () => {
   test("mode all: every project and org secret is usable; mode grants: not_granted until granted", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const body = (name: string) => ({ name, type: "generic", value: "v", hostPattern: "api.x.com", injectionConfig: { headerName: "x-k" } });
     const own = (await fresh.call("POST", "/v1/secrets", { body: body("own") })).body.id;
     const org = (await fresh.call("POST", "/v1/org/secrets", { key: fresh.orgKey, body: body("org") })).body.id;

@@ -1,4 +1,5 @@
 // Agent setup (CONTRACT §5.11): container config in the node SDK shape, credential stubs, the skill.
+import { sql } from "drizzle-orm";
 import { describe, expect, test } from "bun:test";
 import { createTestApi, TEST_CA_PEM } from "../support/app.ts";
 import { expectFlat } from "./helpers.ts";
@@ -7,7 +8,7 @@ const NO_LLM_A = "No llm_a credentials configured — the agent will use its own
 
 describe("GET /v1/container-config", () => {
   test("default agent: proxy env with its token, CA, git settings, the llm_a warning", async () => {
-    const api = createTestApi({ CREDGATE_CONTAINER_GATEWAY_HOST: "gw.internal:10255" });
+    const api = await createTestApi({ CREDGATE_CONTAINER_GATEWAY_HOST: "gw.internal:10255" });
     const token = (await api.call("GET", "/v1/agents/default")).body.accessToken as string;
     const res = await api.call("GET", "/v1/container-config");
     expect(res.status).toBe(200);
@@ -33,7 +34,7 @@ describe("GET /v1/container-config", () => {
   });
 
   test("LLM placeholders follow the secrets the agent can inject (mode and grants)", async () => {
-    const api = createTestApi();
+    const api = await createTestApi();
     const llmA = (await api.call("POST", "/v1/secrets", { body: { name: "anthropic", type: "llm_a", value: "sk-ant-api03-abcdefgh" } })).body.id;
     await api.call("POST", "/v1/org/secrets", { key: api.orgKey, body: { name: "claude oauth", type: "llm_a", value: "sk-ant-oat01-abcdefgh" } });
     await api.call("POST", "/v1/secrets", { body: { name: "openai", type: "llm_b", value: "sk-proj-abcdefgh" } });
@@ -69,7 +70,7 @@ describe("GET /v1/container-config", () => {
   });
 
   test("unknown agent identifier → 404 with code; a deleted default agent is recreated", async () => {
-    const api = createTestApi();
+    const api = await createTestApi();
     const res = await api.call("GET", "/v1/container-config?agent=ghost");
     expect(res.status).toBe(404);
     expect(res.body).toEqual({
@@ -79,7 +80,7 @@ describe("GET /v1/container-config", () => {
       agentIdentifier: "ghost",
     });
     // Remove the default agent behind the API's back (the API refuses to delete it).
-    api.core.db.$client.run("DELETE FROM agents WHERE is_default = 1");
+    await api.core.store.query(sql`DELETE FROM agents WHERE is_default = ${true}`);
     const again = await api.call("GET", "/v1/container-config");
     expect(again.status).toBe(200);
     const def = await api.call("GET", "/v1/agents/default");
@@ -88,20 +89,20 @@ describe("GET /v1/container-config", () => {
   });
 
   test("needs a project key", async () => {
-    const api = createTestApi();
+    const api = await createTestApi();
     expect((await api.call("GET", "/v1/container-config", { key: null })).status).toBe(401);
   });
 });
 
 describe("credential stubs and skill", () => {
   test("GET /v1/credential-stubs lists codex; unknown framework → flat 404", async () => {
-    const api = createTestApi();
+    const api = await createTestApi();
     expect((await api.call("GET", "/v1/credential-stubs")).body).toEqual({ agents: ["codex"] });
     expectFlat(await api.call("GET", "/v1/credential-stubs/claude"), 404, 'No credential stub for agent "claude"');
   });
 
   test("codex stub: api-key by default, oauth once an OAuth llm_b secret is visible", async () => {
-    const api = createTestApi();
+    const api = await createTestApi();
     const apiKey = (await api.call("GET", "/v1/credential-stubs/codex")).body;
     expect(apiKey).toEqual({
       agent: "codex",
@@ -123,7 +124,7 @@ describe("credential stubs and skill", () => {
   });
 
   test("GET /v1/skill/gateway: markdown with front-matter and every agent-facing error code", async () => {
-    const api = createTestApi();
+    const api = await createTestApi();
     const res = await api.call("GET", "/v1/skill/gateway?agent_framework=claude");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/markdown; charset=utf-8");

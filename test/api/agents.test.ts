@@ -1,4 +1,5 @@
 // Agents (CONTRACT §3.1, §5.1 without grants; §9 examples 6-8).
+import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import { tokenHash } from "../../src/crypto/hash.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
@@ -8,8 +9,8 @@ const IDENTIFIER_MESSAGE =
   "Identifier must be 1-50 characters, start with a letter or number, and contain only lowercase letters, numbers, and hyphens";
 
 let api: TestApi;
-beforeAll(() => {
-  api = createTestApi();
+beforeAll(async () => {
+  api = await createTestApi();
 });
 
 async function createAgent(a: TestApi, body: Record<string, unknown>) {
@@ -44,8 +45,8 @@ describe("GET /agents and the default agent", () => {
   });
 
   test("GET /agents/default without a default agent → flat 404", async () => {
-    const fresh = createTestApi();
-    fresh.core.db.$client.run("DELETE FROM agents WHERE project_id = ?", [fresh.projectId]);
+    const fresh = await createTestApi();
+    await fresh.core.store.query(sql`DELETE FROM agents WHERE project_id = ${fresh.projectId}`);
     expectFlat(await fresh.call("GET", "/v1/agents/default"), 404, "No default agent found");
     expect((await fresh.call("GET", "/v1/agents")).body).toEqual([]);
   });
@@ -61,7 +62,7 @@ describe("GET /agents and the default agent", () => {
   });
 
   test("ordering: isDefault desc, then createdAt desc", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const ids: string[] = [];
     for (const identifier of ["first", "second", "third"]) {
       ids.push((await createAgent(fresh, { name: identifier, identifier })).id);
@@ -78,7 +79,7 @@ describe("GET /agents and the default agent", () => {
   });
 
   test("agents are project-scoped", async () => {
-    const other = addProject(api, "Agents Elsewhere");
+    const other = await addProject(api, "Agents Elsewhere");
     const mine = await createAgent(api, { name: "Mine", identifier: "mine-only" });
     expectEnvelope(await api.call("GET", `/v1/agents/${mine.id}`, { key: other.projectKey }), 404, "Agent not found");
     expectEnvelope(await api.call("PATCH", `/v1/agents/${mine.id}`, { key: other.projectKey, body: { name: "x" } }), 404, "Agent not found");
@@ -212,7 +213,7 @@ describe("DELETE, set-default, regenerate-token", () => {
   });
 
   test("set-default → {success:true}; exactly one default; the old default becomes deletable", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const oldDefault = (await fresh.call("GET", "/v1/agents/default")).body;
     const agent = await createAgent(fresh, { name: "New default", identifier: "new-default" });
     const res = await fresh.call("POST", `/v1/agents/${agent.id}/set-default`);
@@ -241,14 +242,14 @@ describe("DELETE, set-default, regenerate-token", () => {
     expect(listed.find((a: any) => a.id === agent.id).accessToken).toBe(res.body.accessToken);
     expect(JSON.stringify(listed)).not.toContain(before);
     // The gateway authenticates by token hash: the old one no longer names any agent, the new one does.
-    const db = api.core.db.$client;
-    expect(db.query("SELECT COUNT(*) AS n FROM agents WHERE token_hash = ?").get(tokenHash(before)) as any).toEqual({ n: 0 });
-    expect(db.query("SELECT id FROM agents WHERE token_hash = ?").all(tokenHash(res.body.accessToken))).toEqual([{ id: agent.id }]);
+    const { store } = api.core;
+    expect(await store.query(sql`SELECT id FROM agents WHERE token_hash = ${tokenHash(before)}`)).toEqual([]);
+    expect(await store.query(sql`SELECT id FROM agents WHERE token_hash = ${tokenHash(res.body.accessToken)}`)).toEqual([{ id: agent.id }]);
     expectEnvelope(await api.call("POST", "/v1/agents/00000000-0000-4000-8000-000000000000/regenerate-token"), 404, "Agent not found");
   });
 
   test("the default agent's token in /agents/default follows regeneration", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const def = (await fresh.call("GET", "/v1/agents/default")).body;
     const { accessToken } = (await fresh.call("POST", `/v1/agents/${def.id}/regenerate-token`)).body;
     expect((await fresh.call("GET", "/v1/agents/default")).body.accessToken).toBe(accessToken);

@@ -8,16 +8,16 @@ const UNKNOWN = "00000000-0000-4000-8000-000000000000";
 const POLL_SECONDS = 0.6;
 
 let api: TestApi;
-beforeAll(() => {
-  api = createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: String(POLL_SECONDS) });
+beforeAll(async () => {
+  api = await createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: String(POLL_SECONDS) });
 });
 
 /** A pending approval, as the gateway's hold stage creates it, for the project's default agent. */
-function hold(a: TestApi, projectId = a.projectId, path = "/v1/send") {
+async function hold(a: TestApi, projectId = a.projectId, path = "/v1/send") {
   const { agents, orgs } = a.core.services;
-  const agent = agents.list(projectId).find((x) => x.isDefault)!;
-  const project = orgs.getProject(projectId)!;
-  return a.core.services.approvals.hold({
+  const agent = (await agents.list(projectId)).find((x) => x.isDefault)!;
+  const project = (await orgs.getProject(projectId))!;
+  return await a.core.services.approvals.hold({
     organizationId: project.organizationId,
     projectId,
     agent: { id: agent.id, name: agent.name, identifier: agent.identifier },
@@ -75,7 +75,7 @@ describe("no held request", () => {
   });
 
   test("timeoutSeconds is the approval lifetime (CREDGATE_APPROVAL_TIMEOUT_SECONDS), not the hold", async () => {
-    const a = createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "0.2", CREDGATE_APPROVAL_TIMEOUT_SECONDS: "45" });
+    const a = await createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "0.2", CREDGATE_APPROVAL_TIMEOUT_SECONDS: "45" });
     expect((await a.call("GET", "/v1/approvals/pending")).body).toEqual({ requests: [], timeoutSeconds: 45 });
   });
 
@@ -86,14 +86,14 @@ describe("no held request", () => {
     const asProject = await api.call("GET", "/v1/org/approvals/pending", { key: api.projectKey });
     expect(asProject.text).toBe('{"error":{"message":"An organization API key is required for this endpoint","type":"authentication_error"}}');
     expectEnvelope(asProject, 403, "An organization API key is required for this endpoint");
-    const member = addMember(api, "member");
+    const member = await addMember(api, "member");
     // A member's project key fails both gates (role and key kind); either message is a 403 envelope.
     const asMember = await api.call("GET", "/v1/org/approvals/pending", { key: member.projectKey });
     expect(asMember.status).toBe(403);
     expect(["Insufficient permissions", "An organization API key is required for this endpoint"]).toContain(asMember.body.error.message);
     expectUnauthorized(await api.call("GET", "/v1/org/approvals/pending", { key: member.orgKey }));
     expectUnauthorized(await api.call("GET", "/v1/org/approvals/pending", { key: null }));
-    const admin = addMember(api, "admin");
+    const admin = await addMember(api, "admin");
     expect((await api.call("GET", "/v1/org/approvals/pending", { key: admin.orgKey })).status).toBe(200);
   });
 
@@ -107,9 +107,9 @@ describe("no held request", () => {
 
 describe("with held requests", () => {
   test("pending returns at once with the request shape; exclude skips ids (blanks ignored)", async () => {
-    const a = createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: String(POLL_SECONDS) });
-    const first = hold(a);
-    const second = hold(a, a.projectId, "/v1/other");
+    const a = await createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: String(POLL_SECONDS) });
+    const first = await hold(a);
+    const second = await hold(a, a.projectId, "/v1/other");
     const { value: res, ms } = await timed(a.call("GET", "/v1/approvals/pending"));
     expect(ms).toBeLessThan(300);
     expect(res.status).toBe(200);
@@ -144,19 +144,19 @@ describe("with held requests", () => {
   });
 
   test("a waiting long-poll returns as soon as a new approval arrives", async () => {
-    const a = createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "10" });
+    const a = await createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "10" });
     const t0 = performance.now();
     const poll = a.call("GET", "/v1/approvals/pending");
     await Bun.sleep(200);
-    const held = hold(a);
+    const held = await hold(a);
     const res = await poll;
     expect(performance.now() - t0).toBeLessThan(2000);
     expect(res.body.requests.map((r: any) => r.id)).toEqual([held.row.id]);
   });
 
   test("approve → 200 {success:true}, the holder is released approved; a second decision → 410; the record shows who decided", async () => {
-    const a = createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "0.2" });
-    const held = hold(a);
+    const a = await createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "0.2" });
+    const held = await hold(a);
     const res = await a.call("POST", `/v1/approvals/${held.row.id}/decision`, { body: { decision: "approve" } });
     expect(res.status).toBe(200);
     expect(res.text).toBe('{"success":true}');
@@ -173,8 +173,8 @@ describe("with held requests", () => {
   });
 
   test("deny → the holder gets denied; the record says denied", async () => {
-    const a = createTestApi();
-    const held = hold(a);
+    const a = await createTestApi();
+    const held = await hold(a);
     expect((await a.call("GET", `/v1/approvals/${held.row.id}`)).body).toMatchObject({ status: "pending", decidedAt: null, decidedBy: null });
     expect((await a.call("POST", `/v1/approvals/${held.row.id}/decision`, { body: { decision: "deny" } })).status).toBe(200);
     expect(await held.outcome).toBe("denied");
@@ -182,15 +182,15 @@ describe("with held requests", () => {
   });
 
   test("an org key may decide without X-Project-Id; another project's key or organization → 404", async () => {
-    const a = createTestApi();
-    const other = addProject(a, "Approvals elsewhere");
-    const held = hold(a, other.project.id);
+    const a = await createTestApi();
+    const other = await addProject(a, "Approvals elsewhere");
+    const held = await hold(a, other.project.id);
     // The bootstrap project's key cannot see the other project's approval.
     expectFlat(await a.call("GET", `/v1/approvals/${held.row.id}`), 404, "approval_not_found");
     expectFlat(await a.call("POST", `/v1/approvals/${held.row.id}/decision`, { body: { decision: "approve" } }), 404, "approval_not_found");
     // An org key with the wrong project header does not either.
     expectFlat(await a.call("POST", `/v1/approvals/${held.row.id}/decision`, { key: a.orgKey, headers: { "x-project-id": a.projectId }, body: { decision: "approve" } }), 404, "approval_not_found");
-    const stranger = addOrganization(a, "Approval strangers");
+    const stranger = await addOrganization(a, "Approval strangers");
     expectFlat(await a.call("POST", `/v1/approvals/${held.row.id}/decision`, { key: stranger.orgKey, body: { decision: "approve" } }), 404, "approval_not_found");
     expectUnauthorized(await a.call("POST", `/v1/approvals/${held.row.id}/decision`, { key: a.orgKey, headers: { "x-project-id": stranger.project.id }, body: { decision: "approve" } }));
     // The other project's own key sees it; the org key decides without a project header.
@@ -200,10 +200,10 @@ describe("with held requests", () => {
   });
 
   test("org pending lists every project's approvals with projectId", async () => {
-    const a = createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "0.3" });
-    const other = addProject(a, "Org-wide approvals");
-    const mine = hold(a);
-    const theirs = hold(a, other.project.id);
+    const a = await createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "0.3" });
+    const other = await addProject(a, "Org-wide approvals");
+    const mine = await hold(a);
+    const theirs = await hold(a, other.project.id);
     const org = await a.call("GET", "/v1/org/approvals/pending", { key: a.orgKey });
     const byId = Object.fromEntries(org.body.requests.map((r: any) => [r.id, r.projectId]));
     expect(byId).toEqual({ [mine.row.id]: a.projectId, [theirs.row.id]: other.project.id });
@@ -212,13 +212,13 @@ describe("with held requests", () => {
     expect((await a.call("GET", "/v1/approvals/pending")).body.requests.map((r: any) => r.id)).toEqual([mine.row.id]);
     expect((await a.call("GET", "/v1/approvals/pending", { key: other.projectKey })).body.requests.map((r: any) => r.id)).toEqual([theirs.row.id]);
     // Another organization sees none of them.
-    const stranger = addOrganization(a, "Other approvals org");
+    const stranger = await addOrganization(a, "Other approvals org");
     expect((await a.call("GET", "/v1/org/approvals/pending", { key: stranger.orgKey })).body.requests).toEqual([]);
   });
 
   test("timeout: the approval expires, leaves the pending list, and a late decision → 410", async () => {
-    const a = createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "0.2", CREDGATE_APPROVAL_TIMEOUT_SECONDS: "0.4" });
-    const held = hold(a);
+    const a = await createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "0.2", CREDGATE_APPROVAL_TIMEOUT_SECONDS: "0.4" });
+    const held = await hold(a);
     expect(await held.outcome).toBe("expired");
     expect((await a.call("GET", `/v1/approvals/${held.row.id}`)).body).toMatchObject({ status: "expired", decidedBy: null });
     expectFlat(await a.call("POST", `/v1/approvals/${held.row.id}/decision`, { body: { decision: "approve" } }), 410, "approval_expired");
@@ -226,12 +226,12 @@ describe("with held requests", () => {
   });
 
   test("shutdown (releaseAll): holders are cancelled and long-polls answer {requests:[]} at once", async () => {
-    const a = createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "10" });
-    const held = hold(a);
+    const a = await createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "10" });
+    const held = await hold(a);
     const poll = a.call("GET", `/v1/approvals/pending?exclude=${held.row.id}`);
     await Bun.sleep(100);
     const t0 = performance.now();
-    a.core.services.approvals.releaseAll();
+    await a.core.services.approvals.releaseAll();
     expect(await held.outcome).toBe("cancelled");
     const res = await poll;
     expect(performance.now() - t0).toBeLessThan(1000);

@@ -1,11 +1,10 @@
 // Apps (CONTRACT §5.8, §5.13 organization variants, §3.6 "App item", "Permission definition", "App
 // configuration"; §1.2 step 5 query bridge; §2.4 app rows): catalog reads, OAuth authorize and the callback's
 // error redirects (no network), direct connect of API-key apps, BYOC configuration.
+import { sql } from "drizzle-orm";
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { APPS } from "../../src/apps/index.ts";
-import { createTestApi, type TestApi } from "../support/app.ts";
+import { createTestApi, storedText, type TestApi } from "../support/app.ts";
 import { addMember, addOrganization, expectEnvelope, expectFlat, expectUnauthorized, ISO_MS, UUID_V4 } from "./helpers.ts";
 
 const PUBLIC = "https://credgate.example.com";
@@ -30,12 +29,6 @@ function recorder(a: TestApi) {
 }
 
 /** The data dir's SQLite files (db, WAL, SHM), as one latin1 string. */
-function dataDirBytes(a: TestApi): string {
-  return readdirSync(a.dataDir)
-    .filter((f) => f.startsWith("credgate.db"))
-    .map((f) => readFileSync(join(a.dataDir, f)).toString("latin1"))
-    .join("\n");
-}
 
 function redirectParams(res: Res): { base: string; params: Record<string, string> } {
   expect(res.status).toBe(302);
@@ -52,7 +45,7 @@ async function connectResend(a: TestApi, body: Record<string, unknown> = {}, key
 
 describe("GET /apps", () => {
   test("every catalog app in catalog order with the App item shape; API-key apps available, OAuth apps not until a client is configured", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const res = await a.call("GET", "/v1/apps");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
@@ -75,7 +68,7 @@ describe("GET /apps", () => {
   });
 
   test("CREDGATE_OAUTH_GITHUB_CLIENT_ID/_SECRET make github (only) available; config stays null", async () => {
-    const a = createTestApi(GITHUB_ENV);
+    const a = await createTestApi(GITHUB_ENV);
     const items = (await a.call("GET", "/v1/apps")).body;
     for (const item of items) expect(item.available).toBe(item.id === "github" || API_KEY_APPS.includes(item.id));
     expect(items.find((i: any) => i.id === "github").config).toBeNull();
@@ -83,7 +76,7 @@ describe("GET /apps", () => {
   });
 
   test("a project config makes the app available; its item shows the config and the visible connections", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     expect((await a.call("POST", "/v1/apps/gitlab/config", { body: { clientId: "gl-id", clientSecret: "gl-secret" } })).status).toBe(200);
     const gitlab = (await a.call("GET", "/v1/apps/gitlab")).body;
     expect(gitlab.available).toBe(true);
@@ -103,13 +96,13 @@ describe("GET /apps", () => {
     expect(resend.connections[0].label).toBe("Shared");
     expect((await a.call("GET", "/v1/apps")).body.find((i: any) => i.id === "resend")).toEqual(resend);
     // Another organization's connections are not listed.
-    const other = addOrganization(a, "Apps other org");
+    const other = await addOrganization(a, "Apps other org");
     const theirs = (await a.call("GET", "/v1/apps/resend", { key: other.projectKey })).body;
     expect(theirs.connections).toEqual([]);
   });
 
   test("GET /apps/{provider}: unknown → flat 404 Unknown provider; auth failures are envelopes", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const res = await a.call("GET", "/v1/apps/x");
     expect(res.text).toBe('{"error":"Unknown provider: x"}');
     expectFlat(res, 404, "Unknown provider: x");
@@ -124,7 +117,7 @@ describe("GET /apps", () => {
 
 describe("permission definitions", () => {
   test("GET /apps/permission-definitions: every app with tools, groups read then write, tools {id, name, description} only", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const res = await a.call("GET", "/v1/apps/permission-definitions");
     expect(res.status).toBe(200);
     expect(res.body.map((d: any) => d.provider)).toEqual(APPS.filter((x) => x.tools.length > 0).map((x) => x.id));
@@ -141,7 +134,7 @@ describe("permission definitions", () => {
   });
 
   test("GET /apps/{provider}/permission-definition; unknown → flat 404; O·any: org key without a project header", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const res = await a.call("GET", "/v1/apps/resend/permission-definition");
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -170,7 +163,7 @@ describe("permission definitions", () => {
     expect(gh.body.groups.find((g: any) => g.category === "write").tools.map((t: any) => t.id)).toContain("create_issue");
     expect(gh.text).not.toContain("api.github.com");
     expect((await a.call("GET", "/v1/apps/permission-definitions", { key: a.orgKey })).status).toBe(200);
-    expect((await a.call("GET", "/v1/apps/resend/permission-definition", { key: addMember(a, "member").projectKey })).status).toBe(200);
+    expect((await a.call("GET", "/v1/apps/resend/permission-definition", { key: (await addMember(a, "member")).projectKey })).status).toBe(200);
     expectFlat(await a.call("GET", "/v1/apps/x/permission-definition"), 404, "Unknown provider: x");
     expectUnauthorized(await a.call("GET", "/v1/apps/permission-definitions", { key: null }));
   });
@@ -178,7 +171,7 @@ describe("permission definitions", () => {
 
 describe("GET /apps/{provider}/authorize", () => {
   test("302 to the consent URL: client_id, redirect_uri, scope, state, PKCE S256; the state cookie scoped to the callback", async () => {
-    const a = createTestApi(GITHUB_ENV);
+    const a = await createTestApi(GITHUB_ENV);
     const res = await a.call("GET", "/v1/apps/github/authorize");
     expect(res.status).toBe(302);
     expect(res.text).toBe("");
@@ -205,7 +198,7 @@ describe("GET /apps/{provider}/authorize", () => {
   });
 
   test("a non-PKCE app gets no challenge; a project config's client id wins over the env", async () => {
-    const a = createTestApi({ ...GITHUB_ENV, CREDGATE_OAUTH_SLACK_CLIENT_ID: "slack-id", CREDGATE_OAUTH_SLACK_CLIENT_SECRET: "s" });
+    const a = await createTestApi({ ...GITHUB_ENV, CREDGATE_OAUTH_SLACK_CLIENT_ID: "slack-id", CREDGATE_OAUTH_SLACK_CLIENT_SECRET: "s" });
     const slack = redirectParams(await a.call("GET", "/v1/apps/slack/authorize"));
     expect(slack.params.client_id).toBe("slack-id");
     expect(slack.params.code_challenge).toBeUndefined();
@@ -215,7 +208,7 @@ describe("GET /apps/{provider}/authorize", () => {
   });
 
   test("errors: not configured, API-key app, unknown provider (flat); unknown connectionId (envelope)", async () => {
-    const bare = createTestApi({ CREDGATE_PUBLIC_URL: PUBLIC });
+    const bare = await createTestApi({ CREDGATE_PUBLIC_URL: PUBLIC });
     const res = await bare.call("GET", "/v1/apps/github/authorize");
     expect(res.text).toBe('{"error":"GitHub is not configured. Missing required credentials."}');
     expectFlat(res, 400, "GitHub is not configured. Missing required credentials.");
@@ -223,30 +216,30 @@ describe("GET /apps/{provider}/authorize", () => {
     expectFlat(await bare.call("GET", "/v1/apps/resend/authorize"), 400, 'Provider "resend" is not available');
     expectFlat(await bare.call("GET", "/v1/apps/x/authorize"), 404, "Unknown provider: x");
 
-    const a = createTestApi(GITHUB_ENV);
+    const a = await createTestApi(GITHUB_ENV);
     expectEnvelope(await a.call("GET", `/v1/apps/github/authorize?connectionId=${UNKNOWN}`), 404, "Connection not found");
     expectFlat(await a.call("GET", `/v1/apps/github/authorize?agent_name=${"a".repeat(129)}`), 400, "agent_name must be at most 128 characters");
     expect((await a.call("GET", `/v1/apps/github/authorize?agent_name=${"a".repeat(128)}`)).status).toBe(302);
   });
 
   test("connectionId of an owned connection reconnects; another scope's connection is not found", async () => {
-    const a = createTestApi(GITHUB_ENV);
+    const a = await createTestApi(GITHUB_ENV);
     const { connections } = a.core.services;
     const project = { scope: "project" as const, projectId: a.projectId, organizationId: a.organizationId };
-    const mine = connections.save(project, { provider: "github", label: "octocat", credential: { kind: "oauth", accessToken: "gho_x", refreshToken: null, expiresAt: null, tokenType: "bearer" }, scopes: [] });
+    const mine = await connections.save(project, { provider: "github", label: "octocat", credential: { kind: "oauth", accessToken: "gho_x", refreshToken: null, expiresAt: null, tokenType: "bearer" }, scopes: [] });
     expect((await a.call("GET", `/v1/apps/github/authorize?connectionId=${mine.id}`)).status).toBe(302);
     // A connection of another provider is not a reconnect target.
     const resend = (await a.call("POST", "/v1/apps/resend/connect", { body: { fields: { apiKey: "k" } } })).body.connection.id;
     expectEnvelope(await a.call("GET", `/v1/apps/github/authorize?connectionId=${resend}`), 404, "Connection not found");
     // An organization connection is reconnected through the org route, not the project one.
-    const org = connections.save({ scope: "organization", organizationId: a.organizationId }, { provider: "github", label: "org", credential: { kind: "oauth", accessToken: "gho_y", refreshToken: null, expiresAt: null, tokenType: "bearer" }, scopes: [] });
+    const org = await connections.save({ scope: "organization", organizationId: a.organizationId }, { provider: "github", label: "org", credential: { kind: "oauth", accessToken: "gho_y", refreshToken: null, expiresAt: null, tokenType: "bearer" }, scopes: [] });
     expectEnvelope(await a.call("GET", `/v1/apps/github/authorize?connectionId=${org.id}`), 404, "Connection not found");
     expect((await a.call("GET", `/v1/org/apps/github/authorize?connectionId=${org.id}`, { key: a.orgKey })).status).toBe(302);
     expectEnvelope(await a.call("GET", `/v1/org/apps/github/authorize?connectionId=${mine.id}`, { key: a.orgKey }), 404, "Connection not found");
   });
 
   test("query bridge: _token (and _project for an org key) stand in for absent headers", async () => {
-    const a = createTestApi(GITHUB_ENV);
+    const a = await createTestApi(GITHUB_ENV);
     expect((await a.call("GET", `/v1/apps/github/authorize?_token=${a.projectKey}`, { key: null })).status).toBe(302);
     expect((await a.call("GET", `/v1/apps/github/authorize?_token=${a.orgKey}&_project=${a.projectId}`, { key: null })).status).toBe(302);
     expectUnauthorized(await a.call("GET", "/v1/apps/github/authorize?_token=svc_nope", { key: null }));
@@ -259,7 +252,7 @@ describe("GET /apps/{provider}/authorize", () => {
   });
 
   test("P*: an org key without X-Project-Id → 400 envelope; an unknown project → 401", async () => {
-    const a = createTestApi(GITHUB_ENV);
+    const a = await createTestApi(GITHUB_ENV);
     const res = await a.call("GET", "/v1/apps/github/authorize", { key: a.orgKey });
     expect(res.text).toBe('{"error":{"message":"X-Project-Id header is required","type":"invalid_request_error"}}');
     expectEnvelope(res, 400, "X-Project-Id header is required");
@@ -269,7 +262,7 @@ describe("GET /apps/{provider}/authorize", () => {
   });
 
   test("organization authorize: O·admin, org key without a project header; org=<other id> → 403", async () => {
-    const a = createTestApi(GITHUB_ENV);
+    const a = await createTestApi(GITHUB_ENV);
     const res = await a.call("GET", "/v1/org/apps/github/authorize", { key: a.orgKey });
     const { params } = redirectParams(res);
     expect(params.client_id).toBe("env-client-id");
@@ -277,12 +270,12 @@ describe("GET /apps/{provider}/authorize", () => {
     expect(res.headers.get("set-cookie")).toContain("; Path=/v1/apps/github/callback");
     expect((await a.call("GET", `/v1/org/apps/github/authorize?_token=${a.orgKey}`, { key: null })).status).toBe(302);
     expect((await a.call("GET", `/v1/org/apps/github/authorize?org=${a.organizationId}`, { key: a.orgKey })).status).toBe(302);
-    const other = addOrganization(a, "Authorize other");
+    const other = await addOrganization(a, "Authorize other");
     expectEnvelope(await a.call("GET", `/v1/org/apps/github/authorize?org=${other.org.id}`, { key: a.orgKey }), 403, "Not a member of this organization");
     expectEnvelope(await a.call("GET", `/v1/org/apps/github/authorize?_token=${a.orgKey}&org=${other.org.id}`, { key: null }), 403, "Not a member of this organization");
-    const member = addMember(a, "member");
+    const member = await addMember(a, "member");
     expectEnvelope(await a.call("GET", "/v1/org/apps/github/authorize", { key: member.projectKey }), 403, "Insufficient permissions");
-    const admin = addMember(a, "admin");
+    const admin = await addMember(a, "admin");
     expect((await a.call("GET", "/v1/org/apps/github/authorize", { key: admin.orgKey })).status).toBe(302);
     expectFlat(await a.call("GET", "/v1/org/apps/resend/authorize", { key: a.orgKey }), 400, 'Provider "resend" is not available');
     expectFlat(await a.call("GET", "/v1/org/apps/x/authorize", { key: a.orgKey }), 404, "Unknown provider: x");
@@ -301,7 +294,7 @@ describe("GET /apps/{provider}/callback: error redirects (no network)", () => {
   }
 
   test("missing state → Missing+state+parameter (URLSearchParams encoding); no authentication needed; the state cookie is cleared", async () => {
-    const a = createTestApi(GITHUB_ENV);
+    const a = await createTestApi(GITHUB_ENV);
     const res = await a.call("GET", "/v1/apps/github/callback?code=abc", { key: null });
     expect(res.status).toBe(302);
     expect(res.headers.get("location")).toBe(`${PUBLIC}/app-connect/github?status=error&message=Missing+state+parameter`);
@@ -313,7 +306,7 @@ describe("GET /apps/{provider}/callback: error redirects (no network)", () => {
   });
 
   test("bad state, a state of another provider, a valid state without (or with a wrong) cookie → Invalid state parameter", async () => {
-    const a = createTestApi(GITHUB_ENV);
+    const a = await createTestApi(GITHUB_ENV);
     const invalid = errorUrl("github", "Invalid state parameter");
     expect(invalid).toBe(`${PUBLIC}/app-connect/github?status=error&message=Invalid+state+parameter`);
     for (const state of ["nope", "a.b", "."]) {
@@ -333,7 +326,7 @@ describe("GET /apps/{provider}/callback: error redirects (no network)", () => {
   });
 
   test("error=access_denied with a valid state and cookie → Authorization was denied; nothing is created", async () => {
-    const a = createTestApi(GITHUB_ENV);
+    const a = await createTestApi(GITHUB_ENV);
     const { state, cookie } = await start(a);
     const res = await a.call("GET", `/v1/apps/github/callback?error=access_denied&state=${encodeURIComponent(state)}`, { key: null, headers: { cookie: `credgate_oauth_state=${cookie}` } });
     expect(res.headers.get("location")).toBe(`${PUBLIC}/app-connect/github?status=error&message=Authorization+was+denied`);
@@ -345,12 +338,12 @@ describe("GET /apps/{provider}/callback: error redirects (no network)", () => {
   });
 
   test("a deleted project → Project not found; an unknown provider → an error redirect", async () => {
-    const a = createTestApi(GITHUB_ENV);
-    const second = a.core.services.orgs.createProject(a.organizationId, "Doomed");
-    a.core.services.agents.createDefault(second.id);
-    const key = a.core.services.apiKeys.keyFor({ kind: "project", userId: a.core.bootstrap.userId, projectId: second.id, organizationId: a.organizationId });
+    const a = await createTestApi(GITHUB_ENV);
+    const second = await a.core.services.orgs.createProject(a.organizationId, "Doomed");
+    await a.core.services.agents.createDefault(second.id);
+    const key = await a.core.services.apiKeys.keyFor({ kind: "project", userId: a.core.bootstrap.userId, projectId: second.id, organizationId: a.organizationId });
     const { state, cookie } = await start(a, "/v1/apps/github/authorize", key);
-    a.core.db.$client.run("DELETE FROM projects WHERE id = ?", [second.id]);
+    await a.core.store.query(sql`DELETE FROM projects WHERE id = ${second.id}`);
     const res = await a.call("GET", `/v1/apps/github/callback?code=c&state=${encodeURIComponent(state)}`, { key: null, headers: { cookie: `credgate_oauth_state=${cookie}` } });
     expect(res.headers.get("location")).toBe(errorUrl("github", "Project not found"));
     const unknown = await a.call("GET", "/v1/apps/nope/callback?state=x", { key: null });
@@ -361,7 +354,7 @@ describe("GET /apps/{provider}/callback: error redirects (no network)", () => {
 
 describe("POST /apps/{provider}/connect", () => {
   test("success: {success, connection:{id, label}}; label defaults to the app name; the connection is listed", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const res = await a.call("POST", "/v1/apps/resend/connect", { body: { fields: { apiKey: "re_first" } } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, connection: { id: expect.stringMatching(UUID_V4), label: "Resend" } });
@@ -377,7 +370,7 @@ describe("POST /apps/{provider}/connect", () => {
   });
 
   test("seed messages: Missing fields, `<label> is required` (absent and blank), unknown provider, OAuth app not available", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     for (const body of [{}, { fields: null }, { fields: "re_x" }, { fields: ["re_x"] }, { label: "x" }]) {
       expectFlat(await a.call("POST", "/v1/apps/resend/connect", { body }), 400, "Missing fields in request body");
     }
@@ -398,7 +391,7 @@ describe("POST /apps/{provider}/connect", () => {
   });
 
   test("same label (case-insensitive) reconnects the same connection; connectionId reconnects; a new label creates another", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const first = await connectResend(a, { label: "Prod" });
     const again = await connectResend(a, { label: "prod", fields: { apiKey: "re_rotated" } });
     expect(again.id).toBe(first.id);
@@ -411,7 +404,7 @@ describe("POST /apps/{provider}/connect", () => {
     const list = (await a.call("GET", "/v1/connections?provider=resend")).body;
     expect(list.map((c: any) => c.id).sort()).toEqual([first.id, defaultLabel.id].sort());
     // Reconnecting stores the new value.
-    const row = a.core.services.connections.byId(first.id)!;
+    const row = (await a.core.services.connections.byId(first.id))!;
     expect(a.core.services.connections.credential(row)).toEqual({ kind: "api_key", fields: { apiKey: "re_default_value" } });
     // A connection of another provider or scope is not a reconnect target.
     const cf = (await a.call("POST", "/v1/apps/cloudflare/connect", { body: { fields: { apiToken: "t" } } })).body.connection.id;
@@ -424,14 +417,14 @@ describe("POST /apps/{provider}/connect", () => {
   });
 
   test("unknown keys in fields are dropped; values are trimmed", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const { id } = await connectResend(a, { fields: { apiKey: "  re_trim  ", extra: "dropped", other: 1 } });
-    const row = a.core.services.connections.byId(id)!;
+    const row = (await a.core.services.connections.byId(id))!;
     expect(a.core.services.connections.credential(row)).toEqual({ kind: "api_key", fields: { apiKey: "re_trim" } });
   });
 
   test("the stored value never appears in a response nor in plaintext in the data dir", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const { call, seen } = recorder(a);
     const secret = `re_${crypto.randomUUID().replaceAll("-", "")}`;
     const res = await call("POST", "/v1/apps/resend/connect", { body: { fields: { apiKey: secret }, label: "Secret holder" } });
@@ -456,15 +449,14 @@ describe("POST /apps/{provider}/connect", () => {
     expect(org.status).toBe(200);
     expect((await call("GET", "/v1/org/connections", { key: a.orgKey })).status).toBe(200);
     for (const text of seen) expect(text).not.toContain(secret);
-    a.core.db.$client.exec("PRAGMA wal_checkpoint(FULL)");
-    const bytes = dataDirBytes(a);
+    const bytes = await storedText(a);
     expect(bytes.length).toBeGreaterThan(0);
     expect(bytes).not.toContain(secret);
     expect(bytes).not.toContain(secret.slice(3));
   });
 
   test("P*: an org key without X-Project-Id → 400 envelope; with it, the project's connection", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     expectEnvelope(await a.call("POST", "/v1/apps/resend/connect", { key: a.orgKey, body: { fields: { apiKey: "k" } } }), 400, "X-Project-Id header is required");
     const res = await a.call("POST", "/v1/apps/resend/connect", { key: a.orgKey, headers: { "x-project-id": a.projectId }, body: { fields: { apiKey: "k" } } });
     expect(res.status).toBe(200);
@@ -473,12 +465,12 @@ describe("POST /apps/{provider}/connect", () => {
   });
 
   test("organization connect: O·admin, scope organization, visible to the projects", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const res = await a.call("POST", "/v1/org/apps/resend/connect", { key: a.orgKey, body: { fields: { apiKey: "k" } } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, connection: { id: expect.stringMatching(UUID_V4), label: "Resend" } });
     expect((await a.call("GET", `/v1/connections/${res.body.connection.id}`)).body.scope).toBe("organization");
-    const member = addMember(a, "member");
+    const member = await addMember(a, "member");
     expectEnvelope(await a.call("POST", "/v1/org/apps/resend/connect", { key: member.projectKey, body: { fields: { apiKey: "k" } } }), 403, "Insufficient permissions");
     // A member may connect at project level (P·any).
     expect((await a.call("POST", "/v1/apps/resend/connect", { key: member.projectKey, body: { fields: { apiKey: "k" } } })).status).toBe(200);
@@ -489,7 +481,7 @@ describe("POST /apps/{provider}/connect", () => {
 
 describe("app configuration (BYOC)", () => {
   test("GET default; POST {clientId, clientSecret, extra} → settings {clientId} only; the secret is never returned", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const { call, seen } = recorder(a);
     const def = await call("GET", "/v1/apps/github/config");
     expect(def.status).toBe(200);
@@ -501,25 +493,24 @@ describe("app configuration (BYOC)", () => {
     expect((await call("GET", "/v1/apps/github")).body.config).toEqual({ settings: { clientId: "gh-client" }, hasCredentials: true, enabled: true });
     await call("GET", "/v1/apps");
     for (const text of seen) expect(text).not.toContain("gh-very-secret");
-    a.core.db.$client.exec("PRAGMA wal_checkpoint(FULL)");
-    expect(dataDirBytes(a)).not.toContain("gh-very-secret");
-    expect(a.core.services.appConfigs.oauthClient({ scope: "project", projectId: a.projectId, organizationId: a.organizationId }, "github")).toEqual({ clientId: "gh-client", clientSecret: "gh-very-secret" });
+    expect(await storedText(a)).not.toContain("gh-very-secret");
+    expect(await a.core.services.appConfigs.oauthClient({ scope: "project", projectId: a.projectId, organizationId: a.organizationId }, "github")).toEqual({ clientId: "gh-client", clientSecret: "gh-very-secret" });
   });
 
   test("an empty clientSecret keeps the stored one; a new one replaces it", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const owner = { scope: "project" as const, projectId: a.projectId, organizationId: a.organizationId };
     await a.call("POST", "/v1/apps/github/config", { body: { clientId: "id1", clientSecret: "secret1" } });
     expect((await a.call("POST", "/v1/apps/github/config", { body: { clientId: "id2", clientSecret: "" } })).status).toBe(200);
-    expect(a.core.services.appConfigs.oauthClient(owner, "github")).toEqual({ clientId: "id2", clientSecret: "secret1" });
+    expect(await a.core.services.appConfigs.oauthClient(owner, "github")).toEqual({ clientId: "id2", clientSecret: "secret1" });
     expect((await a.call("POST", "/v1/apps/github/config", { body: { clientId: "id3" } })).status).toBe(200);
-    expect(a.core.services.appConfigs.oauthClient(owner, "github")).toEqual({ clientId: "id3", clientSecret: "secret1" });
+    expect(await a.core.services.appConfigs.oauthClient(owner, "github")).toEqual({ clientId: "id3", clientSecret: "secret1" });
     await a.call("POST", "/v1/apps/github/config", { body: { clientId: "id3", clientSecret: "secret2" } });
-    expect(a.core.services.appConfigs.oauthClient(owner, "github")).toEqual({ clientId: "id3", clientSecret: "secret2" });
+    expect(await a.core.services.appConfigs.oauthClient(owner, "github")).toEqual({ clientId: "id3", clientSecret: "secret2" });
   });
 
   test("validation: Invalid request body; API-key app → does not support app configuration; unknown provider", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     for (const body of [{}, { clientSecret: "s" }, { clientId: "", clientSecret: "s" }, { clientId: "  ", clientSecret: "s" }, { clientId: 5, clientSecret: "s" }, { clientId: "id" }, { clientId: "id", clientSecret: "" }, [], '"x"', "null", "5"]) {
       expectFlat(await a.call("POST", "/v1/apps/github/config", { body }), 400, "Invalid request body");
     }
@@ -532,7 +523,7 @@ describe("app configuration (BYOC)", () => {
   });
 
   test("DELETE → {success:true}, then 404 App config not found; PATCH toggle: enabled is required / 404 / flips availability", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     expectEnvelope(await a.call("DELETE", "/v1/apps/github/config"), 404, "App config not found");
     expectFlat(await a.call("PATCH", "/v1/apps/github/config/toggle", { body: {} }), 400, "enabled is required");
     expectFlat(await a.call("PATCH", "/v1/apps/github/config/toggle"), 400, "Request body must be a JSON object");
@@ -566,18 +557,18 @@ describe("app configuration (BYOC)", () => {
   });
 
   test("config changes never delete connections", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const owner = { scope: "project" as const, projectId: a.projectId, organizationId: a.organizationId };
     await a.call("POST", "/v1/apps/github/config", { body: { clientId: "id", clientSecret: "s" } });
-    const conn = a.core.services.connections.save(owner, { provider: "github", label: "octo", credential: { kind: "oauth", accessToken: "t", refreshToken: null, expiresAt: null, tokenType: "bearer" }, scopes: ["repo"] });
+    const conn = await a.core.services.connections.save(owner, { provider: "github", label: "octo", credential: { kind: "oauth", accessToken: "t", refreshToken: null, expiresAt: null, tokenType: "bearer" }, scopes: ["repo"] });
     await a.call("PATCH", "/v1/apps/github/config/toggle", { body: { enabled: false } });
     await a.call("DELETE", "/v1/apps/github/config");
     expect((await a.call("GET", `/v1/connections/${conn.id}`)).body).toMatchObject({ id: conn.id, status: "connected", scopes: ["repo"] });
   });
 
   test("organization config: O·admin; shows as source organization in the project view and makes the app available; a project config wins", async () => {
-    const a = createTestApi();
-    const member = addMember(a, "member");
+    const a = await createTestApi();
+    const member = await addMember(a, "member");
     expectEnvelope(await a.call("POST", "/v1/org/apps/github/config", { key: member.projectKey, body: { clientId: "o", clientSecret: "s" } }), 403, "Insufficient permissions");
     expectEnvelope(await a.call("GET", "/v1/org/apps/github/config", { key: member.projectKey }), 403, "Insufficient permissions");
     expect((await a.call("GET", "/v1/org/apps/github/config", { key: a.orgKey })).body).toEqual(DEFAULT_CONFIG);
@@ -617,7 +608,7 @@ describe("app configuration (BYOC)", () => {
     expectFlat(await a.call("POST", "/v1/org/apps/resend/config", { key: a.orgKey, body: {} }), 400, 'Provider "resend" does not support app configuration');
     expectFlat(await a.call("POST", "/v1/org/apps/github/config", { key: a.orgKey, body: { clientId: "x" } }), 400, "Invalid request body");
     // Another organization never sees it.
-    const other = addOrganization(a, "Config other");
+    const other = await addOrganization(a, "Config other");
     expect((await a.call("GET", "/v1/org/apps/github/config", { key: other.orgKey })).body).toEqual(DEFAULT_CONFIG);
   });
 });

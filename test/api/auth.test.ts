@@ -1,11 +1,12 @@
 // Authentication and authorization (CONTRACT §1.2, §1.3, §1.4, §5.16 login; §9 examples 1-5).
+import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { addMember, addOrganization, addProject, AUTH_FAILED, expectEnvelope, expectUnauthorized } from "./helpers.ts";
 
 let api: TestApi;
-beforeAll(() => {
-  api = createTestApi();
+beforeAll(async () => {
+  api = await createTestApi();
 });
 
 function sessionCookieOf(res: { headers: Headers }): string {
@@ -78,14 +79,14 @@ describe("project context P (§1.3)", () => {
 
   test("org key with an unknown project, or a project of another organization → 401", async () => {
     expectUnauthorized(await api.call("GET", "/v1/agents", { key: api.orgKey, headers: { "x-project-id": "abcdefghijklmnop" } }));
-    const other = addOrganization(api, "Foreign Org");
+    const other = await addOrganization(api, "Foreign Org");
     expectUnauthorized(await api.call("GET", "/v1/agents", { key: api.orgKey, headers: { "x-project-id": other.project.id } }));
     // And the other way round.
     expectUnauthorized(await api.call("GET", "/v1/agents", { key: other.orgKey, headers: { "x-project-id": api.projectId } }));
   });
 
   test("org key selects the named project of its organization", async () => {
-    const second = addProject(api, "Selectable");
+    const second = await addProject(api, "Selectable");
     await api.call("POST", "/v1/agents", { key: second.projectKey, body: { name: "Only here", identifier: "only-here" } });
     const res = await api.call("GET", "/v1/agents", { key: api.orgKey, headers: { "x-project-id": second.project.id } });
     expect(res.status).toBe(200);
@@ -95,7 +96,7 @@ describe("project context P (§1.3)", () => {
   });
 
   test("a project key ignores X-Project-Id and always uses its own project", async () => {
-    const second = addProject(api, "Ignored Header");
+    const second = await addProject(api, "Ignored Header");
     await api.call("POST", "/v1/agents", { key: second.projectKey, body: { name: "Second", identifier: "second-only" } });
     const res = await api.call("GET", "/v1/agents", { headers: { "x-project-id": second.project.id } });
     expect(res.status).toBe(200);
@@ -128,7 +129,7 @@ describe("P* endpoints (§1.3)", () => {
 
 describe("roles and holder checks (§1.2 step 4, §1.4)", () => {
   test("example 4: a member's project key on /org/secrets → 403 envelope", async () => {
-    const member = addMember(api, "member");
+    const member = await addMember(api, "member");
     const res = await api.call("GET", "/v1/org/secrets", { key: member.projectKey });
     expect(res.text).toBe('{"error":{"message":"Insufficient permissions","type":"authentication_error"}}');
     expectEnvelope(res, 403, "Insufficient permissions");
@@ -142,42 +143,42 @@ describe("roles and holder checks (§1.2 step 4, §1.4)", () => {
   });
 
   test("an admin's keys pass admin gates", async () => {
-    const admin = addMember(api, "admin");
+    const admin = await addMember(api, "admin");
     expect((await api.call("GET", "/v1/org/secrets", { key: admin.projectKey })).status).toBe(200);
     expect((await api.call("GET", "/v1/org/secrets", { key: admin.orgKey })).status).toBe(200);
   });
 
   test("the org key of a demoted admin → 401; its project key keeps working with the new role", async () => {
-    const admin = addMember(api, "admin");
+    const admin = await addMember(api, "admin");
     expect((await api.call("GET", "/v1/org/settings", { key: admin.orgKey })).status).toBe(200);
-    api.core.services.orgs.setRole(api.organizationId, admin.user.id, "member");
+    await api.core.services.orgs.setRole(api.organizationId, admin.user.id, "member");
     expectUnauthorized(await api.call("GET", "/v1/org/settings", { key: admin.orgKey }));
     expectUnauthorized(await api.call("GET", "/v1/agents", { key: admin.orgKey, headers: { "x-project-id": api.projectId } }));
     expect((await api.call("GET", "/v1/agents", { key: admin.projectKey })).status).toBe(200);
     expectEnvelope(await api.call("GET", "/v1/org/settings", { key: admin.projectKey }), 403, "Insufficient permissions");
     // Re-promotion brings the key back (it acts with the holder's current role).
-    api.core.services.orgs.setRole(api.organizationId, admin.user.id, "admin");
+    await api.core.services.orgs.setRole(api.organizationId, admin.user.id, "admin");
     expect((await api.call("GET", "/v1/org/settings", { key: admin.orgKey })).status).toBe(200);
   });
 
   test("a member's org key never works (holder must be admin or owner)", async () => {
-    const member = addMember(api, "member");
+    const member = await addMember(api, "member");
     expectUnauthorized(await api.call("GET", "/v1/org/settings", { key: member.orgKey }));
   });
 
   test("keys of a pending (not yet active) member → 401", async () => {
     const { orgs, apiKeys } = api.core.services;
-    const user = orgs.createUser("pending@example.com", "Pending");
-    orgs.addMember(api.organizationId, user.id, "admin", "pending");
-    const projectKey = apiKeys.keyFor({ kind: "project", userId: user.id, projectId: api.projectId, organizationId: api.organizationId });
-    const orgKey = apiKeys.keyFor({ kind: "organization", userId: user.id, organizationId: api.organizationId });
+    const user = await orgs.createUser("pending@example.com", "Pending");
+    await orgs.addMember(api.organizationId, user.id, "admin", "pending");
+    const projectKey = await apiKeys.keyFor({ kind: "project", userId: user.id, projectId: api.projectId, organizationId: api.organizationId });
+    const orgKey = await apiKeys.keyFor({ kind: "organization", userId: user.id, organizationId: api.organizationId });
     expectUnauthorized(await api.call("GET", "/v1/agents", { key: projectKey }));
     expectUnauthorized(await api.call("GET", "/v1/org/settings", { key: orgKey }));
   });
 
   test("keys of a removed member → 401", async () => {
-    const admin = addMember(api, "admin");
-    api.core.services.orgs.removeMember(api.organizationId, admin.user.id);
+    const admin = await addMember(api, "admin");
+    await api.core.services.orgs.removeMember(api.organizationId, admin.user.id);
     expectUnauthorized(await api.call("GET", "/v1/agents", { key: admin.projectKey }));
     expectUnauthorized(await api.call("GET", "/v1/org/settings", { key: admin.orgKey }));
   });
@@ -251,7 +252,7 @@ describe("sessions (§1.2 steps 2, 6; §5.16)", () => {
     const headers = { cookie: `credgate_session=${cookie}` };
     expect((await api.call("GET", "/v1/agents", { key: null, headers: { ...headers, "x-project-id": api.projectId } })).status).toBe(200);
     expectUnauthorized(await api.call("GET", "/v1/agents", { key: null, headers: { ...headers, "x-project-id": "qqqqqqqqqqqqqqqq" } }));
-    const other = addOrganization(api, "Not Mine");
+    const other = await addOrganization(api, "Not Mine");
     expectUnauthorized(await api.call("GET", "/v1/agents", { key: null, headers: { ...headers, "x-project-id": other.project.id } }));
     expectEnvelope(await api.call("GET", "/v1/user", { key: null, headers: { ...headers, "x-organization-id": other.org.id } }), 403, "Not a member of this organization");
     expect((await api.call("GET", "/v1/user", { key: null, headers: { ...headers, "x-organization-id": api.organizationId } })).status).toBe(200);
@@ -279,7 +280,7 @@ describe("sessions (§1.2 steps 2, 6; §5.16)", () => {
     const cookie = await login(api.projectKey);
     const headers = { cookie: `credgate_session=${cookie}` };
     expect((await api.call("GET", "/v1/agents", { key: null, headers })).status).toBe(200);
-    api.core.db.$client.run("UPDATE sessions SET expires_at = ?", [new Date(Date.now() - 1000).toISOString()]);
+    await api.core.store.query(sql`UPDATE sessions SET expires_at = ${new Date(Date.now() - 1000).toISOString()}`);
     expectUnauthorized(await api.call("GET", "/v1/agents", { key: null, headers }));
   });
 
@@ -288,11 +289,11 @@ describe("sessions (§1.2 steps 2, 6; §5.16)", () => {
   });
 
   test("sessions die with their holder's revocation", async () => {
-    const member = addMember(api, "member");
+    const member = await addMember(api, "member");
     const cookie = await login(member.projectKey);
     const headers = { cookie: `credgate_session=${cookie}` };
     expect((await api.call("GET", "/v1/user", { key: null, headers })).status).toBe(200);
-    api.core.services.sessions.revokeAllOf(member.user.id);
+    await api.core.services.sessions.revokeAllOf(member.user.id);
     expectUnauthorized(await api.call("GET", "/v1/user", { key: null, headers }));
   });
 
@@ -308,7 +309,7 @@ describe("sessions (§1.2 steps 2, 6; §5.16)", () => {
   });
 
   test("login throttling: after 10 failures for one key the 11th attempt → 429; other keys are unaffected", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const wrong = "svc_" + "3".repeat(64);
     for (let i = 0; i < 10; i++) {
       expectEnvelope(await fresh.call("POST", "/v1/auth/login", { key: null, body: { apiKey: wrong } }), 401, AUTH_FAILED);

@@ -23,7 +23,7 @@ const managed = async (a: TestApi, prefix = "/v1/policy", key?: string) =>
 
 describe("GET /apps/{provider}/blocklist", () => {
   test("every predefined host, inactive: ruleId null, scope null; an app without predefined hosts → []", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const entries = await list(a);
     for (const e of entries) expect(Object.keys(e).sort()).toEqual(ENTRY_KEYS);
     expect(entries).toEqual([inactive(GIST), inactive(UPLOADS)]);
@@ -36,7 +36,7 @@ describe("GET /apps/{provider}/blocklist", () => {
 
 describe("POST /apps/{provider}/blocklist", () => {
   test("{hostId} activates a predefined host: 200 entry enabled, scope project; again → 409", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const res = await add(a, { hostId: "gist" });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ...GIST, ruleId: expect.stringMatching(UUID_V4), enabled: true, scope: "project" });
@@ -47,7 +47,7 @@ describe("POST /apps/{provider}/blocklist", () => {
   });
 
   test("{name, hostPattern} creates a custom rule: hostId custom:<pattern>, lowercased, trimmed; a duplicate → 409", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const res = await add(a, { name: "  Evil mirror  ", hostPattern: " Evil.Example.COM " });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -68,7 +68,7 @@ describe("POST /apps/{provider}/blocklist", () => {
   });
 
   test("shape: Provide either { hostId } or { name, hostPattern } (flat 400)", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     for (const body of [
       {},
       { name: "x" },
@@ -90,7 +90,7 @@ describe("POST /apps/{provider}/blocklist", () => {
   });
 
   test("hostPattern messages (§5.2), flat 400", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const cases: [string, string][] = [
       ["https://evil.example.com", "Enter a hostname, not a URL (remove http:// or https://)"],
       ["http://evil.example.com", "Enter a hostname, not a URL (remove http:// or https://)"],
@@ -109,7 +109,7 @@ describe("POST /apps/{provider}/blocklist", () => {
   });
 
   test("unknown hostId → 400 envelope; unknown provider → flat 404; hosts of another app are unknown", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const res = await add(a, { hostId: "nope" });
     expect(res.text).toBe('{"error":{"message":"Unknown blocklist host ID","type":"invalid_request_error"}}');
     expectEnvelope(res, 400, "Unknown blocklist host ID");
@@ -123,7 +123,7 @@ describe("POST /apps/{provider}/blocklist", () => {
 
 describe("PATCH/DELETE /apps/{provider}/blocklist/{ruleId}", () => {
   test("PATCH {enabled} → {success:true}; a disabled entry is re-activated by POST; validation and 404", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const entry = (await add(a, { hostId: "uploads" })).body;
     const off = await a.call("PATCH", `/v1/apps/github/blocklist/${entry.ruleId}`, { body: { enabled: false } });
     expect(off.status).toBe(200);
@@ -147,7 +147,7 @@ describe("PATCH/DELETE /apps/{provider}/blocklist/{ruleId}", () => {
   });
 
   test("DELETE → 204 empty, then 404; the predefined host shows inactive again", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const entry = (await add(a, { hostId: "gist" })).body;
     const custom = (await add(a, { name: "Evil", hostPattern: "evil.example.com" })).body;
     expectEnvelope(await a.call("DELETE", `/v1/apps/gitlab/blocklist/${entry.ruleId}`), 404, "Blocklist rule not found");
@@ -161,8 +161,8 @@ describe("PATCH/DELETE /apps/{provider}/blocklist/{ruleId}", () => {
   });
 
   test("another project's rule, and the organization's rule, are not the project's to change", async () => {
-    const a = createTestApi();
-    const other = addProject(a, "Blocklist other");
+    const a = await createTestApi();
+    const other = await addProject(a, "Blocklist other");
     const theirs = (await add(a, { hostId: "gist" }, "github", "/v1/apps", other.projectKey)).body;
     expect((await list(a)).map((e) => e.ruleId)).toEqual([null, null]);
     expectEnvelope(await a.call("PATCH", `/v1/apps/github/blocklist/${theirs.ruleId}`, { body: { enabled: false } }), 404, "Blocklist rule not found");
@@ -175,8 +175,8 @@ describe("PATCH/DELETE /apps/{provider}/blocklist/{ruleId}", () => {
 
 describe("organization blocklist", () => {
   test("O·admin; scope organization; the organization's rule wins in every project's view; another organization never sees it", async () => {
-    const a = createTestApi();
-    const member = addMember(a, "member");
+    const a = await createTestApi();
+    const member = await addMember(a, "member");
     expectEnvelope(await add(a, { hostId: "gist" }, "github", "/v1/org/apps", member.projectKey), 403, "Insufficient permissions");
     expectEnvelope(await a.call("GET", "/v1/org/apps/github/blocklist", { key: member.projectKey }), 403, "Insufficient permissions");
 
@@ -188,7 +188,7 @@ describe("organization blocklist", () => {
     expect(await list(a)).toEqual([org.body, inactive(UPLOADS)]);
     expect(await list(a, "github", "/v1/org/apps", a.orgKey)).toEqual([org.body, inactive(UPLOADS)]);
     // The organization's rule applies to every project.
-    const second = addProject(a, "Blocklist second");
+    const second = await addProject(a, "Blocklist second");
     expect(await list(a, "github", "/v1/apps", second.projectKey)).toEqual([org.body, inactive(UPLOADS)]);
     // Disabled, it still wins in the view (an organization rule wins); the project's own stays underneath.
     await a.call("PATCH", `/v1/org/apps/github/blocklist/${org.body.ruleId}`, { key: a.orgKey, body: { enabled: false } });
@@ -204,7 +204,7 @@ describe("organization blocklist", () => {
     expect((await list(a)).filter((e) => e.custom)).toEqual([custom.body]);
     expectEnvelope(await add(a, { name: "Again", hostPattern: "evil.example.com" }, "github", "/v1/org/apps", a.orgKey), 409, "This host is already blocked");
 
-    const otherOrg = addOrganization(a, "Blocklist other org");
+    const otherOrg = await addOrganization(a, "Blocklist other org");
     expect(await list(a, "github", "/v1/apps", otherOrg.projectKey)).toEqual([inactive(GIST), inactive(UPLOADS)]);
     expect(await list(a, "github", "/v1/org/apps", otherOrg.orgKey)).toEqual([inactive(GIST), inactive(UPLOADS)]);
   });
@@ -212,7 +212,7 @@ describe("organization blocklist", () => {
 
 describe("blocklist entries as managed rules (§5.3 include=managed)", () => {
   test("listed as published managed rules: source blocklist, name `Block <name>`, network target {hostPattern, pathPattern:/*}", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const gist = (await add(a, { hostId: "gist" })).body;
     const custom = (await add(a, { name: "Evil mirror", hostPattern: "evil.example.com" })).body;
     // Without include=managed, only custom rules.
@@ -253,7 +253,7 @@ describe("blocklist entries as managed rules (§5.3 include=managed)", () => {
   });
 
   test("PATCH/DELETE of a managed id through /policy/rules → 404 Policy rule not found.; the entry survives", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const gist = (await add(a, { hostId: "gist" })).body;
     const org = (await add(a, { hostId: "uploads" }, "github", "/v1/org/apps", a.orgKey)).body;
     expectEnvelope(await a.call("PATCH", `/v1/policy/rules/${gist.ruleId}`, { body: { name: "x" } }), 404, "Policy rule not found.");
@@ -269,7 +269,7 @@ describe("blocklist entries as managed rules (§5.3 include=managed)", () => {
   });
 
   test("an active entry marks the effective credentials of a secret on that host blocked, without a publish", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const secret = (await a.call("POST", "/v1/secrets", { body: { name: "gist", type: "generic", value: "v", hostPattern: "gist.github.com", injectionConfig: { headerName: "x-k" } } })).body.id;
     const agent = (await a.call("GET", "/v1/agents/default")).body.id;
     const status = async () => (await a.call("GET", `/v1/agents/${agent}/effective-credentials`)).body.secrets.find((s: any) => s.id === secret).status;

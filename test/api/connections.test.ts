@@ -18,8 +18,8 @@ async function connect(a: TestApi, provider: string, label: string, opts: { key?
   return res.body.connection.id as string;
 }
 
-function oauthConnection(a: TestApi, owner: ConnectionOwner, provider: string, label: string | null, metadata: Record<string, unknown> | null = null) {
-  return a.core.services.connections.save(owner, {
+async function oauthConnection(a: TestApi, owner: ConnectionOwner, provider: string, label: string | null, metadata: Record<string, unknown> | null = null) {
+  return await a.core.services.connections.save(owner, {
     provider,
     label,
     credential: { kind: "oauth", accessToken: `tok-${provider}`, refreshToken: "ref", expiresAt: Date.now() + 3_600_000, tokenType: "bearer" },
@@ -33,11 +33,11 @@ const orgOwner = (a: TestApi): ConnectionOwner => ({ scope: "organization", orga
 
 describe("GET /connections", () => {
   test("the project's connections plus the organization's, connectedAt desc, Connection shape", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     expect((await a.call("GET", "/v1/connections")).body).toEqual([]);
     const first = await connect(a, "resend", "First");
     const org = await connect(a, "cloudflare", "Org CF", { org: true });
-    const gh = oauthConnection(a, projectOwner(a), "github", "octocat", { login: "octocat" });
+    const gh = await oauthConnection(a, projectOwner(a), "github", "octocat", { login: "octocat" });
     await Bun.sleep(2);
     const last = await connect(a, "resend", "Last");
     const res = await a.call("GET", "/v1/connections");
@@ -56,7 +56,7 @@ describe("GET /connections", () => {
   });
 
   test("?provider= filters; an unknown provider → []", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const r1 = await connect(a, "resend", "A");
     await connect(a, "cloudflare", "B");
     const r2 = await connect(a, "resend", "C", { org: true });
@@ -67,10 +67,10 @@ describe("GET /connections", () => {
   });
 
   test("another project's and another organization's connections are never listed", async () => {
-    const a = createTestApi();
-    const other = addProject(a, "Conn other");
+    const a = await createTestApi();
+    const other = await addProject(a, "Conn other");
     await connect(a, "resend", "Theirs", { key: other.projectKey });
-    const otherOrg = addOrganization(a, "Conn other org");
+    const otherOrg = await addOrganization(a, "Conn other org");
     await connect(a, "resend", "Alien org", { key: otherOrg.orgKey, org: true });
     await connect(a, "resend", "Alien project", { key: otherOrg.projectKey });
     const mine = await connect(a, "resend", "Mine");
@@ -83,16 +83,16 @@ describe("GET /connections", () => {
 
 describe("GET /connections/{id}", () => {
   test("own and organization connections; unknown, another project's or organization's → 404 envelope", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const mine = await connect(a, "resend", "Mine");
     const org = await connect(a, "resend", "Org", { org: true });
     const res = await a.call("GET", `/v1/connections/${mine}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual((await a.call("GET", "/v1/connections")).body.find((c: any) => c.id === mine));
     expect((await a.call("GET", `/v1/connections/${org}`)).body.scope).toBe("organization");
-    const other = addProject(a, "Get other");
+    const other = await addProject(a, "Get other");
     const theirs = await connect(a, "resend", "Theirs", { key: other.projectKey });
-    const otherOrg = addOrganization(a, "Get other org");
+    const otherOrg = await addOrganization(a, "Get other org");
     const alien = await connect(a, "resend", "Alien", { key: otherOrg.orgKey, org: true });
     for (const id of [UNKNOWN, "nope", theirs, alien]) {
       const r = await a.call("GET", `/v1/connections/${id}`);
@@ -107,7 +107,7 @@ describe("GET /connections/{id}", () => {
 
 describe("PATCH /connections/{id}", () => {
   test("rename → {id, provider, status, label}; trimmed; Label is required (absent, null, blank); 404", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const id = await connect(a, "resend", "Old");
     const res = await a.call("PATCH", `/v1/connections/${id}`, { body: { label: "  New name  " } });
     expect(res.status).toBe(200);
@@ -127,8 +127,8 @@ describe("PATCH /connections/{id}", () => {
   });
 
   test("any member renames a project connection; an organization connection is renamed through the project route by admins only", async () => {
-    const a = createTestApi();
-    const member = addMember(a, "member");
+    const a = await createTestApi();
+    const member = await addMember(a, "member");
     const id = await connect(a, "resend", "Mine");
     expect((await a.call("PATCH", `/v1/connections/${id}`, { key: member.projectKey, body: { label: "By member" } })).status).toBe(200);
     const org = await connect(a, "resend", "Org", { org: true });
@@ -139,7 +139,7 @@ describe("PATCH /connections/{id}", () => {
     expectEnvelope(await a.call("PATCH", `/v1/connections/${org}`, { key: member.projectKey, body: { label: "By member" } }), 403, "Insufficient permissions");
     expectEnvelope(await a.call("DELETE", `/v1/connections/${org}`, { key: member.projectKey }), 403, "Insufficient permissions");
     expect((await a.call("GET", `/v1/connections/${org}`, { key: member.projectKey })).body.label).toBe("Org renamed");
-    const other = addProject(a, "Rename other");
+    const other = await addProject(a, "Rename other");
     const theirs = await connect(a, "resend", "Theirs", { key: other.projectKey });
     expectEnvelope(await a.call("PATCH", `/v1/connections/${theirs}`, { body: { label: "x" } }), 404, "Connection not found");
     expect((await a.call("GET", `/v1/connections/${theirs}`, { key: other.projectKey })).body.label).toBe("Theirs");
@@ -148,7 +148,7 @@ describe("PATCH /connections/{id}", () => {
 
 describe("DELETE /connections/{id}", () => {
   test("204 empty, then 404; its grants are gone", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const id = await connect(a, "resend", "Doomed");
     const keep = await connect(a, "resend", "Kept");
     const agent = (await a.call("POST", "/v1/agents", { body: { name: "A", identifier: "a", mode: "grants" } })).body.id;
@@ -168,8 +168,8 @@ describe("DELETE /connections/{id}", () => {
   });
 
   test("another project's connection → 404 and survives; an organization connection is deletable from a project route", async () => {
-    const a = createTestApi();
-    const other = addProject(a, "Delete other");
+    const a = await createTestApi();
+    const other = await addProject(a, "Delete other");
     const theirs = await connect(a, "resend", "Theirs", { key: other.projectKey });
     expectEnvelope(await a.call("DELETE", `/v1/connections/${theirs}`), 404, "Connection not found");
     expect((await a.call("GET", `/v1/connections/${theirs}`, { key: other.projectKey })).status).toBe(200);
@@ -181,10 +181,10 @@ describe("DELETE /connections/{id}", () => {
 
 describe("organization connections (§5.13)", () => {
   test("GET /org/connections: only organization connections, Organization connection shape (no metadata), ?provider=", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     await connect(a, "resend", "Project one");
     const o1 = await connect(a, "resend", "Org resend", { org: true });
-    const o2 = oauthConnection(a, orgOwner(a), "github", "acme-bot", { login: "acme-bot" });
+    const o2 = await oauthConnection(a, orgOwner(a), "github", "acme-bot", { login: "acme-bot" });
     await Bun.sleep(2);
     const o3 = await connect(a, "cloudflare", "Org CF", { org: true });
     const res = await a.call("GET", "/v1/org/connections", { key: a.orgKey });
@@ -198,7 +198,7 @@ describe("organization connections (§5.13)", () => {
   });
 
   test("GET /org/connections/{provider}: that provider's organization connections; unknown → []", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const o1 = await connect(a, "resend", "R1", { org: true });
     const o2 = await connect(a, "resend", "R2", { org: true });
     await connect(a, "cloudflare", "CF", { org: true });
@@ -211,7 +211,7 @@ describe("organization connections (§5.13)", () => {
   });
 
   test("PATCH /org/connections/{id} (admin): {id, provider, status, label}; Label is required; project or foreign connection → 404", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const org = await connect(a, "resend", "Org", { org: true });
     const res = await a.call("PATCH", `/v1/org/connections/${org}`, { key: a.orgKey, body: { label: " Shared mail " } });
     expect(res.status).toBe(200);
@@ -220,14 +220,14 @@ describe("organization connections (§5.13)", () => {
     const project = await connect(a, "resend", "Project");
     expectEnvelope(await a.call("PATCH", `/v1/org/connections/${project}`, { key: a.orgKey, body: { label: "x" } }), 404, "Connection not found");
     expectEnvelope(await a.call("PATCH", `/v1/org/connections/${UNKNOWN}`, { key: a.orgKey, body: { label: "x" } }), 404, "Connection not found");
-    const otherOrg = addOrganization(a, "Org conn other");
+    const otherOrg = await addOrganization(a, "Org conn other");
     expectEnvelope(await a.call("PATCH", `/v1/org/connections/${org}`, { key: otherOrg.orgKey, body: { label: "x" } }), 404, "Connection not found");
-    const admin = addMember(a, "admin");
+    const admin = await addMember(a, "admin");
     expect((await a.call("PATCH", `/v1/org/connections/${org}`, { key: admin.orgKey, body: { label: "By admin" } })).body.label).toBe("By admin");
   });
 
   test("DELETE /org/connections/{id}: 204, then 404; a project connection → 404", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const org = await connect(a, "resend", "Org", { org: true });
     const project = await connect(a, "resend", "Project");
     expectEnvelope(await a.call("DELETE", `/v1/org/connections/${project}`, { key: a.orgKey }), 404, "Connection not found");
@@ -239,9 +239,9 @@ describe("organization connections (§5.13)", () => {
   });
 
   test("O·admin: a member gets 403 on every organization connection route; no key → 401", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const org = await connect(a, "resend", "Org", { org: true });
-    const member = addMember(a, "member");
+    const member = await addMember(a, "member");
     expectEnvelope(await a.call("GET", "/v1/org/connections", { key: member.projectKey }), 403, "Insufficient permissions");
     expectEnvelope(await a.call("GET", "/v1/org/connections/resend", { key: member.projectKey }), 403, "Insufficient permissions");
     expectEnvelope(await a.call("PATCH", `/v1/org/connections/${org}`, { key: member.projectKey, body: { label: "x" } }), 403, "Insufficient permissions");

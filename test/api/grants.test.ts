@@ -17,8 +17,8 @@ const MSG = {
 };
 
 let api: TestApi;
-beforeAll(() => {
-  api = createTestApi();
+beforeAll(async () => {
+  api = await createTestApi();
 });
 
 let seq = 0;
@@ -55,7 +55,7 @@ describe("GET /agents/{id}/grants", () => {
   });
 
   test("another project's agent is not found; the org key selects a project with X-Project-Id", async () => {
-    const other = addProject(api, "Grants other");
+    const other = await addProject(api, "Grants other");
     const theirs = await newAgent(api, "grants", other.projectKey);
     expectFlat(await api.call("GET", `/v1/agents/${theirs}/grants`), 404, MSG.agent);
     expectFlat(await api.call("PUT", `/v1/agents/${theirs}/grants/secrets/${UNKNOWN}`), 404, MSG.agent);
@@ -76,7 +76,7 @@ describe("GET /agents/{id}/grants", () => {
 
 describe("PUT/DELETE /agents/{id}/grants/secrets/{secretId}", () => {
   test("grant → 200 grant set with {secretId, name, type, scope}; repeat is idempotent; DELETE 204 twice", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const own = await newSecret(a, "Own");
     const llm = await newSecret(a, "Claude", { type: "llm_a" });
@@ -113,9 +113,9 @@ describe("PUT/DELETE /agents/{id}/grants/secrets/{secretId}", () => {
 
   test("unknown secret, another project's or another organization's → flat 404 Secret not found", async () => {
     const agent = await newAgent(api);
-    const other = addProject(api, "Grant foreign secrets");
+    const other = await addProject(api, "Grant foreign secrets");
     const foreign = await newSecret(api, "Foreign", { key: other.projectKey });
-    const otherOrg = addOrganization(api, "Grant foreign org");
+    const otherOrg = await addOrganization(api, "Grant foreign org");
     const alienOrg = await newSecret(api, "Alien org", { path: "/v1/org/secrets", key: otherOrg.orgKey });
     const alienProject = await newSecret(api, "Alien project", { key: otherOrg.projectKey });
     for (const id of [UNKNOWN, "nope", foreign, alienOrg, alienProject]) {
@@ -141,7 +141,7 @@ describe("PUT/DELETE /agents/{id}/grants/secrets/{secretId}", () => {
   });
 
   test("a grant shows in effective credentials at once (no publish)", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const own = await newSecret(a, "Eff");
     const status = async () => (await a.call("GET", `/v1/agents/${agent}/effective-credentials`)).body.secrets.find((s: any) => s.id === own).status;
@@ -153,7 +153,7 @@ describe("PUT/DELETE /agents/{id}/grants/secrets/{secretId}", () => {
   });
 
   test("any project member may grant (P·any)", async () => {
-    const member = addMember(api, "member");
+    const member = await addMember(api, "member");
     const agent = await newAgent(api);
     const own = await newSecret(api, "Member-granted");
     const res = await api.call("PUT", `/v1/agents/${agent}/grants/secrets/${own}`, { key: member.projectKey });
@@ -251,7 +251,7 @@ describe("GET /connections/{id}/grants", () => {
 
 describe("agent mode", () => {
   test("PATCH /agents/{id} {mode} is reflected in the grant set; grants survive mode changes", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const own = await newSecret(a, "Kept");
     await a.call("PUT", `/v1/agents/${agent}/grants/secrets/${own}`);
@@ -306,7 +306,7 @@ describe("effective credentials: status from the published rules (§5.1)", () =>
   ];
   for (const [label, secret, rules, def, orgRules, expected] of cases) {
     test(`${label} → ${expected}`, async () => {
-      const a = createTestApi();
+      const a = await createTestApi();
       const body = { name: "s", type: "generic", value: "v", hostPattern: secret.host, pathPattern: secret.path, injectionConfig: { headerName: "x-k" } };
       const id = (await a.call("POST", "/v1/secrets", { body })).body.id;
       for (const r of rules) expect((await a.call("POST", "/v1/policy/rules", { body: r })).status).toBe(201);
@@ -323,7 +323,7 @@ describe("effective credentials: status from the published rules (§5.1)", () =>
   }
 
   test("a rule naming another agent does not bear on this one", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const id = (await a.call("POST", "/v1/secrets", { body: { name: "s", type: "generic", value: "v", hostPattern: "api.x.com", injectionConfig: { headerName: "x-k" } } })).body.id;
     const other = (await a.call("POST", "/v1/agents", { body: { name: "Other", identifier: "other", mode: "all" } })).body.id;
     await a.call("POST", "/v1/policy/rules", { body: { name: "b", action: "block", identities: [{ type: "agent", id: other }], targets: [{ kind: "network", hostPattern: "api.x.com" }] } });
@@ -350,19 +350,19 @@ describe("connection grants (real connections)", () => {
     return res.body.connection.id as string;
   }
 
-  function oauth(a: TestApi, provider: string, label: string | null, owner: Owner = projectOwner(a)) {
-    return a.core.services.connections.save(owner, {
+  async function oauth(a: TestApi, provider: string, label: string | null, owner: Owner = projectOwner(a)) {
+    return (await a.core.services.connections.save(owner, {
       provider,
       label,
       credential: { kind: "oauth", accessToken: `tok-${provider}`, refreshToken: null, expiresAt: null, tokenType: "bearer" },
       scopes: [],
-    }).id;
+    })).id;
   }
 
   const put = (a: TestApi, agent: string, conn: string, body: unknown) => a.call("PUT", `/v1/agents/${agent}/grants/connections/${conn}`, { body });
 
   test("PUT full → 200 grant set with the ConnectionGrant shape; custom → allow/ask; re-PUT replaces; writes are live", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const conn = await resend(a, "Mail");
     const full = await put(a, agent, conn, { access: "full", allow: ["send_email"], ask: ["get_email"] });
@@ -388,15 +388,15 @@ describe("connection grants (real connections)", () => {
   });
 
   test("an organization connection is grantable (scope organization); another project's or organization's → flat 404", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const org = await resend(a, "Org mail", { org: true });
     expect((await put(a, agent, org, { access: "full" })).body.connections).toEqual([
       { connectionId: org, provider: "resend", label: "Org mail", scope: "organization", access: "full", allow: [], ask: [], resources: null },
     ]);
-    const other = addProject(a, "Grant conn other");
+    const other = await addProject(a, "Grant conn other");
     const theirs = await resend(a, "Theirs", { key: other.projectKey });
-    const otherOrg = addOrganization(a, "Grant conn other org");
+    const otherOrg = await addOrganization(a, "Grant conn other org");
     const alienOrg = await resend(a, "Alien", { key: otherOrg.orgKey, org: true });
     const alienProject = await resend(a, "Alien project", { key: otherOrg.projectKey });
     for (const id of [theirs, alienOrg, alienProject]) {
@@ -413,7 +413,7 @@ describe("connection grants (real connections)", () => {
   });
 
   test("tool ids come from the app's permission definition: Unknown tool id(s) for \"resend\": a, b", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const conn = await resend(a);
     const res = await put(a, agent, conn, { access: "custom", allow: ["a", "send_email"], ask: ["b"] });
@@ -432,9 +432,9 @@ describe("connection grants (real connections)", () => {
 
   test("a provider without a permission catalog: custom → Per-tool permissions need a permission catalog; full works", async () => {
     // Every catalog app has tools, so this is a connection whose provider is not (or no longer) in the catalog.
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
-    const legacy = oauth(a, "legacy-crm", "Old CRM");
+    const legacy = await oauth(a, "legacy-crm", "Old CRM");
     const res = await put(a, agent, legacy, { access: "custom", allow: ["read"] });
     expect(res.text).toBe('{"error":"Per-tool permissions need a permission catalog; \\"legacy-crm\\" has none."}');
     expectFlat(res, 400, 'Per-tool permissions need a permission catalog; "legacy-crm" has none.');
@@ -445,11 +445,11 @@ describe("connection grants (real connections)", () => {
   });
 
   test("resources shape: not supported, github repositories (1-1000 owner/repo), dropbox folders (1-100 absolute, ≤1024)", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const mail = await resend(a);
-    const gh = oauth(a, "github", "octocat");
-    const dbx = oauth(a, "dropbox", "me@example.com");
+    const gh = await oauth(a, "github", "octocat");
+    const dbx = await oauth(a, "dropbox", "me@example.com");
     const cases: [string, unknown, string][] = [
       [mail, { repositories: ["acme/api"] }, "resources is not supported for resend"],
       [mail, { folders: ["/x"] }, "resources is not supported for resend"],
@@ -487,9 +487,9 @@ describe("connection grants (real connections)", () => {
   });
 
   test("resources: absent keeps the stored value, null clears it, an object replaces it", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
-    const gh = oauth(a, "github", "octocat");
+    const gh = await oauth(a, "github", "octocat");
     const resources = async () => (await a.call("GET", `/v1/agents/${agent}/grants`)).body.connections[0].resources;
     await put(a, agent, gh, { access: "full", resources: { repositories: ["acme/api"] } });
     expect(await resources()).toEqual({ repositories: ["acme/api"] });
@@ -504,7 +504,7 @@ describe("connection grants (real connections)", () => {
   });
 
   test("DELETE is idempotent (204); GET /connections/{id}/grants lists the project's agents holding it", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const one = await newAgent(a);
     const two = await newAgent(a);
     const conn = await resend(a);
@@ -532,7 +532,7 @@ describe("connection grants (real connections)", () => {
     expect((await a.call("GET", `/v1/agents/${one}/grants`)).body.connections).toEqual([]);
     // An organization connection: only this project's agents are listed.
     const org = await resend(a, "Org", { org: true });
-    const other = addProject(a, "Conn grants other");
+    const other = await addProject(a, "Conn grants other");
     const theirAgent = await newAgent(a, "grants", other.projectKey);
     expect((await a.call("PUT", `/v1/agents/${theirAgent}/grants/connections/${org}`, { key: other.projectKey, body: { access: "full" } })).status).toBe(200);
     await put(a, one, org, { access: "full" });
@@ -541,11 +541,11 @@ describe("connection grants (real connections)", () => {
   });
 
   test("legacy GET/PUT /agents/{id}/connections: sessionPolicy = resources; access kept or full; unlisted grants removed", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const mail = await resend(a);
-    const gh = oauth(a, "github", "octocat");
-    const dbx = oauth(a, "dropbox", "me");
+    const gh = await oauth(a, "github", "octocat");
+    const dbx = await oauth(a, "dropbox", "me");
     const empty = await a.call("GET", `/v1/agents/${agent}/connections`);
     expect(empty.status).toBe(200);
     expect(empty.body).toEqual([]);
@@ -576,12 +576,12 @@ describe("connection grants (real connections)", () => {
   });
 
   test("legacy PUT errors: One or more app connections not found (E), sessionPolicy messages (F), Agent not found (E); nothing changes", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const mail = await resend(a);
-    const gh = oauth(a, "github", "octocat");
+    const gh = await oauth(a, "github", "octocat");
     await put(a, agent, mail, { access: "full" });
-    const other = addProject(a, "Legacy other");
+    const other = await addProject(a, "Legacy other");
     const theirs = await resend(a, "Theirs", { key: other.projectKey });
     const legacyPut = (connections: unknown, id = agent) => a.call("PUT", `/v1/agents/${id}/connections`, { body: { connections } });
     for (const id of [UNKNOWN, "nope", theirs]) {
@@ -604,11 +604,11 @@ describe("connection grants (real connections)", () => {
   });
 
   test("include=managed: full → `Grant: <agent> · <label>`; custom → allowed / needs approval / everything else", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const name = `Agent g-${seq}`;
     const mail = await resend(a, "Mail");
-    const gh = oauth(a, "github", null);
+    const gh = await oauth(a, "github", null);
     await put(a, agent, mail, { access: "full" });
     await Bun.sleep(2); // grants are listed in grant order
     await put(a, agent, gh, { access: "custom", allow: ["list_issues", "get_issue"], ask: ["create_issue"] });
@@ -638,12 +638,12 @@ describe("connection grants (real connections)", () => {
   });
 
   test("effective-credentials connection items {id, provider, label, scope, status, access}", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const all = await newAgent(a, "all");
     const mail = await resend(a, "Mail");
     const org = await resend(a, "Org mail", { org: true });
-    const gh = oauth(a, "github", "octocat");
+    const gh = await oauth(a, "github", "octocat");
     const items = async (id: string) => {
       const res = await a.call("GET", `/v1/agents/${id}/effective-credentials`);
       expect(res.status).toBe(200);
@@ -667,7 +667,7 @@ describe("connection grants (real connections)", () => {
   });
 
   test("effective-app-permissions: verdict per tool for a custom grant (allow / approval / block) and decidedBy", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const agent = await newAgent(a);
     const name = `Agent g-${seq}`;
     const mail = await resend(a, "Mail");

@@ -45,35 +45,35 @@ export function isErrorShape(body: unknown): boolean {
 }
 
 /** A new user with the given role in the bootstrap organization, holding a project key (and an org key). */
-export function addMember(api: TestApi, role: "owner" | "admin" | "member", email = `${role}-${crypto.randomUUID().slice(0, 8)}@example.com`) {
+export async function addMember(api: TestApi, role: "owner" | "admin" | "member", email = `${role}-${crypto.randomUUID().slice(0, 8)}@example.com`) {
   const { orgs, apiKeys } = api.core.services;
-  const user = orgs.createUser(email, `User ${role}`);
-  orgs.addMember(api.organizationId, user.id, role);
-  const projectKey = apiKeys.keyFor({ kind: "project", userId: user.id, projectId: api.projectId, organizationId: api.organizationId });
-  const orgKey = apiKeys.keyFor({ kind: "organization", userId: user.id, organizationId: api.organizationId });
+  const user = await orgs.createUser(email, `User ${role}`);
+  await orgs.addMember(api.organizationId, user.id, role);
+  const projectKey = await apiKeys.keyFor({ kind: "project", userId: user.id, projectId: api.projectId, organizationId: api.organizationId });
+  const orgKey = await apiKeys.keyFor({ kind: "organization", userId: user.id, organizationId: api.organizationId });
   return { user, projectKey, orgKey };
 }
 
 /** Another project in the bootstrap organization, with a project key for the bootstrap owner. */
-export function addProject(api: TestApi, name = "Second Project") {
+export async function addProject(api: TestApi, name = "Second Project") {
   const { orgs, apiKeys, agents } = api.core.services;
-  const project = orgs.createProject(api.organizationId, name);
-  agents.createDefault(project.id);
+  const project = await orgs.createProject(api.organizationId, name);
+  await agents.createDefault(project.id);
   const owner = api.core.bootstrap.userId;
-  const projectKey = apiKeys.keyFor({ kind: "project", userId: owner, projectId: project.id, organizationId: api.organizationId });
+  const projectKey = await apiKeys.keyFor({ kind: "project", userId: owner, projectId: project.id, organizationId: api.organizationId });
   return { project, projectKey };
 }
 
 /** A separate organization with its own project and owner (and their keys). */
-export function addOrganization(api: TestApi, name = "Other Org") {
+export async function addOrganization(api: TestApi, name = "Other Org") {
   const { orgs, apiKeys, agents } = api.core.services;
-  const org = orgs.createOrganization(name);
-  const project = orgs.createProject(org.id, "Other Project");
-  agents.createDefault(project.id);
-  const user = orgs.createUser(`owner-${org.id}@example.com`, "Other Owner");
-  orgs.addMember(org.id, user.id, "owner");
-  const projectKey = apiKeys.keyFor({ kind: "project", userId: user.id, projectId: project.id, organizationId: org.id });
-  const orgKey = apiKeys.keyFor({ kind: "organization", userId: user.id, organizationId: org.id });
+  const org = await orgs.createOrganization(name);
+  const project = await orgs.createProject(org.id, "Other Project");
+  await agents.createDefault(project.id);
+  const user = await orgs.createUser(`owner-${org.id}@example.com`, "Other Owner");
+  await orgs.addMember(org.id, user.id, "owner");
+  const projectKey = await apiKeys.keyFor({ kind: "project", userId: user.id, projectId: project.id, organizationId: org.id });
+  const orgKey = await apiKeys.keyFor({ kind: "organization", userId: user.id, organizationId: org.id });
   return { org, project, user, projectKey, orgKey };
 }
 

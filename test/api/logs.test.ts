@@ -1,5 +1,6 @@
 // Request-log batches (CONTRACT §3.6, §5.10, §6.16) as the API returns them: rows enqueued the way the gateway
 // does, written by the batch writer (500 rows or a flush), read back through GET /v1/logs unchanged.
+import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import type { RequestLogRow } from "../../src/services/requestLogs.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
@@ -7,7 +8,7 @@ import { createTestApi, type TestApi } from "../support/app.ts";
 let api: TestApi;
 let agentId: string;
 beforeAll(async () => {
-  api = createTestApi();
+  api = await createTestApi();
   agentId = (await api.call("GET", "/v1/agents")).body[0].id;
 });
 
@@ -40,7 +41,18 @@ function view({ organizationId: _org, ...rest }: RequestLogRow) {
   return rest;
 }
 
-const count = (host: string) => (api.core.db.$client.query("SELECT count(*) AS n FROM request_logs WHERE host = ?").get(host) as { n: number }).n;
+const count = async (host: string) => (await api.core.store.query(sql`SELECT id FROM request_logs WHERE host = ${host}`)).length;
+
+/** The row count once it reaches `n`, or whatever it is after `ms`. */
+async function countReaches(host: string, n: number, ms: number): Promise<number> {
+  const deadline = Date.now() + ms;
+  let c = await count(host);
+  while (c < n && Date.now() < deadline) {
+    await Bun.sleep(10);
+    c = await count(host);
+  }
+  return c;
+}
 
 describe("request-log batches", () => {
   test("every field round-trips, nulls and non-nulls alike", async () => {
@@ -64,22 +76,23 @@ describe("request-log batches", () => {
     expect(res.body).toEqual({ data: [view(sparse), view(full)], nextCursor: null });
   });
 
-  test("500 queued rows are written at once, without a query or the timer", () => {
+  test("500 queued rows are written at once, without a query or the timer", async () => {
     const svc = api.core.services.requestLogs;
     for (let i = 0; i < 499; i++) svc.enqueue(row({ host: "five-hundred.test" }));
-    expect(count("five-hundred.test")).toBe(0);
+    expect(await count("five-hundred.test")).toBe(0);
     svc.enqueue(row({ host: "five-hundred.test" }));
-    expect(count("five-hundred.test")).toBe(500);
+    // Written in the background at once: well before the 5 s timer.
+    expect(await countReaches("five-hundred.test", 500, 1000)).toBe(500);
   });
 
   test("a query writes whatever is still queued first", async () => {
     const svc = api.core.services.requestLogs;
     for (let i = 0; i < 520; i++) svc.enqueue(row({ host: "drain-query.test" }));
-    expect(count("drain-query.test")).toBe(500);
+    expect(await countReaches("drain-query.test", 500, 1000)).toBe(500);
     const res = await api.call("GET", "/v1/logs?host=drain-query.test&limit=500");
     expect(res.body.data.length).toBe(500);
     expect(res.body.nextCursor).not.toBeNull();
-    expect(count("drain-query.test")).toBe(520);
+    expect(await count("drain-query.test")).toBe(520);
   });
 
   test("newest first; the cursor walks rows that share a createdAt in id order", async () => {
@@ -106,7 +119,7 @@ describe("request-log batches", () => {
     const written = row({ host: "update.test", status: 202, decision: "approval_pending" });
     const queued = row({ host: "update.test", status: 202, decision: "approval_pending" });
     svc.enqueue(written);
-    svc.flush();
+    await svc.flush();
     svc.enqueue(queued);
     svc.update(queued.id, { status: 200, decision: "approval_approved", latencyMs: 40 });
     svc.update(written.id, { status: 403, decision: "approval_denied", latencyMs: 50 });
@@ -120,7 +133,7 @@ describe("request-log batches", () => {
   test("the batch sets the agents' lastSeenAt", async () => {
     const at = new Date().toISOString();
     api.core.services.requestLogs.enqueue(row({ host: "seen.test", createdAt: at }));
-    api.core.services.requestLogs.flush();
+    await api.core.services.requestLogs.flush();
     expect((await api.call("GET", `/v1/agents/${agentId}`)).body.lastSeenAt).toBe(at);
   });
 });

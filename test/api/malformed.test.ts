@@ -1,6 +1,7 @@
 // Hostile input (CONTRACT §0.3, §2.1, §2.2 "bad input never produces a 500"): several hundred malformed
 // bodies across every writing endpoint of the foundation. Each must get a 4xx with one of the two error
 // shapes, and must leave the database exactly as it was.
+import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { isErrorShape } from "./helpers.ts";
@@ -9,7 +10,7 @@ let api: TestApi;
 const ids: Record<string, string> = {};
 
 beforeAll(async () => {
-  api = createTestApi();
+  api = await createTestApi();
   const agent = await api.call("POST", "/v1/agents", { body: { name: "Target", identifier: "target" } });
   ids.agent = agent.body.id;
   const generic = { name: "g", type: "generic", value: "original-value", hostPattern: "api.x.com", injectionConfig: { headerName: "x-k" } };
@@ -21,11 +22,13 @@ beforeAll(async () => {
 });
 
 /** Every row of every table a bad request could touch, as one string. */
-function snapshot(): string {
-  const db = api.core.db.$client;
-  return ["agents", "secrets", "users", "organizations", "projects", "memberships", "api_keys", "sessions", "settings"]
-    .map((table) => `${table}:${JSON.stringify(db.query(`SELECT * FROM ${table} ORDER BY rowid`).all())}`)
-    .join("\n");
+async function snapshot(): Promise<string> {
+  const out: string[] = [];
+  for (const table of ["agents", "secrets", "users", "organizations", "projects", "memberships", "api_keys", "sessions", "settings"]) {
+    const rows = await api.core.store.query(sql`SELECT * FROM ${sql.identifier(table)}`);
+    out.push(`${table}:${JSON.stringify(rows.map((r) => JSON.stringify(r)).sort())}`);
+  }
+  return out.join("\n");
 }
 
 type Raw = { raw: string | Uint8Array };
@@ -302,7 +305,7 @@ async function send(c: Case) {
 }
 
 describe("malformed bodies", () => {
-  test("the generator covers at least 200 bodies and every endpoint", () => {
+  test("the generator covers at least 200 bodies and every endpoint", async () => {
     expect(CASES.length).toBeGreaterThanOrEqual(200);
     expect(new Set(CASES.map((c) => c.endpoint.name)).size).toBe(ENDPOINTS.length);
     expect(new Set(CASES.map((c) => c.label)).size).toBeGreaterThan(200);
@@ -310,14 +313,14 @@ describe("malformed bodies", () => {
 
   for (const c of CASES) {
     test(c.label, async () => {
-      const before = snapshot();
+      const before = await snapshot();
       const res = await send(c);
       expect(res.status).toBeGreaterThanOrEqual(400);
       expect(res.status).toBeLessThan(500);
       expect(res.contentType).toBe("application/json; charset=utf-8");
       if (!isErrorShape(res.body)) throw new Error(`not an error shape: ${res.status} ${res.text.slice(0, 200)}`);
       // Bad input never writes.
-      expect(snapshot()).toBe(before);
+      expect(await snapshot()).toBe(before);
     });
   }
 

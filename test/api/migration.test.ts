@@ -6,7 +6,6 @@ import type { Server } from "bun";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { freePort } from "../support/ports.ts";
 import { makePki, type TestPki } from "../support/upstream.ts";
-import { agentConnectionGrants, appConnections } from "../../src/store/schema.ts";
 import { addMember, expectEnvelope, expectFlat } from "./helpers.ts";
 
 const IDENTIFIER_MESSAGE =
@@ -25,7 +24,7 @@ const VALUES = {
 let pki: TestPki;
 const servers: Server<unknown>[] = [];
 
-beforeAll(() => {
+beforeAll(async () => {
   pki = makePki(["cloud.test"]);
 });
 
@@ -56,8 +55,8 @@ interface Pair {
   received: { method: string; path: string; authorization: string | null; bytes: number }[];
 }
 
-function pair(shEnv: Record<string, string> = {}): Pair {
-  const cloud = createTestApi({ CREDGATE_MODE: "cloud" });
+async function pair(shEnv: Record<string, string> = {}): Promise<Pair> {
+  const cloud = await createTestApi({ CREDGATE_MODE: "cloud" });
   const received: Pair["received"] = [];
   const handler = async (req: Request) => {
     const body = await req.arrayBuffer();
@@ -66,7 +65,7 @@ function pair(shEnv: Record<string, string> = {}): Pair {
   };
   const tlsPort = listen(handler, true);
   const httpPort = listen(handler);
-  const sh = createTestApi({
+  const sh = await createTestApi({
     CREDGATE_RESOLVE: `cloud.test:${tlsPort}:127.0.0.1`,
     CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
     CREDGATE_OP_CONNECT_HOST: "https://op-connect.invalid",
@@ -82,8 +81,8 @@ async function ok(res: { status: number; text: string; body: any }, status = 201
 }
 
 /** The plaintext a project secret holds, read through the service (values are never returned by the API). */
-function storedValue(api: TestApi, name: string): string | null {
-  const row = api.core.services.secrets.rows({ scope: "project", projectId: api.projectId, organizationId: api.organizationId }).find((r) => r.name === name);
+async function storedValue(api: TestApi, name: string): Promise<string | null> {
+  const row = (await api.core.services.secrets.rows({ scope: "project", projectId: api.projectId, organizationId: api.organizationId })).find((r) => r.name === name);
   return row ? api.core.services.secrets.openValue(row) : null;
 }
 
@@ -114,8 +113,8 @@ async function seed(sh: TestApi): Promise<{ agentId: string }> {
 
 describe("availability and access", () => {
   let p: Pair;
-  beforeAll(() => {
-    p = pair();
+  beforeAll(async () => {
+    p = await pair();
   });
 
   test("the cloud answers 404 to export, before authentication (§9 example 40)", async () => {
@@ -132,11 +131,11 @@ describe("availability and access", () => {
 
   test("export and import need a project admin: no key → 401, a member's key → 403", async () => {
     expectEnvelope(await p.sh.call("POST", "/v1/migrate/export", { key: null, body: { cloudApiKey: "k", cloudUrl: p.httpsUrl } }), 401, "Invalid API key or token.");
-    const shMember = addMember(p.sh, "member");
+    const shMember = await addMember(p.sh, "member");
     expectEnvelope(await p.sh.call("POST", "/v1/migrate/export", { key: shMember.projectKey, body: { cloudApiKey: "k", cloudUrl: p.httpsUrl } }), 403, "Insufficient permissions");
-    const cloudMember = addMember(p.cloud, "member");
+    const cloudMember = await addMember(p.cloud, "member");
     expectEnvelope(await p.cloud.call("POST", "/v1/migrate/import", { key: cloudMember.projectKey, body: { version: 1 } }), 403, "Insufficient permissions");
-    const cloudAdmin = addMember(p.cloud, "admin");
+    const cloudAdmin = await addMember(p.cloud, "admin");
     expect((await p.cloud.call("POST", "/v1/migrate/import", { key: cloudAdmin.projectKey, body: { version: 1 } })).status).toBe(200);
     expect(p.received).toEqual([]);
   });
@@ -144,8 +143,8 @@ describe("availability and access", () => {
 
 describe("export request validation", () => {
   let p: Pair;
-  beforeAll(() => {
-    p = pair();
+  beforeAll(async () => {
+    p = await pair();
   });
 
   test("cloudApiKey is checked first: absent, null or blank → `cloudApiKey is required`", async () => {
@@ -171,12 +170,12 @@ describe("export → import (§9 example 40)", () => {
   let p: Pair;
   let first: { status: number; body: any; text: string };
   beforeAll(async () => {
-    p = pair();
+    p = await pair();
     await seed(p.sh);
     first = await p.sh.call("POST", "/v1/migrate/export", { body: { cloudApiKey: p.cloud.projectKey, cloudUrl: `${p.httpsUrl}/` } });
   });
 
-  test("200 Migration result: 3 secrets and 1 agent imported; vault secret, rule and grant counted; the existing default agent skipped", () => {
+  test("200 Migration result: 3 secrets and 1 agent imported; vault secret, rule and grant counted; the existing default agent skipped", async () => {
     expect(first.status).toBe(200);
     expect(first.body).toEqual({
       imported: { secrets: 3, agents: 1, agentSecrets: 0, rules: 0 },
@@ -189,11 +188,11 @@ describe("export → import (§9 example 40)", () => {
     });
   });
 
-  test("no secret value, and not the cloud key, in the response", () => {
+  test("no secret value, and not the cloud key, in the response", async () => {
     for (const v of [...Object.values(VALUES), "acct-42", p.cloud.projectKey]) expect(first.text).not.toContain(v);
   });
 
-  test("one HTTPS POST to <cloudUrl>/v1/migrate/import with the cloud key as Bearer", () => {
+  test("one HTTPS POST to <cloudUrl>/v1/migrate/import with the cloud key as Bearer", async () => {
     expect(p.received.map((r) => ({ method: r.method, path: r.path, authorization: r.authorization }))).toEqual([
       { method: "POST", path: "/v1/migrate/import", authorization: `Bearer ${p.cloud.projectKey}` },
     ]);
@@ -239,10 +238,10 @@ describe("export → import (§9 example 40)", () => {
         typeLabel: "Generic Secret",
       },
     ]);
-    expect(storedValue(p.cloud, "Header API")).toBe(VALUES.header);
-    expect(storedValue(p.cloud, "Codex")).toBe(VALUES.oauth);
-    expect(storedValue(p.cloud, "Claude")).toBe(VALUES.anthropic);
-    const row = p.cloud.core.services.secrets.rows({ scope: "project", projectId: p.cloud.projectId, organizationId: p.cloud.organizationId }).find((r) => r.name === "Header API")!;
+    expect(await storedValue(p.cloud, "Header API")).toBe(VALUES.header);
+    expect(await storedValue(p.cloud, "Codex")).toBe(VALUES.oauth);
+    expect(await storedValue(p.cloud, "Claude")).toBe(VALUES.anthropic);
+    const row = (await p.cloud.core.services.secrets.rows({ scope: "project", projectId: p.cloud.projectId, organizationId: p.cloud.organizationId })).find((r) => r.name === "Header API")!;
     expect(row.valueSealed).toMatch(/^v1:/);
     expect(row.valueSealed).not.toContain(VALUES.header);
   });
@@ -276,13 +275,13 @@ describe("export → import (§9 example 40)", () => {
 
   test("the local project is unchanged by an export", async () => {
     expect(((await p.sh.call("GET", "/v1/secrets")).body as any[]).map((s) => s.name).sort()).toEqual(["Claude", "Codex", "Header API", "Vaulted"]);
-    expect(storedValue(p.sh, "Header API")).toBe(VALUES.header);
+    expect(await storedValue(p.sh, "Header API")).toBe(VALUES.header);
   });
 });
 
 describe("what export counts and sends", () => {
   test("policy rules: draft ∪ published logical rules; the Default Rule and other projects' rules are not counted", async () => {
-    const p = pair();
+    const p = await pair();
     const a = await ok(await p.sh.call("POST", "/v1/policy/rules", { body: { name: "A", action: "block", targets: [{ kind: "network", hostPattern: "a.example.com" }] } }));
     await ok(await p.sh.call("POST", "/v1/policy/publish"), 200);
     // A stays published (and enforced) after its draft is deleted; B exists only as a draft.
@@ -296,8 +295,8 @@ describe("what export counts and sends", () => {
   });
 
   test("grants count secret and connection grants; the project's app connections are listed, the organization's are not", async () => {
-    const p = pair();
-    const { db } = p.sh.core;
+    const p = await pair();
+    const { db, t } = p.sh.core.store;
     const now = new Date().toISOString();
     const connection = (id: string, scope: "project" | "organization") => ({
       id,
@@ -316,9 +315,9 @@ describe("what export counts and sends", () => {
       updatedAt: now,
     });
     const projectConn = crypto.randomUUID();
-    db.insert(appConnections).values([connection(projectConn, "project"), connection(crypto.randomUUID(), "project"), connection(crypto.randomUUID(), "organization")]).run();
+    await db.insert(t.appConnections).values([connection(projectConn, "project"), connection(crypto.randomUUID(), "project"), connection(crypto.randomUUID(), "organization")]);
     const agent = await ok(await p.sh.call("POST", "/v1/agents", { body: { name: "G", identifier: "g", mode: "grants" } }));
-    db.insert(agentConnectionGrants).values({ agentId: agent.id, connectionId: projectConn, access: "full", allow: [], ask: [], resources: null, createdAt: now, updatedAt: now }).run();
+    await db.insert(t.agentConnectionGrants).values({ agentId: agent.id, connectionId: projectConn, access: "full", allow: [], ask: [], resources: null, createdAt: now, updatedAt: now });
     const s = await ok(await p.sh.call("POST", "/v1/secrets", { body: { name: "S", type: "generic", value: "v-1", hostPattern: "s.example.com", injectionConfig: { headerName: "x-s" } } }));
     await ok(await p.sh.call("PUT", `/v1/agents/${agent.id}/grants/secrets/${s.id}`), 200);
     const res = await p.sh.call("POST", "/v1/migrate/export", { body: { cloudApiKey: p.cloud.projectKey, cloudUrl: p.httpUrl } });
@@ -331,7 +330,7 @@ describe("what export counts and sends", () => {
   });
 
   test("organization secrets stay behind and are listed; only the project's own secrets are sent", async () => {
-    const p = pair();
+    const p = await pair();
     await ok(await p.sh.call("POST", "/v1/org/secrets", { key: p.sh.orgKey, body: { name: "Org key", type: "generic", value: "org-value-1234", hostPattern: "org.example.com", injectionConfig: { headerName: "x-o" } } }));
     const res = await p.sh.call("POST", "/v1/migrate/export", { body: { cloudApiKey: p.cloud.projectKey, cloudUrl: p.httpUrl } });
     expect(res.status).toBe(200);
@@ -347,10 +346,10 @@ describe("what export counts and sends", () => {
   });
 
   test("nothing transferable: the cloud is not called and imported is all zeros", async () => {
-    const p = pair();
+    const p = await pair();
     const { orgs, apiKeys } = p.sh.core.services;
-    const empty = orgs.createProject(p.sh.organizationId, "Empty");
-    const key = apiKeys.keyFor({ kind: "project", userId: p.sh.core.bootstrap.userId, projectId: empty.id, organizationId: p.sh.organizationId });
+    const empty = await orgs.createProject(p.sh.organizationId, "Empty");
+    const key = await apiKeys.keyFor({ kind: "project", userId: p.sh.core.bootstrap.userId, projectId: empty.id, organizationId: p.sh.organizationId });
     const closed = await freePort();
     const res = await p.sh.call("POST", "/v1/migrate/export", { key, body: { cloudApiKey: "svc_k", cloudUrl: `http://127.0.0.1:${closed}` } });
     expect(res.status).toBe(200);
@@ -358,10 +357,10 @@ describe("what export counts and sends", () => {
   });
 
   test("a large project goes in several requests below the 1 MiB body limit, and all of it arrives", async () => {
-    const p = pair();
+    const p = await pair();
     const big = (i: number) => `${String(i).padStart(4, "0")}${"x".repeat(9000)}`;
     for (let i = 0; i < 130; i++) {
-      p.sh.core.services.secrets.create(
+      await p.sh.core.services.secrets.create(
         { scope: "project", projectId: p.sh.projectId, organizationId: p.sh.organizationId },
         { name: `big-${i}`, type: "generic", value: big(i), hostPattern: "big.example.com", injectionConfig: { headerName: "x-big" } },
       );
@@ -371,15 +370,15 @@ describe("what export counts and sends", () => {
     expect(res.body.imported).toEqual({ secrets: 130, agents: 0, agentSecrets: 0, rules: 0 });
     expect(p.received.length).toBeGreaterThan(1);
     for (const r of p.received) expect(r.bytes).toBeLessThan(1024 * 1024);
-    expect(storedValue(p.cloud, "big-0")).toBe(big(0));
-    expect(storedValue(p.cloud, "big-129")).toBe(big(129));
+    expect(await storedValue(p.cloud, "big-0")).toBe(big(0));
+    expect(await storedValue(p.cloud, "big-129")).toBe(big(129));
   });
 });
 
 describe("export failures: 400 `Cloud import failed: …`", () => {
   let p: Pair;
-  beforeAll(() => {
-    p = pair();
+  beforeAll(async () => {
+    p = await pair();
   });
   const exportTo = (cloudUrl: string, cloudApiKey = p.cloud.projectKey) => p.sh.call("POST", "/v1/migrate/export", { body: { cloudApiKey, cloudUrl } });
 
@@ -388,7 +387,7 @@ describe("export failures: 400 `Cloud import failed: …`", () => {
   });
 
   test("a self-hosted instance in place of the cloud answers its unknown-route 404", async () => {
-    const other = createTestApi();
+    const other = await createTestApi();
     const port = listen((req) => other.app.handle(req));
     expectEnvelope(await exportTo(`http://localhost:${port}`), 400, "Cloud import failed: Unrecognized request URL (POST: /v1/migrate/import).");
   });
@@ -400,7 +399,7 @@ describe("export failures: 400 `Cloud import failed: …`", () => {
 
   test("an untrusted certificate is not accepted (no CREDGATE_UPSTREAM_CA_FILE)", async () => {
     const port = Number(new URL(p.httpsUrl).port);
-    const strict = createTestApi({ CREDGATE_RESOLVE: `cloud.test:${port}:127.0.0.1` });
+    const strict = await createTestApi({ CREDGATE_RESOLVE: `cloud.test:${port}:127.0.0.1` });
     const before = p.received.length;
     const res = await strict.call("POST", "/v1/migrate/export", { body: { cloudApiKey: p.cloud.projectKey, cloudUrl: p.httpsUrl } });
     expectEnvelope(res, 400, `Cloud import failed: could not reach ${p.httpsUrl}`);
@@ -428,8 +427,8 @@ describe("export failures: 400 `Cloud import failed: …`", () => {
 
 describe("import on the cloud", () => {
   let cloud: TestApi;
-  beforeAll(() => {
-    cloud = createTestApi({ CREDGATE_MODE: "cloud" });
+  beforeAll(async () => {
+    cloud = await createTestApi({ CREDGATE_MODE: "cloud" });
   });
   const importBody = (body: unknown) => cloud.call("POST", "/v1/migrate/import", { body });
   const secret = (over: Record<string, unknown> = {}) => ({
@@ -497,7 +496,7 @@ describe("import on the cloud", () => {
     });
     const names = ((await cloud.call("GET", "/v1/secrets")).body as any[]).map((s) => s.name).sort();
     expect(names).toEqual(["good-1", "good-2"]);
-    expect(storedValue(cloud, "good-1")).toBe("value-1");
+    expect(await storedValue(cloud, "good-1")).toBe("value-1");
     const agents = (await cloud.call("GET", "/v1/agents")).body as any[];
     expect(agents.map((a) => [a.identifier, a.mode, a.isDefault]).sort()).toEqual([
       ["bot", "grants", false],

@@ -1,5 +1,6 @@
 // Policy rules, project `/policy/*` and organization `/org/policy/*` (CONTRACT §3.4, §5.3, §2.4 policy rows,
 // §4 publish row; §9 examples 19-21). Every validation failure is a 422 envelope.
+import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { addMember, addOrganization, addProject, expectEnvelope, expectFlat, expectUnauthorized, ISO_MS, UUID_V4 } from "./helpers.ts";
@@ -57,13 +58,13 @@ async function newSecret(a: TestApi, name: string, path = "/v1/secrets", key?: s
 }
 
 let api: TestApi;
-beforeAll(() => {
-  api = createTestApi();
+beforeAll(async () => {
+  api = await createTestApi();
 });
 
 describe("POST /policy/rules: success", () => {
   test("201 draft rule with every field, defaults applied, priority = max draft priority + 1", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const first = await a.call("POST", "/v1/policy/rules", { body: { name: "  First  ", action: "block", targets: [{ ...NET, pathPattern: "/admin/*", method: "DELETE" }] } });
     expect(first.status).toBe(201);
     expect(Object.keys(first.body).sort()).toEqual(RULE_KEYS);
@@ -133,7 +134,7 @@ describe("POST /policy/rules: success", () => {
   });
 
   test("a deleted rule leaves a priority gap; the next rule still goes after the highest", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const r1 = await createRule(a, rule({ name: "1" }));
     const r2 = await createRule(a, rule({ name: "2" }));
     const r3 = await createRule(a, rule({ name: "3" }));
@@ -246,7 +247,7 @@ describe("POST /policy/rules: field validation (422 envelope, first failure)", (
   });
 
   test("nothing is created by a rejected body", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     await a.call("POST", "/v1/policy/rules", { body: rule({ action: "nope" }) });
     await a.call("POST", "/v1/policy/rules", { body: rule({ targets: [] }) });
     expect((await a.call("GET", "/v1/policy/rules")).body).toEqual([]);
@@ -303,9 +304,9 @@ describe("POST /policy/rules: modifier and service checks (422, in order)", () =
   });
 
   test("a secret of another project or organization does not belong", async () => {
-    const other = addProject(api, "Policy other project");
+    const other = await addProject(api, "Policy other project");
     const foreignProject = await newSecret(api, "foreign-p", "/v1/secrets", other.projectKey);
-    const otherOrg = addOrganization(api, "Policy other org");
+    const otherOrg = await addOrganization(api, "Policy other org");
     const foreignOrgSecret = await newSecret(api, "foreign-o", "/v1/org/secrets", otherOrg.orgKey);
     const foreignOrgProject = await newSecret(api, "foreign-op", "/v1/secrets", otherOrg.projectKey);
     for (const secretId of [foreignProject, foreignOrgSecret, foreignOrgProject]) {
@@ -324,21 +325,21 @@ describe("POST /policy/rules: modifier and service checks (422, in order)", () =
     expectEnvelope(await api.call("POST", "/v1/policy/rules", { body: rule({ targets: [{ kind: "connection", connectionId: UNKNOWN }] }) }), 422, MSG.missing);
     expectEnvelope(await api.call("POST", "/v1/policy/rules", { body: rule({ targets: [{ kind: "connection", connectionId: UNKNOWN, tools: ["send_email"] }] }) }), 422, MSG.missing);
     // An agent of another project is not an identity of a project rule, but is one of an organization rule.
-    const other = addProject(api, "Policy agent project");
+    const other = await addProject(api, "Policy agent project");
     const foreignAgent = (await api.call("GET", "/v1/agents/default", { key: other.projectKey })).body.id;
     expectEnvelope(await api.call("POST", "/v1/policy/rules", { body: rule({ identities: [{ type: "agent", id: foreignAgent }] }) }), 422, MSG.missing);
     const orgRule = await api.call("POST", "/v1/org/policy/rules", { key: api.orgKey, body: rule({ identities: [{ type: "agent", id: foreignAgent }] }) });
     expect(orgRule.status).toBe(201);
     expect(orgRule.body.identities).toEqual([{ type: "agent", id: foreignAgent }]);
     // Another organization's agent is unknown everywhere.
-    const otherOrg = addOrganization(api, "Policy agent org");
+    const otherOrg = await addOrganization(api, "Policy agent org");
     const alien = (await api.call("GET", "/v1/agents/default", { key: otherOrg.projectKey })).body.id;
     expectEnvelope(await api.call("POST", "/v1/org/policy/rules", { key: api.orgKey, body: rule({ identities: [{ type: "agent", id: alien }] }) }), 422, MSG.missing);
   });
 
   test("the service checks run in contract order", async () => {
     const org = await newSecret(api, "order-org", "/v1/org/secrets", api.orgKey);
-    const other = addProject(api, "Policy order project");
+    const other = await addProject(api, "Policy order project");
     const foreign = await newSecret(api, "order-foreign", "/v1/secrets", other.projectKey);
     // either/both before organization-level, organization-level before foreign, foreign before missing, missing before provider.
     expectEnvelope(await api.call("POST", "/v1/policy/rules", { body: rule({ targets: [{ kind: "secret", secretId: org }, { kind: "secret" }] }) }), 422, MSG.secretEither);
@@ -364,7 +365,7 @@ describe("POST /policy/rules: modifier and service checks (422, in order)", () =
 
 describe("GET /policy/rules", () => {
   test("status query: draft (default), published, else 422", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     await createRule(a, rule({ name: "d" }));
     expect((await a.call("GET", "/v1/policy/rules?status=draft")).body.map((r: any) => r.name)).toEqual(["d"]);
     expect((await a.call("GET", "/v1/policy/rules?status=")).body.map((r: any) => r.name)).toEqual(["d"]);
@@ -377,7 +378,7 @@ describe("GET /policy/rules", () => {
   });
 
   test("ordered by priority then id; the Default Rule is never listed", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const r1 = await createRule(a, rule({ name: "one" }));
     const r2 = await createRule(a, rule({ name: "two" }));
     await a.call("PATCH", "/v1/policy/default", { body: { action: "block" } });
@@ -388,7 +389,7 @@ describe("GET /policy/rules", () => {
   });
 
   test("project and organization rules are separate lists", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     await createRule(a, rule({ name: "proj" }));
     await createRule(a, rule({ name: "org" }), "/v1/org/policy", a.orgKey);
     expect((await a.call("GET", "/v1/policy/rules")).body.map((r: any) => [r.name, r.scope])).toEqual([["proj", "project"]]);
@@ -401,8 +402,8 @@ describe("GET /policy/rules", () => {
   });
 
   test("another project's rules are invisible", async () => {
-    const a = createTestApi();
-    const other = addProject(a, "Rules elsewhere");
+    const a = await createTestApi();
+    const other = await addProject(a, "Rules elsewhere");
     const theirs = await createRule(a, rule({ name: "theirs" }), "/v1/policy", other.projectKey);
     expect((await a.call("GET", "/v1/policy/rules")).body).toEqual([]);
     expectEnvelope(await a.call("GET", `/v1/policy/rules/${theirs.id}`), 404, MSG.notFound);
@@ -414,7 +415,7 @@ describe("GET /policy/rules", () => {
   });
 
   test("include=managed appends the live grant rules read-only", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     await createRule(a, rule({ name: "custom" }));
     const secret = await newSecret(a, "Stripe");
     const agent = (await a.call("POST", "/v1/agents", { body: { name: "Builder", identifier: "builder", mode: "grants" } })).body;
@@ -454,7 +455,7 @@ describe("GET /policy/rules", () => {
 
 describe("PATCH /policy/rules/{id}", () => {
   test("partial update; priority, id and logicalId never change; nulls clear", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     await createRule(a, rule({ name: "first" }));
     const r = await createRule(a, rule({ name: "limited", description: "d", rateLimit: 3, rateLimitWindow: "hour", conditions: [{ target: "body", operator: "contains", value: "x" }] }));
     const res = await a.call("PATCH", `/v1/policy/rules/${r.id}`, { body: { name: "  renamed  ", priority: 99 } });
@@ -527,7 +528,7 @@ describe("PATCH /policy/rules/{id}", () => {
 
 describe("PUT /policy/rules/order", () => {
   test("renumbers 1..N in the given order and returns the full draft list", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const r1 = await createRule(a, rule({ name: "1" }));
     const r2 = await createRule(a, rule({ name: "2" }));
     const r3 = await createRule(a, rule({ name: "3" }));
@@ -545,7 +546,7 @@ describe("PUT /policy/rules/order", () => {
   });
 
   test("example 21: a list that does not name every non-default draft rule exactly once → 409", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const r1 = await createRule(a, rule({ name: "1" }));
     const r2 = await createRule(a, rule({ name: "2" }));
     const r3 = await createRule(a, rule({ name: "3" }));
@@ -580,7 +581,7 @@ describe("PUT /policy/rules/order", () => {
 
 describe("Default Rule: GET and PATCH /policy/default", () => {
   test("virtual Default Rule when none is persisted", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     for (const q of ["", "?status=draft", "?status=published"]) {
       const res = await a.call("GET", `/v1/policy/default${q}`);
       expect(res.status).toBe(200);
@@ -592,7 +593,7 @@ describe("Default Rule: GET and PATCH /policy/default", () => {
   });
 
   test("PATCH creates the draft Default Rule, then updates it in place; published stays virtual until publish", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     const res = await a.call("PATCH", "/v1/policy/default", { body: { action: "block" } });
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(RULE_KEYS);
@@ -624,7 +625,7 @@ describe("Default Rule: GET and PATCH /policy/default", () => {
 
 describe("POST /policy/publish, GET /policy/last-publish", () => {
   test("publish copies every draft (and a created Default Rule) into generation N+1 with new ids, same logicalIds", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     expect((await a.call("GET", "/v1/policy/last-publish")).body).toBeNull();
     const r1 = await createRule(a, rule({ name: "one" }));
     const r2 = await createRule(a, rule({ name: "two", action: "block" }));
@@ -663,7 +664,7 @@ describe("POST /policy/publish, GET /policy/last-publish", () => {
   });
 
   test("published copies are not draft rules: GET/PATCH/DELETE by their id → 404", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     await createRule(a, rule({ name: "p" }));
     await a.call("POST", "/v1/policy/publish");
     const published = (await a.call("GET", "/v1/policy/rules?status=published")).body[0];
@@ -674,28 +675,29 @@ describe("POST /policy/publish, GET /policy/last-publish", () => {
   });
 
   test("publishing an empty draft set publishes just the Default Rule", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     expect((await a.call("POST", "/v1/policy/publish")).body).toEqual({ generation: 1, ruleCount: 1 });
     expect((await a.call("GET", "/v1/policy/rules?status=published")).body).toEqual([]);
     expect((await a.call("GET", "/v1/policy/default?status=published")).body).toMatchObject({ action: "allow", generation: 1, status: "published" });
   });
 
   test("only the newest 10 generations are kept", async () => {
-    const a = createTestApi();
+    const a = await createTestApi();
     await createRule(a, rule());
     for (let i = 1; i <= 12; i++) expect((await a.call("POST", "/v1/policy/publish")).body.generation).toBe(i);
-    const generations = a.core.db.$client
-      .query("SELECT DISTINCT generation FROM policy_rules WHERE status = 'published' AND project_id = ? ORDER BY generation")
-      .all(a.projectId)
-      .map((r: any) => r.generation);
+    const generations = (
+      await a.core.store.query<{ generation: number }>(
+        sql`SELECT DISTINCT generation FROM policy_rules WHERE status = 'published' AND project_id = ${a.projectId} ORDER BY generation`,
+      )
+    ).map((r) => Number(r.generation));
     expect(generations).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     expect((await a.call("GET", "/v1/policy/rules?status=published")).body[0].generation).toBe(12);
     expect((await a.call("GET", "/v1/policy/last-publish")).body.generation).toBe(12);
   });
 
   test("project and organization generations are independent; appliedBy names the key holder", async () => {
-    const a = createTestApi();
-    const admin = addMember(a, "admin");
+    const a = await createTestApi();
+    const admin = await addMember(a, "admin");
     await createRule(a, rule({ name: "org rule" }), "/v1/org/policy", a.orgKey);
     expect((await a.call("POST", "/v1/org/policy/publish", { key: admin.orgKey })).body).toEqual({ generation: 1, ruleCount: 2 });
     expect((await a.call("POST", "/v1/org/policy/publish", { key: a.orgKey })).body).toEqual({ generation: 2, ruleCount: 2 });
@@ -712,9 +714,9 @@ describe("POST /policy/publish, GET /policy/last-publish", () => {
 
 describe("organization scope /org/policy/*: O·admin", () => {
   test("org key and an owner's project key pass; a member → 403; a member's org key → 401; partner-less session-less → 401", async () => {
-    const a = createTestApi();
-    const member = addMember(a, "member");
-    const admin = addMember(a, "admin");
+    const a = await createTestApi();
+    const member = await addMember(a, "member");
+    const admin = await addMember(a, "admin");
     expect((await a.call("GET", "/v1/org/policy/rules", { key: a.orgKey })).status).toBe(200);
     expect((await a.call("GET", "/v1/org/policy/rules", { key: admin.orgKey })).status).toBe(200);
     expect((await a.call("GET", "/v1/org/policy/rules", { key: a.projectKey })).status).toBe(200);
@@ -745,8 +747,8 @@ describe("organization scope /org/policy/*: O·admin", () => {
   });
 
   test("another organization's rules are invisible", async () => {
-    const a = createTestApi();
-    const other = addOrganization(a, "Policy neighbours");
+    const a = await createTestApi();
+    const other = await addOrganization(a, "Policy neighbours");
     const theirs = await createRule(a, rule({ name: "theirs" }), "/v1/org/policy", other.orgKey);
     expect((await a.call("GET", "/v1/org/policy/rules", { key: a.orgKey })).body).toEqual([]);
     expectEnvelope(await a.call("PATCH", `/v1/org/policy/rules/${theirs.id}`, { key: a.orgKey, body: { name: "x" } }), 404, MSG.notFound);

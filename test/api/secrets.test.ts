@@ -1,4 +1,5 @@
 // Secrets, project and organization (CONTRACT §3.3, §5.2; §9 examples 13-18).
+import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { addMember, addOrganization, addProject, expectEnvelope, expectFlat, ISO_MS, UUID_V4 } from "./helpers.ts";
@@ -23,8 +24,8 @@ const CREATED_KEYS = ["createdAt", "hostPattern", "id", "name", "opRef", "pathPa
 const SECRET_KEYS = ["createdAt", "hostPattern", "id", "injectionConfig", "metadata", "name", "opRef", "pathPattern", "scope", "type", "typeLabel", "valueSource"];
 
 let api: TestApi;
-beforeAll(() => {
-  api = createTestApi();
+beforeAll(async () => {
+  api = await createTestApi();
 });
 
 let seq = 0;
@@ -301,13 +302,13 @@ describe("external vault", () => {
   test("example 16: on an organization secret → envelope scope message (configured or not)", async () => {
     const body = { name: "s", type: "generic", valueSource: "external_vault", opRef: "op://v/i/f", hostPattern: "api.x.com", injectionConfig: { headerName: "x-k" } };
     expectEnvelope(await api.call("POST", "/v1/org/secrets", { key: api.orgKey, body }), 400, MSG.vaultScope);
-    const vaulted = createTestApi({ CREDGATE_OP_CONNECT_HOST: "http://127.0.0.1:1" });
+    const vaulted = await createTestApi({ CREDGATE_OP_CONNECT_HOST: "http://127.0.0.1:1" });
     expectEnvelope(await vaulted.call("POST", "/v1/org/secrets", { key: vaulted.orgKey, body }), 400, MSG.vaultScope);
     expect((await vaulted.call("GET", "/v1/org/secrets", { key: vaulted.orgKey })).body).toEqual([]);
   });
 
   test("configured → 201 without preview; opRef and opDisplay kept; a stray value is ignored", async () => {
-    const vaulted = createTestApi({ CREDGATE_OP_CONNECT_HOST: "http://127.0.0.1:1" });
+    const vaulted = await createTestApi({ CREDGATE_OP_CONNECT_HOST: "http://127.0.0.1:1" });
     const res = await vaulted.call("POST", "/v1/secrets", {
       body: vaultBody({ opRef: "op://Private/Stripe/credential", opDisplay: { vault: "Private", item: "Stripe", field: "credential" }, value: "stray-value-xyz" }),
     });
@@ -323,7 +324,7 @@ describe("external vault", () => {
 
 describe("listing and visibility", () => {
   test("project list = own + organization secrets, createdAt desc; org list = organization only", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const p1 = await create(fresh, generic({ name: "p1" }));
     await Bun.sleep(3);
     const o1 = await create(fresh, generic({ name: "o1" }), "/v1/org/secrets", fresh.orgKey);
@@ -350,10 +351,10 @@ describe("listing and visibility", () => {
   });
 
   test("another project's and another organization's secrets are invisible", async () => {
-    const fresh = createTestApi();
-    const second = addProject(fresh, "Neighbour");
+    const fresh = await createTestApi();
+    const second = await addProject(fresh, "Neighbour");
     const theirs = await create(fresh, generic({ name: "neighbour" }), "/v1/secrets", second.projectKey);
-    const foreign = addOrganization(fresh, "Foreign");
+    const foreign = await addOrganization(fresh, "Foreign");
     const foreignOrg = await create(fresh, generic({ name: "foreign-org" }), "/v1/org/secrets", foreign.orgKey);
     const mine = (await fresh.call("GET", "/v1/secrets")).body.map((s: any) => s.id);
     expect(mine).not.toContain(theirs.id);
@@ -367,7 +368,7 @@ describe("listing and visibility", () => {
   });
 
   test("organization secret routes are admin-only", async () => {
-    const member = addMember(api, "member");
+    const member = await addMember(api, "member");
     expectEnvelope(await api.call("GET", "/v1/org/secrets", { key: member.projectKey }), 403, "Insufficient permissions");
     expectEnvelope(await api.call("POST", "/v1/org/secrets", { key: member.projectKey, body: generic() }), 403, "Insufficient permissions");
     // The member can still create project secrets.
@@ -465,12 +466,12 @@ describe("PATCH /secrets/{id}", () => {
   });
 
   test("with a vault configured: inline → external_vault (opRef set) → inline again with a new value", async () => {
-    const vaulted = createTestApi({ CREDGATE_OP_CONNECT_HOST: "http://127.0.0.1:1" });
+    const vaulted = await createTestApi({ CREDGATE_OP_CONNECT_HOST: "http://127.0.0.1:1" });
     const s = await create(vaulted, generic());
     expect((await vaulted.call("PATCH", `/v1/secrets/${s.id}`, { body: { valueSource: "external_vault", opRef: "op://v/i/f" } })).status).toBe(200);
     expect(await listed(vaulted, s.id)).toMatchObject({ valueSource: "external_vault", opRef: "op://v/i/f" });
     // The stored inline value is discarded.
-    expect(vaulted.core.db.$client.query("SELECT value_sealed FROM secrets WHERE id = ?").get(s.id)).toEqual({ value_sealed: null });
+    expect(await vaulted.core.store.query(sql`SELECT value_sealed FROM secrets WHERE id = ${s.id}`)).toEqual([{ value_sealed: null }]);
     expect((await vaulted.call("PATCH", `/v1/secrets/${s.id}`, { body: { value: "back-inline" } })).status).toBe(200);
     expect(await listed(vaulted, s.id)).toMatchObject({ valueSource: "inline", opRef: null });
   });
@@ -507,7 +508,7 @@ describe("DELETE /secrets/{id}", () => {
 
 describe("secret values never leave the server", () => {
   test("no response of any secret endpoint contains a stored value", async () => {
-    const fresh = createTestApi({ CREDGATE_OP_CONNECT_HOST: "http://127.0.0.1:1" });
+    const fresh = await createTestApi({ CREDGATE_OP_CONNECT_HOST: "http://127.0.0.1:1" });
     const values = ["generic-header-value-0001", "generic-param-value-0002", "pathvalue0003", "sk-ant-api03-value-0004", "sk-proj-value-0005", "org-secret-value-0006", "patched-value-0007"];
     const texts: string[] = [];
     const call = async (method: string, path: string, opts: { key?: string; body?: unknown } = {}) => {

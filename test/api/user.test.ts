@@ -4,8 +4,8 @@ import { createTestApi, type TestApi } from "../support/app.ts";
 import { addMember, expectEnvelope, expectFlat, expectUnauthorized, ISO_MS, UUID_V4 } from "./helpers.ts";
 
 let api: TestApi;
-beforeAll(() => {
-  api = createTestApi();
+beforeAll(async () => {
+  api = await createTestApi();
 });
 
 describe("GET/PATCH /user", () => {
@@ -22,13 +22,13 @@ describe("GET/PATCH /user", () => {
   });
 
   test("each key acts as its holder", async () => {
-    const member = addMember(api, "member", "someone@example.com");
+    const member = await addMember(api, "member", "someone@example.com");
     const res = await api.call("GET", "/v1/user", { key: member.projectKey });
     expect(res.body).toMatchObject({ id: member.user.id, email: "someone@example.com" });
   });
 
   test("PATCH /user {name} → 200 {id, email, name}, trimmed", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const res = await fresh.call("PATCH", "/v1/user", { body: { name: "  Ada Lovelace  " } });
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(["email", "id", "name"]);
@@ -59,15 +59,15 @@ describe("GET /user/api-key and regeneration", () => {
   });
 
   test("a member gets their own project key", async () => {
-    const member = addMember(api, "member");
+    const member = await addMember(api, "member");
     expect((await api.call("GET", "/v1/user/api-key", { key: member.projectKey })).body).toEqual({ apiKey: member.projectKey });
   });
 
   test("a missing key is created on demand for an admin's org key + X-Project-Id", async () => {
     const { orgs, apiKeys } = api.core.services;
-    const user = orgs.createUser("keyless-admin@example.com", "Keyless");
-    orgs.addMember(api.organizationId, user.id, "admin");
-    const orgKey = apiKeys.keyFor({ kind: "organization", userId: user.id, organizationId: api.organizationId });
+    const user = await orgs.createUser("keyless-admin@example.com", "Keyless");
+    await orgs.addMember(api.organizationId, user.id, "admin");
+    const orgKey = await apiKeys.keyFor({ kind: "organization", userId: user.id, organizationId: api.organizationId });
     const res = await api.call("GET", "/v1/user/api-key", { key: orgKey, headers: { "x-project-id": api.projectId } });
     expect(res.status).toBe(200);
     expect(res.body.apiKey).toMatch(/^svc_[0-9a-f]{64}$/);
@@ -78,7 +78,7 @@ describe("GET /user/api-key and regeneration", () => {
   });
 
   test("POST /user/api-key/regenerate → a new key; the old one dies at once", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const old = fresh.projectKey;
     const res = await fresh.call("POST", "/v1/user/api-key/regenerate", { key: old });
     expect(res.status).toBe(200);
@@ -93,7 +93,7 @@ describe("GET /user/api-key and regeneration", () => {
   });
 
   test("regeneration through an org key needs X-Project-Id", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     expectEnvelope(await fresh.call("POST", "/v1/user/api-key/regenerate", { key: fresh.orgKey }), 400, "X-Project-Id header is required");
     expect((await fresh.call("GET", "/v1/agents", { key: fresh.projectKey })).status).toBe(200);
     const res = await fresh.call("POST", "/v1/user/api-key/regenerate", { key: fresh.orgKey, headers: { "x-project-id": fresh.projectId } });
@@ -118,13 +118,13 @@ describe("organization settings and API key (§5.13)", () => {
     expect(res.body.id).toMatch(/^[a-z]{16}$/);
     expect(api.projectId).toMatch(/^[a-z]{16}$/);
     // Bootstrap (§7): "Default Organization", "Default Project", owner@localhost.
-    expect(api.core.services.orgs.getProject(api.projectId)?.name).toBe("Default Project");
+    expect((await api.core.services.orgs.getProject(api.projectId))?.name).toBe("Default Project");
     // The owner's project key gives the same organization context.
     expect((await api.call("GET", "/v1/org/settings")).body.id).toBe(api.organizationId);
   });
 
   test("PATCH /org/settings {name} → Organization; validation is flat 400", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const res = await fresh.call("PATCH", "/v1/org/settings", { key: fresh.orgKey, body: { name: "Acme" } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: fresh.organizationId, name: "Acme" });
@@ -132,7 +132,7 @@ describe("organization settings and API key (§5.13)", () => {
     expectFlat(await fresh.call("PATCH", "/v1/org/settings", { key: fresh.orgKey, body: { name: "x".repeat(256) } }), 400, "name must be 1-255 characters");
     expectFlat(await fresh.call("PATCH", "/v1/org/settings", { key: fresh.orgKey, body: {} }), 400, "name is required");
     expect((await fresh.call("GET", "/v1/org/settings", { key: fresh.orgKey })).body.name).toBe("Acme");
-    const member = addMember(fresh, "member");
+    const member = await addMember(fresh, "member");
     expectEnvelope(await fresh.call("PATCH", "/v1/org/settings", { key: member.projectKey, body: { name: "Hijack" } }), 403, "Insufficient permissions");
   });
 
@@ -142,7 +142,7 @@ describe("organization settings and API key (§5.13)", () => {
   });
 
   test("POST /org/api-key/regenerate → new org key; the old one → 401", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const res = await fresh.call("POST", "/v1/org/api-key/regenerate", { key: fresh.orgKey });
     expect(res.status).toBe(200);
     expect(res.body.apiKey).toMatch(/^svc_org_[0-9a-f]{64}$/);

@@ -6,8 +6,8 @@ import { VERSION } from "../../src/version.ts";
 import { expectEnvelope, expectFlat, ISO_MS } from "./helpers.ts";
 
 let api: TestApi;
-beforeAll(() => {
-  api = createTestApi();
+beforeAll(async () => {
+  api = await createTestApi();
 });
 
 const unknown = (method: string, path: string) => `Unrecognized request URL (${method}: ${path}).`;
@@ -91,7 +91,7 @@ describe("health (§5.10)", () => {
 
 describe("counts (§5.10)", () => {
   test("{agents, apps, llms, secrets}: project + organization, LLM vs generic", async () => {
-    const fresh = createTestApi();
+    const fresh = await createTestApi();
     const first = await fresh.call("GET", "/v1/counts");
     expect(first.status).toBe(200);
     expect(first.body).toEqual({ agents: 1, apps: 0, llms: 0, secrets: 0 });
@@ -108,7 +108,7 @@ describe("counts (§5.10)", () => {
     expect((await fresh.call("POST", "/v1/apps/resend/connect", { body: { fields: { apiKey: "re_1" } } })).status).toBe(200);
     expect((await fresh.call("POST", "/v1/org/apps/vercel/connect", { key: fresh.orgKey, body: { fields: { apiToken: "vc_1" } } })).status).toBe(200);
     const revoked = await fresh.call("POST", "/v1/apps/cloudflare/connect", { body: { fields: { apiToken: "cf_1" } } });
-    fresh.core.services.connections.setStatus(revoked.body.connection.id, "revoked", 0);
+    await fresh.core.services.connections.setStatus(revoked.body.connection.id, "revoked", 0);
 
     const res = await fresh.call("GET", "/v1/counts");
     expect(res.body).toEqual({ agents: 2, apps: 2, llms: 3, secrets: 2 });
@@ -199,7 +199,7 @@ describe("request bodies (§0.2, §0.3)", () => {
 
 describe("GET /app-connect/{provider} (where the OAuth callback lands)", () => {
   test("success and error pages, values escaped", async () => {
-    const api = createTestApi();
+    const api = await createTestApi();
     const ok = await api.app.handle(new Request("http://localhost/app-connect/github?status=success&connectionId=c-1&agent_name=%3Cb%3E"));
     expect(ok.status).toBe(200);
     expect(ok.headers.get("content-type")).toBe("text/html; charset=utf-8");

@@ -45,7 +45,7 @@ async function run(args: string[]) {
 }
 
 describe("compiled binary", () => {
-  test("is a single executable file", () => {
+  test("is a single executable file", async () => {
     expect(existsSync(binary)).toBe(true);
     expect(statSync(binary).mode & 0o111).not.toBe(0);
     expect(readdirSync(emptyDir)).toEqual(["credgate"]);

@@ -168,7 +168,7 @@ describe("streaming", () => {
   describe("5 MB upload arrives intact", () => {
     const body = randomBytes(5 * 1024 * 1024);
     let file: string;
-    beforeAll(() => {
+    beforeAll(async () => {
       file = join(tempDir(), "upload.bin");
       writeFileSync(file, body);
     });

@@ -155,7 +155,7 @@ describe("self-hosted → cloud", () => {
     expect(onCloud.stderr).toBe("credgate: migrate export runs on a self-hosted instance (CREDGATE_MODE is cloud)\n");
   });
 
-  test("both sides log the migration, with counts and never a secret value", () => {
+  test("both sides log the migration, with counts and never a secret value", async () => {
     expect(sh.output()).toMatch(/"msg":"migration export","projectId":"[a-z]{16}","cloudHost":"127\.0\.0\.1:\d+","parts":1,"secrets":1,"agents":1,/);
     expect(cloud.output()).toContain('"msg":"migration import"');
     for (const out of [sh.output(), cloud.output()]) {

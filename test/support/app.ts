@@ -1,9 +1,15 @@
-// In-process API for tests: the real services and Elysia app over a temp SQLite data dir, driven with
-// `app.handle(new Request(...))`. No listener, no mocks.
+// In-process API for tests: the real services and Elysia app over a fresh store, driven with
+// `app.handle(new Request(...))`. No listener, no mocks. The store is a temp SQLite data dir, or a fresh
+// PostgreSQL database when the suite runs in Postgres mode (test/support/postgres.ts).
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { sql } from "drizzle-orm";
 import { loadConfig } from "../../src/config.ts";
+import { DB_FILE, SqliteStore } from "../../src/store/sqlite.ts";
 import { log } from "../../src/log.ts";
 import { openCore, type Core } from "../../src/server.ts";
 import { caRoutes, createApiApp, type ApiApp } from "../../src/api/app.ts";
+import { testDatabaseEnv } from "./postgres.ts";
 import { tempDir } from "./tmp.ts";
 
 export interface TestApi {
@@ -22,11 +28,30 @@ export interface TestApi {
 /** Stands in for the gateway CA in-process (the real CA is exercised by the e2e tests). */
 export const TEST_CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n";
 
-export function createTestApi(env: Record<string, string> = {}): TestApi {
+/**
+ * Everything the store holds, as text, to search for a value that must never be stored in plaintext: the
+ * SQLite files' raw bytes (after a checkpoint, so the WAL is in the file too), or every row of every table.
+ */
+export async function storedText(api: TestApi): Promise<string> {
+  const { store } = api.core;
+  if (store instanceof SqliteStore) {
+    store.client.exec("PRAGMA wal_checkpoint(FULL)");
+    return readdirSync(api.dataDir)
+      .filter((f) => f.startsWith(DB_FILE))
+      .map((f) => readFileSync(join(api.dataDir, f)).toString("latin1"))
+      .join("\n");
+  }
+  const tables = await store.query<{ name: string }>(sql`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`);
+  const out: string[] = [];
+  for (const { name } of tables) out.push(JSON.stringify(await store.query(sql`SELECT * FROM ${sql.identifier(name)}`)));
+  return out.join("\n");
+}
+
+export async function createTestApi(env: Record<string, string> = {}): Promise<TestApi> {
   log.setQuiet(true);
   const dataDir = tempDir();
-  const config = loadConfig({ dataDir, port: 0, gatewayPort: 0 }, { ...env });
-  const core = openCore(config);
+  const config = loadConfig({ dataDir, port: 0, gatewayPort: 0 }, { ...(await testDatabaseEnv()), ...env });
+  const core = await openCore(config);
   const app = createApiApp(core.services, caRoutes(TEST_CA_PEM));
   const b = core.bootstrap;
   const api: TestApi = {

@@ -52,14 +52,14 @@ function appsServing(host: string, path: string): string[] {
 }
 
 describe("catalog", () => {
-  test("every contract provider, unique ids, in display order", () => {
+  test("every contract provider, unique ids, in display order", async () => {
     expect(APPS.map((a) => a.id)).toEqual(ORDER);
     expect(new Set(APPS.map((a) => a.id)).size).toBe(APPS.length);
     for (const id of ORDER) expect(findApp(id)?.id).toBe(id);
     expect(findApp("nope")).toBeNull();
   });
 
-  test("resources guards: github repositories, dropbox folders, nobody else", () => {
+  test("resources guards: github repositories, dropbox folders, nobody else", async () => {
     expect(APPS.filter((a) => a.resources).map((a) => [a.id, a.resources])).toEqual([
       ["github", "repositories"],
       ["dropbox", "folders"],
@@ -68,13 +68,13 @@ describe("catalog", () => {
 });
 
 describe.each(APPS.map((a) => [a.id, a] as const))("%s", (_id, a) => {
-  test("name, description and connection type", () => {
+  test("name, description and connection type", async () => {
     expect(a.name.trim()).not.toBe("");
     expect(a.description.trim()).not.toBe("");
     expect(["oauth", "api_key"]).toContain(a.connectionType);
   });
 
-  test("host rules: valid host and path patterns, at least one injection", () => {
+  test("host rules: valid host and path patterns, at least one injection", async () => {
     expect(a.hosts.length).toBeGreaterThan(0);
     for (const r of a.hosts) {
       expect(hostPatternError(r.host)).toBeNull();
@@ -90,7 +90,7 @@ describe.each(APPS.map((a) => [a.id, a] as const))("%s", (_id, a) => {
     }
   });
 
-  test("tools: snake_case unique ids, read/write, uppercase methods, valid patterns", () => {
+  test("tools: snake_case unique ids, read/write, uppercase methods, valid patterns", async () => {
     if (FEW_TOOLS.has(a.id)) expect(a.tools.length).toBeGreaterThanOrEqual(1);
     else {
       expect(a.tools.length).toBeGreaterThanOrEqual(6);
@@ -112,7 +112,7 @@ describe.each(APPS.map((a) => [a.id, a] as const))("%s", (_id, a) => {
     expect(new Set(a.tools.map((t) => `${t.method} ${t.host} ${t.path}`)).size).toBe(a.tools.length);
   });
 
-  test("every tool is served by one of the app's host rules, and by no other app", () => {
+  test("every tool is served by one of the app's host rules, and by no other app", async () => {
     for (const t of a.tools) {
       const path = sample(t.path);
       expect(compilePathPattern(t.path)(path)).toBe(true);
@@ -121,7 +121,7 @@ describe.each(APPS.map((a) => [a.id, a] as const))("%s", (_id, a) => {
     }
   });
 
-  test("no read tool covers a write tool's request (same method)", () => {
+  test("no read tool covers a write tool's request (same method)", async () => {
     const reads = a.tools.filter((t) => t.category === "read");
     for (const w of a.tools.filter((t) => t.category === "write")) {
       const covering = reads.filter((r) => toolMatches(r, w.method, w.host, sample(w.path))).map((r) => r.id);
@@ -129,7 +129,7 @@ describe.each(APPS.map((a) => [a.id, a] as const))("%s", (_id, a) => {
     }
   });
 
-  test("blocklist: unique short ids, valid host patterns", () => {
+  test("blocklist: unique short ids, valid host patterns", async () => {
     expect(new Set(a.blocklist.map((b) => b.id)).size).toBe(a.blocklist.length);
     for (const b of a.blocklist) {
       expect(b.id).toMatch(SHORT_ID);
@@ -139,7 +139,7 @@ describe.each(APPS.map((a) => [a.id, a] as const))("%s", (_id, a) => {
   });
 
   if (a.connectionType === "oauth") {
-    test("oauth: https endpoints, scopes, BYOC client fields, a label source, no injection fields", () => {
+    test("oauth: https endpoints, scopes, BYOC client fields, a label source, no injection fields", async () => {
       const o = a.oauth!;
       expect(o).toBeDefined();
       expect(new URL(o.authorizeUrl).protocol).toBe("https:");
@@ -155,7 +155,7 @@ describe.each(APPS.map((a) => [a.id, a] as const))("%s", (_id, a) => {
       for (const r of a.hosts) for (const i of r.inject) expect(i.field).toBeUndefined();
     });
   } else {
-    test("api key: no oauth, a secret field, every injection names a field", () => {
+    test("api key: no oauth, a secret field, every injection names a field", async () => {
       expect(a.oauth).toBeUndefined();
       expect(a.fields.some((f) => f.secret)).toBe(true);
       expect(new Set(a.fields.map((f) => f.name)).size).toBe(a.fields.length);
@@ -172,7 +172,7 @@ describe("contract facts", () => {
     return { category: t.category, method: t.method, host: t.host, path: t.path };
   };
 
-  test("resend and github examples (§5.8)", () => {
+  test("resend and github examples (§5.8)", async () => {
     expect(get("resend", "get_email")).toEqual({ category: "read", method: "GET", host: "api.resend.com", path: "/emails/*" });
     expect(get("resend", "list_emails")).toEqual({ category: "read", method: "GET", host: "api.resend.com", path: "/emails" });
     expect(get("resend", "send_email")).toEqual({ category: "write", method: "POST", host: "api.resend.com", path: "/emails" });
@@ -180,7 +180,7 @@ describe("contract facts", () => {
     expect(get("github", "create_issue")).toEqual({ category: "write", method: "POST", host: "api.github.com", path: "/repos/*/*/issues" });
   });
 
-  test("API-key fields and labels", () => {
+  test("API-key fields and labels", async () => {
     const fields = (id: string) => app(id).fields.map((f) => [f.name, f.label, f.secret]);
     expect(fields("resend")).toEqual([["apiKey", "API Key", true]]);
     expect(fields("cloudflare")).toEqual([["apiToken", "API Token", true]]);
@@ -191,7 +191,7 @@ describe("contract facts", () => {
     ]);
   });
 
-  test("hosts and injection of the contract table", () => {
+  test("hosts and injection of the contract table", async () => {
     const hosts = (id: string): [string, string[] | null, AppInjection[]][] => app(id).hosts.map((r) => [r.host, r.paths ?? null, r.inject]);
     const bearer: AppInjection[] = [{ kind: "bearer" }];
     expect(hosts("gmail")).toEqual([
@@ -221,7 +221,7 @@ describe("contract facts", () => {
     ]);
   });
 
-  test("authorize parameters and label sources", () => {
+  test("authorize parameters and label sources", async () => {
     const o = (id: string) => app(id).oauth!;
     for (const id of ["gmail", "google-calendar", "google-drive"]) {
       expect(o(id).authorizeParams).toEqual({ access_type: "offline", prompt: "consent" });
@@ -295,7 +295,7 @@ describe("concrete requests → tools (real matchers)", () => {
 });
 
 describe("concrete requests → host rules", () => {
-  test("gitlab: bearer on the API, Basic oauth2 on git smart-HTTP paths, nothing elsewhere", () => {
+  test("gitlab: bearer on the API, Basic oauth2 on git smart-HTTP paths, nothing elsewhere", async () => {
     const gl = app("gitlab");
     const injection = (path: string) => rulesFor(gl, "gitlab.com", path).map((i) => gl.hosts[i]!.inject);
     expect(injection("/api/v4/user")).toEqual([[{ kind: "bearer" } as AppInjection]]);
@@ -308,7 +308,7 @@ describe("concrete requests → host rules", () => {
     expect(injection("/users/sign_in")).toEqual([]);
   });
 
-  test("www.googleapis.com is split between the three Google apps by path", () => {
+  test("www.googleapis.com is split between the three Google apps by path", async () => {
     expect(appsServing("www.googleapis.com", "/gmail/v1/users/me/messages")).toEqual(["gmail"]);
     expect(appsServing("www.googleapis.com", "/calendar/v3/users/me/calendarList")).toEqual(["google-calendar"]);
     expect(appsServing("www.googleapis.com", "/drive/v3/files")).toEqual(["google-drive"]);
@@ -317,7 +317,7 @@ describe("concrete requests → host rules", () => {
     expect(appsServing("gmail.googleapis.com", "/gmail/v1/users/me/profile")).toEqual(["gmail"]);
   });
 
-  test("slack only on /api/*; datadog on its documented sites", () => {
+  test("slack only on /api/*; datadog on its documented sites", async () => {
     expect(appsServing("slack.com", "/api/auth.test")).toEqual(["slack"]);
     expect(appsServing("slack.com", "/oauth/v2/authorize")).toEqual([]);
     expect(appsServing("files.slack.com", "/files-pri/T1-F1/x.png")).toEqual([]);

@@ -60,14 +60,14 @@ describe("winning connection across providers (§6.8)", () => {
     expect(rq.decision).toBe("error");
   });
 
-  test("the header picks one of them", () => {
+  test("the header picks one of them", async () => {
     const rq = request([a, b], { "x-credgate-connection-id": "c-b" });
     expect(selectConnection(rq)).toBeUndefined();
     expect(rq.connection?.id).toBe("c-b");
     expect(rq.provider).toBe("mail-two");
   });
 
-  test("a secret serving the path swallows the conflict", () => {
+  test("a secret serving the path swallows the conflict", async () => {
     const secret = { id: "s", hostMatch: compileHostPattern(HOST), pathMatch: compilePathPattern(null), scope: "project", type: "generic" } as unknown as CompiledSecret;
     const rq = request([a, b], {}, [secret]);
     expect(selectConnection(rq)).toBeUndefined();

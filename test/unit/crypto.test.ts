@@ -15,13 +15,13 @@ const B64 = /^[A-Za-z0-9+/]*={0,2}$/;
 describe("Sealer", () => {
   const sealer = new Sealer(randomBytes(32));
 
-  test("round trip, including unicode and empty strings", () => {
+  test("round trip, including unicode and empty strings", async () => {
     for (const s of ["S3CR3T", "", "ünïcødé ✓ 🔑", "x".repeat(10_000), '{"tokens":{"access_token":"a"}}']) {
       expect(sealer.open(sealer.seal(s))).toBe(s);
     }
   });
 
-  test("format is v1:base64(iv):base64(tag):base64(ct) with a 12-byte IV and a 16-byte tag", () => {
+  test("format is v1:base64(iv):base64(tag):base64(ct) with a 12-byte IV and a 16-byte tag", async () => {
     const sealed = sealer.seal("hello world");
     const parts = sealed.split(":");
     expect(parts.length).toBe(4);
@@ -34,7 +34,7 @@ describe("Sealer", () => {
     expect(sealed).not.toContain("hello");
   });
 
-  test("the same plaintext seals differently each time", () => {
+  test("the same plaintext seals differently each time", async () => {
     const a = sealer.seal("same");
     const b = sealer.seal("same");
     expect(a).not.toBe(b);
@@ -43,7 +43,7 @@ describe("Sealer", () => {
     expect(sealer.open(b)).toBe("same");
   });
 
-  test("tampering with ciphertext, tag or IV is detected", () => {
+  test("tampering with ciphertext, tag or IV is detected", async () => {
     const sealed = sealer.seal("attack at dawn");
     const [v, iv, tag, ct] = sealed.split(":") as [string, string, string, string];
     const flip = (b64: string) => {
@@ -56,26 +56,26 @@ describe("Sealer", () => {
     expect(() => sealer.open([v, flip(iv), tag, ct].join(":"))).toThrow();
   });
 
-  test("a value sealed under another key does not open", () => {
+  test("a value sealed under another key does not open", async () => {
     const other = new Sealer(randomBytes(32));
     expect(() => other.open(sealer.seal("x"))).toThrow();
   });
 
-  test("unknown formats are rejected", () => {
+  test("unknown formats are rejected", async () => {
     const sealed = sealer.seal("x");
     expect(() => sealer.open(sealed.replace(/^v1/, "v2"))).toThrow();
     expect(() => sealer.open("plaintext")).toThrow();
     expect(() => sealer.open(sealed + ":extra")).toThrow();
   });
 
-  test("the key must be 32 bytes", () => {
+  test("the key must be 32 bytes", async () => {
     expect(() => new Sealer(randomBytes(16))).toThrow();
     expect(() => new Sealer(randomBytes(33))).toThrow();
   });
 });
 
 describe("tokenHash", () => {
-  test("is the SHA-256 hex of the token, deterministic", () => {
+  test("is the SHA-256 hex of the token, deterministic", async () => {
     const token = "svc_" + "ab".repeat(32);
     expect(tokenHash(token)).toBe(createHash("sha256").update(token).digest("hex"));
     expect(tokenHash(token)).toMatch(/^[0-9a-f]{64}$/);
@@ -86,7 +86,7 @@ describe("tokenHash", () => {
 });
 
 describe("loadMasterKey", () => {
-  test("creates master.key with mode 0600 on first use and reuses it", () => {
+  test("creates master.key with mode 0600 on first use and reuses it", async () => {
     const dir = tempDir();
     const key = loadMasterKey(dir, null);
     expect(key.length).toBe(32);
@@ -100,7 +100,7 @@ describe("loadMasterKey", () => {
     expect(new Sealer(loadMasterKey(dir, null)).open(sealed)).toBe("persisted");
   });
 
-  test("CREDGATE_MASTER_KEY wins and writes no file", () => {
+  test("CREDGATE_MASTER_KEY wins and writes no file", async () => {
     const dir = tempDir();
     const raw = randomBytes(32);
     const key = loadMasterKey(dir, raw.toString("base64"));
@@ -108,7 +108,7 @@ describe("loadMasterKey", () => {
     expect(() => statSync(join(dir, "master.key"))).toThrow();
   });
 
-  test("a corrupt master.key is an error, not a silently new key", () => {
+  test("a corrupt master.key is an error, not a silently new key", async () => {
     const dir = tempDir();
     writeFileSync(join(dir, "master.key"), "dG9vIHNob3J0\n", { mode: 0o600 });
     expect(() => loadMasterKey(dir, null)).toThrow();
@@ -119,7 +119,7 @@ describe("loadConfig", () => {
   const PROJECT_KEY = "svc_" + "0123456789abcdef".repeat(4);
   const ORG_KEY = "svc_org_" + "fedcba9876543210".repeat(4);
 
-  test("defaults (§7)", () => {
+  test("defaults (§7)", async () => {
     const c = loadConfig({}, {});
     expect(c.mode).toBe("self-hosted");
     expect(c.port).toBe(10254);
@@ -138,7 +138,7 @@ describe("loadConfig", () => {
     expect(c.resolve.size).toBe(0);
   });
 
-  test("flags win over the environment", () => {
+  test("flags win over the environment", async () => {
     const c = loadConfig({ port: "2000", mode: "cloud", host: "127.0.0.1" }, { CREDGATE_PORT: "1000", CREDGATE_MODE: "self-hosted", CREDGATE_HOST: "0.0.0.0" });
     expect(c.port).toBe(2000);
     expect(c.mode).toBe("cloud");
@@ -146,7 +146,7 @@ describe("loadConfig", () => {
     expect(c.publicUrl).toBe("http://localhost:2000");
   });
 
-  test("well-formed bootstrap keys are accepted", () => {
+  test("well-formed bootstrap keys are accepted", async () => {
     const c = loadConfig({}, { CREDGATE_BOOTSTRAP_API_KEY: PROJECT_KEY, CREDGATE_BOOTSTRAP_ORG_API_KEY: ORG_KEY });
     expect(c.bootstrapApiKey).toBe(PROJECT_KEY);
     expect(c.bootstrapOrgApiKey).toBe(ORG_KEY);
@@ -179,7 +179,7 @@ describe("loadConfig", () => {
     expect(() => loadConfig({}, env)).toThrow(ConfigError);
   });
 
-  test("CREDGATE_RESOLVE: host:port:addr entries, comma or space separated, IPv6 brackets removed, host lowercased", () => {
+  test("CREDGATE_RESOLVE: host:port:addr entries, comma or space separated, IPv6 brackets removed, host lowercased", async () => {
     const c = loadConfig({}, { CREDGATE_RESOLVE: "API.x.com:443:127.0.0.1, other.test:8443:10.0.0.2 [::1]:443:[::1]" });
     expect(c.resolve.get("api.x.com:443")).toBe("127.0.0.1");
     expect(c.resolve.get("other.test:8443")).toBe("10.0.0.2");
@@ -187,7 +187,7 @@ describe("loadConfig", () => {
     expect(c.resolve.size).toBe(3);
   });
 
-  test("CREDGATE_RESOLVE: an IPv6 target address", () => {
+  test("CREDGATE_RESOLVE: an IPv6 target address", async () => {
     expect(parseResolve("v6.test:443:[2001:db8::1]").get("v6.test:443")).toBe("2001:db8::1");
   });
 
@@ -195,7 +195,7 @@ describe("loadConfig", () => {
     expect(() => loadConfig({}, { CREDGATE_RESOLVE: entry })).toThrow(ConfigError);
   });
 
-  test("CREDGATE_CONNECT_TO: host:port:host2:port2 entries, comma or space separated, hosts lowercased", () => {
+  test("CREDGATE_CONNECT_TO: host:port:host2:port2 entries, comma or space separated, hosts lowercased", async () => {
     const c = loadConfig({}, { CREDGATE_CONNECT_TO: "GitHub.com:443:127.0.0.1:8443, api.github.com:443:localhost:9443 [::1]:443:[::1]:1443" });
     expect(c.connectTo.get("github.com:443")).toEqual({ host: "127.0.0.1", port: 8443 });
     expect(c.connectTo.get("api.github.com:443")).toEqual({ host: "localhost", port: 9443 });
@@ -207,7 +207,7 @@ describe("loadConfig", () => {
     expect(() => loadConfig({}, { CREDGATE_CONNECT_TO: entry })).toThrow(ConfigError);
   });
 
-  test("CREDGATE_OP_CONNECT_HOST and blank values", () => {
+  test("CREDGATE_OP_CONNECT_HOST and blank values", async () => {
     expect(loadConfig({}, { CREDGATE_OP_CONNECT_HOST: "http://127.0.0.1:1" }).opConnectHost).toBe("http://127.0.0.1:1");
     expect(loadConfig({}, { CREDGATE_OP_CONNECT_HOST: "  " }).opConnectHost).toBeNull();
     expect(loadConfig({}, { CREDGATE_BOOTSTRAP_API_KEY: "" }).bootstrapApiKey).toBeNull();

@@ -18,7 +18,7 @@ const conn = (over: Partial<ConnectionGrantRef>): ConnectionGrantRef => ({ conne
 const target = (tools: string[]) => [{ kind: "connection" as const, connectionId: "conn-9", tools }];
 
 describe("secret grant", () => {
-  test("one allow rule targeting the secret, named after the agent and the secret, for that agent only", () => {
+  test("one allow rule targeting the secret, named after the agent and the secret, for that agent only", async () => {
     expect(secretGrantRule(agent, { secretId: "sec-1", name: "OPENAI_KEY" })).toEqual({
       ...common,
       id: "grant:agent-1:sec-1",
@@ -32,7 +32,7 @@ describe("secret grant", () => {
 });
 
 describe("connection grant", () => {
-  test("full: one allow rule on the whole connection (empty tools)", () => {
+  test("full: one allow rule on the whole connection (empty tools)", async () => {
     expect(connectionGrantRules(agent, conn({}))).toEqual([
       {
         ...common,
@@ -46,17 +46,17 @@ describe("connection grant", () => {
     ]);
   });
 
-  test("full ignores allow and ask lists", () => {
+  test("full ignores allow and ask lists", async () => {
     const rules = connectionGrantRules(agent, conn({ allow: ["list_issues"], ask: ["create_issue"] }));
     expect(rules.length).toBe(1);
     expect(rules[0]!).toMatchObject({ action: "allow", requireApproval: false, targets: target([]) });
   });
 
-  test("the display is the connection's label, or its provider (the caller passes it)", () => {
+  test("the display is the connection's label, or its provider (the caller passes it)", async () => {
     expect(connectionGrantRules(agent, conn({ display: "github" }))[0]!.name).toBe("Grant: Build bot · github");
   });
 
-  test("custom: allowed, needs approval, everything else — in this order, with distinct ids", () => {
+  test("custom: allowed, needs approval, everything else — in this order, with distinct ids", async () => {
     const rules = connectionGrantRules(agent, conn({ access: "custom", allow: ["list_issues", "get_issue"], ask: ["create_issue"] }));
     expect(rules).toEqual([
       {
@@ -90,7 +90,7 @@ describe("connection grant", () => {
     expect(new Set(rules.map((r) => r.id)).size).toBe(3);
   });
 
-  test("custom with an empty ask list: allowed, then everything else", () => {
+  test("custom with an empty ask list: allowed, then everything else", async () => {
     const rules = connectionGrantRules(agent, conn({ access: "custom", allow: ["list_issues"], ask: [] }));
     expect(rules.map((r) => [r.name, r.action, r.requireApproval, r.targets])).toEqual([
       ["Grant: Build bot · octocat — allowed", "allow", false, target(["list_issues"])],
@@ -98,7 +98,7 @@ describe("connection grant", () => {
     ]);
   });
 
-  test("custom with an empty allow list: needs approval, then everything else", () => {
+  test("custom with an empty allow list: needs approval, then everything else", async () => {
     const rules = connectionGrantRules(agent, conn({ access: "custom", allow: [], ask: ["create_issue", "merge_pull"] }));
     expect(rules.map((r) => [r.id, r.action, r.requireApproval, r.targets])).toEqual([
       ["grant:agent-1:conn-9:ask", "allow", true, target(["create_issue", "merge_pull"])],
@@ -106,13 +106,13 @@ describe("connection grant", () => {
     ]);
   });
 
-  test("custom with both lists empty compiles to the block alone (the API refuses it before compiling)", () => {
+  test("custom with both lists empty compiles to the block alone (the API refuses it before compiling)", async () => {
     const rules = connectionGrantRules(agent, conn({ access: "custom" }));
     expect(rules.map((r) => r.id)).toEqual(["grant:agent-1:conn-9:rest"]);
     expect(rules[0]!.action).toBe("block");
   });
 
-  test("rule ids are per agent and per connection: another agent or connection never collides", () => {
+  test("rule ids are per agent and per connection: another agent or connection never collides", async () => {
     const a = connectionGrantRules(agent, conn({ access: "custom", allow: ["x"], ask: ["y"] })).map((r) => r.id);
     const b = connectionGrantRules({ id: "agent-2", name: "Build bot" }, conn({ access: "custom", allow: ["x"], ask: ["y"] })).map((r) => r.id);
     const c = connectionGrantRules(agent, conn({ connectionId: "conn-10", access: "custom", allow: ["x"], ask: ["y"] })).map((r) => r.id);

@@ -55,7 +55,7 @@ function setup(token = "tok") {
 }
 
 describe("inject stage with external-vault secrets", () => {
-  test("no vault secret: synchronous, as before", () => {
+  test("no vault secret: synchronous, as before", async () => {
     const { g } = setup();
     const rq = request([secret("inline", "inline-v", null, { headerName: "x-inline" })]);
     expect(inject(rq, g)).toBeUndefined();

@@ -1,34 +1,37 @@
 // Upgrading a data dir: the migrations of a newer binary apply on top of what an older one left, keeping
 // the data. Here: request logs written before 0003 (uuid primary key) survive the move to the rowid key, in
-// time order, with their ids.
+// time order, with their ids; and the newer migrations after it apply too.
 import { expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { drizzle } from "drizzle-orm/bun-sqlite";
 import { sqliteMigrations } from "../../migrations/sqlite/index.ts";
-import { applyMigrations, DB_FILE, openStore, type Db } from "../../src/store/open.ts";
-import * as schema from "../../src/store/schema.ts";
+import { DB_FILE, SqliteStore } from "../../src/store/sqlite.ts";
 import { tempDir } from "../support/tmp.ts";
 
-test("request logs written before 0003 are kept, ordered by time, after the upgrade", () => {
+test("request logs written before 0003 are kept, ordered by time, after the upgrade", async () => {
   const dir = tempDir();
-  const old = new Database(join(dir, DB_FILE), { create: true, strict: true });
+  const file = join(dir, DB_FILE);
   const before = sqliteMigrations.findIndex((m) => m.tag === "0003_request_log_seq");
   expect(before).toBeGreaterThan(0);
-  applyMigrations(drizzle({ client: old, schema }) as unknown as Db, sqliteMigrations.slice(0, before));
-  const insert = old.prepare(
+  const old = await SqliteStore.open(file, sqliteMigrations.slice(0, before));
+  const insert = old.client.prepare(
     "INSERT INTO request_logs (id, organization_id, project_id, agent_id, method, host, path, status, latency_ms, injection_count, decision, created_at) VALUES (?, 'o', 'p', 'a', 'GET', 'h', '/', 200, 1, 0, 'allowed', ?)",
   );
   insert.run("id-late", "2026-11-02T00:00:00.000Z");
   insert.run("id-early", "2026-11-01T00:00:00.000Z");
-  old.close();
+  await old.close();
 
-  const db = openStore(dir);
-  const rows = db.$client.query("SELECT seq, id, created_at FROM request_logs ORDER BY seq").all() as { seq: number; id: string; created_at: string }[];
+  const store = await SqliteStore.open(file);
+  const rows = store.client.query("SELECT seq, id, created_at FROM request_logs ORDER BY seq").all() as { seq: number; id: string; created_at: string }[];
   expect(rows.map((r) => r.id)).toEqual(["id-early", "id-late"]);
   expect(rows[0]!.seq).toBeLessThan(rows[1]!.seq);
   // The uuid has no index of its own any more; the listing indexes remain.
-  const indexes = (db.$client.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'request_logs'").all() as { name: string }[]).map((r) => r.name).sort();
+  const indexes = (store.client.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'request_logs'").all() as { name: string }[]).map((r) => r.name).sort();
   expect(indexes).toEqual(["request_logs_org_time", "request_logs_project_time"]);
-  db.$client.close();
+  // Every migration is recorded once; opening again applies nothing.
+  const applied = () => (store.client.query('SELECT count(*) AS n FROM "__drizzle_migrations"').get() as { n: number }).n;
+  expect(applied()).toBe(sqliteMigrations.length);
+  await store.close();
+  const again = await SqliteStore.open(file);
+  expect((again.client.query('SELECT count(*) AS n FROM "__drizzle_migrations"').get() as { n: number }).n).toBe(sqliteMigrations.length);
+  await again.close();
 });

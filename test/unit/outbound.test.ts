@@ -7,7 +7,7 @@ import { makePki, startUpstream, type TestPki, type TestUpstream } from "../supp
 let pki: TestPki;
 let upstream: TestUpstream;
 
-beforeAll(() => {
+beforeAll(async () => {
   pki = makePki(["pinned.test"]);
   upstream = startUpstream(pki);
 });

@@ -37,12 +37,12 @@ describe("hostPatternError: each check and its message", () => {
     expect(hostPatternError(pattern)).toBe(message);
   });
 
-  test("absent or non-string input is 'required'", () => {
+  test("absent or non-string input is 'required'", async () => {
     expect(hostPatternError(undefined)).toBe(MSG.required);
     expect(hostPatternError(null)).toBe(MSG.required);
   });
 
-  test("longer than 255 characters (after trimming) is rejected before the URL check", () => {
+  test("longer than 255 characters (after trimming) is rejected before the URL check", async () => {
     const long = "https://" + "a".repeat(300) + ".com";
     const msg = hostPatternError(long);
     expect(msg).not.toBeNull();
@@ -74,7 +74,7 @@ describe("hostPatternError: each check and its message", () => {
     },
   );
 
-  test("a bare * is accepted only where policy targets allow it", () => {
+  test("a bare * is accepted only where policy targets allow it", async () => {
     expect(hostPatternError("*")).toBe(MSG.wildcard);
     expect(hostPatternError("*", { allowAny: true })).toBeNull();
     expect(hostPatternError("*.com", { allowAny: true })).toBe(MSG.publicSuffix);
@@ -105,7 +105,7 @@ describe("host matching (§6.5 table)", () => {
     expect(matchHostPattern(pattern, host)).toBe(expected);
   });
 
-  test("compiled matchers take a normalised host", () => {
+  test("compiled matchers take a normalised host", async () => {
     const m = compileHostPattern("*.example.com");
     expect(m(normalizeHost("X.Example.Com:1"))).toBe(true);
     expect(m(normalizeHost("example.com"))).toBe(false);
@@ -146,12 +146,12 @@ describe("path matching (§6.5 table)", () => {
     expect(matchPathPattern(pattern, path)).toBe(expected);
   });
 
-  test("matching uses the raw, undecoded path", () => {
+  test("matching uses the raw, undecoded path", async () => {
     expect(matchPathPattern("/a b", "/a%20b")).toBe(false);
     expect(matchPathPattern("/a%20b", "/a%20b")).toBe(true);
   });
 
-  test("compiled matchers take the path without its query", () => {
+  test("compiled matchers take the path without its query", async () => {
     const m = compilePathPattern("/v1/*");
     expect(m("/v1")).toBe(true);
     expect(m("/v1beta")).toBe(false);

@@ -33,11 +33,11 @@ describe("injectionConfigError: the four variants", () => {
     expect(injectionConfigError(cfg)).toBe(message);
   });
 
-  test("an invalid regex is reported before a replacement without {value}", () => {
+  test("an invalid regex is reported before a replacement without {value}", async () => {
     expect(injectionConfigError({ pathRegex: "(", pathReplacement: "/b/" })).toBe("Invalid regular expression");
   });
 
-  test("a header name that is not an HTTP token is rejected", () => {
+  test("a header name that is not an HTTP token is rejected", async () => {
     expect(injectionConfigError({ headerName: "bad header" })).not.toBeNull();
     expect(injectionConfigError({ headerName: "x:y" })).not.toBeNull();
     expect(injectionConfigError({ headerName: "" })).not.toBeNull();
@@ -71,7 +71,7 @@ describe("injectionConfigError: the four variants", () => {
     expect(injectionConfigError(cfg)).toBe(SHAPE);
   });
 
-  test("normalised form fills the default formats", () => {
+  test("normalised form fills the default formats", async () => {
     expect(normalizeInjectionConfig({ headerName: "x-k" })).toEqual({ headerName: "x-k", valueFormat: "{value}" });
     expect(normalizeInjectionConfig({ paramName: "k" })).toEqual({ paramName: "k", paramFormat: "{value}" });
     expect(normalizeInjectionConfig({ pathTemplate: "/b{value}" })).toEqual({ pathTemplate: "/b{value}" });
@@ -80,7 +80,7 @@ describe("injectionConfigError: the four variants", () => {
 });
 
 describe("normalizeLlmValue", () => {
-  test("llm_a: sk-ant-oat means oauth, anything else api-key", () => {
+  test("llm_a: sk-ant-oat means oauth, anything else api-key", async () => {
     expect(normalizeLlmValue("llm_a", "sk-ant-oat01-abcdef", undefined)).toEqual({ value: "sk-ant-oat01-abcdef", authMode: "oauth" });
     expect(normalizeLlmValue("llm_a", "sk-ant-api03-abcdef", undefined)).toEqual({ value: "sk-ant-api03-abcdef", authMode: "api-key" });
     expect(normalizeLlmValue("llm_a", "anything", undefined).authMode).toBe("api-key");
@@ -88,12 +88,12 @@ describe("normalizeLlmValue", () => {
     expect(normalizeLlmValue("llm_a", "x-sk-ant-oat01", undefined).authMode).toBe("api-key");
   });
 
-  test("llm_a: an explicit authMode wins", () => {
+  test("llm_a: an explicit authMode wins", async () => {
     expect(normalizeLlmValue("llm_a", "sk-ant-oat01-abcdef", "api-key").authMode).toBe("api-key");
     expect(normalizeLlmValue("llm_a", "sk-ant-api03-abcdef", "oauth").authMode).toBe("oauth");
   });
 
-  test("llm_b: a Codex auth.json is oauth; the access token is the value, with its account id", () => {
+  test("llm_b: a Codex auth.json is oauth; the access token is the value, with its account id", async () => {
     const authJson = JSON.stringify({
       auth_mode: "chatgpt",
       OPENAI_API_KEY: null,
@@ -106,25 +106,25 @@ describe("normalizeLlmValue", () => {
     expect(normalizeLlmValue("llm_b", pretty, undefined)).toEqual({ value: "eyJ-access-token-value", authMode: "oauth", accountId: "acct-123" });
   });
 
-  test("llm_b: an auth.json without account id is oauth without accountId", () => {
+  test("llm_b: an auth.json without account id is oauth without accountId", async () => {
     const r = normalizeLlmValue("llm_b", JSON.stringify({ tokens: { access_token: "at-1" } }), undefined);
     expect(r).toEqual({ value: "at-1", authMode: "oauth" });
     expect("accountId" in r).toBe(false);
   });
 
-  test("llm_b: {auth_mode:'apikey', OPENAI_API_KEY} yields the key", () => {
+  test("llm_b: {auth_mode:'apikey', OPENAI_API_KEY} yields the key", async () => {
     const r = normalizeLlmValue("llm_b", JSON.stringify({ auth_mode: "apikey", OPENAI_API_KEY: "sk-proj-xyz" }), undefined);
     expect(r).toEqual({ value: "sk-proj-xyz", authMode: "api-key" });
   });
 
-  test("llm_b: a plain key, or JSON of another shape, is api-key and kept verbatim", () => {
+  test("llm_b: a plain key, or JSON of another shape, is api-key and kept verbatim", async () => {
     expect(normalizeLlmValue("llm_b", "sk-proj-abc", undefined)).toEqual({ value: "sk-proj-abc", authMode: "api-key" });
     const other = JSON.stringify({ hello: "world" });
     expect(normalizeLlmValue("llm_b", other, undefined)).toEqual({ value: other, authMode: "api-key" });
     expect(normalizeLlmValue("llm_b", "{not json", undefined)).toEqual({ value: "{not json", authMode: "api-key" });
   });
 
-  test("llm_b: an explicit authMode wins", () => {
+  test("llm_b: an explicit authMode wins", async () => {
     expect(normalizeLlmValue("llm_b", "sk-proj-abc", "oauth").authMode).toBe("oauth");
     const authJson = JSON.stringify({ tokens: { access_token: "at-2", account_id: "a" } });
     const r = normalizeLlmValue("llm_b", authJson, "api-key");
@@ -132,7 +132,7 @@ describe("normalizeLlmValue", () => {
     expect(r.value).toBe("at-2");
   });
 
-  test("default hosts per type and auth mode", () => {
+  test("default hosts per type and auth mode", async () => {
     expect(defaultLlmHost("llm_a", "api-key")).toBe("api.anthropic.com");
     expect(defaultLlmHost("llm_a", "oauth")).toBe("api.anthropic.com");
     expect(defaultLlmHost("llm_b", "api-key")).toBe("api.openai.com");
@@ -142,12 +142,12 @@ describe("normalizeLlmValue", () => {
 
 describe("previewOf", () => {
   const MASK = "••••••••";
-  test("shorter than 16 characters is fully masked", () => {
+  test("shorter than 16 characters is fully masked", async () => {
     expect(previewOf("")).toBe(MASK);
     expect(previewOf("a")).toBe(MASK);
     expect(previewOf("123456789012345")).toBe(MASK);
   });
-  test("16 characters or more: first 4 + mask + last 4", () => {
+  test("16 characters or more: first 4 + mask + last 4", async () => {
     expect(previewOf("1234567890123456")).toBe(`1234${MASK}3456`);
     expect(previewOf("abcdefghijklmnopqrst")).toBe(`abcd${MASK}qrst`);
     const long = "sk-ant-api03-" + "x".repeat(80) + "WXYZ";

@@ -37,7 +37,7 @@ function fails(schema: Parameters<typeof validate>[0], value: unknown): string |
 }
 
 describe("validate: success", () => {
-  test("a valid body passes, trimmed fields are stored trimmed, unknown keys are dropped", () => {
+  test("a valid body passes, trimmed fields are stored trimmed, unknown keys are dropped", async () => {
     const r = validate(Rule, { ...good(), name: "  spaced  ", extra: "ignored" });
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -46,7 +46,7 @@ describe("validate: success", () => {
     expect(r.value.targets[0]!.hostPattern).toBe("api.x.com");
   });
 
-  test("nullable optional fields accept null", () => {
+  test("nullable optional fields accept null", async () => {
     const r = validate(Rule, { ...good(), description: null });
     expect(r.ok).toBe(true);
   });
@@ -79,7 +79,7 @@ describe("validate: generic messages (§0.3 table)", () => {
     expect(fails(Rule, body)).toBe(message);
   });
 
-  test("nested paths use dots and indexes", () => {
+  test("nested paths use dots and indexes", async () => {
     expect(fails(Rule, { ...good(), targets: [{ kind: "network", hostPattern: "a.b" }, { kind: "network" }] })).toBe("targets[1].hostPattern is required");
     expect(fails(Rule, { ...good(), targets: [{ kind: "nope", hostPattern: "a.b" }] })).toBe("targets[0].kind must be one of: network, app");
     expect(fails(Rule, { ...good(), targets: [{ kind: "app", hostPattern: 7 }] })).toBe("targets[0].hostPattern must be a string");
@@ -87,17 +87,17 @@ describe("validate: generic messages (§0.3 table)", () => {
     expect(fails(Rule, { ...good(), options: { a: 1 } })).toBe("options.a must be a string");
   });
 
-  test("unknown key in a strict object", () => {
+  test("unknown key in a strict object", async () => {
     expect(fails(Rule, { ...good(), targets: [{ kind: "network", hostPattern: "a.b", port: 1 }] })).toBe('targets[0] has unknown field "port"');
   });
 
-  test("the body must be a JSON object", () => {
+  test("the body must be a JSON object", async () => {
     for (const body of [null, [], [good()], "x", 1, true]) expect(fails(Rule, body)).toBe("Request body must be a JSON object");
   });
 });
 
 describe("validate: only the first failure, in field order", () => {
-  test("the earliest field wins whatever else is wrong", () => {
+  test("the earliest field wins whatever else is wrong", async () => {
     const allBad = { name: "", description: 5, enabled: "x", action: "deny", rateLimit: 0, targets: "x" };
     expect(fails(Rule, allBad)).toBe("name must be 1-255 characters");
     expect(fails(Rule, { ...allBad, name: "ok" })).toBe("description must be a string");
@@ -107,17 +107,17 @@ describe("validate: only the first failure, in field order", () => {
     expect(fails(Rule, { ...allBad, name: "ok", description: null, enabled: true, action: "block", rateLimit: 3 })).toBe("targets must be an array");
   });
 
-  test("field order is the schema's, not the body's key order", () => {
+  test("field order is the schema's, not the body's key order", async () => {
     // Keys listed in reverse: the schema's first field is still reported first.
     expect(fails(Rule, { targets: [], action: "x", name: 1 })).toBe("name must be a string");
   });
 
-  test("within an array, the first bad item is reported", () => {
+  test("within an array, the first bad item is reported", async () => {
     const targets = [{ kind: "network", hostPattern: "ok" }, { kind: "bad", hostPattern: "" }, { kind: "bad" }];
     expect(fails(Rule, { ...good(), targets })).toBe("targets[1].kind must be one of: network, app");
   });
 
-  test("within one field, the type check precedes the length check", () => {
+  test("within one field, the type check precedes the length check", async () => {
     expect(fails(Rule, { ...good(), name: ["x".repeat(300)] })).toBe("name must be a string");
   });
 });
@@ -131,24 +131,24 @@ describe("validate: field options used by routes", () => {
     envelope: t.Optional(t.Unknown({ requiredWhen: (b: any) => b.kind === "b", missing: new ApiError(400, "Envelope failure") })),
   });
 
-  test("`error` replaces every message of the field, including 'required'", () => {
+  test("`error` replaces every message of the field, including 'required'", async () => {
     expect(fails(Schema, { kind: "b", code: "ABC", envelope: 1 })).toBe("Code must be lowercase letters");
     expect(fails(Schema, { kind: "b", code: 5, envelope: 1 })).toBe("Code must be lowercase letters");
   });
 
-  test("requiredWhen + blankIsAbsent + missing", () => {
+  test("requiredWhen + blankIsAbsent + missing", async () => {
     expect(fails(Schema, { kind: "a" })).toBe("value is required");
     expect(fails(Schema, { kind: "a", value: "   " })).toBe("value is required");
     expect(validate(Schema, { kind: "a", value: " v " })).toEqual({ ok: true, value: { kind: "a", value: "v" } });
   });
 
-  test("skipWhen ignores the field, refine adds a check", () => {
+  test("skipWhen ignores the field, refine adds a check", async () => {
     expect(fails(Schema, { kind: "a", value: "v", extra: "bad" })).toBe("extra is bad");
     const r = validate(Schema, { kind: "b", extra: "bad", envelope: 1 });
     expect(r.ok).toBe(true);
   });
 
-  test("a `missing` ApiError is returned as is (service-shaped failure)", () => {
+  test("a `missing` ApiError is returned as is (service-shaped failure)", async () => {
     const m = fails(Schema, { kind: "b" });
     expect(m).toBeInstanceOf(ApiError);
     expect((m as ApiError).message).toBe("Envelope failure");

@@ -33,13 +33,13 @@ function setup(opts: { token?: string | null; host?: string | null; timeoutMs?: 
 }
 
 describe("op:// references", () => {
-  test("three non-empty segments; surrounding whitespace trimmed", () => {
+  test("three non-empty segments; surrounding whitespace trimmed", async () => {
     expect(parseOpRef("op://Prod/Stripe/credential")).toEqual({ vault: "Prod", item: "Stripe", field: "credential" });
     expect(parseOpRef(" op://My Vault/My Item/api key ")).toEqual({ vault: "My Vault", item: "My Item", field: "api key" });
     for (const bad of ["op://v/i", "op://v//f", "op://v/i/s/f", "vault/item/field", "op:// /i/f", "https://v/i/f"]) expect(parseOpRef(bad)).toBeNull();
   });
 
-  test("Connect base URL: trailing slashes dropped, a bare host:port means http, other schemes refused", () => {
+  test("Connect base URL: trailing slashes dropped, a bare host:port means http, other schemes refused", async () => {
     expect(connectBaseUrl("http://localhost:8080/")).toBe("http://localhost:8080");
     expect(connectBaseUrl("https://connect.internal")).toBe("https://connect.internal");
     expect(connectBaseUrl("op-connect:8080")).toBe("http://op-connect:8080");
@@ -58,14 +58,14 @@ describe("field selection", () => {
       { id: "notes", label: "notes" },
     ],
   };
-  test("by id, then exact label, then case-insensitive label, in any section", () => {
+  test("by id, then exact label, then case-insensitive label, in any section", async () => {
     expect(pickField(item, "password")).toBe("pw-1");
     expect(pickField(item, "k1x")).toBe("key-1");
     expect(pickField(item, "API Key")).toBe("key-1");
     expect(pickField(item, "api key")).toBe("key-1");
     expect(pickField(item, "dup2")).toBe("t-b");
   });
-  test("a label used twice is ambiguous; missing and empty fields fail", () => {
+  test("a label used twice is ambiguous; missing and empty fields fail", async () => {
     expect(() => pickField(item, "token")).toThrow("field_ambiguous");
     expect(() => pickField(item, "nope")).toThrow("field_not_found");
     expect(() => pickField(item, "notes")).toThrow("field_empty");

@@ -29,15 +29,15 @@ export function codexStubContent(authMode: AuthMode): string {
   return JSON.stringify(content, null, 2);
 }
 
-function partnerOf(services: Services, organizationId: string): string | null {
-  const org = services.orgs.getOrganization(organizationId);
+async function partnerOf(services: Services, organizationId: string): Promise<string | null> {
+  const org = await services.orgs.getOrganization(organizationId);
   return org && org.partnerId && !org.partnerDetached ? org.partnerId : null;
 }
 
 /** The agent a container-config request names: `?agent=`, else the default agent (recreated if missing). */
-function agentFor(services: Services, projectId: string, identifier: string | null): AgentRow {
+async function agentFor(services: Services, projectId: string, identifier: string | null): Promise<AgentRow> {
   if (identifier) {
-    const row = services.agents.findByIdentifier(projectId, identifier);
+    const row = await services.agents.findByIdentifier(projectId, identifier);
     if (!row) {
       throw ApiError.flat(
         404,
@@ -47,7 +47,7 @@ function agentFor(services: Services, projectId: string, identifier: string | nu
     }
     return row;
   }
-  return services.agents.findDefault(projectId) ?? services.agents.createDefault(projectId);
+  return (await services.agents.findDefault(projectId)) ?? services.agents.createDefault(projectId);
 }
 
 export function agentSetupRoutes(caPem: string): RouteDef[] {
@@ -56,9 +56,9 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
       method: "GET",
       path: "/container-config",
       access: "P",
-      handler: ({ services, ctx, query }) => {
+      handler: async ({ services, ctx, query }) => {
         const config = services.deps.config;
-        const agent = agentFor(services, ctx.projectId, query.get("agent")?.trim() || null);
+        const agent = await agentFor(services, ctx.projectId, query.get("agent")?.trim() || null);
         const token = services.agents.view(agent, true).accessToken!;
         const proxy = `http://x:${token}@${config.containerGatewayHost}`;
         const env: Record<string, string> = {
@@ -72,7 +72,7 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
           GIT_TERMINAL_PROMPT: "0",
           GIT_HTTP_PROXY_AUTHMETHOD: "basic",
         };
-        const usable = services.grants.injectableRows(agent, ctx.organizationId, partnerOf(services, ctx.organizationId));
+        const usable = await services.grants.injectableRows(agent, ctx.organizationId, await partnerOf(services, ctx.organizationId));
         const modes = (type: string) => new Set(usable.filter((s) => s.type === type).map((s) => (s.metadata?.authMode ?? "api-key") as AuthMode));
         const llmA = modes("llm_a");
         const llmB = modes("llm_b");
@@ -103,11 +103,9 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
       method: "GET",
       path: "/credential-stubs/:agent",
       access: "P",
-      handler: ({ services, ctx, params }) => {
+      handler: async ({ services, ctx, params }) => {
         if (params.agent !== "codex") throw ApiError.flat(404, `No credential stub for agent "${params.agent}"`);
-        const oauth = services.secrets
-          .listForProject(ctx.projectId, ctx.organizationId)
-          .some((s) => s.type === "llm_b" && s.metadata?.authMode === "oauth");
+        const oauth = (await services.secrets.listForProject(ctx.projectId, ctx.organizationId)).some((s) => s.type === "llm_b" && s.metadata?.authMode === "oauth");
         const authMode: AuthMode = oauth ? "oauth" : "api-key";
         return { agent: "codex", filePath: "~/.codex/auth.json", content: codexStubContent(authMode), authMode, permissions: "0600" };
       },

@@ -34,8 +34,8 @@ export const agentsRoutes: RouteDef[] = [
     path: "/agents",
     access: "P",
     body: CreateAgentBody,
-    handler: ({ services, ctx, body }) => {
-      const row = services.agents.create(ctx.projectId, { name: body.name, identifier: body.identifier, mode: body.mode ?? "grants" });
+    handler: async ({ services, ctx, body }) => {
+      const row = await services.agents.create(ctx.projectId, { name: body.name, identifier: body.identifier, mode: body.mode ?? "grants" });
       return created({ id: row.id, name: row.name, identifier: row.identifier, mode: row.mode, isDefault: row.isDefault, createdAt: row.createdAt });
     },
   }),
@@ -43,8 +43,8 @@ export const agentsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents/default",
     access: "P",
-    handler: ({ services, ctx }) => {
-      const row = services.agents.findDefault(ctx.projectId);
+    handler: async ({ services, ctx }) => {
+      const row = await services.agents.findDefault(ctx.projectId);
       if (!row) throw ApiError.flat(404, "No default agent found");
       return services.agents.view(row, true);
     },
@@ -53,7 +53,7 @@ export const agentsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents/:agentId",
     access: "P",
-    handler: ({ services, ctx, params }) => services.agents.view(services.agents.get(ctx.projectId, params.agentId!), false),
+    handler: async ({ services, ctx, params }) => services.agents.view(await services.agents.get(ctx.projectId, params.agentId!), false),
   }),
   route({
     method: "PATCH",
@@ -61,18 +61,18 @@ export const agentsRoutes: RouteDef[] = [
     access: "P",
     body: UpdateAgentBody,
     emptyBody: noFields,
-    handler: ({ services, ctx, params, body }) => {
+    handler: async ({ services, ctx, params, body }) => {
       const patch = { ...(body.name !== undefined && { name: body.name }), ...(body.mode !== undefined && { mode: body.mode }) };
       if (Object.keys(patch).length === 0) throw noFields;
-      return services.agents.view(services.agents.update(ctx.projectId, params.agentId!, patch), false);
+      return services.agents.view(await services.agents.update(ctx.projectId, params.agentId!, patch), false);
     },
   }),
   route({
     method: "DELETE",
     path: "/agents/:agentId",
     access: "P",
-    handler: ({ services, ctx, params }) => {
-      services.agents.delete(ctx.projectId, params.agentId!);
+    handler: async ({ services, ctx, params }) => {
+      await services.agents.delete(ctx.projectId, params.agentId!);
       return noContent();
     },
   }),
@@ -80,8 +80,8 @@ export const agentsRoutes: RouteDef[] = [
     method: "POST",
     path: "/agents/:agentId/set-default",
     access: "P",
-    handler: ({ services, ctx, params }) => {
-      services.agents.setDefault(ctx.projectId, params.agentId!);
+    handler: async ({ services, ctx, params }) => {
+      await services.agents.setDefault(ctx.projectId, params.agentId!);
       return { success: true };
     },
   }),
@@ -89,6 +89,6 @@ export const agentsRoutes: RouteDef[] = [
     method: "POST",
     path: "/agents/:agentId/regenerate-token",
     access: "P",
-    handler: ({ services, ctx, params }) => ({ accessToken: services.agents.regenerateToken(ctx.projectId, params.agentId!) }),
+    handler: async ({ services, ctx, params }) => ({ accessToken: await services.agents.regenerateToken(ctx.projectId, params.agentId!) }),
   }),
 ];

@@ -50,9 +50,9 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
       access,
       role,
       body: t.Object({ enabled: t.Boolean() }),
-      handler: ({ services, ctx, params, body }) => {
+      handler: async ({ services, ctx, params, body }) => {
         const app = appOrThrow(params.provider!);
-        services.blocklist.setEnabled(owner(ctx), app.id, params.ruleId!, body.enabled);
+        await services.blocklist.setEnabled(owner(ctx), app.id, params.ruleId!, body.enabled);
         return { success: true };
       },
     }),
@@ -61,9 +61,9 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
       path: `${prefix}/:provider/blocklist/:ruleId`,
       access,
       role,
-      handler: ({ services, ctx, params }) => {
+      handler: async ({ services, ctx, params }) => {
         const app = appOrThrow(params.provider!);
-        services.blocklist.delete(owner(ctx), app.id, params.ruleId!);
+        await services.blocklist.delete(owner(ctx), app.id, params.ruleId!);
         return noContent();
       },
     }),

@@ -15,11 +15,11 @@ function excludeOf(query: URLSearchParams): string[] {
 }
 
 /** A decision may come from a project key, or an org key or session with or without X-Project-Id. */
-function decisionScope(services: Services, ctx: RequestContext, headers: Headers): PendingScope {
+async function decisionScope(services: Services, ctx: RequestContext, headers: Headers): Promise<PendingScope> {
   if (ctx.principal.via === "project_key") return { organizationId: ctx.organizationId, projectId: ctx.principal.projectId };
   const header = headers.get("x-project-id")?.trim();
   if (!header) return { organizationId: ctx.organizationId };
-  const project = services.orgs.getProject(header);
+  const project = await services.orgs.getProject(header);
   if (!project || project.organizationId !== ctx.organizationId) throw unauthorized();
   return { organizationId: ctx.organizationId, projectId: project.id };
 }
@@ -40,18 +40,18 @@ export const approvalsRoutes: RouteDef[] = [
     method: "GET",
     path: "/approvals/:approvalId",
     access: "P",
-    handler: ({ services, ctx, params }) =>
-      services.approvals.recordView(services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId!)),
+    handler: async ({ services, ctx, params }) =>
+      services.approvals.recordView(await services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId!)),
   }),
   route({
     method: "POST",
     path: "/approvals/:approvalId/decision",
     access: "O",
     body: t.Object({ decision: t.Union([t.Literal("approve"), t.Literal("deny")]) }),
-    handler: ({ services, ctx, params, body, request }) => {
-      const scope = decisionScope(services, ctx, request.headers);
-      const user = ctx.userId ? services.orgs.getUser(ctx.userId) : undefined;
-      services.approvals.decide(scope, params.approvalId!, body.decision as "approve" | "deny", { userId: ctx.userId, email: user?.email ?? null });
+    handler: async ({ services, ctx, params, body, request }) => {
+      const scope = await decisionScope(services, ctx, request.headers);
+      const user = ctx.userId ? await services.orgs.getUser(ctx.userId) : undefined;
+      await services.approvals.decide(scope, params.approvalId!, body.decision as "approve" | "deny", { userId: ctx.userId, email: user?.email ?? null });
       return { success: true };
     },
   }),

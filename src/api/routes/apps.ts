@@ -35,7 +35,7 @@ const ConnectBody = t.Object({
 });
 
 /** `POST …/connect`: the app's fields, each present and non-blank; unknown keys are dropped. */
-function connect(services: Services, owner: PolicyOwner, provider: string, body: { fields?: unknown; label?: string; connectionId?: string }) {
+async function connect(services: Services, owner: PolicyOwner, provider: string, body: { fields?: unknown; label?: string; connectionId?: string }) {
   const app = apiKeyApp(provider);
   const raw = body.fields;
   if (raw === undefined || raw === null || typeof raw !== "object" || Array.isArray(raw)) throw ApiError.flat(400, "Missing fields in request body");
@@ -46,7 +46,7 @@ function connect(services: Services, owner: PolicyOwner, provider: string, body:
     if (typeof v !== "string" || v.trim() === "") throw ApiError.flat(400, `${f.label} is required`);
     fields[f.name] = v.trim();
   }
-  const row = services.connections.save(owner, {
+  const row = await services.connections.save(owner, {
     provider: app.id,
     label: body.label || app.name,
     credential: { kind: "api_key", fields },
@@ -56,10 +56,10 @@ function connect(services: Services, owner: PolicyOwner, provider: string, body:
   return { success: true, connection: { id: row.id, label: row.label } };
 }
 
-function authorizeResponse(services: Services, owner: PolicyOwner, provider: string, query: URLSearchParams): Response {
+async function authorizeResponse(services: Services, owner: PolicyOwner, provider: string, query: URLSearchParams): Promise<Response> {
   const agentName = query.get("agent_name")?.trim() || null;
   if (agentName && agentName.length > 128) throw ApiError.flat(400, "agent_name must be at most 128 characters");
-  const { location, cookie } = services.oauth.authorize({ owner, provider, connectionId: query.get("connectionId")?.trim() || null, agentName });
+  const { location, cookie } = await services.oauth.authorize({ owner, provider, connectionId: query.get("connectionId")?.trim() || null, agentName });
   return new Response(null, { status: 302, headers: { location, "set-cookie": cookie, "cache-control": "no-store" } });
 }
 
@@ -72,9 +72,9 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
       path: `${prefix}/:provider/config`,
       access,
       role,
-      handler: ({ services, ctx, params }) => {
+      handler: async ({ services, ctx, params }) => {
         const app = appOrThrow(params.provider!);
-        return services.appConfigs.view(owner(ctx), app.id) ?? { settings: {}, hasCredentials: false, enabled: false };
+        return (await services.appConfigs.view(owner(ctx), app.id)) ?? { settings: {}, hasCredentials: false, enabled: false };
       },
     }),
     route({
@@ -83,10 +83,10 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
       access,
       role,
       body: t.Unknown(),
-      handler: ({ services, ctx, params, body }) => {
+      handler: async ({ services, ctx, params, body }) => {
         const app = configurableApp(params.provider!);
         if (body === null || typeof body !== "object" || Array.isArray(body)) throw ApiError.flat(400, INVALID_BODY);
-        services.appConfigs.save(owner(ctx), app, body as Record<string, unknown>);
+        await services.appConfigs.save(owner(ctx), app, body as Record<string, unknown>);
         return { success: true };
       },
     }),
@@ -95,9 +95,9 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
       path: `${prefix}/:provider/config`,
       access,
       role,
-      handler: ({ services, ctx, params }) => {
+      handler: async ({ services, ctx, params }) => {
         const app = appOrThrow(params.provider!);
-        services.appConfigs.delete(owner(ctx), app.id);
+        await services.appConfigs.delete(owner(ctx), app.id);
         return { success: true };
       },
     }),
@@ -107,9 +107,9 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
       access,
       role,
       body: t.Object({ enabled: t.Boolean() }),
-      handler: ({ services, ctx, params, body }) => {
+      handler: async ({ services, ctx, params, body }) => {
         const app = appOrThrow(params.provider!);
-        services.appConfigs.toggle(owner(ctx), app.id, body.enabled);
+        await services.appConfigs.toggle(owner(ctx), app.id, body.enabled);
         return { success: true };
       },
     }),

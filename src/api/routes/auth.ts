@@ -22,18 +22,18 @@ function sessionCookie(services: Services, value: string, maxAgeSeconds: number)
   return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure}`;
 }
 
-function userView(services: Services, userId: string) {
-  const u = services.orgs.getUser(userId)!;
+async function userView(services: Services, userId: string) {
+  const u = (await services.orgs.getUser(userId))!;
   return { id: u.id, email: u.email, name: u.name, createdAt: u.createdAt };
 }
 
-function startSession(services: Services, userId: string): Response {
-  const { token } = services.sessions.create(userId);
-  return json({ user: userView(services, userId) }, 200, { "set-cookie": sessionCookie(services, token, SESSION_LIFETIME_MS / 1000) });
+async function startSession(services: Services, userId: string): Promise<Response> {
+  const { token } = await services.sessions.create(userId);
+  return json({ user: await userView(services, userId) }, 200, { "set-cookie": sessionCookie(services, token, SESSION_LIFETIME_MS / 1000) });
 }
 
 async function passwordUser(services: Services, email: string, password: string): Promise<string | null> {
-  const user = services.orgs.getUserByEmail(email);
+  const user = await services.orgs.getUserByEmail(email);
   if (!user?.passwordHash) return null;
   return (await Bun.password.verify(password, user.passwordHash)) ? user.id : null;
 }
@@ -51,7 +51,7 @@ export const authRoutes: RouteDef[] = [
         if (throttle.blocked(subject)) throw TOO_MANY();
         let principal;
         try {
-          principal = authenticateKey(services, body.apiKey);
+          principal = await authenticateKey(services, body.apiKey);
         } catch {
           throttle.fail(subject);
           throw unauthorized();
@@ -78,9 +78,9 @@ export const authRoutes: RouteDef[] = [
     method: "POST",
     path: "/auth/logout",
     access: "session",
-    handler: ({ services, principal }) => {
+    handler: async ({ services, principal }) => {
       if (principal?.via !== "session") throw unauthorized();
-      services.sessions.revoke(principal.sessionId);
+      await services.sessions.revoke(principal.sessionId);
       const r = noContent();
       r.headers["set-cookie"] = sessionCookie(services, "", 0);
       return r;
@@ -90,10 +90,10 @@ export const authRoutes: RouteDef[] = [
     method: "GET",
     path: "/auth/session",
     access: "session",
-    handler: ({ services, principal }) => {
+    handler: async ({ services, principal }) => {
       if (principal?.via !== "session") throw unauthorized();
-      const organizations = services.orgs.membershipsOf(principal.userId).map((m) => ({ id: m.organizationId, name: m.name, role: m.role }));
-      return { user: userView(services, principal.userId), organizations, partner: null };
+      const organizations = (await services.orgs.membershipsOf(principal.userId)).map((m) => ({ id: m.organizationId, name: m.name, role: m.role }));
+      return { user: await userView(services, principal.userId), organizations, partner: null };
     },
   }),
 ];

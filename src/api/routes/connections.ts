@@ -10,10 +10,17 @@ import { noContent, route, type RouteDef } from "../route.ts";
  * A connection the caller's project may change: its own, or an organization connection when the caller is an
  * admin or owner (organization-wide resources follow the organization's admin gate, §1.4).
  */
-function changeable(services: Services, ctx: RequestContext, id: string) {
-  const row = services.connections.visibleToProject(ctx.projectId, ctx.organizationId, id);
+async function changeable(services: Services, ctx: RequestContext, id: string) {
+  const row = await services.connections.visibleToProject(ctx.projectId, ctx.organizationId, id);
   if (row.scope === "organization" && ctx.role === "member") throw forbidden();
   return row;
+}
+
+/** Each row's view, in order (a read may store an `expired` status it discovers). */
+async function views<R, V>(rows: R[], view: (row: R) => Promise<V>): Promise<V[]> {
+  const out: V[] = [];
+  for (const row of rows) out.push(await view(row));
+  return out;
 }
 
 const LabelBody = t.Object({ label: t.String({ minLength: 1, maxLength: 255, trim: true, blankIsAbsent: true, missing: "Label is required" }) });
@@ -23,27 +30,27 @@ export const connectionsRoutes: RouteDef[] = [
     method: "GET",
     path: "/connections",
     access: "P",
-    handler: ({ services, ctx, query }) => services.connections.listForProject(ctx.projectId, ctx.organizationId, query.get("provider")).map((r) => services.connections.view(r)),
+    handler: async ({ services, ctx, query }) => views(await services.connections.listForProject(ctx.projectId, ctx.organizationId, query.get("provider")), (r) => services.connections.view(r)),
   }),
   route({
     method: "GET",
     path: "/connections/:connectionId",
     access: "P",
-    handler: ({ services, ctx, params }) => services.connections.view(services.connections.visibleToProject(ctx.projectId, ctx.organizationId, params.connectionId!)),
+    handler: async ({ services, ctx, params }) => services.connections.view(await services.connections.visibleToProject(ctx.projectId, ctx.organizationId, params.connectionId!)),
   }),
   route({
     method: "PATCH",
     path: "/connections/:connectionId",
     access: "P",
     body: LabelBody,
-    handler: ({ services, ctx, params, body }) => services.connections.rename(changeable(services, ctx, params.connectionId!), body.label),
+    handler: async ({ services, ctx, params, body }) => services.connections.rename(await changeable(services, ctx, params.connectionId!), body.label),
   }),
   route({
     method: "DELETE",
     path: "/connections/:connectionId",
     access: "P",
-    handler: ({ services, ctx, params }) => {
-      services.connections.delete(changeable(services, ctx, params.connectionId!));
+    handler: async ({ services, ctx, params }) => {
+      await services.connections.delete(await changeable(services, ctx, params.connectionId!));
       return noContent();
     },
   }),
@@ -52,8 +59,8 @@ export const connectionsRoutes: RouteDef[] = [
     path: "/org/connections",
     access: "O",
     role: "admin",
-    handler: ({ services, ctx, query }) =>
-      services.connections.listForOwner({ scope: "organization", organizationId: ctx.organizationId }, query.get("provider")).map((r) => services.connections.orgView(r)),
+    handler: async ({ services, ctx, query }) =>
+      views(await services.connections.listForOwner({ scope: "organization", organizationId: ctx.organizationId }, query.get("provider")), (r) => services.connections.orgView(r)),
   }),
   // One path position serves a provider (GET) and a connection id (PATCH, DELETE), as the contract names them.
   route({
@@ -61,8 +68,8 @@ export const connectionsRoutes: RouteDef[] = [
     path: "/org/connections/:key",
     access: "O",
     role: "admin",
-    handler: ({ services, ctx, params }) =>
-      services.connections.listForOwner({ scope: "organization", organizationId: ctx.organizationId }, params.key!).map((r) => services.connections.orgView(r)),
+    handler: async ({ services, ctx, params }) =>
+      views(await services.connections.listForOwner({ scope: "organization", organizationId: ctx.organizationId }, params.key!), (r) => services.connections.orgView(r)),
   }),
   route({
     method: "PATCH",
@@ -70,15 +77,15 @@ export const connectionsRoutes: RouteDef[] = [
     access: "O",
     role: "admin",
     body: LabelBody,
-    handler: ({ services, ctx, params, body }) => services.connections.rename(services.connections.owned({ scope: "organization", organizationId: ctx.organizationId }, params.key!), body.label),
+    handler: async ({ services, ctx, params, body }) => services.connections.rename(await services.connections.owned({ scope: "organization", organizationId: ctx.organizationId }, params.key!), body.label),
   }),
   route({
     method: "DELETE",
     path: "/org/connections/:key",
     access: "O",
     role: "admin",
-    handler: ({ services, ctx, params }) => {
-      services.connections.delete(services.connections.owned({ scope: "organization", organizationId: ctx.organizationId }, params.key!));
+    handler: async ({ services, ctx, params }) => {
+      await services.connections.delete(await services.connections.owned({ scope: "organization", organizationId: ctx.organizationId }, params.key!));
       return noContent();
     },
   }),

@@ -20,7 +20,7 @@ const ConnectionGrantBody = t.Object({
 
 
 /** How the rules treat a connection for an agent: every tool blocked → blocked; any tool not freely allowed → limited. */
-function connectionStatus(judge: ReturnType<Services["apps"]["toolJudge"]>, connectionId: string, provider: string) {
+function connectionStatus(judge: Awaited<ReturnType<Services["apps"]["toolJudge"]>>, connectionId: string, provider: string) {
   const app = findApp(provider);
   // An app without a permission definition: no per-tool rules can bear on it.
   if (!app || app.tools.length === 0) return "usable";
@@ -55,8 +55,8 @@ export const grantsRoutes: RouteDef[] = [
     method: "DELETE",
     path: "/agents/:agentId/grants/connections/:connectionId",
     access: "P",
-    handler: ({ services, ctx, params }) => {
-      services.grants.revokeConnection(ctx.projectId, params.agentId!, params.connectionId!);
+    handler: async ({ services, ctx, params }) => {
+      await services.grants.revokeConnection(ctx.projectId, params.agentId!, params.connectionId!);
       return noContent();
     },
   }),
@@ -70,8 +70,8 @@ export const grantsRoutes: RouteDef[] = [
     method: "DELETE",
     path: "/agents/:agentId/grants/secrets/:secretId",
     access: "P",
-    handler: ({ services, ctx, params }) => {
-      services.grants.revokeSecret(ctx.projectId, params.agentId!, params.secretId!);
+    handler: async ({ services, ctx, params }) => {
+      await services.grants.revokeSecret(ctx.projectId, params.agentId!, params.secretId!);
       return noContent();
     },
   }),
@@ -85,8 +85,8 @@ export const grantsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents/:agentId/secrets",
     access: "P",
-    handler: ({ services, ctx, params }) => {
-      services.agents.get(ctx.projectId, params.agentId!);
+    handler: async ({ services, ctx, params }) => {
+      await services.agents.get(ctx.projectId, params.agentId!);
       return services.grants.secretIds(params.agentId!);
     },
   }),
@@ -95,8 +95,8 @@ export const grantsRoutes: RouteDef[] = [
     path: "/agents/:agentId/secrets",
     access: "P",
     body: t.Object({ secretIds: t.Array(t.String(), { maxItems: 10000 }) }),
-    handler: ({ services, ctx, params, body }) => {
-      services.grants.replaceSecrets(ctx.projectId, ctx.organizationId, params.agentId!, body.secretIds);
+    handler: async ({ services, ctx, params, body }) => {
+      await services.grants.replaceSecrets(ctx.projectId, ctx.organizationId, params.agentId!, body.secretIds);
       return { success: true };
     },
   }),
@@ -104,9 +104,9 @@ export const grantsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents/:agentId/connections",
     access: "P",
-    handler: ({ services, ctx, params }) => {
-      services.agents.get(ctx.projectId, params.agentId!);
-      return services.grants.connectionGrantRows(params.agentId!).map((g) => ({ appConnectionId: g.connectionId, sessionPolicy: g.resources ?? null }));
+    handler: async ({ services, ctx, params }) => {
+      await services.agents.get(ctx.projectId, params.agentId!);
+      return (await services.grants.connectionGrantRows(params.agentId!)).map((g) => ({ appConnectionId: g.connectionId, sessionPolicy: g.resources ?? null }));
     },
   }),
   route({
@@ -118,8 +118,8 @@ export const grantsRoutes: RouteDef[] = [
         maxItems: 1000,
       }),
     }),
-    handler: ({ services, ctx, params, body }) => {
-      services.grants.replaceConnections(ctx.projectId, ctx.organizationId, params.agentId!, body.connections);
+    handler: async ({ services, ctx, params, body }) => {
+      await services.grants.replaceConnections(ctx.projectId, ctx.organizationId, params.agentId!, body.connections);
       return { success: true };
     },
   }),
@@ -127,15 +127,15 @@ export const grantsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents/:agentId/effective-credentials",
     access: "P",
-    handler: ({ services, ctx, params }) => {
-      const agent = services.agents.get(ctx.projectId, params.agentId!);
-      const granted = new Set(services.grants.secretIds(agent.id));
-      const grantedConnections = new Map(services.grants.connectionGrantRows(agent.id).map((g) => [g.connectionId, g]));
-      const secrets = services.secrets.listForProject(ctx.projectId, ctx.organizationId);
+    handler: async ({ services, ctx, params }) => {
+      const agent = await services.agents.get(ctx.projectId, params.agentId!);
+      const granted = new Set(await services.grants.secretIds(agent.id));
+      const grantedConnections = new Map((await services.grants.connectionGrantRows(agent.id)).map((g) => [g.connectionId, g]));
+      const secrets = await services.secrets.listForProject(ctx.projectId, ctx.organizationId);
       const rulesAgent = { id: agent.id, name: agent.name, projectId: agent.projectId, organizationId: ctx.organizationId };
-      const rules = agentRules(services, ctx.organizationId, ctx.projectId, rulesAgent);
+      const rules = await agentRules(services, ctx.organizationId, ctx.projectId, rulesAgent);
       const scopes = [rules.organization, rules.project];
-      const judge = services.apps.toolJudge({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId }, rulesAgent);
+      const judge = await services.apps.toolJudge({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId }, rulesAgent);
       return {
         agentId: agent.id,
         mode: agent.mode,
@@ -147,7 +147,7 @@ export const grantsRoutes: RouteDef[] = [
           hostPattern: s.hostPattern,
           status: agent.mode === "grants" && !granted.has(s.id) ? "not_granted" : credentialStatus(scopes, s),
         })),
-        connections: services.connections.listForProject(ctx.projectId, ctx.organizationId).map((c) => {
+        connections: (await services.connections.listForProject(ctx.projectId, ctx.organizationId)).map((c) => {
           const grant = grantedConnections.get(c.id);
           return {
             id: c.id,

@@ -7,8 +7,8 @@ import { route, type RouteDef } from "../route.ts";
 
 export const UpdateOrgBody = t.Object({ name: t.String({ minLength: 1, maxLength: 255, trim: true }) });
 
-function organizationView(services: Services, id: string) {
-  const org = services.orgs.getOrganization(id);
+async function organizationView(services: Services, id: string) {
+  const org = await services.orgs.getOrganization(id);
   if (!org) throw notFound("Organization not found");
   return {
     id: org.id,
@@ -37,8 +37,8 @@ export const organizationRoutes: RouteDef[] = [
     access: "O",
     role: "admin",
     body: UpdateOrgBody,
-    handler: ({ services, ctx, body }) => {
-      services.orgs.rename(ctx.organizationId, body.name);
+    handler: async ({ services, ctx, body }) => {
+      await services.orgs.rename(ctx.organizationId, body.name);
       return organizationView(services, ctx.organizationId);
     },
   }),
@@ -47,13 +47,13 @@ export const organizationRoutes: RouteDef[] = [
     path: "/org/api-key",
     access: "O",
     role: "admin",
-    handler: ({ services, ctx }) => ({ apiKey: services.apiKeys.keyFor(orgKeyHolder(ctx)) }),
+    handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.keyFor(orgKeyHolder(ctx)) }),
   }),
   route({
     method: "POST",
     path: "/org/api-key/regenerate",
     access: "O",
     role: "admin",
-    handler: ({ services, ctx }) => ({ apiKey: services.apiKeys.regenerate(orgKeyHolder(ctx)) }),
+    handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.regenerate(orgKeyHolder(ctx)) }),
   }),
 ];

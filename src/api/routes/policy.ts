@@ -9,7 +9,7 @@ import { POLICY_METHODS, type RuleInput } from "../../core/policy.ts";
 import { agentRules } from "../../services/agentRules.ts";
 import type { Services } from "../../services/index.ts";
 import type { PolicyOwner, RuleFields } from "../../services/policy.ts";
-import type { RuleTarget } from "../../store/schema.ts";
+import type { RuleTarget } from "../../core/model.ts";
 import type { Access, RequestContext, RoleGate } from "../auth.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
 import { validateAt } from "../validate.ts";
@@ -146,11 +146,11 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       path: `${prefix}/rules`,
       access,
       role,
-      handler: ({ services, ctx, query }) => {
+      handler: async ({ services, ctx, query }) => {
         const owner = ownerOf(ctx);
-        const rules = services.policy.customRules(owner, statusOf(query)).map((r) => services.policy.view(r));
+        const rules = (await services.policy.customRules(owner, statusOf(query))).map((r) => services.policy.view(r));
         if (query.get("include") !== "managed") return rules;
-        return [...rules, ...managedRules(services, owner)];
+        return [...rules, ...(await managedRules(services, owner))];
       },
     }),
     route({
@@ -160,7 +160,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       role,
       body: CreateRuleBody,
       unprocessable: true,
-      handler: ({ services, ctx, body }) => created(services.policy.view(services.policy.create(ownerOf(ctx), createFields(body)))),
+      handler: async ({ services, ctx, body }) => created(services.policy.view(await services.policy.create(ownerOf(ctx), createFields(body)))),
     }),
     route({
       method: "PUT",
@@ -169,14 +169,14 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       role,
       body: t.Object({ orderedIds: t.Array(t.String(), { minItems: 1, maxItems: 10000 }) }),
       unprocessable: true,
-      handler: ({ services, ctx, body }) => services.policy.reorder(ownerOf(ctx), body.orderedIds).map((r) => services.policy.view(r)),
+      handler: async ({ services, ctx, body }) => (await services.policy.reorder(ownerOf(ctx), body.orderedIds)).map((r) => services.policy.view(r)),
     }),
     route({
       method: "GET",
       path: `${prefix}/rules/:ruleId`,
       access,
       role,
-      handler: ({ services, ctx, params }) => services.policy.view(services.policy.getDraft(ownerOf(ctx), params.ruleId!)),
+      handler: async ({ services, ctx, params }) => services.policy.view(await services.policy.getDraft(ownerOf(ctx), params.ruleId!)),
     }),
     route({
       method: "PATCH",
@@ -186,12 +186,12 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       body: UpdateRuleBody,
       emptyBody: noFields,
       unprocessable: true,
-      handler: ({ services, ctx, params, body }) => {
+      handler: async ({ services, ctx, params, body }) => {
         const owner = ownerOf(ctx);
-        services.policy.getDraft(owner, params.ruleId!);
+        await services.policy.getDraft(owner, params.ruleId!);
         const patch = patchFields(body);
         if (Object.keys(patch).length === 0) throw noFields;
-        return services.policy.view(services.policy.update(owner, params.ruleId!, patch));
+        return services.policy.view(await services.policy.update(owner, params.ruleId!, patch));
       },
     }),
     route({
@@ -199,8 +199,8 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       path: `${prefix}/rules/:ruleId`,
       access,
       role,
-      handler: ({ services, ctx, params }) => {
-        services.policy.delete(ownerOf(ctx), params.ruleId!);
+      handler: async ({ services, ctx, params }) => {
+        await services.policy.delete(ownerOf(ctx), params.ruleId!);
         return noContent();
       },
     }),
@@ -209,9 +209,9 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       path: `${prefix}/default`,
       access,
       role,
-      handler: ({ services, ctx, query }) => {
+      handler: async ({ services, ctx, query }) => {
         const owner = ownerOf(ctx);
-        const row = services.policy.defaultRule(owner, statusOf(query));
+        const row = await services.policy.defaultRule(owner, statusOf(query));
         return row ? services.policy.view(row) : { ...VIRTUAL_DEFAULT, scope: owner.scope };
       },
     }),
@@ -222,15 +222,15 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       role,
       body: t.Object({ action: literals("allow", "block") }),
       unprocessable: true,
-      handler: ({ services, ctx, body }) => services.policy.view(services.policy.setDefault(ownerOf(ctx), body.action as "allow" | "block")),
+      handler: async ({ services, ctx, body }) => services.policy.view(await services.policy.setDefault(ownerOf(ctx), body.action as "allow" | "block")),
     }),
     route({
       method: "POST",
       path: `${prefix}/publish`,
       access,
       role,
-      handler: ({ services, ctx }) => {
-        const user = ctx.userId ? services.orgs.getUser(ctx.userId) : undefined;
+      handler: async ({ services, ctx }) => {
+        const user = ctx.userId ? await services.orgs.getUser(ctx.userId) : undefined;
         return services.policy.publish(ownerOf(ctx), user ? { name: user.name, email: user.email } : null);
       },
     }),
@@ -260,12 +260,13 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
 }
 
 /** The live managed rules of a scope, read-only: blocklist rules, and the grant rules of the project's agents. */
-function managedRules(services: Services, owner: PolicyOwner) {
-  const blocklist = services.blocklist.managedRules(owner.organizationId, owner.scope === "project" ? owner.projectId : null);
+async function managedRules(services: Services, owner: PolicyOwner) {
+  const blocklist = await services.blocklist.managedRules(owner.organizationId, owner.scope === "project" ? owner.projectId : null);
   const rules: RuleInput[] = owner.scope === "project" ? [...blocklist.project] : [...blocklist.organization];
   if (owner.scope === "project") {
-    for (const agent of services.agents.list(owner.projectId)) {
-      rules.push(...agentRules(services, owner.organizationId, owner.projectId, { ...agent, projectId: owner.projectId, organizationId: owner.organizationId }).project.ordered.filter((r) => r.source === "grant"));
+    for (const agent of await services.agents.list(owner.projectId)) {
+      const agentScope = await agentRules(services, owner.organizationId, owner.projectId, { ...agent, projectId: owner.projectId, organizationId: owner.organizationId });
+      rules.push(...agentScope.project.ordered.filter((r) => r.source === "grant"));
     }
   }
   const epoch = "1970-01-01T00:00:00.000Z";

@@ -83,7 +83,7 @@ function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
       access,
       role,
       body: CreateSecretBody,
-      handler: ({ services, ctx, body }) => created(services.secrets.create(owner(ctx), body as never)),
+      handler: async ({ services, ctx, body }) => created(await services.secrets.create(owner(ctx), body as never)),
     }),
     route({
       method: "PATCH",
@@ -92,8 +92,8 @@ function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
       role,
       body: UpdateSecretBody,
       emptyBody: noFields,
-      handler: ({ services, ctx, params, body }) => {
-        services.secrets.update(owner(ctx), params.secretId!, body as never);
+      handler: async ({ services, ctx, params, body }) => {
+        await services.secrets.update(owner(ctx), params.secretId!, body as never);
         return { success: true };
       },
     }),
@@ -102,8 +102,8 @@ function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
       path: `${prefix}/:secretId`,
       access,
       role,
-      handler: ({ services, ctx, params }) => {
-        services.secrets.delete(owner(ctx), params.secretId!);
+      handler: async ({ services, ctx, params }) => {
+        await services.secrets.delete(owner(ctx), params.secretId!);
         return noContent();
       },
     }),
@@ -139,7 +139,7 @@ export const secretsRoutes: RouteDef[] = [
     path: "/org/secrets/:secretId",
     access: "O",
     role: "admin",
-    handler: ({ services, ctx, params }) => services.secrets.view(services.secrets.find(orgOwner(ctx), params.secretId!)),
+    handler: async ({ services, ctx, params }) => services.secrets.view(await services.secrets.find(orgOwner(ctx), params.secretId!)),
   }),
   ...secretRoutes("/org/secrets", "O", orgOwner),
 ];

@@ -7,8 +7,8 @@ import { route, type RouteDef } from "../route.ts";
 
 export const UpdateUserBody = t.Object({ name: t.String({ minLength: 1, maxLength: 255, trim: true }) });
 
-function currentUser(services: Services, ctx: RequestContext) {
-  const user = ctx.userId ? services.orgs.getUser(ctx.userId) : undefined;
+async function currentUser(services: Services, ctx: RequestContext) {
+  const user = ctx.userId ? await services.orgs.getUser(ctx.userId) : undefined;
   if (!user) throw notFound("User not found");
   return user;
 }
@@ -20,8 +20,8 @@ export const userRoutes: RouteDef[] = [
     method: "GET",
     path: "/user",
     access: "O",
-    handler: ({ services, ctx }) => {
-      const u = currentUser(services, ctx);
+    handler: async ({ services, ctx }) => {
+      const u = await currentUser(services, ctx);
       return { id: u.id, email: u.email, name: u.name, createdAt: u.createdAt };
     },
   }),
@@ -30,8 +30,8 @@ export const userRoutes: RouteDef[] = [
     path: "/user",
     access: "O",
     body: UpdateUserBody,
-    handler: ({ services, ctx, body }) => {
-      const u = services.orgs.updateUserName(currentUser(services, ctx).id, body.name)!;
+    handler: async ({ services, ctx, body }) => {
+      const u = (await services.orgs.updateUserName((await currentUser(services, ctx)).id, body.name))!;
       return { id: u.id, email: u.email, name: u.name };
     },
   }),
@@ -39,12 +39,12 @@ export const userRoutes: RouteDef[] = [
     method: "GET",
     path: "/user/api-key",
     access: "P*",
-    handler: ({ services, ctx }) => ({ apiKey: services.apiKeys.keyFor(projectKeyHolder(ctx)) }),
+    handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.keyFor(projectKeyHolder(ctx)) }),
   }),
   route({
     method: "POST",
     path: "/user/api-key/regenerate",
     access: "P*",
-    handler: ({ services, ctx }) => ({ apiKey: services.apiKeys.regenerate(projectKeyHolder(ctx)) }),
+    handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.regenerate(projectKeyHolder(ctx)) }),
   }),
 ];

@@ -13,11 +13,15 @@ export const utilityRoutes: RouteDef[] = [
     method: "GET",
     path: "/counts",
     access: "P",
-    handler: ({ services, ctx }) => {
-      const secrets = services.secrets.listForProject(ctx.projectId, ctx.organizationId);
+    handler: async ({ services, ctx }) => {
+      const secrets = await services.secrets.listForProject(ctx.projectId, ctx.organizationId);
+      let apps = 0;
+      for (const c of await services.connections.listForProject(ctx.projectId, ctx.organizationId)) {
+        if ((await services.connections.effectiveStatus(c)) === "connected") apps++;
+      }
       return {
-        agents: services.agents.list(ctx.projectId).length,
-        apps: services.connections.listForProject(ctx.projectId, ctx.organizationId).filter((c) => services.connections.effectiveStatus(c) === "connected").length,
+        agents: (await services.agents.list(ctx.projectId)).length,
+        apps,
         llms: secrets.filter((s) => s.type !== "generic").length,
         secrets: secrets.filter((s) => s.type === "generic").length,
       };

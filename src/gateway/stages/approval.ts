@@ -31,7 +31,7 @@ export async function holdForApproval(rq: ProxyRequest, g: GatewayContext): Prom
   const summary = approvalSummary(rq.method, rq.path, bodyText);
   let held;
   try {
-    held = g.services.approvals.hold({
+    held = await g.services.approvals.hold({
       organizationId: rq.agent.organizationId,
       projectId: rq.agent.projectId,
       agent: { id: rq.agent.id, name: rq.agent.name, identifier: rq.agent.identifier },
@@ -51,7 +51,7 @@ export async function holdForApproval(rq: ProxyRequest, g: GatewayContext): Prom
   const id = held.row.id;
   rq.approvalId = id;
   rq.logId = writeLog(g.services, { ...logFieldsOf(rq), status: 202, decision: "approval_pending", approvalId: id });
-  const cancel = () => g.services.approvals.settle(id, "cancelled");
+  const cancel = () => void g.services.approvals.settle(id, "cancelled").catch((err: Error) => log.warn("approval not cancelled", { error: err.message }));
   rq.request.signal.addEventListener("abort", cancel);
   const outcome = await held.outcome;
   rq.request.signal.removeEventListener("abort", cancel);

@@ -43,7 +43,7 @@ export async function enforcePolicy(rq: ProxyRequest, g: GatewayContext): Promis
       return blockedByPolicy(rule!.name, method, shownPath);
     case "rate": {
       const r = rule!;
-      const hit = g.rateLimiter.hit(`${r.scope}:${r.logicalId}:${rq.agent.id}`, r.rateLimit!, r.rateLimitWindow!);
+      const hit = await g.services.rateLimits.hit({ scope: r.scope, logicalId: r.logicalId, agentId: rq.agent.id }, r.rateLimit!, r.rateLimitWindow!);
       if (!hit.limited) return undefined;
       rq.decision = "rate_limited";
       return gatewayJson(

@@ -1,33 +1,59 @@
-// The SQLite schema (drizzle). Migrations in migrations/sqlite/ are generated from this file by drizzle-kit.
-// Timestamps are ISO 8601 strings; secrets, key copies and tokens are sealed (crypto/seal.ts); keys and
-// tokens are found by their SHA-256 hash and never stored in plaintext.
+// The PostgreSQL schema (drizzle): the same tables, columns, indexes and constraints as schema.sqlite.ts, in
+// PostgreSQL types (boolean, bigint, bigserial). JSON columns stay text holding JSON, as in SQLite, so both
+// engines store and return the same values. test/unit/schemaParity.test.ts keeps the two in step.
+// Migrations in migrations/postgres/ are generated from this file by drizzle-kit.
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { bigint, bigserial, boolean, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import type {
+  AgentMode,
+  ApiKeyKind,
+  ApprovalStatus,
+  ApprovalSummary,
+  ConnectionAccess,
+  ConnectionStatus,
+  InjectionConfig,
+  MembershipStatus,
+  PolicyScope,
+  RateWindow,
+  Role,
+  RuleAction,
+  RuleCondition,
+  RuleIdentity,
+  RuleSource,
+  RuleStatus,
+  RuleTarget,
+  SecretMetadata,
+  SecretScope,
+  SecretType,
+  ValueSource,
+} from "../core/model.ts";
 
-export type Role = "owner" | "admin" | "member";
-export type AgentMode = "all" | "grants";
-export type SecretType = "llm_a" | "llm_b" | "generic";
-export type SecretScope = "project" | "organization" | "partner";
-export type ValueSource = "inline" | "external_vault";
-export type ApiKeyKind = "project" | "organization" | "partner";
 
-export const partners = sqliteTable("partners", {
+
+/** A text column holding JSON (drizzle's SQLite `text({ mode: "json" })` in PostgreSQL). */
+const jsonText = customType<{ data: unknown; driverData: string }>({
+  dataType: () => "text",
+  toDriver: (value) => JSON.stringify(value),
+  fromDriver: (value) => JSON.parse(value),
+});
+
+export const partners = pgTable("partners", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
   createdAt: text("created_at").notNull(),
 });
 
-export const organizations = sqliteTable("organizations", {
+export const organizations = pgTable("organizations", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
   slug: text("slug").notNull(),
   partnerId: text("partner_id").references(() => partners.id, { onDelete: "set null" }),
-  claimed: integer("claimed", { mode: "boolean" }).notNull().default(true),
-  partnerDetached: integer("partner_detached", { mode: "boolean" }).notNull().default(false),
+  claimed: boolean("claimed").notNull().default(true),
+  partnerDetached: boolean("partner_detached").notNull().default(false),
   createdAt: text("created_at").notNull(),
 });
 
-export const projects = sqliteTable(
+export const projects = pgTable(
   "projects",
   {
     id: text("id").primaryKey(),
@@ -42,7 +68,7 @@ export const projects = sqliteTable(
   (t) => [uniqueIndex("projects_org_slug").on(t.organizationId, t.slug)],
 );
 
-export const users = sqliteTable("users", {
+export const users = pgTable("users", {
   id: text("id").primaryKey(),
   email: text("email").notNull().unique(),
   name: text("name"),
@@ -50,7 +76,7 @@ export const users = sqliteTable("users", {
   createdAt: text("created_at").notNull(),
 });
 
-export const memberships = sqliteTable(
+export const memberships = pgTable(
   "memberships",
   {
     organizationId: text("organization_id")
@@ -60,13 +86,13 @@ export const memberships = sqliteTable(
       .notNull()
       .references(() => users.id, { onDelete: "cascade" }),
     role: text("role").$type<Role>().notNull(),
-    status: text("status").$type<"active" | "pending">().notNull().default("active"),
+    status: text("status").$type<MembershipStatus>().notNull().default("active"),
     createdAt: text("created_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.userId] }), index("memberships_user").on(t.userId)],
 );
 
-export const apiKeys = sqliteTable(
+export const apiKeys = pgTable(
   "api_keys",
   {
     id: text("id").primaryKey(),
@@ -85,7 +111,7 @@ export const apiKeys = sqliteTable(
   ],
 );
 
-export const sessions = sqliteTable("sessions", {
+export const sessions = pgTable("sessions", {
   id: text("id").primaryKey(),
   tokenHash: text("token_hash").notNull().unique(),
   userId: text("user_id")
@@ -96,7 +122,7 @@ export const sessions = sqliteTable("sessions", {
   revokedAt: text("revoked_at"),
 });
 
-export const agents = sqliteTable(
+export const agents = pgTable(
   "agents",
   {
     id: text("id").primaryKey(),
@@ -106,7 +132,7 @@ export const agents = sqliteTable(
     name: text("name").notNull(),
     identifier: text("identifier").notNull(),
     mode: text("mode").$type<AgentMode>().notNull(),
-    isDefault: integer("is_default", { mode: "boolean" }).notNull().default(false),
+    isDefault: boolean("is_default").notNull().default(false),
     tokenHash: text("token_hash").notNull().unique(),
     tokenSealed: text("token_sealed").notNull(),
     createdAt: text("created_at").notNull(),
@@ -116,23 +142,7 @@ export const agents = sqliteTable(
   (t) => [uniqueIndex("agents_project_identifier").on(t.projectId, t.identifier)],
 );
 
-export interface InjectionConfig {
-  headerName?: string;
-  valueFormat?: string;
-  paramName?: string;
-  paramFormat?: string;
-  pathTemplate?: string;
-  pathRegex?: string;
-  pathReplacement?: string;
-}
-
-export interface SecretMetadata {
-  authMode?: "api-key" | "oauth";
-  accountId?: string;
-  opDisplay?: { vault?: string; item?: string; field?: string };
-}
-
-export const secrets = sqliteTable(
+export const secrets = pgTable(
   "secrets",
   {
     id: text("id").primaryKey(),
@@ -147,8 +157,8 @@ export const secrets = sqliteTable(
     opRef: text("op_ref"),
     hostPattern: text("host_pattern").notNull(),
     pathPattern: text("path_pattern"),
-    injectionConfig: text("injection_config", { mode: "json" }).$type<InjectionConfig>(),
-    metadata: text("metadata", { mode: "json" }).$type<SecretMetadata>(),
+    injectionConfig: jsonText("injection_config").$type<InjectionConfig>(),
+    metadata: jsonText("metadata").$type<SecretMetadata>(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -156,20 +166,16 @@ export const secrets = sqliteTable(
 );
 
 /** Small process-wide facts, e.g. which organization/project/user the bootstrap created. */
-export const settings = sqliteTable("settings", {
+export const settings = pgTable("settings", {
   key: text("key").primaryKey(),
   value: text("value").notNull(),
 });
 
-export const requestLogs = sqliteTable(
+export const requestLogs = pgTable(
   "request_logs",
   {
-    /**
-     * The rowid: rows are appended in time order, so inserts touch the end of the table's B-tree. The public
-     * uuid `id` has no index of its own: a random key's index cost a random page write per row, the biggest
-     * single cost of the gateway's log writes. Listing pages on (createdAt, id) through the owner indexes.
-     */
-    seq: integer("seq").primaryKey(),
+    /** Appended in time order (see schema.sqlite.ts); the uuid `id` has no index of its own. */
+    seq: bigserial("seq", { mode: "number" }).primaryKey(),
     id: text("id").notNull(),
     organizationId: text("organization_id").notNull(),
     projectId: text("project_id").notNull(),
@@ -185,7 +191,7 @@ export const requestLogs = sqliteTable(
     matchedRuleLogicalId: text("matched_rule_logical_id"),
     matchedRuleName: text("matched_rule_name"),
     approvalId: text("approval_id"),
-    costNanos: integer("cost_nanos"),
+    costNanos: bigint("cost_nanos", { mode: "number" }),
     createdAt: text("created_at").notNull(),
   },
   (t) => [
@@ -195,7 +201,7 @@ export const requestLogs = sqliteTable(
 );
 
 /** Secret grants (CONTRACT §3.2): which secrets an agent in mode `grants` may inject. */
-export const agentSecretGrants = sqliteTable(
+export const agentSecretGrants = pgTable(
   "agent_secret_grants",
   {
     agentId: text("agent_id")
@@ -209,29 +215,9 @@ export const agentSecretGrants = sqliteTable(
   (t) => [primaryKey({ columns: [t.agentId, t.secretId] }), index("agent_secret_grants_secret").on(t.secretId)],
 );
 
-export type PolicyScope = "project" | "organization";
-export type RuleStatus = "draft" | "published";
-export type RuleSource = "custom" | "grant" | "blocklist" | "default";
-export type RuleAction = "allow" | "block";
-export type RateWindow = "minute" | "hour" | "day";
-
-export interface RuleCondition {
-  target: "body";
-  operator: "contains";
-  value: string;
-}
-export interface RuleIdentity {
-  type: "agent";
-  id: string;
-}
-export type RuleTarget =
-  | { kind: "network"; hostPattern: string; pathPattern?: string; method?: string }
-  | { kind: "app"; provider: string; tools: string[] }
-  | { kind: "connection"; connectionId: string; tools: string[] }
-  | { kind: "secret"; secretId?: string; secretScope?: "project" | "organization" };
 
 /** Policy rules (CONTRACT §3.4): draft rows (generation 0) and published generations of one scope. */
-export const policyRules = sqliteTable(
+export const policyRules = pgTable(
   "policy_rules",
   {
     id: text("id").primaryKey(),
@@ -245,18 +231,18 @@ export const policyRules = sqliteTable(
     status: text("status").$type<RuleStatus>().notNull(),
     generation: integer("generation").notNull(),
     priority: integer("priority").notNull(),
-    enabled: integer("enabled", { mode: "boolean" }).notNull(),
-    isDefault: integer("is_default", { mode: "boolean" }).notNull(),
+    enabled: boolean("enabled").notNull(),
+    isDefault: boolean("is_default").notNull(),
     source: text("source").$type<RuleSource>().notNull(),
     name: text("name").notNull(),
     description: text("description"),
     action: text("action").$type<RuleAction>().notNull(),
     rateLimit: integer("rate_limit"),
     rateLimitWindow: text("rate_limit_window").$type<RateWindow>(),
-    requireApproval: integer("require_approval", { mode: "boolean" }).notNull(),
-    conditions: text("conditions", { mode: "json" }).$type<RuleCondition[]>(),
-    identities: text("identities", { mode: "json" }).$type<RuleIdentity[]>().notNull(),
-    targets: text("targets", { mode: "json" }).$type<RuleTarget[]>().notNull(),
+    requireApproval: boolean("require_approval").notNull(),
+    conditions: jsonText("conditions").$type<RuleCondition[]>(),
+    identities: jsonText("identities").$type<RuleIdentity[]>().notNull(),
+    targets: jsonText("targets").$type<RuleTarget[]>().notNull(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -264,7 +250,7 @@ export const policyRules = sqliteTable(
 );
 
 /** One row per publish of a scope (CONTRACT §3.6 "Last publish"). */
-export const policyPublishes = sqliteTable(
+export const policyPublishes = pgTable(
   "policy_publishes",
   {
     id: text("id").primaryKey(),
@@ -282,15 +268,9 @@ export const policyPublishes = sqliteTable(
   (t) => [index("policy_publishes_owner").on(t.organizationId, t.projectId, t.generation)],
 );
 
-export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
-
-export interface ApprovalSummary {
-  action: string;
-  details: { label: string; value: string }[];
-}
 
 /** Approval requests (CONTRACT §3.5): held gateway requests waiting for a human decision. */
-export const approvals = sqliteTable(
+export const approvals = pgTable(
   "approvals",
   {
     id: text("id").primaryKey(),
@@ -307,24 +287,24 @@ export const approvals = sqliteTable(
     url: text("url").notNull(),
     host: text("host").notNull(),
     path: text("path").notNull(),
-    headers: text("headers", { mode: "json" }).$type<Record<string, string>>().notNull(),
+    headers: jsonText("headers").$type<Record<string, string>>().notNull(),
     bodyPreview: text("body_preview"),
-    summary: text("summary", { mode: "json" }).$type<ApprovalSummary>(),
+    summary: jsonText("summary").$type<ApprovalSummary>(),
     status: text("status").$type<ApprovalStatus>().notNull(),
     createdAt: text("created_at").notNull(),
     expiresAt: text("expires_at").notNull(),
     decidedAt: text("decided_at"),
     decidedByUserId: text("decided_by_user_id"),
     decidedByEmail: text("decided_by_email"),
+    /** The process whose gateway holds the request (see `instances`); null in rows from before 0004. */
+    instanceId: text("instance_id"),
   },
   (t) => [index("approvals_pending").on(t.status, t.organizationId, t.projectId, t.createdAt)],
 );
 
-export type ConnectionStatus = "connected" | "expired" | "error" | "revoked";
-export type ConnectionAccess = "full" | "custom";
 
 /** App connections (CONTRACT §3.6, §5.9): a project's or organization's OAuth tokens or API-key fields, sealed. */
-export const appConnections = sqliteTable(
+export const appConnections = pgTable(
   "app_connections",
   {
     id: text("id").primaryKey(),
@@ -337,8 +317,8 @@ export const appConnections = sqliteTable(
     provider: text("provider").notNull(),
     label: text("label"),
     status: text("status").$type<ConnectionStatus>().notNull(),
-    scopes: text("scopes", { mode: "json" }).$type<string[]>().notNull(),
-    metadata: text("metadata", { mode: "json" }).$type<Record<string, unknown>>(),
+    scopes: jsonText("scopes").$type<string[]>().notNull(),
+    metadata: jsonText("metadata").$type<Record<string, unknown>>(),
     /** Sealed JSON of the credential (see services/connections.ts ConnectionCredential). */
     credentialSealed: text("credential_sealed").notNull(),
     /** Bumped on every credential write: refreshes write with compare-and-swap on it. */
@@ -352,7 +332,7 @@ export const appConnections = sqliteTable(
 );
 
 /** Connection grants (CONTRACT §3.2): which app connections an agent in mode `grants` may use, and how. */
-export const agentConnectionGrants = sqliteTable(
+export const agentConnectionGrants = pgTable(
   "agent_connection_grants",
   {
     agentId: text("agent_id")
@@ -362,9 +342,9 @@ export const agentConnectionGrants = sqliteTable(
       .notNull()
       .references(() => appConnections.id, { onDelete: "cascade" }),
     access: text("access").$type<ConnectionAccess>().notNull(),
-    allow: text("allow", { mode: "json" }).$type<string[]>().notNull(),
-    ask: text("ask", { mode: "json" }).$type<string[]>().notNull(),
-    resources: text("resources", { mode: "json" }).$type<Record<string, string[]>>(),
+    allow: jsonText("allow").$type<string[]>().notNull(),
+    ask: jsonText("ask").$type<string[]>().notNull(),
+    resources: jsonText("resources").$type<Record<string, string[]>>(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -372,7 +352,7 @@ export const agentConnectionGrants = sqliteTable(
 );
 
 /** Bring-your-own-credentials app configuration (CONTRACT §3.6 "App configuration") of a project or organization. */
-export const appConfigs = sqliteTable(
+export const appConfigs = pgTable(
   "app_configs",
   {
     id: text("id").primaryKey(),
@@ -383,10 +363,10 @@ export const appConfigs = sqliteTable(
     projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
     provider: text("provider").notNull(),
     /** Non-secret fields, shown back as `settings`. */
-    settings: text("settings", { mode: "json" }).$type<Record<string, string>>().notNull(),
+    settings: jsonText("settings").$type<Record<string, string>>().notNull(),
     /** Sealed JSON of the secret fields. */
     secretsSealed: text("secrets_sealed"),
-    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    enabled: boolean("enabled").notNull(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -397,7 +377,7 @@ export const appConfigs = sqliteTable(
 );
 
 /** Blocklist entries (CONTRACT §5.8): activated predefined hosts and custom rules, compiled to managed block rules. */
-export const blocklistRules = sqliteTable(
+export const blocklistRules = pgTable(
   "blocklist_rules",
   {
     id: text("id").primaryKey(),
@@ -408,12 +388,37 @@ export const blocklistRules = sqliteTable(
     projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
     provider: text("provider").notNull(),
     hostId: text("host_id").notNull(),
-    custom: integer("custom", { mode: "boolean" }).notNull(),
+    custom: boolean("custom").notNull(),
     name: text("name").notNull(),
     hostPattern: text("host_pattern").notNull(),
-    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    enabled: boolean("enabled").notNull(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
   (t) => [index("blocklist_rules_owner").on(t.organizationId, t.projectId, t.provider)],
 );
+
+/**
+ * Rate-limit counters (CONTRACT §6.10): one row per (scope, rule, agent, window); incremented by an atomic upsert,
+ * so every process and instance on the database counts against the same row. Old windows are purged.
+ */
+export const rateLimitCounters = pgTable(
+  "rate_limit_counters",
+  {
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    logicalId: text("logical_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    window: text("window").$type<RateWindow>().notNull(),
+    /** Epoch seconds at which the window starts. */
+    windowStart: bigint("window_start", { mode: "number" }).notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.scope, t.logicalId, t.agentId, t.window, t.windowStart] }), index("rate_limit_counters_start").on(t.windowStart)],
+);
+
+/** Running credgate processes: each beats every few seconds; a held approval of a process that stopped beating is cancelled. */
+export const instances = pgTable("instances", {
+  id: text("id").primaryKey(),
+  startedAt: text("started_at").notNull(),
+  heartbeatAt: text("heartbeat_at").notNull(),
+});

@@ -1,0 +1,59 @@
+// The domain's value types: what records hold, independent of the database engine that stores them.
+// Pure types; the store schemas (SQLite and PostgreSQL) and every layer above use these.
+
+export type Role = "owner" | "admin" | "member";
+export type AgentMode = "all" | "grants";
+export type SecretType = "llm_a" | "llm_b" | "generic";
+export type SecretScope = "project" | "organization" | "partner";
+export type ValueSource = "inline" | "external_vault";
+export type ApiKeyKind = "project" | "organization" | "partner";
+export type MembershipStatus = "active" | "pending";
+
+export interface InjectionConfig {
+  headerName?: string;
+  valueFormat?: string;
+  paramName?: string;
+  paramFormat?: string;
+  pathTemplate?: string;
+  pathRegex?: string;
+  pathReplacement?: string;
+}
+
+export interface SecretMetadata {
+  authMode?: "api-key" | "oauth";
+  accountId?: string;
+  opDisplay?: { vault?: string; item?: string; field?: string };
+}
+
+export type PolicyScope = "project" | "organization";
+export type RuleStatus = "draft" | "published";
+export type RuleSource = "custom" | "grant" | "blocklist" | "default";
+export type RuleAction = "allow" | "block";
+export type RateWindow = "minute" | "hour" | "day";
+
+export interface RuleCondition {
+  target: "body";
+  operator: "contains";
+  value: string;
+}
+
+export interface RuleIdentity {
+  type: "agent";
+  id: string;
+}
+
+export type RuleTarget =
+  | { kind: "network"; hostPattern: string; pathPattern?: string; method?: string }
+  | { kind: "app"; provider: string; tools: string[] }
+  | { kind: "connection"; connectionId: string; tools: string[] }
+  | { kind: "secret"; secretId?: string; secretScope?: "project" | "organization" };
+
+export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
+
+export interface ApprovalSummary {
+  action: string;
+  details: { label: string; value: string }[];
+}
+
+export type ConnectionStatus = "connected" | "expired" | "error" | "revoked";
+export type ConnectionAccess = "full" | "custom";

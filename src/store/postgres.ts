@@ -1,0 +1,137 @@
+// The shared store for several instances: PostgreSQL through drizzle's bun-sql driver (Bun's built-in client,
+// compiled into the executable). Transactions follow the async context, so services calling services inside
+// one transaction all use its connection. Change notifications travel as LISTEN/NOTIFY.
+import { AsyncLocalStorage } from "node:async_hooks";
+import { SQL as BunSQL } from "bun";
+import { sql, type SQL } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/bun-sql";
+import { postgresMigrations } from "../../migrations/postgres/index.ts";
+import type { EmbeddedMigration } from "../../migrations/types.ts";
+import { applyPending } from "./migrate.ts";
+import * as schema from "./schema.pg.ts";
+import type { Db, Notifier, RequestLogInsert, Store, Tables } from "./store.ts";
+
+interface TxContext {
+  tx: Db;
+  after: (() => void)[];
+}
+
+/** pg_advisory_xact_lock key of migrations and bootstrap ("credgate" in ASCII). */
+const STARTUP_LOCK = 0x6372656467617465n;
+
+/** Error codes of Bun's PostgreSQL client (and the socket below it) that mean the server cannot be reached. */
+const UNAVAILABLE_CODES = new Set([
+  "ERR_POSTGRES_CONNECTION_CLOSED",
+  "ERR_POSTGRES_CONNECTION_TIMEOUT",
+  "ERR_POSTGRES_IDLE_TIMEOUT",
+  "ERR_POSTGRES_LIFETIME_TIMEOUT",
+  "ERR_POSTGRES_SERVER_ERROR_CONNECTION",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ConnectionRefused",
+  "ConnectionClosed",
+]);
+/** SQLSTATE classes of a server that is shutting down or not accepting connections (57P*, 08*). */
+const UNAVAILABLE_STATES = /^(57P0[1-3]|08\w{3})$/;
+
+export class PostgresStore implements Store {
+  readonly engine = "postgres" as const;
+  readonly t: Tables = schema;
+  readonly client: BunSQL;
+  readonly notifier: Notifier;
+  readonly #root: Db;
+  readonly #context = new AsyncLocalStorage<TxContext>();
+
+  private constructor(url: string) {
+    // A bounded connect timeout: with the server gone the API answers 503 within seconds, never hangs.
+    this.client = new BunSQL({ url, max: 10, connectionTimeout: 5, idleTimeout: 30, onclose: () => {} });
+    this.#root = drizzle({ client: this.client });
+    const client = this.client;
+    this.notifier = {
+      publish: (channel, payload) => client.notify(channel, payload),
+      async subscribe(channel, onPayload, onReady) {
+        const subscription = await client.listen(channel, onPayload, onReady);
+        return () => subscription.unlisten();
+      },
+    };
+  }
+
+  static async open(url: string, migrations: EmbeddedMigration[] = postgresMigrations): Promise<PostgresStore> {
+    const store = new PostgresStore(url);
+    try {
+      await store.exclusive(() => store.#migrate(migrations));
+    } catch (err) {
+      await store.client.close();
+      throw err;
+    }
+    return store;
+  }
+
+  get db(): Db {
+    return this.#context.getStore()?.tx ?? this.#root;
+  }
+
+  async transaction<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#context.getStore()) return work();
+    const after: (() => void)[] = [];
+    const result = await this.#root.transaction((tx) => this.#context.run({ tx, after }, work));
+    for (const fn of after) fn();
+    return result;
+  }
+
+  afterCommit(fn: () => void): void {
+    const ctx = this.#context.getStore();
+    if (ctx) ctx.after.push(fn);
+    else fn();
+  }
+
+  exclusive<T>(work: () => Promise<T>): Promise<T> {
+    return this.transaction(async () => {
+      await this.db.execute(sql`SELECT pg_advisory_xact_lock(${STARTUP_LOCK})`);
+      return work();
+    });
+  }
+
+  async insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]> {
+    if (rows.length === 0) return [];
+    const inserted = await this.db.insert(this.t.requestLogs).values(rows).returning({ seq: this.t.requestLogs.seq });
+    return inserted.map((r) => r.seq);
+  }
+
+  async query<R>(statement: SQL): Promise<R[]> {
+    return (await this.db.execute(statement)) as unknown as R[];
+  }
+
+  isUnavailable(err: unknown): boolean {
+    for (let e = err as { code?: unknown; errno?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+      if (typeof e.code === "string" && (UNAVAILABLE_CODES.has(e.code) || UNAVAILABLE_STATES.test(e.code))) return true;
+      if (typeof e.errno === "string" && UNAVAILABLE_STATES.test(e.errno)) return true;
+    }
+    return false;
+  }
+
+  async close(): Promise<void> {
+    await this.client.close({ timeout: 5 });
+  }
+
+  async #migrate(migrations: EmbeddedMigration[]): Promise<number> {
+    const db = this.db;
+    await db.execute(sql`CREATE SCHEMA IF NOT EXISTS drizzle`);
+    await db.execute(sql`CREATE TABLE IF NOT EXISTS drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`);
+    return applyPending(
+      {
+        lastApplied: async () => {
+          const rows = (await db.execute(sql`SELECT created_at AS at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC LIMIT 1`)) as unknown as { at: string }[];
+          return rows[0] ? Number(rows[0].at) : null;
+        },
+        run: async (statement) => void (await db.execute(sql.raw(statement))),
+        record: async (hash, when) => void (await db.execute(sql`INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES (${hash}, ${when})`)),
+      },
+      migrations,
+    );
+  }
+}

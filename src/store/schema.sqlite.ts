@@ -1,0 +1,420 @@
+// The SQLite schema (drizzle). Migrations in migrations/sqlite/ are generated from this file by drizzle-kit.
+// schema.pg.ts defines the same tables for PostgreSQL; test/unit/schemaParity.test.ts keeps the two in step.
+// Timestamps are ISO 8601 strings; secrets, key copies and tokens are sealed (crypto/seal.ts); keys and
+// tokens are found by their SHA-256 hash and never stored in plaintext.
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import type {
+  AgentMode,
+  ApiKeyKind,
+  ApprovalStatus,
+  ApprovalSummary,
+  ConnectionAccess,
+  ConnectionStatus,
+  InjectionConfig,
+  MembershipStatus,
+  PolicyScope,
+  RateWindow,
+  Role,
+  RuleAction,
+  RuleCondition,
+  RuleIdentity,
+  RuleSource,
+  RuleStatus,
+  RuleTarget,
+  SecretMetadata,
+  SecretScope,
+  SecretType,
+  ValueSource,
+} from "../core/model.ts";
+
+
+export const partners = sqliteTable("partners", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  createdAt: text("created_at").notNull(),
+});
+
+export const organizations = sqliteTable("organizations", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  slug: text("slug").notNull(),
+  partnerId: text("partner_id").references(() => partners.id, { onDelete: "set null" }),
+  claimed: integer("claimed", { mode: "boolean" }).notNull().default(true),
+  partnerDetached: integer("partner_detached", { mode: "boolean" }).notNull().default(false),
+  createdAt: text("created_at").notNull(),
+});
+
+export const projects = sqliteTable(
+  "projects",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    slug: text("slug").notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [uniqueIndex("projects_org_slug").on(t.organizationId, t.slug)],
+);
+
+export const users = sqliteTable("users", {
+  id: text("id").primaryKey(),
+  email: text("email").notNull().unique(),
+  name: text("name"),
+  passwordHash: text("password_hash"),
+  createdAt: text("created_at").notNull(),
+});
+
+export const memberships = sqliteTable(
+  "memberships",
+  {
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    role: text("role").$type<Role>().notNull(),
+    status: text("status").$type<MembershipStatus>().notNull().default("active"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.userId] }), index("memberships_user").on(t.userId)],
+);
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    kind: text("kind").$type<ApiKeyKind>().notNull(),
+    tokenHash: text("token_hash").notNull().unique(),
+    tokenSealed: text("token_sealed").notNull(),
+    userId: text("user_id").references(() => users.id, { onDelete: "cascade" }),
+    organizationId: text("organization_id").references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    partnerId: text("partner_id").references(() => partners.id, { onDelete: "cascade" }),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("api_keys_project_holder").on(t.userId, t.projectId).where(sql`kind = 'project'`),
+    uniqueIndex("api_keys_org_holder").on(t.userId, t.organizationId).where(sql`kind = 'organization'`),
+  ],
+);
+
+export const sessions = sqliteTable("sessions", {
+  id: text("id").primaryKey(),
+  tokenHash: text("token_hash").notNull().unique(),
+  userId: text("user_id")
+    .notNull()
+    .references(() => users.id, { onDelete: "cascade" }),
+  createdAt: text("created_at").notNull(),
+  expiresAt: text("expires_at").notNull(),
+  revokedAt: text("revoked_at"),
+});
+
+export const agents = sqliteTable(
+  "agents",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    identifier: text("identifier").notNull(),
+    mode: text("mode").$type<AgentMode>().notNull(),
+    isDefault: integer("is_default", { mode: "boolean" }).notNull().default(false),
+    tokenHash: text("token_hash").notNull().unique(),
+    tokenSealed: text("token_sealed").notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+    lastSeenAt: text("last_seen_at"),
+  },
+  (t) => [uniqueIndex("agents_project_identifier").on(t.projectId, t.identifier)],
+);
+
+export const secrets = sqliteTable(
+  "secrets",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<SecretScope>().notNull(),
+    organizationId: text("organization_id").references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    partnerId: text("partner_id").references(() => partners.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    type: text("type").$type<SecretType>().notNull(),
+    valueSource: text("value_source").$type<ValueSource>().notNull(),
+    valueSealed: text("value_sealed"),
+    opRef: text("op_ref"),
+    hostPattern: text("host_pattern").notNull(),
+    pathPattern: text("path_pattern"),
+    injectionConfig: text("injection_config", { mode: "json" }).$type<InjectionConfig>(),
+    metadata: text("metadata", { mode: "json" }).$type<SecretMetadata>(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("secrets_project").on(t.projectId), index("secrets_org").on(t.organizationId), index("secrets_partner").on(t.partnerId)],
+);
+
+/** Small process-wide facts, e.g. which organization/project/user the bootstrap created. */
+export const settings = sqliteTable("settings", {
+  key: text("key").primaryKey(),
+  value: text("value").notNull(),
+});
+
+export const requestLogs = sqliteTable(
+  "request_logs",
+  {
+    /**
+     * The rowid: rows are appended in time order, so inserts touch the end of the table's B-tree. The public
+     * uuid `id` has no index of its own: a random key's index cost a random page write per row, the biggest
+     * single cost of the gateway's log writes. Listing pages on (createdAt, id) through the owner indexes.
+     */
+    seq: integer("seq").primaryKey(),
+    id: text("id").notNull(),
+    organizationId: text("organization_id").notNull(),
+    projectId: text("project_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    method: text("method").notNull(),
+    host: text("host").notNull(),
+    path: text("path").notNull(),
+    provider: text("provider"),
+    status: integer("status").notNull(),
+    latencyMs: integer("latency_ms").notNull(),
+    injectionCount: integer("injection_count").notNull(),
+    decision: text("decision").notNull(),
+    matchedRuleLogicalId: text("matched_rule_logical_id"),
+    matchedRuleName: text("matched_rule_name"),
+    approvalId: text("approval_id"),
+    costNanos: integer("cost_nanos"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [
+    index("request_logs_project_time").on(t.projectId, t.createdAt, t.id),
+    index("request_logs_org_time").on(t.organizationId, t.createdAt, t.id),
+  ],
+);
+
+/** Secret grants (CONTRACT §3.2): which secrets an agent in mode `grants` may inject. */
+export const agentSecretGrants = sqliteTable(
+  "agent_secret_grants",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    secretId: text("secret_id")
+      .notNull()
+      .references(() => secrets.id, { onDelete: "cascade" }),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.secretId] }), index("agent_secret_grants_secret").on(t.secretId)],
+);
+
+
+/** Policy rules (CONTRACT §3.4): draft rows (generation 0) and published generations of one scope. */
+export const policyRules = sqliteTable(
+  "policy_rules",
+  {
+    id: text("id").primaryKey(),
+    logicalId: text("logical_id").notNull(),
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    /** Null for organization-scope rules. */
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    status: text("status").$type<RuleStatus>().notNull(),
+    generation: integer("generation").notNull(),
+    priority: integer("priority").notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    isDefault: integer("is_default", { mode: "boolean" }).notNull(),
+    source: text("source").$type<RuleSource>().notNull(),
+    name: text("name").notNull(),
+    description: text("description"),
+    action: text("action").$type<RuleAction>().notNull(),
+    rateLimit: integer("rate_limit"),
+    rateLimitWindow: text("rate_limit_window").$type<RateWindow>(),
+    requireApproval: integer("require_approval", { mode: "boolean" }).notNull(),
+    conditions: text("conditions", { mode: "json" }).$type<RuleCondition[]>(),
+    identities: text("identities", { mode: "json" }).$type<RuleIdentity[]>().notNull(),
+    targets: text("targets", { mode: "json" }).$type<RuleTarget[]>().notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("policy_rules_owner").on(t.organizationId, t.projectId, t.status, t.generation)],
+);
+
+/** One row per publish of a scope (CONTRACT §3.6 "Last publish"). */
+export const policyPublishes = sqliteTable(
+  "policy_publishes",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    generation: integer("generation").notNull(),
+    ruleCount: integer("rule_count").notNull(),
+    appliedAt: text("applied_at").notNull(),
+    appliedByName: text("applied_by_name"),
+    appliedByEmail: text("applied_by_email"),
+  },
+  (t) => [index("policy_publishes_owner").on(t.organizationId, t.projectId, t.generation)],
+);
+
+
+/** Approval requests (CONTRACT §3.5): held gateway requests waiting for a human decision. */
+export const approvals = sqliteTable(
+  "approvals",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    agentId: text("agent_id").notNull(),
+    agentName: text("agent_name").notNull(),
+    agentIdentifier: text("agent_identifier").notNull(),
+    method: text("method").notNull(),
+    url: text("url").notNull(),
+    host: text("host").notNull(),
+    path: text("path").notNull(),
+    headers: text("headers", { mode: "json" }).$type<Record<string, string>>().notNull(),
+    bodyPreview: text("body_preview"),
+    summary: text("summary", { mode: "json" }).$type<ApprovalSummary>(),
+    status: text("status").$type<ApprovalStatus>().notNull(),
+    createdAt: text("created_at").notNull(),
+    expiresAt: text("expires_at").notNull(),
+    decidedAt: text("decided_at"),
+    decidedByUserId: text("decided_by_user_id"),
+    decidedByEmail: text("decided_by_email"),
+    /** The process whose gateway holds the request (see `instances`); null in rows from before 0004. */
+    instanceId: text("instance_id"),
+  },
+  (t) => [index("approvals_pending").on(t.status, t.organizationId, t.projectId, t.createdAt)],
+);
+
+
+/** App connections (CONTRACT §3.6, §5.9): a project's or organization's OAuth tokens or API-key fields, sealed. */
+export const appConnections = sqliteTable(
+  "app_connections",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    /** Null for organization connections. */
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    provider: text("provider").notNull(),
+    label: text("label"),
+    status: text("status").$type<ConnectionStatus>().notNull(),
+    scopes: text("scopes", { mode: "json" }).$type<string[]>().notNull(),
+    metadata: text("metadata", { mode: "json" }).$type<Record<string, unknown>>(),
+    /** Sealed JSON of the credential (see services/connections.ts ConnectionCredential). */
+    credentialSealed: text("credential_sealed").notNull(),
+    /** Bumped on every credential write: refreshes write with compare-and-swap on it. */
+    version: integer("version").notNull(),
+    refreshFailures: integer("refresh_failures").notNull().default(0),
+    connectedAt: text("connected_at").notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("app_connections_owner").on(t.organizationId, t.projectId, t.provider)],
+);
+
+/** Connection grants (CONTRACT §3.2): which app connections an agent in mode `grants` may use, and how. */
+export const agentConnectionGrants = sqliteTable(
+  "agent_connection_grants",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    connectionId: text("connection_id")
+      .notNull()
+      .references(() => appConnections.id, { onDelete: "cascade" }),
+    access: text("access").$type<ConnectionAccess>().notNull(),
+    allow: text("allow", { mode: "json" }).$type<string[]>().notNull(),
+    ask: text("ask", { mode: "json" }).$type<string[]>().notNull(),
+    resources: text("resources", { mode: "json" }).$type<Record<string, string[]>>(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.connectionId] }), index("agent_connection_grants_connection").on(t.connectionId)],
+);
+
+/** Bring-your-own-credentials app configuration (CONTRACT §3.6 "App configuration") of a project or organization. */
+export const appConfigs = sqliteTable(
+  "app_configs",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    provider: text("provider").notNull(),
+    /** Non-secret fields, shown back as `settings`. */
+    settings: text("settings", { mode: "json" }).$type<Record<string, string>>().notNull(),
+    /** Sealed JSON of the secret fields. */
+    secretsSealed: text("secrets_sealed"),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("app_configs_project").on(t.projectId, t.provider).where(sql`scope = 'project'`),
+    uniqueIndex("app_configs_org").on(t.organizationId, t.provider).where(sql`scope = 'organization'`),
+  ],
+);
+
+/** Blocklist entries (CONTRACT §5.8): activated predefined hosts and custom rules, compiled to managed block rules. */
+export const blocklistRules = sqliteTable(
+  "blocklist_rules",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    provider: text("provider").notNull(),
+    hostId: text("host_id").notNull(),
+    custom: integer("custom", { mode: "boolean" }).notNull(),
+    name: text("name").notNull(),
+    hostPattern: text("host_pattern").notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("blocklist_rules_owner").on(t.organizationId, t.projectId, t.provider)],
+);
+
+/**
+ * Rate-limit counters (CONTRACT §6.10): one row per (scope, rule, agent, window); incremented by an atomic upsert,
+ * so every process and instance on the database counts against the same row. Old windows are purged.
+ */
+export const rateLimitCounters = sqliteTable(
+  "rate_limit_counters",
+  {
+    scope: text("scope").$type<PolicyScope>().notNull(),
+    logicalId: text("logical_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    window: text("window").$type<RateWindow>().notNull(),
+    /** Epoch seconds at which the window starts. */
+    windowStart: integer("window_start").notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.scope, t.logicalId, t.agentId, t.window, t.windowStart] }), index("rate_limit_counters_start").on(t.windowStart)],
+);
+
+/** Running credgate processes: each beats every few seconds; a held approval of a process that stopped beating is cancelled. */
+export const instances = sqliteTable("instances", {
+  id: text("id").primaryKey(),
+  startedAt: text("started_at").notNull(),
+  heartbeatAt: text("heartbeat_at").notNull(),
+});

@@ -1,0 +1,50 @@
+// The store as services see it: one drizzle database typed once, the tables, and the few operations that
+// differ between engines (transactions, the request-log batch insert, change notifications, startup lock).
+// Services are written once against this; sqlite.ts and postgres.ts implement it.
+import type { SQL } from "drizzle-orm";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import type * as tables from "./schema.pg.ts";
+
+/**
+ * The tables. Typed as the PostgreSQL schema; with SQLite they are the SQLite schema's tables, which
+ * test/unit/schemaParity.test.ts proves identical in names, columns, nullability, keys and indexes.
+ */
+export type Tables = typeof tables;
+
+/** The query builder services use: the same calls build SQLite or PostgreSQL statements. */
+export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>;
+
+export type Engine = "sqlite" | "postgres";
+
+export type RequestLogInsert = Omit<Tables["requestLogs"]["$inferInsert"], "seq">;
+
+export interface Store {
+  readonly engine: Engine;
+  /** The handle for the current async context: the open transaction's inside `transaction`, else the root. */
+  readonly db: Db;
+  readonly t: Tables;
+  /**
+   * Runs `work` in one transaction; every statement `work` makes through `db` (in any service) is part of it.
+   * Nested calls join the outer transaction. Statements of other requests never run inside it.
+   */
+  transaction<T>(work: () => Promise<T>): Promise<T>;
+  /** Runs `fn` once the current transaction commits (dropped on rollback); at once outside a transaction. */
+  afterCommit(fn: () => void): void;
+  /** Like `transaction`, holding the database-wide startup lock (PostgreSQL advisory lock): migrations, bootstrap. */
+  exclusive<T>(work: () => Promise<T>): Promise<T>;
+  /** Inserts request-log rows in one batch; returns each row's `seq`, in order. */
+  insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]>;
+  /** Raw SQL for store-level statements and tests: rows as objects keyed by column name. */
+  query<R = Record<string, unknown>>(statement: SQL): Promise<R[]>;
+  /** Cross-instance notifications (PostgreSQL LISTEN/NOTIFY); null with SQLite (one process owns the file). */
+  readonly notifier: Notifier | null;
+  /** True when `err` means the database cannot be reached (the API answers 503, the gateway keeps serving). */
+  isUnavailable(err: unknown): boolean;
+  close(): Promise<void>;
+}
+
+export interface Notifier {
+  publish(channel: string, payload: string): Promise<void>;
+  /** `onReady` runs once subscribed, and again after every reconnect (missed notifications: reload everything). */
+  subscribe(channel: string, onPayload: (payload: string) => void, onReady: () => void): Promise<() => Promise<void>>;
+}

@@ -1,0 +1,98 @@
+// A throwaway PostgreSQL server for the Postgres-mode runs of the suites: initdb + pg_ctl from the Debian
+// `postgresql` package, in a temp dir, on a free loopback port, started once per test process (as the
+// `postgres` user when the tests run as root: PostgreSQL refuses root). Each caller gets a fresh database.
+// With CREDGATE_TEST_ENGINE unset (or `sqlite`), `testDatabaseEnv` adds nothing: the embedded store is used.
+import { spawnSync } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir, userInfo } from "node:os";
+import { join } from "node:path";
+import { SQL } from "bun";
+import { freePort } from "./ports.ts";
+
+/** The master key every Postgres-mode test process uses (required with CREDGATE_DATABASE_URL). */
+export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString("base64");
+
+export function testEngine(): "sqlite" | "postgres" {
+  return process.env.CREDGATE_TEST_ENGINE === "postgres" ? "postgres" : "sqlite";
+}
+
+function pgBinary(name: string): string {
+  const onPath = spawnSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).stdout.trim();
+  if (onPath) return onPath;
+  const base = "/usr/lib/postgresql";
+  const versions = existsSync(base) ? readdirSync(base).sort((a, b) => Number(b) - Number(a)) : [];
+  for (const v of versions) if (existsSync(join(base, v, "bin", name))) return join(base, v, "bin", name);
+  throw new Error(`${name} not found: install the Debian postgresql package (.ci/run does)`);
+}
+
+export interface PostgresServer {
+  port: number;
+  /** Superuser URL of the server's `postgres` database. */
+  adminUrl: string;
+  urlOf(database: string): string;
+  stop(): void;
+  start(): void;
+}
+
+let server: Promise<PostgresServer> | null = null;
+
+/** Starts (once per process) and returns the shared server. */
+export function postgresServer(): Promise<PostgresServer> {
+  server ??= startServer();
+  return server;
+}
+
+/** A new, independent PostgreSQL server (for tests that stop and restart it). */
+export async function startServer(): Promise<PostgresServer> {
+  const dir = mkdtempSync(join(tmpdir(), "credgate-pg-"));
+  const asRoot = userInfo().uid === 0;
+  const as = (cmd: string[]) => (asRoot ? ["runuser", "-u", "postgres", "--", ...cmd] : cmd);
+  if (asRoot) {
+    const pw = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" });
+    const uid = Number(pw.stdout.trim());
+    if (!Number.isInteger(uid)) throw new Error("the postgres user does not exist: install the Debian postgresql package");
+    chownSync(dir, uid, uid);
+  }
+  chmodSync(dir, 0o700);
+  const data = join(dir, "data");
+  const run = (cmd: string[]) => {
+    const r = spawnSync(cmd[0]!, cmd.slice(1), { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`${cmd.join(" ")} failed: ${r.stderr || r.stdout}`);
+  };
+  run(as([pgBinary("initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]));
+  const port = await freePort();
+  const pgCtl = pgBinary("pg_ctl");
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`;
+  const start = () => run(as([pgCtl, "-D", data, "-o", options, "-l", join(dir, "log"), "-w", "-t", "30", "start"]));
+  const stop = () => {
+    spawnSync(as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"])[0]!, as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]).slice(1));
+  };
+  start();
+  process.on("exit", () => {
+    stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const urlOf = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
+  return { port, adminUrl: urlOf("postgres"), urlOf, stop, start };
+}
+
+let databases = 0;
+
+/** A fresh, empty database on the shared server; its URL. */
+export async function freshDatabase(): Promise<string> {
+  const pg = await postgresServer();
+  const name = `t${process.pid}_${++databases}_${Math.random().toString(36).slice(2, 8)}`;
+  const admin = new SQL(pg.adminUrl);
+  try {
+    await admin.unsafe(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.close();
+  }
+  return pg.urlOf(name);
+}
+
+/** The environment that points a credgate (in-process or a real process) at its own store for this engine. */
+export async function testDatabaseEnv(): Promise<Record<string, string>> {
+  if (testEngine() !== "postgres") return {};
+  return { CREDGATE_DATABASE_URL: await freshDatabase(), CREDGATE_MASTER_KEY: TEST_MASTER_KEY };
+}
