@@ -16,7 +16,7 @@ export function registerKeys(program: Command): void {
     .action(async (flags: { dataDir?: string; json?: boolean }) => {
       try {
         const config = loadConfig({ dataDir: flags.dataDir });
-        if (!existsSync(join(config.dataDir, DB_FILE))) {
+        if (!config.databaseUrl && !existsSync(join(config.dataDir, DB_FILE))) {
           throw new Error(`no credgate data in ${config.dataDir}; run "credgate serve --data-dir ${config.dataDir}" first`);
         }
         const core = await openCore(config);

@@ -76,7 +76,7 @@ export function registerMigrate(program: Command): void {
         const keyError = cloudApiKeyError(cloudApiKey);
         if (keyError) throw new Error(keyError);
         if (parseCloudUrl(flags.cloudUrl) === null) throw new Error(`${CLOUD_URL_MESSAGE}, got "${flags.cloudUrl}"`);
-        if (!existsSync(join(config.dataDir, DB_FILE))) {
+        if (!config.databaseUrl && !existsSync(join(config.dataDir, DB_FILE))) {
           throw new Error(`no credgate data in ${config.dataDir}; pass --data-dir with the directory of your self-hosted instance`);
         }
         log.setQuiet(true);

@@ -7,8 +7,6 @@ export type Mode = "self-hosted" | "cloud";
 
 export interface Config {
   mode: Mode;
-  /** This process, among the instances sharing a database (held approvals name their holder). */
-  instanceId: string;
   dataDir: string;
   port: number;
   gatewayPort: number;
@@ -162,7 +160,6 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
 
   return {
     mode: modeRaw,
-    instanceId: crypto.randomUUID(),
     dataDir: resolvePath(flags.dataDir ?? env.CREDGATE_DATA_DIR ?? "./credgate-data"),
     port,
     gatewayPort,

@@ -3,6 +3,7 @@ import { chmodSync, mkdirSync } from "node:fs";
 import type { Server } from "bun";
 import type { Config } from "./config.ts";
 import { loadMasterKey } from "./crypto/masterKey.ts";
+import { loadInstanceId } from "./instanceId.ts";
 import { Sealer } from "./crypto/seal.ts";
 import { EventBus } from "./events.ts";
 import { openStore, type Store } from "./store/open.ts";
@@ -24,16 +25,14 @@ export interface Core {
 
 /** Everything but the listeners: used by `serve`, by CLI commands that read the data dir, and by API tests. */
 export async function openCore(config: Config): Promise<Core> {
-  if (!config.databaseUrl) {
-    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-    chmodSync(config.dataDir, 0o700);
-  }
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(config.dataDir, 0o700);
+  const instanceId = loadInstanceId(config.dataDir);
   const sealer = new Sealer(loadMasterKey(config.dataDir, config.masterKey));
   const store = await openStore(config);
   const events = new EventBus((fn) => store.afterCommit(fn));
   try {
-    if (store.notifier) await attachNotifyTransport(events, store.notifier, config.instanceId);
-    const services = createServices({ store, sealer, config, events });
+    const services = createServices({ store, instanceId, sealer, config, events });
     return {
       config,
       store,
@@ -71,6 +70,8 @@ export async function drain(work: Promise<unknown>, ms: number): Promise<void> {
 
 export async function startServer(config: Config): Promise<RunningServer> {
   const core = await openCore(config);
+  // Several instances on one database: every write's change event reaches the others' snapshots and polls.
+  if (core.store.notifier) await attachNotifyTransport(core.services.deps.events, core.store.notifier, core.services.deps.instanceId);
   let apiServer: Server<undefined> | null = null;
   let gateway: Gateway | null = null;
   try {

@@ -43,9 +43,39 @@ export async function readJsonBody(request: Request): Promise<unknown> {
     throw ApiError.flat(400, "Request body must be valid JSON");
   }
   if (text.trim() === "") return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw ApiError.flat(400, "Request body must be valid JSON");
   }
+  const nul = nulPath(value);
+  if (nul !== null) throw ApiError.flat(400, `${nul || "Request body"} must not contain NUL characters`);
+  return value;
+}
+
+/**
+ * The path of the first string value holding U+0000 (or of the object with such a key), or null. No field of
+ * ours can hold one, and PostgreSQL cannot store one in text, so it is refused up front, the same on both
+ * engines. Walked with an explicit stack: a hostile body may nest far deeper than the call stack allows.
+ */
+function nulPath(root: unknown): string | null {
+  const stack: [unknown, string][] = [[root, ""]];
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!;
+    if (typeof value === "string") {
+      if (value.includes("\u0000")) return path;
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], `${path}[${i}]`]);
+    } else if (typeof value === "object" && value !== null) {
+      const entries = Object.entries(value);
+      // A key with a NUL is reported as its object (the key itself is not worth echoing).
+      if (entries.some(([key]) => key.includes("\u0000"))) return path;
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, v] = entries[i]!;
+        stack.push([v, path ? `${path}.${key}` : key]);
+      }
+    }
+  }
+  return null;
 }

@@ -7,7 +7,7 @@ import type { Mode } from "../config.ts";
 import type { Services } from "../services/index.ts";
 import { authenticate, resolveContext, type Access, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
 import { readJsonBody } from "./body.ts";
-import { errorResponse, json } from "./errors.ts";
+import { errorResponse, json, unknownRoute } from "./errors.ts";
 import { validate } from "./validate.ts";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -87,6 +87,10 @@ function bridgeQuery(request: Request): Request {
 }
 
 export async function runRoute(def: RouteDef, services: Services, request: Request, params: Record<string, string>): Promise<Response> {
+  // A URL holding a NUL byte names nothing we store (and PostgreSQL cannot even compare it): no such route.
+  if (Object.values(params ?? {}).some((p) => typeof p === "string" && p.includes("\u0000")) || new URL(request.url).search.toLowerCase().includes("%00")) {
+    return unknownRoute(request.method, request.url);
+  }
   try {
     let principal: Principal | null = null;
     let ctx: RequestContext | null = null;

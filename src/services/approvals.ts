@@ -46,6 +46,8 @@ export class ApprovalService {
   readonly #pollers = new Set<() => void>();
   #shuttingDown = false;
   #timers: Timer[] = [];
+  /** Since when this process has reached the store without a failure (null: it just failed). */
+  #healthySince: number | null = null;
 
   constructor(private readonly deps: ServiceDeps) {
     deps.events.on((event) => this.#onEvent(event));
@@ -74,11 +76,11 @@ export class ApprovalService {
    */
   async start(): Promise<void> {
     await this.#heartbeat();
-    // One process owns a SQLite file: whatever is pending there at start was held by a process that died.
-    await this.cancelOrphans(this.deps.store.engine === "sqlite");
+    // Held by this instance's previous life, or (one process owns a SQLite file) by anyone: nobody holds them now.
+    await this.cancelOrphans(this.deps.store.engine === "sqlite" ? "all" : "mine");
     this.#timers.push(
-      setInterval(() => void this.#heartbeat().catch(() => {}), HEARTBEAT_MS),
-      setInterval(() => void this.cancelOrphans().catch(() => {}), ORPHAN_AFTER_MS / 2),
+      setInterval(() => void this.#heartbeat().catch(() => (this.#healthySince = null)), HEARTBEAT_MS),
+      setInterval(() => void this.#sweep().catch(() => {}), ORPHAN_AFTER_MS / 2),
       setInterval(() => void this.#recheckHeld().catch(() => {}), RECHECK_MS),
     );
   }
@@ -88,25 +90,36 @@ export class ApprovalService {
     this.#timers = [];
   }
 
+  /**
+   * Periodic orphan sweep. Only after this process has reached the store for a whole orphan period: after an
+   * outage every heartbeat is old, and the others must get the chance to beat again first.
+   */
+  async #sweep(): Promise<void> {
+    if (this.#healthySince === null || Date.now() - this.#healthySince < ORPHAN_AFTER_MS) return;
+    await this.cancelOrphans();
+  }
+
   async #heartbeat(): Promise<void> {
     const { instances } = this.t;
     const now = nowIso();
     await this.db
       .insert(instances)
-      .values({ id: this.deps.config.instanceId, startedAt: now, heartbeatAt: now })
+      .values({ id: this.deps.instanceId, startedAt: now, heartbeatAt: now })
       .onConflictDoUpdate({ target: instances.id, set: { heartbeatAt: now } });
+    this.#healthySince ??= Date.now();
   }
 
   /**
-   * Pending approvals whose holder is gone (no heartbeat for a while, or none at all) become `cancelled`;
-   * with `allButMine`, every pending approval not held by this process.
+   * Pending approvals whose holder is gone (no heartbeat for a while, or none at all) become `cancelled`. At
+   * start (`also`), those of this instance's previous life (`mine`), or every pending one (`all`).
    */
-  async cancelOrphans(allButMine = false): Promise<void> {
+  async cancelOrphans(also: "mine" | "all" | null = null): Promise<void> {
     const { approvals, instances } = this.t;
-    const me = this.deps.config.instanceId;
+    const me = this.deps.instanceId;
     const staleBefore = new Date(Date.now() - ORPHAN_AFTER_MS).toISOString();
     const live = this.db.select({ id: instances.id }).from(instances).where(gt(instances.heartbeatAt, staleBefore));
-    const holderGone = allButMine ? or(isNull(approvals.instanceId), ne(approvals.instanceId, me)) : or(isNull(approvals.instanceId), notInArray(approvals.instanceId, live));
+    const gone = or(isNull(approvals.instanceId), notInArray(approvals.instanceId, live));
+    const holderGone = also === "all" ? undefined : also === "mine" ? or(gone, eq(approvals.instanceId, me)) : and(gone, ne(approvals.instanceId, me));
     const orphaned = await this.db
       .update(approvals)
       .set({ status: "cancelled", decidedAt: nowIso() })
@@ -168,7 +181,7 @@ export class ApprovalService {
       decidedAt: null,
       decidedByUserId: null,
       decidedByEmail: null,
-      instanceId: this.deps.config.instanceId,
+      instanceId: this.deps.instanceId,
     };
     await this.db.insert(this.t.approvals).values(row);
     const outcome = new Promise<Outcome>((resolve) => {

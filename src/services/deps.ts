@@ -6,6 +6,8 @@ import type { Store } from "../store/store.ts";
 
 export interface ServiceDeps {
   store: Store;
+  /** This process among the instances sharing the store; kept in the data dir, so a restart is the same instance. */
+  instanceId: string;
   sealer: Sealer;
   config: Config;
   events: EventBus;

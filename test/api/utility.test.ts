@@ -58,6 +58,23 @@ describe("odd URLs never produce a 500 (§2.2)", () => {
   });
 });
 
+describe("NUL characters (no field can hold one; PostgreSQL cannot store one)", () => {
+  test("a path id or query value with %00 names no route: the unknown-route 404", async () => {
+    expectEnvelope(await api.call("GET", "/v1/secrets/%00"), 404, "Unrecognized request URL (GET: /v1/secrets/%00).");
+    expectEnvelope(await api.call("GET", "/v1/agents/a%00b"), 404, "Unrecognized request URL (GET: /v1/agents/a%00b).");
+    expectEnvelope(await api.call("GET", "/v1/logs?host=a%00"), 404, "Unrecognized request URL (GET: /v1/logs).");
+  });
+
+  test("a body string or key with U+0000 → flat 400 naming it; nothing is stored", async () => {
+    expectFlat(await api.call("POST", "/v1/agents", { body: { name: "a\u0000b", identifier: "nul-1" } }), 400, "name must not contain NUL characters");
+    expectFlat(await api.call("POST", "/v1/secrets", { body: { name: "s", type: "generic", value: "v", hostPattern: "x.example.com", injectionConfig: { headerName: "x-k", valueFormat: "\u0000{value}" } } }), 400, "injectionConfig.valueFormat must not contain NUL characters");
+    expectFlat(await api.call("PUT", "/v1/agents/x/secrets", { body: { secretIds: ["ok", "b\u0000"] } }), 400, "secretIds[1] must not contain NUL characters");
+    expectFlat(await api.call("POST", "/v1/agents", { body: { ["k\u0000"]: 1 } }), 400, "Request body must not contain NUL characters");
+    expectFlat(await api.call("POST", "/v1/agents", { body: '"\\u0000"' }), 400, "Request body must not contain NUL characters");
+    expect((await api.call("GET", "/v1/agents")).body.some((a: { identifier: string }) => a.identifier === "nul-1")).toBe(false);
+  });
+});
+
 describe("/api alias (§0.1)", () => {
   test("serves the same routes with the same auth", async () => {
     const v1 = await api.call("GET", "/v1/agents");

@@ -5,9 +5,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { X509Certificate, randomBytes } from "node:crypto";
 import * as net from "node:net";
 import * as tls from "node:tls";
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { sql } from "drizzle-orm";
+import { Sealer } from "../../src/crypto/seal.ts";
 import { VERSION } from "../../src/version.ts";
+import { testEngine, TEST_MASTER_KEY } from "../support/postgres.ts";
+import { queryStore } from "../support/storeQuery.ts";
 import { freePort } from "../support/ports.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -101,6 +105,39 @@ async function getText(url: string): Promise<{ status: number; text: string; hea
   return { status: r.status, text: await r.text(), headers: r.headers };
 }
 
+
+/**
+ * Where the gateway CA is kept (§6.3): `ca.pem` + `ca.key` (0600) in the data dir with SQLite; with PostgreSQL
+ * one settings row, sealed (no PEM in the clear), and nothing in the data dir.
+ */
+async function caRow(c: RunningCredgate): Promise<string | null> {
+  const rows = await queryStore<{ value: string }>(c, sql`SELECT value FROM settings WHERE key = 'gateway_ca'`);
+  return rows[0]?.value ?? null;
+}
+
+async function storedCaPem(c: RunningCredgate): Promise<string> {
+  if (testEngine() === "sqlite") return readFileSync(join(c.dataDir, "ca.pem"), "utf8");
+  const sealed = (await caRow(c))!;
+  return JSON.parse(new Sealer(Buffer.from(TEST_MASTER_KEY, "base64")).open(sealed)).certPem;
+}
+
+async function storedCaKey(c: RunningCredgate): Promise<string> {
+  return testEngine() === "sqlite" ? readFileSync(join(c.dataDir, "ca.key"), "utf8") : (await caRow(c))!;
+}
+
+async function expectCaKeyGuarded(c: RunningCredgate): Promise<void> {
+  if (testEngine() === "sqlite") {
+    expect(statSync(join(c.dataDir, "ca.key")).mode & 0o777).toBe(0o600);
+    expect(await caRow(c)).toBeNull();
+    return;
+  }
+  expect(existsSync(join(c.dataDir, "ca.key"))).toBe(false);
+  expect(existsSync(join(c.dataDir, "ca.pem"))).toBe(false);
+  const sealed = (await caRow(c))!;
+  expect(sealed).toStartWith("v1:");
+  expect(sealed).not.toContain("PRIVATE KEY");
+}
+
 describe("the gateway port's own routes (§6.1, §5.11)", () => {
   test("GET /healthz → {status:'ok', version}", async () => {
     const r = await getText(`${cg.gatewayUrl}/healthz`);
@@ -137,7 +174,7 @@ describe("the gateway port's own routes (§6.1, §5.11)", () => {
     }
     expect(g.text).toBe(a.text);
     expect(alias.text).toBe(a.text);
-    expect(g.text).toBe(readFileSync(join(dataDir, "ca.pem"), "utf8"));
+    expect(g.text).toBe(await storedCaPem(cg));
   });
 
   test("the CA: ECDSA P-256, CN credgate Gateway CA, 10-year validity; ca.key is 0600", async () => {
@@ -149,7 +186,7 @@ describe("the gateway port's own routes (§6.1, §5.11)", () => {
     const years = (Date.parse(cert.validTo) - Date.parse(cert.validFrom)) / (365.25 * 24 * 3600 * 1000);
     expect(years).toBeGreaterThan(9.9);
     expect(years).toBeLessThan(10.1);
-    expect(statSync(join(dataDir, "ca.key")).mode & 0o777).toBe(0o600);
+    await expectCaKeyGuarded(cg);
   });
 
   test("leaf certificates: signed by the CA, SAN = the CONNECT host (IP SAN for an IP literal), 24 h, notBefore now − 5 min", async () => {
@@ -391,13 +428,13 @@ describe("request logs", () => {
 describe("restart and graceful shutdown", () => {
   test("the CA survives a restart on the same data dir: identical bytes on both ports", async () => {
     const before = ca.pem;
-    const keyBefore = readFileSync(join(dataDir, "ca.key"));
+    const keyBefore = await storedCaKey(cg);
     expect(await cg.stop()).toBe(0);
     cg = await startCredgate({ dataDir, env });
     running.push(cg);
     for (const base of [cg.apiUrl, cg.gatewayUrl]) expect((await getText(`${base}/v1/gateway/ca`)).text).toBe(before);
-    expect(readFileSync(join(dataDir, "ca.key")).equals(keyBefore)).toBe(true);
-    expect(statSync(join(dataDir, "ca.key")).mode & 0o777).toBe(0o600);
+    expect(await storedCaKey(cg)).toBe(keyBefore);
+    await expectCaKeyGuarded(cg);
     // And a client holding the old CA file still trusts the new process's leaves.
     const r = await run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--proxy", `http://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`, "--cacert", ca.file, `https://${LOG_HOST}:${up.port}/after-restart`]);
     expect(r.stdout).toBe("200");

@@ -3,7 +3,8 @@
 // upstream in this process, and real clients (curl, Node/undici, raw TLS tunnels when a test needs to hold
 // one connection open or watch for bytes).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
+import { sql } from "drizzle-orm";
+import { queryStore } from "../support/storeQuery.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
@@ -858,25 +859,15 @@ describe("shutdown while held", () => {
     t.close();
     expect(seen(H.approve, path).length).toBe(0);
     // Read the stopped process's store directly: the shutdown itself marked it (not the next start).
-    const db = new Database(join(c.dataDir, "credgate.db"), { readonly: true });
-    try {
-      expect(db.query("SELECT status FROM approvals WHERE id = ?").get(pending.id)).toEqual({ status: "cancelled" });
-      expect(db.query("SELECT status, decision FROM request_logs WHERE approval_id = ?").get(pending.id)).toEqual({ status: 503, decision: "approval_cancelled" });
-    } finally {
-      db.close();
-    }
+    expect(await queryStore(c, sql`SELECT status FROM approvals WHERE id = ${pending.id}`)).toEqual([{ status: "cancelled" }]);
+    expect(await queryStore(c, sql`SELECT status, decision FROM request_logs WHERE approval_id = ${pending.id}`)).toEqual([{ status: 503, decision: "approval_cancelled" }]);
   });
 
   test("a process killed while holding: its pending approval is marked cancelled at the next start", async () => {
     const { c, t, path, pending } = await holdOne();
     expect(await c.stop("SIGKILL")).not.toBe(0);
     t.close();
-    const db = new Database(join(c.dataDir, "credgate.db"), { readonly: true });
-    try {
-      expect(db.query("SELECT status FROM approvals WHERE id = ?").get(pending.id)).toEqual({ status: "pending" });
-    } finally {
-      db.close();
-    }
+    expect(await queryStore(c, sql`SELECT status FROM approvals WHERE id = ${pending.id}`)).toEqual([{ status: "pending" }]);
     const again = await startCredgate({ dataDir: c.dataDir, env: env() });
     try {
       const record = await again.api("GET", `/v1/approvals/${pending.id}`);

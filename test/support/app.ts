@@ -47,6 +47,19 @@ export async function storedText(api: TestApi): Promise<string> {
   return out.join("\n");
 }
 
+/** Test APIs created inside the running test (not in beforeAll): closed when the test ends (preload.ts). */
+let ofTest: TestApi[] | null = null;
+
+export function startTest(): void {
+  ofTest = [];
+}
+
+export async function closeTestApisOfTest(): Promise<void> {
+  const apis = ofTest ?? [];
+  ofTest = null;
+  await Promise.all(apis.map((a) => a.core.close().catch(() => {})));
+}
+
 export async function createTestApi(env: Record<string, string> = {}): Promise<TestApi> {
   log.setQuiet(true);
   const dataDir = tempDir();
@@ -82,5 +95,6 @@ export async function createTestApi(env: Record<string, string> = {}): Promise<T
       return { status: res.status, body: parsed, headers: res.headers, text };
     },
   };
+  ofTest?.push(api);
   return api;
 }

@@ -3,6 +3,7 @@
 import { spawn, type Subprocess } from "bun";
 import { join } from "node:path";
 import { freePort } from "./ports.ts";
+import { testDatabaseEnv } from "./postgres.ts";
 import { tempDir } from "./tmp.ts";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -23,6 +24,8 @@ export interface Keys {
 export interface RunningCredgate {
   proc: Subprocess<"ignore", "pipe", "pipe">;
   dataDir: string;
+  /** The environment the process was started with beyond the test process's own (its store, in Postgres mode). */
+  env: Record<string, string>;
   apiPort: number;
   gatewayPort: number;
   apiUrl: string;
@@ -49,13 +52,27 @@ export async function runCli(args: string[], env: Record<string, string> = {}): 
   return { code, stdout, stderr };
 }
 
+/** In Postgres mode, the database of each data dir: a restart on the same data dir finds the same data. */
+const databases = new Map<string, Record<string, string>>();
+
+/** The store environment for a data dir under the engine being tested (nothing extra for SQLite). */
+export async function storeEnvFor(dataDir: string): Promise<Record<string, string>> {
+  let env = databases.get(dataDir);
+  if (!env) {
+    env = await testDatabaseEnv();
+    databases.set(dataDir, env);
+  }
+  return env;
+}
+
 export async function startCredgate(opts: StartOptions = {}): Promise<RunningCredgate> {
   const dataDir = opts.dataDir ?? tempDir();
+  const env = { ...(opts.env?.CREDGATE_DATABASE_URL ? {} : await storeEnvFor(dataDir)), ...opts.env };
   const apiPort = opts.apiPort ?? (await freePort());
   const gatewayPort = opts.gatewayPort ?? (await freePort());
   const proc = spawn(
     [...credgateCommand(), "serve", "--data-dir", dataDir, "--port", String(apiPort), "--gateway-port", String(gatewayPort), "--host", "127.0.0.1", ...(opts.args ?? [])],
-    { env: { ...process.env, ...opts.env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
+    { env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
   );
   let out = "";
   const decoder = new TextDecoder();
@@ -79,13 +96,14 @@ export async function startCredgate(opts: StartOptions = {}): Promise<RunningCre
     }
     await Bun.sleep(50);
   }
-  const keysRun = await runCli(["keys", "--data-dir", dataDir, "--json"], opts.env);
+  const keysRun = await runCli(["keys", "--data-dir", dataDir, "--json"], env);
   if (keysRun.code !== 0) throw new Error(`credgate keys failed: ${keysRun.stderr}`);
   const keys = JSON.parse(keysRun.stdout) as Keys;
 
   const running: RunningCredgate = {
     proc,
     dataDir,
+    env,
     apiPort,
     gatewayPort,
     apiUrl,

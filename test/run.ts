@@ -1,0 +1,52 @@
+// README's test command (`npm test`): the whole suite on the embedded SQLite store, then the suites that
+// touch the store through the API or the gateway again on a real PostgreSQL server (test/support/postgres.ts),
+// plus the multi-instance suite, which only makes sense there. Prints bun's own output of each run, then the
+// totals in bun's format (` N pass`, ` N fail`) as the last lines.
+import { spawn } from "bun";
+
+const SQLITE_RUN = ["test/unit", "test/api", "test/e2e"];
+const POSTGRES_RUN = [
+  "test/api",
+  "test/e2e/gateway-clients.test.ts",
+  "test/e2e/gateway-injection.test.ts",
+  "test/e2e/gateway-lifecycle.test.ts",
+  "test/e2e/gateway-streaming.test.ts",
+  "test/e2e/policy-gateway.test.ts",
+  "test/e2e/apps-gateway.test.ts",
+  "test/multi",
+];
+
+const extra = process.argv.slice(2);
+
+async function run(label: string, paths: string[], env: Record<string, string>): Promise<{ pass: number; fail: number; code: number }> {
+  console.log(`\n── ${label} ──`);
+  const proc = spawn([process.execPath, "test", ...paths, ...extra], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  let pass = 0;
+  let fail = 0;
+  const scan = async (stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream) => {
+    const decoder = new TextDecoder();
+    let rest = "";
+    for await (const chunk of stream) {
+      const text = decoder.decode(chunk, { stream: true });
+      out.write(text);
+      const lines = (rest + text).split("\n");
+      rest = lines.pop()!;
+      for (const line of lines) {
+        const m = /^ *(\d+) (pass|fail)$/.exec(line);
+        if (m) m[2] === "pass" ? (pass = Number(m[1])) : (fail = Number(m[1]));
+      }
+    }
+  };
+  await Promise.all([scan(proc.stdout, process.stdout), scan(proc.stderr, process.stderr)]);
+  const code = await proc.exited;
+  // A run that crashed before reporting counts as a failure, not as zero tests.
+  if (code !== 0 && fail === 0) fail = 1;
+  return { pass, fail, code };
+}
+
+const sqlite = await run("SQLite (embedded store)", SQLITE_RUN, { CREDGATE_TEST_ENGINE: "sqlite" });
+const postgres = await run("PostgreSQL (shared store)", POSTGRES_RUN, { CREDGATE_TEST_ENGINE: "postgres" });
+console.log(`\nSQLite: ${sqlite.pass} pass, ${sqlite.fail} fail · PostgreSQL: ${postgres.pass} pass, ${postgres.fail} fail`);
+console.log(` ${sqlite.pass + postgres.pass} pass`);
+console.log(` ${sqlite.fail + postgres.fail} fail`);
+process.exit(sqlite.code === 0 && postgres.code === 0 ? 0 : 1);
