@@ -33,7 +33,7 @@ function shape(config: Config, dialect: PgDialect | SQLiteSyncDialect) {
     primaryKeys: config.primaryKeys.map((pk) => pk.columns.map((c) => c.name)),
     indexes: config.indexes
       .map((i) => ({
-        name: i.config.name,
+        name: i.config.name ?? "",
         unique: i.config.unique,
         columns: i.config.columns.map((c) => ("name" in c ? c.name : "expr")),
         where: whereText(i.config.where, dialect),
