@@ -48,8 +48,8 @@ function shape(config: Config, dialect: PgDialect | SQLiteSyncDialect) {
   };
 }
 
-const pgTables = Object.values(pg).filter((v): v is PgTable => is(v, PgTable));
-const sqliteTables = Object.values(sqlite).filter((v): v is SQLiteTable => is(v, SQLiteTable));
+const pgTables: PgTable[] = Object.values(pg as Record<string, unknown>).filter((v): v is PgTable => is(v, PgTable));
+const sqliteTables: SQLiteTable[] = Object.values(sqlite as Record<string, unknown>).filter((v): v is SQLiteTable => is(v, SQLiteTable));
 
 describe("the SQLite and PostgreSQL schemas are the same", () => {
   test("the same tables, exported under the same names", () => {
