@@ -22,6 +22,7 @@ const STARTUP_LOCK = 0x6372656467617465n;
 /** Error codes of Bun's PostgreSQL client (and the socket below it) that mean the server cannot be reached. */
 const UNAVAILABLE_CODES = new Set([
   "ERR_POSTGRES_CONNECTION_CLOSED",
+  "ERR_POSTGRES_CONNECTION_REFUSED",
   "ERR_POSTGRES_CONNECTION_TIMEOUT",
   "ERR_POSTGRES_IDLE_TIMEOUT",
   "ERR_POSTGRES_LIFETIME_TIMEOUT",
