@@ -10,7 +10,8 @@ const context = new AsyncLocalStorage<Fields>();
 
 function write(level: string, msg: string, fields: Fields = {}): void {
   if (quiet && level !== "error") return;
-  process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...context.getStore(), ...fields }) + "\n");
+  // The request's fields come last, so a line reads the same with or without them; the caller's fields win.
+  process.stdout.write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields, ...context.getStore(), ...fields }) + "\n");
 }
 
 export const log = {
