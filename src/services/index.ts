@@ -18,6 +18,7 @@ import { RequestLogService } from "./requestLogs.ts";
 import { LoginThrottle, SessionService } from "./sessions.ts";
 import { MigrationService } from "./migration.ts";
 import { RateLimitService } from "./rateLimits.ts";
+import { BudgetService } from "./budgets.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -39,6 +40,7 @@ export interface Services {
   outbound: Outbound;
   migration: MigrationService;
   rateLimits: RateLimitService;
+  budgets: BudgetService;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -83,5 +85,6 @@ export function createServices(deps: ServiceDeps): Services {
     outbound,
     migration: new MigrationService(deps, secrets, agents, policy, outbound),
     rateLimits: new RateLimitService(deps),
+    budgets: new BudgetService(deps),
   };
 }
