@@ -19,6 +19,8 @@ import { LoginThrottle, SessionService } from "./sessions.ts";
 import { MigrationService } from "./migration.ts";
 import { RateLimitService } from "./rateLimits.ts";
 import { BudgetService } from "./budgets.ts";
+import { loadPriceTable } from "./pricing.ts";
+import type { PriceTable } from "../core/pricing.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -41,6 +43,8 @@ export interface Services {
   migration: MigrationService;
   rateLimits: RateLimitService;
   budgets: BudgetService;
+  /** What the gateway meters LLM usage with (CREDGATE_PRICING_FILE over the defaults). */
+  prices: PriceTable;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -86,5 +90,6 @@ export function createServices(deps: ServiceDeps): Services {
     migration: new MigrationService(deps, secrets, agents, policy, outbound),
     rateLimits: new RateLimitService(deps),
     budgets: new BudgetService(deps),
+    prices: loadPriceTable(deps.config.pricingFile),
   };
 }

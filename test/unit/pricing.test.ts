@@ -1,7 +1,11 @@
 // Prices and costs (CONTRACT §6.11): the default table, family-substring and longest-prefix matching, the
 // llm_b cached-token rate, cache write and read for llm_a, the estimate, and CREDGATE_PRICING_FILE merging.
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { costOf, DEFAULT_PRICES, estimateOf, mergePrices, priceOf } from "../../src/core/pricing.ts";
+import { loadPriceTable } from "../../src/services/pricing.ts";
+import { tempDir } from "../support/tmp.ts";
 
 const u = (model: string, inputTokens: number, outputTokens: number, cacheWriteTokens = 0, cacheReadTokens = 0) => ({ model, inputTokens, outputTokens, cacheWriteTokens, cacheReadTokens });
 
@@ -61,5 +65,21 @@ describe("CREDGATE_PRICING_FILE", () => {
     expect(mergePrices(DEFAULT_PRICES, { llm_a: { x: { input: 1 } } })).toBe("llm_a.x needs input and output prices");
     expect(mergePrices(DEFAULT_PRICES, { llm_a: { x: { input: -1, output: 1 } } })).toBe("llm_a.x.input must be a non-negative number");
     expect(mergePrices(DEFAULT_PRICES, { llm_b: { x: { input: 1, output: 1, bogus: 2 } } })).toBe('llm_b.x has unknown field "bogus"');
+  });
+});
+
+describe("loading CREDGATE_PRICING_FILE", () => {
+  test("unset: the defaults; a file: merged; a bad file: one message naming the variable and the reason", () => {
+    expect(loadPriceTable(null)).toBe(DEFAULT_PRICES);
+    const dir = tempDir();
+    const good = join(dir, "prices.json");
+    writeFileSync(good, JSON.stringify({ llm_a: { sonnet: { input: 1, output: 2 } } }));
+    expect(priceOf(loadPriceTable(good), "llm_a", "claude-sonnet-4-5")).toEqual({ input: 1, output: 2 });
+    expect(() => loadPriceTable(join(dir, "missing.json"))).toThrow(`CREDGATE_PRICING_FILE ${join(dir, "missing.json")}: no such file`);
+    const bad = join(dir, "bad.json");
+    writeFileSync(bad, "{nope");
+    expect(() => loadPriceTable(bad)).toThrow(/^CREDGATE_PRICING_FILE .*bad\.json: not valid JSON/);
+    writeFileSync(bad, JSON.stringify({ llm_a: { x: { input: 1 } } }));
+    expect(() => loadPriceTable(bad)).toThrow("llm_a.x needs input and output prices");
   });
 });
