@@ -67,7 +67,10 @@ export class PostgresStore implements Store {
       await store.exclusive(() => store.#migrate(migrations));
     } catch (err) {
       await store.client.close();
-      throw err;
+      if (!store.isUnavailable(err)) throw err;
+      // One line an operator can act on, without the URL's password.
+      const where = URL.canParse(url) ? new URL(url).host : "the configured host";
+      throw new Error(`cannot reach PostgreSQL at ${where} (CREDGATE_DATABASE_URL): ${(err as Error).message}`);
     }
     return store;
   }
@@ -95,6 +98,10 @@ export class PostgresStore implements Store {
       await this.db.execute(sql`SELECT pg_advisory_xact_lock(${STARTUP_LOCK})`);
       return work();
     });
+  }
+
+  async lockKey(key: string): Promise<void> {
+    await this.db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
   }
 
   async insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]> {
