@@ -9,7 +9,11 @@ import type { Services } from "../services/index.ts";
 import { appConnectPage } from "./appConnectPage.ts";
 import { errorResponse, unknownRoute } from "./errors.ts";
 import { METRICS_PATH, metricsResponse } from "./metrics.ts";
-import { runRoute, type RouteDef } from "./route.ts";
+import { openApiDocument } from "./openapi.ts";
+import { returns } from "./responses.ts";
+import { OpenApiDocument } from "./schemas.ts";
+import { VERSION } from "../version.ts";
+import { route, runRoute, type RouteDef } from "./route.ts";
 import { agentSetupRoutes } from "./routes/agentSetup.ts";
 import { appBlocklistRoutes } from "./routes/appBlocklist.ts";
 import { appsRoutes } from "./routes/apps.ts";
@@ -43,6 +47,18 @@ export interface ClientInfo {
   address: string;
 }
 
+/** `GET /v1/openapi.json`: the description of `routes` (every mode's), built on first request. */
+function openApiRoute(routes: () => RouteDef[]): RouteDef {
+  let body: string | null = null;
+  return route({
+    method: "GET",
+    path: "/openapi.json",
+    access: "none",
+    response: returns(OpenApiDocument, "This document (OpenAPI 3.1)"),
+    handler: () => new Response((body ??= JSON.stringify(openApiDocument(routes(), VERSION))), { headers: { "content-type": "application/json; charset=utf-8" } }),
+  });
+}
+
 export type ApiApp = { handle(request: Request, client?: ClientInfo): Promise<Response> };
 
 export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): ApiApp {
@@ -53,7 +69,9 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
     .onError(({ code, request, error }) =>
       code === "NOT_FOUND" ? unknownRoute(request.method, request.url) : errorResponse(error, request, (e) => services.deps.store.isUnavailable(e)),
     );
-  for (const def of [...allRoutes(), ...extraRoutes]) {
+  const routes = [...allRoutes(), ...extraRoutes];
+  routes.push(openApiRoute(() => routes));
+  for (const def of routes) {
     if (def.modes && !def.modes.includes(mode)) continue;
     for (const prefix of API_PREFIXES) {
       const template = prefix + def.path;
