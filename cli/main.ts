@@ -2,6 +2,7 @@
 // Entry of the credgate executable: one commander program, one file per command group.
 import { Command } from "commander";
 import { VERSION } from "../src/version.ts";
+import { registerDoctor } from "./doctor.ts";
 import { registerKeys } from "./keys.ts";
 import { registerMigrate } from "./migrate.ts";
 import { registerRun } from "./run.ts";
@@ -17,5 +18,6 @@ registerServe(program);
 registerKeys(program);
 registerRun(program);
 registerMigrate(program);
+registerDoctor(program);
 
 await program.parseAsync(process.argv);

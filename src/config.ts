@@ -101,6 +101,8 @@ export function parseResolve(raw: string | undefined): Map<string, string> {
     previous = entry;
     const host = m[1]!.replace(/^\[|\]$/g, "").toLowerCase();
     const address = m[3]!.replace(/^\[|\]$/g, "");
+    // Refused here, at start, rather than as ENOTFOUND on the first request that dials it.
+    if (!isIP(address)) throw new ConfigError(`CREDGATE_RESOLVE entry "${entry}": "${address}" is not an IP address`);
     map.set(`${host}:${m[2]}`, address);
   }
   return map;
