@@ -5,6 +5,7 @@ import { VERSION } from "../src/version.ts";
 import { registerDoctor } from "./doctor.ts";
 import { registerKeys } from "./keys.ts";
 import { registerMigrate } from "./migrate.ts";
+import { registerRotateMasterKey } from "./rotateMasterKey.ts";
 import { registerRun } from "./run.ts";
 import { registerServe } from "./serve.ts";
 
@@ -19,5 +20,6 @@ registerKeys(program);
 registerRun(program);
 registerMigrate(program);
 registerDoctor(program);
+registerRotateMasterKey(program);
 
 await program.parseAsync(process.argv);
