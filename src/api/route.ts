@@ -78,16 +78,22 @@ async function readBody(def: RouteDef, request: Request): Promise<unknown> {
 
 const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
+/**
+ * A query value as a header value: unchanged when it is one, else percent-encoded — still a value that names
+ * no key, project or organization (and so fails like any unknown one), where Headers would throw.
+ */
+const asHeaderValue = (v: string) => (/^[\x20-\x7e]*$/.test(v) ? v : encodeURIComponent(v));
+
 /** Copies the browser bridge's query parameters into the headers they stand for, when those are absent. */
 function bridgeQuery(request: Request): Request {
   const query = new URL(request.url).searchParams;
   const headers = new Headers(request.headers);
   const token = query.get("_token");
-  if (token && !headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
+  if (token && !headers.has("authorization")) headers.set("authorization", `Bearer ${asHeaderValue(token)}`);
   const project = query.get("_project");
-  if (project && !headers.has("x-project-id")) headers.set("x-project-id", project);
+  if (project && !headers.has("x-project-id")) headers.set("x-project-id", asHeaderValue(project));
   const org = query.get("_org") ?? query.get("org");
-  if (org && !headers.has("x-organization-id")) headers.set("x-organization-id", org);
+  if (org && !headers.has("x-organization-id")) headers.set("x-organization-id", asHeaderValue(org));
   return new Request(request.url, { method: request.method, headers });
 }
 

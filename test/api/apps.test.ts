@@ -246,6 +246,10 @@ describe("GET /apps/{provider}/authorize", () => {
     expectUnauthorized(await a.call("GET", "/v1/apps/github/authorize", { key: null }));
     // A header wins over the query parameter.
     expectUnauthorized(await a.call("GET", `/v1/apps/github/authorize?_token=${a.projectKey}`, { key: "svc_nope" }));
+    // Values no header can carry (found by test/e2e/fuzz.test.ts: once a 500) name nothing: 401 / 403.
+    expectUnauthorized(await a.call("GET", "/v1/apps/github/authorize?_token=%F0%9F%99%82", { key: null }));
+    expectUnauthorized(await a.call("GET", `/v1/apps/github/authorize?_token=${a.orgKey}&_project=%C3%A9`, { key: null }));
+    expectEnvelope(await a.call("GET", "/v1/org/apps/github/authorize?org=%F0%9F%99%82", { key: a.orgKey }), 403, "Not a member of this organization");
     // Only the two browser routes bridge.
     expectUnauthorized(await a.call("GET", `/v1/apps?_token=${a.projectKey}`, { key: null }));
     expectUnauthorized(await a.call("GET", `/v1/apps/github/config?_token=${a.projectKey}`, { key: null }));

@@ -67,7 +67,9 @@ export async function checkResponse(loadDocument: () => Promise<unknown>, method
   // Every credgate of the test run serves the same document (one code base): built once.
   checker ??= await build((await loadDocument()) as Json);
   if (!(headers.get("content-type") ?? "").startsWith("application/json")) return;
-  const pathname = path.split("?")[0]!;
+  // As the client sent it (dot segments resolved, like fetch does), and the router serves `/v1/agents/` as
+  // `/v1/agents` (Elysia's non-strict paths).
+  const pathname = new URL(path, "http://localhost").pathname.replace(/(.)\/$/, "$1");
   const where = `${method} ${pathname} → ${status}`;
   if (status >= 400) {
     const problem = checker.validateError(body);
