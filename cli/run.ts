@@ -8,15 +8,30 @@ import type { Command } from "commander";
 import { loadConfig } from "../src/config.ts";
 import { combinedBundle, nodePreload, runEnvironment, type ContainerConfig } from "../src/run/environment.ts";
 import { undiciBundle } from "../src/run/undiciBundle.ts" with { type: "macro" };
-import { openCore } from "../src/server.ts";
+import { NoDataError, openCore } from "../src/server.ts";
 import { fail } from "./fail.ts";
 
 const UNDICI: string = undiciBundle();
 
+/** With neither CREDGATE_API_KEY nor a data dir to read the bootstrap key from: how to point `run` at a server. */
+export function noApiKey(dataDir: string): string {
+  return (
+    `no API key and no credgate data in ${dataDir}: set CREDGATE_API_KEY to a project API key (printed at the server's first start; ` +
+    "`credgate keys` reprints it) and CREDGATE_URL to the server's API URL (default http://localhost:10254), or pass --data-dir with the server's data dir"
+  );
+}
+
+/** CREDGATE_API_KEY, else the bootstrap key read from the data dir (which is never created). */
 async function apiKeyFrom(dataDir: string | undefined): Promise<string> {
   const fromEnv = process.env.CREDGATE_API_KEY?.trim();
   if (fromEnv) return fromEnv;
-  const core = await openCore(loadConfig({ dataDir }));
+  const config = loadConfig({ dataDir });
+  let core;
+  try {
+    core = await openCore(config, { readOnly: true });
+  } catch (err) {
+    throw err instanceof NoDataError ? new Error(noApiKey(config.dataDir)) : err;
+  }
   const key = core.bootstrap.projectApiKey;
   await core.close();
   return key;
