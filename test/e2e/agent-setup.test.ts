@@ -112,6 +112,12 @@ describe("OneCLI node SDK, unmodified", () => {
     await expect(sdk().applyContainerConfig([], { agent: "nobody" })).rejects.toBeInstanceOf(OneCLIRequestError);
   });
 
+  test("the container config warns by vendor name when the agent has no Anthropic credential", async () => {
+    const res = await cg.api("GET", "/v1/container-config");
+    expect(res.status).toBe(200);
+    expect(res.body.warnings).toEqual(["No Anthropic credentials configured — the agent will use its own API key if available."]);
+  });
+
   test("createAgent and ensureAgent (409 means it exists)", async () => {
     const created = await sdk().createAgent({ name: "SDK Agent", identifier: "sdk-agent" });
     expect(created.identifier).toBe("sdk-agent");

@@ -267,3 +267,79 @@ describe("a data dir that cannot be used: one line saying what is wrong and what
     expect(JSON.parse(r.stdout)).toEqual(keys);
   });
 });
+
+describe("a value that cannot go into a header is refused when stored", () => {
+  test("a token pasted with a typographic ellipsis: 400 naming value, on create and on update; a clean value is accepted", async () => {
+    const c = await start(tempDir());
+    const body = { name: "GitHub", type: "generic", value: "ghp_abc\u2026", hostPattern: "api.github.com", injectionConfig: { headerName: "authorization", valueFormat: "Bearer {value}" } };
+    const refused = await c.api("POST", "/v1/secrets", { body });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toBe('{"error":"value must contain only printable ASCII characters when injected into a header"}');
+    const created = await c.api("POST", "/v1/secrets", { body: { ...body, value: "ghp_abc123" } });
+    expect(created.status).toBe(201);
+    const update = await c.api("PATCH", `/v1/secrets/${created.body.id}`, { body: { value: "ghp_abc\r\nX-Injected: 1" } });
+    expect(update.status).toBe(400);
+    expect(update.text).toBe('{"error":"value must contain only printable ASCII characters when injected into a header"}');
+    const llm = await c.api("POST", "/v1/secrets", { body: { name: "Claude", type: "llm_a", value: "sk-ant-api03-\u2026" } });
+    expect(llm.status).toBe(400);
+    expect(llm.text).toBe('{"error":"value must contain only printable ASCII characters when injected into a header"}');
+  });
+});
+
+describe("small things users hit", () => {
+  test("an unknown command prints `unknown command` and the help, exit 1", async () => {
+    const r = await cli(["frobnicate"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.startsWith("credgate: unknown command 'frobnicate'\n\nUsage: credgate [options] [command]\n")).toBe(true);
+    for (const command of ["serve", "keys", "run", "migrate"]) expect(r.stderr).toContain(`  ${command} `);
+    expect(r.stderr).not.toContain("serve'");
+  });
+
+  /** Every process below `pid` (from /proc), depth first. */
+  function descendants(pid: number): number[] {
+    let children: number[] = [];
+    try {
+      children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {}
+    return children.flatMap((c) => [c, ...descendants(c)]);
+  }
+  const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+
+  test.each(["SIGTERM", "SIGINT"] as const)("`npm start` stopped with %s: the server stops, the port is released, no process is left", async (signal) => {
+    const dataDir = tempDir();
+    const apiPort = await freePort();
+    const npm = spawn(["npm", "start", "--", ...(await serveArgs(dataDir, apiPort)).slice(1)], {
+      cwd: join(import.meta.dir, "../.."),
+      env: process.env,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const output = Promise.all([new Response(npm.stdout).text(), new Response(npm.stderr).text()]);
+    const deadline = Date.now() + 20_000;
+    let up = false;
+    while (!up && Date.now() < deadline && npm.exitCode === null) {
+      up = await fetch(`http://127.0.0.1:${apiPort}/v1/health`).then((r) => r.ok, () => false);
+      if (!up) await Bun.sleep(100);
+    }
+    expect(up).toBe(true);
+    const below = descendants(npm.pid);
+    expect(below.length).toBeGreaterThan(0);
+    let code: number | "hung";
+    let left: number[];
+    try {
+      npm.kill(signal);
+      code = await Promise.race([npm.exited, Bun.sleep(15_000).then(() => "hung" as const)]);
+    } finally {
+      // Whatever is left is an orphan of this test: record it, then end it so it does not outlive the suite.
+      left = below.filter(alive);
+      for (const pid of [...left, npm.pid]) if (alive(pid)) process.kill(pid, "SIGKILL");
+    }
+    expect(left).toEqual([]);
+    expect(code).toBe(0);
+    const [stdout] = await output;
+    expect(stdout).toContain(`"msg":"credgate stopping","signal":"${signal}"`);
+    expect(await fetch(`http://127.0.0.1:${apiPort}/v1/health`).then(() => "open", () => "closed")).toBe("closed");
+  }, 40_000);
+});
