@@ -7,6 +7,7 @@
 //   npm run bench -- --duration 10 --connections 64 --warmup 2 --sse-runs 50
 //   BENCH_DURATION=10 BENCH_CONNECTIONS=64 BENCH_WARMUP=2 BENCH_SSE_RUNS=50 npm run bench
 //   npm run bench -- --whatif log-time-ids      candidate changes swapped in at run time
+//   CREDGATE_TEST_ENGINE=postgres npm run bench  credgate on a throwaway PostgreSQL server (test/support/postgres.ts)
 //
 // Targets are printed with pass/fail markers; a miss never changes the exit code (only a broken setup does).
 // When one is missed, bench/anatomy.ts says where the time goes (bench/README.md).
@@ -15,6 +16,7 @@ import { HOST, startBenchEnv } from "./env.ts";
 import type { LoadResult, SseResult, Target } from "./load.ts";
 import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
 import { killAll, reapAll, runClient } from "./procs.ts";
+import { testEngine } from "../test/support/postgres.ts";
 
 const TARGETS = {
   throughputRatio: 0.3,
@@ -127,6 +129,7 @@ async function main(): Promise<void> {
 
   const report = {
     machine: { cpus: navigator.hardwareConcurrency, bun: Bun.version, platform: process.platform },
+    store: testEngine(),
     options: { durationMs: opts.durationMs, warmupMs: opts.warmupMs, connections: opts.connections, sseRuns: opts.sseRuns, latencyRounds: LATENCY_ROUNDS, whatIf: opts.whatIf },
     throughput: many,
     latency1: one,
@@ -173,7 +176,7 @@ function printTable(many: Runs<Run>, one: Runs<Run>, stream: Runs<SseResult>, ch
     }
   };
   rows.push("");
-  rows.push(`credgate gateway benchmark — ${navigator.hardwareConcurrency} CPUs, Bun ${Bun.version}, ${opts.durationMs / 1000} s measured after ${opts.warmupMs / 1000} s warm-up`);
+  rows.push(`credgate gateway benchmark — ${navigator.hardwareConcurrency} CPUs, Bun ${Bun.version}, ${opts.durationMs / 1000} s measured after ${opts.warmupMs / 1000} s warm-up, store: ${testEngine()}`);
   if (opts.whatIf.length) rows.push(`WHAT-IF RUN: credgate with ${opts.whatIf.join(", ")} swapped in (bench/anatomy/whatif.ts), not the code as committed`);
   rows.push(`MITM = CONNECT ${HOST} (pinned with CREDGATE_RESOLVE); MITM, IP = CONNECT 127.0.0.1 (no pin: the gateway's plain fetch path)`);
   rows.push("cpu = % of one core over the measured window (client = load generator, other = everything else on the machine)");

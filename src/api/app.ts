@@ -39,7 +39,9 @@ export type ApiApp = { handle(request: Request): Promise<Response> };
 export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): ApiApp {
   const mode = services.deps.config.mode;
   const app = new Elysia({ normalize: false })
-    .onError(({ code, request, error }) => (code === "NOT_FOUND" ? unknownRoute(request.method, request.url) : errorResponse(error, request)));
+    .onError(({ code, request, error }) =>
+      code === "NOT_FOUND" ? unknownRoute(request.method, request.url) : errorResponse(error, request, (e) => services.deps.store.isUnavailable(e)),
+    );
   for (const def of [...allRoutes(), ...extraRoutes]) {
     if (def.modes && !def.modes.includes(mode)) continue;
     for (const prefix of API_PREFIXES) {

@@ -11,8 +11,18 @@ export function unknownRoute(method: string, url: string): Response {
   return json({ error: { message: `Unrecognized request URL (${method}: ${path}).`, type: "not_found_error" } }, 404);
 }
 
-export function errorResponse(err: unknown, request?: Request): Response {
+/** Whether a failure means the store cannot be reached (Store.isUnavailable). */
+export type UnavailableCheck = (err: unknown) => boolean;
+
+export const DATABASE_UNAVAILABLE = "Database unavailable";
+
+export function errorResponse(err: unknown, request?: Request, unavailable?: UnavailableCheck): Response {
   if (err instanceof ApiError) return json(err.body(), err.status, err.headers);
+  // The database is down (several instances on PostgreSQL): a clear, retryable answer instead of a 500.
+  if (unavailable?.(err)) {
+    log.warn("database unavailable", { method: request?.method, path: request ? new URL(request.url).pathname : undefined });
+    return json({ error: { message: DATABASE_UNAVAILABLE, type: "api_error" } }, 503, { "retry-after": "5" });
+  }
   log.error("unhandled API error", {
     method: request?.method,
     path: request ? new URL(request.url).pathname : undefined,

@@ -124,6 +124,6 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
     if (out instanceof Result) return out.status === 204 ? new Response(null, { status: 204, headers: out.headers }) : json(out.body, out.status, out.headers);
     return json(out);
   } catch (err) {
-    return errorResponse(err, request);
+    return errorResponse(err, request, (e) => services.deps.store.isUnavailable(e));
   }
 }

@@ -22,6 +22,7 @@ const STARTUP_LOCK = 0x6372656467617465n;
 /** Error codes of Bun's PostgreSQL client (and the socket below it) that mean the server cannot be reached. */
 const UNAVAILABLE_CODES = new Set([
   "ERR_POSTGRES_CONNECTION_CLOSED",
+  "ERR_POSTGRES_CONNECTION_REFUSED",
   "ERR_POSTGRES_CONNECTION_TIMEOUT",
   "ERR_POSTGRES_IDLE_TIMEOUT",
   "ERR_POSTGRES_LIFETIME_TIMEOUT",
@@ -66,7 +67,10 @@ export class PostgresStore implements Store {
       await store.exclusive(() => store.#migrate(migrations));
     } catch (err) {
       await store.client.close();
-      throw err;
+      if (!store.isUnavailable(err)) throw err;
+      // One line an operator can act on, without the URL's password.
+      const where = URL.canParse(url) ? new URL(url).host : "the configured host";
+      throw new Error(`cannot reach PostgreSQL at ${where} (CREDGATE_DATABASE_URL): ${(err as Error).message}`);
     }
     return store;
   }

@@ -279,6 +279,19 @@ export async function eventually<T>(check: () => T | Promise<T>, ms = 7_000, eve
   }
 }
 
+/** Retries `check` until it stops throwing, for up to `ms`; then its last error is thrown. */
+export async function until<T>(check: () => T | Promise<T>, ms = 7_000, every = 50): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    await Bun.sleep(every);
+  }
+}
+
 export const PROXY_AUTH_BODY = '{"error":"proxy_authentication_required","message":"credgate requires a valid agent token: set the proxy URL to http://x:<agent token>@<gateway>."}';
 
 /**

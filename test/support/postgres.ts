@@ -72,6 +72,14 @@ export async function startServer(): Promise<PostgresServer> {
     stop();
     rmSync(dir, { recursive: true, force: true });
   });
+  // A test process that is killed runs no exit handler: a watcher stops the server once its creator is gone.
+  const stopCmd = as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]).map((a) => `'${a}'`).join(" ");
+  const watcher = Bun.spawn(["sh", "-c", `while kill -0 ${process.pid} 2>/dev/null; do sleep 2; done; ${stopCmd} >/dev/null 2>&1; rm -rf '${dir}'`], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  watcher.unref();
   const urlOf = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
   return { port, adminUrl: urlOf("postgres"), urlOf, stop, start };
 }
