@@ -11,6 +11,8 @@ export type ChangeEvent =
   | { kind: "grant"; agentId: string }
   /** App connections, BYOC configs and blocklist entries of an organization or its projects. */
   | { kind: "app"; organizationId: string }
+  /** A spend budget of an organization was set or removed. */
+  | { kind: "budget"; organizationId: string }
   /** An approval was created or left `pending`. */
   | { kind: "approval"; id: string; projectId: string; organizationId: string }
   /** Events may have been missed (a transport reconnected): drop every cached view. */

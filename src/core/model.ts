@@ -57,3 +57,4 @@ export interface ApprovalSummary {
 
 export type ConnectionStatus = "connected" | "expired" | "error" | "revoked";
 export type ConnectionAccess = "full" | "custom";
+export type BudgetPeriod = "monthly" | "total";

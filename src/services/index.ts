@@ -18,6 +18,9 @@ import { RequestLogService } from "./requestLogs.ts";
 import { LoginThrottle, SessionService } from "./sessions.ts";
 import { MigrationService } from "./migration.ts";
 import { RateLimitService } from "./rateLimits.ts";
+import { BudgetService } from "./budgets.ts";
+import { loadPriceTable } from "./pricing.ts";
+import type { PriceTable } from "../core/pricing.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -39,6 +42,9 @@ export interface Services {
   outbound: Outbound;
   migration: MigrationService;
   rateLimits: RateLimitService;
+  budgets: BudgetService;
+  /** What the gateway meters LLM usage with (CREDGATE_PRICING_FILE over the defaults). */
+  prices: PriceTable;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -83,5 +89,7 @@ export function createServices(deps: ServiceDeps): Services {
     outbound,
     migration: new MigrationService(deps, secrets, agents, policy, outbound),
     rateLimits: new RateLimitService(deps),
+    budgets: new BudgetService(deps),
+    prices: loadPriceTable(deps.config.pricingFile),
   };
 }

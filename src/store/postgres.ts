@@ -100,6 +100,10 @@ export class PostgresStore implements Store {
     });
   }
 
+  async lockKey(key: string): Promise<void> {
+    await this.db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
+  }
+
   async insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]> {
     if (rows.length === 0) return [];
     const inserted = await this.db.insert(this.t.requestLogs).values(rows).returning({ seq: this.t.requestLogs.seq });

@@ -6,6 +6,7 @@ import { sql } from "drizzle-orm";
 import { bigint, bigserial, boolean, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 import type {
   AgentMode,
+  BudgetPeriod,
   ApiKeyKind,
   ApprovalStatus,
   ApprovalSummary,
@@ -422,3 +423,49 @@ export const instances = pgTable("instances", {
   startedAt: text("started_at").notNull(),
   heartbeatAt: text("heartbeat_at").notNull(),
 });
+
+/** Spend budgets (CONTRACT §3.6, §6.11): a cap on one partner LLM secret for one organization. */
+export const budgets = pgTable(
+  "budgets",
+  {
+    secretId: text("secret_id")
+      .notNull()
+      .references(() => secrets.id, { onDelete: "cascade" }),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    limitCents: integer("limit_cents").notNull(),
+    period: text("period").$type<BudgetPeriod>().notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.secretId, t.organizationId] })],
+);
+
+/**
+ * Metered spend in nano-USD per (secret, organization) and bucket: `total`, and one per month (`YYYY-MM`, UTC).
+ * Kept for every metered LLM secret, budget or not; charged with one atomic upsert per request.
+ */
+export const budgetSpend = pgTable(
+  "budget_spend",
+  {
+    secretId: text("secret_id").notNull(),
+    organizationId: text("organization_id").notNull(),
+    bucket: text("bucket").notNull(),
+    nanos: bigint("nanos", { mode: "number" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.secretId, t.organizationId, t.bucket] })],
+);
+
+/** Estimates of admitted requests still in flight (§6.11 admission); expired ones (a crashed holder) no longer count. */
+export const budgetReservations = pgTable(
+  "budget_reservations",
+  {
+    id: text("id").primaryKey(),
+    secretId: text("secret_id").notNull(),
+    organizationId: text("organization_id").notNull(),
+    estimateNanos: bigint("estimate_nanos", { mode: "number" }).notNull(),
+    expiresAt: text("expires_at").notNull(),
+  },
+  (t) => [index("budget_reservations_owner").on(t.secretId, t.organizationId, t.expiresAt)],
+);

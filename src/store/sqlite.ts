@@ -132,6 +132,10 @@ export class SqliteStore implements Store {
     return this.transaction(work);
   }
 
+  async lockKey(): Promise<void> {
+    // One connection, BEGIN IMMEDIATE and the owned lock: transactions already run one at a time.
+  }
+
   /**
    * One prepared single-row INSERT run per row inside one transaction: drizzle's multi-row insert spent
    * most of its time building the query (~20 µs a row against ~6 µs). Runs between transactions.

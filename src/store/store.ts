@@ -32,6 +32,11 @@ export interface Store {
   afterCommit(fn: () => void): void;
   /** Like `transaction`, holding the database-wide startup lock (PostgreSQL advisory lock): migrations, bootstrap. */
   exclusive<T>(work: () => Promise<T>): Promise<T>;
+  /**
+   * Inside a transaction: serialises it with every other transaction that locks the same key, until commit
+   * (PostgreSQL: a transaction-level advisory lock; SQLite transactions are serial already).
+   */
+  lockKey(key: string): Promise<void>;
   /** Inserts request-log rows in one batch; returns each row's `seq`, in order. */
   insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]>;
   /** Raw SQL for store-level statements and tests: rows as objects keyed by column name. */

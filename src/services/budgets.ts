@@ -1,0 +1,185 @@
+// Spend budgets and metered spend (CONTRACT §3.6 "Spend budget", §6.11). Spend is kept in nano-USD per
+// (secret, organization) in two buckets, the UTC month (`YYYY-MM`) and `total`; a budget's period picks one.
+// Admission reserves a request's estimate so concurrent requests cannot overshoot: a request is admitted only
+// when spent < limit and spent + reserved + estimate ≤ limit, decided by one conditional INSERT while the
+// (secret, organization) key is locked, so instances on one database decide in turn. At the end the
+// reservation is dropped and the actual cost added to both buckets in the same transaction. A reservation of
+// a process that died stops counting when it expires.
+import { and, eq, inArray, lte, sql } from "drizzle-orm";
+import type { BudgetPeriod } from "../core/model.ts";
+import { NANOS_PER_CENT } from "../core/pricing.ts";
+import { newId, nowIso } from "../core/ids.ts";
+import type { ServiceDeps } from "./deps.ts";
+
+export interface Budget {
+  secretId: string;
+  organizationId: string;
+  limitCents: number;
+  period: BudgetPeriod;
+}
+
+/** The Spend budget record of the contract. */
+export interface BudgetView extends Budget {
+  spentCents: number;
+}
+
+export type Admission = { admitted: true; reservationId: string } | { admitted: false };
+
+/** The month bucket of an instant: `YYYY-MM`, UTC. */
+export function monthBucket(at: number): string {
+  return new Date(at).toISOString().slice(0, 7);
+}
+
+export class BudgetService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    /** Milliseconds since the epoch; tests pass their own clock to cross a month boundary. */
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private get db() {
+    return this.deps.store.db;
+  }
+
+  private get t() {
+    return this.deps.store.t;
+  }
+
+  /** How long an admitted request's reservation counts: its whole life, bounded (a dead holder's expires). */
+  get reservationMs(): number {
+    return (this.deps.config.upstreamHeaderTimeoutSeconds + 600) * 1000;
+  }
+
+  bucketOf(period: BudgetPeriod): string {
+    return period === "total" ? "total" : monthBucket(this.now());
+  }
+
+  /** Spend of one (secret, organization) in a period's current bucket, in nano-USD. */
+  async spentNanos(secretId: string, organizationId: string, period: BudgetPeriod): Promise<number> {
+    const { budgetSpend: s } = this.t;
+    const [row] = await this.db
+      .select({ nanos: s.nanos })
+      .from(s)
+      .where(and(eq(s.secretId, secretId), eq(s.organizationId, organizationId), eq(s.bucket, this.bucketOf(period))))
+      .limit(1);
+    return Number(row?.nanos ?? 0);
+  }
+
+  async #view(b: Budget): Promise<BudgetView> {
+    const spent = await this.spentNanos(b.secretId, b.organizationId, b.period);
+    return { secretId: b.secretId, organizationId: b.organizationId, limitCents: b.limitCents, period: b.period, spentCents: Math.floor(spent / NANOS_PER_CENT) };
+  }
+
+  /** The budgets of an organization, each with its spend this period. */
+  async list(organizationId: string): Promise<BudgetView[]> {
+    const { budgets: b } = this.t;
+    const rows = await this.db.select().from(b).where(eq(b.organizationId, organizationId)).orderBy(b.createdAt, b.secretId);
+    const out: BudgetView[] = [];
+    for (const r of rows) out.push(await this.#view(r));
+    return out;
+  }
+
+  async get(secretId: string, organizationId: string): Promise<BudgetView | null> {
+    const row = await this.find(secretId, organizationId);
+    return row ? this.#view(row) : null;
+  }
+
+  async find(secretId: string, organizationId: string): Promise<Budget | null> {
+    const { budgets: b } = this.t;
+    const [row] = await this.db.select().from(b).where(and(eq(b.secretId, secretId), eq(b.organizationId, organizationId))).limit(1);
+    return row ?? null;
+  }
+
+  /** Every budget on the given secrets, for the gateway snapshot. */
+  async forSecrets(secretIds: string[], organizationId: string): Promise<Budget[]> {
+    if (secretIds.length === 0) return [];
+    const { budgets: b } = this.t;
+    return this.db.select().from(b).where(and(inArray(b.secretId, secretIds), eq(b.organizationId, organizationId)));
+  }
+
+  /** Creates the budget or replaces the existing one (seed). Raising or resetting a budget re-admits at once. */
+  async set(secretId: string, organizationId: string, limitCents: number, period: BudgetPeriod): Promise<BudgetView> {
+    const { budgets: b } = this.t;
+    const now = nowIso();
+    await this.db
+      .insert(b)
+      .values({ secretId, organizationId, limitCents, period, createdAt: now, updatedAt: now })
+      .onConflictDoUpdate({ target: [b.secretId, b.organizationId], set: { limitCents, period, updatedAt: now } });
+    this.#changed(organizationId);
+    return this.#view({ secretId, organizationId, limitCents, period });
+  }
+
+  /** Removes a budget; false when there was none. */
+  async delete(secretId: string, organizationId: string): Promise<boolean> {
+    const { budgets: b } = this.t;
+    const gone = await this.db
+      .delete(b)
+      .where(and(eq(b.secretId, secretId), eq(b.organizationId, organizationId)))
+      .returning({ secretId: b.secretId });
+    if (gone.length > 0) this.#changed(organizationId);
+    return gone.length > 0;
+  }
+
+  #changed(organizationId: string): void {
+    this.deps.events.emit({ kind: "budget", organizationId });
+  }
+
+  /**
+   * Admission (§6.11): reserves `estimateNanos` when spent < limit and spent + reserved + estimate ≤ limit.
+   * One conditional INSERT, with the (secret, organization) key locked so concurrent admissions on any
+   * instance are decided one after the other.
+   */
+  async admit(budget: Budget, estimateNanos: number): Promise<Admission> {
+    const { secretId, organizationId } = budget;
+    const limit = budget.limitCents * NANOS_PER_CENT;
+    const now = this.now();
+    const id = newId();
+    const bucket = this.bucketOf(budget.period);
+    const nowText = new Date(now).toISOString();
+    const expires = new Date(now + this.reservationMs).toISOString();
+    const spent = sql`(SELECT COALESCE(SUM(nanos), 0) FROM budget_spend WHERE secret_id = ${secretId} AND organization_id = ${organizationId} AND bucket = ${bucket})`;
+    const reserved = sql`(SELECT COALESCE(SUM(estimate_nanos), 0) FROM budget_reservations WHERE secret_id = ${secretId} AND organization_id = ${organizationId} AND expires_at > ${nowText})`;
+    const rows = await this.deps.store.transaction(async () => {
+      await this.deps.store.lockKey(`budget:${secretId}:${organizationId}`);
+      return this.deps.store.query<{ id: string }>(sql`
+        INSERT INTO budget_reservations (id, secret_id, organization_id, estimate_nanos, expires_at)
+        SELECT ${id}, ${secretId}, ${organizationId}, CAST(${estimateNanos} AS BIGINT), ${expires}
+        WHERE ${spent} < CAST(${limit} AS BIGINT) AND ${spent} + ${reserved} + CAST(${estimateNanos} AS BIGINT) <= CAST(${limit} AS BIGINT)
+        RETURNING id`);
+    });
+    return rows.length > 0 ? { admitted: true, reservationId: id } : { admitted: false };
+  }
+
+  /**
+   * Adds a request's cost to both buckets of (secret, organization) and drops its reservation, in one
+   * transaction. With no reservation (an unbudgeted key) only the spend is recorded.
+   */
+  async charge(secretId: string, organizationId: string, costNanos: number, reservationId: string | null = null): Promise<void> {
+    const { budgetSpend: s, budgetReservations: r } = this.t;
+    const nanos = Math.max(0, Math.round(costNanos));
+    await this.deps.store.transaction(async () => {
+      if (nanos > 0) {
+        await this.db
+          .insert(s)
+          .values([
+            { secretId, organizationId, bucket: "total", nanos },
+            { secretId, organizationId, bucket: monthBucket(this.now()), nanos },
+          ])
+          .onConflictDoUpdate({ target: [s.secretId, s.organizationId, s.bucket], set: { nanos: sql`${s.nanos} + excluded.nanos` } });
+      }
+      if (reservationId) await this.db.delete(r).where(eq(r.id, reservationId));
+    });
+  }
+
+  /** Drops a reservation without charging (the request never reached the upstream). */
+  async release(reservationId: string): Promise<void> {
+    const { budgetReservations: r } = this.t;
+    await this.db.delete(r).where(eq(r.id, reservationId));
+  }
+
+  /** Expired reservations (their holders died) are deleted; they already stopped counting. */
+  async purgeExpired(): Promise<void> {
+    const { budgetReservations: r } = this.t;
+    await this.db.delete(r).where(lte(r.expiresAt, new Date(this.now()).toISOString()));
+  }
+}
