@@ -19,6 +19,9 @@ export interface LogFields {
   provider?: string | null;
   matchedRule?: { logicalId: string; name: string } | null;
   approvalId?: string | null;
+  /** Measured earlier (until the upstream response headers) when the row is written later. */
+  latencyMs?: number;
+  costNanos?: number | null;
 }
 
 /** The log fields of a proxied request as it stands; callers override status and decision. */
@@ -54,13 +57,13 @@ export function writeLog(services: Services, f: LogFields): string {
     path: f.path.slice(0, 2048),
     provider: f.provider ?? null,
     status: f.status,
-    latencyMs: latencyOf(f.started),
+    latencyMs: f.latencyMs ?? latencyOf(f.started),
     injectionCount: f.injectionCount,
     decision: f.decision,
     matchedRuleLogicalId: f.matchedRule?.logicalId ?? null,
     matchedRuleName: f.matchedRule?.name ?? null,
     approvalId: f.approvalId ?? null,
-    costNanos: null,
+    costNanos: f.costNanos ?? null,
     createdAt: new Date().toISOString(),
   });
   return id;

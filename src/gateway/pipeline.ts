@@ -18,6 +18,8 @@ import { inject } from "./stages/inject.ts";
 import { injectConnection } from "./stages/injectConnection.ts";
 import { guardResources } from "./stages/resources.ts";
 import { interceptPlaceholderRefresh } from "./stages/intercept.ts";
+import { meterAndAdmit } from "./stages/budget.ts";
+import { meterResponse } from "./meter.ts";
 import { enforcePolicy } from "./stages/policy.ts";
 import { websocket } from "./websocket.ts";
 
@@ -78,6 +80,7 @@ async function proxied(request: Request, conn: TunnelConn | ForwardConn, g: Gate
     needsApproval: false,
     approvalId: null,
     logId: null,
+    meter: null,
   } as unknown as ProxyRequest;
 
   let response: Response;
@@ -100,6 +103,7 @@ async function proxied(request: Request, conn: TunnelConn | ForwardConn, g: Gate
       (await guardResources(rq)) ??
       (await injectConnection(rq, g)) ??
       ((injected = inject(rq, g)) instanceof Promise ? await injected : injected) ??
+      (await meterAndAdmit(rq, g)) ??
       (await holdForApproval(rq, g)) ??
       (rq.websocket ? await websocket(rq, g) : await forward(rq, g));
   } catch (err) {
@@ -108,12 +112,21 @@ async function proxied(request: Request, conn: TunnelConn | ForwardConn, g: Gate
     response = badGateway();
   }
   const status = rq.status ?? response.status;
-  if (rq.logId) {
-    g.services.requestLogs.update(rq.logId, { status, decision: rq.decision, latencyMs: latencyOf(started), injectionCount: rq.injectionCount });
-  } else {
-    writeLog(g.services, { ...logFieldsOf(rq), status });
-  }
   const forwarded = rq.decision === "allowed" || rq.decision === "approval_approved";
+  const latencyMs = latencyOf(started);
+  const record = (costNanos: number | null) => {
+    if (rq.logId) g.services.requestLogs.update(rq.logId, { status, decision: rq.decision, latencyMs, injectionCount: rq.injectionCount, costNanos });
+    else writeLog(g.services, { ...logFieldsOf(rq), status, latencyMs, costNanos });
+  };
+  if (rq.meter && forwarded) {
+    // A metered LLM response: logged with its cost once the body has gone by.
+    response = meterResponse(rq, g, response, record);
+  } else {
+    record(null);
+    // Admitted but never forwarded (denied, held and released, unreachable): the reservation is dropped.
+    const reservation = rq.meter?.reservationId;
+    if (reservation) g.services.budgets.release(reservation).catch((err: Error) => log.warn("budget reservation not released", { error: err.message }));
+  }
   if (!forwarded || rq.websocket) return response;
   const out = await guidance(rq, g, response);
   if (rq.connectionCandidates.length > 0) out.headers.set("x-credgate-connections", JSON.stringify(describeConnections(rq.connectionCandidates)));

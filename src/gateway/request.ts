@@ -1,5 +1,6 @@
 // The context of one proxied request as it moves through the pipeline stages.
 import type { Conn } from "./connections.ts";
+import type { Meter } from "./meter.ts";
 import type { CompiledConnection, CompiledSecret, AgentCredentials, AgentEntry } from "./snapshot.ts";
 
 export interface ProxyRequest {
@@ -44,4 +45,6 @@ export interface ProxyRequest {
   approvalId: string | null;
   /** The request-log row already written (an approval), updated in place at the end. */
   logId: string | null;
+  /** Set by the budget stage for a metered LLM request (§6.11). */
+  meter: Meter | null;
 }

@@ -10,6 +10,7 @@ import type { AgentMode, ConnectionAccess, SecretScope } from "../core/model.ts"
 import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
 import type { AgentRow } from "../services/agents.ts";
+import type { Budget } from "../services/budgets.ts";
 import { needsBody, type CompiledRule } from "../core/policy.ts";
 import { compiledApp, type CompiledApp } from "../apps/match.ts";
 import type { Resources } from "../core/resources.ts";
@@ -54,6 +55,8 @@ export interface AgentCredentials {
   /** Every connection of the project and organization, for policy targets and the guidance rewrite. */
   visibleConnections: CompiledConnection[];
   policy: AgentPolicy;
+  /** Spend budgets on the partner LLM secrets this agent may inject, by secret id (§6.11). */
+  budgets: Map<string, Budget>;
 }
 
 export interface CompiledConnection {
@@ -222,7 +225,14 @@ export class GatewaySnapshot {
       connections: connections.injectable,
       visibleConnections: connections.all,
       policy: await this.#policy(agent, compiled, connections.all),
+      budgets: await this.#budgets(agent, injectable),
     };
+  }
+
+  async #budgets(agent: AgentEntry, injectable: CompiledSecret[]): Promise<Map<string, Budget>> {
+    const partnerLlm = injectable.filter((s) => s.scope === "partner" && s.type !== "generic").map((s) => s.id);
+    const rows = await this.services.budgets.forSecrets(partnerLlm, agent.organizationId);
+    return new Map(rows.map((b) => [b.secretId, b]));
   }
 
   async #policy(agent: AgentEntry, secrets: CompiledSecret[], connections: CompiledConnection[]): Promise<AgentPolicy> {

@@ -15,12 +15,19 @@ import { queryStore } from "../support/storeQuery.ts";
 import { tempDir } from "../support/tmp.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
 import { SQL } from "bun";
+import { join } from "node:path";
+import { costOf, DEFAULT_PRICES, NANOS_PER_CENT } from "../../src/core/pricing.ts";
+import { run, ROOT } from "../support/gateway.ts";
+import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
+import { addPartnerLlmKey, spendOf } from "../support/partnerFixture.ts";
 
-const HOSTS = ["write.multi.test", "policy.multi.test", "rate.multi.test", "approve.multi.test", "regen.multi.test", "logs.multi.test", "outage.multi.test", "kill.multi.test"];
+const BURST_HOST = "burst.multi.test";
+const HOSTS = [BURST_HOST, "write.multi.test", "policy.multi.test", "rate.multi.test", "approve.multi.test", "regen.multi.test", "logs.multi.test", "outage.multi.test", "kill.multi.test"];
 
 let pg: PostgresServer;
 let url: string;
 let up: TestUpstream;
+let fake: FakeVendors;
 let a: RunningCredgate;
 let b: RunningCredgate;
 let caFile: string;
@@ -38,11 +45,13 @@ beforeAll(async () => {
   url = pg.urlOf("multi");
   const pki = makePki(HOSTS);
   up = startUpstream(pki);
+  fake = startFakeVendors(pki);
   env = {
     CREDGATE_DATABASE_URL: url,
     CREDGATE_MASTER_KEY: TEST_MASTER_KEY,
     CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
     CREDGATE_RESOLVE: resolveEntries(HOSTS, up.port),
+    CREDGATE_CONNECT_TO: `${BURST_HOST}:443:127.0.0.1:${fake.port}`,
     CREDGATE_APPROVAL_POLL_SECONDS: "2",
   };
   // Both instances start at once on the empty database.
@@ -53,6 +62,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([a?.stop(), b?.stop()]);
   await up?.stop();
+  await fake?.stop();
   pg?.stop();
 });
 
@@ -175,6 +185,38 @@ describe("one database, two instances", () => {
     }, 15_000);
     expect(paths).toEqual(["/from-a", "/from-b"]);
   }, 30_000);
+});
+
+describe("budgets across instances", () => {
+  test("40 concurrent metered requests spread over both instances never overshoot a partner key's budget", async () => {
+    const limitCents = 2;
+    const key = await addPartnerLlmKey(a, { type: "llm_b", value: "sk-proj-multi-partner", hostPattern: BURST_HOST, budget: { limitCents, period: "monthly" } });
+    const created = await a.api("POST", "/v1/agents", { body: { name: "Burst", identifier: "burst", mode: "all" } });
+    const token = (await a.api("GET", "/v1/agents")).body.find((x: { id: string }) => x.id === created.body.id).accessToken;
+    fake.setUsage(BURST_HOST, { input: 10, output: 90, delayMs: 50 });
+    await Bun.sleep(1000); // the new agent reaches B's index
+    const call = (c: RunningCredgate) =>
+      run(
+        [
+          "node",
+          join(ROOT, "test/support/llm/client.mjs"),
+          JSON.stringify({ sdk: "openai", call: "chat-stream", baseURL: `https://${BURST_HOST}/v1`, model: "burst-model", maxTokens: 100, proxy: `http://x:${token}@127.0.0.1:${c.gatewayPort}` }),
+        ],
+        { env: { NODE_EXTRA_CA_CERTS: caFile }, timeoutMs: 60_000 },
+      ).then((r) => JSON.parse(r.stdout.trim().split("\n").pop()!) as { error?: { status: number; body: unknown } });
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => call(i % 2 ? b : a)));
+    const admitted = results.filter((r) => !r.error).length;
+    const refused = results.filter((r) => r.error?.status === 403 && r.error.body === "budget_exceeded").length;
+    expect(admitted + refused).toBe(40);
+    expect(refused).toBeGreaterThan(0);
+    const cost = costOf(DEFAULT_PRICES, "llm_b", { model: "burst-model", inputTokens: 10, outputTokens: 90, cacheWriteTokens: 0, cacheReadTokens: 0 });
+    const spend = await until(async () => {
+      const s = await spendOf(a, key.secretId);
+      if (s.month !== admitted * cost) throw new Error(`spend ${s.month}, expected ${admitted * cost}`);
+      return s.month;
+    }, 5000);
+    expect(spend).toBeLessThanOrEqual(limitCents * NANOS_PER_CENT);
+  }, 120_000);
 });
 
 describe("faults", () => {

@@ -8,7 +8,8 @@ import { PgDialect } from "drizzle-orm/pg-core";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { DB_FILE } from "../../src/store/sqlite.ts";
 
-export async function queryStore<R = Record<string, unknown>>(c: { dataDir: string; env: Record<string, string> }, statement: SQL): Promise<R[]> {
+/** `write`: the statement changes the store (a fixture); otherwise the SQLite file is opened read-only. */
+export async function queryStore<R = Record<string, unknown>>(c: { dataDir: string; env: Record<string, string> }, statement: SQL, write = false): Promise<R[]> {
   const url = c.env.CREDGATE_DATABASE_URL;
   if (url) {
     const q = new PgDialect().sqlToQuery(statement);
@@ -20,7 +21,8 @@ export async function queryStore<R = Record<string, unknown>>(c: { dataDir: stri
     }
   }
   const q = new SQLiteAsyncDialect().sqlToQuery(statement);
-  const db = new Database(join(c.dataDir, DB_FILE), { readonly: true });
+  const db = new Database(join(c.dataDir, DB_FILE), write ? { readwrite: true } : { readonly: true });
+  db.run("PRAGMA busy_timeout = 5000");
   try {
     return db.query(q.sql).all(...(q.params as never[])) as R[];
   } finally {

@@ -1,0 +1,62 @@
+// Partner LLM keys with spend budgets for a running credgate, written straight into its store: the partner
+// API (issue 14) is not needed to test metering and admission (issue 15). The organization of the process
+// is attributed to a partner, and each key is sealed with the process's own master key, exactly as the
+// service would store it. Create the agent that uses a key only after the key exists: an agent's view is
+// read from the store on its first request, and nothing announced these rows.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { sql } from "drizzle-orm";
+import { Sealer } from "../../src/crypto/seal.ts";
+import type { RunningCredgate } from "./process.ts";
+import { queryStore } from "./storeQuery.ts";
+
+function sealerOf(c: RunningCredgate): Sealer {
+  const key = c.env.CREDGATE_MASTER_KEY || readFileSync(join(c.dataDir, "master.key"), "utf8").trim();
+  return new Sealer(Buffer.from(key, "base64"));
+}
+
+/** The partner of the process's organization, created on first use. */
+async function partnerOf(c: RunningCredgate): Promise<string> {
+  const [org] = await queryStore<{ partner_id: string | null }>(c, sql`SELECT partner_id FROM organizations WHERE id = ${c.keys.organizationId}`);
+  if (org?.partner_id) return org.partner_id;
+  const id = crypto.randomUUID();
+  await queryStore(c, sql`INSERT INTO partners (id, name, created_at) VALUES (${id}, ${"Acme Partner"}, ${new Date().toISOString()})`, true);
+  await queryStore(c, sql`UPDATE organizations SET partner_id = ${id} WHERE id = ${c.keys.organizationId}`, true);
+  return id;
+}
+
+export interface PartnerKey {
+  secretId: string;
+}
+
+/** A partner LLM secret for `hostPattern`, and optionally its budget for the process's organization. */
+export async function addPartnerLlmKey(
+  c: RunningCredgate,
+  opts: { type: "llm_a" | "llm_b"; value: string; hostPattern: string; budget?: { limitCents: number; period: "monthly" | "total" } },
+): Promise<PartnerKey> {
+  const partnerId = await partnerOf(c);
+  const id = crypto.randomUUID();
+  const now = new Date().toISOString();
+  const metadata = JSON.stringify({ authMode: "api-key" });
+  await queryStore(
+    c,
+    sql`INSERT INTO secrets (id, scope, organization_id, project_id, partner_id, name, type, value_source, value_sealed, op_ref, host_pattern, path_pattern, injection_config, metadata, created_at, updated_at)
+        VALUES (${id}, 'partner', NULL, NULL, ${partnerId}, ${`Partner ${opts.type} ${opts.hostPattern}`}, ${opts.type}, 'inline', ${sealerOf(c).seal(opts.value)}, NULL, ${opts.hostPattern}, NULL, NULL, ${metadata}, ${now}, ${now})`,
+    true,
+  );
+  if (opts.budget) {
+    await queryStore(
+      c,
+      sql`INSERT INTO budgets (secret_id, organization_id, limit_cents, period, created_at, updated_at) VALUES (${id}, ${c.keys.organizationId}, ${opts.budget.limitCents}, ${opts.budget.period}, ${now}, ${now})`,
+      true,
+    );
+  }
+  return { secretId: id };
+}
+
+/** Spend of a key for the process's organization, in nano-USD: the month bucket and the total. */
+export async function spendOf(c: RunningCredgate, secretId: string): Promise<{ month: number; total: number }> {
+  const rows = await queryStore<{ bucket: string; nanos: number | string }>(c, sql`SELECT bucket, nanos FROM budget_spend WHERE secret_id = ${secretId} AND organization_id = ${c.keys.organizationId}`);
+  const month = new Date().toISOString().slice(0, 7);
+  return { month: Number(rows.find((r) => r.bucket === month)?.nanos ?? 0), total: Number(rows.find((r) => r.bucket === "total")?.nanos ?? 0) };
+}
