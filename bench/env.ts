@@ -10,6 +10,8 @@ import { requestOnce, type Target } from "./load.ts";
 import { onCleanup, startServer } from "./procs.ts";
 
 export const HOST = "bench.example.com";
+/** The LLM scenario's host: an llm_a secret applies there, so POST /v1/messages is metered (§6.11). */
+export const LLM_HOST = "llm.bench.example.com";
 export const SECRET_VALUE = "bench-secret-4f1c2a9e";
 
 export interface UpstreamEnv {
@@ -28,6 +30,8 @@ export interface GatewayEnv {
   mitm: Target;
   /** CONNECT 127.0.0.1 through the gateway: no pin, the gateway's plain outbound fetch path. */
   mitmIp: Target;
+  /** CONNECT llm.bench.example.com: an llm_a key is injected and POST /v1/messages is metered. */
+  llm: Target;
 }
 
 export type BenchEnv = UpstreamEnv & GatewayEnv;
@@ -42,7 +46,7 @@ export interface GatewayOptions {
 
 export async function startUpstreamEnv(log: (msg: string) => void = () => {}): Promise<UpstreamEnv> {
   log("making the upstream PKI (openssl)");
-  const pki = makePki([HOST, "127.0.0.1"]);
+  const pki = makePki([HOST, LLM_HOST, "127.0.0.1"]);
   const upstream = await startServer("upstream.ts", [pki.certFile, pki.keyFile]);
   log(`upstream on 127.0.0.1:${upstream.port} (pid ${upstream.proc.pid})`);
   const direct: Target = { host: HOST, port: upstream.port, caFile: pki.caFile, headers: { authorization: `Bearer ${SECRET_VALUE}` } };
@@ -64,7 +68,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   const credgate = await startCredgate({
     env: {
       CREDGATE_UPSTREAM_CA_FILE: up.pki.caFile,
-      CREDGATE_RESOLVE: `${HOST}:${up.upstream.port}:127.0.0.1`,
+      CREDGATE_RESOLVE: `${HOST}:${up.upstream.port}:127.0.0.1,${LLM_HOST}:${up.upstream.port}:127.0.0.1`,
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
       ...(opts.whatIf?.length ? { BENCH_WHATIF: opts.whatIf.join(",") } : {}),
     },
@@ -88,6 +92,9 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
     if (created.status !== 201) throw new Error(`creating the secret for ${hostPattern} failed: ${created.status} ${created.text}`);
   }
 
+  const llmKey = await credgate.api("POST", "/v1/secrets", { body: { name: "bench llm", type: "llm_a", value: "sk-ant-api03-bench", hostPattern: LLM_HOST } });
+  if (llmKey.status !== 201) throw new Error(`creating the llm_a secret failed: ${llmKey.status} ${llmKey.text}`);
+
   const caRes = await fetch(`${credgate.gatewayUrl}/v1/gateway/ca`);
   const caPem = await caRes.text();
   if (!caRes.ok || !caPem.includes("BEGIN CERTIFICATE")) throw new Error(`gateway CA not served: ${caRes.status} ${caPem.slice(0, 200)}`);
@@ -105,7 +112,8 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
     if (seen?.authorization !== `Bearer ${SECRET_VALUE}`) throw new Error(`injection check for CONNECT ${t.host} failed: ${probe.status} ${probe.body}`);
   }
   log("verified: the upstream received the injected Authorization header through the MITM path");
-  return { credgate, gatewayCaFile, mitm, mitmIp };
+  const llm: Target = { host: LLM_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { "x-api-key": "credgate-managed" } };
+  return { credgate, gatewayCaFile, mitm, mitmIp, llm };
 }
 
 export async function startBenchEnv(opts: GatewayOptions = {}): Promise<BenchEnv> {

@@ -82,7 +82,7 @@ function medianRound(runs: Run[]): Run & { roundP50s: number[] } {
 async function main(): Promise<void> {
   const env = await startBenchEnv({ profileDir: opts.profileDir, whatIf: opts.whatIf, log: progress });
   credgate = env.credgate;
-  const { direct, mitm, mitmIp, upstream, upstreamStats } = env;
+  const { direct, mitm, mitmIp, llm, upstream, upstreamStats } = env;
 
   const watch = { gateway: env.credgate.proc.pid, upstream: upstream.proc.pid };
   const load = async (t: Target, connections: number, durationMs = opts.durationMs): Promise<Run> => {
@@ -112,6 +112,21 @@ async function main(): Promise<void> {
   progress(`SSE time to first event: ${opts.sseRuns} runs each (direct, MITM, MITM to the IP)`);
   const stream: Runs<SseResult> = { direct: await sse(direct), mitm: await sse(mitm), mitmIp: await sse(mitmIp) };
 
+  // Metering (§6.11): the same Anthropic answer through the MITM path, on the metered path and beside it.
+  progress(`LLM metering: SSE first event and ${opts.connections}-connection throughput, metered vs unmetered`);
+  const stream1 = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 64, stream: true, messages: [{ role: "user", content: "hi" }] });
+  const json1 = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 64, messages: [{ role: "user", content: "hi" }] });
+  const metering = {
+    sse: {
+      unmetered: await runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/v1/unmetered", ...llm, body: stream1 }),
+      metered: await runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/v1/messages", ...llm, body: stream1 }),
+    },
+    throughput: {
+      unmetered: await runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/v1/unmetered", watch, ...llm, body: json1 }),
+      metered: await runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/v1/messages", watch, ...llm, body: json1 }),
+    },
+  };
+
   const ratio = many.mitm.rps / many.direct.rps;
   const addedP50 = one.mitm.latencyMs.p50 - one.direct.latencyMs.p50;
   const sseAdded = stream.mitm.firstEventMs.p50 - stream.direct.firstEventMs.p50;
@@ -136,6 +151,7 @@ async function main(): Promise<void> {
     sse: stream,
     checks,
     unpinned: ip,
+    metering,
     errors,
   };
 
@@ -143,6 +159,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(report, null, 2));
   } else {
     printTable(many, one, stream, checks, ip, errors);
+    printMetering(metering);
   }
 }
 
@@ -203,6 +220,16 @@ function printTable(many: Runs<Run>, one: Runs<Run>, stream: Runs<SseResult>, ch
   if (errors > 0) rows.push(`  (${errors} non-200 answers or socket errors during the runs)`);
   const busy = Math.max(...[...Object.values(many), ...Object.values(one)].map((r) => r.cpu.other ?? 0));
   if (busy > 20) rows.push(`  warning: other processes used up to ${Math.round(busy)}% of a core during a run; the figures are noisy`);
+  rows.push("");
+  console.log(rows.join("\n"));
+}
+
+function printMetering(m: { sse: Record<"unmetered" | "metered", SseResult>; throughput: Record<"unmetered" | "metered", LoadResult> }): void {
+  const rows = ["LLM metering (§6.11): POST an Anthropic Messages request through the MITM path; /v1/messages is metered, /v1/unmetered is not"];
+  for (const k of ["unmetered", "metered"] as const) {
+    rows.push(`  ${k.padEnd(10)} SSE first event median ${f(m.sse[k].firstEventMs.p50)} ms   p90 ${f(m.sse[k].firstEventMs.p90)} ms   JSON ${fi(m.throughput[k].rps).padStart(7)} req/s   p50 ${f(m.throughput[k].latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(m.throughput[k]), 0)} µs cpu/req`);
+  }
+  rows.push(`  metering adds: ${f(m.sse.metered.firstEventMs.p50 - m.sse.unmetered.firstEventMs.p50)} ms to the first event; throughput ratio metered/unmetered ${f(m.throughput.metered.rps / m.throughput.unmetered.rps)}`);
   rows.push("");
   console.log(rows.join("\n"));
 }

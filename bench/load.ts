@@ -19,6 +19,8 @@ export interface Target {
   proxy?: { host: string; port: number; token: string };
   /** Extra request header lines (direct runs send the header the gateway would inject). */
   headers?: Record<string, string>;
+  /** A POST with this JSON body instead of a GET. */
+  body?: string;
 }
 
 export type LoadConfig =
@@ -73,9 +75,10 @@ export function stats(samples: ArrayLike<number>): Stats {
 }
 
 function requestBytes(t: Target, path: string): Buffer {
-  let head = `GET ${path} HTTP/1.1\r\nHost: ${t.host}:${t.port}\r\nUser-Agent: credgate-bench\r\nAccept: */*\r\n`;
+  let head = `${t.body === undefined ? "GET" : "POST"} ${path} HTTP/1.1\r\nHost: ${t.host}:${t.port}\r\nUser-Agent: credgate-bench\r\nAccept: */*\r\n`;
   for (const [k, v] of Object.entries(t.headers ?? {})) head += `${k}: ${v}\r\n`;
-  return Buffer.from(head + "\r\n", "latin1");
+  if (t.body !== undefined) head += `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(t.body)}\r\n`;
+  return Buffer.from(head + "\r\n" + (t.body ?? ""), "latin1");
 }
 
 /** Opens one connection: TLS straight to the upstream, or CONNECT through the gateway then TLS inside. */

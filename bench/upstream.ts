@@ -4,6 +4,8 @@
 //   GET /echo  the Authorization header it received, to prove the gateway injected the secret
 //   GET /sse   text/event-stream: the first event at once, then SSE_EVENTS-1 more every SSE_GAP_MS
 //   GET /stats {requests, connections}: requests answered and distinct client connections seen so far
+//   POST /v1/messages, POST /v1/unmetered  an Anthropic Messages answer (SSE when the body asks to stream,
+//              else JSON), with usage: the same bytes on both paths, only the first is metered by the gateway
 // Usage: bun bench/upstream.ts <cert.pem> <key.pem>
 const [certFile, keyFile] = process.argv.slice(2);
 if (!certFile || !keyFile) {
@@ -36,6 +38,43 @@ function sse(): Response {
   return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 }
 
+/** Anthropic's event sequence: message_start (input usage), deltas, message_delta (output usage), stop. */
+const ANTHROPIC_EVENTS = [
+  `event: message_start\ndata: {"type":"message_start","message":{"id":"msg_bench","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":25,"output_tokens":1}}}\n\n`,
+  `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}\n\n`,
+  `event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":12}}\n\n`,
+  `event: message_stop\ndata: {"type":"message_stop"}\n\n`,
+];
+const ANTHROPIC_JSON = JSON.stringify({
+  id: "msg_bench",
+  type: "message",
+  role: "assistant",
+  model: "claude-sonnet-4-5",
+  content: [{ type: "text", text: "Hello" }],
+  stop_reason: "end_turn",
+  usage: { input_tokens: 25, output_tokens: 12 },
+});
+
+function anthropicSse(): Response {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      let n = 0;
+      const send = () => {
+        controller.enqueue(encoder.encode(ANTHROPIC_EVENTS[n]!));
+        n += 1;
+        if (n >= ANTHROPIC_EVENTS.length) controller.close();
+        else timer = setTimeout(send, SSE_GAP_MS);
+      };
+      send();
+    },
+    cancel() {
+      clearTimeout(timer);
+    },
+  });
+  return new Response(body, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
+}
+
 let requests = 0;
 const ports = new Set<number>();
 
@@ -44,7 +83,7 @@ const server = Bun.serve({
   port: 0,
   tls: { cert: Bun.file(certFile), key: Bun.file(keyFile) },
   idleTimeout: 0,
-  fetch(req, srv) {
+  async fetch(req, srv) {
     requests += 1;
     const port = srv.requestIP(req)?.port;
     if (port !== undefined) ports.add(port);
@@ -53,6 +92,10 @@ const server = Bun.serve({
     if (path === "/sse") return sse();
     if (path === "/stats") return Response.json({ requests, connections: ports.size });
     if (path === "/echo") return Response.json({ authorization: req.headers.get("authorization"), host: req.headers.get("host") });
+    if (req.method === "POST" && (path === "/v1/messages" || path === "/v1/unmetered")) {
+      const body = await req.text();
+      return body.includes('"stream":true') ? anthropicSse() : new Response(ANTHROPIC_JSON, { headers: { "content-type": "application/json" } });
+    }
     return new Response("not found", { status: 404 });
   },
 });

@@ -128,6 +128,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         await Promise.all([untilDeadline(server.stop()), gw.stop(untilDeadline)]);
         await server.stop(true);
         await core.services.requestLogs.stop();
+        await core.services.budgets.flush().catch(() => {});
         await core.close();
       },
     };

@@ -34,9 +34,10 @@ export function meterResponse(rq: ProxyRequest, g: GatewayContext, response: Res
       cost = usage ? costOf(g.services.prices, meter.type, usage) : meter.estimateNanos;
     }
     finish(cost);
-    g.services.budgets
-      .charge(meter.secretId, rq.agent.organizationId, cost, meter.reservationId)
-      .catch((err: Error) => log.warn("LLM spend not recorded", { secretId: meter.secretId, costNanos: cost, error: err.message }));
+    const budgets = g.services.budgets;
+    // A budgeted key settles its reservation at once (admission depends on it); other spend is batched.
+    if (meter.reservationId === null) budgets.record(meter.secretId, rq.agent.organizationId, cost);
+    else budgets.charge(meter.secretId, rq.agent.organizationId, cost, meter.reservationId).catch((err: Error) => log.warn("LLM spend not recorded", { secretId: meter.secretId, costNanos: cost, error: err.message }));
   };
   if (!response.body) {
     end(true);

@@ -9,6 +9,7 @@ import { and, eq, inArray, lte, sql } from "drizzle-orm";
 import type { BudgetPeriod } from "../core/model.ts";
 import { NANOS_PER_CENT } from "../core/pricing.ts";
 import { newId, nowIso } from "../core/ids.ts";
+import { log } from "../log.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 export interface Budget {
@@ -30,7 +31,14 @@ export function monthBucket(at: number): string {
   return new Date(at).toISOString().slice(0, 7);
 }
 
+/** Spend of keys without a budget is added up in memory and written this often (visible within seconds). */
+const SPEND_FLUSH_MS = 1000;
+
 export class BudgetService {
+  /** Unbudgeted spend not yet written: `secretId organizationId` → nano-USD. */
+  #pending = new Map<string, { secretId: string; organizationId: string; nanos: number }>();
+  #timer: Timer | null = null;
+
   constructor(
     private readonly deps: ServiceDeps,
     /** Milliseconds since the epoch; tests pass their own clock to cross a month boundary. */
@@ -169,6 +177,40 @@ export class BudgetService {
       }
       if (reservationId) await this.db.delete(r).where(eq(r.id, reservationId));
     });
+  }
+
+  /**
+   * Records the spend of a key with no budget: added up in memory and written about every second in one
+   * transaction, so metering an unbudgeted LLM call costs no database round trip of its own.
+   */
+  record(secretId: string, organizationId: string, costNanos: number): void {
+    const nanos = Math.max(0, Math.round(costNanos));
+    if (nanos === 0) return;
+    const key = `${secretId} ${organizationId}`;
+    const entry = this.#pending.get(key);
+    if (entry) entry.nanos += nanos;
+    else this.#pending.set(key, { secretId, organizationId, nanos });
+    this.#timer ??= setTimeout(() => void this.flush().catch((err: Error) => log.warn("LLM spend not written yet, will retry", { error: err.message })), SPEND_FLUSH_MS);
+  }
+
+  /** Writes the recorded spend; kept for the next try when the store refuses it. */
+  async flush(): Promise<void> {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    if (this.#pending.size === 0) return;
+    const batch = [...this.#pending.values()];
+    this.#pending = new Map();
+    const { budgetSpend: s } = this.t;
+    const month = monthBucket(this.now());
+    try {
+      await this.db
+        .insert(s)
+        .values(batch.flatMap((e) => [{ ...e, bucket: "total" }, { ...e, bucket: month }]))
+        .onConflictDoUpdate({ target: [s.secretId, s.organizationId, s.bucket], set: { nanos: sql`${s.nanos} + excluded.nanos` } });
+    } catch (err) {
+      for (const e of batch) this.record(e.secretId, e.organizationId, e.nanos);
+      throw err;
+    }
   }
 
   /** Drops a reservation without charging (the request never reached the upstream). */

@@ -91,6 +91,23 @@ describe("budgets", () => {
     expect((await budgets.admit(b, cents(10))).admitted).toBe(true);
   });
 
+  test("spend of keys without a budget is added up in memory and written in one batch", async () => {
+    const api = await createTestApi();
+    const budgets = api.core.services.budgets;
+    const key = await partnerKey(api);
+    const org = api.organizationId;
+    for (let i = 0; i < 5; i++) budgets.record(key, org, cents(3));
+    budgets.record(key, org, 0);
+    expect(await budgets.spentNanos(key, org, "total")).toBe(0);
+    await budgets.flush();
+    expect(await budgets.spentNanos(key, org, "total")).toBe(cents(15));
+    expect(await budgets.spentNanos(key, org, "monthly")).toBe(cents(15));
+    // Written by itself about a second later when nobody flushes.
+    budgets.record(key, org, cents(1));
+    await Bun.sleep(1300);
+    expect(await budgets.spentNanos(key, org, "total")).toBe(cents(16));
+  });
+
   test("40 concurrent requests against a small budget: the charged total never exceeds the limit", async () => {
     const api = await createTestApi();
     const budgets = api.core.services.budgets;
