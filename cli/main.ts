@@ -2,6 +2,7 @@
 // Entry of the credgate executable: one commander program, one file per command group.
 import { Command } from "commander";
 import { VERSION } from "../src/version.ts";
+import { registerDoctor } from "./doctor.ts";
 import { registerKeys } from "./keys.ts";
 import { registerMigrate } from "./migrate.ts";
 import { registerRun } from "./run.ts";
@@ -17,6 +18,7 @@ registerServe(program);
 registerKeys(program);
 registerRun(program);
 registerMigrate(program);
+registerDoctor(program);
 
 // `serve` is the default command, so commander would read an unknown word as an argument of `serve`.
 const word = process.argv[2];

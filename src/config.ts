@@ -34,6 +34,8 @@ export interface Config {
   pricingFile: string | null;
   /** OAuth client defaults by provider id, from CREDGATE_OAUTH_<PROVIDER>_CLIENT_ID/_SECRET. */
   oauthClients: Map<string, { clientId: string; clientSecret: string }>;
+  /** CREDGATE_METRICS_TOKEN: the bearer token that opens `GET /metrics` to non-loopback clients. */
+  metricsToken: string | null;
 }
 
 /** Flags given on the command line; each wins over its environment variable. */
@@ -99,6 +101,8 @@ export function parseResolve(raw: string | undefined): Map<string, string> {
     previous = entry;
     const host = m[1]!.replace(/^\[|\]$/g, "").toLowerCase();
     const address = m[3]!.replace(/^\[|\]$/g, "");
+    // Refused here, at start, rather than as ENOTFOUND on the first request that dials it.
+    if (!isIP(address)) throw new ConfigError(`CREDGATE_RESOLVE entry "${entry}": "${address}" is not an IP address`);
     map.set(`${host}:${m[2]}`, address);
   }
   return map;
@@ -183,5 +187,6 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     logRetentionDays: parsePositive("CREDGATE_LOG_RETENTION_DAYS", env.CREDGATE_LOG_RETENTION_DAYS, 30),
     pricingFile: nonEmpty(env.CREDGATE_PRICING_FILE),
     oauthClients: parseOAuthClients(env),
+    metricsToken: nonEmpty(env.CREDGATE_METRICS_TOKEN),
   };
 }

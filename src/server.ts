@@ -98,7 +98,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const api = createApiApp(core.services, caRoutes(ca.certPem));
     try {
       // idleTimeout: long-polls (approvals) hold a request open for up to a minute.
-      apiServer = Bun.serve({ hostname: config.host, port: config.port, reusePort: false, idleTimeout: 255, fetch: (req) => api.handle(req) });
+      apiServer = Bun.serve({ hostname: config.host, port: config.port, reusePort: false, idleTimeout: 255, fetch: (req, srv) => api.handle(req, srv.requestIP(req) ?? undefined) });
     } catch (err) {
       throw new Error(`cannot listen on ${config.host}:${config.port} (API): ${(err as Error).message}`);
     }

@@ -2,10 +2,18 @@
 // unknown-route 404 and the error mapping of CONTRACT §2. Routes not served in the running mode are not
 // mounted at all, so they answer exactly like unknown routes (before authentication).
 import { Elysia } from "elysia";
+import { metrics } from "../metrics.ts";
+import { log } from "../log.ts";
+import { answerWithRequestId } from "../requestId.ts";
 import type { Services } from "../services/index.ts";
 import { appConnectPage } from "./appConnectPage.ts";
 import { errorResponse, unknownRoute } from "./errors.ts";
-import { runRoute, type RouteDef } from "./route.ts";
+import { METRICS_PATH, metricsResponse } from "./metrics.ts";
+import { openApiDocument } from "./openapi.ts";
+import { returns } from "./responses.ts";
+import { OpenApiDocument } from "./schemas.ts";
+import { VERSION } from "../version.ts";
+import { route, runRoute, type RouteDef } from "./route.ts";
 import { agentSetupRoutes } from "./routes/agentSetup.ts";
 import { appBlocklistRoutes } from "./routes/appBlocklist.ts";
 import { appsRoutes } from "./routes/apps.ts";
@@ -34,23 +42,66 @@ export function caRoutes(caPem: string): RouteDef[] {
   return [...gatewayRoutes(caPem), ...agentSetupRoutes(caPem)];
 }
 
-export type ApiApp = { handle(request: Request): Promise<Response> };
+/** The TCP peer of a request, when the listener knows it (`/metrics` is open to loopback peers). */
+export interface ClientInfo {
+  address: string;
+}
+
+/** `GET /v1/openapi.json`: the description of `routes` (every mode's), built on first request. */
+function openApiRoute(routes: () => RouteDef[]): RouteDef {
+  let body: string | null = null;
+  return route({
+    method: "GET",
+    path: "/openapi.json",
+    access: "none",
+    response: returns(OpenApiDocument, "This document (OpenAPI 3.1)"),
+    handler: () => new Response((body ??= JSON.stringify(openApiDocument(routes(), VERSION))), { headers: { "content-type": "application/json; charset=utf-8" } }),
+  });
+}
+
+export type ApiApp = { handle(request: Request, client?: ClientInfo): Promise<Response> };
 
 export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): ApiApp {
   const mode = services.deps.config.mode;
+  // The route template each request matched, for the per-route metric and the request's log line.
+  const matched = new WeakMap<Request, string>();
   const app = new Elysia({ normalize: false })
     .onError(({ code, request, error }) =>
       code === "NOT_FOUND" ? unknownRoute(request.method, request.url) : errorResponse(error, request, (e) => services.deps.store.isUnavailable(e)),
     );
-  for (const def of [...allRoutes(), ...extraRoutes]) {
+  const routes = [...allRoutes(), ...extraRoutes];
+  routes.push(openApiRoute(() => routes));
+  for (const def of routes) {
     if (def.modes && !def.modes.includes(mode)) continue;
     for (const prefix of API_PREFIXES) {
-      app.route(def.method, prefix + def.path, ({ request, params }) => runRoute(def, services, request, params as Record<string, string>), {
-        parse: "none",
-      });
+      const template = prefix + def.path;
+      app.route(
+        def.method,
+        template,
+        ({ request, params }) => {
+          matched.set(request, template);
+          return runRoute(def, services, request, params as Record<string, string>);
+        },
+        { parse: "none" },
+      );
     }
   }
   app.get("/app-connect/:provider", ({ request, params }) => appConnectPage(params.provider, new URL(request.url).searchParams));
   app.compile();
-  return { handle: (request) => app.handle(request) };
+  const metricsToken = services.deps.config.metricsToken;
+  const serve = (request: Request, client?: ClientInfo): Promise<Response> =>
+    request.method === "GET" && new URL(request.url).pathname === METRICS_PATH ? metricsResponse(request, client?.address, metricsToken) : app.handle(request);
+  return {
+    handle: (request, client) =>
+      answerWithRequestId(request, async () => {
+        const started = performance.now();
+        const response = await serve(request, client);
+        const seconds = (performance.now() - started) / 1000;
+        const route = matched.get(request) ?? (response.status === 404 ? "unmatched" : "other");
+        metrics.apiRequests.inc({ route, method: request.method, status: String(response.status) });
+        metrics.apiLatency.observe(seconds);
+        log.info("api request", { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000) });
+        return response;
+      }),
+  };
 }

@@ -8,6 +8,7 @@ import type { Services } from "../services/index.ts";
 import { authenticate, resolveContext, type Access, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
 import { readJsonBody } from "./body.ts";
 import { errorResponse, json, unknownRoute } from "./errors.ts";
+import type { ResponseDoc } from "./responses.ts";
 import { validate } from "./validate.ts";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -43,6 +44,10 @@ export interface RouteDef<S extends TSchema | undefined = TSchema | undefined> {
   /** Deployments that serve the route; elsewhere it does not exist (404 before auth, CONTRACT §0.1). */
   modes?: Mode[];
   body?: S;
+  /** The query parameters the route reads (documentation: handlers parse the query themselves). */
+  query?: TSchema;
+  /** The success answer (src/api/responses.ts), published in /v1/openapi.json and checked by the API tests. */
+  response: ResponseDoc;
   /** The failure for an absent or `{}` body (e.g. PATCH's `No fields to update`). */
   emptyBody?: ApiError;
   /** Policy routes report every validation failure as a 422 envelope instead of a flat 400. */

@@ -7,6 +7,7 @@ import { ApiError } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import type { ApprovalStatus, ApprovalSummary } from "../core/model.ts";
 import { log } from "../log.ts";
+import { metrics } from "../metrics.ts";
 import type { ApprovalRow } from "../store/rows.ts";
 import type { ChangeEvent } from "../events.ts";
 import type { ServiceDeps } from "./deps.ts";
@@ -189,8 +190,10 @@ export class ApprovalService {
       this.#holders.set(row.id, (o) => {
         clearTimeout(timer);
         this.#holders.delete(row.id);
+        metrics.heldApprovals.dec();
         resolve(o);
       });
+      metrics.heldApprovals.inc();
     });
     this.deps.events.emit({ kind: "approval", id: row.id, projectId: row.projectId, organizationId: row.organizationId });
     return { row, outcome };

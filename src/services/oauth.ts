@@ -8,6 +8,7 @@ import { ApiError } from "../core/errors.ts";
 import { appOrThrow } from "./apps.ts";
 import { randomHex } from "../core/ids.ts";
 import { log } from "../log.ts";
+import { metrics } from "../metrics.ts";
 import type { AgentService } from "./agents.ts";
 import type { AppConfigService, OAuthClient } from "./appConfigs.ts";
 import { CONNECTION_NOT_FOUND, type ConnectionCredential, type ConnectionRow, type ConnectionService } from "./connections.ts";
@@ -333,7 +334,9 @@ export class OAuthService {
       const code = err instanceof TokenEndpointError ? err.code : null;
       log.warn("oauth refresh failed", { connectionId: row.id, provider: row.provider, error: (err as Error).message });
       // GitHub answers a dead refresh token with `bad_refresh_token` instead of the standard `invalid_grant`.
-      if (code === "invalid_grant" || code === "bad_refresh_token") {
+      const revoked = code === "invalid_grant" || code === "bad_refresh_token";
+      metrics.oauthRefreshFailures.inc({ provider: row.provider, outcome: revoked ? "revoked" : "retry" });
+      if (revoked) {
         await this.connections.setStatus(row.id, "revoked", row.refreshFailures + 1).catch(() => null);
         return null;
       }

@@ -5,6 +5,7 @@
 import { and, desc, eq, getTableColumns, gte, lt, lte, or, type SQL } from "drizzle-orm";
 import { ApiError } from "../core/errors.ts";
 import { log } from "../log.ts";
+import { metrics } from "../metrics.ts";
 import type { RequestLogRecord } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { AgentService } from "./agents.ts";
@@ -109,6 +110,7 @@ export class RequestLogService {
     this.#lastSeen.set(row.agentId, row.createdAt);
     if (this.#queue.length > QUEUE_MAX) this.#drop(this.#queue.length - QUEUE_MAX);
     else if (this.#queue.length === BATCH_ROWS) void this.flush();
+    metrics.requestLogQueueDepth.set(this.#queue.length);
   }
 
   /** Updates a row in place (e.g. the final outcome of a held request), queued or already written. */
@@ -128,6 +130,7 @@ export class RequestLogService {
     this.#queue = [];
     this.#lastSeen = new Map();
     this.#updates = new Map();
+    metrics.requestLogQueueDepth.set(0);
     this.#flushing = this.#flushing.then(() => this.#write(batch));
     return this.#flushing;
   }
@@ -147,6 +150,7 @@ export class RequestLogService {
       for (const [id, at] of seen) if (!this.#lastSeen.has(id)) this.#lastSeen.set(id, at);
       for (const [id, patch] of updates) this.#updates.set(id, { ...patch, ...this.#updates.get(id) });
       if (this.#queue.length > QUEUE_MAX) this.#drop(this.#queue.length - QUEUE_MAX);
+      metrics.requestLogQueueDepth.set(this.#queue.length);
       log.warn("request logs not written, will retry", { rows: rows.length, queued: this.#queue.length, error: (err as Error).message });
       return;
     }
@@ -174,6 +178,7 @@ export class RequestLogService {
   #drop(count: number): void {
     this.#queue.splice(0, count);
     this.#dropped += count;
+    metrics.requestLogDrops.inc(count);
     const now = Date.now();
     if (now - this.#droppedReportedAt >= DROP_REPORT_MS) {
       this.#droppedReportedAt = now;

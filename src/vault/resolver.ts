@@ -2,6 +2,7 @@
 // against the 1Password Connect server, cached 60 s per reference (failures 30 s), one in-flight lookup per
 // reference, 15 s per lookup. Logs name the reference and a reason code, never a value.
 import { log } from "../log.ts";
+import { metrics } from "../metrics.ts";
 import { LookupCache, type Lookup } from "./cache.ts";
 import { connectBaseUrl, OnePasswordConnect, parseOpRef, VaultLookupError, type ConnectFetch } from "./onePasswordConnect.ts";
 
@@ -69,6 +70,7 @@ export class VaultResolver {
   }
 
   #failed(ref: string, reason: string, error?: string): Lookup {
+    metrics.vaultErrors.inc({ reason });
     log.warn("external vault lookup failed", { opRef: ref, reason, ...(error ? { error } : {}) });
     return { ok: false, reason };
   }

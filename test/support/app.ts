@@ -9,6 +9,7 @@ import { DB_FILE, SqliteStore } from "../../src/store/sqlite.ts";
 import { log } from "../../src/log.ts";
 import { openCore, type Core } from "../../src/server.ts";
 import { caRoutes, createApiApp, type ApiApp } from "../../src/api/app.ts";
+import { checkResponse } from "./openapiCheck.ts";
 import { testDatabaseEnv } from "./postgres.ts";
 import { tempDir } from "./tmp.ts";
 
@@ -92,6 +93,8 @@ export async function createTestApi(env: Record<string, string> = {}): Promise<T
       } catch {
         parsed = text;
       }
+      // Every response of the API suites is held to /v1/openapi.json (and errors to the two shapes of §2.1).
+      await checkResponse(async () => (await app.handle(new Request("http://localhost/v1/openapi.json"))).json(), method, path, res.status, res.headers, parsed);
       return { status: res.status, body: parsed, headers: res.headers, text };
     },
   };

@@ -2,6 +2,7 @@
 // CREDGATE_TEST_BINARY is set) on free ports with its own data dir, and waits until it answers.
 import { spawn, type Subprocess } from "bun";
 import { join } from "node:path";
+import { checkResponse } from "./openapiCheck.ts";
 import { freePort } from "./ports.ts";
 import { testDatabaseEnv } from "./postgres.ts";
 import { tempDir } from "./tmp.ts";
@@ -128,6 +129,8 @@ export async function startCredgate(opts: StartOptions = {}): Promise<RunningCre
       } catch {
         parsed = text;
       }
+      // Held to the process's own /v1/openapi.json, like every in-process API response (test/support/app.ts).
+      await checkResponse(async () => (await fetch(`${apiUrl}/v1/openapi.json`)).json(), method, path, res.status, res.headers, parsed);
       return { status: res.status, body: parsed, headers: res.headers, text };
     },
   };

@@ -5,6 +5,8 @@ import type { Services } from "../../services/index.ts";
 import type { AgentRow } from "../../services/agents.ts";
 import { GATEWAY_SKILL } from "../skill.ts";
 import { route, type RouteDef } from "../route.ts";
+import * as S from "../schemas.ts";
+import { returns, returnsText } from "../responses.ts";
 
 export const PLACEHOLDER = "credgate-managed";
 export const CA_CONTAINER_PATH = "/tmp/credgate-gateway-ca.pem";
@@ -55,6 +57,8 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
     route({
       method: "GET",
       path: "/container-config",
+      query: S.ContainerConfigQuery,
+      response: returns(S.ContainerConfig),
       access: "P",
       handler: async ({ services, ctx, query }) => {
         const config = services.deps.config;
@@ -96,12 +100,14 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
     route({
       method: "GET",
       path: "/credential-stubs",
+      response: returns(S.CredentialStubList),
       access: "P",
       handler: () => ({ agents: ["codex"] }),
     }),
     route({
       method: "GET",
       path: "/credential-stubs/:agent",
+      response: returns(S.CredentialStub),
       access: "P",
       handler: async ({ services, ctx, params }) => {
         if (params.agent !== "codex") throw ApiError.flat(404, `No credential stub for agent "${params.agent}"`);
@@ -113,6 +119,8 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
     route({
       method: "GET",
       path: "/skill/gateway",
+      query: S.SkillQuery,
+      response: returnsText("text/markdown; charset=utf-8", "The gateway skill: YAML front-matter, proxy use, placeholders and the agent-facing error codes"),
       access: "P",
       handler: () => new Response(GATEWAY_SKILL, { headers: { "content-type": "text/markdown; charset=utf-8" } }),
     }),

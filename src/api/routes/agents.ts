@@ -2,6 +2,9 @@
 import { t } from "elysia";
 import { ApiError } from "../../core/errors.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
+import { Type as T } from "@sinclair/typebox";
+import * as S from "../schemas.ts";
+import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 export const IDENTIFIER_MESSAGE =
   "Identifier must be 1-50 characters, start with a letter or number, and contain only lowercase letters, numbers, and hyphens";
@@ -26,12 +29,14 @@ export const agentsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/agents",
+    response: returns(T.Array(S.Agent), "Agents with accessToken, default first, then newest first"),
     access: "P",
     handler: ({ services, ctx }) => services.agents.list(ctx.projectId),
   }),
   route({
     method: "POST",
     path: "/agents",
+    response: returnsCreated(S.AgentCreated),
     access: "P",
     body: CreateAgentBody,
     handler: async ({ services, ctx, body }) => {
@@ -42,6 +47,7 @@ export const agentsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/agents/default",
+    response: returns(S.Agent, "The default agent, with accessToken"),
     access: "P",
     handler: async ({ services, ctx }) => {
       const row = await services.agents.findDefault(ctx.projectId);
@@ -52,12 +58,14 @@ export const agentsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/agents/:agentId",
+    response: returns(S.Agent, "The agent, without accessToken"),
     access: "P",
     handler: async ({ services, ctx, params }) => services.agents.view(await services.agents.get(ctx.projectId, params.agentId!), false),
   }),
   route({
     method: "PATCH",
     path: "/agents/:agentId",
+    response: returns(S.Agent, "The agent, without accessToken"),
     access: "P",
     body: UpdateAgentBody,
     emptyBody: noFields,
@@ -70,6 +78,7 @@ export const agentsRoutes: RouteDef[] = [
   route({
     method: "DELETE",
     path: "/agents/:agentId",
+    response: returnsNothing(),
     access: "P",
     handler: async ({ services, ctx, params }) => {
       await services.agents.delete(ctx.projectId, params.agentId!);
@@ -79,6 +88,7 @@ export const agentsRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/agents/:agentId/set-default",
+    response: returns(S.Success),
     access: "P",
     handler: async ({ services, ctx, params }) => {
       await services.agents.setDefault(ctx.projectId, params.agentId!);
@@ -88,6 +98,7 @@ export const agentsRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/agents/:agentId/regenerate-token",
+    response: returns(S.AccessToken, "The new token; the old one is invalid at once"),
     access: "P",
     handler: async ({ services, ctx, params }) => ({ accessToken: await services.agents.regenerateToken(ctx.projectId, params.agentId!) }),
   }),

@@ -7,6 +7,9 @@ import { appOrThrow } from "../../services/apps.ts";
 import type { PolicyOwner } from "../../services/policy.ts";
 import type { RequestContext } from "../auth.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
+import { Type as T } from "@sinclair/typebox";
+import * as S from "../schemas.ts";
+import { returns, returnsNothing } from "../responses.ts";
 
 const EITHER = "Provide either { hostId } or { name, hostPattern }";
 
@@ -22,6 +25,7 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
     route({
       method: "GET",
       path: `${prefix}/:provider/blocklist`,
+      response: returns(T.Array(S.BlocklistEntry), "Every predefined host plus the custom rules"),
       access,
       role,
       handler: ({ services, ctx, params }) => services.blocklist.list(owner(ctx), appOrThrow(params.provider!)),
@@ -29,6 +33,7 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
     route({
       method: "POST",
       path: `${prefix}/:provider/blocklist`,
+      response: returns(S.BlocklistEntry, "The entry, enabled"),
       access,
       role,
       body: AddBody,
@@ -47,6 +52,7 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
     route({
       method: "PATCH",
       path: `${prefix}/:provider/blocklist/:ruleId`,
+      response: returns(S.Success),
       access,
       role,
       body: t.Object({ enabled: t.Boolean() }),
@@ -59,6 +65,7 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
     route({
       method: "DELETE",
       path: `${prefix}/:provider/blocklist/:ruleId`,
+      response: returnsNothing(),
       access,
       role,
       handler: async ({ services, ctx, params }) => {

@@ -6,6 +6,8 @@ import type { PendingScope } from "../../services/approvals.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
+import * as S from "../schemas.ts";
+import { returns } from "../responses.ts";
 
 function excludeOf(query: URLSearchParams): string[] {
   return (query.get("exclude") ?? "")
@@ -33,12 +35,15 @@ export const approvalsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/approvals/pending",
+    query: S.PendingQuery,
+    response: returns(S.PendingApprovals, "Long-poll: at once when something is pending, else after CREDGATE_APPROVAL_POLL_SECONDS"),
     access: "P",
     handler: ({ services, ctx, query, request }) => pendingResponse(services, { organizationId: ctx.organizationId, projectId: ctx.projectId }, query, request.signal),
   }),
   route({
     method: "GET",
     path: "/approvals/:approvalId",
+    response: returns(S.ApprovalRecord),
     access: "P",
     handler: async ({ services, ctx, params }) =>
       services.approvals.recordView(await services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId!)),
@@ -46,6 +51,7 @@ export const approvalsRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/approvals/:approvalId/decision",
+    response: returns(S.Success),
     access: "O",
     body: t.Object({ decision: t.Union([t.Literal("approve"), t.Literal("deny")]) }),
     handler: async ({ services, ctx, params, body, request }) => {
@@ -58,6 +64,8 @@ export const approvalsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/approvals/pending",
+    query: S.PendingQuery,
+    response: returns(S.PendingApprovals, "Long-poll across every project of the organization"),
     access: "O",
     // The key-type check comes first: any project key, whatever its holder's role, gets the same answer.
     handler: ({ services, ctx, query, request }) => {

@@ -11,6 +11,9 @@ import type { PolicyOwner } from "../../services/policy.ts";
 import type { Services } from "../../services/index.ts";
 import { cookieValue, type RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
+import { Type as T } from "@sinclair/typebox";
+import * as S from "../schemas.ts";
+import { redirects, returns } from "../responses.ts";
 
 type OwnerOf = (ctx: RequestContext) => PolicyOwner;
 const projectOwner: OwnerOf = (ctx) => ({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId });
@@ -70,6 +73,7 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
     route({
       method: "GET",
       path: `${prefix}/:provider/config`,
+      response: returns(S.AppConfig),
       access,
       role,
       handler: async ({ services, ctx, params }) => {
@@ -80,9 +84,10 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
     route({
       method: "POST",
       path: `${prefix}/:provider/config`,
+      response: returns(S.Success),
       access,
       role,
-      body: t.Unknown(),
+      body: t.Unknown({ description: "An object of the app's credential fields as strings (e.g. clientId, clientSecret); unknown keys are stripped" }),
       handler: async ({ services, ctx, params, body }) => {
         const app = configurableApp(params.provider!);
         if (body === null || typeof body !== "object" || Array.isArray(body)) throw ApiError.flat(400, INVALID_BODY);
@@ -93,6 +98,7 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
     route({
       method: "DELETE",
       path: `${prefix}/:provider/config`,
+      response: returns(S.Success),
       access,
       role,
       handler: async ({ services, ctx, params }) => {
@@ -104,6 +110,7 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
     route({
       method: "PATCH",
       path: `${prefix}/:provider/config/toggle`,
+      response: returns(S.Success),
       access,
       role,
       body: t.Object({ enabled: t.Boolean() }),
@@ -116,6 +123,7 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
     route({
       method: "POST",
       path: `${prefix}/:provider/connect`,
+      response: returns(S.Connected),
       access: access === "P" ? "P*" : "O",
       role,
       body: ConnectBody,
@@ -128,30 +136,36 @@ export const appsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/apps",
+    response: returns(T.Array(S.AppItem)),
     access: "P",
     handler: ({ services, ctx }) => services.apps.items(ctx.projectId, ctx.organizationId),
   }),
   route({
     method: "GET",
     path: "/apps/permission-definitions",
+    response: returns(T.Array(S.PermissionDefinition)),
     access: "O",
     handler: () => APPS.filter((a) => a.tools.length > 0).map(permissionDefinition),
   }),
   route({
     method: "GET",
     path: "/apps/:provider",
+    response: returns(S.AppItem),
     access: "P",
     handler: ({ services, ctx, params }) => services.apps.item(appOrThrow(params.provider!), ctx.projectId, ctx.organizationId),
   }),
   route({
     method: "GET",
     path: "/apps/:provider/permission-definition",
+    response: returns(S.PermissionDefinition),
     access: "O",
     handler: ({ params }) => permissionDefinition(appOrThrow(params.provider!)),
   }),
   route({
     method: "GET",
     path: "/apps/:provider/authorize",
+    query: S.AuthorizeQuery,
+    response: redirects("To the provider's consent page; sets the credgate_oauth_state cookie"),
     access: "P*",
     queryBridge: true,
     handler: ({ services, ctx, params, query }) => authorizeResponse(services, projectOwner(ctx), params.provider!, query),
@@ -159,6 +173,8 @@ export const appsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/apps/:provider/authorize",
+    query: S.OrgAuthorizeQuery,
+    response: redirects("To the provider's consent page; the connection is created at organization level"),
     access: "O",
     role: "admin",
     queryBridge: true,
@@ -171,6 +187,8 @@ export const appsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/apps/:provider/callback",
+    query: S.CallbackQuery,
+    response: redirects("To /app-connect/{provider}?status=success&connectionId=… or ?status=error&message=…"),
     access: "none",
     handler: async ({ services, params, query, request }) => {
       const provider = params.provider!;

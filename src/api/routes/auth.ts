@@ -8,6 +8,8 @@ import { SESSION_COOKIE, SESSION_LIFETIME_MS } from "../../services/sessions.ts"
 import { authenticateKey } from "../auth.ts";
 import { json } from "../errors.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
+import * as S from "../schemas.ts";
+import { returns, returnsNothing } from "../responses.ts";
 
 export const LoginBody = t.Object({
   apiKey: t.Optional(t.String({ trim: true })),
@@ -42,6 +44,7 @@ export const authRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/auth/login",
+    response: returns(S.Login, "Signed in; sets the credgate_session cookie"),
     access: "none",
     body: LoginBody,
     handler: async ({ services, body }) => {
@@ -77,6 +80,7 @@ export const authRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/auth/logout",
+    response: returnsNothing("Signed out; the cookie is cleared"),
     access: "session",
     handler: async ({ services, principal }) => {
       if (principal?.via !== "session") throw unauthorized();
@@ -89,6 +93,7 @@ export const authRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/auth/session",
+    response: returns(S.Session),
     access: "session",
     handler: async ({ services, principal }) => {
       if (principal?.via !== "session") throw unauthorized();

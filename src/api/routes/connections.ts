@@ -5,6 +5,9 @@ import { forbidden } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
+import { Type as T } from "@sinclair/typebox";
+import * as S from "../schemas.ts";
+import { returns, returnsNothing } from "../responses.ts";
 
 /**
  * A connection the caller's project may change: its own, or an organization connection when the caller is an
@@ -29,18 +32,22 @@ export const connectionsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/connections",
+    query: S.ProviderFilterQuery,
+    response: returns(T.Array(S.Connection), "The project's and the organization's connections, newest first"),
     access: "P",
     handler: async ({ services, ctx, query }) => views(await services.connections.listForProject(ctx.projectId, ctx.organizationId, query.get("provider")), (r) => services.connections.view(r)),
   }),
   route({
     method: "GET",
     path: "/connections/:connectionId",
+    response: returns(S.Connection),
     access: "P",
     handler: async ({ services, ctx, params }) => services.connections.view(await services.connections.visibleToProject(ctx.projectId, ctx.organizationId, params.connectionId!)),
   }),
   route({
     method: "PATCH",
     path: "/connections/:connectionId",
+    response: returns(S.ConnectionRenamed),
     access: "P",
     body: LabelBody,
     handler: async ({ services, ctx, params, body }) => services.connections.rename(await changeable(services, ctx, params.connectionId!), body.label),
@@ -48,6 +55,7 @@ export const connectionsRoutes: RouteDef[] = [
   route({
     method: "DELETE",
     path: "/connections/:connectionId",
+    response: returnsNothing("Deleted, with its grants"),
     access: "P",
     handler: async ({ services, ctx, params }) => {
       await services.connections.delete(await changeable(services, ctx, params.connectionId!));
@@ -57,6 +65,8 @@ export const connectionsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/connections",
+    query: S.ProviderFilterQuery,
+    response: returns(T.Array(S.OrganizationConnection)),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx, query }) =>
@@ -66,6 +76,7 @@ export const connectionsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/connections/:key",
+    response: returns(T.Array(S.OrganizationConnection), "The organization's connections of the provider named by {key}"),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx, params }) =>
@@ -74,6 +85,7 @@ export const connectionsRoutes: RouteDef[] = [
   route({
     method: "PATCH",
     path: "/org/connections/:key",
+    response: returns(S.ConnectionRenamed, "{key} is the connection id"),
     access: "O",
     role: "admin",
     body: LabelBody,
@@ -82,6 +94,7 @@ export const connectionsRoutes: RouteDef[] = [
   route({
     method: "DELETE",
     path: "/org/connections/:key",
+    response: returnsNothing("{key} is the connection id"),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx, params }) => {

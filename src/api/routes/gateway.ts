@@ -1,12 +1,15 @@
 // The two unauthenticated agent-setup reads the gateway port serves too (CONTRACT §5.11): the gateway's
 // CA certificate and its URL.
 import { route, type RouteDef } from "../route.ts";
+import * as S from "../schemas.ts";
+import { returns, returnsText } from "../responses.ts";
 
 export function gatewayRoutes(caPem: string): RouteDef[] {
   return [
     route({
       method: "GET",
       path: "/gateway/ca",
+      response: returnsText("application/x-pem-file", "The gateway CA certificate (PEM), as an attachment credgate-gateway-ca.pem"),
       access: "none",
       handler: () =>
         new Response(caPem, {
@@ -19,6 +22,7 @@ export function gatewayRoutes(caPem: string): RouteDef[] {
     route({
       method: "GET",
       path: "/gateway-url",
+      response: returns(S.GatewayUrl),
       access: "none",
       handler: ({ services }) => ({ url: services.deps.config.gatewayUrl }),
     }),

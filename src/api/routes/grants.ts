@@ -8,6 +8,9 @@ import { credentialStatus } from "../../core/policy.ts";
 import { agentRules } from "../../services/agentRules.ts";
 import type { Services } from "../../services/index.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
+import { Type as T } from "@sinclair/typebox";
+import * as S from "../schemas.ts";
+import { returns, returnsNothing } from "../responses.ts";
 
 const toolIds = t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255 }), { maxItems: 200 }));
 const ConnectionGrantBody = t.Object({
@@ -33,12 +36,14 @@ export const grantsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/agents/:agentId/grants",
+    response: returns(S.GrantSet),
     access: "P",
     handler: ({ services, ctx, params }) => services.grants.grantSet(ctx.projectId, params.agentId!),
   }),
   route({
     method: "PUT",
     path: "/agents/:agentId/grants/connections/:connectionId",
+    response: returns(S.GrantSet),
     access: "P",
     body: ConnectionGrantBody,
     handler: ({ services, ctx, params, body }) => {
@@ -54,6 +59,7 @@ export const grantsRoutes: RouteDef[] = [
   route({
     method: "DELETE",
     path: "/agents/:agentId/grants/connections/:connectionId",
+    response: returnsNothing("Detached (idempotent)"),
     access: "P",
     handler: async ({ services, ctx, params }) => {
       await services.grants.revokeConnection(ctx.projectId, params.agentId!, params.connectionId!);
@@ -63,12 +69,14 @@ export const grantsRoutes: RouteDef[] = [
   route({
     method: "PUT",
     path: "/agents/:agentId/grants/secrets/:secretId",
+    response: returns(S.GrantSet),
     access: "P",
     handler: ({ services, ctx, params }) => services.grants.grantSecret(ctx.projectId, ctx.organizationId, params.agentId!, params.secretId!),
   }),
   route({
     method: "DELETE",
     path: "/agents/:agentId/grants/secrets/:secretId",
+    response: returnsNothing("Detached (idempotent)"),
     access: "P",
     handler: async ({ services, ctx, params }) => {
       await services.grants.revokeSecret(ctx.projectId, params.agentId!, params.secretId!);
@@ -78,12 +86,14 @@ export const grantsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/connections/:connectionId/grants",
+    response: returns(S.ConnectionGrants),
     access: "P",
     handler: ({ services, ctx, params }) => services.grants.grantsOfConnection(ctx.projectId, ctx.organizationId, params.connectionId!),
   }),
   route({
     method: "GET",
     path: "/agents/:agentId/secrets",
+    response: returns(T.Array(T.String()), "The ids of the secrets granted to the agent"),
     access: "P",
     handler: async ({ services, ctx, params }) => {
       await services.agents.get(ctx.projectId, params.agentId!);
@@ -93,6 +103,7 @@ export const grantsRoutes: RouteDef[] = [
   route({
     method: "PUT",
     path: "/agents/:agentId/secrets",
+    response: returns(S.Success),
     access: "P",
     body: t.Object({ secretIds: t.Array(t.String(), { maxItems: 10000 }) }),
     handler: async ({ services, ctx, params, body }) => {
@@ -103,6 +114,7 @@ export const grantsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/agents/:agentId/connections",
+    response: returns(S.AgentConnectionAssignments),
     access: "P",
     handler: async ({ services, ctx, params }) => {
       await services.agents.get(ctx.projectId, params.agentId!);
@@ -112,6 +124,7 @@ export const grantsRoutes: RouteDef[] = [
   route({
     method: "PUT",
     path: "/agents/:agentId/connections",
+    response: returns(S.Success),
     access: "P",
     body: t.Object({
       connections: t.Array(t.Object({ appConnectionId: t.String({ minLength: 1 }), sessionPolicy: t.Optional(t.Union([t.Record(t.String(), t.Unknown()), t.Null()])) }), {
@@ -126,6 +139,7 @@ export const grantsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/agents/:agentId/effective-credentials",
+    response: returns(S.EffectiveCredentials),
     access: "P",
     handler: async ({ services, ctx, params }) => {
       const agent = await services.agents.get(ctx.projectId, params.agentId!);

@@ -3,6 +3,8 @@ import { ApiError } from "../../core/errors.ts";
 import { LOG_DECISIONS, type LogQuery } from "../../services/requestLogs.ts";
 import type { RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
+import * as S from "../schemas.ts";
+import { returns } from "../responses.ts";
 
 function timestamp(name: string, raw: string | null): string | undefined {
   if (raw === null || raw === "") return undefined;
@@ -46,12 +48,16 @@ export const logsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/logs",
+    query: S.LogsQuery,
+    response: returns(S.RequestLogPage, "Newest first"),
     access: "P",
     handler: ({ services, ctx, query }) => services.requestLogs.query(parseLogQuery(query, ctx, "project")),
   }),
   route({
     method: "GET",
     path: "/org/logs",
+    query: S.OrgLogsQuery,
+    response: returns(S.RequestLogPage, "Newest first, across the organization's projects"),
     access: "O",
     role: "admin",
     handler: ({ services, ctx, query }) => services.requestLogs.query(parseLogQuery(query, ctx, "organization")),

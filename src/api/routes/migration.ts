@@ -8,6 +8,8 @@ import { route, type RouteDef } from "../route.ts";
 import { validate } from "../validate.ts";
 import { CreateAgentBody } from "./agents.ts";
 import { CreateSecretBody } from "./secrets.ts";
+import { MigrationResult } from "../schemas.ts";
+import { returns } from "../responses.ts";
 
 export const ExportBody = t.Object({
   cloudApiKey: t.String({ trim: true, blankIsAbsent: true, refine: cloudApiKeyError }),
@@ -75,6 +77,7 @@ export const migrationRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/migrate/export",
+    response: returns(MigrationResult),
     modes: ["self-hosted"],
     access: "P",
     role: "admin",
@@ -85,6 +88,7 @@ export const migrationRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/migrate/import",
+    response: returns(MigrationResult),
     modes: ["cloud"],
     access: "P",
     role: "admin",

@@ -4,6 +4,8 @@ import { notFound } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
+import * as S from "../schemas.ts";
+import { returns } from "../responses.ts";
 
 export const UpdateOrgBody = t.Object({ name: t.String({ minLength: 1, maxLength: 255, trim: true }) });
 
@@ -27,6 +29,7 @@ export const organizationRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/settings",
+    response: returns(S.Organization),
     access: "O",
     role: "admin",
     handler: ({ services, ctx }) => organizationView(services, ctx.organizationId),
@@ -34,6 +37,7 @@ export const organizationRoutes: RouteDef[] = [
   route({
     method: "PATCH",
     path: "/org/settings",
+    response: returns(S.Organization),
     access: "O",
     role: "admin",
     body: UpdateOrgBody,
@@ -45,6 +49,7 @@ export const organizationRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/api-key",
+    response: returns(S.ApiKey, "The caller's organization key, created if missing"),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.keyFor(orgKeyHolder(ctx)) }),
@@ -52,6 +57,7 @@ export const organizationRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/org/api-key/regenerate",
+    response: returns(S.ApiKey, "The new key; the old one is invalid at once"),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.regenerate(orgKeyHolder(ctx)) }),

@@ -13,6 +13,9 @@ import type { RuleTarget } from "../../core/model.ts";
 import type { Access, RequestContext, RoleGate } from "../auth.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
 import { validateAt } from "../validate.ts";
+import { Type as T } from "@sinclair/typebox";
+import * as S from "../schemas.ts";
+import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 const strict = { additionalProperties: false } as const;
 const literals = (...values: string[]) => t.Union(values.map((v) => t.Literal(v)));
@@ -144,6 +147,8 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "GET",
       path: `${prefix}/rules`,
+      query: S.RulesQuery,
+      response: returns(T.Array(S.PolicyRule), "Custom rules by priority"),
       access,
       role,
       handler: async ({ services, ctx, query }) => {
@@ -156,6 +161,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "POST",
       path: `${prefix}/rules`,
+      response: returnsCreated(S.PolicyRule, "The draft rule"),
       access,
       role,
       body: CreateRuleBody,
@@ -165,6 +171,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "PUT",
       path: `${prefix}/rules/order`,
+      response: returns(T.Array(S.PolicyRule), "The full draft list, priorities renumbered 1..N"),
       access,
       role,
       body: t.Object({ orderedIds: t.Array(t.String(), { minItems: 1, maxItems: 10000 }) }),
@@ -174,6 +181,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "GET",
       path: `${prefix}/rules/:ruleId`,
+      response: returns(S.PolicyRule),
       access,
       role,
       handler: async ({ services, ctx, params }) => services.policy.view(await services.policy.getDraft(ownerOf(ctx), params.ruleId!)),
@@ -181,6 +189,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "PATCH",
       path: `${prefix}/rules/:ruleId`,
+      response: returns(S.PolicyRule),
       access,
       role,
       body: UpdateRuleBody,
@@ -197,6 +206,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "DELETE",
       path: `${prefix}/rules/:ruleId`,
+      response: returnsNothing(),
       access,
       role,
       handler: async ({ services, ctx, params }) => {
@@ -207,6 +217,8 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "GET",
       path: `${prefix}/default`,
+      query: S.StatusQuery,
+      response: returns(S.PolicyRule, "The Default Rule (virtual, with an empty id, when none is stored)"),
       access,
       role,
       handler: async ({ services, ctx, query }) => {
@@ -218,6 +230,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "PATCH",
       path: `${prefix}/default`,
+      response: returns(S.PolicyRule, "The draft Default Rule"),
       access,
       role,
       body: t.Object({ action: literals("allow", "block") }),
@@ -227,6 +240,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "POST",
       path: `${prefix}/publish`,
+      response: returns(S.PublishResult),
       access,
       role,
       handler: async ({ services, ctx }) => {
@@ -237,6 +251,8 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "GET",
       path: `${prefix}/effective-app-permissions`,
+      query: S.EffectivePermissionsQuery,
+      response: returns(S.EffectiveAppPermissions),
       access,
       role,
       handler: ({ services, ctx, query }) => {
@@ -252,6 +268,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "GET",
       path: `${prefix}/last-publish`,
+      response: returns(S.LastPublish, "The last publish, or null"),
       access,
       role,
       handler: ({ services, ctx }) => services.policy.lastPublish(ownerOf(ctx)),

@@ -6,6 +6,9 @@ import { INJECTION_REQUIRED_MESSAGE, injectionConfigError, opRefError } from "..
 import { NO_FIELDS_MESSAGE, type SecretOwner } from "../../services/secrets.ts";
 import type { RequestContext } from "../auth.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
+import { Type as T } from "@sinclair/typebox";
+import * as S from "../schemas.ts";
+import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 type Body = Record<string, unknown>;
 const isInline = (b: Body) => (b.valueSource ?? "inline") === "inline";
@@ -80,6 +83,7 @@ function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
     route({
       method: "POST",
       path: prefix,
+      response: returnsCreated(S.SecretCreated),
       access,
       role,
       body: CreateSecretBody,
@@ -88,6 +92,7 @@ function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
     route({
       method: "PATCH",
       path: `${prefix}/:secretId`,
+      response: returns(S.Success),
       access,
       role,
       body: UpdateSecretBody,
@@ -100,6 +105,7 @@ function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
     route({
       method: "DELETE",
       path: `${prefix}/:secretId`,
+      response: returnsNothing(),
       access,
       role,
       handler: async ({ services, ctx, params }) => {
@@ -117,12 +123,14 @@ export const secretsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/secrets",
+    response: returns(T.Array(S.Secret), "The project's secrets and the organization's, newest first"),
     access: "P",
     handler: ({ services, ctx }) => services.secrets.listForProject(ctx.projectId, ctx.organizationId),
   }),
   route({
     method: "GET",
     path: "/secrets/:secretId",
+    response: returns(S.Secret),
     access: "P",
     handler: ({ services, ctx, params }) => services.secrets.getForProject(ctx.projectId, ctx.organizationId, params.secretId!),
   }),
@@ -130,6 +138,7 @@ export const secretsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/secrets",
+    response: returns(T.Array(S.Secret)),
     access: "O",
     role: "admin",
     handler: ({ services, ctx }) => services.secrets.list(orgOwner(ctx)),
@@ -137,6 +146,7 @@ export const secretsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/secrets/:secretId",
+    response: returns(S.Secret),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx, params }) => services.secrets.view(await services.secrets.find(orgOwner(ctx), params.secretId!)),

@@ -4,6 +4,8 @@ import { notFound } from "../../core/errors.ts";
 import type { RequestContext } from "../auth.ts";
 import type { Services } from "../../services/index.ts";
 import { route, type RouteDef } from "../route.ts";
+import * as S from "../schemas.ts";
+import { returns } from "../responses.ts";
 
 export const UpdateUserBody = t.Object({ name: t.String({ minLength: 1, maxLength: 255, trim: true }) });
 
@@ -19,6 +21,7 @@ export const userRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/user",
+    response: returns(S.User),
     access: "O",
     handler: async ({ services, ctx }) => {
       const u = await currentUser(services, ctx);
@@ -28,6 +31,7 @@ export const userRoutes: RouteDef[] = [
   route({
     method: "PATCH",
     path: "/user",
+    response: returns(S.UserUpdated),
     access: "O",
     body: UpdateUserBody,
     handler: async ({ services, ctx, body }) => {
@@ -38,12 +42,14 @@ export const userRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/user/api-key",
+    response: returns(S.ApiKey, "The caller's key for the project, created if missing"),
     access: "P*",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.keyFor(projectKeyHolder(ctx)) }),
   }),
   route({
     method: "POST",
     path: "/user/api-key/regenerate",
+    response: returns(S.ApiKey, "The new key; the old one is invalid at once"),
     access: "P*",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.regenerate(projectKeyHolder(ctx)) }),
   }),

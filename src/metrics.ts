@@ -1,0 +1,102 @@
+// The process's Prometheus metrics (CONTRACT §7, `GET /metrics` on the API port): one registry, and every
+// metric defined here so the API, the services, the vault and the gateway increment the same objects.
+// Imports nothing of ours, so any layer may import it. Label values are small fixed sets (decisions,
+// statuses, route templates, providers, reason codes), never ids or hosts: cardinality stays bounded.
+import Counter from "prom-client/lib/counter.js";
+import Gauge from "prom-client/lib/gauge.js";
+import Histogram from "prom-client/lib/histogram.js";
+import Registry from "prom-client/lib/registry.js";
+
+export const registry = new Registry();
+const registers = [registry];
+
+/** Latency buckets in seconds: the gateway adds sub-millisecond to tens of milliseconds; upstreams take longer. */
+const ADDED_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+const UPSTREAM_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+export const metrics = {
+  // ── gateway (incremented by src/gateway) ──
+  gatewayRequests: new Counter({
+    name: "credgate_gateway_requests_total",
+    help: "Proxied requests, WebSocket upgrades and tunnels answered by the gateway, by request-log decision and HTTP status.",
+    labelNames: ["decision", "status"] as const,
+    registers,
+  }),
+  gatewayAddedLatency: new Histogram({
+    name: "credgate_gateway_added_latency_seconds",
+    help: "Time the gateway adds to a proxied request (until the upstream response headers, less the upstream's own time).",
+    buckets: ADDED_BUCKETS,
+    registers,
+  }),
+  gatewayUpstreamLatency: new Histogram({
+    name: "credgate_gateway_upstream_latency_seconds",
+    help: "Time from sending a request upstream to its response headers.",
+    buckets: UPSTREAM_BUCKETS,
+    registers,
+  }),
+  openTunnels: new Gauge({ name: "credgate_gateway_open_tunnels", help: "CONNECT tunnels open now (intercepted and passthrough).", registers }),
+  openWebSockets: new Gauge({ name: "credgate_gateway_open_websockets", help: "WebSocket connections relayed now.", registers }),
+  snapshotRebuilds: new Counter({ name: "credgate_gateway_snapshot_rebuilds_total", help: "Per-agent gateway snapshots rebuilt after a change.", registers }),
+  budgetSpend: new Counter({
+    name: "credgate_budget_spend_usd_total",
+    help: "Metered LLM spend charged to secrets, in US dollars, by secret type.",
+    labelNames: ["type"] as const,
+    registers,
+  }),
+
+  // ── services, vault, API (incremented outside the gateway) ──
+  heldApprovals: new Gauge({ name: "credgate_approvals_held", help: "Requests held in this process waiting for an approval decision.", registers }),
+  requestLogQueueDepth: new Gauge({ name: "credgate_request_log_queue_depth", help: "Request-log rows waiting to be written.", registers }),
+  requestLogDrops: new Counter({ name: "credgate_request_log_dropped_total", help: "Request-log rows dropped because the store refused them too long.", registers }),
+  oauthRefreshFailures: new Counter({
+    name: "credgate_oauth_refresh_failures_total",
+    help: "Failed OAuth token refreshes, by provider and outcome (revoked: the refresh token was rejected; retry: tried again later).",
+    labelNames: ["provider", "outcome"] as const,
+    registers,
+  }),
+  vaultErrors: new Counter({
+    name: "credgate_vault_errors_total",
+    help: "Failed external-vault lookups, by reason code.",
+    labelNames: ["reason"] as const,
+    registers,
+  }),
+  apiRequests: new Counter({
+    name: "credgate_api_requests_total",
+    help: "Management API requests, by route template, method and HTTP status.",
+    labelNames: ["route", "method", "status"] as const,
+    registers,
+  }),
+  apiLatency: new Histogram({
+    name: "credgate_api_request_duration_seconds",
+    help: "Time to answer a management API request (long-polls included).",
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30, 60],
+    registers,
+  }),
+};
+
+// Process facts every scrape wants, without prom-client's default collectors (see src/types/prom-client-parts.d.ts).
+const startedAt = Date.now() / 1000;
+new Gauge({
+  name: "process_resident_memory_bytes",
+  help: "Resident memory size in bytes.",
+  registers,
+  collect() {
+    this.set(process.memoryUsage.rss());
+  },
+});
+new Gauge({
+  name: "process_start_time_seconds",
+  help: "Start time of the process since the Unix epoch, in seconds.",
+  registers,
+  collect() {
+    this.set(startedAt);
+  },
+});
+
+/** The `Content-Type` of the exposition (Prometheus text format 0.0.4). */
+export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
+
+/** The exposition text of every metric. */
+export function metricsText(): Promise<string> {
+  return registry.metrics();
+}
