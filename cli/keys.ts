@@ -1,10 +1,8 @@
-// `credgate keys`: reprint the bootstrap keys by reading the data dir (works while the server runs).
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+// `credgate keys`: reprint the bootstrap keys by reading the data dir (works while the server runs). Reads
+// only: a missing or empty data dir is reported, never created, and no key is ever made.
 import type { Command } from "commander";
 import { loadConfig } from "../src/config.ts";
 import { openCore } from "../src/server.ts";
-import { DB_FILE } from "../src/store/open.ts";
 import { fail } from "./fail.ts";
 
 export function registerKeys(program: Command): void {
@@ -15,11 +13,7 @@ export function registerKeys(program: Command): void {
     .option("--json", "print one JSON object")
     .action(async (flags: { dataDir?: string; json?: boolean }) => {
       try {
-        const config = loadConfig({ dataDir: flags.dataDir });
-        if (!config.databaseUrl && !existsSync(join(config.dataDir, DB_FILE))) {
-          throw new Error(`no credgate data in ${config.dataDir}; run "credgate serve --data-dir ${config.dataDir}" first`);
-        }
-        const core = await openCore(config);
+        const core = await openCore(loadConfig({ dataDir: flags.dataDir }), { readOnly: true });
         const b = core.bootstrap;
         await core.close();
         if (flags.json) {

@@ -22,4 +22,12 @@ registerMigrate(program);
 registerDoctor(program);
 registerRotateMasterKey(program);
 
+// `serve` is the default command, so commander would read an unknown word as an argument of `serve`.
+const word = process.argv[2];
+const known = new Set(["help", ...program.commands.flatMap((c) => [c.name(), ...c.aliases()])]);
+if (word !== undefined && !word.startsWith("-") && !known.has(word)) {
+  process.stderr.write(`credgate: unknown command '${word}'\n\n${program.helpInformation()}`);
+  process.exit(1);
+}
+
 await program.parseAsync(process.argv);

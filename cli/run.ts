@@ -6,17 +6,48 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { loadConfig } from "../src/config.ts";
-import { combinedBundle, nodePreload, runEnvironment, type ContainerConfig } from "../src/run/environment.ts";
-import { undiciBundle } from "../src/run/undiciBundle.ts" with { type: "macro" };
-import { openCore } from "../src/server.ts";
+import { combinedBundle, runEnvironment, type ContainerConfig } from "../src/run/environment.ts";
+import { nodePreloadBundle } from "../src/run/preloadBundle.ts" with { type: "macro" };
+import { NoDataError, openCore } from "../src/server.ts";
 import { fail } from "./fail.ts";
 
-const UNDICI: string = undiciBundle();
+const NODE_PRELOAD: string = nodePreloadBundle();
 
+const RUN_HELP = `
+Which server, and as whom:
+  CREDGATE_URL      the credgate API to ask for the agent's settings (default http://localhost:10254)
+  CREDGATE_API_KEY  a project API key (svc_…) of that server; without it, the bootstrap key is read from
+                    --data-dir (default ./credgate-data), which must then be the server's own data dir
+
+The command gets the agent's proxy (HTTPS_PROXY, HTTP_PROXY, NO_PROXY for loopback), the gateway CA for Node,
+Bun, Python, curl, git, Go and Deno, and a Node preload that sends fetch() and the http/https modules (axios,
+got, vendor SDKs) through the gateway. New agents are in mode "grants": they inject only the secrets granted to
+them (PUT /v1/agents/<id>/grants/secrets/<secretId>); the Default Agent injects every secret.
+
+Examples:
+  CREDGATE_API_KEY=svc_… credgate run -- curl -s https://api.github.com/user
+  CREDGATE_URL=http://gateway-host:10254 CREDGATE_API_KEY=svc_… credgate run --agent coder -- node agent.js
+`;
+
+/** With neither CREDGATE_API_KEY nor a data dir to read the bootstrap key from: how to point `run` at a server. */
+export function noApiKey(dataDir: string): string {
+  return (
+    `no API key and no credgate data in ${dataDir}: set CREDGATE_API_KEY to a project API key (printed at the server's first start; ` +
+    "`credgate keys` reprints it) and CREDGATE_URL to the server's API URL (default http://localhost:10254), or pass --data-dir with the server's data dir"
+  );
+}
+
+/** CREDGATE_API_KEY, else the bootstrap key read from the data dir (which is never created). */
 async function apiKeyFrom(dataDir: string | undefined): Promise<string> {
   const fromEnv = process.env.CREDGATE_API_KEY?.trim();
   if (fromEnv) return fromEnv;
-  const core = await openCore(loadConfig({ dataDir }));
+  const config = loadConfig({ dataDir });
+  let core;
+  try {
+    core = await openCore(config, { readOnly: true });
+  } catch (err) {
+    throw err instanceof NoDataError ? new Error(noApiKey(config.dataDir)) : err;
+  }
   const key = core.bootstrap.projectApiKey;
   await core.close();
   return key;
@@ -49,6 +80,7 @@ export function registerRun(program: Command): void {
     .option("--data-dir <dir>", "data directory to read the bootstrap API key from when CREDGATE_API_KEY is unset")
     .argument("<command...>", "the command and its arguments (after --)")
     .passThroughOptions()
+    .addHelpText("after", RUN_HELP)
     .action(async (command: string[], flags: { agent?: string; dataDir?: string }) => {
       let dir: string | null = null;
       try {
@@ -61,8 +93,7 @@ export function registerRun(program: Command): void {
         const files = { ca: join(dir, "ca.pem"), bundle: join(dir, "ca-bundle.pem"), nodePreload: join(dir, "node-preload.cjs") };
         writeFileSync(files.ca, config.caCertificate);
         writeFileSync(files.bundle, combinedBundle(config.caCertificate));
-        writeFileSync(join(dir, "undici.cjs"), UNDICI);
-        writeFileSync(files.nodePreload, nodePreload(join(dir, "undici.cjs")));
+        writeFileSync(files.nodePreload, NODE_PRELOAD);
         const env = runEnvironment(process.env, config, gatewayUrl, files);
         const child = Bun.spawn(command, { env, stdio: ["inherit", "inherit", "inherit"] });
         const forward = (signal: NodeJS.Signals) => child.kill(signal);

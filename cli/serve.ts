@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { loadConfig, type ConfigFlags } from "../src/config.ts";
 import { log } from "../src/log.ts";
 import { startServer } from "../src/server.ts";
-import type { BootstrapInfo } from "../src/services/bootstrap.ts";
+import { takeUnprintedKeys, type BootstrapInfo } from "../src/services/bootstrap.ts";
 import type { Config } from "../src/config.ts";
 import { VERSION } from "../src/version.ts";
 import { fail } from "./fail.ts";
@@ -42,7 +42,8 @@ export function registerServe(program: Command): void {
       try {
         const config = loadConfig(flags);
         server = await startServer(config);
-        if (server.core.bootstrap.created) process.stdout.write(firstStartBanner(config, server.core.bootstrap) + "\n");
+        // Printed by the first start that serves, however many starts before it failed (port taken, …).
+        if (await takeUnprintedKeys(server.core.services)) process.stdout.write(firstStartBanner(config, server.core.bootstrap) + "\n");
         log.info("credgate started", { version: VERSION, mode: config.mode, apiPort: server.apiPort, gatewayPort: server.gatewayPort, dataDir: config.dataDir });
       } catch (err) {
         fail(err);

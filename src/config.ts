@@ -164,7 +164,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
 
   return {
     mode: modeRaw,
-    dataDir: resolvePath(flags.dataDir ?? env.CREDGATE_DATA_DIR ?? "./credgate-data"),
+    dataDir: resolvePath(flags.dataDir ?? nonEmpty(env.CREDGATE_DATA_DIR) ?? "./credgate-data"),
     port,
     gatewayPort,
     host: flags.host ?? nonEmpty(env.CREDGATE_HOST) ?? "0.0.0.0",

@@ -3,11 +3,11 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-const FILE = "instance-id";
+export const INSTANCE_ID_FILE = "instance-id";
 const UUID = /^[0-9a-f-]{36}$/;
 
 export function loadInstanceId(dataDir: string): string {
-  const file = join(dataDir, FILE);
+  const file = join(dataDir, INSTANCE_ID_FILE);
   if (existsSync(file)) {
     const id = readFileSync(file, "utf8").trim();
     if (UUID.test(id)) return id;

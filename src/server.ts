@@ -1,15 +1,15 @@
 // Composition root: open the store, build the services, bootstrap, start the listeners; stop them cleanly.
-import { chmodSync, mkdirSync } from "node:fs";
 import type { Server } from "bun";
 import type { Config } from "./config.ts";
-import { loadMasterKey } from "./crypto/masterKey.ts";
+import { createMasterKey, masterKeyMismatch, readMasterKey } from "./crypto/masterKey.ts";
+import { dataDirHolds, prepareDataDir, restrictDataDir } from "./dataDir.ts";
 import { loadInstanceId } from "./instanceId.ts";
-import { Sealer } from "./crypto/seal.ts";
 import { EventBus } from "./events.ts";
-import { openStore, type Store } from "./store/open.ts";
+import { DB_FILE, openStore, type Store } from "./store/open.ts";
 import { attachNotifyTransport } from "./store/notifyTransport.ts";
 import { createServices, type Services } from "./services/index.ts";
-import { bootstrap, type BootstrapInfo } from "./services/bootstrap.ts";
+import { bootstrap, readBootstrap, type BootstrapInfo } from "./services/bootstrap.ts";
+import { unlockStore } from "./services/masterKeyCheck.ts";
 import { loadGatewayCa } from "./services/gatewayCa.ts";
 import { caRoutes, createApiApp, type ApiApp } from "./api/app.ts";
 import { Gateway } from "./gateway/index.ts";
@@ -23,21 +23,40 @@ export interface Core {
   close(): Promise<void>;
 }
 
-/** Everything but the listeners: used by `serve`, by CLI commands that read the data dir, and by API tests. */
-export async function openCore(config: Config): Promise<Core> {
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  chmodSync(config.dataDir, 0o700);
-  const instanceId = loadInstanceId(config.dataDir);
-  const sealer = new Sealer(loadMasterKey(config.dataDir, config.masterKey));
-  const store = await openStore(config);
+/** A read-only open of a data dir (or database) that holds nothing yet. */
+export class NoDataError extends Error {}
+
+/**
+ * Everything but the listeners: used by `serve`, by CLI commands that read the data dir, and by API tests.
+ * `readOnly` (`keys`, `run`): nothing is created or written, and a data dir without data is a NoDataError.
+ * A master key that does not open the stored data is refused before anything is written.
+ */
+export async function openCore(config: Config, opts: { readOnly?: boolean } = {}): Promise<Core> {
+  const readOnly = opts.readOnly === true;
+  const noData = () => new NoDataError(`no credgate data in ${config.databaseUrl ? "the database" : config.dataDir}: start the server on it first, or pass the --data-dir the server uses`);
+  if (!readOnly) prepareDataDir(config.dataDir);
+  else if (!config.databaseUrl && !dataDirHolds(config.dataDir, DB_FILE)) throw noData();
+  const key = readMasterKey(config.dataDir, config.masterKey);
+  const store = await openStore(config, readOnly);
   const events = new EventBus((fn) => store.afterCommit(fn));
   try {
+    const sealer = await unlockStore(store, {
+      key,
+      create: readOnly ? undefined : () => createMasterKey(config.dataDir),
+      mismatch: () => masterKeyMismatch(config),
+    });
+    if (!sealer) throw noData();
+    if (!readOnly) restrictDataDir(config.dataDir);
+    // Commands that only read are no instance of their own (and must not write the id file).
+    const instanceId = readOnly ? crypto.randomUUID() : loadInstanceId(config.dataDir);
     const services = createServices({ store, instanceId, sealer, config, events });
+    const info = readOnly ? await readBootstrap(services) : await bootstrap(services);
+    if (!info) throw noData();
     return {
       config,
       store,
       services,
-      bootstrap: await bootstrap(services),
+      bootstrap: info,
       async close() {
         await events.stop();
         await store.close();

@@ -18,7 +18,8 @@ export const INJECTION_SHAPE_MESSAGE =
   "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}";
 export const INJECTION_REQUIRED_MESSAGE = "Header name, parameter name, or URL path template is required for generic secrets";
 export const PATH_VALUE_MESSAGE = "Secret value can't contain / ? # % whitespace or control characters when injected into the URL path";
-export const HEADER_VALUE_MESSAGE = "Secret value can't contain line breaks or control characters when injected into a header";
+/** A header value must be printable ASCII: anything else (a pasted typographic `…`, CR, LF, NUL) breaks every request. */
+export const HEADER_VALUE_MESSAGE = "value must contain only printable ASCII characters when injected into a header";
 
 const VARIANTS: { required: string[]; optional: string[] }[] = [
   { required: ["headerName"], optional: ["valueFormat"] },
@@ -28,8 +29,8 @@ const VARIANTS: { required: string[]; optional: string[] }[] = [
 ];
 
 const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/** What a header value may hold: printable ASCII (space to tilde). */
+const HEADER_SAFE = /^[\x20-\x7e]*$/;
 
 /** Checks an injectionConfig object; returns the first failure message or null. */
 export function injectionConfigError(raw: unknown): string | null {
@@ -44,7 +45,7 @@ export function injectionConfigError(raw: unknown): string | null {
   if (c.headerName !== undefined) {
     if (!HTTP_TOKEN.test(c.headerName)) return "injectionConfig.headerName must be a valid HTTP header name";
     if (c.valueFormat !== undefined && !c.valueFormat.includes("{value}")) return "valueFormat must contain {value}";
-    if (c.valueFormat !== undefined && CONTROL.test(c.valueFormat)) return "valueFormat must not contain line breaks or control characters";
+    if (c.valueFormat !== undefined && !HEADER_SAFE.test(c.valueFormat)) return "valueFormat must contain only printable ASCII characters";
   }
   if (c.paramName !== undefined) {
     if (c.paramName.trim() === "") return "injectionConfig.paramName is required";
@@ -82,8 +83,9 @@ export function isPathSafeValue(value: string): boolean {
   return !/[/?#%\s\u0000-\u001f\u007f]/.test(value);
 }
 
+/** A value that may go into a header: printable ASCII only (no control characters, nothing beyond U+007E). */
 export function isHeaderSafeValue(value: string): boolean {
-  return !CONTROL.test(value);
+  return HEADER_SAFE.test(value);
 }
 
 export const OP_REF_MESSAGE = "opRef must look like op://vault/item/field";

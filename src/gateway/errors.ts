@@ -40,8 +40,12 @@ export function rawResponse(status: number, reason: string, body: Record<string,
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`;
 }
 
-export const credentialUnavailable = (host: string): Response =>
-  gatewayJson(502, { error: "credential_unavailable", message: `credgate could not obtain the credential for ${host}, so the request was not forwarded.` });
+/** `reason`, when given, is appended to the §6.15 message: what the operator must fix (never a value). */
+export const credentialUnavailable = (host: string, reason?: string): Response =>
+  gatewayJson(502, {
+    error: "credential_unavailable",
+    message: `credgate could not obtain the credential for ${host}, so the request was not forwarded.${reason ? ` ${reason}` : ""}`,
+  });
 
 export const upstreamUnreachable = (host: string, port: number, reason: string): Response =>
   gatewayJson(502, { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${reason}` });

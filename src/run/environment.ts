@@ -54,14 +54,3 @@ export function runEnvironment(
     GIT_HTTP_PROXY_AUTHMETHOD: "basic",
   };
 }
-
-/** A Node preload: route fetch() through HTTPS_PROXY when Node does not do it itself; never break Node. */
-export function nodePreload(undiciPath: string): string {
-  return `try {
-  const undici = require(${JSON.stringify(undiciPath)});
-  undici.setGlobalDispatcher(new undici.EnvHttpProxyAgent());
-} catch (err) {
-  process.emitWarning("credgate: could not route fetch() through the gateway: " + err.message);
-}
-`;
-}

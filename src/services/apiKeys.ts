@@ -39,6 +39,12 @@ export class ApiKeyService {
     return row;
   }
 
+  /** The holder's key in plaintext, if it has one (never creates it). */
+  async storedKey(holder: Holder): Promise<string | null> {
+    const existing = await this.find(holder);
+    return existing ? this.deps.sealer.open(existing.tokenSealed) : null;
+  }
+
   /** The holder's key in plaintext, created if missing. `fixed` pins its value (bootstrap keys). */
   async keyFor(holder: Holder, fixed: string | null = null): Promise<string> {
     const existing = await this.find(holder);

@@ -190,12 +190,15 @@ export class SecretService {
     if (!this.deps.config.opConnectHost) throw badRequest(VAULT_UNCONFIGURED_MESSAGE);
   }
 
-  /** The value-placement checks: a value spliced into a path or a header must not break it. */
-  private checkValuePlacement(type: SecretType, value: string, cfg: InjectionConfigShape | null): void {
+  /**
+   * The value-placement checks: a value spliced into a path or a header must not break it. A header value
+   * (LLM values after normalisation, and the Codex account id, go into headers too) is a flat 400 naming `value`.
+   */
+  private checkValuePlacement(type: SecretType, value: string, cfg: InjectionConfigShape | null, accountId?: string): void {
     if (type === "generic" && injectsIntoPath(cfg)) {
       if (!isPathSafeValue(value)) throw badRequest(PATH_VALUE_MESSAGE);
-    } else if ((type !== "generic" || cfg?.headerName !== undefined) && !isHeaderSafeValue(value)) {
-      throw badRequest(HEADER_VALUE_MESSAGE);
+    } else if ((type !== "generic" || cfg?.headerName !== undefined) && !(isHeaderSafeValue(value) && isHeaderSafeValue(accountId ?? ""))) {
+      throw ApiError.flat(400, HEADER_VALUE_MESSAGE);
     }
   }
 
@@ -216,7 +219,7 @@ export class SecretService {
       metadata = { authMode: llm.authMode, ...(accountId ? { accountId } : {}) };
       hostPattern ??= defaultLlmHost(input.type, llm.authMode);
     }
-    if (value !== null) this.checkValuePlacement(input.type, value, injectionConfig);
+    if (value !== null) this.checkValuePlacement(input.type, value, injectionConfig, metadata?.accountId);
     if (valueSource === "external_vault" && input.opDisplay) metadata = { ...metadata, opDisplay: input.opDisplay };
 
     const now = creationTime();
@@ -297,7 +300,7 @@ export class SecretService {
     }
     const effectiveValue = newValue ?? (valueSource === "inline" && row.valueSealed ? this.deps.sealer.open(row.valueSealed) : null);
     if (effectiveValue !== null && (newValue !== null || patch.injectionConfig !== undefined)) {
-      this.checkValuePlacement(row.type, effectiveValue, injectionConfig);
+      this.checkValuePlacement(row.type, effectiveValue, injectionConfig, (patch.metadata ?? row.metadata)?.accountId);
     }
 
     if (input.hostPattern !== undefined) patch.hostPattern = input.hostPattern.trim();

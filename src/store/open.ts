@@ -8,6 +8,9 @@ import type { Store } from "./store.ts";
 export { DB_FILE };
 export type { Db, Store, Tables } from "./store.ts";
 
-export function openStore(where: { dataDir: string; databaseUrl: string | null }): Promise<Store> {
-  return where.databaseUrl ? PostgresStore.open(where.databaseUrl) : SqliteStore.open(join(where.dataDir, DB_FILE));
+/** `existing`: the SQLite file must exist already and is neither created nor migrated (commands that only read). */
+export function openStore(where: { dataDir: string; databaseUrl: string | null }, existing = false): Promise<Store> {
+  if (where.databaseUrl) return PostgresStore.open(where.databaseUrl);
+  const file = join(where.dataDir, DB_FILE);
+  return existing ? SqliteStore.openExisting(file) : SqliteStore.open(file);
 }

@@ -37,9 +37,10 @@ export class SqliteStore implements Store {
   readonly #dialect = new SQLiteAsyncDialect();
   #insertLog: ((rows: RequestLogInsert[]) => number[]) | null = null;
 
-  private constructor(file: string) {
-    this.client = new Database(file, { create: true, strict: true });
-    this.client.run("PRAGMA journal_mode = WAL");
+  private constructor(file: string, create = true) {
+    this.client = new Database(file, { create, strict: true });
+    // journal_mode is a property of the file: set once by the writer that creates it, not by readers.
+    if (create) this.client.run("PRAGMA journal_mode = WAL");
     this.client.run("PRAGMA synchronous = NORMAL");
     this.client.run("PRAGMA foreign_keys = ON");
     this.client.run("PRAGMA busy_timeout = 5000");
@@ -55,6 +56,22 @@ export class SqliteStore implements Store {
     } catch (err) {
       store.client.close();
       throw err;
+    }
+    return store;
+  }
+
+  /**
+   * Opens an existing database to read it (CLI commands such as `keys`): creates nothing and migrates nothing,
+   * so the data dir is left exactly as it was. Refused when the file needs migrations this build would apply.
+   */
+  static async openExisting(file: string, migrations: EmbeddedMigration[] = sqliteMigrations): Promise<SqliteStore> {
+    const store = new SqliteStore(file, false);
+    const migrated = store.client.query("SELECT 1 FROM sqlite_master WHERE name = '__drizzle_migrations'").get() !== null;
+    const applied = migrated ? (store.client.query('SELECT max(created_at) AS at FROM "__drizzle_migrations"').get() as { at: number | null }).at : null;
+    const newest = migrations[migrations.length - 1]?.when ?? 0;
+    if (applied === null || Number(applied) < newest) {
+      store.client.close();
+      throw new Error(applied === null ? `${file} holds no credgate data` : `${file} was written by an older credgate: start the server on it once to upgrade it`);
     }
     return store;
   }

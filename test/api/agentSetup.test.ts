@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { createTestApi, TEST_CA_PEM } from "../support/app.ts";
 import { expectFlat } from "./helpers.ts";
 
-const NO_LLM_A = "No llm_a credentials configured — the agent will use its own API key if available.";
+const NO_ANTHROPIC = "No Anthropic credentials configured — the agent will use its own API key if available.";
 
 describe("GET /v1/container-config", () => {
   test("default agent: proxy env with its token, CA, git settings, the llm_a warning", async () => {
@@ -28,7 +28,7 @@ describe("GET /v1/container-config", () => {
       caCertificate: TEST_CA_PEM,
       caCertificateContainerPath: "/tmp/credgate-gateway-ca.pem",
       credentialStubs: [],
-      warnings: [NO_LLM_A],
+      warnings: [NO_ANTHROPIC],
     });
     expect(res.body.env.SSL_CERT_FILE).toBeUndefined();
   });
@@ -59,7 +59,7 @@ describe("GET /v1/container-config", () => {
     const none = (await api.call("GET", "/v1/container-config?agent=coder")).body;
     expect(none.env.ANTHROPIC_API_KEY).toBeUndefined();
     expect(none.env.OPENAI_API_KEY).toBeUndefined();
-    expect(none.warnings).toEqual([NO_LLM_A]);
+    expect(none.warnings).toEqual([NO_ANTHROPIC]);
     expect((await api.call("PUT", `/v1/agents/${agent}/grants/secrets/${llmA}`)).status).toBe(200);
     const granted = (await api.call("GET", "/v1/container-config?agent=coder")).body;
     expect(granted.env.ANTHROPIC_API_KEY).toBe("credgate-managed");

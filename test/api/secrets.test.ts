@@ -16,6 +16,7 @@ const MSG = {
   vaultScope: "External vault is only available for project-scoped secrets",
   vaultUnconfigured: "External vault is not configured on this server",
   pathValue: "Secret value can't contain / ? # % whitespace or control characters when injected into the URL path",
+  headerValue: "value must contain only printable ASCII characters when injected into a header",
   noFields: "No fields to update",
   notFound: "Secret not found",
 };
@@ -228,6 +229,57 @@ describe("POST /secrets: generic", () => {
     // The same value is fine in a header or a query parameter.
     expect((await api.call("POST", "/v1/secrets", { body: generic({ value: "a/b?c#d%e" }) })).status).toBe(201);
     expect((await api.call("POST", "/v1/secrets", { body: generic({ value: "a/b?c", injectionConfig: { paramName: "k" } }) })).status).toBe(201);
+  });
+});
+
+describe("values that cannot go into a header are refused when stored (flat 400 naming value)", () => {
+  // A token pasted with a typographic ellipsis, a non-ASCII letter, CR/LF (header injection), a tab, DEL.
+  const BAD = ["ghp_abcdef\u2026", "tokén", "tok\r\nX-Evil: 1", "tok\nline", "a\tb", "a\u007fb", "\u{1F511}key"];
+
+  test.each(BAD)("create %j: generic header, llm_a, llm_b (also inside a Codex auth.json), org secret", async (value) => {
+    expectFlat(await api.call("POST", "/v1/secrets", { body: generic({ value }) }), 400, MSG.headerValue);
+    expectFlat(await api.call("POST", "/v1/secrets", { body: generic({ value: `x${value}`, injectionConfig: { headerName: "authorization", valueFormat: "Bearer {value}" } }) }), 400, MSG.headerValue);
+    expectFlat(await api.call("POST", "/v1/secrets", { body: { name: "a", type: "llm_a", value: `sk-ant-api03-${value}` } }), 400, MSG.headerValue);
+    expectFlat(await api.call("POST", "/v1/secrets", { body: { name: "b", type: "llm_b", value: `sk-proj-${value}` } }), 400, MSG.headerValue);
+    const codex = JSON.stringify({ tokens: { access_token: `eyJ${value}`, refresh_token: "r", account_id: "acct" } });
+    expectFlat(await api.call("POST", "/v1/secrets", { body: { name: "codex", type: "llm_b", value: codex } }), 400, MSG.headerValue);
+    expectFlat(await api.call("POST", "/v1/org/secrets", { key: api.orgKey, body: generic({ value }) }), 400, MSG.headerValue);
+  });
+
+  test("the check applies after normalisation: a pretty-printed auth.json is fine, a non-ASCII account id is not", async () => {
+    const codex = (accountId: string) => JSON.stringify({ tokens: { access_token: "eyJ-access", refresh_token: "r", account_id: accountId } }, null, 2);
+    expect((await api.call("POST", "/v1/secrets", { body: { name: "codex-ok", type: "llm_b", value: codex("acct-1") } })).status).toBe(201);
+    expectFlat(await api.call("POST", "/v1/secrets", { body: { name: "codex-bad", type: "llm_b", value: codex("acct\u2026") } }), 400, MSG.headerValue);
+  });
+
+  test("the same values are fine where they are not a header: a query parameter", async () => {
+    for (const value of ["ghp_abcdef\u2026", "tokén", "a\tb"]) {
+      expect((await api.call("POST", "/v1/secrets", { body: generic({ value, injectionConfig: { paramName: "key" } }) })).status).toBe(201);
+    }
+  });
+
+  test("a valueFormat that is not printable ASCII is refused", async () => {
+    for (const valueFormat of ["Bearer\u00a0{value}", "Token \u2014 {value}", "Bearer\t{value}"]) {
+      expectFlat(await api.call("POST", "/v1/secrets", { body: generic({ injectionConfig: { headerName: "authorization", valueFormat } }) }), 400, "valueFormat must contain only printable ASCII characters");
+    }
+  });
+
+  test("update: a new value, or a switch into a header, is refused the same way and changes nothing", async () => {
+    const header = await create(api, generic({ value: "good-value" }));
+    const before = await listed(api, header.id);
+    for (const value of BAD) expectFlat(await api.call("PATCH", `/v1/secrets/${header.id}`, { body: { value } }), 400, MSG.headerValue);
+    expect(await listed(api, header.id)).toEqual(before);
+
+    const param = await create(api, generic({ value: "ghp_abcdef\u2026", injectionConfig: { paramName: "key" } }));
+    expectFlat(await api.call("PATCH", `/v1/secrets/${param.id}`, { body: { injectionConfig: { headerName: "authorization" } } }), 400, MSG.headerValue);
+    expect((await listed(api, param.id)).injectionConfig).toEqual({ paramName: "key", paramFormat: "{value}" });
+
+    const llm = await create(api, { name: "llm-b", type: "llm_b", value: "sk-proj-good" });
+    expectFlat(await api.call("PATCH", `/v1/secrets/${llm.id}`, { body: { value: "sk-proj-\u2026" } }), 400, MSG.headerValue);
+    const org = await create(api, generic(), "/v1/org/secrets", api.orgKey);
+    expectFlat(await api.call("PATCH", `/v1/org/secrets/${org.id}`, { key: api.orgKey, body: { value: "tok\r\nX: y" } }), 400, MSG.headerValue);
+    // A rename of a stored secret is not blocked by the check.
+    expect((await api.call("PATCH", `/v1/secrets/${param.id}`, { body: { name: "renamed" } })).status).toBe(200);
   });
 });
 

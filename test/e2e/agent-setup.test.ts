@@ -2,14 +2,22 @@
 // the public OneCLI node SDK driving credgate unmodified.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { OneCLI, OneCLIRequestError } from "@onecli-sh/sdk";
-import { existsSync, readFileSync } from "node:fs";
+import type { Server } from "bun";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { credgateCommand, startCredgate, type RunningCredgate } from "../support/process.ts";
+import { tempDir } from "../support/tmp.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
 
 const SECRET = "run-secret-5f1c2a";
+const ANTHROPIC_KEY = "sk-ant-api03-run-test-9d2e4b";
+const PLAIN_SECRET = "plain-secret-7a3c1e";
 let cg: RunningCredgate;
 let up: TestUpstream;
 let url: string;
+/** A plain-HTTP upstream on loopback (the gateway injects over cleartext only to loopback or private addresses). */
+let plain: Server<undefined>;
+const plainSeen: Record<string, string>[] = [];
 
 async function run(cmd: string[], env: Record<string, string> = {}) {
   const proc = Bun.spawn([...credgateCommand(), "run", ...cmd], {
@@ -22,19 +30,45 @@ async function run(cmd: string[], env: Record<string, string> = {}) {
 }
 
 beforeAll(async () => {
-  const pki = makePki(["api.run.test"]);
+  const pki = makePki(["api.run.test", "anthropic.run.test"]);
   up = startUpstream(pki);
-  cg = await startCredgate({ env: { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `api.run.test:${up.port}:127.0.0.1` } });
-  url = `https://api.run.test:${up.port}/whoami`;
-  const res = await cg.api("POST", "/v1/secrets", {
-    body: { name: "run test", type: "generic", value: SECRET, hostPattern: "api.run.test", injectionConfig: { headerName: "authorization", valueFormat: "Bearer {value}" } },
+  // The Anthropic Messages API as the official SDK expects it (a fake: the vendor cannot be reached from tests).
+  up.handle((req) => {
+    if (new URL(req.url).pathname !== "/v1/messages") return undefined;
+    return Response.json({
+      id: "msg_credgate_test",
+      type: "message",
+      role: "assistant",
+      model: "claude-test",
+      content: [{ type: "text", text: "hello through credgate" }],
+      stop_reason: "end_turn",
+      stop_sequence: null,
+      usage: { input_tokens: 3, output_tokens: 4 },
+    });
   });
-  expect(res.status).toBe(201);
+  plain = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch(req) {
+      plainSeen.push(Object.fromEntries(req.headers));
+      return Response.json({ url: new URL(req.url).pathname });
+    },
+  });
+  const resolve = [`api.run.test:${up.port}:127.0.0.1`, `anthropic.run.test:${up.port}:127.0.0.1`, `plain.run.test:${plain.port}:127.0.0.1`].join(",");
+  cg = await startCredgate({ env: { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolve } });
+  url = `https://api.run.test:${up.port}/whoami`;
+  const secrets = [
+    { name: "run test", type: "generic", value: SECRET, hostPattern: "api.run.test", injectionConfig: { headerName: "authorization", valueFormat: "Bearer {value}" } },
+    { name: "plain", type: "generic", value: PLAIN_SECRET, hostPattern: "plain.run.test", injectionConfig: { headerName: "x-api-key" } },
+    { name: "anthropic", type: "llm_a", value: ANTHROPIC_KEY, hostPattern: "anthropic.run.test" },
+  ];
+  for (const body of secrets) expect((await cg.api("POST", "/v1/secrets", { body })).status).toBe(201);
 });
 
 afterAll(async () => {
   await cg?.stop();
   await up?.stop();
+  await plain?.stop(true);
 });
 
 describe("credgate run", () => {
@@ -67,6 +101,76 @@ describe("credgate run", () => {
     expect(lastSeen().headers.authorization).toBe(`Bearer ${SECRET}`);
   });
 
+  test("node https.get (the https module, on its global agent)", async () => {
+    const before = up.seen.length;
+    const script = `require("https").get("${url}", (res) => { let b = ""; res.on("data", (c) => (b += c)); res.on("end", () => console.log(res.statusCode, JSON.parse(b).url)); })`;
+    const r = await run(["--", "node", "-e", script]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe("200 /whoami");
+    expect(up.seen.length).toBe(before + 1);
+    expect(lastSeen().headers.authorization).toBe(`Bearer ${SECRET}`);
+  });
+
+  test("node https.request with an agent of its own (keep-alive, as SDKs on node-fetch use), two requests", async () => {
+    const before = up.seen.length;
+    const script = `
+      const https = require("https");
+      const agent = new https.Agent({ keepAlive: true });
+      const get = () => new Promise((ok, ko) => https.request("${url}", { agent }, (res) => { res.resume(); res.on("end", () => ok(res.statusCode)); }).on("error", ko).end());
+      get().then(get).then((s) => { console.log(s); agent.destroy(); });`;
+    const r = await run(["--", "node", "-e", script]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe("200");
+    expect(up.seen.length).toBe(before + 2);
+    expect(up.seen.slice(-2).map((s) => s.headers.authorization)).toEqual([`Bearer ${SECRET}`, `Bearer ${SECRET}`]);
+  });
+
+  test("node http.get (the http module, plain HTTP to a loopback upstream)", async () => {
+    const before = plainSeen.length;
+    const script = `require("http").get("http://plain.run.test:${plain.port}/plain", (res) => { let b = ""; res.on("data", (c) => (b += c)); res.on("end", () => console.log(res.statusCode, b)); })`;
+    const r = await run(["--", "node", "-e", script]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe('200 {"url":"/plain"}');
+    expect(plainSeen.length).toBe(before + 1);
+    expect(plainSeen[plainSeen.length - 1]!["x-api-key"]).toBe(PLAIN_SECRET);
+  });
+
+  test("NO_PROXY hosts (loopback) are reached directly by the http module", async () => {
+    const before = plainSeen.length;
+    const script = `require("http").get("http://127.0.0.1:${plain.port}/direct", (res) => { res.resume(); res.on("end", () => console.log(res.statusCode)); })`;
+    const r = await run(["--", "node", "-e", script]);
+    expect(r.stdout.trim()).toBe("200");
+    expect(plainSeen.length).toBe(before + 1);
+    // Straight to the server: nothing injected.
+    expect(plainSeen[plainSeen.length - 1]!["x-api-key"]).toBeUndefined();
+  });
+
+  test("axios", async () => {
+    const before = up.seen.length;
+    const r = await run(["--", "node", "-e", `require("axios").get("${url}").then((res) => console.log(res.status, res.data.url))`]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe("200 /whoami");
+    expect(up.seen.length).toBe(before + 1);
+    expect(lastSeen().headers.authorization).toBe(`Bearer ${SECRET}`);
+    expect(lastSeen().headers["user-agent"]).toStartWith("axios/");
+  });
+
+  test("the official Anthropic SDK (@anthropic-ai/sdk): the placeholder key is replaced by the stored one", async () => {
+    const before = up.seen.length;
+    const script = `
+      const Anthropic = require("@anthropic-ai/sdk").default;
+      const client = new Anthropic({ apiKey: "credgate-managed", baseURL: "https://anthropic.run.test:${up.port}", maxRetries: 0 });
+      client.messages.create({ model: "claude-test", max_tokens: 16, messages: [{ role: "user", content: "hi" }] })
+        .then((m) => console.log(m.content[0].text));`;
+    const r = await run(["--", "node", "-e", script]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe("hello through credgate");
+    expect(up.seen.length).toBe(before + 1);
+    expect(lastSeen()).toMatchObject({ method: "POST", url: "/v1/messages", host: `anthropic.run.test:${up.port}` });
+    expect(lastSeen().headers["x-api-key"]).toBe(ANTHROPIC_KEY);
+    expect(lastSeen().headers["x-stainless-lang"]).toBe("js");
+  });
+
   test("the child's environment: proxy with the agent token, CA for every runtime, git settings", async () => {
     const agent = await cg.api("POST", "/v1/agents", { body: { name: "Runner", identifier: "runner", mode: "all" } });
     expect(agent.status).toBe(201);
@@ -83,6 +187,36 @@ describe("credgate run", () => {
     for (const name of ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"]) expect(env[name]).toBe(env.SSL_CERT_FILE);
     // The temp files are gone once the child exited.
     expect(existsSync(env.NODE_EXTRA_CA_CERTS)).toBe(false);
+  });
+
+  test("without CREDGATE_API_KEY: the key comes from the server's data dir; with no data there, one line says what to set", async () => {
+    const viaDataDir = await run(["--data-dir", cg.dataDir, "--", "curl", "-sS", url], { CREDGATE_API_KEY: "" });
+    expect(viaDataDir.stderr).toBe("");
+    expect(viaDataDir.code).toBe(0);
+    expect(lastSeen().headers.authorization).toBe(`Bearer ${SECRET}`);
+
+    const parent = tempDir();
+    const missing = join(parent, "credgate-data");
+    const none = await run(["--data-dir", missing, "--", "true"], { CREDGATE_API_KEY: "" });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toBe(
+      `credgate: no API key and no credgate data in ${missing}: set CREDGATE_API_KEY to a project API key (printed at the server's first start; ` +
+        "`credgate keys` reprints it) and CREDGATE_URL to the server's API URL (default http://localhost:10254), or pass --data-dir with the server's data dir\n",
+    );
+    expect(readdirSync(parent)).toEqual([]);
+    // The default data dir (./credgate-data of the working directory) is not created either.
+    const cwd = tempDir();
+    const proc = Bun.spawn([...credgateCommand(), "run", "--", "true"], { cwd, env: { ...process.env, CREDGATE_API_KEY: "", CREDGATE_DATA_DIR: "" }, stdout: "pipe", stderr: "pipe" });
+    expect(await proc.exited).toBe(1);
+    expect(await new Response(proc.stderr).text()).toContain(`no API key and no credgate data in ${join(cwd, "credgate-data")}`);
+    expect(readdirSync(cwd)).toEqual([]);
+  });
+
+  test("`run --help` documents CREDGATE_URL and CREDGATE_API_KEY", async () => {
+    const help = await run(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("CREDGATE_URL      the credgate API to ask for the agent's settings (default http://localhost:10254)");
+    expect(help.stdout).toContain("CREDGATE_API_KEY  a project API key (svc_…) of that server");
   });
 
   test("exit code of the child; unknown agent and bad key fail clearly", async () => {
@@ -110,6 +244,15 @@ describe("OneCLI node SDK, unmodified", () => {
     const volume = args.find((a) => a.endsWith(":/tmp/credgate-gateway-ca.pem:ro"))!;
     expect(readFileSync(volume.split(":")[0]!, "utf8")).toBe(ca);
     await expect(sdk().applyContainerConfig([], { agent: "nobody" })).rejects.toBeInstanceOf(OneCLIRequestError);
+  });
+
+  test("the container config warns by vendor name when the agent has no Anthropic credential", async () => {
+    // A new agent is in mode `grants`: without a grant it can inject no Anthropic secret.
+    expect((await cg.api("POST", "/v1/agents", { body: { name: "No LLM", identifier: "no-llm" } })).status).toBe(201);
+    const res = await cg.api("GET", "/v1/container-config?agent=no-llm");
+    expect(res.status).toBe(200);
+    expect(res.body.warnings).toEqual(["No Anthropic credentials configured — the agent will use its own API key if available."]);
+    expect((await cg.api("GET", "/v1/container-config")).body.warnings).toBeUndefined();
   });
 
   test("createAgent and ensureAgent (409 means it exists)", async () => {

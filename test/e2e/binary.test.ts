@@ -6,6 +6,7 @@ import { copyFileSync, existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { VERSION } from "../../src/version.ts";
 import { freePort } from "../support/ports.ts";
+import { makePki, startUpstream } from "../support/upstream.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -44,6 +45,45 @@ async function run(args: string[]) {
   return { stdout, stderr, code };
 }
 
+/** Starts the binary from the empty directory on free ports; resolves once /v1/health answers. */
+async function serveBinary(extraEnv: Record<string, string> = {}) {
+  const dataDir = tempDir();
+  const apiPort = await freePort();
+  const gatewayPort = await freePort();
+  const proc = spawn([binary, "serve", "--data-dir", dataDir, "--port", String(apiPort), "--gateway-port", String(gatewayPort), "--host", "127.0.0.1"], {
+    cwd: emptyDir,
+    env: { ...env, ...extraEnv },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  procs.push(proc);
+  let out = "";
+  const decoder = new TextDecoder();
+  void (async () => {
+    for await (const chunk of proc.stdout) out += decoder.decode(chunk);
+  })();
+  void (async () => {
+    for await (const chunk of proc.stderr) out += decoder.decode(chunk);
+  })();
+
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const deadline = Date.now() + 20_000;
+  let health: any = null;
+  while (Date.now() < deadline && proc.exitCode === null) {
+    try {
+      const r = await fetch(`${apiUrl}/v1/health`);
+      if (r.ok) {
+        health = await r.json();
+        break;
+      }
+    } catch {}
+    await Bun.sleep(50);
+  }
+  if (!health) throw new Error(`binary did not answer /v1/health:\n${out}`);
+  return { proc, dataDir, apiUrl, health, output: () => out };
+}
+
 describe("compiled binary", () => {
   test("is a single executable file", async () => {
     expect(existsSync(binary)).toBe(true);
@@ -58,40 +98,7 @@ describe("compiled binary", () => {
   });
 
   test("serves /v1/health and an authenticated /v1/agents; keys --json works", async () => {
-    const dataDir = tempDir();
-    const apiPort = await freePort();
-    const gatewayPort = await freePort();
-    const proc = spawn([binary, "serve", "--data-dir", dataDir, "--port", String(apiPort), "--gateway-port", String(gatewayPort), "--host", "127.0.0.1"], {
-      cwd: emptyDir,
-      env,
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    procs.push(proc);
-    let output = "";
-    const decoder = new TextDecoder();
-    void (async () => {
-      for await (const chunk of proc.stdout) output += decoder.decode(chunk);
-    })();
-    void (async () => {
-      for await (const chunk of proc.stderr) output += decoder.decode(chunk);
-    })();
-
-    const apiUrl = `http://127.0.0.1:${apiPort}`;
-    const deadline = Date.now() + 20_000;
-    let health: any = null;
-    while (Date.now() < deadline && proc.exitCode === null) {
-      try {
-        const r = await fetch(`${apiUrl}/v1/health`);
-        if (r.ok) {
-          health = await r.json();
-          break;
-        }
-      } catch {}
-      await Bun.sleep(50);
-    }
-    if (!health) throw new Error(`binary did not answer /v1/health:\n${output}`);
+    const { proc, dataDir, apiUrl, output, health } = await serveBinary();
     expect(health.status).toBe("ok");
     expect(health.version).toBe(VERSION);
 
@@ -99,7 +106,7 @@ describe("compiled binary", () => {
     expect(keysRun.code).toBe(0);
     const keys = JSON.parse(keysRun.stdout);
     expect(keys.projectApiKey).toMatch(/^svc_[0-9a-f]{64}$/);
-    expect(output).toContain(keys.projectApiKey);
+    expect(output()).toContain(keys.projectApiKey);
 
     const unauth = await fetch(`${apiUrl}/v1/agents`);
     expect(unauth.status).toBe(401);
@@ -132,5 +139,40 @@ describe("compiled binary", () => {
     expect(code).toBe(0);
     // Nothing was written next to the binary.
     expect(readdirSync(emptyDir)).toEqual(["credgate"]);
+  }, 60_000);
+
+  test("`credgate run` routes Node's fetch and https module through the gateway (the preload is inside the binary)", async () => {
+    const pki = makePki(["api.binary.test"]);
+    const up = startUpstream(pki);
+    try {
+      const server = await serveBinary({ CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `api.binary.test:${up.port}:127.0.0.1` });
+      const keys = JSON.parse((await run(["keys", "--data-dir", server.dataDir, "--json"])).stdout);
+      const secret = await fetch(`${server.apiUrl}/v1/secrets`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${keys.projectApiKey}` },
+        body: JSON.stringify({ name: "b", type: "generic", value: "binary-run-secret", hostPattern: "api.binary.test", injectionConfig: { headerName: "x-api-key" } }),
+      });
+      expect(secret.status).toBe(201);
+      const url = `https://api.binary.test:${up.port}/via`;
+      const script = `fetch("${url}/fetch").then((r) => { console.log("fetch", r.status); require("https").get("${url}/https", (res) => { res.resume(); res.on("end", () => console.log("https", res.statusCode)); }); })`;
+      // No CREDGATE_API_KEY: the bootstrap key is read from the data dir; node is found on PATH.
+      const p = spawn([binary, "run", "--data-dir", server.dataDir, "--", "node", "-e", script], {
+        cwd: emptyDir,
+        env: { ...env, CREDGATE_URL: server.apiUrl },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+      expect(stderr).toBe("");
+      expect(code).toBe(0);
+      expect(stdout).toBe("fetch 200\nhttps 200\n");
+      expect(up.seen.map((s) => [s.url, s.headers["x-api-key"]])).toEqual([
+        ["/via/fetch", "binary-run-secret"],
+        ["/via/https", "binary-run-secret"],
+      ]);
+      expect(readdirSync(emptyDir)).toEqual(["credgate"]);
+    } finally {
+      await up.stop();
+    }
   }, 60_000);
 });

@@ -23,6 +23,9 @@ const fake = new FakeConnect(CONNECT_TOKEN);
 const prod = fake.vault("Prod");
 const stripe = fake.item(prod, "Stripe", { credential: VALUE_1 });
 const parallelItem = fake.item(prod, "Parallel", { "API Key": PARALLEL_VALUE });
+// A token pasted with a typographic ellipsis (U+2026) and one with a line break: neither can be a header value.
+fake.item(prod, "Pasted", { credential: "ghp_abc\u2026" });
+fake.item(prod, "Multiline", { credential: "ghp_first\nsecond" });
 
 let connect: RunningConnect;
 let up: TestUpstream;
@@ -149,6 +152,24 @@ describe("failures → 502 credential_unavailable, nothing forwarded", () => {
     expect(r.body).toBe(unavailable);
     expect(seenAt("/wrong-token/1")).toHaveLength(0);
     expect(fake.since(before).map((c) => c.authorization)).toEqual(["Bearer not-the-connect-token"]);
+  });
+
+  test("a vault value that cannot go into a header: 502 naming the reason, nothing forwarded, the log names the reference", async () => {
+    const notHeaderSafe = JSON.stringify({
+      error: "credential_unavailable",
+      message:
+        `credgate could not obtain the credential for ${HOST}, so the request was not forwarded. ` +
+        "The value in the external vault cannot be sent in an HTTP header: it must contain only printable ASCII characters (no line breaks, control or non-ASCII characters).",
+    });
+    await vaultSecret(cg, "Pasted", "op://Prod/Pasted/credential", "/pasted/*");
+    await vaultSecret(cg, "Multiline", "op://Prod/Multiline/credential", "/multiline/*");
+    for (const path of ["/pasted/1", "/multiline/1"]) {
+      const r = await curl(cg, caFile, path);
+      expect(r.status).toBe(502);
+      expect(r.body).toBe(notHeaderSafe);
+      expect(seenAt(path)).toHaveLength(0);
+    }
+    expect(cg.output()).toContain('"opRef":"op://Prod/Pasted/credential","reason":"not_printable_ascii"');
   });
 
   test("Connect no longer configured (restart without CREDGATE_OP_CONNECT_*): the stored vault secret gives 502, Connect is not contacted", async () => {

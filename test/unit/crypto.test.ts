@@ -2,11 +2,11 @@
 // file, and configuration loading.
 import { describe, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, loadConfig, parseResolve } from "../../src/config.ts";
 import { tokenHash } from "../../src/crypto/hash.ts";
-import { loadMasterKey } from "../../src/crypto/masterKey.ts";
+import { createMasterKey, readMasterKey } from "../../src/crypto/masterKey.ts";
 import { Sealer } from "../../src/crypto/seal.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -85,25 +85,29 @@ describe("tokenHash", () => {
   });
 });
 
-describe("loadMasterKey", () => {
-  test("creates master.key with mode 0600 on first use and reuses it", async () => {
+describe("readMasterKey and createMasterKey", () => {
+  test("createMasterKey writes master.key with mode 0600; readMasterKey reads it back and writes nothing", async () => {
     const dir = tempDir();
-    const key = loadMasterKey(dir, null);
+    expect(readMasterKey(dir, null)).toBeNull();
+    expect(readdirSync(dir)).toEqual([]);
+    const key = createMasterKey(dir);
     expect(key.length).toBe(32);
     const file = join(dir, "master.key");
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(Buffer.from(readFileSync(file, "utf8").trim(), "base64").equals(key)).toBe(true);
-    const again = loadMasterKey(dir, null);
-    expect(again.equals(key)).toBe(true);
+    expect(readMasterKey(dir, null)!.equals(key)).toBe(true);
     // What one sealer wrote, the next process (same data dir) can read.
     const sealed = new Sealer(key).seal("persisted");
-    expect(new Sealer(loadMasterKey(dir, null)).open(sealed)).toBe("persisted");
+    expect(new Sealer(readMasterKey(dir, null)!).open(sealed)).toBe("persisted");
+    // An existing key is never replaced.
+    expect(() => createMasterKey(dir)).toThrow();
+    expect(readMasterKey(dir, null)!.equals(key)).toBe(true);
   });
 
   test("CREDGATE_MASTER_KEY wins and writes no file", async () => {
     const dir = tempDir();
     const raw = randomBytes(32);
-    const key = loadMasterKey(dir, raw.toString("base64"));
+    const key = readMasterKey(dir, raw.toString("base64"))!;
     expect(key.equals(raw)).toBe(true);
     expect(() => statSync(join(dir, "master.key"))).toThrow();
   });
@@ -111,7 +115,8 @@ describe("loadMasterKey", () => {
   test("a corrupt master.key is an error, not a silently new key", async () => {
     const dir = tempDir();
     writeFileSync(join(dir, "master.key"), "dG9vIHNob3J0\n", { mode: 0o600 });
-    expect(() => loadMasterKey(dir, null)).toThrow();
+    expect(() => readMasterKey(dir, null)).toThrow(`${join(dir, "master.key")} does not hold a base64 32-byte key`);
+    expect(readFileSync(join(dir, "master.key"), "utf8")).toBe("dG9vIHNob3J0\n");
   });
 });
 

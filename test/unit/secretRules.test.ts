@@ -1,6 +1,6 @@
 // Pure secret rules (CONTRACT §3.3 injection variants, §5.2 messages and LLM normalisation, preview).
 import { describe, expect, test } from "bun:test";
-import { injectionConfigError, isPathSafeValue, normalizeInjectionConfig, normalizeLlmValue, previewOf, defaultLlmHost } from "../../src/core/secretRules.ts";
+import { injectionConfigError, isHeaderSafeValue, isPathSafeValue, normalizeInjectionConfig, normalizeLlmValue, previewOf, defaultLlmHost } from "../../src/core/secretRules.ts";
 
 const SHAPE =
   "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}";
@@ -161,5 +161,14 @@ describe("isPathSafeValue", () => {
   });
   test.each(["a/b", "a?b", "a#b", "a%2F", "a b", "a\tb", "a\nb", "a\rb", "a\u0000b", "a\u001fb", "a\u007fb", "/"])("unsafe: %j", (v) => {
     expect(isPathSafeValue(v)).toBe(false);
+  });
+});
+
+describe("isHeaderSafeValue: printable ASCII only", () => {
+  test.each(["ghp_abc123", "Bearer x.y-z_~!", " spaces inside ", "", "a/b?c#d%e"])("%j is safe", (v) => {
+    expect(isHeaderSafeValue(v)).toBe(true);
+  });
+  test.each(["ghp_abc\u2026", "tokén", "a\r\nb", "a\nb", "a\tb", "a\u0000b", "a\u007fb", "\u{1F511}"])("%j is not", (v) => {
+    expect(isHeaderSafeValue(v)).toBe(false);
   });
 });

@@ -11,7 +11,7 @@ import { returns, returnsText } from "../responses.ts";
 export const PLACEHOLDER = "credgate-managed";
 export const CA_CONTAINER_PATH = "/tmp/credgate-gateway-ca.pem";
 const CODEX_HOME = "/home/node/.codex";
-const NO_LLM_A_WARNING = "No llm_a credentials configured — the agent will use its own API key if available.";
+const NO_ANTHROPIC_WARNING = "No Anthropic credentials configured — the agent will use its own API key if available.";
 // An unsigned JWT ({"alg":"none"}) whose claims only say "placeholder": Codex parses id_token, never verifies it.
 const PLACEHOLDER_ID_TOKEN =
   "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJpc3MiOiJjcmVkZ2F0ZSIsInN1YiI6ImNyZWRnYXRlLW1hbmFnZWQiLCJlbWFpbCI6ImNyZWRnYXRlLW1hbmFnZWRAbG9jYWxob3N0In0.";
@@ -93,7 +93,7 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
           caCertificate: caPem,
           caCertificateContainerPath: CA_CONTAINER_PATH,
           credentialStubs,
-          ...(llmA.size === 0 ? { warnings: [NO_LLM_A_WARNING] } : {}),
+          ...(llmA.size === 0 ? { warnings: [NO_ANTHROPIC_WARNING] } : {}),
         };
       },
     }),

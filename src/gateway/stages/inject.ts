@@ -4,6 +4,7 @@
 // vault reference missing from the cache makes this stage asynchronous.
 import { applyInjection } from "../../core/inject.ts";
 import { isHeaderSafeValue } from "../../core/secretRules.ts";
+import { log } from "../../log.ts";
 import type { Lookup } from "../../vault/resolver.ts";
 import type { GatewayContext } from "../context.ts";
 import { credentialUnavailable } from "../errors.ts";
@@ -42,7 +43,10 @@ function apply(rq: ProxyRequest, matched: CompiledSecret[], vault: Map<string, L
       if (!found?.ok) return credentialUnavailableFor(rq);
       value = found.value;
       // Inline values are checked when stored; a vault value only now: a header must not break.
-      if (intoHeader(secret) && !isHeaderSafeValue(value)) return credentialUnavailableFor(rq);
+      if (intoHeader(secret) && !isHeaderSafeValue(value)) {
+        log.warn("external vault value cannot go into a header", { opRef: secret.opRef, reason: "not_printable_ascii" });
+        return credentialUnavailableFor(rq, VAULT_VALUE_NOT_HEADER_SAFE);
+      }
     }
     const out = applyInjection(secret, value, rq.headers, target);
     if (!out.ok) return credentialUnavailableFor(rq);
@@ -57,8 +61,11 @@ function intoHeader(secret: CompiledSecret): boolean {
   return secret.type !== "generic" || secret.injection?.headerName !== undefined;
 }
 
+export const VAULT_VALUE_NOT_HEADER_SAFE =
+  "The value in the external vault cannot be sent in an HTTP header: it must contain only printable ASCII characters (no line breaks, control or non-ASCII characters).";
+
 /** The request is answered 502 `credential_unavailable` and logged as an error; nothing goes upstream. */
-export function credentialUnavailableFor(rq: ProxyRequest): Response {
+export function credentialUnavailableFor(rq: ProxyRequest, reason?: string): Response {
   rq.decision = "error";
-  return credentialUnavailable(rq.host);
+  return credentialUnavailable(rq.host, reason);
 }
