@@ -1,15 +1,18 @@
 // The gateway's one port (CONTRACT §6.1–6.3), on node:net. It reads the first request head of each
 // connection: CONNECT is authenticated here (407 before anything else), then the tunnel is TLS-terminated
-// with a leaf for the CONNECT host (or kept plain) and piped into the internal HTTP server, which runs the
-// pipeline per request. Other connections are piped there too, as forward (absolute-form) or control
-// (origin-form) connections. Passthrough hosts get a raw tunnel.
+// with a leaf for the CONNECT host (or kept plain) and handed to a ClientConnection, which reads HTTP/1.1
+// and runs the pipeline per request. Other connections go to one too, as proxy connections (absolute-form
+// or origin-form control requests). Passthrough hosts get a raw tunnel.
 import * as net from "node:net";
 import * as tls from "node:tls";
 import type { Duplex } from "node:stream";
 import { compileHostPattern, normalizeHost } from "../core/patterns.ts";
+import type { ApiApp } from "../api/app.ts";
 import type { Services } from "../services/index.ts";
-import type { ConnectionRegistry, Conn, ForwardConn, TunnelConn } from "./connections.ts";
+import { ClientConnection } from "./client/connection.ts";
+import type { GatewayContext } from "./context.ts";
 import { proxyAuthRequiredRaw, rawResponse } from "./errors.ts";
+import { requestHandler, type Tunnel } from "./handler.ts";
 import { writeLog } from "./log.ts";
 import { proxyToken } from "./proxyAuth.ts";
 import type { AgentEntry, GatewaySnapshot } from "./snapshot.ts";
@@ -24,8 +27,8 @@ export interface ListenerDeps {
   services: Services;
   snapshot: GatewaySnapshot;
   leaves: LeafCache;
-  registry: ConnectionRegistry;
-  internalPort: () => number;
+  context: GatewayContext;
+  api: ApiApp;
 }
 
 interface Head {
@@ -62,6 +65,8 @@ export class GatewayListener {
   readonly server: net.Server;
   readonly #sockets = new Set<net.Socket>();
   readonly #passthroughSockets = new Set<net.Socket>();
+  readonly #connections = new Set<ClientConnection>();
+  #stopping = false;
   readonly #passthrough: ((host: string) => boolean)[];
 
   constructor(private readonly deps: ListenerDeps) {
@@ -79,10 +84,12 @@ export class GatewayListener {
     });
   }
 
-  /** Stops accepting; passthrough tunnels close now, other connections live on until `destroyAll`. */
+  /** Stops accepting; passthrough tunnels and idle connections close now, busy ones after their answer. */
   close(): void {
+    this.#stopping = true;
     this.server.close();
     for (const s of this.#passthroughSockets) s.destroy();
+    for (const c of this.#connections) c.closeWhenIdle();
   }
 
   /** Resolves once every client connection has closed (relayed answers flushed), or never; callers bound it. */
@@ -122,8 +129,7 @@ export class GatewayListener {
         return;
       }
       if (head.method === "CONNECT") void this.#connect(sock, head);
-      else if (head.target.startsWith("/")) this.#pipe(sock, { kind: "control" }, buf);
-      else this.#pipe(sock, { kind: "forward", url: head.target }, buf);
+      else this.#serve(sock, null, buf);
     };
     sock.on("data", onData);
   }
@@ -171,46 +177,26 @@ export class GatewayListener {
     }
     const defaultPort = scheme === "https" ? 443 : 80;
     const bracketed = net.isIPv6(host) ? `[${host}]` : host;
-    this.#pipe(client, {
-      kind: "tunnel",
+    this.#serve(client, {
       scheme,
       host,
       port: authority.port,
       authority: authority.port === defaultPort ? bracketed : `${bracketed}:${authority.port}`,
       token,
     }, null);
-    // A TLS tunnel reads the raw socket now (the handshake); a plain one must stay paused until #pipe has
-    // its consumer, or the unshifted first request is emitted to nobody and lost.
-    if (scheme === "https") sock.resume();
+    // A TLS tunnel reads the raw socket now (the handshake); a plain one stayed paused until its reader
+    // was attached, or the unshifted first request would have been emitted to nobody.
+    sock.resume();
   }
 
-  /** Pipes a client stream into the internal server and registers what the connection is. */
-  #pipe(client: Duplex, conn: Omit<TunnelConn, "client" | "loop"> | Omit<ForwardConn, "client" | "loop"> | { kind: "control" }, initial: Buffer | null): void {
-    const loop = net.connect({ port: this.deps.internalPort(), host: "127.0.0.1", noDelay: true });
-    let entry: Conn;
-    loop.once("connect", () => {
-      entry = conn.kind === "control" ? conn : ({ ...conn, client, loop } as TunnelConn | ForwardConn);
-      this.deps.registry.add(loop.localPort!, entry);
-      if (initial) loop.write(initial);
-      client.pipe(loop);
-      loop.pipe(client);
-      client.resume();
-    });
-    const localPort = () => loop.localPort;
-    loop.on("close", () => {
-      const port = localPort();
-      if (port !== undefined) this.deps.registry.remove(port);
-      if (entry && entry.kind === "tunnel" && entry.switched) return;
-      // The internal server closed after a final answer (a 407 with Connection: close): let the client
-      // side flush it, then make sure the socket goes.
-      if (client.writableEnded) setTimeout(() => client.destroy(), 5000).unref();
-      else client.destroy();
-    });
-    loop.on("error", () => loop.destroy());
-    client.on("close", () => {
-      if (!(entry && entry.kind === "tunnel" && entry.switched)) loop.destroy();
-    });
-    client.on("error", () => client.destroy());
+  /** Hands a client stream to a ClientConnection that reads its requests. */
+  #serve(client: Duplex, tunnel: Tunnel | null, initial: Buffer | null): void {
+    const connection = new ClientConnection(client, requestHandler(this.deps.context, this.deps.api, tunnel));
+    this.#connections.add(connection);
+    client.on("close", () => this.#connections.delete(connection));
+    if (this.#stopping) connection.closeWhenIdle();
+    if (initial) connection.feed(initial);
+    client.resume();
   }
 
   async #passthroughTunnel(sock: net.Socket, head: Head, agent: AgentEntry, host: string, port: number): Promise<void> {

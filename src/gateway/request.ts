@@ -1,50 +1,131 @@
-// The context of one proxied request as it moves through the pipeline stages.
-import type { Conn } from "./connections.ts";
+// The context of one proxied request as it moves through the stages (pipeline.ts): what the agent sent,
+// what will go upstream, and what each stage decided. Fields a stage sets are typed here, not bolted on.
+import { pathWithoutQuery } from "../core/patterns.ts";
+import type { Duplex } from "node:stream";
+import type { IncomingRequest } from "./client/connection.ts";
 import type { Meter } from "./meter.ts";
-import type { CompiledConnection, CompiledSecret, AgentCredentials, AgentEntry } from "./snapshot.ts";
+import type { AgentCredentials, AgentEntry, CompiledConnection, CompiledSecret } from "./snapshot.ts";
 
-export interface ProxyRequest {
-  request: Request;
-  conn: Exclude<Conn, { kind: "control" }>;
-  started: number;
-  method: string;
+/** Where the request goes, from the tunnel's CONNECT authority or the absolute-form target. */
+export interface Destination {
   scheme: "https" | "http";
-  /** `host[:port]` for the upstream URL (default port dropped) and the log. */
-  authority: string;
   /** Host for pattern matching: lowercase, no port, no trailing dot, no brackets. */
   host: string;
   port: number;
-  /** Path and query as the agent sent them. */
+  /** `host[:port]` for the Host header: brackets kept, default port dropped. */
+  authority: string;
+  /** Path and query exactly as the agent sent them. */
   target: string;
-  /** Path without query: what patterns, policy and logs see. */
-  path: string;
-  /** Set by the auth stage. */
-  agent: AgentEntry;
-  credentials: AgentCredentials;
+}
+
+/** The agent's connection, as far as a stage may touch it: a WebSocket takes it over after 101. */
+export interface AgentConnection {
+  detach(): { socket: Duplex; buffered: Buffer };
+}
+
+/** How the agent reached the gateway: inside a CONNECT tunnel (its token given once), or a proxy request. */
+export type Via = { kind: "tunnel"; token: string } | { kind: "forward" };
+
+export class ProxyRequest {
+  readonly started = performance.now();
+  readonly method: string;
+  readonly scheme: "https" | "http";
+  readonly host: string;
+  readonly port: number;
+  readonly authority: string;
+  readonly target: string;
+  /** Path without query: what patterns, policy and logs see (raw, undecoded: CONTRACT §6.5). */
+  readonly path: string;
+  /** Host with its non-default port, as logs and approvals show it. */
+  readonly logHost: string;
+  /** The agent's headers as received. */
+  readonly agentHeaders: Headers;
+  readonly signal: AbortSignal;
+  /** The agent sent its body chunked (it goes upstream chunked too). */
+  readonly chunked: boolean;
+  /** A WebSocket upgrade inside a tunnel (absolute-form requests never upgrade). */
+  readonly websocket: boolean;
+
+  #agent: AgentEntry | null = null;
+  #credentials: AgentCredentials | null = null;
+
   /** Outgoing headers: the agent's, cleaned, then injected. */
   headers: Headers;
   /** Outgoing path and query (after path/param injection). */
   upstreamTarget: string;
+  /** The body still to be forwarded (peeking stages put back an equivalent stream). */
   body: ReadableStream<Uint8Array> | null;
-  websocket: boolean;
-  matched: CompiledSecret[];
+  matched: CompiledSecret[] = [];
   /** The connections whose app serves this host and path (§6.8), and the winning one. */
-  connectionCandidates: CompiledConnection[];
-  connection: CompiledConnection | null;
-  injectionCount: number;
-  decision: string;
-  provider: string | null;
-  /** The status the log records; set when it differs from the response's (a WebSocket 101). */
-  status: number | null;
-  /** Host with its non-default port, as logs and approvals show it. */
-  logHost: string;
+  connectionCandidates: CompiledConnection[] = [];
+  connection: CompiledConnection | null = null;
+  injectionCount = 0;
+  decision = "allowed";
+  provider: string | null = null;
+  /** The status the log records when it differs from the answer's (a WebSocket 101). */
+  status: number | null = null;
   /** The policy rule that decided, if any. */
-  matchedRule: { logicalId: string; name: string } | null;
+  matchedRule: { logicalId: string; name: string } | null = null;
   /** Set by the policy stage when the request must be held for approval. */
-  needsApproval: boolean;
-  approvalId: string | null;
+  needsApproval = false;
+  approvalId: string | null = null;
   /** The request-log row already written (an approval), updated in place at the end. */
-  logId: string | null;
+  logId: string | null = null;
   /** Set by the budget stage for a metered LLM request (§6.11). */
-  meter: Meter | null;
+  meter: Meter | null = null;
+  /** The metered cost, known when the response body has ended. */
+  costNanos: number | null = null;
+
+  constructor(
+    incoming: IncomingRequest,
+    readonly via: Via,
+    readonly client: AgentConnection,
+    to: Destination,
+    cleanHeaders: Headers,
+    websocket: boolean,
+  ) {
+    this.method = incoming.method;
+    this.scheme = to.scheme;
+    this.host = to.host;
+    this.port = to.port;
+    this.authority = to.authority;
+    this.target = to.target;
+    this.path = pathWithoutQuery(to.target);
+    this.logHost = to.port === (to.scheme === "https" ? 443 : 80) ? to.host : `${to.host}:${to.port}`;
+    this.agentHeaders = incoming.headers;
+    this.signal = incoming.signal;
+    this.chunked = incoming.chunked;
+    this.websocket = websocket;
+    this.headers = cleanHeaders;
+    this.upstreamTarget = to.target;
+    this.body = incoming.body;
+  }
+
+  /** Set by the auth stage, which runs before every stage that reads it. */
+  get agent(): AgentEntry {
+    if (!this.#agent) throw new Error("the agent is read before the auth stage ran");
+    return this.#agent;
+  }
+
+  set agent(agent: AgentEntry) {
+    this.#agent = agent;
+  }
+
+  get authenticated(): boolean {
+    return this.#agent !== null;
+  }
+
+  get credentials(): AgentCredentials {
+    if (!this.#credentials) throw new Error("the credentials are read before the auth stage ran");
+    return this.#credentials;
+  }
+
+  set credentials(credentials: AgentCredentials) {
+    this.#credentials = credentials;
+  }
+
+  /** Whether the request went (or goes) upstream. */
+  get forwarded(): boolean {
+    return this.decision === "allowed" || this.decision === "approval_approved";
+  }
 }

@@ -35,6 +35,11 @@ export class Outbound {
     this.#session = new Bun.FetchSession({ proxy: false, ...(this.#ca ? { tls: { ca: this.#ca } } : {}) });
   }
 
+  /** The trusted CAs for upstream TLS when CREDGATE_UPSTREAM_CA_FILE adds one (system roots + it). */
+  get ca(): string[] | undefined {
+    return this.#ca;
+  }
+
   #pinnedSession(host: string, port: number): Bun.FetchSession {
     const key = `${host}:${port}`;
     let session = this.#pinnedSessions.get(key);

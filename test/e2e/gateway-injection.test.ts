@@ -141,17 +141,27 @@ describe("injection variants (§6.7)", () => {
     }
   });
 
-  // BUG (pipeline.ts / Bun.serve, not ours to edit): in-tunnel requests reach the pipeline as Bun's
-  // WHATWG-normalised request.url, so `'` `"` in the query become %27 %22, `{ } ^` in the path are
-  // percent-encoded and dot segments are removed before forwarding; "other bytes are kept verbatim" fails.
-  // A raw upstream shows the exact request line that left the gateway.
-  test.todo("query parameter: bytes a URL parser would re-encode are kept verbatim (exact request line upstream)", async () => {
+  // A raw upstream shows the exact request line that left the gateway: the request-target goes byte for
+  // byte as the agent sent it, only the injected parameter changes (§6.7 "other bytes are kept verbatim").
+  test("query parameter and request-target: bytes a URL parser would re-encode or normalise are kept verbatim", async () => {
     await createSecret({ name: "verbatim", type: "generic", value: "VERBATIM", hostPattern: "verbatim.inj.test", injectionConfig: { paramName: "api_key" } });
     rawUp.respond((_h, sock) => sock.end("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"));
-    const before = rawUp.heads.length;
-    const { res } = await viaGateway("verbatim.inj.test", `/v1/q/{id}/^/./x?q='x'&s="y"&api_key=ph`, { upstream: { port: rawUp.port, seen: [] } as unknown as TestUpstream });
-    expect(res.status).toBe(200);
-    expect(rawUp.heads[before]!.split("\r\n")[0]).toBe(`GET /v1/q/{id}/^/./x?q='x'&s="y"&api_key=VERBATIM HTTP/1.1`);
+    const cases: [sent: string, expected: string][] = [
+      [`/v1/q/{id}/^/./x?q='x'&s="y"&api_key=ph`, `/v1/q/{id}/^/./x?q='x'&s="y"&api_key=VERBATIM`],
+      ["/a/../b/%2F/c%2fd/sp%20ace|pipe?x=1?y=2&api_key=ph&api_key=second", "/a/../b/%2F/c%2fd/sp%20ace|pipe?x=1?y=2&api_key=VERBATIM&api_key=second"],
+      // UTF-8 bytes sent raw (no percent-encoding), read here as latin1: they must arrive unchanged.
+      [Buffer.from("/caf\u00e9/\u20ac?api_key=ph", "utf8").toString("latin1"), Buffer.from("/caf\u00e9/\u20ac?api_key=VERBATIM", "utf8").toString("latin1")],
+    ];
+    for (const [sent, expected] of cases) {
+      const authority = `verbatim.inj.test:${rawUp.port}`;
+      const t = await openTlsTunnel(cg.gatewayPort, authority, token, ca.pem, "verbatim.inj.test");
+      const before = rawUp.heads.length;
+      t.tls.write(rawRequest("GET", sent, authority));
+      const res = await t.reader.response();
+      t.tls.destroy();
+      expect(res.status).toBe(200);
+      expect(rawUp.heads[before]!.split("\r\n")[0]).toBe(`GET ${expected} HTTP/1.1`);
+    }
   });
 
   test("path template: the hole after the literal prefix becomes the value; other paths are untouched (§9 example 26)", async () => {

@@ -7,6 +7,7 @@ import type { AppDefinition } from "../../src/apps/types.ts";
 import { compileHostPattern, compilePathPattern } from "../../src/core/patterns.ts";
 import { selectConnection } from "../../src/gateway/stages/connection.ts";
 import type { ProxyRequest } from "../../src/gateway/request.ts";
+import { credentials, proxyRequest } from "../support/proxyRequest.ts";
 import type { CompiledConnection, CompiledSecret } from "../../src/gateway/snapshot.ts";
 
 const HOST = "api.resend.com";
@@ -26,16 +27,9 @@ function connection(id: string, provider: string): CompiledConnection {
 }
 
 function request(connections: CompiledConnection[], headers: Record<string, string> = {}, secrets: CompiledSecret[] = []): ProxyRequest {
-  return {
-    request: new Request(`https://${HOST}/emails`, { headers }),
-    host: HOST,
-    path: "/emails",
-    credentials: { connections, injectable: secrets },
-    connection: null,
-    connectionCandidates: [],
-    provider: null,
-    decision: "allowed",
-  } as unknown as ProxyRequest;
+  const rq = proxyRequest({ host: HOST, target: "/emails", headers });
+  rq.credentials = credentials({ connections, injectable: secrets });
+  return rq;
 }
 
 const a = connection("c-a", "mail-one");

@@ -6,6 +6,7 @@ import { compiledApp } from "../../src/apps/match.ts";
 import type { Resources } from "../../src/core/resources.ts";
 import { guardResources } from "../../src/gateway/stages/resources.ts";
 import type { ProxyRequest } from "../../src/gateway/request.ts";
+import { proxyRequest } from "../support/proxyRequest.ts";
 
 interface Req {
   provider: "github" | "dropbox";
@@ -20,31 +21,19 @@ interface Req {
 
 function rq(r: Req): ProxyRequest {
   const app = compiledApp(r.provider)!;
-  const method = r.method ?? "POST";
-  const body = r.body === undefined ? null : typeof r.body === "string" ? new TextEncoder().encode(r.body) : r.body;
-  const request = new Request(`https://${r.host}${r.target}`, { method, headers: r.headers ?? {}, ...(body ? { body } : {}) });
-  return {
-    request,
-    method,
-    host: r.host,
-    target: r.target,
-    path: r.target.split("?")[0]!,
-    upstreamTarget: r.target,
-    body: request.body,
-    websocket: false,
-    decision: "allowed",
-    connection: {
-      id: "conn-1",
-      provider: r.provider,
-      label: "me",
-      displayName: app.app.name,
-      scope: "project",
-      usable: true,
-      app,
-      credential: null,
-      grant: { access: "full", resources: r.resources },
-    },
-  } as unknown as ProxyRequest;
+  const request = proxyRequest({ host: r.host, method: r.method ?? "POST", target: r.target, headers: r.headers, body: r.body });
+  request.connection = {
+    id: "conn-1",
+    provider: r.provider,
+    label: "me",
+    displayName: app.app.name,
+    scope: "project",
+    usable: true,
+    app,
+    credential: null,
+    grant: { access: "full", resources: r.resources },
+  };
+  return request;
 }
 
 async function denied(res: Response | undefined): Promise<Record<string, unknown>> {

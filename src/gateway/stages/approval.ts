@@ -13,8 +13,8 @@ import type { ProxyRequest } from "../request.ts";
 
 const REVIEWER_HIDDEN = ["authorization", "x-api-key", "cookie"];
 
-function reviewerHeaders(request: Request): Record<string, string> {
-  const h = requestHeadersForUpstream(request.headers);
+function reviewerHeaders(agentHeaders: Headers): Record<string, string> {
+  const h = requestHeadersForUpstream(agentHeaders);
   for (const name of REVIEWER_HIDDEN) h.delete(name);
   return Object.fromEntries(h);
 }
@@ -26,7 +26,7 @@ export async function holdForApproval(rq: ProxyRequest, g: GatewayContext): Prom
     const { head, stream } = await peekStream(rq.body, BODY_PEEK_BYTES + 1);
     rq.body = stream;
     const truncated = head.byteLength > BODY_PEEK_BYTES;
-    bodyText = renderBody(head.subarray(0, BODY_PEEK_BYTES), rq.request.headers.get("content-type"), truncated);
+    bodyText = renderBody(head.subarray(0, BODY_PEEK_BYTES), rq.agentHeaders.get("content-type"), truncated);
   }
   const summary = approvalSummary(rq.method, rq.path, bodyText);
   let held;
@@ -39,7 +39,7 @@ export async function holdForApproval(rq: ProxyRequest, g: GatewayContext): Prom
       url: `${rq.scheme}://${rq.logHost}${rq.target}`,
       host: rq.host,
       path: rq.target,
-      headers: reviewerHeaders(rq.request),
+      headers: reviewerHeaders(rq.agentHeaders),
       bodyPreview: bodyText === null ? null : summaryPreview(summary, bodyText),
       summary,
     });
@@ -52,9 +52,9 @@ export async function holdForApproval(rq: ProxyRequest, g: GatewayContext): Prom
   rq.approvalId = id;
   rq.logId = writeLog(g.services, { ...logFieldsOf(rq), status: 202, decision: "approval_pending", approvalId: id });
   const cancel = () => void g.services.approvals.settle(id, "cancelled").catch((err: Error) => log.warn("approval not cancelled", { error: err.message }));
-  rq.request.signal.addEventListener("abort", cancel);
+  rq.signal.addEventListener("abort", cancel);
   const outcome = await held.outcome;
-  rq.request.signal.removeEventListener("abort", cancel);
+  rq.signal.removeEventListener("abort", cancel);
   switch (outcome) {
     case "approved":
       rq.decision = "approval_approved";

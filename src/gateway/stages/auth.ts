@@ -8,14 +8,14 @@ import type { ProxyRequest } from "../request.ts";
 import type { AgentEntry } from "../snapshot.ts";
 
 export function authenticate(rq: ProxyRequest, g: GatewayContext): Response | undefined | Promise<Response | undefined> {
-  const token = rq.conn.kind === "tunnel" ? rq.conn.token : proxyToken(rq.request.headers.get("proxy-authorization"));
+  const token = rq.via.kind === "tunnel" ? rq.via.token : proxyToken(rq.agentHeaders.get("proxy-authorization"));
   const agent = token ? g.snapshot.agentForToken(token) : null;
   return agent instanceof Promise ? agent.then((a) => admit(rq, g, a)) : admit(rq, g, agent);
 }
 
 function admit(rq: ProxyRequest, g: GatewayContext, agent: AgentEntry | null): Response | undefined | Promise<undefined> {
   // A regenerated token inside an open tunnel: answer 407 and close the tunnel.
-  if (!agent) return proxyAuthRequired(rq.conn.kind === "tunnel");
+  if (!agent) return proxyAuthRequired(rq.via.kind === "tunnel");
   rq.agent = agent;
   const credentials = g.snapshot.credentials(agent);
   if (!(credentials instanceof Promise)) {

@@ -26,7 +26,7 @@ export async function meterAndAdmit(rq: ProxyRequest, g: GatewayContext): Promis
     rq.body = peeked.stream;
     head = peeked.head;
   }
-  const declared = Number(rq.request.headers.get("content-length"));
+  const declared = Number(rq.agentHeaders.get("content-length"));
   const bytes = Number.isFinite(declared) && declared > head.byteLength ? declared : head.byteLength;
   const hints = requestHints(new TextDecoder().decode(head));
   const estimateNanos = estimateOf(g.services.prices, type, hints.model, bytes, hints.maxOutputTokens);

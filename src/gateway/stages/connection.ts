@@ -18,7 +18,7 @@ export function selectConnection(rq: ProxyRequest): Response | undefined {
   const servingApp = appsServingHost(rq.host).find((a) => hostRuleFor(a, rq.host, rq.path)) ?? null;
   rq.provider = candidates[0]?.provider ?? servingApp?.app.id ?? null;
   // The header picks among an app's connections; on a host no app serves there is nothing to pick.
-  const wanted = servingApp ? rq.request.headers.get(CONNECTION_HEADER)?.trim() || null : null;
+  const wanted = servingApp ? rq.agentHeaders.get(CONNECTION_HEADER)?.trim() || null : null;
   const failure = choose(rq, candidates, wanted);
   if (!failure) return undefined;
   // A secret serving this path makes the connection optional: proceed on the secret alone.

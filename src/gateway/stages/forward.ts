@@ -1,36 +1,35 @@
-// Stage 11 — forward upstream (CONTRACT §6.14): Bun fetch through the outbound client, no redirects
+// Stage 11 — forward upstream (CONTRACT §6.14): the request goes out on a pooled HTTP/1.1 connection with
+// the request-target as the agent sent it (plus the documented injection rewrites, §6.7), no redirects
 // followed, no decompression, bodies streamed both ways, hop-by-hop headers stripped, a header timeout.
 import type { GatewayContext } from "../context.ts";
 import { upstreamTimeout, upstreamUnreachable } from "../errors.ts";
-import { responseHeadersForAgent } from "../headers.ts";
+import type { Reply } from "../reply.ts";
 import type { ProxyRequest } from "../request.ts";
+import { exchange } from "../upstream/exchange.ts";
 
-export async function forward(rq: ProxyRequest, g: GatewayContext): Promise<Response> {
-  const unreachable = await g.reachability.check(rq.host, rq.port);
-  if (unreachable !== null) {
-    rq.decision = "error";
-    return upstreamUnreachable(rq.host, rq.port, unreachable);
-  }
+/** The request head that leaves the gateway. Bytes a request line cannot carry are percent-encoded. */
+export function upstreamHead(rq: ProxyRequest, extra = ""): string {
+  const target = rq.upstreamTarget.replace(/[\x00-\x20\x7f]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0").toUpperCase()}`);
+  let head = `${rq.method} ${target} HTTP/1.1\r\nHost: ${rq.authority}\r\n`;
+  for (const [name, value] of rq.headers) head += `${name}: ${value}\r\n`;
+  return `${head}${extra}\r\n`;
+}
+
+export async function forward(rq: ProxyRequest, g: GatewayContext): Promise<Response | Reply> {
+  const chunked = rq.body !== null && rq.chunked;
   const seconds = g.config.upstreamHeaderTimeoutSeconds;
-  const headerTimer = new AbortController();
-  const timer = setTimeout(() => headerTimer.abort(), seconds * 1000);
-  try {
-    const up = await g.services.outbound.fetch(`${rq.scheme}://${rq.authority}${rq.upstreamTarget}`, {
-      method: rq.method,
-      headers: rq.headers,
-      body: rq.body,
-      redirect: "manual",
-      decompress: false,
-      timeout: false,
-      signal: AbortSignal.any([headerTimer.signal, rq.request.signal]),
-    });
-    return new Response(up.body, { status: up.status, statusText: up.statusText, headers: responseHeadersForAgent(up.headers) });
-  } catch (err) {
-    rq.decision = "error";
-    if (headerTimer.signal.aborted) return upstreamTimeout(rq.host, seconds);
-    const e = err as NodeJS.ErrnoException;
-    return upstreamUnreachable(rq.host, rq.port, e.code ?? e.message);
-  } finally {
-    clearTimeout(timer);
-  }
+  const result = await exchange(g.upstreams, {
+    scheme: rq.scheme,
+    host: rq.host,
+    port: rq.port,
+    method: rq.method,
+    head: upstreamHead(rq, chunked ? "transfer-encoding: chunked\r\n" : ""),
+    body: rq.body,
+    chunked,
+    headerTimeoutMs: seconds * 1000,
+    signal: rq.signal,
+  });
+  if ("reply" in result) return result.reply;
+  rq.decision = "error";
+  return result.failure === "timeout" ? upstreamTimeout(rq.host, seconds) : upstreamUnreachable(rq.host, rq.port, result.reason);
 }

@@ -5,6 +5,7 @@ import { appsServingHost, hostRuleFor } from "../../apps/match.ts";
 import type { GatewayContext } from "../context.ts";
 import { gatewayJson } from "../errors.ts";
 import { peekStream } from "../peek.ts";
+import { Reply } from "../reply.ts";
 import type { ProxyRequest } from "../request.ts";
 import { matchingCredentials } from "../snapshot.ts";
 
@@ -29,22 +30,23 @@ export function looksLikeAuthFailure(text: string): boolean {
   return AUTH_WORDS.some((w) => lower.includes(w));
 }
 
-export async function guidance(rq: ProxyRequest, g: GatewayContext, response: Response): Promise<Response> {
-  if (rq.injectionCount > 0) return response;
-  const status = response.status;
+export async function guidance(rq: ProxyRequest, g: GatewayContext, reply: Reply): Promise<Reply> {
+  if (rq.injectionCount > 0 || !rq.forwarded || rq.websocket) return reply;
+  const status = reply.status;
   if (status === 400) {
-    if (!response.body) return response;
-    const { head, stream } = await peekStream(response.body, SCAN_BYTES);
+    if (!reply.body) return reply;
+    const response = reply.toResponse();
+    const { head, stream } = await peekStream(response.body!, SCAN_BYTES);
     if (!looksLikeAuthFailure(new TextDecoder().decode(head))) {
-      return new Response(stream, { status, statusText: response.statusText, headers: response.headers });
+      return Reply.of(new Response(stream, { status, statusText: reply.statusText, headers: reply.headers }));
     }
     await stream.cancel().catch(() => {});
   } else if (status === 401 || status === 403) {
-    await response.body?.cancel().catch(() => {});
+    reply.body?.cancel();
   } else {
-    return response;
+    return reply;
   }
-  return gatewayJson(status, guidanceBody(rq, g), { "x-should-retry": "false" });
+  return Reply.of(gatewayJson(status, guidanceBody(rq, g), { "x-should-retry": "false" }));
 }
 
 function guidanceBody(rq: ProxyRequest, g: GatewayContext): Record<string, unknown> {

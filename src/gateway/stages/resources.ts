@@ -37,10 +37,10 @@ export async function guardResources(rq: ProxyRequest): Promise<Response | undef
  * "unreadable" (denied).
  */
 async function dropboxRequestPaths(rq: ProxyRequest): Promise<string[] | "unreadable"> {
-  const pathRoot = rq.request.headers.get("dropbox-api-path-root");
+  const pathRoot = rq.agentHeaders.get("dropbox-api-path-root");
   if (pathRoot !== null && !isHomeRoot(pathRoot)) return "unreadable";
   const args: string[] = [];
-  const header = rq.request.headers.get("dropbox-api-arg");
+  const header = rq.agentHeaders.get("dropbox-api-arg");
   if (header !== null) args.push(header);
   const q = rq.target.indexOf("?");
   if (q >= 0) args.push(...new URLSearchParams(rq.target.slice(q + 1)).getAll("arg"));

@@ -1,0 +1,209 @@
+// One agent connection on the gateway port after the front has read what it is: an intercepted tunnel
+// (TLS-terminated or plain) or a plain proxy connection (absolute-form requests, or origin-form control
+// requests). HTTP/1.1 is read here, in JS, request after request (CONTRACT §6.3): the request line is kept
+// byte for byte, bodies are streamed with backpressure both ways, and each request's answer is written
+// before the next pipelined request is read.
+import type { Duplex } from "node:stream";
+import { log } from "../../log.ts";
+import { BodyFramer } from "../http1/body.ts";
+import { connectionTokens, framingOf, headerValue, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "../http1/head.ts";
+import { Reply } from "../reply.ts";
+import { writeReply } from "./write.ts";
+
+/** A request as the stages get it. */
+export interface IncomingRequest {
+  method: string;
+  /** The request-target exactly as sent. */
+  target: string;
+  headers: Headers;
+  body: ReadableStream<Uint8Array> | null;
+  /** The agent sent its body chunked. */
+  chunked: boolean;
+  /** Aborted when the agent goes away before the answer is complete. */
+  signal: AbortSignal;
+}
+
+/** What answers requests: a Reply, or null when the handler took the connection over (a WebSocket). */
+export type RequestHandler = (request: IncomingRequest, connection: ClientConnection) => Promise<Reply | null>;
+
+const MAX_BUFFERED = 1024 * 1024;
+
+export class ClientConnection {
+  #buf: Buffer = Buffer.alloc(0);
+  #busy = false;
+  #closed = false;
+  #detached = false;
+  /** Set by `closeWhenIdle`: the gateway is stopping. */
+  #closing = false;
+  #abort: AbortController | null = null;
+  /** The request body being read off the socket. */
+  #body: { framer: BodyFramer; controller: ReadableStreamDefaultController<Uint8Array> | null; done: boolean; continue: boolean } | null = null;
+
+  constructor(
+    readonly socket: Duplex,
+    private readonly handler: RequestHandler,
+    private readonly onIdle: (c: ClientConnection) => void = () => {},
+  ) {
+    socket.on("data", this.#onData);
+    socket.on("close", this.#onClose);
+    // An error is always followed by close, where the request in flight is aborted.
+    socket.on("error", () => socket.destroy());
+  }
+
+  /** Bytes that arrived before this connection took the socket (the front's read-ahead). */
+  feed(initial: Buffer): void {
+    if (initial.length > 0) this.#onData(initial);
+  }
+
+  get idle(): boolean {
+    return !this.#busy;
+  }
+
+  /** Closes now when no request is in flight, otherwise right after its answer. */
+  closeWhenIdle(): void {
+    this.#closing = true;
+    if (!this.#busy) this.socket.end();
+  }
+
+  /** Hands the socket to the caller (WebSocket after 101), with any bytes already read past the request. */
+  detach(): { socket: Duplex; buffered: Buffer } {
+    this.#detached = true;
+    this.socket.off("data", this.#onData);
+    this.socket.off("close", this.#onClose);
+    const buffered = this.#buf;
+    this.#buf = Buffer.alloc(0);
+    return { socket: this.socket, buffered };
+  }
+
+  #onData = (chunk: Buffer): void => {
+    if (this.#closed) return;
+    if (this.#body && !this.#body.done) {
+      this.#readBody(chunk);
+      return;
+    }
+    this.#buf = this.#buf.length === 0 ? chunk : Buffer.concat([this.#buf, chunk]);
+    if (this.#busy) {
+      // Pipelined requests wait for the answer in flight.
+      if (this.#buf.length > MAX_BUFFERED) this.socket.pause();
+      return;
+    }
+    this.#next();
+  };
+
+  #onClose = (): void => {
+    this.#closed = true;
+    this.#abort?.abort();
+    const body = this.#body;
+    if (body && !body.done) {
+      body.done = true;
+      try {
+        body.controller?.error(new Error("the agent closed the connection"));
+      } catch {}
+    }
+  };
+
+  #next(): void {
+    if (this.#busy || this.#closed || this.#detached || this.#buf.length === 0) return;
+    const end = this.#buf.indexOf("\r\n\r\n");
+    if (end < 0) {
+      if (this.#buf.length > MAX_HEAD_BYTES) this.#refuse(431, "Request Header Fields Too Large", "Request head too large.");
+      return;
+    }
+    const head = parseRequestHead(this.#buf, end);
+    const framing = head ? framingOf(head.headers) : undefined;
+    if (!head || framing === undefined) return this.#refuse(400, "Bad Request", "Malformed HTTP request.");
+    let headers: Headers;
+    try {
+      headers = new Headers(head.headers);
+    } catch {
+      return this.#refuse(400, "Bad Request", "Malformed HTTP request.");
+    }
+    const rest = this.#buf.subarray(end + 4);
+    this.#buf = Buffer.alloc(0);
+    this.#busy = true;
+    const abort = (this.#abort = new AbortController());
+    const body = framing === null || framing === 0 ? null : this.#bodyStream(framing, headerValue(head.headers, "expect")?.toLowerCase() === "100-continue");
+    void this.#serve(head, { method: head.method, target: head.target, headers, body, chunked: framing !== null && framing < 0, signal: abort.signal });
+    if (rest.length > 0) this.#onData(rest);
+  }
+
+  #bodyStream(framing: number, expectsContinue: boolean): ReadableStream<Uint8Array> {
+    const state = { framer: new BodyFramer(framing), controller: null as ReadableStreamDefaultController<Uint8Array> | null, done: false, continue: expectsContinue };
+    this.#body = state;
+    return new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          state.controller = controller;
+        },
+        pull: () => {
+          if (state.continue) {
+            // The agent waits for this before it sends the body (Expect: 100-continue).
+            state.continue = false;
+            this.socket.write("HTTP/1.1 100 Continue\r\n\r\n");
+          }
+          if (this.socket.isPaused()) this.socket.resume();
+        },
+        cancel: () => {
+          state.controller = null;
+        },
+      },
+      { highWaterMark: 64 * 1024, size: (c) => c?.byteLength ?? 0 },
+    );
+  }
+
+  #readBody(chunk: Buffer): void {
+    const state = this.#body!;
+    const end = state.framer.feed(chunk, 0, (data) => {
+      try {
+        state.controller?.enqueue(data);
+      } catch {}
+    });
+    if (state.framer.failed) {
+      state.done = true;
+      try {
+        state.controller?.error(new Error("invalid chunked request body"));
+      } catch {}
+      this.socket.destroy();
+      return;
+    }
+    if (state.controller && (state.controller.desiredSize ?? 1) <= 0) this.socket.pause();
+    if (end < 0) return;
+    state.done = true;
+    try {
+      state.controller?.close();
+    } catch {}
+    if (end < chunk.length) this.#onData(chunk.subarray(end));
+  }
+
+  async #serve(head: RequestHead, request: IncomingRequest): Promise<void> {
+    let reply: Reply | null;
+    try {
+      reply = await this.handler(request, this);
+    } catch (err) {
+      log.error("gateway request failed", { error: (err as Error).message });
+      reply = Reply.of(Response.json({ error: "bad_gateway", message: "credgate gateway internal error." }, { status: 502 }));
+    }
+    if (reply === null) return; // the connection was taken over
+    const unreadBody = this.#body !== null && !this.#body.done;
+    const close =
+      this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.headers.get("connection")?.toLowerCase() === "close";
+    await writeReply(this.socket, reply, { method: head.method, close, signal: request.signal });
+    this.#abort = null;
+    this.#body = null;
+    this.#busy = false;
+    if (close || this.#closed) {
+      this.socket.end();
+      return;
+    }
+    if (this.#closing) return void this.socket.end();
+    this.onIdle(this);
+    if (this.socket.isPaused()) this.socket.resume();
+    this.#next();
+  }
+
+  #refuse(status: number, reason: string, message: string): void {
+    const text = JSON.stringify({ error: "bad_request", message });
+    this.#closed = true;
+    this.socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+  }
+}

@@ -1,0 +1,134 @@
+// What travels back through the stages to the agent: a status, headers and a body that is pushed, chunk by
+// chunk, with backpressure. An upstream response's body comes straight off the upstream socket; a gateway
+// answer (or the API's, on control paths) is a Web Response whose stream is read. Response-phase stages add
+// body transforms (a metering tap, the echo guard) and end callbacks (the log row) instead of wrapping streams.
+
+export interface BodySink {
+  /** One chunk of body data; false asks the source to stop until `resume()`. */
+  data(chunk: Uint8Array): boolean;
+  end(): void;
+  error(err: Error): void;
+}
+
+export interface BodySource {
+  /** The body's length when the sender announced it. */
+  readonly length: number | null;
+  start(sink: BodySink): void;
+  resume(): void;
+  /** The agent went away or the body is not wanted: stop and free what holds it. */
+  cancel(): void;
+}
+
+export interface BodyTransform {
+  /** The bytes to send on for this chunk (the chunk itself when nothing changes). */
+  data(chunk: Uint8Array): Uint8Array;
+  /** At the end of the body (`complete` false when it was cut short): bytes still held back, if any. */
+  end(complete: boolean): Uint8Array | null;
+  /** Whether the transform can change the body's length (the length header is then dropped). */
+  readonly resizes: boolean;
+}
+
+export class Reply {
+  readonly transforms: BodyTransform[] = [];
+  /** The agent's connection was handed to a raw pipe (WebSocket after 101): nothing is left to write. */
+  takenOver = false;
+  readonly #ended: ((complete: boolean) => void)[] = [];
+  #finished = false;
+
+  constructor(
+    public status: number,
+    public statusText: string,
+    public headers: Headers,
+    public body: BodySource | null,
+  ) {}
+
+  static of(response: Response): Reply {
+    const declared = response.headers.get("content-length");
+    const body = response.body ? new StreamBody(response.body, declared === null ? null : Number(declared)) : null;
+    return new Reply(response.status, response.statusText, response.headers, body);
+  }
+
+  /** `fn` runs once, when the body has been delivered (complete) or abandoned. */
+  onEnd(fn: (complete: boolean) => void): void {
+    if (this.#finished) fn(false);
+    else this.#ended.push(fn);
+  }
+
+  finish(complete: boolean): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    for (const fn of this.#ended) fn(complete);
+  }
+
+  /** A Web Response over the same body, for the rare hook that has to read it (guidance). */
+  toResponse(): Response {
+    const source = this.body;
+    let stream: ReadableStream<Uint8Array> | null = null;
+    if (source) {
+      stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          source.start({
+            data: (chunk) => {
+              controller.enqueue(chunk.slice());
+              return (controller.desiredSize ?? 0) > 0;
+            },
+            end: () => controller.close(),
+            error: (err) => controller.error(err),
+          });
+        },
+        pull: () => source.resume(),
+        cancel: () => source.cancel(),
+      });
+    }
+    return new Response(stream, { status: this.status, statusText: this.statusText, headers: this.headers });
+  }
+}
+
+/** A body read from a Web ReadableStream. */
+export class StreamBody implements BodySource {
+  #reader: { cancel(): Promise<void> } | null = null;
+  #wake: (() => void) | null = null;
+  #paused = false;
+  #cancelled = false;
+
+  constructor(
+    private readonly stream: ReadableStream<Uint8Array>,
+    readonly length: number | null,
+  ) {}
+
+  start(sink: BodySink): void {
+    void this.#pump(sink);
+  }
+
+  async #pump(sink: BodySink): Promise<void> {
+    const reader = this.stream.getReader();
+    this.#reader = reader;
+    try {
+      for (;;) {
+        if (this.#paused) await new Promise<void>((resolve) => (this.#wake = resolve));
+        if (this.#cancelled) return;
+        const r = await reader.read();
+        if (this.#cancelled) return;
+        if (r.done) return sink.end();
+        if (!sink.data(r.value)) this.#paused = true;
+      }
+    } catch (err) {
+      if (!this.#cancelled) sink.error(err as Error);
+    }
+  }
+
+  resume(): void {
+    this.#paused = false;
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  }
+
+  cancel(): void {
+    if (this.#cancelled) return;
+    this.#cancelled = true;
+    this.resume();
+    if (this.#reader) this.#reader.cancel().catch(() => {});
+    else this.stream.cancel().catch(() => {});
+  }
+}

@@ -1,0 +1,143 @@
+// One HTTP/1.1 connection to an upstream, on Bun's native sockets (TLS in native code): dialled with the
+// outbound rules (CREDGATE_RESOLVE/CONNECT_TO, upstream CA), verified against the real host name, and reused
+// for one exchange after another while the upstream keeps it alive.
+import type { Socket } from "bun";
+import * as tls from "node:tls";
+import type { DialTarget } from "../../services/outbound.ts";
+
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+/** What an exchange in progress hears from its connection. */
+export interface ConnectionUser {
+  data(buf: Buffer): void;
+  drain(): void;
+  closed(): void;
+}
+
+export interface DialOptions {
+  target: DialTarget;
+  tls: boolean;
+  /** Extra trusted CAs (with the system roots), or undefined for the defaults. */
+  ca: string[] | undefined;
+}
+
+export class UpstreamConnection {
+  user: ConnectionUser | null = null;
+  closed = false;
+  /** When it last went idle (for the pool's idle limit). */
+  idleSince = 0;
+
+  private constructor(private readonly socket: Socket<UpstreamConnection | null>) {}
+
+  /** Connects (and completes the TLS handshake); rejects with a reason a person can read. */
+  static dial(opts: DialOptions): Promise<UpstreamConnection> {
+    const { target } = opts;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (reason: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(new Error(reason));
+      };
+      const ready = (socket: Socket<UpstreamConnection | null>) => {
+        if (settled) return void socket.end();
+        settled = true;
+        clearTimeout(timer);
+        const conn = new UpstreamConnection(socket);
+        socket.data = conn;
+        resolve(conn);
+      };
+      const timer = setTimeout(() => fail(`connect timed out after ${CONNECT_TIMEOUT_MS / 1000} s`), CONNECT_TIMEOUT_MS);
+      // Bun checks the certificate against serverName (or else the dialled address): always the real host,
+      // an IP literal included, so that a pinned address is verified as the name it stands for.
+      const serverName = target.host;
+      Bun.connect<UpstreamConnection | null>({
+        hostname: target.address,
+        port: target.port,
+        data: null,
+        tls: opts.tls ? { serverName, ca: opts.ca, rejectUnauthorized: true } : undefined,
+        socket: {
+          open(socket) {
+            socket.setNoDelay(true);
+            if (!opts.tls) ready(socket);
+          },
+          handshake(socket, success, authorizationError) {
+            if (!success || authorizationError) {
+              socket.end();
+              return fail(authorizationError?.message ?? "TLS handshake failed");
+            }
+            // Bun verifies the chain; the name is checked here, as node:tls would.
+            const identity = tls.checkServerIdentity(target.host, socket.getPeerCertificate() as tls.PeerCertificate);
+            if (identity) {
+              socket.end();
+              return fail(identity.message);
+            }
+            ready(socket);
+          },
+          data(socket, buf) {
+            socket.data?.user?.data(buf);
+          },
+          drain(socket) {
+            socket.data?.flush();
+          },
+          close(socket, err) {
+            const conn = socket.data;
+            if (!conn) return fail(err?.message ?? "connection closed during the handshake");
+            conn.closed = true;
+            conn.user?.closed();
+          },
+          error(socket, err) {
+            if (!socket.data) fail(err.message);
+          },
+          connectError(_socket, err) {
+            fail((err as NodeJS.ErrnoException).code ?? err.message);
+          },
+        },
+      }).catch((err: NodeJS.ErrnoException) => fail(err.code ?? err.message));
+    });
+  }
+
+  readonly #queue: Uint8Array[] = [];
+
+  /** Writes `data`, queueing what the socket did not take; false until the queue has drained. */
+  send(data: Uint8Array): boolean {
+    if (this.closed) return false;
+    if (this.#queue.length > 0) {
+      this.#queue.push(data);
+      return false;
+    }
+    const n = this.socket.write(data);
+    if (n >= data.byteLength) return true;
+    this.#queue.push(data.subarray(Math.max(n, 0)));
+    return false;
+  }
+
+  flush(): void {
+    while (this.#queue.length > 0) {
+      const next = this.#queue[0]!;
+      const n = this.socket.write(next);
+      if (n < next.byteLength) {
+        this.#queue[0] = next.subarray(Math.max(n, 0));
+        return;
+      }
+      this.#queue.shift();
+    }
+    this.user?.drain();
+  }
+
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    this.socket.resume();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.user = null;
+    this.socket.end();
+  }
+}

@@ -1,0 +1,287 @@
+// One request/response exchange with an upstream over a pooled connection (CONTRACT §6.14): the head is
+// written as the pipeline built it (request-target byte for byte), the body streamed with backpressure,
+// redirects and encodings left alone, a header timeout, and the response handed back as a Reply whose body
+// comes straight off the socket. The connection goes back to the pool only after a complete exchange.
+import { BodyFramer, chunk, lastChunk, UNTIL_CLOSE } from "../http1/body.ts";
+import { connectionTokens, framingOf, MAX_HEAD_BYTES, parseResponseHead, type HeaderLines, type ResponseHead } from "../http1/head.ts";
+import { Reply, type BodySink, type BodySource } from "../reply.ts";
+import type { ConnectionUser, UpstreamConnection } from "./connection.ts";
+import type { UpstreamPool } from "./pool.ts";
+
+export interface UpstreamRequest {
+  scheme: "https" | "http";
+  host: string;
+  port: number;
+  method: string;
+  /** The whole request head, CRLFCRLF included (latin1 bytes). */
+  head: string;
+  body: ReadableStream<Uint8Array> | null;
+  /** Send the body with chunked framing (the agent sent it so); otherwise its Content-Length is in the head. */
+  chunked: boolean;
+  headerTimeoutMs: number;
+  /** Aborted when the agent goes away. */
+  signal: AbortSignal;
+}
+
+export type ExchangeResult = { reply: Reply } | { failure: "unreachable" | "timeout"; reason: string };
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
+
+/** The upstream's headers as they may go back to the agent: hop-by-hop and Connection-named ones dropped. */
+function headersForAgent(lines: HeaderLines, listed: Set<string>): Headers {
+  const out = new Headers();
+  for (const [name, value] of lines) {
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || listed.has(lower)) continue;
+    out.append(name, value);
+  }
+  return out;
+}
+
+export async function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
+  let acquired;
+  try {
+    acquired = await pool.acquire(rq.scheme, rq.host, rq.port);
+  } catch (err) {
+    return { failure: "unreachable", reason: (err as Error).message };
+  }
+  const first = await new Exchange(pool, acquired.key, acquired.conn, rq).run();
+  // A reused connection the upstream had just closed: nothing was answered, so a request without a body
+  // can go again on a fresh connection.
+  if ("retry" in first) {
+    if (!acquired.reused || rq.body) return { failure: "unreachable", reason: "connection closed before the response" };
+    try {
+      acquired = await pool.acquire(rq.scheme, rq.host, rq.port);
+    } catch (err) {
+      return { failure: "unreachable", reason: (err as Error).message };
+    }
+    const second = await new Exchange(pool, acquired.key, acquired.conn, rq).run();
+    return "retry" in second ? { failure: "unreachable", reason: "connection closed before the response" } : second;
+  }
+  return first;
+}
+
+class Exchange implements ConnectionUser, BodySource {
+  #resolve!: (r: ExchangeResult | { retry: true }) => void;
+  #headBuf: Buffer | null = null;
+  #head: ResponseHead | null = null;
+  #framer: BodyFramer | null = null;
+  #sink: BodySink | null = null;
+  #pending: Buffer[] = [];
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #requestSent = false;
+  #responseDone = false;
+  #keepAlive = true;
+  #gotBytes = false;
+  #connClosed = false;
+  #drainWaiter: (() => void) | null = null;
+  length: number | null = null;
+
+  constructor(
+    private readonly pool: UpstreamPool,
+    private readonly key: string,
+    private readonly conn: UpstreamConnection,
+    private readonly rq: UpstreamRequest,
+  ) {}
+
+  run(): Promise<ExchangeResult | { retry: true }> {
+    return new Promise((resolve) => {
+      this.#resolve = resolve;
+      if (this.rq.signal.aborted) return this.#abort();
+      this.rq.signal.addEventListener("abort", this.#onAbort, { once: true });
+      this.conn.user = this;
+      this.#timer = setTimeout(() => this.#timeout(), this.rq.headerTimeoutMs);
+      this.conn.send(Buffer.from(this.rq.head, "latin1"));
+      if (this.rq.body) void this.#sendBody(this.rq.body);
+      else this.#requestSent = true;
+    });
+  }
+
+  async #sendBody(body: ReadableStream<Uint8Array>): Promise<void> {
+    const reader = body.getReader();
+    try {
+      for (;;) {
+        const r = await reader.read();
+        if (this.conn.closed) return void reader.cancel().catch(() => {});
+        if (r.done) break;
+        if (r.value.byteLength === 0) continue;
+        if (!this.conn.send(this.rq.chunked ? chunk(r.value) : r.value)) await new Promise<void>((resolve) => (this.#drainWaiter = resolve));
+      }
+      if (this.rq.chunked) this.conn.send(lastChunk());
+      this.#requestSent = true;
+      this.#maybeRelease();
+    } catch {
+      // The agent's body broke off: this connection carries half a request and cannot be reused.
+      this.#keepAlive = false;
+      this.conn.close();
+    }
+  }
+
+  drain(): void {
+    const waiter = this.#drainWaiter;
+    this.#drainWaiter = null;
+    waiter?.();
+  }
+
+  data(buf: Buffer): void {
+    this.#gotBytes = true;
+    if (this.#head === null) return this.#readHead(buf);
+    this.#body(buf, 0);
+  }
+
+  #readHead(buf: Buffer): void {
+    this.#headBuf = this.#headBuf ? Buffer.concat([this.#headBuf, buf]) : buf;
+    for (;;) {
+      const end = this.#headBuf.indexOf("\r\n\r\n");
+      if (end < 0) {
+        if (this.#headBuf.length > MAX_HEAD_BYTES) this.#fail("unreachable", "response head too large");
+        return;
+      }
+      const head = parseResponseHead(this.#headBuf, end);
+      if (!head) return this.#fail("unreachable", "malformed response from upstream");
+      const rest = this.#headBuf.subarray(end + 4);
+      // Interim responses (103 Early Hints; 100 when the agent's Expect was not forwarded) are not relayed.
+      if (head.status >= 100 && head.status < 200) {
+        this.#headBuf = rest;
+        if (rest.length === 0) return;
+        continue;
+      }
+      this.#headBuf = null;
+      return this.#startResponse(head, rest);
+    }
+  }
+
+  #startResponse(head: ResponseHead, rest: Buffer): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    const listed = connectionTokens(head.headers);
+    if (listed.has("close")) this.#keepAlive = false;
+    const framing = framingOf(head.headers);
+    if (framing === undefined) return this.#fail("unreachable", "invalid body framing in the upstream response");
+    this.#head = head;
+    const bodyless = this.rq.method === "HEAD" || head.status === 204 || head.status === 304;
+    const reply = new Reply(head.status, head.reason, headersForAgent(head.headers, listed), null);
+    if (bodyless || framing === 0) {
+      this.#responseDone = true;
+      this.#settle({ reply });
+      this.#maybeRelease();
+      return;
+    }
+    this.#framer = new BodyFramer(framing ?? UNTIL_CLOSE);
+    if (framing === null) this.#keepAlive = false;
+    this.length = framing !== null && framing >= 0 ? framing : null;
+    reply.body = this;
+    if (rest.length > 0) this.#pending.push(rest);
+    this.#settle({ reply });
+  }
+
+  // --- BodySource: the response body, pushed to the agent's side ---
+
+  start(sink: BodySink): void {
+    this.#sink = sink;
+    const pending = this.#pending;
+    this.#pending = [];
+    for (const buf of pending) this.#body(buf, 0);
+    if (this.#connClosed) this.#afterClose();
+  }
+
+  resume(): void {
+    this.conn.resume();
+  }
+
+  cancel(): void {
+    this.#sink = null;
+    this.#finish();
+    this.conn.close();
+  }
+
+  #body(buf: Buffer, from: number): void {
+    const framer = this.#framer;
+    if (!framer || this.#responseDone) {
+      // Bytes after a complete response that nobody asked for: the connection is out of step.
+      this.#keepAlive = false;
+      this.conn.close();
+      return;
+    }
+    if (!this.#sink) {
+      this.#pending.push(from === 0 ? buf : buf.subarray(from));
+      return;
+    }
+    let paused = false;
+    const end = framer.feed(buf, from, (data) => {
+      if (this.#sink && !this.#sink.data(data)) paused = true;
+    });
+    if (framer.failed) {
+      this.#keepAlive = false;
+      this.#sink?.error(new Error("invalid chunked body from upstream"));
+      this.#finish();
+      this.conn.close();
+      return;
+    }
+    if (paused) this.conn.pause();
+    if (end < 0) return;
+    if (end < buf.length) this.#keepAlive = false;
+    this.#responseDone = true;
+    this.#sink?.end();
+    this.#maybeRelease();
+  }
+
+  closed(): void {
+    this.#connClosed = true;
+    if (this.#head === null) {
+      if (!this.#gotBytes && !this.rq.signal.aborted) return this.#settle({ retry: true });
+      return this.#fail("unreachable", "connection closed before the response was complete");
+    }
+    // Before the agent's side has started reading, start() settles the end.
+    if (this.#sink || this.#responseDone) this.#afterClose();
+  }
+
+  #afterClose(): void {
+    if (!this.#responseDone) {
+      this.#responseDone = true;
+      if (this.#framer?.framing === UNTIL_CLOSE) this.#sink?.end();
+      else this.#sink?.error(new Error("upstream closed the connection mid-body"));
+    }
+    this.#finish();
+  }
+
+  #maybeRelease(): void {
+    if (!this.#responseDone || !this.#requestSent) return;
+    this.#finish();
+    if (this.#keepAlive && !this.conn.closed) this.pool.release(this.key, this.conn);
+    else this.conn.close();
+  }
+
+  #finish(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.rq.signal.removeEventListener("abort", this.#onAbort);
+    if (this.conn.user === this) this.conn.user = null;
+  }
+
+  #timeout(): void {
+    this.#fail("timeout", "header timeout");
+  }
+
+  #onAbort = (): void => this.#abort();
+
+  #abort(): void {
+    this.#sink = null;
+    this.#finish();
+    this.conn.close();
+    this.#settle({ failure: "unreachable", reason: "the agent went away" });
+  }
+
+  #fail(failure: "unreachable" | "timeout", reason: string): void {
+    this.#finish();
+    this.conn.close();
+    this.#settle({ failure, reason });
+  }
+
+  #settled = false;
+  #settle(r: ExchangeResult | { retry: true }): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#resolve(r);
+  }
+}

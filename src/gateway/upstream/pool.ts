@@ -1,0 +1,63 @@
+// Idle upstream connections kept per (scheme, dialled address, port, TLS name): an agent's next request to
+// the same upstream skips the TCP and TLS handshakes. A connection is only pooled after a complete exchange
+// on a keep-alive response, and dropped after a while idle (before most servers drop it themselves).
+import type { Outbound } from "../../services/outbound.ts";
+import { UpstreamConnection } from "./connection.ts";
+
+const IDLE_MS = 4_000;
+const MAX_IDLE_PER_KEY = 64;
+
+export class UpstreamPool {
+  readonly #idle = new Map<string, UpstreamConnection[]>();
+  readonly #sweeper: ReturnType<typeof setInterval>;
+
+  constructor(
+    private readonly outbound: Outbound,
+    private readonly ca: string[] | undefined,
+  ) {
+    this.#sweeper = setInterval(() => this.#sweep(), IDLE_MS);
+    this.#sweeper.unref();
+  }
+
+  /** An idle connection to `host:port`, or a new one; `reused` tells which. */
+  async acquire(scheme: "https" | "http", host: string, port: number): Promise<{ conn: UpstreamConnection; reused: boolean; key: string }> {
+    const target = this.outbound.dialTarget(host, port);
+    const key = `${scheme}|${target.address}|${target.port}|${target.host}`;
+    const idle = this.#idle.get(key);
+    while (idle && idle.length > 0) {
+      const conn = idle.pop()!;
+      if (!conn.closed && performance.now() - conn.idleSince < IDLE_MS) return { conn, reused: true, key };
+      conn.close();
+    }
+    const conn = await UpstreamConnection.dial({ target, tls: scheme === "https", ca: this.ca });
+    return { conn, reused: false, key };
+  }
+
+  release(key: string, conn: UpstreamConnection): void {
+    if (conn.closed) return;
+    let idle = this.#idle.get(key);
+    if (!idle) this.#idle.set(key, (idle = []));
+    if (idle.length >= MAX_IDLE_PER_KEY) return conn.close();
+    conn.user = null;
+    // A body the agent read slowly may have left it paused; idle, it must notice the upstream closing.
+    conn.resume();
+    conn.idleSince = performance.now();
+    idle.push(conn);
+  }
+
+  #sweep(): void {
+    const now = performance.now();
+    for (const [key, idle] of this.#idle) {
+      const keep = idle.filter((c) => !c.closed && now - c.idleSince < IDLE_MS);
+      for (const c of idle) if (!keep.includes(c)) c.close();
+      if (keep.length === 0) this.#idle.delete(key);
+      else this.#idle.set(key, keep);
+    }
+  }
+
+  close(): void {
+    clearInterval(this.#sweeper);
+    for (const idle of this.#idle.values()) for (const c of idle) c.close();
+    this.#idle.clear();
+  }
+}
