@@ -11,6 +11,7 @@
 //
 // Targets are printed with pass/fail markers; a miss never changes the exit code (only a broken setup does).
 // When one is missed, bench/anatomy.ts says where the time goes (bench/README.md).
+import { readFileSync } from "node:fs";
 import type { RunningCredgate } from "../test/support/process.ts";
 import { HOST, startBenchEnv } from "./env.ts";
 import type { LoadResult, SseResult, Target } from "./load.ts";
@@ -20,6 +21,8 @@ import { testEngine } from "../test/support/postgres.ts";
 
 const TARGETS = {
   throughputRatio: 0.3,
+  peakRssMb: 150,
+  rssAfterRatio: 1.2,
   addedP50Ms: 0.3,
   sseAddedMs: 5,
 };
@@ -96,7 +99,16 @@ async function main(): Promise<void> {
 
   const secs = opts.durationMs / 1000;
   progress(`throughput: ${opts.connections} connections, ${secs} s each (direct, MITM, MITM to the IP)`);
-  const many: Runs<Run> = { direct: await load(direct, opts.connections), mitm: await load(mitm, opts.connections), mitmIp: await load(mitmIp, opts.connections) };
+  const directRun = await load(direct, opts.connections);
+  const rss = new RssWatch(env.credgate.proc.pid);
+  const idleMb = rss.now();
+  rss.start();
+  const mitmRun = await load(mitm, opts.connections);
+  const mitmIpRun = await load(mitmIp, opts.connections);
+  rss.stop();
+  await Bun.sleep(2000);
+  const memory = { idleMb, peakMb: rss.peak, afterMb: rss.now() };
+  const many: Runs<Run> = { direct: directRun, mitm: mitmRun, mitmIp: mitmIpRun };
   // Single-connection latency depends on where the scheduler puts the processes (a wake-up on the same
   // core is far cheaper than one across cores, especially in a VM), and each load client is a new
   // process: so the three paths take turns over a few rounds, and the round with the median p50 counts.
@@ -149,6 +161,7 @@ async function main(): Promise<void> {
     throughput: many,
     latency1: one,
     sse: stream,
+    memory,
     checks,
     unpinned: ip,
     metering,
@@ -159,6 +172,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(report, null, 2));
   } else {
     printTable(many, one, stream, checks, ip, errors);
+    printMemory(memory);
     printMetering(metering);
   }
 }
@@ -222,6 +236,42 @@ function printTable(many: Runs<Run>, one: Runs<Run>, stream: Runs<SseResult>, ch
   if (busy > 20) rows.push(`  warning: other processes used up to ${Math.round(busy)}% of a core during a run; the figures are noisy`);
   rows.push("");
   console.log(rows.join("\n"));
+}
+
+function printMemory(m: { idleMb: number; peakMb: number; afterMb: number }): void {
+  const peakOk = m.peakMb < TARGETS.peakRssMb;
+  const afterOk = m.afterMb <= m.idleMb * TARGETS.rssAfterRatio;
+  console.log(
+    [
+      "",
+      `Gateway memory (RSS, sampled every 100 ms through both ${opts.connections}-connection MITM runs)`,
+      `  idle ${f(m.idleMb, 1)} MB   peak ${f(m.peakMb, 1)} MB   2 s after the load ${f(m.afterMb, 1)} MB`,
+      `  [${mark(peakOk)}] peak < ${TARGETS.peakRssMb} MB   [${mark(afterOk)}] after the load within ${Math.round((TARGETS.rssAfterRatio - 1) * 100)}% of idle`,
+    ].join("\n"),
+  );
+}
+
+/** Samples a process's resident set size (Linux /proc) to find its peak. */
+class RssWatch {
+  peak = 0;
+  #timer: ReturnType<typeof setInterval> | null = null;
+
+  constructor(private readonly pid: number) {}
+
+  now(): number {
+    const status = readFileSync(`/proc/${this.pid}/status`, "utf8");
+    const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN);
+    return kb / 1024;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => (this.peak = Math.max(this.peak, this.now())), 100);
+  }
+
+  stop(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.peak = Math.max(this.peak, this.now());
+  }
 }
 
 function printMetering(m: { sse: Record<"unmetered" | "metered", SseResult>; throughput: Record<"unmetered" | "metered", LoadResult> }): void {
