@@ -107,6 +107,10 @@ async function main(): Promise<void> {
   const mitmIpRun = await load(mitmIp, opts.connections);
   rss.stop();
   await Bun.sleep(2000);
+  // The same MITM path with TLS to the proxy itself (§6.18): what the extra TLS layer costs.
+  const viaTls: Target = { ...mitm, proxy: { ...mitm.proxy!, tls: true } };
+  progress(`HTTPS proxy: ${opts.connections} connections, ${secs} s, then 1 connection`);
+  const httpsProxy = { many: await load(viaTls, opts.connections), one: await load(viaTls, 1, Math.max(1000, Math.round(opts.durationMs / LATENCY_ROUNDS))) };
   const memory = { idleMb, peakMb: rss.peak, afterMb: rss.now() };
   const many: Runs<Run> = { direct: directRun, mitm: mitmRun, mitmIp: mitmIpRun };
   // Single-connection latency depends on where the scheduler puts the processes (a wake-up on the same
@@ -162,6 +166,7 @@ async function main(): Promise<void> {
     latency1: one,
     sse: stream,
     memory,
+    httpsProxy,
     checks,
     unpinned: ip,
     metering,
@@ -173,6 +178,7 @@ async function main(): Promise<void> {
   } else {
     printTable(many, one, stream, checks, ip, errors);
     printMemory(memory);
+    printHttpsProxy(httpsProxy, many, one);
     printMetering(metering);
   }
 }
@@ -236,6 +242,17 @@ function printTable(many: Runs<Run>, one: Runs<Run>, stream: Runs<SseResult>, ch
   if (busy > 20) rows.push(`  warning: other processes used up to ${Math.round(busy)}% of a core during a run; the figures are noisy`);
   rows.push("");
   console.log(rows.join("\n"));
+}
+
+function printHttpsProxy(h: { many: Run; one: Run }, many: Runs<Run>, one: Runs<Run>): void {
+  console.log(
+    [
+      "",
+      "HTTPS proxy (TLS to the gateway port itself, then CONNECT and MITM inside it, §6.18)",
+      `  ${opts.connections} conns  ${fi(h.many.rps).padStart(7)} req/s   p50 ${f(h.many.latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(h.many), 0)} µs cpu/req   ratio to direct ${f(h.many.rps / many.direct.rps)} (plain proxy ${f(many.mitm.rps / many.direct.rps)})`,
+      `  1 conn   p50 ${f(h.one.latencyMs.p50)} ms   added p50 ${f(h.one.latencyMs.p50 - one.direct.latencyMs.p50)} ms (plain proxy ${f(one.mitm.latencyMs.p50 - one.direct.latencyMs.p50)} ms; a single round)`,
+    ].join("\n"),
+  );
 }
 
 function printMemory(m: { idleMb: number; peakMb: number; afterMb: number }): void {

@@ -16,7 +16,7 @@ export interface Target {
   /** PEM file of the CA the client trusts for `host` (the gateway CA via the tunnel, else the upstream CA). */
   caFile: string;
   /** Through the gateway: its address and the agent token; absent means direct to 127.0.0.1:port. */
-  proxy?: { host: string; port: number; token: string };
+  proxy?: { host: string; port: number; token: string; tls?: boolean };
   /** Extra request header lines (direct runs send the header the gateway would inject). */
   headers?: Record<string, string>;
   /** A POST with this JSON body instead of a GET. */
@@ -86,10 +86,14 @@ async function open(t: Target, ca: string): Promise<tls.TLSSocket> {
   let socket: net.Socket | undefined;
   if (t.proxy) {
     const p = t.proxy;
-    const raw = net.connect({ host: p.host, port: p.port, noDelay: true });
+    // An https:// proxy (§6.18): TLS to the gateway port itself, the gateway CA verifying it as localhost.
+    const raw: net.Socket = p.tls
+      ? tls.connect({ host: p.host, port: p.port, ca, servername: "localhost", ALPNProtocols: ["http/1.1"] })
+      : net.connect({ host: p.host, port: p.port, noDelay: true });
+    if (p.tls) raw.setNoDelay(true);
     await new Promise<void>((resolve, reject) => {
       raw.once("error", reject);
-      raw.once("connect", () => {
+      raw.once(p.tls ? "secureConnect" : "connect", () => {
         const auth = Buffer.from(`x:${p.token}`).toString("base64");
         raw.write(`CONNECT ${t.host}:${t.port} HTTP/1.1\r\nHost: ${t.host}:${t.port}\r\nProxy-Authorization: Basic ${auth}\r\n\r\n`);
       });

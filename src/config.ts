@@ -36,6 +36,8 @@ export interface Config {
   oauthClients: Map<string, { clientId: string; clientSecret: string }>;
   /** CREDGATE_METRICS_TOKEN: the bearer token that opens `GET /metrics` to non-loopback clients. */
   metricsToken: string | null;
+  /** Extra names for credgate's own certificates (CREDGATE_TLS_NAMES, §6.18). */
+  tlsNames: string[];
 }
 
 /** Flags given on the command line; each wins over its environment variable. */
@@ -188,5 +190,6 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     pricingFile: nonEmpty(env.CREDGATE_PRICING_FILE),
     oauthClients: parseOAuthClients(env),
     metricsToken: nonEmpty(env.CREDGATE_METRICS_TOKEN),
+    tlsNames: (env.CREDGATE_TLS_NAMES ?? "").split(",").map((s) => s.trim()).filter(Boolean),
   };
 }

@@ -92,11 +92,16 @@ export class CertificateAuthority {
     return CertificateAuthority.load(material);
   }
 
-  /** A leaf for one hostname or IP literal, signed by this CA, with the shared leaf key. */
-  async issueLeaf(host: string): Promise<Leaf> {
+  /**
+   * A leaf for a hostname or IP literal (or several: the first is the subject's CN), signed by this CA, with the
+   * shared leaf key.
+   */
+  async issueLeaf(names: string | string[]): Promise<Leaf> {
+    const list = typeof names === "string" ? [names] : names;
+    const host = list[0]!;
     const now = Date.now();
     const notAfter = new Date(now + 24 * HOUR);
-    const san = isIP(host) ? { type: "ip" as const, value: host } : { type: "dns" as const, value: host };
+    const sans = list.map((name) => (isIP(name) ? { type: "ip" as const, value: name } : { type: "dns" as const, value: name }));
     const cert = await x509.X509CertificateGenerator.create({
       serialNumber: serialNumber(),
       subject: `CN=${host.replace(/[,=+<>#;"\\]/g, "")}`,
@@ -110,7 +115,7 @@ export class CertificateAuthority {
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
         new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-        new x509.SubjectAlternativeNameExtension([san]),
+        new x509.SubjectAlternativeNameExtension(sans),
         await x509.AuthorityKeyIdentifierExtension.create(this.cert, false),
       ],
     });

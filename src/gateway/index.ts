@@ -7,7 +7,8 @@ import type { Services } from "../services/index.ts";
 import type { GatewayContext } from "./context.ts";
 import { GatewayListener } from "./listener.ts";
 import { GatewaySnapshot } from "./snapshot.ts";
-import { LeafCache } from "./tls.ts";
+import { LeafCache, SelfLeaf } from "./tls.ts";
+import { selfNames } from "../selfNames.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { VaultResolver } from "../vault/resolver.ts";
 
@@ -33,7 +34,8 @@ export class Gateway {
         fetch: (url, init) => services.outbound.fetch(url, init),
       }),
     };
-    this.#listener = new GatewayListener({ services, snapshot, leaves: new LeafCache(ca), context: this.context, api });
+    const selfLeaf = new SelfLeaf(ca, selfNames(config));
+    this.#listener = new GatewayListener({ services, snapshot, leaves: new LeafCache(ca), selfLeaf, context: this.context, api });
   }
 
   async listen(host: string, port: number): Promise<number> {

@@ -16,7 +16,7 @@ import { requestHandler, type Tunnel } from "./handler.ts";
 import { writeLog } from "./log.ts";
 import { proxyToken } from "./proxyAuth.ts";
 import type { AgentEntry, GatewaySnapshot } from "./snapshot.ts";
-import type { LeafCache } from "./tls.ts";
+import type { LeafCache, SelfLeaf } from "./tls.ts";
 
 const MAX_HEAD_BYTES = 64 * 1024;
 const HEAD_TIMEOUT_MS = 30_000;
@@ -27,6 +27,8 @@ export interface ListenerDeps {
   services: Services;
   snapshot: GatewaySnapshot;
   leaves: LeafCache;
+  /** The certificate of the proxy itself (HTTPS proxy, §6.18). */
+  selfLeaf: SelfLeaf;
   context: GatewayContext;
   api: ApiApp;
 }
@@ -112,6 +114,36 @@ export class GatewayListener {
     sock.on("close", () => this.#sockets.delete(sock));
     sock.on("error", () => sock.destroy());
     sock.setTimeout(HEAD_TIMEOUT_MS, () => sock.destroy());
+    // The first byte says what the connection is: a TLS handshake is TLS to the proxy itself (§6.18).
+    sock.once("data", (first: Buffer) => {
+      sock.pause();
+      sock.unshift(first);
+      if (first[0] === 0x16) void this.#secureFront(sock);
+      else this.#readHead(sock);
+    });
+  }
+
+  /** HTTPS proxy: TLS with the gateway's own leaf, then the same proxy protocol inside. */
+  async #secureFront(sock: net.Socket): Promise<void> {
+    const context = await this.deps.selfLeaf.context();
+    // See #connect: wrapping in the macrotask that delivered the ClientHello loses it.
+    await new Promise((resolve) => setImmediate(resolve));
+    const secure = new tls.TLSSocket(sock, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
+    const timer = setTimeout(() => secure.destroy(), TLS_HANDSHAKE_TIMEOUT_MS);
+    secure.once("secure", () => {
+      clearTimeout(timer);
+      // From here the TLS stream keeps the head timeout (cleared by #readHead once the head is in).
+      sock.setTimeout(0);
+      secure.setTimeout(HEAD_TIMEOUT_MS, () => secure.destroy());
+    });
+    secure.on("error", () => secure.destroy());
+    secure.on("close", () => sock.destroy());
+    this.#readHead(secure);
+    sock.resume();
+  }
+
+  /** Reads the connection's first request head and hands the connection to what it asks for. */
+  #readHead(sock: net.Socket): void {
     let buf: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
@@ -132,6 +164,7 @@ export class GatewayListener {
       else this.#serve(sock, null, buf);
     };
     sock.on("data", onData);
+    sock.resume();
   }
 
   async #connect(sock: net.Socket, head: Head): Promise<void> {

@@ -44,3 +44,27 @@ export class LeafCache {
     return context;
   }
 }
+
+/** credgate's own leaf for a list of names (the HTTPS proxy, §6.18), reissued when under an hour remains. */
+export class SelfLeaf {
+  #entry: Entry | null = null;
+  #pending: Promise<tls.SecureContext> | null = null;
+
+  constructor(
+    private readonly ca: CertificateAuthority,
+    private readonly names: string[],
+  ) {}
+
+  context(): tls.SecureContext | Promise<tls.SecureContext> {
+    if (this.#entry && this.#entry.renewAt > Date.now()) return this.#entry.context;
+    this.#pending ??= this.ca
+      .issueLeaf(this.names)
+      .then((leaf) => {
+        const context = tls.createSecureContext({ key: leaf.keyPem, cert: leaf.certPem });
+        this.#entry = { context, renewAt: leaf.notAfter.getTime() - RENEW_BEFORE_MS };
+        return context;
+      })
+      .finally(() => (this.#pending = null));
+    return this.#pending;
+  }
+}
