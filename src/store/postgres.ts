@@ -19,6 +19,12 @@ interface TxContext {
 /** pg_advisory_xact_lock key of migrations and bootstrap ("credgate" in ASCII). */
 const STARTUP_LOCK = 0x6372656467617465n;
 
+const REQUEST_LOG_INSERT = `INSERT INTO request_logs (id, organization_id, project_id, agent_id, method, host, path, provider, status,
+  latency_ms, injection_count, decision, matched_rule_logical_id, matched_rule_name, approval_id, cost_nanos, created_at)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+    $9::int[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[])
+  RETURNING id, seq`;
+
 /** Error codes of Bun's PostgreSQL client (and the socket below it) that mean the server cannot be reached. */
 const UNAVAILABLE_CODES = new Set([
   "ERR_POSTGRES_CONNECTION_CLOSED",
@@ -104,10 +110,35 @@ export class PostgresStore implements Store {
     await this.db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
   }
 
+  /**
+   * One statement per batch, each column one array parameter (unnest): building a drizzle multi-row insert
+   * cost ~30 µs per row of the gateway's CPU; this costs a few.
+   */
   async insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]> {
     if (rows.length === 0) return [];
-    const inserted = await this.db.insert(this.t.requestLogs).values(rows).returning({ seq: this.t.requestLogs.seq });
-    return inserted.map((r) => r.seq);
+    const column = <K extends keyof RequestLogInsert>(k: K) => rows.map((r) => r[k] ?? null);
+    const inserted = (await this.client.unsafe(REQUEST_LOG_INSERT, [
+      column("id"),
+      column("organizationId"),
+      column("projectId"),
+      column("agentId"),
+      column("method"),
+      column("host"),
+      column("path"),
+      column("provider"),
+      column("status"),
+      column("latencyMs"),
+      column("injectionCount"),
+      column("decision"),
+      column("matchedRuleLogicalId"),
+      column("matchedRuleName"),
+      column("approvalId"),
+      column("costNanos"),
+      column("createdAt"),
+    ])) as { id: string; seq: string | number }[];
+    // RETURNING carries no order guarantee: match by id.
+    const seqOf = new Map(inserted.map((r) => [r.id, Number(r.seq)]));
+    return rows.map((r) => seqOf.get(r.id)!);
   }
 
   async query<R>(statement: SQL): Promise<R[]> {
