@@ -1,5 +1,6 @@
 // Every setting of the process (command-line flags + CREDGATE_* environment) becomes one typed,
 // validated Config here. Nothing else in the program reads process.env.
+import { parseCidr, type Cidr } from "./core/egress.ts";
 import { isIP } from "node:net";
 import { resolve as resolvePath } from "node:path";
 
@@ -38,6 +39,11 @@ export interface Config {
   metricsToken: string | null;
   /** Extra names for credgate's own certificates (CREDGATE_TLS_NAMES, §6.18). */
   tlsNames: string[];
+  /** Egress guard adjustments (CREDGATE_EGRESS_ALLOW / CREDGATE_EGRESS_DENY, §6.17). */
+  egressAllow: Cidr[];
+  egressDeny: Cidr[];
+  /** Hosts that may receive credentials over plain HTTP (CREDGATE_PLAINTEXT_HOSTS, §6.17). */
+  plaintextHosts: string[];
 }
 
 /** Flags given on the command line; each wins over its environment variable. */
@@ -92,6 +98,16 @@ function parseUrl(name: string, raw: string): string {
  * Parses curl `--resolve` entries `host:port:addr[,addr…]`, several separated by commas or spaces. A piece
  * that is only an address is an extra address of the entry before it; like curl, the first one is dialled.
  */
+function parseCidrList(name: string, raw: string | undefined): Cidr[] {
+  const out: Cidr[] = [];
+  for (const item of (raw ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+    const cidr = parseCidr(item);
+    if (!cidr) throw new ConfigError(`${name}: "${item}" is not an IP address or CIDR range (e.g. 10.0.0.0/8, fd00::/8)`);
+    out.push(cidr);
+  }
+  return out;
+}
+
 export function parseResolve(raw: string | undefined): Map<string, string> {
   const map = new Map<string, string>();
   if (!raw) return map;
@@ -191,5 +207,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     oauthClients: parseOAuthClients(env),
     metricsToken: nonEmpty(env.CREDGATE_METRICS_TOKEN),
     tlsNames: (env.CREDGATE_TLS_NAMES ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    egressAllow: parseCidrList("CREDGATE_EGRESS_ALLOW", env.CREDGATE_EGRESS_ALLOW),
+    egressDeny: parseCidrList("CREDGATE_EGRESS_DENY", env.CREDGATE_EGRESS_DENY),
+    plaintextHosts: (env.CREDGATE_PLAINTEXT_HOSTS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
   };
 }

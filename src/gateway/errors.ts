@@ -8,9 +8,11 @@ export const PROXY_AUTH_BODY = {
 
 export function gatewayJson(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): Response {
   const noRetry = status === 403 || status === 404 || status === 409 ? { "x-should-retry": "false" } : {};
-  return new Response(JSON.stringify(body), {
+  const text = JSON.stringify(body);
+  // The length is known: the answer goes out with Content-Length, not chunked.
+  return new Response(text, {
     status,
-    headers: { "content-type": "application/json", ...noRetry, ...headers },
+    headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), ...noRetry, ...headers },
   });
 }
 
@@ -54,3 +56,19 @@ export const upstreamTimeout = (host: string, seconds: number): Response =>
   gatewayJson(504, { error: "upstream_timeout", message: `${host} did not send response headers within ${seconds} seconds.` });
 
 export const badGateway = (): Response => gatewayJson(502, { error: "bad_gateway", message: "credgate gateway internal error." });
+
+export const egressDeniedBody = (host: string, address: string) => ({
+  error: "egress_denied",
+  message: `credgate does not connect to ${address} (${host}): the destination is an internal or reserved address.`,
+  host,
+  address,
+});
+
+export const egressDenied = (host: string, address: string): Response => gatewayJson(403, egressDeniedBody(host, address));
+
+export const insecureTransport = (host: string): Response =>
+  gatewayJson(403, {
+    error: "insecure_transport",
+    message: `credgate does not send credentials over plain HTTP to ${host}. Use https://, or list the host in CREDGATE_PLAINTEXT_HOSTS.`,
+    host,
+  });

@@ -5,6 +5,7 @@ import type { Config } from "../config.ts";
 import type { CertificateAuthority } from "../crypto/ca.ts";
 import type { Services } from "../services/index.ts";
 import type { GatewayContext } from "./context.ts";
+import { EgressGuard } from "./egress.ts";
 import { GatewayListener } from "./listener.ts";
 import { GatewaySnapshot } from "./snapshot.ts";
 import { LeafCache, SelfLeaf } from "./tls.ts";
@@ -27,7 +28,8 @@ export class Gateway {
       config,
       services,
       snapshot,
-      upstreams: new UpstreamPool(services.outbound, services.outbound.ca),
+      upstreams: new UpstreamPool(services.outbound.ca),
+      egress: new EgressGuard(config, services.outbound),
       vault: new VaultResolver({
         host: config.opConnectHost,
         token: config.opConnectToken,

@@ -9,9 +9,11 @@ import type { Duplex } from "node:stream";
 import { compileHostPattern, normalizeHost } from "../core/patterns.ts";
 import type { ApiApp } from "../api/app.ts";
 import type { Services } from "../services/index.ts";
+import { metrics } from "../metrics.ts";
 import { ClientConnection } from "./client/connection.ts";
 import type { GatewayContext } from "./context.ts";
-import { proxyAuthRequiredRaw, rawResponse } from "./errors.ts";
+import type { EgressVerdict } from "./egress.ts";
+import { egressDeniedBody, proxyAuthRequiredRaw, rawResponse } from "./errors.ts";
 import { requestHandler, type Tunnel } from "./handler.ts";
 import { writeLog } from "./log.ts";
 import { proxyToken } from "./proxyAuth.ts";
@@ -185,11 +187,20 @@ export class GatewayListener {
       return;
     }
     const host = normalizeHost(authority.host);
+    // The egress guard answers before the tunnel opens (§6.17); in-tunnel requests are checked again.
+    const verdict = await this.deps.context.egress.check(host, authority.port);
+    const logHost = authority.port === 443 ? host : `${host}:${authority.port}`;
+    if (verdict.kind === "denied") {
+      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 403, started: performance.now(), injectionCount: 0, decision: "blocked" });
+      sock.end(rawResponse(403, "Forbidden", egressDeniedBody(host, verdict.address)));
+      return;
+    }
     if (this.#passthrough.some((match) => match(host))) {
-      await this.#passthroughTunnel(sock, head, agent, host, authority.port);
+      await this.#passthroughTunnel(sock, head, agent, host, authority.port, verdict);
       return;
     }
     sock.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    countTunnel(sock);
     const first = head.rest.length > 0 ? head.rest : await firstChunk(sock);
     if (!first) return;
     sock.unshift(first);
@@ -232,18 +243,24 @@ export class GatewayListener {
     client.resume();
   }
 
-  async #passthroughTunnel(sock: net.Socket, head: Head, agent: AgentEntry, host: string, port: number): Promise<void> {
+  async #passthroughTunnel(sock: net.Socket, head: Head, agent: AgentEntry, host: string, port: number, verdict: EgressVerdict): Promise<void> {
     const started = performance.now();
     const logHost = port === 443 ? host : `${host}:${port}`;
+    if (verdict.kind !== "dial") {
+      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error" });
+      sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${verdict.reason}` }));
+      return;
+    }
     let upstream: net.Socket;
     try {
-      upstream = await this.deps.services.outbound.connect(host, port, { tls: false, timeoutMs: 10_000 });
+      upstream = await this.deps.services.outbound.connect(host, port, { tls: false, timeoutMs: 10_000, target: verdict.target });
     } catch (err) {
       writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error" });
       sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${(err as Error).message}` }));
       return;
     }
     writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 200, started, injectionCount: 0, decision: "allowed" });
+    countTunnel(sock);
     this.#sockets.add(upstream);
     this.#passthroughSockets.add(sock).add(upstream);
     upstream.on("close", () => this.#sockets.delete(upstream));
@@ -263,6 +280,12 @@ export class GatewayListener {
     sock.on("close", close);
     sock.resume();
   }
+}
+
+/** An open CONNECT tunnel, intercepted or passthrough, until its socket closes. */
+function countTunnel(sock: net.Socket): void {
+  metrics.openTunnels.inc();
+  sock.once("close", () => metrics.openTunnels.dec());
 }
 
 function firstChunk(sock: net.Socket): Promise<Buffer | null> {

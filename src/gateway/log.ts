@@ -4,6 +4,11 @@ import { newId } from "../core/ids.ts";
 import type { Services } from "../services/index.ts";
 import type { ProxyRequest } from "./request.ts";
 import type { AgentEntry } from "./snapshot.ts";
+import { metrics } from "../metrics.ts";
+
+export function countRequest(decision: string, status: number): void {
+  metrics.gatewayRequests.inc({ decision, status: String(status) });
+}
 
 export interface LogFields {
   agent: AgentEntry;
@@ -47,6 +52,8 @@ export function latencyOf(started: number): number {
 
 export function writeLog(services: Services, f: LogFields): string {
   const id = newId();
+  // A held request's row is written at 202 and updated once decided: that final answer is what is counted.
+  if (f.decision !== "approval_pending") countRequest(f.decision, f.status);
   services.requestLogs.enqueue({
     id,
     organizationId: f.agent.organizationId,

@@ -6,6 +6,7 @@
 import { costOf } from "../core/pricing.ts";
 import { UsageReader } from "../core/usage.ts";
 import { log } from "../log.ts";
+import { metrics } from "../metrics.ts";
 import type { GatewayContext } from "./context.ts";
 import type { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
@@ -41,6 +42,7 @@ export function meterReply(rq: ProxyRequest, g: GatewayContext, reply: Reply): v
       cost = usage ? costOf(g.services.prices, meter.type, usage) : meter.estimateNanos;
     }
     rq.costNanos = cost;
+    if (cost > 0) metrics.budgetSpend.inc({ type: meter.type }, cost / 1e9);
     const budgets = g.services.budgets;
     if (meter.reservationId === null) budgets.record(meter.secretId, rq.agent.organizationId, cost);
     else budgets.charge(meter.secretId, rq.agent.organizationId, cost, meter.reservationId).catch((err: Error) => log.warn("LLM spend not recorded", { secretId: meter.secretId, costNanos: cost, error: err.message }));

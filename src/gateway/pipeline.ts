@@ -4,7 +4,8 @@
 import { log } from "../log.ts";
 import type { GatewayContext } from "./context.ts";
 import { badGateway } from "./errors.ts";
-import { latencyOf, logFieldsOf, writeLog } from "./log.ts";
+import { countRequest, latencyOf, logFieldsOf, writeLog } from "./log.ts";
+import { metrics } from "../metrics.ts";
 import { meterReply, releaseReservation } from "./meter.ts";
 import { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
@@ -19,6 +20,8 @@ import { inject } from "./stages/inject.ts";
 import { injectConnection } from "./stages/injectConnection.ts";
 import { interceptPlaceholderRefresh } from "./stages/intercept.ts";
 import { enforcePolicy } from "./stages/policy.ts";
+import { askForIdentity, redactEcho } from "./stages/echo.ts";
+import { guardCleartext, guardEgress } from "./stages/egress.ts";
 import { guardResources } from "./stages/resources.ts";
 import { websocket } from "./websocket.ts";
 
@@ -32,8 +35,14 @@ const STAGES: Stage[] = [
       const latencyMs = latencyOf(rq.started);
       const record = () => {
         const fields = { status, decision: rq.decision, latencyMs, injectionCount: rq.injectionCount, costNanos: rq.costNanos };
-        if (rq.logId) g.services.requestLogs.update(rq.logId, fields);
-        else writeLog(g.services, { ...logFieldsOf(rq), ...fields });
+        if (rq.logId) {
+          g.services.requestLogs.update(rq.logId, fields);
+          countRequest(rq.decision, status);
+        } else writeLog(g.services, { ...logFieldsOf(rq), ...fields });
+        if (rq.upstreamMs !== null) {
+          metrics.gatewayUpstreamLatency.observe(rq.upstreamMs / 1000);
+          metrics.gatewayAddedLatency.observe(Math.max(0, performance.now() - rq.started - rq.upstreamMs) / 1000);
+        }
       };
       if (rq.meter && rq.forwarded) reply.onEnd(record);
       else record();
@@ -41,6 +50,7 @@ const STAGES: Stage[] = [
     },
   },
   { name: "auth", request: authenticate },
+  { name: "egress", request: guardEgress },
   { name: "intercept", request: (rq) => interceptPlaceholderRefresh(rq) },
   {
     name: "connection",
@@ -56,6 +66,8 @@ const STAGES: Stage[] = [
   { name: "resources", request: (rq) => guardResources(rq) },
   { name: "inject-connection", request: injectConnection },
   { name: "inject", request: inject },
+  { name: "cleartext", request: guardCleartext },
+  { name: "echo-guard", request: askForIdentity, response: redactEcho },
   {
     name: "budget",
     request: meterAndAdmit,

@@ -2,6 +2,7 @@
 // what will go upstream, and what each stage decided. Fields a stage sets are typed here, not bolted on.
 import { pathWithoutQuery } from "../core/patterns.ts";
 import type { Duplex } from "node:stream";
+import type { DialTarget } from "../services/outbound.ts";
 import type { IncomingRequest } from "./client/connection.ts";
 import type { Meter } from "./meter.ts";
 import type { AgentCredentials, AgentEntry, CompiledConnection, CompiledSecret } from "./snapshot.ts";
@@ -71,8 +72,14 @@ export class ProxyRequest {
   approvalId: string | null = null;
   /** The request-log row already written (an approval), updated in place at the end. */
   logId: string | null = null;
+  /** Where the request will be dialled, set by the egress stage (§6.17). */
+  dial: DialTarget | null = null;
+  /** Every value injected into the request, for the echo guard (§6.17). */
+  injectedValues: string[] = [];
   /** Set by the budget stage for a metered LLM request (§6.11). */
   meter: Meter | null = null;
+  /** Time from sending upstream to the response head (ms), when the request went upstream. */
+  upstreamMs: number | null = null;
   /** The metered cost, known when the response body has ended. */
   costNanos: number | null = null;
 

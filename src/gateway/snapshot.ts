@@ -2,6 +2,7 @@
 // token hash, and per agent its resolved credentials (values decrypted once, patterns compiled). Change
 // events (from this process or, over the store's notifications, from other instances) drop what they affect
 // at once; the next request rebuilds it, once for all requests waiting on it.
+import { metrics } from "../metrics.ts";
 import { tokenHash } from "../crypto/hash.ts";
 import { compileHostPattern, compilePathPattern, type HostMatcher, type PathMatcher } from "../core/patterns.ts";
 import type { Injectable } from "../core/inject.ts";
@@ -191,6 +192,7 @@ export class GatewaySnapshot {
     let building = this.#building.get(agent.id);
     if (!building) {
       const generation = this.#generation;
+      metrics.snapshotRebuilds.inc();
       building = this.#build(agent).then(
         (c) => {
           if (this.#generation === generation) this.#credentials.set(agent.id, c);

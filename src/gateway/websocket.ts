@@ -4,6 +4,7 @@
 import type * as net from "node:net";
 import type { Duplex } from "node:stream";
 import { log } from "../log.ts";
+import { metrics } from "../metrics.ts";
 import type { GatewayContext } from "./context.ts";
 import { upstreamTimeout, upstreamUnreachable } from "./errors.ts";
 import { MAX_HEAD_BYTES, parseResponseHead, type ResponseHead } from "./http1/head.ts";
@@ -18,7 +19,8 @@ const KEPT_ON_101 = ["upgrade", "connection", "sec-websocket-accept", "sec-webso
 export async function websocket(rq: ProxyRequest, g: GatewayContext): Promise<Response | Reply> {
   let upstream: net.Socket;
   try {
-    upstream = await g.services.outbound.connect(rq.host, rq.port, { tls: rq.scheme === "https", timeoutMs: CONNECT_TIMEOUT_MS });
+    if (!rq.dial) throw new Error("WebSocket dial reached without an egress verdict");
+    upstream = await g.services.outbound.connect(rq.host, rq.port, { tls: rq.scheme === "https", timeoutMs: CONNECT_TIMEOUT_MS, target: rq.dial });
   } catch (err) {
     rq.decision = "error";
     const e = err as NodeJS.ErrnoException;
@@ -52,7 +54,11 @@ export async function websocket(rq: ProxyRequest, g: GatewayContext): Promise<Re
 function pipeRaw(client: Duplex, upstream: net.Socket): void {
   client.pipe(upstream);
   upstream.pipe(client);
+  metrics.openWebSockets.inc();
+  let open = true;
   const close = (why: string) => () => {
+    if (open) metrics.openWebSockets.dec();
+    open = false;
     if (upstream.destroyed && client.destroyed) return;
     log.info("websocket relay closed", { reason: why });
     upstream.destroy();

@@ -77,8 +77,9 @@ export class Outbound {
   }
 
   /** A raw TCP connection (optionally TLS with ALPN http/1.1), e.g. for WebSocket upgrades and passthrough. */
-  connect(host: string, port: number, opts: { tls: boolean; timeoutMs: number }): Promise<net.Socket> {
-    const target = this.dialTarget(host, port);
+  connect(host: string, port: number, opts: { tls: boolean; timeoutMs: number; target?: DialTarget }): Promise<net.Socket> {
+    // The gateway passes the target its egress guard approved, so exactly that address is dialled.
+    const target = opts.target ?? this.dialTarget(host, port);
     return new Promise((resolve, reject) => {
       const sock: net.Socket = opts.tls
         ? tls.connect({

@@ -22,7 +22,9 @@ beforeAll(async () => {
   up = startUpstream(pki);
   [cloud, sh] = await Promise.all([
     startCredgate({
-      env: { CREDGATE_MODE: "cloud", CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([API_HOST, CLI_HOST], up.port) },
+      // Cloud mode refuses loopback destinations and trusts an operator's pin only inside CREDGATE_EGRESS_ALLOW
+      // (§6.17): the test upstream is on 127.0.0.1.
+      env: { CREDGATE_MODE: "cloud", CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([API_HOST, CLI_HOST], up.port), CREDGATE_EGRESS_ALLOW: "127.0.0.1/32" },
     }),
     startCredgate({ env: { CREDGATE_MODE: "self-hosted" } }),
   ]);

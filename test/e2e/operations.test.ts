@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { networkInterfaces } from "node:os";
 import { curlThroughGateway } from "../support/curl.ts";
-import { eventually, gatewayCa, resolveEntries } from "../support/gateway.ts";
+import { basic, eventually, gatewayCa, openConnect, resolveEntries } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { parseExposition, sampleValue, type Family } from "../support/prometheus.ts";
@@ -14,6 +14,7 @@ import { makePki, startUpstream, type TestPki, type TestUpstream } from "../supp
 
 const HELD = "held.ops.test";
 const VAULTED = "vaulted.ops.test";
+const PLAIN = "plain.ops.test";
 const TOKEN = `metrics-${crypto.randomUUID()}`;
 
 let pki: TestPki;
@@ -28,7 +29,7 @@ function interfaceAddress(): string | null {
 }
 
 beforeAll(async () => {
-  pki = makePki([HELD, VAULTED]);
+  pki = makePki([HELD, VAULTED, PLAIN]);
   up = startUpstream(pki);
   const closed = await freePort();
   cg = await startCredgate({
@@ -37,7 +38,7 @@ beforeAll(async () => {
     env: {
       CREDGATE_METRICS_TOKEN: TOKEN,
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-      CREDGATE_RESOLVE: resolveEntries([HELD, VAULTED], up.port),
+      CREDGATE_RESOLVE: resolveEntries([HELD, VAULTED, PLAIN], up.port),
       // A 1Password Connect server that is not there: every lookup fails as "unreachable".
       CREDGATE_OP_CONNECT_HOST: `http://127.0.0.1:${closed}`,
       CREDGATE_OP_CONNECT_TOKEN: "op-token",
@@ -114,6 +115,26 @@ describe("GET /metrics", () => {
     };
     for (const [name, type] of Object.entries(expected)) expect({ name, type: families.get(name)?.type }).toEqual({ name, type });
     expect(sampleValue(families, "process_resident_memory_bytes")).toBeGreaterThan(1_000_000);
+  });
+
+  test("gateway requests by decision and status, upstream and added latency, open tunnels, snapshot rebuilds", async () => {
+    const before = await scrape();
+    const r = await curlThroughGateway(cg, `https://${PLAIN}:${up.port}/counted`, { caFile });
+    expect(r.status).toBe(200);
+    const after = await scrape();
+    const allowed = (f: Map<string, Family>) => sampleValue(f, "credgate_gateway_requests_total", { decision: "allowed", status: "200" });
+    expect(allowed(after)).toBe(allowed(before) + 1);
+    for (const name of ["credgate_gateway_upstream_latency_seconds", "credgate_gateway_added_latency_seconds"]) {
+      expect(sampleValue(after, name)).toBe(sampleValue(before, name) + 1);
+    }
+    expect(sampleValue(after, "credgate_gateway_snapshot_rebuilds_total")).toBeGreaterThanOrEqual(1);
+    // A tunnel is open while its socket is; the gauge returns when it closes.
+    const idle = sampleValue(after, "credgate_gateway_open_tunnels");
+    const t = await openConnect(cg.gatewayPort, `${PLAIN}:${up.port}`, basic(cg.keys.defaultAgentToken));
+    expect(t.connect.status).toBe(200);
+    expect(sampleValue(await scrape(), "credgate_gateway_open_tunnels")).toBe(idle + 1);
+    t.socket.destroy();
+    await eventually(async () => sampleValue(await scrape(), "credgate_gateway_open_tunnels") === idle);
   });
 
   test("API requests by route and status", async () => {

@@ -80,7 +80,12 @@ describe("the change-event connection drops", () => {
       env: { CREDGATE_DATABASE_URL: url, CREDGATE_MASTER_KEY: TEST_MASTER_KEY, CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries(["drop.multi.test"], up.port) },
     });
     const caFile = (await gatewayCa(cg)).file;
-    const injected = async () => (await curlThroughGateway(cg, `https://drop.multi.test:${up.port}/`, { caFile })).json.headers["x-secret"];
+    // What the upstream received (its echo in the body is redacted by the echo guard, §6.17).
+    const injected = async () => {
+      const before = up.seen.length;
+      await curlThroughGateway(cg, `https://drop.multi.test:${up.port}/`, { caFile });
+      return up.seen.slice(before).at(-1)?.headers["x-secret"];
+    };
     const created = await cg.api("POST", "/v1/secrets", { body: { name: "Cached", type: "generic", value: "cached-value", hostPattern: "drop.multi.test", injectionConfig: { headerName: "x-secret" } } });
     expect(created.status).toBe(201);
     expect(await injected()).toBe("cached-value");

@@ -11,6 +11,7 @@ import { inject } from "../../src/gateway/stages/inject.ts";
 import { log } from "../../src/log.ts";
 import { VaultResolver } from "../../src/vault/resolver.ts";
 import { FakeConnect, fakeFetch } from "../support/opConnect.ts";
+import { credentials, proxyRequest } from "../support/proxyRequest.ts";
 
 beforeAll(() => log.setQuiet(true));
 
@@ -35,15 +36,9 @@ function secret(name: string, value: string | null, opRef: string | null, inject
 }
 
 function request(secrets: CompiledSecret[]): ProxyRequest {
-  return {
-    host: HOST,
-    path: "/v1/x",
-    upstreamTarget: "/v1/x?a=1",
-    headers: new Headers(),
-    credentials: { injectable: secrets },
-    injectionCount: 0,
-    decision: "allowed",
-  } as unknown as ProxyRequest;
+  const rq = proxyRequest({ host: HOST, target: "/v1/x?a=1" });
+  rq.credentials = credentials({ injectable: secrets });
+  return rq;
 }
 
 function setup(token = "tok") {

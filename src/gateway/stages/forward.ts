@@ -6,6 +6,7 @@ import { upstreamTimeout, upstreamUnreachable } from "../errors.ts";
 import type { Reply } from "../reply.ts";
 import type { ProxyRequest } from "../request.ts";
 import { exchange } from "../upstream/exchange.ts";
+import type { DialTarget } from "../../services/outbound.ts";
 
 /** The request head that leaves the gateway. Bytes a request line cannot carry are percent-encoded. */
 export function upstreamHead(rq: ProxyRequest, extra = ""): string {
@@ -15,13 +16,19 @@ export function upstreamHead(rq: ProxyRequest, extra = ""): string {
   return `${head}${extra}\r\n`;
 }
 
+function dialTarget(rq: ProxyRequest): DialTarget {
+  // Fail closed: nothing is dialled that the egress guard did not approve.
+  if (!rq.dial) throw new Error("forward reached without an egress verdict");
+  return rq.dial;
+}
+
 export async function forward(rq: ProxyRequest, g: GatewayContext): Promise<Response | Reply> {
   const chunked = rq.body !== null && rq.chunked;
   const seconds = g.config.upstreamHeaderTimeoutSeconds;
+  const sent = performance.now();
   const result = await exchange(g.upstreams, {
     scheme: rq.scheme,
-    host: rq.host,
-    port: rq.port,
+    target: dialTarget(rq),
     method: rq.method,
     head: upstreamHead(rq, chunked ? "transfer-encoding: chunked\r\n" : ""),
     body: rq.body,
@@ -29,7 +36,10 @@ export async function forward(rq: ProxyRequest, g: GatewayContext): Promise<Resp
     headerTimeoutMs: seconds * 1000,
     signal: rq.signal,
   });
-  if ("reply" in result) return result.reply;
+  if ("reply" in result) {
+    rq.upstreamMs = performance.now() - sent;
+    return result.reply;
+  }
   rq.decision = "error";
   return result.failure === "timeout" ? upstreamTimeout(rq.host, seconds) : upstreamUnreachable(rq.host, rq.port, result.reason);
 }

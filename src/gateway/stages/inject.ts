@@ -52,6 +52,7 @@ function apply(rq: ProxyRequest, matched: CompiledSecret[], vault: Map<string, L
     if (!out.ok) return credentialUnavailableFor(rq);
     target = out.pathAndQuery;
     rq.injectionCount += out.count;
+    if (out.count > 0) rq.injectedValues.push(value);
   }
   rq.upstreamTarget = target;
   return undefined;

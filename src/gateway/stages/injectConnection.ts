@@ -52,6 +52,7 @@ function apply(rq: ProxyRequest, injections: AppInjection[], credential: Connect
     if (!out.ok) return credentialUnavailableFor(rq);
     rq.upstreamTarget = out.pathAndQuery;
     rq.injectionCount += out.count;
+    if (out.count > 0) rq.injectedValues.push(injected);
   }
   return undefined;
 }

@@ -7,11 +7,12 @@ import { connectionTokens, framingOf, MAX_HEAD_BYTES, parseResponseHead, type He
 import { Reply, type BodySink, type BodySource } from "../reply.ts";
 import type { ConnectionUser, UpstreamConnection } from "./connection.ts";
 import type { UpstreamPool } from "./pool.ts";
+import type { DialTarget } from "../../services/outbound.ts";
 
 export interface UpstreamRequest {
   scheme: "https" | "http";
-  host: string;
-  port: number;
+  /** Where to dial (checked by the egress guard) and the name to verify. */
+  target: DialTarget;
   method: string;
   /** The whole request head, CRLFCRLF included (latin1 bytes). */
   head: string;
@@ -41,7 +42,7 @@ function headersForAgent(lines: HeaderLines, listed: Set<string>): Headers {
 export async function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
   let acquired;
   try {
-    acquired = await pool.acquire(rq.scheme, rq.host, rq.port);
+    acquired = await pool.acquire(rq.scheme, rq.target);
   } catch (err) {
     return { failure: "unreachable", reason: (err as Error).message };
   }
@@ -51,7 +52,7 @@ export async function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise
   if ("retry" in first) {
     if (!acquired.reused || rq.body) return { failure: "unreachable", reason: "connection closed before the response" };
     try {
-      acquired = await pool.acquire(rq.scheme, rq.host, rq.port);
+      acquired = await pool.acquire(rq.scheme, rq.target);
     } catch (err) {
       return { failure: "unreachable", reason: (err as Error).message };
     }

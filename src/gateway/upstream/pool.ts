@@ -1,7 +1,7 @@
 // Idle upstream connections kept per (scheme, dialled address, port, TLS name): an agent's next request to
 // the same upstream skips the TCP and TLS handshakes. A connection is only pooled after a complete exchange
 // on a keep-alive response, and dropped after a while idle (before most servers drop it themselves).
-import type { Outbound } from "../../services/outbound.ts";
+import type { DialTarget } from "../../services/outbound.ts";
 import { UpstreamConnection } from "./connection.ts";
 
 const IDLE_MS = 4_000;
@@ -11,17 +11,13 @@ export class UpstreamPool {
   readonly #idle = new Map<string, UpstreamConnection[]>();
   readonly #sweeper: ReturnType<typeof setInterval>;
 
-  constructor(
-    private readonly outbound: Outbound,
-    private readonly ca: string[] | undefined,
-  ) {
+  constructor(private readonly ca: string[] | undefined) {
     this.#sweeper = setInterval(() => this.#sweep(), IDLE_MS);
     this.#sweeper.unref();
   }
 
-  /** An idle connection to `host:port`, or a new one; `reused` tells which. */
-  async acquire(scheme: "https" | "http", host: string, port: number): Promise<{ conn: UpstreamConnection; reused: boolean; key: string }> {
-    const target = this.outbound.dialTarget(host, port);
+  /** An idle connection to the target (an address the egress guard approved), or a new one; `reused` tells which. */
+  async acquire(scheme: "https" | "http", target: DialTarget): Promise<{ conn: UpstreamConnection; reused: boolean; key: string }> {
     const key = `${scheme}|${target.address}|${target.port}|${target.host}`;
     const idle = this.#idle.get(key);
     while (idle && idle.length > 0) {

@@ -1,0 +1,37 @@
+// The echo guard (CONTRACT §6.17): an upstream that reflects the request must not hand the injected credential
+// to the agent. Credentialed requests ask for an identity encoding (so bodies can be read), and their responses
+// have every injected value — raw, base64 and percent-encoded — replaced in header values and in the body
+// while it streams. WebSocket frames are not scanned.
+import { needlesFor, redactText, StreamRedactor } from "../../core/redactor.ts";
+import type { GatewayContext } from "../context.ts";
+import type { Reply } from "../reply.ts";
+import type { ProxyRequest } from "../request.ts";
+
+export function askForIdentity(rq: ProxyRequest): undefined {
+  if (rq.injectionCount > 0 && !rq.websocket) rq.headers.set("accept-encoding", "identity");
+  return undefined;
+}
+
+export function redactEcho(rq: ProxyRequest, _g: GatewayContext, reply: Reply): Reply {
+  if (rq.injectionCount === 0 || rq.websocket || rq.injectedValues.length === 0) return reply;
+  const needles = needlesFor(rq.injectedValues);
+  if (needles.length === 0) return reply;
+  const changed: [string, string][] = [];
+  for (const [name, value] of reply.headers) {
+    if (name === "set-cookie") continue;
+    const clean = redactText(value, needles);
+    if (clean !== value) changed.push([name, clean]);
+  }
+  for (const [name, clean] of changed) reply.headers.set(name, clean);
+  const cookies = reply.headers.getSetCookie();
+  const cleanCookies = cookies.map((c) => redactText(c, needles));
+  if (cleanCookies.some((c, i) => c !== cookies[i])) {
+    reply.headers.delete("set-cookie");
+    for (const c of cleanCookies) reply.headers.append("set-cookie", c);
+  }
+  if (reply.body) {
+    const redactor = new StreamRedactor(needles);
+    reply.transforms.push({ resizes: true, data: (chunk) => redactor.push(chunk), end: () => redactor.end() });
+  }
+  return reply;
+}
