@@ -108,8 +108,9 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   // The injected header must really reach the upstream (the agent sends none).
   for (const t of [mitm, mitmIp]) {
     const probe = await requestOnce(t, "/echo");
-    const seen = probe.status === 200 ? (JSON.parse(probe.body) as { authorization: string | null }) : null;
-    if (seen?.authorization !== `Bearer ${SECRET_VALUE}`) throw new Error(`injection check for CONNECT ${t.host} failed: ${probe.status} ${probe.body}`);
+    const seen = probe.status === 200 ? (JSON.parse(probe.body) as { authorizationSha256: string | null }) : null;
+    const expected = new Bun.CryptoHasher("sha256").update(`Bearer ${SECRET_VALUE}`).digest("hex");
+    if (seen?.authorizationSha256 !== expected) throw new Error(`injection check for CONNECT ${t.host} failed: ${probe.status} ${probe.body}`);
   }
   log("verified: the upstream received the injected Authorization header through the MITM path");
   const llm: Target = { host: LLM_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { "x-api-key": "credgate-managed" } };

@@ -1,7 +1,7 @@
 // The benchmark's HTTPS upstream, run as its own process so it never shares an event loop with the load
 // client or the gateway. It prints one JSON line `{"port":…}` on stdout once listening.
 //   GET /      a small JSON body (the throughput/latency target)
-//   GET /echo  the Authorization header it received, to prove the gateway injected the secret
+//   GET /echo  the SHA-256 of the Authorization header it received, to prove the gateway injected the secret
 //   GET /sse   text/event-stream: the first event at once, then SSE_EVENTS-1 more every SSE_GAP_MS
 //   GET /stats {requests, connections}: requests answered and distinct client connections seen so far
 //   POST /v1/messages, POST /v1/unmetered  an Anthropic Messages answer (SSE when the body asks to stream,
@@ -91,7 +91,11 @@ const server = Bun.serve({
     if (path === "/") return new Response(SMALL, { headers: { "content-type": "application/json" } });
     if (path === "/sse") return sse();
     if (path === "/stats") return Response.json({ requests, connections: ports.size });
-    if (path === "/echo") return Response.json({ authorization: req.headers.get("authorization"), host: req.headers.get("host") });
+    // A digest, not the header itself: the gateway's echo guard would redact a reflected credential (§6.17).
+    if (path === "/echo") {
+      const auth = req.headers.get("authorization");
+      return Response.json({ authorizationSha256: auth === null ? null : new Bun.CryptoHasher("sha256").update(auth).digest("hex"), host: req.headers.get("host") });
+    }
     if (req.method === "POST" && (path === "/v1/messages" || path === "/v1/unmetered")) {
       const body = await req.text();
       return body.includes('"stream":true') ? anthropicSse() : new Response(ANTHROPIC_JSON, { headers: { "content-type": "application/json" } });

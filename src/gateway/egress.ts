@@ -15,10 +15,13 @@ export type EgressVerdict =
   /** The name did not resolve: nothing will be dialled. */
   | { kind: "unresolved"; reason: string };
 
+const FIXED_MAX = 10_000;
+
 export class EgressGuard {
   readonly #rules: EgressRules;
   readonly #ownPorts: Set<number>;
   readonly #localAddresses: Set<string>;
+  readonly #fixed = new Map<string, EgressVerdict>();
 
   constructor(
     private readonly config: Pick<Config, "mode" | "egressAllow" | "egressDeny" | "port" | "gatewayPort">,
@@ -34,12 +37,23 @@ export class EgressGuard {
     );
   }
 
-  /** Synchronous when no name has to be resolved (an IP literal, a pinned address). */
+  /**
+   * Synchronous when no name has to be resolved (an IP literal, a pinned address); those verdicts depend on
+   * nothing but the configuration, so they are kept.
+   */
   check(host: string, port: number): EgressVerdict | Promise<EgressVerdict> {
+    const key = `${host}|${port}`;
+    const known = this.#fixed.get(key);
+    if (known) return known;
     const target = this.outbound.dialTarget(host, port);
     const pinned = target.address !== target.host || target.port !== port;
     const literal = parseAddress(target.address);
-    if (literal) return this.#judge(target, literal, pinned);
+    if (literal) {
+      const verdict = this.#judge(target, literal, pinned);
+      if (this.#fixed.size >= FIXED_MAX) this.#fixed.clear();
+      this.#fixed.set(key, verdict);
+      return verdict;
+    }
     return lookup(target.address).then(
       ({ address }): EgressVerdict => {
         const resolved = parseAddress(address);

@@ -191,11 +191,11 @@ export class ClientConnection {
     this.#abort = null;
     this.#body = null;
     this.#busy = false;
-    if (close || this.#closed) {
-      this.socket.end();
+    // The writer ends the socket itself when an upstream body broke off.
+    if (close || this.#closed || this.socket.writableEnded) {
+      if (!this.socket.writableEnded) this.socket.end();
       return;
     }
-    if (this.#closing) return void this.socket.end();
     this.onIdle(this);
     if (this.socket.isPaused()) this.socket.resume();
     this.#next();

@@ -3,7 +3,7 @@
 // the first body bytes so that a small response leaves in one write.
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { chunk, lastChunk } from "../http1/body.ts";
+import { lastChunk } from "../http1/body.ts";
 import type { BodyTransform, Reply } from "../reply.ts";
 
 export interface WriteOptions {
@@ -12,6 +12,10 @@ export interface WriteOptions {
   close: boolean;
   signal: AbortSignal;
 }
+
+const CRLF = Buffer.from("\r\n");
+/** Past this many bytes waiting, they are written at once rather than at the end of the tick. */
+const MAX_PENDING = 64 * 1024;
 
 const SKIPPED = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "set-cookie"]);
 
@@ -51,7 +55,7 @@ export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Pr
   const length = source === null ? 0 : resizes ? null : source.length;
   const chunked = length === null;
   const framing = noBody ? "" : chunked ? "transfer-encoding: chunked\r\n" : `content-length: ${length}\r\n`;
-  let head: Buffer | null = headOf(reply, framing, opts.close, noBody);
+  const head = headOf(reply, framing, opts.close, noBody);
 
   if (source === null) {
     socket.write(head);
@@ -60,14 +64,23 @@ export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Pr
   }
   return new Promise<void>((resolve) => {
     let finished = false;
-    const send = (data: Uint8Array): boolean => {
-      const framed = chunked ? chunk(data) : data;
-      if (head) {
-        const both = Buffer.concat([head, framed]);
-        head = null;
-        return socket.write(both);
-      }
-      return socket.write(framed);
+    // Bytes wait for the end of the current tick and leave in one write: a small response's head, body and
+    // last chunk are one TLS record and one syscall, and a stream's chunks still go out as they come.
+    let pending: Uint8Array[] = [head];
+    let pendingBytes = head.byteLength;
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
+      if (pending.length === 0) return;
+      const out = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
+      pending = [];
+      pendingBytes = 0;
+      socket.write(out);
+    };
+    const queue = (data: Uint8Array) => {
+      if (chunked) pending.push(Buffer.from(`${data.byteLength.toString(16)}\r\n`, "latin1"), data, CRLF);
+      else pending.push(data);
+      pendingBytes += data.byteLength + (chunked ? 12 : 0);
     };
     const done = (complete: boolean) => {
       if (finished) return;
@@ -90,25 +103,28 @@ export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Pr
         if (finished) return false;
         let out = data;
         for (const t of transforms) out = t.data(out);
-        if (out.byteLength === 0) return true;
-        return send(out);
+        if (out.byteLength > 0) queue(out);
+        if (pendingBytes >= MAX_PENDING) flush();
+        else if (!scheduled) {
+          scheduled = true;
+          queueMicrotask(flush);
+        }
+        return !socket.writableNeedDrain;
       },
       end() {
         if (finished) return;
-        for (const tail of endTransforms(transforms, true)) send(tail);
-        if (chunked) {
-          if (head) {
-            socket.write(Buffer.concat([head, lastChunk()]));
-            head = null;
-          } else socket.write(lastChunk());
-        } else if (head) socket.write(head);
+        for (const tail of endTransforms(transforms, true)) queue(tail);
+        if (chunked) pending.push(lastChunk());
+        flush();
         done(true);
       },
       error() {
         if (finished) return;
         endTransforms(transforms, false);
-        // Mid-body there is no way to say it in HTTP/1.1 but to cut the connection.
-        socket.destroy();
+        // Mid-body there is no way to say it in HTTP/1.1 but to end the connection short of the length or
+        // the last chunk: what came is delivered, then the agent sees the transfer cut.
+        flush();
+        socket.end();
         done(false);
       },
     });
