@@ -124,6 +124,7 @@ const RequestLog = T.Object({
   approvalId: Nullable(T.String()),
   costNanos: Nullable(T.Integer()),
   createdAt: Timestamp,
+  requestId: Nullable(T.String({ description: "the request's x-request-id" })),
 });
 export const RequestLogPage = T.Object({ data: T.Array(RequestLog), nextCursor: Nullable(T.String()) }, { $id: "RequestLogPage" });
 

@@ -1,5 +1,6 @@
 // Agent-facing gateway errors (CONTRACT §6.15): JSON `{error, message, …}`. 403/404/409 and guidance
 // rewrites carry `x-should-retry: false`; 429 and 503 carry `Retry-After` instead.
+import { randomUUID } from "node:crypto";
 
 export const PROXY_AUTH_BODY = {
   error: "proxy_authentication_required",
@@ -24,22 +25,24 @@ export function proxyAuthRequired(closeConnection: boolean): Response {
 }
 
 /** The raw 407 written on a CONNECT, before any tunnel exists. */
-export function proxyAuthRequiredRaw(): string {
+export function proxyAuthRequiredRaw(requestId: string): string {
   const body = JSON.stringify(PROXY_AUTH_BODY);
   return [
     "HTTP/1.1 407 Proxy Authentication Required",
     'Proxy-Authenticate: Basic realm="credgate"',
     "Content-Type: application/json",
     `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-Id: ${requestId}`,
     "Connection: close",
     "",
     body,
   ].join("\r\n");
 }
 
-export function rawResponse(status: number, reason: string, body: Record<string, unknown>): string {
+/** An answer written straight on the socket (before a tunnel, or to a request that could not be read). */
+export function rawResponse(status: number, reason: string, body: Record<string, unknown>, requestId: string = randomUUID()): string {
   const text = JSON.stringify(body);
-  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`;
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${text}`;
 }
 
 /** `reason`, when given, is appended to the §6.15 message: what the operator must fix (never a value). */

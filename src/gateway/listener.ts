@@ -10,6 +10,7 @@ import { compileHostPattern, normalizeHost } from "../core/patterns.ts";
 import type { ApiApp } from "../api/app.ts";
 import type { Services } from "../services/index.ts";
 import { metrics } from "../metrics.ts";
+import { REQUEST_ID_HEADER, requestIdFor } from "../requestId.ts";
 import { ClientConnection } from "./client/connection.ts";
 import type { GatewayContext } from "./context.ts";
 import type { EgressVerdict } from "./egress.ts";
@@ -170,6 +171,7 @@ export class GatewayListener {
   }
 
   async #connect(sock: net.Socket, head: Head): Promise<void> {
+    const requestId = requestIdFor(head.headers.get(REQUEST_ID_HEADER));
     const token = proxyToken(head.headers.get("proxy-authorization"));
     let agent: AgentEntry | null;
     try {
@@ -178,12 +180,12 @@ export class GatewayListener {
       agent = null;
     }
     if (!token || !agent) {
-      sock.end(proxyAuthRequiredRaw());
+      sock.end(proxyAuthRequiredRaw(requestId));
       return;
     }
     const authority = parseAuthority(head.target);
     if (!authority) {
-      sock.end(rawResponse(400, "Bad Request", { error: "bad_request", message: `Invalid CONNECT target "${head.target}".` }));
+      sock.end(rawResponse(400, "Bad Request", { error: "bad_request", message: `Invalid CONNECT target "${head.target}".` }, requestId));
       return;
     }
     const host = normalizeHost(authority.host);
@@ -191,12 +193,12 @@ export class GatewayListener {
     const verdict = await this.deps.context.egress.check(host, authority.port);
     const logHost = authority.port === 443 ? host : `${host}:${authority.port}`;
     if (verdict.kind === "denied") {
-      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 403, started: performance.now(), injectionCount: 0, decision: "blocked" });
-      sock.end(rawResponse(403, "Forbidden", egressDeniedBody(host, verdict.address)));
+      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 403, started: performance.now(), injectionCount: 0, decision: "blocked", requestId });
+      sock.end(rawResponse(403, "Forbidden", egressDeniedBody(host, verdict.address), requestId));
       return;
     }
     if (this.#passthrough.some((match) => match(host))) {
-      await this.#passthroughTunnel(sock, head, agent, host, authority.port, verdict);
+      await this.#passthroughTunnel(sock, head, agent, host, authority.port, verdict, requestId);
       return;
     }
     sock.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -243,23 +245,23 @@ export class GatewayListener {
     client.resume();
   }
 
-  async #passthroughTunnel(sock: net.Socket, head: Head, agent: AgentEntry, host: string, port: number, verdict: EgressVerdict): Promise<void> {
+  async #passthroughTunnel(sock: net.Socket, head: Head, agent: AgentEntry, host: string, port: number, verdict: EgressVerdict, requestId: string): Promise<void> {
     const started = performance.now();
     const logHost = port === 443 ? host : `${host}:${port}`;
     if (verdict.kind !== "dial") {
-      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error" });
-      sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${verdict.reason}` }));
+      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error", requestId });
+      sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${verdict.reason}` }, requestId));
       return;
     }
     let upstream: net.Socket;
     try {
       upstream = await this.deps.services.outbound.connect(host, port, { tls: false, timeoutMs: 10_000, target: verdict.target });
     } catch (err) {
-      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error" });
-      sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${(err as Error).message}` }));
+      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error", requestId });
+      sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${(err as Error).message}` }, requestId));
       return;
     }
-    writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 200, started, injectionCount: 0, decision: "allowed" });
+    writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 200, started, injectionCount: 0, decision: "allowed", requestId });
     countTunnel(sock);
     this.#sockets.add(upstream);
     this.#passthroughSockets.add(sock).add(upstream);

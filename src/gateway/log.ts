@@ -27,6 +27,8 @@ export interface LogFields {
   /** Measured earlier (until the upstream response headers) when the row is written later. */
   latencyMs?: number;
   costNanos?: number | null;
+  /** The request's x-request-id. */
+  requestId: string;
 }
 
 /** The log fields of a proxied request as it stands; callers override status and decision. */
@@ -43,6 +45,7 @@ export function logFieldsOf(rq: ProxyRequest): LogFields {
     provider: rq.provider,
     matchedRule: rq.matchedRule,
     approvalId: rq.approvalId,
+    requestId: rq.requestId,
   };
 }
 
@@ -71,6 +74,7 @@ export function writeLog(services: Services, f: LogFields): string {
     matchedRuleName: f.matchedRule?.name ?? null,
     approvalId: f.approvalId ?? null,
     costNanos: f.costNanos ?? null,
+    requestId: f.requestId,
     createdAt: new Date().toISOString(),
   });
   return id;

@@ -2,6 +2,7 @@
 // in contract order. Request hooks run top to bottom until one answers (the forward stage always does);
 // response hooks run bottom to top for the stages that were reached. Adding a feature adds a stage here.
 import { log } from "../log.ts";
+import { REQUEST_ID_HEADER } from "../requestId.ts";
 import type { GatewayContext } from "./context.ts";
 import { badGateway } from "./errors.ts";
 import { countRequest, latencyOf, logFieldsOf, writeLog } from "./log.ts";
@@ -82,7 +83,12 @@ const STAGES: Stage[] = [
   { name: "forward", request: (rq, g) => (rq.websocket ? websocket(rq, g) : forward(rq, g)) },
 ];
 
-export async function runStages(rq: ProxyRequest, g: GatewayContext): Promise<Reply> {
+export function runStages(rq: ProxyRequest, g: GatewayContext): Promise<Reply> {
+  // Every log line written while the request is handled carries its id.
+  return log.withContext({ requestId: rq.requestId }, () => run(rq, g));
+}
+
+async function run(rq: ProxyRequest, g: GatewayContext): Promise<Reply> {
   let reached = 0;
   let outcome: Response | Reply | undefined;
   for (const stage of STAGES) {
@@ -109,5 +115,6 @@ export async function runStages(rq: ProxyRequest, g: GatewayContext): Promise<Re
       log.error("gateway response stage failed", { stage: STAGES[i]!.name, host: rq.host, error: (err as Error).message });
     }
   }
+  if (!reply.fromUpstream) reply.headers.set(REQUEST_ID_HEADER, rq.requestId);
   return reply;
 }

@@ -30,6 +30,8 @@ export interface BodyTransform {
 
 export class Reply {
   readonly transforms: BodyTransform[] = [];
+  /** An upstream's response (relayed as it is), as opposed to an answer of the gateway's own. */
+  fromUpstream = false;
   /** The agent's connection was handed to a raw pipe (WebSocket after 101): nothing is left to write. */
   takenOver = false;
   readonly #ended: ((complete: boolean) => void)[] = [];

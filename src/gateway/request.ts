@@ -1,6 +1,7 @@
 // The context of one proxied request as it moves through the stages (pipeline.ts): what the agent sent,
 // what will go upstream, and what each stage decided. Fields a stage sets are typed here, not bolted on.
 import { pathWithoutQuery } from "../core/patterns.ts";
+import { REQUEST_ID_HEADER, requestIdFor } from "../requestId.ts";
 import type { Duplex } from "node:stream";
 import type { DialTarget } from "../services/outbound.ts";
 import type { IncomingRequest } from "./client/connection.ts";
@@ -46,6 +47,8 @@ export class ProxyRequest {
   readonly chunked: boolean;
   /** A WebSocket upgrade inside a tunnel (absolute-form requests never upgrade). */
   readonly websocket: boolean;
+  /** The agent's x-request-id when sane, else a new one (CONTRACT §7): on gateway answers, log lines and the log row. */
+  readonly requestId: string;
 
   #agent: AgentEntry | null = null;
   #credentials: AgentCredentials | null = null;
@@ -103,6 +106,7 @@ export class ProxyRequest {
     this.signal = incoming.signal;
     this.chunked = incoming.chunked;
     this.websocket = websocket;
+    this.requestId = requestIdFor(incoming.headers.get(REQUEST_ID_HEADER));
     this.headers = cleanHeaders;
     this.upstreamTarget = to.target;
     this.body = incoming.body;

@@ -20,9 +20,9 @@ interface TxContext {
 const STARTUP_LOCK = 0x6372656467617465n;
 
 const REQUEST_LOG_INSERT = `INSERT INTO request_logs (id, organization_id, project_id, agent_id, method, host, path, provider, status,
-  latency_ms, injection_count, decision, matched_rule_logical_id, matched_rule_name, approval_id, cost_nanos, created_at)
+  latency_ms, injection_count, decision, matched_rule_logical_id, matched_rule_name, approval_id, cost_nanos, created_at, request_id)
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-    $9::int[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[])
+    $9::int[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[])
   RETURNING id, seq`;
 
 /** Error codes of Bun's PostgreSQL client (and the socket below it) that mean the server cannot be reached. */
@@ -135,6 +135,7 @@ export class PostgresStore implements Store {
       column("approvalId"),
       column("costNanos"),
       column("createdAt"),
+      column("requestId"),
     ])) as { id: string; seq: string | number }[];
     // RETURNING carries no order guarantee: match by id.
     const seqOf = new Map(inserted.map((r) => [r.id, Number(r.seq)]));

@@ -193,6 +193,8 @@ export const requestLogs = pgTable(
     matchedRuleName: text("matched_rule_name"),
     approvalId: text("approval_id"),
     costNanos: bigint("cost_nanos", { mode: "number" }),
+    /** The request's x-request-id (CONTRACT §7), null for rows written before it was recorded. */
+    requestId: text("request_id"),
     createdAt: text("created_at").notNull(),
   },
   (t) => [

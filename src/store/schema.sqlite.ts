@@ -189,6 +189,8 @@ export const requestLogs = sqliteTable(
     matchedRuleName: text("matched_rule_name"),
     approvalId: text("approval_id"),
     costNanos: integer("cost_nanos"),
+    /** The request's x-request-id (CONTRACT §7), null for rows written before it was recorded. */
+    requestId: text("request_id"),
     createdAt: text("created_at").notNull(),
   },
   (t) => [

@@ -33,6 +33,7 @@ function row(patch: Partial<RequestLogRow> = {}): RequestLogRow {
     approvalId: null,
     costNanos: null,
     createdAt: new Date(Date.UTC(2030, 0, 1) + n).toISOString(),
+    requestId: `req-${n}`,
     ...patch,
   };
 }

@@ -40,6 +40,7 @@ const LOG_KEYS = [
   "path",
   "projectId",
   "provider",
+  "requestId",
   "status",
 ];
 

@@ -15,6 +15,7 @@ import { makePki, startUpstream, type TestPki, type TestUpstream } from "../supp
 const HELD = "held.ops.test";
 const VAULTED = "vaulted.ops.test";
 const PLAIN = "plain.ops.test";
+const BLOCKED = "blocked.ops.test";
 const TOKEN = `metrics-${crypto.randomUUID()}`;
 
 let pki: TestPki;
@@ -29,7 +30,7 @@ function interfaceAddress(): string | null {
 }
 
 beforeAll(async () => {
-  pki = makePki([HELD, VAULTED, PLAIN]);
+  pki = makePki([HELD, VAULTED, PLAIN, BLOCKED]);
   up = startUpstream(pki);
   const closed = await freePort();
   cg = await startCredgate({
@@ -38,7 +39,7 @@ beforeAll(async () => {
     env: {
       CREDGATE_METRICS_TOKEN: TOKEN,
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-      CREDGATE_RESOLVE: resolveEntries([HELD, VAULTED, PLAIN], up.port),
+      CREDGATE_RESOLVE: resolveEntries([HELD, VAULTED, PLAIN, BLOCKED], up.port),
       // A 1Password Connect server that is not there: every lookup fails as "unreachable".
       CREDGATE_OP_CONNECT_HOST: `http://127.0.0.1:${closed}`,
       CREDGATE_OP_CONNECT_TOKEN: "op-token",
@@ -89,6 +90,39 @@ describe("request ids", () => {
     const res = await fetch(`${cg.gatewayUrl}/v1/health`, { headers: { "x-request-id": "gw-health-1" } });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-request-id")).toBe("gw-health-1");
+  });
+});
+
+describe("request ids at the gateway", () => {
+  test("a gateway answer carries the agent's sane x-request-id, and so does its request-log row", async () => {
+    expect((await cg.api("POST", "/v1/policy/rules", { body: { name: "no blocked", action: "block", targets: [{ kind: "network", hostPattern: BLOCKED }] } })).status).toBe(201);
+    expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
+    const r = await curlThroughGateway(cg, `https://${BLOCKED}:${up.port}/x`, { caFile, headers: ["x-request-id: agent-req.42_A"] });
+    expect(r.status).toBe(403);
+    expect(r.headers["x-request-id"]).toBe("agent-req.42_A");
+    const logs = await cg.api("GET", `/v1/logs?host=${BLOCKED}:${up.port}`);
+    expect(logs.body.data[0]).toMatchObject({ decision: "blocked", status: 403, requestId: "agent-req.42_A" });
+  });
+
+  test("without one, or with one that could forge a field, a new uuid is minted; the row has the same", async () => {
+    for (const sent of [null, "a b", "x".repeat(129)]) {
+      const r = await curlThroughGateway(cg, `https://${BLOCKED}:${up.port}/minted`, { caFile, headers: sent === null ? [] : [`x-request-id: ${sent}`] });
+      expect(r.status).toBe(403);
+      const id = r.headers["x-request-id"]!;
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      const logs = await cg.api("GET", `/v1/logs?host=${BLOCKED}:${up.port}`);
+      expect(logs.body.data.some((row: { requestId: string }) => row.requestId === id)).toBe(true);
+    }
+  });
+
+  test("a refused CONNECT carries one too; an upstream's own answer is relayed without one added", async () => {
+    const t = await openConnect(cg.gatewayPort, `${PLAIN}:${up.port}`, basic("agt_wrong"));
+    t.socket.destroy();
+    expect(t.connect.status).toBe(407);
+    expect(t.connect.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+    const relayed = await curlThroughGateway(cg, `https://${PLAIN}:${up.port}/relayed`, { caFile });
+    expect(relayed.status).toBe(200);
+    expect(relayed.headers["x-request-id"]).toBeUndefined();
   });
 });
 

@@ -162,6 +162,7 @@ class Exchange implements ConnectionUser, BodySource {
     this.#head = head;
     const bodyless = this.rq.method === "HEAD" || head.status === 204 || head.status === 304;
     const reply = new Reply(head.status, head.reason, headersForAgent(head.headers, listed), null);
+    reply.fromUpstream = true;
     if (bodyless || framing === 0) {
       this.#responseDone = true;
       this.#settle({ reply });
