@@ -9,6 +9,7 @@ import type { Duplex } from "node:stream";
 import { compileHostPattern, normalizeHost } from "../core/patterns.ts";
 import type { ApiApp } from "../api/app.ts";
 import type { Services } from "../services/index.ts";
+import { log } from "../log.ts";
 import { metrics } from "../metrics.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../requestId.ts";
 import { ClientConnection } from "./client/connection.ts";
@@ -71,6 +72,8 @@ export class GatewayListener {
   readonly #sockets = new Set<net.Socket>();
   readonly #passthroughSockets = new Set<net.Socket>();
   readonly #connections = new Set<ClientConnection>();
+  /** (agent, host) pairs already warned about a failed MITM handshake: one line each, not one per attempt. */
+  readonly #handshakeWarned = new Set<string>();
   #stopping = false;
   readonly #passthrough: ((host: string) => boolean)[];
 
@@ -216,9 +219,16 @@ export class GatewayListener {
       await new Promise((resolve) => setImmediate(resolve));
       const secure = new tls.TLSSocket(sock, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
       const timer = setTimeout(() => secure.destroy(), TLS_HANDSHAKE_TIMEOUT_MS);
-      secure.once("secure", () => clearTimeout(timer));
+      let handshaken = false;
+      secure.once("secure", () => {
+        handshaken = true;
+        clearTimeout(timer);
+      });
       secure.on("error", () => secure.destroy());
-      secure.on("close", () => sock.destroy());
+      secure.on("close", () => {
+        if (!handshaken) this.#warnHandshakeFailed(agent, host);
+        sock.destroy();
+      });
       client = secure;
     }
     const defaultPort = scheme === "https" ? 443 : 80;
@@ -233,6 +243,23 @@ export class GatewayListener {
     // A TLS tunnel reads the raw socket now (the handshake); a plain one stayed paused until its reader
     // was attached, or the unshifted first request would have been emitted to nobody.
     sock.resume();
+  }
+
+  /**
+   * The agent's client gave up on the TLS handshake with the MITM leaf: almost always because it does not
+   * trust the gateway CA (the client's alert does not reach us, so that is the likely cause, said as such).
+   */
+  #warnHandshakeFailed(agent: AgentEntry, host: string): void {
+    const key = `${agent.id}|${host}`;
+    if (this.#handshakeWarned.has(key)) return;
+    if (this.#handshakeWarned.size >= 10_000) this.#handshakeWarned.clear();
+    this.#handshakeWarned.add(key);
+    log.warn("an agent's client did not complete the TLS handshake with the gateway; it probably does not trust the gateway CA", {
+      agentId: agent.id,
+      agent: agent.identifier,
+      host,
+      hint: "install the gateway CA (GET /v1/gateway/ca) in the agent's trust store; credgate run and /v1/container-config set it up",
+    });
   }
 
   /** Hands a client stream to a ClientConnection that reads its requests. */

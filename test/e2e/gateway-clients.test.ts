@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
-import { PROXY_AUTH_BODY, ResponseReader, basic, gatewayCa, openConnect, rawRequest, resolveEntries, run, startPlainUpstream } from "../support/gateway.ts";
+import { PROXY_AUTH_BODY, ResponseReader, basic, eventually, gatewayCa, openConnect, rawRequest, resolveEntries, run, startPlainUpstream } from "../support/gateway.ts";
 import * as net from "node:net";
 
 const HOST = "api.clients.test";
@@ -98,6 +98,25 @@ describe("curl through CONNECT + MITM", () => {
     expect(r.code).not.toBe(0);
     expect(r.code).not.toBe(56);
     expect(seenAt(up, url).length).toBe(0);
+  });
+
+  test("a client that rejects the gateway's certificate gives one warning per (agent, host), with the hint", async () => {
+    const host = "untrusting.clients.test";
+    const warnings = () => cg.output().split("\n").filter((l) => l.includes("did not complete the TLS handshake") && l.includes(host));
+    for (let i = 0; i < 2; i++) {
+      // Node through a CONNECT tunnel it opens by hand, without the gateway CA: it aborts the handshake.
+      const script = `
+        const net = require("node:net"), tls = require("node:tls");
+        const s = net.connect(${cg.gatewayPort}, "127.0.0.1", () => s.write("CONNECT ${host}:443 HTTP/1.1\\r\\nHost: ${host}:443\\r\\nProxy-Authorization: Basic ${btoa(`x:${token}`)}\\r\\n\\r\\n"));
+        s.once("data", () => { const t = tls.connect({ socket: s, servername: "${host}" }); t.on("error", (e) => { console.log(e.code); process.exit(0); }); });`;
+      const r = await run(["node", "-e", script]);
+      expect(r.stdout.trim()).toMatch(/UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED|UNABLE_TO_GET_ISSUER_CERT/);
+    }
+    const lines = (await eventually(() => (warnings().length > 0 ? warnings() : null), 5000))!;
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0]!);
+    expect(line).toMatchObject({ level: "warn", host, agent: "default" });
+    expect(line.hint).toContain("/v1/gateway/ca");
   });
 
   test("token as the username only (http://<token>@gateway) is accepted", async () => {
