@@ -26,8 +26,8 @@ export class StreamRedactor {
   readonly #replacement = Buffer.from(REDACTED);
   #held: Buffer = Buffer.alloc(0);
 
-  constructor(needles: string[]) {
-    this.#needles = needles.map((n) => Buffer.from(n));
+  constructor(needles: readonly (string | Buffer)[]) {
+    this.#needles = needles.map((n) => (typeof n === "string" ? Buffer.from(n) : n));
   }
 
   /** The bytes that can go on now. */

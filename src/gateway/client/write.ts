@@ -55,32 +55,40 @@ export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Pr
   const length = source === null ? 0 : resizes ? null : source.length;
   const chunked = length === null;
   const framing = noBody ? "" : chunked ? "transfer-encoding: chunked\r\n" : `content-length: ${length}\r\n`;
-  const head = headOf(reply, framing, opts.close, noBody);
 
   if (source === null) {
-    socket.write(head);
+    socket.write(headOf(reply, framing, opts.close, noBody));
     reply.finish(true);
     return Promise.resolve();
   }
   return new Promise<void>((resolve) => {
     let finished = false;
-    // Bytes wait for the end of the current tick and leave in one write: a small response's head, body and
-    // last chunk are one TLS record and one syscall, and a stream's chunks still go out as they come.
-    let pending: Uint8Array[] = [head];
-    let pendingBytes = head.byteLength;
+    // Body bytes wait for the end of the current tick and leave in one write with whatever else is ready: a
+    // small response is one TLS record and one syscall, and a stream's chunks still go out as they come. A
+    // body of unknown length that is complete before anything left gets a Content-Length after all.
+    let headSent = false;
+    let pending: Uint8Array[] = [];
+    let pendingBytes = 0;
     let scheduled = false;
+    const framed = (pieces: Uint8Array[]): Uint8Array[] =>
+      chunked ? pieces.flatMap((p) => [Buffer.from(`${p.byteLength.toString(16)}\r\n`, "latin1"), p, CRLF]) : pieces;
+    const write = (parts: Uint8Array[]) => {
+      if (parts.length > 0) socket.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+    };
     const flush = () => {
       scheduled = false;
-      if (pending.length === 0) return;
-      const out = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
+      const parts = framed(pending);
       pending = [];
       pendingBytes = 0;
-      socket.write(out);
+      if (!headSent) {
+        headSent = true;
+        parts.unshift(headOf(reply, framing, opts.close, false));
+      }
+      write(parts);
     };
     const queue = (data: Uint8Array) => {
-      if (chunked) pending.push(Buffer.from(`${data.byteLength.toString(16)}\r\n`, "latin1"), data, CRLF);
-      else pending.push(data);
-      pendingBytes += data.byteLength + (chunked ? 12 : 0);
+      pending.push(data);
+      pendingBytes += data.byteLength;
     };
     const done = (complete: boolean) => {
       if (finished) return;
@@ -114,8 +122,18 @@ export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Pr
       end() {
         if (finished) return;
         for (const tail of endTransforms(transforms, true)) queue(tail);
-        if (chunked) pending.push(lastChunk());
-        flush();
+        if (!headSent && chunked) {
+          headSent = true;
+          write([headOf(reply, `content-length: ${pendingBytes}\r\n`, opts.close, false), ...pending]);
+          pending = [];
+        } else {
+          const parts = framed(pending);
+          pending = [];
+          if (!headSent) parts.unshift(headOf(reply, framing, opts.close, false));
+          headSent = true;
+          if (chunked) parts.push(lastChunk());
+          write(parts);
+        }
         done(true);
       },
       error() {

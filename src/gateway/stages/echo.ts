@@ -12,9 +12,25 @@ export function askForIdentity(rq: ProxyRequest): undefined {
   return undefined;
 }
 
+/** The needles of a set of values, kept: the same secrets are injected request after request. */
+const needleCache = new Map<string, { text: string[]; bytes: Buffer[] }>();
+const NEEDLE_CACHE_MAX = 1000;
+
+function needlesOf(values: string[]): { text: string[]; bytes: Buffer[] } {
+  const key = values.join("\u0000");
+  let entry = needleCache.get(key);
+  if (!entry) {
+    const text = needlesFor(values);
+    entry = { text, bytes: text.map((n) => Buffer.from(n)) };
+    if (needleCache.size >= NEEDLE_CACHE_MAX) needleCache.clear();
+    needleCache.set(key, entry);
+  }
+  return entry;
+}
+
 export function redactEcho(rq: ProxyRequest, _g: GatewayContext, reply: Reply): Reply {
   if (rq.injectionCount === 0 || rq.websocket || rq.injectedValues.length === 0) return reply;
-  const needles = needlesFor(rq.injectedValues);
+  const { text: needles, bytes } = needlesOf(rq.injectedValues);
   if (needles.length === 0) return reply;
   const changed: [string, string][] = [];
   for (const [name, value] of reply.headers) {
@@ -30,7 +46,7 @@ export function redactEcho(rq: ProxyRequest, _g: GatewayContext, reply: Reply): 
     for (const c of cleanCookies) reply.headers.append("set-cookie", c);
   }
   if (reply.body) {
-    const redactor = new StreamRedactor(needles);
+    const redactor = new StreamRedactor(bytes);
     reply.transforms.push({ resizes: true, data: (chunk) => redactor.push(chunk), end: () => redactor.end() });
   }
   return reply;
