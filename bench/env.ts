@@ -12,6 +12,8 @@ import { onCleanup, startServer } from "./procs.ts";
 export const HOST = "bench.example.com";
 /** The LLM scenario's host: an llm_a secret applies there, so POST /v1/messages is metered (§6.11). */
 export const LLM_HOST = "llm.bench.example.com";
+/** No secret applies to this host: the agent sends its own header, so neither injection nor the echo guard runs. */
+export const PLAIN_HOST = "plain.bench.example.com";
 export const SECRET_VALUE = "bench-secret-4f1c2a9e";
 
 export interface UpstreamEnv {
@@ -32,6 +34,8 @@ export interface GatewayEnv {
   mitmIp: Target;
   /** CONNECT llm.bench.example.com: an llm_a key is injected and POST /v1/messages is metered. */
   llm: Target;
+  /** CONNECT plain.bench.example.com: no credential, the agent's own header passes (what credentials cost). */
+  uncredentialed: Target;
 }
 
 export type BenchEnv = UpstreamEnv & GatewayEnv;
@@ -46,7 +50,7 @@ export interface GatewayOptions {
 
 export async function startUpstreamEnv(log: (msg: string) => void = () => {}): Promise<UpstreamEnv> {
   log("making the upstream PKI (openssl)");
-  const pki = makePki([HOST, LLM_HOST, "127.0.0.1"]);
+  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, "127.0.0.1"]);
   const upstream = await startServer("upstream.ts", [pki.certFile, pki.keyFile]);
   log(`upstream on 127.0.0.1:${upstream.port} (pid ${upstream.proc.pid})`);
   const direct: Target = { host: HOST, port: upstream.port, caFile: pki.caFile, headers: { authorization: `Bearer ${SECRET_VALUE}` } };
@@ -68,7 +72,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   const credgate = await startCredgate({
     env: {
       CREDGATE_UPSTREAM_CA_FILE: up.pki.caFile,
-      CREDGATE_RESOLVE: `${HOST}:${up.upstream.port}:127.0.0.1,${LLM_HOST}:${up.upstream.port}:127.0.0.1`,
+      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
       ...(opts.whatIf?.length ? { BENCH_WHATIF: opts.whatIf.join(",") } : {}),
     },
@@ -114,7 +118,8 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   }
   log("verified: the upstream received the injected Authorization header through the MITM path");
   const llm: Target = { host: LLM_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { "x-api-key": "credgate-managed" } };
-  return { credgate, gatewayCaFile, mitm, mitmIp, llm };
+  const uncredentialed: Target = { host: PLAIN_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: up.direct.headers };
+  return { credgate, gatewayCaFile, mitm, mitmIp, llm, uncredentialed };
 }
 
 export async function startBenchEnv(opts: GatewayOptions = {}): Promise<BenchEnv> {

@@ -85,7 +85,7 @@ function medianRound(runs: Run[]): Run & { roundP50s: number[] } {
 async function main(): Promise<void> {
   const env = await startBenchEnv({ profileDir: opts.profileDir, whatIf: opts.whatIf, log: progress });
   credgate = env.credgate;
-  const { direct, mitm, mitmIp, llm, upstream, upstreamStats } = env;
+  const { direct, mitm, mitmIp, llm, uncredentialed, upstream, upstreamStats } = env;
 
   const watch = { gateway: env.credgate.proc.pid, upstream: upstream.proc.pid };
   const load = async (t: Target, connections: number, durationMs = opts.durationMs): Promise<Run> => {
@@ -107,6 +107,9 @@ async function main(): Promise<void> {
   const mitmIpRun = await load(mitmIp, opts.connections);
   rss.stop();
   await Bun.sleep(2000);
+  // The same MITM path without a credential: what injection and the echo guard (§6.17) cost together.
+  progress(`no credential: ${opts.connections} connections, ${secs} s`);
+  const uncredentialedRun = await load(uncredentialed, opts.connections);
   // The same MITM path with TLS to the proxy itself (§6.18): what the extra TLS layer costs.
   const viaTls: Target = { ...mitm, proxy: { ...mitm.proxy!, tls: true } };
   progress(`HTTPS proxy: ${opts.connections} connections, ${secs} s, then 1 connection`);
@@ -167,6 +170,7 @@ async function main(): Promise<void> {
     sse: stream,
     memory,
     httpsProxy,
+    uncredentialed: uncredentialedRun,
     checks,
     unpinned: ip,
     metering,
@@ -179,6 +183,7 @@ async function main(): Promise<void> {
     printTable(many, one, stream, checks, ip, errors);
     printMemory(memory);
     printHttpsProxy(httpsProxy, many, one);
+    printCredentialCost(uncredentialedRun, many);
     printMetering(metering);
   }
 }
@@ -193,6 +198,15 @@ const cpuText = (c: Record<string, number>) =>
     .filter((k) => c[k] !== undefined && Number.isFinite(c[k]!))
     .map((k) => `${k} ${Math.round(c[k]!)}%`)
     .join(", ");
+
+function printCredentialCost(plain: Run, many: Runs<Run>): void {
+  const cost = 1 - many.mitm.rps / plain.rps;
+  console.log("What a credential costs (injection + echo guard, §6.17): the MITM row against the same path with no secret for the host");
+  console.log(
+    `  no credential  ${fi(plain.rps)} req/s   gateway ${f(cpuPerRequestUs(plain), 0)} µs cpu/req   ratio to direct ${f(plain.rps / many.direct.rps)}` +
+      ` (with one ${f(many.mitm.rps / many.direct.rps)}): ${f(cost * 100, 1)}% of the throughput`,
+  );
+}
 
 /** CPU time the gateway process spent per request (all its threads). */
 const cpuPerRequestUs = (r: LoadResult) => ((r.cpu.gateway ?? NaN) / 100) * (1e6 / r.rps);
