@@ -4,13 +4,13 @@ import { ConfigError, loadConfig, type ConfigFlags } from "../src/config.ts";
 import { runChecks, type CheckResult } from "../src/doctor/checks.ts";
 
 function line(r: CheckResult): string {
-  return `${r.ok ? "ok  " : "FAIL"}  ${r.name}: ${r.detail}\n`;
+  return `${!r.ok ? "FAIL" : r.warning ? "warn" : "ok  "}  ${r.name}: ${r.detail}\n`;
 }
 
 export function registerDoctor(program: Command): void {
   program
     .command("doctor")
-    .description("check the data dir, the gateway CA, the database, the ports and upstream TLS; exit 1 on a failure")
+    .description("check the data dir, the gateway CA, the database, the ports, TLS and upstream TLS; exit 1 on a failure")
     .option("--data-dir <dir>", "data directory (CREDGATE_DATA_DIR, default ./credgate-data)")
     .option("--port <port>", "API port to check (CREDGATE_PORT, default 10254)")
     .option("--gateway-port <port>", "gateway port to check (CREDGATE_GATEWAY_PORT, default 10255)")

@@ -6,7 +6,7 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { loadConfig } from "../src/config.ts";
-import { combinedBundle, runEnvironment, type ContainerConfig } from "../src/run/environment.ts";
+import { combinedBundle, curlrcWithProxyCa, runEnvironment, type ContainerConfig } from "../src/run/environment.ts";
 import { nodePreloadBundle } from "../src/run/preloadBundle.ts" with { type: "macro" };
 import { NoDataError, openCore } from "../src/server.ts";
 import { fail } from "./fail.ts";
@@ -18,9 +18,12 @@ Which server, and as whom:
   CREDGATE_URL      the credgate API to ask for the agent's settings (default http://localhost:10254)
   CREDGATE_API_KEY  a project API key (svc_…) of that server; without it, the bootstrap key is read from
                     --data-dir (default ./credgate-data), which must then be the server's own data dir
+An API on HTTPS with a certificate of the gateway CA (CREDGATE_TLS=gateway-ca) is trusted once that CA is in
+NODE_EXTRA_CA_CERTS (fetch it from http://<gateway>/v1/gateway/ca).
 
-The command gets the agent's proxy (HTTPS_PROXY, HTTP_PROXY, NO_PROXY for loopback), the gateway CA for Node,
-Bun, Python, curl, git, Go and Deno, and a Node preload that sends fetch() and the http/https modules (axios,
+The command gets the agent's proxy (HTTPS_PROXY, HTTP_PROXY, NO_PROXY for loopback; https:// when the server's
+CREDGATE_GATEWAY_URL is, with the CA of that hop set for every runtime), the gateway CA for Node, Bun, Python,
+curl, git, Go and Deno, and a Node preload that sends fetch() and the http/https modules (axios,
 got, vendor SDKs) through the gateway. New agents are in mode "grants": they inject only the secrets granted to
 them (PUT /v1/agents/<id>/grants/secrets/<secretId>); the Default Agent injects every secret.
 
@@ -90,10 +93,11 @@ export function registerRun(program: Command): void {
         const config = (await getJson(`${base}/v1/container-config${query}`, key)) as ContainerConfig;
         const { url: gatewayUrl } = (await getJson(`${base}/v1/gateway-url`, key)) as { url: string };
         dir = mkdtempSync(join(tmpdir(), "credgate-run-"));
-        const files = { ca: join(dir, "ca.pem"), bundle: join(dir, "ca-bundle.pem"), nodePreload: join(dir, "node-preload.cjs") };
+        const files = { ca: join(dir, "ca.pem"), bundle: join(dir, "ca-bundle.pem"), nodePreload: join(dir, "node-preload.cjs"), curlHome: dir };
         writeFileSync(files.ca, config.caCertificate);
         writeFileSync(files.bundle, combinedBundle(config.caCertificate));
         writeFileSync(files.nodePreload, NODE_PRELOAD);
+        writeFileSync(join(files.curlHome, ".curlrc"), curlrcWithProxyCa(process.env, files.bundle));
         const env = runEnvironment(process.env, config, gatewayUrl, files);
         const child = Bun.spawn(command, { env, stdio: ["inherit", "inherit", "inherit"] });
         const forward = (signal: NodeJS.Signals) => child.kill(signal);

@@ -3,13 +3,16 @@ import type { Command } from "commander";
 import { loadConfig, type ConfigFlags } from "../src/config.ts";
 import { log } from "../src/log.ts";
 import { startServer } from "../src/server.ts";
+import { plainTransportWarnings } from "../src/plainTransport.ts";
 import { takeUnprintedKeys, type BootstrapInfo } from "../src/services/bootstrap.ts";
 import type { Config } from "../src/config.ts";
 import { VERSION } from "../src/version.ts";
 import { fail } from "./fail.ts";
 
 export function firstStartBanner(config: Config, info: BootstrapInfo): string {
-  const gatewayHost = new URL(config.gatewayUrl).host;
+  const gateway = new URL(config.gatewayUrl);
+  // Nothing trusts the CA before it is fetched: so over plain HTTP, which the same port also speaks (§6.18).
+  const caUrl = `http://${gateway.hostname}:${gateway.port || (gateway.protocol === "https:" ? 443 : 80)}/v1/gateway/ca`;
   return [
     "",
     `credgate ${VERSION} — first start: created "Default Organization", "Default Project" and the Default Agent.`,
@@ -20,8 +23,8 @@ export function firstStartBanner(config: Config, info: BootstrapInfo): string {
     `  Default agent token:   ${info.defaultAgentToken}`,
     "",
     "Send an agent through the gateway:",
-    `  curl -s ${config.gatewayUrl}/v1/gateway/ca -o credgate-ca.pem`,
-    `  export HTTPS_PROXY=http://x:${info.defaultAgentToken}@${gatewayHost}`,
+    `  curl -s ${caUrl} -o credgate-ca.pem`,
+    `  export HTTPS_PROXY=${gateway.protocol}//x:${info.defaultAgentToken}@${gateway.host}`,
     "  export NODE_EXTRA_CA_CERTS=$PWD/credgate-ca.pem SSL_CERT_FILE=$PWD/credgate-ca.pem",
     `Manage secrets and agents: ${config.publicUrl}/v1 with "Authorization: Bearer <project API key>"`,
     "",
@@ -44,6 +47,7 @@ export function registerServe(program: Command): void {
         server = await startServer(config);
         // Printed by the first start that serves, however many starts before it failed (port taken, …).
         if (await takeUnprintedKeys(server.core.services)) process.stdout.write(firstStartBanner(config, server.core.bootstrap) + "\n");
+        for (const line of plainTransportWarnings(config)) process.stderr.write(line + "\n");
         log.info("credgate started", { version: VERSION, mode: config.mode, apiPort: server.apiPort, gatewayPort: server.gatewayPort, dataDir: config.dataDir });
       } catch (err) {
         fail(err);

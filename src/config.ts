@@ -39,12 +39,20 @@ export interface Config {
   metricsToken: string | null;
   /** Extra names for credgate's own certificates (CREDGATE_TLS_NAMES, §6.18). */
   tlsNames: string[];
+  /** How the API port speaks (§6.18). */
+  apiTls: ApiTls;
   /** Egress guard adjustments (CREDGATE_EGRESS_ALLOW / CREDGATE_EGRESS_DENY, §6.17). */
   egressAllow: Cidr[];
   egressDeny: Cidr[];
   /** Hosts that may receive credentials over plain HTTP (CREDGATE_PLAINTEXT_HOSTS, §6.17). */
   plaintextHosts: string[];
 }
+
+/**
+ * The API port's transport (§6.18): plain HTTP; HTTPS with a PEM pair from files (re-read when they change);
+ * or HTTPS with a leaf of the gateway CA.
+ */
+export type ApiTls = { kind: "none" } | { kind: "files"; certFile: string; keyFile: string } | { kind: "gateway-ca" };
 
 /** Flags given on the command line; each wins over its environment variable. */
 export interface ConfigFlags {
@@ -81,6 +89,18 @@ function parsePositive(name: string, raw: string | undefined, fallback: number):
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${name} must be a positive number, got "${raw}"`);
   return n;
+}
+
+function parseApiTls(env: Env): ApiTls {
+  const certFile = nonEmpty(env.CREDGATE_TLS_CERT_FILE);
+  const keyFile = nonEmpty(env.CREDGATE_TLS_KEY_FILE);
+  const mode = nonEmpty(env.CREDGATE_TLS);
+  if (mode !== null && mode !== "gateway-ca") throw new ConfigError(`CREDGATE_TLS must be "gateway-ca", got "${mode}"`);
+  if (certFile === null && keyFile === null) return mode === null ? { kind: "none" } : { kind: "gateway-ca" };
+  if (mode !== null) throw new ConfigError("CREDGATE_TLS=gateway-ca and CREDGATE_TLS_CERT_FILE/CREDGATE_TLS_KEY_FILE are exclusive: set one of them");
+  if (certFile === null) throw new ConfigError("CREDGATE_TLS_CERT_FILE must be set with CREDGATE_TLS_KEY_FILE");
+  if (keyFile === null) throw new ConfigError("CREDGATE_TLS_KEY_FILE must be set with CREDGATE_TLS_CERT_FILE");
+  return { kind: "files", certFile: resolvePath(certFile), keyFile: resolvePath(keyFile) };
 }
 
 function parseUrl(name: string, raw: string): string {
@@ -173,6 +193,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
   if (bootstrapOrgApiKey !== null && !KEY_FORMATS.organization.test(bootstrapOrgApiKey)) {
     throw new ConfigError("CREDGATE_BOOTSTRAP_ORG_API_KEY must be svc_org_ followed by 64 lowercase hex characters");
   }
+  const apiTls = parseApiTls(env);
   const databaseUrl = nonEmpty(env.CREDGATE_DATABASE_URL);
   if (databaseUrl !== null) {
     if (!/^postgres(ql)?:\/\//i.test(databaseUrl)) throw new ConfigError("CREDGATE_DATABASE_URL must be a postgres:// or postgresql:// URL");
@@ -186,7 +207,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     port,
     gatewayPort,
     host: flags.host ?? nonEmpty(env.CREDGATE_HOST) ?? "0.0.0.0",
-    publicUrl: parseUrl("CREDGATE_PUBLIC_URL", nonEmpty(env.CREDGATE_PUBLIC_URL) ?? `http://localhost:${port}`),
+    publicUrl: parseUrl("CREDGATE_PUBLIC_URL", nonEmpty(env.CREDGATE_PUBLIC_URL) ?? `${apiTls.kind === "none" ? "http" : "https"}://localhost:${port}`),
     gatewayUrl: parseUrl("CREDGATE_GATEWAY_URL", nonEmpty(env.CREDGATE_GATEWAY_URL) ?? `http://localhost:${gatewayPort}`),
     containerGatewayHost: nonEmpty(env.CREDGATE_CONTAINER_GATEWAY_HOST) ?? `host.docker.internal:${gatewayPort}`,
     masterKey,
@@ -207,6 +228,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     oauthClients: parseOAuthClients(env),
     metricsToken: nonEmpty(env.CREDGATE_METRICS_TOKEN),
     tlsNames: (env.CREDGATE_TLS_NAMES ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    apiTls,
     egressAllow: parseCidrList("CREDGATE_EGRESS_ALLOW", env.CREDGATE_EGRESS_ALLOW),
     egressDeny: parseCidrList("CREDGATE_EGRESS_DENY", env.CREDGATE_EGRESS_DENY),
     plaintextHosts: (env.CREDGATE_PLAINTEXT_HOSTS ?? "").split(",").map((s) => s.trim()).filter(Boolean),

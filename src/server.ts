@@ -1,5 +1,4 @@
 // Composition root: open the store, build the services, bootstrap, start the listeners; stop them cleanly.
-import type { Server } from "bun";
 import type { Config } from "./config.ts";
 import { createMasterKey, masterKeyMismatch, readMasterKey } from "./crypto/masterKey.ts";
 import { dataDirHolds, prepareDataDir, restrictDataDir } from "./dataDir.ts";
@@ -13,6 +12,9 @@ import { unlockStore } from "./services/masterKeyCheck.ts";
 import { loadGatewayCa } from "./services/gatewayCa.ts";
 import { caRoutes, createApiApp, type ApiApp } from "./api/app.ts";
 import { Gateway } from "./gateway/index.ts";
+import { ApiCertificate, readPair } from "./apiCertificate.ts";
+import { ApiListener } from "./apiListener.ts";
+import { selfNames } from "./selfNames.ts";
 
 export interface Core {
   config: Config;
@@ -88,20 +90,25 @@ export async function drain(work: Promise<unknown>, ms: number): Promise<void> {
 }
 
 export async function startServer(config: Config): Promise<RunningServer> {
+  // A bad TLS pair stops the start before anything is created or written.
+  if (config.apiTls.kind === "files") readPair(config.apiTls.certFile, config.apiTls.keyFile);
   const core = await openCore(config);
   // Several instances on one database: every write's change event reaches the others' snapshots and polls.
   if (core.store.notifier) await attachNotifyTransport(core.services.deps.events, core.store.notifier, core.services.deps.instanceId);
-  let apiServer: Server<undefined> | null = null;
+  let apiServer: ApiListener | null = null;
+  let apiCertificate: ApiCertificate | null = null;
   let gateway: Gateway | null = null;
   try {
     const ca = await loadGatewayCa(core.services.deps);
     const api = createApiApp(core.services, caRoutes(ca.certPem));
+    apiCertificate = await ApiCertificate.open(config.apiTls, ca, selfNames(config));
     try {
-      // idleTimeout: long-polls (approvals) hold a request open for up to a minute.
-      apiServer = Bun.serve({ hostname: config.host, port: config.port, reusePort: false, idleTimeout: 255, fetch: (req, srv) => api.handle(req, srv.requestIP(req) ?? undefined) });
+      apiServer = ApiListener.listen(config.host, config.port, (req, srv) => api.handle(req, srv.requestIP(req) ?? undefined), apiCertificate?.pair ?? null);
     } catch (err) {
       throw new Error(`cannot listen on ${config.host}:${config.port} (API): ${(err as Error).message}`);
     }
+    const listener = apiServer;
+    apiCertificate?.onChange((pair) => listener.useCertificate(pair));
     gateway = await Gateway.create(config, core.services, ca, api);
     let gatewayPort: number;
     try {
@@ -111,15 +118,17 @@ export async function startServer(config: Config): Promise<RunningServer> {
     }
     core.services.requestLogs.start();
     await core.services.approvals.start();
-    const running = { core, api, apiPort: apiServer.port!, gateway, gatewayPort };
+    const running = { core, api, apiPort: apiServer.port, gateway, gatewayPort };
     let stopped = false;
     const server = apiServer;
+    const certificate = apiCertificate;
     const gw = gateway;
     return {
       ...running,
       async stop() {
         if (stopped) return;
         stopped = true;
+        certificate?.stop();
         // New connections are refused at once; in-flight requests share one drain period, then are cut.
         // Held approvals are released with 503 and long-polls answered at once, so they do not hold the drain.
         await core.services.approvals.releaseAll();
@@ -133,6 +142,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       },
     };
   } catch (err) {
+    apiCertificate?.stop();
     await apiServer?.stop(true);
     await gateway?.stop(async () => {});
     await core.close();

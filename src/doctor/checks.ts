@@ -8,7 +8,9 @@ import { Database } from "bun:sqlite";
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import * as net from "node:net";
 import { join } from "node:path";
-import type { Config } from "../config.ts";
+import { readPair } from "../apiCertificate.ts";
+import type { ApiTls, Config } from "../config.ts";
+import { plainTransportWarnings } from "../plainTransport.ts";
 import { Outbound } from "../services/outbound.ts";
 import { DB_FILE } from "../store/sqlite.ts";
 
@@ -18,6 +20,8 @@ export interface CheckResult {
   name: string;
   ok: boolean;
   detail: string;
+  /** Passes, but says something the operator should act on (printed as "warn"). */
+  warning?: boolean;
 }
 
 /** A CA certificate closer than this to its expiry fails the check: agents would soon reject every leaf. */
@@ -144,6 +148,26 @@ export async function checkPorts(config: Pick<Config, "host" | "port" | "gateway
   return problems.length > 0 ? fail(name, problems.join("; ")) : pass(name, `API ${config.host}:${config.port} and gateway ${config.host}:${config.gatewayPort} are free`);
 }
 
+/** The API's TLS pair (§6.18), when files are configured: readable, and the key belongs to the certificate. */
+export function checkApiTls(apiTls: ApiTls): CheckResult {
+  const name = "API TLS";
+  if (apiTls.kind === "none") return pass(name, "off (the API port speaks plain HTTP)");
+  if (apiTls.kind === "gateway-ca") return pass(name, "a leaf of the gateway CA (CREDGATE_TLS=gateway-ca)");
+  try {
+    readPair(apiTls.certFile, apiTls.keyFile);
+    return pass(name, `${apiTls.certFile} with its key ${apiTls.keyFile}`);
+  } catch (err) {
+    return fail(name, (err as Error).message);
+  }
+}
+
+/** The start-up warnings of §6.18: a port open to the network in clear, one line each. */
+export function checkTransport(config: Config): CheckResult[] {
+  const lines = plainTransportWarnings(config);
+  if (lines.length === 0) return [pass("transport", "no port is open to the network in plain HTTP")];
+  return lines.map((line) => ({ name: "transport", ok: true, warning: true, detail: line.replace(/^credgate: /, "") }));
+}
+
 /** CREDGATE_UPSTREAM_CA_FILE, when set: readable PEM certificates. */
 export function checkUpstreamCaFile(file: string | null): CheckResult {
   const name = "upstream CA file";
@@ -205,6 +229,7 @@ export async function runChecks(config: Config, opts: DoctorOptions): Promise<Ch
     results.push(checkSqlite(config.dataDir));
   }
   results.push(await checkPorts(config));
+  results.push(checkApiTls(config.apiTls), ...checkTransport(config));
   const caFile = checkUpstreamCaFile(config.upstreamCaFile);
   results.push(caFile);
   const targets: { host: string; port: number }[] = [];

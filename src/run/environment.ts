@@ -2,6 +2,7 @@
 // CA for every runtime (Node, Bun, Python, curl, git, Go, Deno), the git settings and the LLM placeholders,
 // all derived from the container config the API hands out.
 import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { rootCertificates } from "node:tls";
 
 export interface ContainerConfig {
@@ -11,7 +12,7 @@ export interface ContainerConfig {
 
 const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
 /** Container-only settings: paths inside the agent container and the in-container proxy address. */
-const CONTAINER_ONLY = new Set(["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CODEX_HOME"]);
+const CONTAINER_ONLY = new Set(["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "GIT_PROXY_SSL_CAINFO", "CODEX_HOME"]);
 const LOOPBACK = ["localhost", "127.0.0.1", "::1"];
 
 /** The system trust store plus the gateway CA, so proxied and direct HTTPS both verify. */
@@ -21,14 +22,27 @@ export function combinedBundle(caPem: string): string {
   return `${base.trimEnd()}\n${caPem.trimEnd()}\n`;
 }
 
+/**
+ * curl reads no environment variable for the CA of an https:// proxy: it gets `proxy-cacert` from a .curlrc in a
+ * CURL_HOME of its own, after the lines of the user's .curlrc (the first curl would have read), which stay in force.
+ */
+export function curlrcWithProxyCa(base: Record<string, string | undefined>, bundle: string): string {
+  const homes = [base.CURL_HOME, base.XDG_CONFIG_HOME, base.HOME].filter((d): d is string => Boolean(d));
+  const own = homes.map((d) => join(d, ".curlrc")).find((f) => existsSync(f));
+  const lines = own ? readFileSync(own, "utf8").trimEnd() + "\n" : "";
+  return `${lines}proxy-cacert = ${JSON.stringify(bundle)}\n`;
+}
+
 export function runEnvironment(
   base: Record<string, string | undefined>,
   config: ContainerConfig,
   gatewayUrl: string,
-  files: { ca: string; bundle: string; nodePreload: string },
+  files: { ca: string; bundle: string; nodePreload: string; curlHome: string },
 ): Record<string, string> {
   const token = decodeURIComponent(new URL(config.env.HTTPS_PROXY!).password);
-  const proxy = `http://x:${token}@${new URL(gatewayUrl).host}`;
+  // An https:// gateway URL is TLS to the proxy itself (§6.18): every CA setting below covers that hop too.
+  const gateway = new URL(gatewayUrl);
+  const proxy = `${gateway.protocol}//x:${token}@${gateway.host}`;
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
   for (const [k, v] of Object.entries(config.env)) if (!CONTAINER_ONLY.has(k)) env[k] = v;
@@ -49,8 +63,10 @@ export function runEnvironment(
     REQUESTS_CA_BUNDLE: files.bundle,
     CURL_CA_BUNDLE: files.bundle,
     GIT_SSL_CAINFO: files.bundle,
+    GIT_PROXY_SSL_CAINFO: files.bundle,
     DENO_CERT: files.bundle,
     GIT_TERMINAL_PROMPT: "0",
     GIT_HTTP_PROXY_AUTHMETHOD: "basic",
+    ...(gateway.protocol === "https:" ? { CURL_HOME: files.curlHome } : {}),
   };
 }

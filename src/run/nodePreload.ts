@@ -7,8 +7,9 @@
 // NO_PROXY is honoured by both. Nothing here may break Node: a failure is a warning, and Node runs unproxied.
 import * as http from "node:http";
 import * as https from "node:https";
+import * as net from "node:net";
 import * as tls from "node:tls";
-import { EnvHttpProxyAgent, setGlobalDispatcher } from "undici";
+import { EnvHttpProxyAgent, Pool, setGlobalDispatcher, type buildConnector } from "undici";
 import { proxyFor } from "./proxyEnv.ts";
 import { openTunnel } from "./tunnel.ts";
 
@@ -38,7 +39,14 @@ function routeAgent(proto: http.Agent, secure: boolean): void {
 }
 
 try {
-  setGlobalDispatcher(new EnvHttpProxyAgent());
+  // undici names an https:// proxy given by IP address in SNI, which TLS forbids (Node warns, DEP0123): the
+  // proxy's connections leave without one. The gateway's certificate carries its IP addresses as SANs.
+  const clientFactory = (origin: URL, opts: Pool.Options) => {
+    const connect = opts.connect as buildConnector.connector;
+    const withoutIpName: buildConnector.connector = (o, callback) => connect({ ...o, servername: o.servername && net.isIP(o.servername) ? undefined : o.servername }, callback);
+    return new Pool(origin, { ...opts, connect: withoutIpName });
+  };
+  setGlobalDispatcher(new EnvHttpProxyAgent({ clientFactory } as EnvHttpProxyAgent.Options));
 } catch (err) {
   process.emitWarning(`credgate: could not route fetch() through the gateway: ${(err as Error).message}`);
 }

@@ -58,6 +58,8 @@ test("a healthy installation: one ok line per check, exit 0; nothing in the data
     "ok    gateway CA",
     "ok    database",
     "ok    ports",
+    "ok    API TLS",
+    "ok    transport",
     "ok    upstream CA file",
     `ok    upstream ${HOST}`,
   ]);
@@ -152,6 +154,13 @@ describe("each failing check fails the run", () => {
     } finally {
       holder.close();
     }
+  });
+
+  test("an API TLS key that does not belong to its certificate", async () => {
+    const other = makePki(["localhost"]);
+    const r = await doctor(dataDir, { CREDGATE_TLS_CERT_FILE: pki.certFile, CREDGATE_TLS_KEY_FILE: other.keyFile });
+    expect(r.code).toBe(1);
+    expect(r.line("API TLS")).toBe(`FAIL  API TLS: CREDGATE_TLS_KEY_FILE: the key in ${other.keyFile} does not belong to the certificate in ${pki.certFile} (CREDGATE_TLS_CERT_FILE)`);
   });
 
   test("an upstream that does not answer", async () => {

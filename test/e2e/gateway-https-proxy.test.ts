@@ -7,6 +7,7 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
+import { startCaptureRelay } from "../support/relay.ts";
 import { PROXY_AUTH_BODY, ResponseReader, basic, gatewayCa, rawRequest, resolveEntries, run, startPlainUpstream } from "../support/gateway.ts";
 
 const HOST = "api.tlsproxy.test";
@@ -159,24 +160,14 @@ describe("TLS to the proxy (§6.18)", () => {
   });
 
   test("a relay between the client and the gateway captures neither the agent token nor the secret", async () => {
-    const captured: Buffer[] = [];
-    const relay = net.createServer((client) => {
-      const gw = net.connect({ host: "127.0.0.1", port: cg.gatewayPort });
-      client.on("data", (d: Buffer) => captured.push(d));
-      gw.on("data", (d: Buffer) => captured.push(d));
-      client.pipe(gw);
-      gw.pipe(client);
-      client.on("error", () => gw.destroy());
-      gw.on("error", () => client.destroy());
-    });
-    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
-    const relayPort = (relay.address() as net.AddressInfo).port;
+    const relay = await startCaptureRelay(cg.gatewayPort);
+    const relayPort = relay.port;
     try {
       const url = `/captured/${crypto.randomUUID()}`;
       const r = await run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--proxy", `https://x:${token}@127.0.0.1:${relayPort}`, "--proxy-cacert", ca.file, "--cacert", ca.file, `https://${HOST}:${up.port}${url}`]);
       expect(r.stdout).toBe("200");
       expectInjected(up, url);
-      const all = Buffer.concat(captured);
+      const all = relay.all();
       expect(all.length).toBeGreaterThan(0);
       // Not even the destination: the CONNECT line travels inside the TLS to the proxy.
       for (const needle of [token, SECRET, basic(token).split(" ")[1]!, HOST]) expect(all.includes(Buffer.from(needle))).toBe(false);

@@ -31,6 +31,8 @@ export interface RunningCredgate {
   gatewayPort: number;
   apiUrl: string;
   gatewayUrl: string;
+  /** With `apiTls`: the CA the API's certificate is checked against. */
+  apiCa: string | null;
   keys: Keys;
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string;
@@ -45,6 +47,8 @@ export interface StartOptions {
   args?: string[];
   apiPort?: number;
   gatewayPort?: number;
+  /** The API speaks HTTPS (CREDGATE_TLS…, §6.18): its certificate is checked against `ca`, else the gateway CA. */
+  apiTls?: { ca?: string };
 }
 
 export async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -83,12 +87,13 @@ export async function startCredgate(opts: StartOptions = {}): Promise<RunningCre
   void pump(proc.stdout);
   void pump(proc.stderr);
 
-  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const apiUrl = `${opts.apiTls ? "https" : "http"}://127.0.0.1:${apiPort}`;
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`credgate exited with ${proc.exitCode} during start:\n${out}`);
     try {
-      const r = await fetch(`${apiUrl}/v1/health`);
+      // Only whether it listens yet; the certificate is checked from here on.
+      const r = await fetch(`${apiUrl}/v1/health`, { tls: { rejectUnauthorized: false } });
       if (r.ok) break;
     } catch {}
     if (Date.now() > deadline) {
@@ -97,6 +102,9 @@ export async function startCredgate(opts: StartOptions = {}): Promise<RunningCre
     }
     await Bun.sleep(50);
   }
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const apiCa = opts.apiTls ? (opts.apiTls.ca ?? (await (await fetch(`${gatewayUrl}/v1/gateway/ca`)).text())) : null;
+  const tls = apiCa ? { tls: { ca: apiCa } } : {};
   const keysRun = await runCli(["keys", "--data-dir", dataDir, "--json"], env);
   if (keysRun.code !== 0) throw new Error(`credgate keys failed: ${keysRun.stderr}`);
   const keys = JSON.parse(keysRun.stdout) as Keys;
@@ -108,7 +116,8 @@ export async function startCredgate(opts: StartOptions = {}): Promise<RunningCre
     apiPort,
     gatewayPort,
     apiUrl,
-    gatewayUrl: `http://127.0.0.1:${gatewayPort}`,
+    gatewayUrl,
+    apiCa,
     keys,
     output: () => out,
     async stop(signal = "SIGTERM") {
@@ -121,7 +130,7 @@ export async function startCredgate(opts: StartOptions = {}): Promise<RunningCre
       if (key !== null) headers.authorization = `Bearer ${key}`;
       const body = o.body === undefined ? undefined : typeof o.body === "string" ? o.body : JSON.stringify(o.body);
       if (body !== undefined) headers["content-type"] ??= "application/json";
-      const res = await fetch(apiUrl + path, { method, headers, body });
+      const res = await fetch(apiUrl + path, { method, headers, body, ...tls });
       const text = await res.text();
       let parsed: unknown = null;
       try {
@@ -130,7 +139,7 @@ export async function startCredgate(opts: StartOptions = {}): Promise<RunningCre
         parsed = text;
       }
       // Held to the process's own /v1/openapi.json, like every in-process API response (test/support/app.ts).
-      await checkResponse(async () => (await fetch(`${apiUrl}/v1/openapi.json`)).json(), method, path, res.status, res.headers, parsed);
+      await checkResponse(async () => (await fetch(`${apiUrl}/v1/openapi.json`, tls)).json(), method, path, res.status, res.headers, parsed);
       return { status: res.status, body: parsed, headers: res.headers, text };
     },
   };

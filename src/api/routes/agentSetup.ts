@@ -64,7 +64,9 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
         const config = services.deps.config;
         const agent = await agentFor(services, ctx.projectId, query.get("agent")?.trim() || null);
         const token = services.agents.view(agent, true).accessToken!;
-        const proxy = `http://x:${token}@${config.containerGatewayHost}`;
+        // An https:// gateway URL means TLS on the proxy hop too (§6.18); the container's CA file covers it.
+        const secure = config.gatewayUrl.startsWith("https:");
+        const proxy = `${secure ? "https" : "http"}://x:${token}@${config.containerGatewayHost}`;
         const env: Record<string, string> = {
           HTTPS_PROXY: proxy,
           HTTP_PROXY: proxy,
@@ -75,6 +77,7 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
           NODE_USE_ENV_PROXY: "1",
           GIT_TERMINAL_PROMPT: "0",
           GIT_HTTP_PROXY_AUTHMETHOD: "basic",
+          ...(secure ? { GIT_PROXY_SSL_CAINFO: CA_CONTAINER_PATH } : {}),
         };
         const usable = await services.grants.injectableRows(agent, ctx.organizationId, await partnerOf(services, ctx.organizationId));
         const modes = (type: string) => new Set(usable.filter((s) => s.type === type).map((s) => (s.metadata?.authMode ?? "api-key") as AuthMode));
