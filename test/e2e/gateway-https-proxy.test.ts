@@ -8,7 +8,8 @@ import * as tls from "node:tls";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
 import { startCaptureRelay } from "../support/relay.ts";
-import { PROXY_AUTH_BODY, ResponseReader, basic, gatewayCa, rawRequest, resolveEntries, run, startPlainUpstream } from "../support/gateway.ts";
+import { createHash } from "node:crypto";
+import { PROXY_AUTH_BODY, ResponseReader, basic, connectOver, eventually, gatewayCa, rawRequest, readWsText, resolveEntries, run, startPlainUpstream, wsFrame } from "../support/gateway.ts";
 
 const HOST = "api.tlsproxy.test";
 const PLAIN_HOST = "plain.tlsproxy.test";
@@ -19,12 +20,26 @@ let up: TestUpstream;
 let plain: TestUpstream;
 let ca: { pem: string; file: string };
 let token: string;
+const sseRelease = Promise.withResolvers<void>();
 
 beforeAll(async () => {
   const pki = makePki([HOST]);
   up = startUpstream(pki);
   plain = startPlainUpstream();
-  up.handle((req) => Response.json({ ok: true, path: new URL(req.url).pathname }));
+  up.handle((req) => {
+    const path = new URL(req.url).pathname;
+    if (path !== "/sse") return Response.json({ ok: true, path });
+    // The first event at once, the second only when the test says so: streaming must not wait for the end.
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(new TextEncoder().encode("data: first\n\n"));
+        await sseRelease.promise;
+        controller.enqueue(new TextEncoder().encode("data: second\n\n"));
+        controller.close();
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+  });
   cg = await startCredgate({
     env: {
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
@@ -174,5 +189,76 @@ describe("TLS to the proxy (§6.18)", () => {
     } finally {
       relay.close();
     }
+  });
+});
+
+describe("inside the TLS to the proxy, everything as over plain HTTP", () => {
+  /** TLS to the proxy, CONNECT inside it, then TLS to the gateway's MITM leaf inside that. */
+  async function mitmOverTls(authority: string, servername: string) {
+    const outer = await tlsToProxy("127.0.0.1");
+    const t = await connectOver(outer, authority, basic(token));
+    expect(t.connect.status).toBe(200);
+    const inner = tls.connect({ socket: t.socket, ca: ca.pem, servername, ALPNProtocols: ["http/1.1"] });
+    await new Promise<void>((resolve, reject) => {
+      inner.once("secureConnect", resolve);
+      inner.once("error", reject);
+    });
+    inner.on("error", () => {});
+    return { tls: inner, reader: new ResponseReader(inner) };
+  }
+
+  test("WebSocket: the upgrade is injected, frames echo both ways", async () => {
+    const t = await mitmOverTls(`${HOST}:${up.port}`, HOST);
+    try {
+      const key = crypto.getRandomValues(new Uint8Array(16));
+      const keyText = Buffer.from(key).toString("base64");
+      const before = up.seen.length;
+      t.tls.write(rawRequest("GET", "/ws", `${HOST}:${up.port}`, ["Upgrade: websocket", "Connection: Upgrade", `Sec-WebSocket-Key: ${keyText}`, "Sec-WebSocket-Version: 13"]));
+      const head = await t.reader.head();
+      expect(head.status).toBe(101);
+      expect(head.headers["sec-websocket-accept"]).toBe(createHash("sha1").update(`${keyText}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest("base64"));
+      expect(up.seen.slice(before).find((s) => s.url === "/ws")!.headers.authorization).toBe(`Bearer ${SECRET}`);
+      t.tls.write(wsFrame("over two TLS layers"));
+      expect(await readWsText(t.reader)).toBe("echo:over two TLS layers");
+    } finally {
+      t.tls.destroy();
+    }
+  });
+
+  test("streaming: the first SSE event reaches the agent while the upstream still holds the second", async () => {
+    const t = await mitmOverTls(`${HOST}:${up.port}`, HOST);
+    try {
+      t.tls.write(rawRequest("GET", "/sse", `${HOST}:${up.port}`, ["Accept: text/event-stream"]));
+      const head = await t.reader.head();
+      expect(head.status).toBe(200);
+      expect(head.headers["content-type"]).toBe("text/event-stream");
+      expect(head.headers["transfer-encoding"]).toBe("chunked");
+      // One chunk: its size line, the event, CRLF — while the upstream has not sent the second event yet.
+      const event = "data: first\n\n";
+      expect((await t.reader.take(`${event.length.toString(16)}\r\n${event}\r\n`.length)).toString()).toBe(`${event.length.toString(16)}\r\n${event}\r\n`);
+      sseRelease.resolve();
+      const second = "data: second\n\n";
+      expect((await t.reader.take(`${second.length.toString(16)}\r\n${second}\r\n`.length)).toString()).toBe(`${second.length.toString(16)}\r\n${second}\r\n`);
+    } finally {
+      t.tls.destroy();
+    }
+  });
+
+  test("approvals: a request held at the gateway completes once approved through the API", async () => {
+    const rule = await cg.api("POST", "/v1/policy/rules", {
+      body: { name: "hold over TLS", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HOST, pathPattern: "/held/*" }] },
+    });
+    expect(rule.status).toBe(201);
+    expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
+    const url = `/held/${crypto.randomUUID()}`;
+    const curl = run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--proxy", httpsProxy(), "--proxy-cacert", ca.file, "--cacert", ca.file, `https://${HOST}:${up.port}${url}`], { timeoutMs: 30_000 });
+    const pending = await eventually(async () => {
+      const list = (await cg.api("GET", "/v1/approvals/pending")).body?.requests ?? [];
+      return list.find((r: any) => r.path === url) ?? null;
+    }, 15_000, 50);
+    expect(up.seen.some((s) => s.url === url)).toBe(false);
+    expect((await cg.api("POST", `/v1/approvals/${pending.id}/decision`, { body: { decision: "approve" } })).status).toBe(200);
+    expect((await curl).stdout).toBe("200");
+    expectInjected(up, url);
   });
 });

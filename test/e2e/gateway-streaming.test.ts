@@ -13,7 +13,7 @@ import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { tempDir } from "../support/tmp.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 import * as net from "node:net";
-import { ResponseReader, basic, eventually, gatewayCa, openTlsTunnel, rawRequest, resolveEntries, run, startPlainUpstream, startRawUpstream, type RawUpstream } from "../support/gateway.ts";
+import { ResponseReader, basic, eventually, gatewayCa, openTlsTunnel, rawRequest, resolveEntries, run, startPlainUpstream, startRawUpstream, readWsText, wsFrame, type RawUpstream } from "../support/gateway.ts";
 
 const HOST = "api.stream.test";
 const RAW_HOST = "raw.stream.test";
@@ -305,23 +305,6 @@ describe("header hygiene (§6.14)", () => {
 });
 
 // ————— WebSocket (§6.14) —————
-
-function wsFrame(text: string): Buffer {
-  const payload = Buffer.from(text);
-  if (payload.length > 125) throw new Error("short frames only");
-  const mask = randomBytes(4);
-  const masked = Buffer.from(payload.map((b, i) => b ^ mask[i % 4]!));
-  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, masked]);
-}
-
-async function readWsText(reader: ResponseReader): Promise<string> {
-  const [b0, b1] = await reader.take(2);
-  expect(b0! & 0x0f).toBe(1);
-  expect(b1! & 0x80).toBe(0); // server frames are unmasked
-  const len = b1! & 0x7f;
-  if (len > 125) throw new Error("short frames only");
-  return (await reader.take(len)).toString("utf8");
-}
 
 describe("WebSocket inside a MITM tunnel", () => {
   test("upgrade is injected, 101 carries only the WebSocket headers, frames echo both ways", async () => {

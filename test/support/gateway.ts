@@ -219,6 +219,16 @@ export async function openConnect(
     socket.once("connect", resolve);
     socket.once("error", reject);
   });
+  return connectOver(socket, authority, proxyAuthorization, extraHeaders);
+}
+
+/** Sends `CONNECT <authority>` on a connection to the proxy (plain, or TLS to the proxy itself) and reads the answer. */
+export async function connectOver<S extends net.Socket>(
+  socket: S,
+  authority: string,
+  proxyAuthorization: string | null,
+  extraHeaders: string[] = [],
+): Promise<{ connect: Tunnel["connect"]; socket: S; body: string; closed: (ms?: number) => Promise<boolean> }> {
   const lines = [`CONNECT ${authority} HTTP/1.1`, `Host: ${authority}`, ...(proxyAuthorization === null ? [] : [`Proxy-Authorization: ${proxyAuthorization}`]), ...extraHeaders];
   socket.write(`${lines.join("\r\n")}\r\n\r\n`);
   // Read the CONNECT answer byte-exactly, leaving the socket's later bytes (the TLS handshake) untouched.
@@ -366,4 +376,23 @@ export function startRawUpstream(p: TestPki): Promise<RawUpstream> {
       });
     });
   });
+}
+
+/** A masked WebSocket text frame (client to server), payload ≤ 125 bytes. */
+export function wsFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  if (payload.length > 125) throw new Error("short frames only");
+  const mask = crypto.getRandomValues(new Uint8Array(4));
+  const masked = Buffer.from(payload.map((b, i) => b ^ mask[i % 4]!));
+  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, masked]);
+}
+
+/** One unmasked text frame from the server (payload ≤ 125 bytes). */
+export async function readWsText(reader: ResponseReader): Promise<string> {
+  const [b0, b1] = await reader.take(2);
+  if ((b0! & 0x0f) !== 1) throw new Error(`not a text frame: opcode ${b0! & 0x0f}`);
+  if ((b1! & 0x80) !== 0) throw new Error("a server frame must not be masked");
+  const len = b1! & 0x7f;
+  if (len > 125) throw new Error("short frames only");
+  return (await reader.take(len)).toString("utf8");
 }
