@@ -11,9 +11,9 @@
 //
 // Targets are printed with pass/fail markers; a miss never changes the exit code (only a broken setup does).
 // When one is missed, bench/anatomy.ts says where the time goes (bench/README.md).
-import { readFileSync } from "node:fs";
 import type { RunningCredgate } from "../test/support/process.ts";
 import { HOST, startBenchEnv } from "./env.ts";
+import { RssWatch } from "./rss.ts";
 import type { LoadResult, SseResult, Target } from "./load.ts";
 import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
 import { killAll, reapAll, runClient } from "./procs.ts";
@@ -283,28 +283,6 @@ function printMemory(m: { idleMb: number; peakMb: number; afterMb: number }): vo
 }
 
 /** Samples a process's resident set size (Linux /proc) to find its peak. */
-class RssWatch {
-  peak = 0;
-  #timer: ReturnType<typeof setInterval> | null = null;
-
-  constructor(private readonly pid: number) {}
-
-  now(): number {
-    const status = readFileSync(`/proc/${this.pid}/status`, "utf8");
-    const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN);
-    return kb / 1024;
-  }
-
-  start(): void {
-    this.#timer = setInterval(() => (this.peak = Math.max(this.peak, this.now())), 100);
-  }
-
-  stop(): void {
-    if (this.#timer) clearInterval(this.#timer);
-    this.peak = Math.max(this.peak, this.now());
-  }
-}
-
 function printMetering(m: { sse: Record<"unmetered" | "metered", SseResult>; throughput: Record<"unmetered" | "metered", LoadResult> }): void {
   const rows = ["LLM metering (§6.11): POST an Anthropic Messages request through the MITM path; /v1/messages is metered, /v1/unmetered is not"];
   for (const k of ["unmetered", "metered"] as const) {

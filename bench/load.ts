@@ -25,7 +25,8 @@ export interface Target {
 
 export type LoadConfig =
   | ({ task: "load"; connections: number; warmupMs: number; durationMs: number; path: string; watch?: Record<string, number> } & Target)
-  | ({ task: "sse"; runs: number; warmupRuns: number; path: string } & Target);
+  | ({ task: "sse"; runs: number; warmupRuns: number; path: string } & Target)
+  | ({ task: "tunnels"; count: number; concurrency: number; path: string } & Target);
 
 export interface LoadResult {
   task: "load";
@@ -54,6 +55,14 @@ export interface SseResult {
   /** Request write → end of the stream. */
   totalMs: Stats;
   events: number;
+}
+
+export interface TunnelsResult {
+  task: "tunnels";
+  /** Tunnels opened, each used for one request and then closed by the client. */
+  count: number;
+  errors: number;
+  ms: number;
 }
 
 export interface Stats {
@@ -363,9 +372,29 @@ async function runSse(cfg: Extract<LoadConfig, { task: "sse" }>): Promise<SseRes
   return { task: "sse", runs: cfg.runs, firstEventMs: stats(first), headMs: stats(head), totalMs: stats(total), events };
 }
 
+/** `count` tunnels, `concurrency` at a time: each opened, used for one request, then closed by the client. */
+async function runTunnels(cfg: Extract<LoadConfig, { task: "tunnels" }>): Promise<TunnelsResult> {
+  let next = 0;
+  let errors = 0;
+  const t0 = performance.now();
+  const worker = async () => {
+    while (next < cfg.count) {
+      next++;
+      try {
+        const r = await requestOnce(cfg, cfg.path);
+        if (r.status !== 200) errors++;
+      } catch {
+        errors++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: cfg.concurrency }, worker));
+  return { task: "tunnels", count: cfg.count, errors, ms: performance.now() - t0 };
+}
+
 if (import.meta.main) {
   const cfg = JSON.parse(process.argv[2] ?? "{}") as LoadConfig;
-  const result = cfg.task === "sse" ? await runSse(cfg) : await runLoad(cfg);
+  const result = cfg.task === "sse" ? await runSse(cfg) : cfg.task === "tunnels" ? await runTunnels(cfg) : await runLoad(cfg);
   process.stdout.write(JSON.stringify(result) + "\n");
   process.exit(0);
 }
