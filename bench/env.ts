@@ -45,6 +45,8 @@ export interface GatewayOptions {
   profileDir?: string;
   /** Candidate fixes to swap in at run time (bench/anatomy/whatif.ts), e.g. ["pinned-session"]. */
   whatIf?: string[];
+  /** Gateway processes (CREDGATE_GATEWAY_WORKERS); one unless said. */
+  workers?: number;
   log?: (msg: string) => void;
 }
 
@@ -71,6 +73,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   ];
   const credgate = await startCredgate({
     env: {
+      CREDGATE_GATEWAY_WORKERS: String(opts.workers ?? 1),
       CREDGATE_UPSTREAM_CA_FILE: up.pki.caFile,
       CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),

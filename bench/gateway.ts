@@ -12,7 +12,7 @@
 // Targets are printed with pass/fail markers; a miss never changes the exit code (only a broken setup does).
 // When one is missed, bench/anatomy.ts says where the time goes (bench/README.md).
 import type { RunningCredgate } from "../test/support/process.ts";
-import { HOST, startBenchEnv } from "./env.ts";
+import { HOST, startBenchEnv, startGateway } from "./env.ts";
 import { RssWatch } from "./rss.ts";
 import type { LoadResult, SseResult, Target } from "./load.ts";
 import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
@@ -131,6 +131,13 @@ async function main(): Promise<void> {
   progress(`SSE time to first event: ${opts.sseRuns} runs each (direct, MITM, MITM to the IP)`);
   const stream: Runs<SseResult> = { direct: await sse(direct), mitm: await sse(mitm), mitmIp: await sse(mitmIp) };
 
+  // All cores (§7 --gateway-workers): a second credgate with one gateway process per core on the same upstream.
+  const cores = navigator.hardwareConcurrency;
+  progress(`all cores: a credgate with ${cores} gateway processes, ${opts.connections} connections, ${secs} s`);
+  const wide = await startGateway(env, { workers: cores, whatIf: opts.whatIf, log: progress });
+  const allCores = { processes: cores, run: await runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/", ...wide.mitm }) };
+  await wide.credgate.stop();
+
   // Metering (§6.11): the same Anthropic answer through the MITM path, on the metered path and beside it.
   progress(`LLM metering: SSE first event and ${opts.connections}-connection throughput, metered vs unmetered`);
   const stream1 = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 64, stream: true, messages: [{ role: "user", content: "hi" }] });
@@ -171,6 +178,7 @@ async function main(): Promise<void> {
     memory,
     httpsProxy,
     uncredentialed: uncredentialedRun,
+    allCores,
     checks,
     unpinned: ip,
     metering,
@@ -184,6 +192,7 @@ async function main(): Promise<void> {
     printMemory(memory);
     printHttpsProxy(httpsProxy, many, one);
     printCredentialCost(uncredentialedRun, many);
+    printAllCores(allCores, many);
     printMetering(metering);
   }
 }
@@ -198,6 +207,11 @@ const cpuText = (c: Record<string, number>) =>
     .filter((k) => c[k] !== undefined && Number.isFinite(c[k]!))
     .map((k) => `${k} ${Math.round(c[k]!)}%`)
     .join(", ");
+
+function printAllCores(all: { processes: number; run: LoadResult }, many: Runs<Run>): void {
+  console.log(`All cores: ${all.processes} gateway processes sharing the port (--gateway-workers ${all.processes}), MITM, ${all.run.connections} connections`);
+  console.log(`  ${fi(all.run.rps)} req/s   p50 ${f(all.run.latencyMs.p50)} ms   ratio to direct ${f(all.run.rps / many.direct.rps)} (one process ${f(many.mitm.rps / many.direct.rps)}; the client and upstream share the same cores)`);
+}
 
 function printCredentialCost(plain: Run, many: Runs<Run>): void {
   const cost = 1 - many.mitm.rps / plain.rps;

@@ -3,6 +3,7 @@
 import { Command } from "commander";
 import { VERSION } from "../src/version.ts";
 import { registerDoctor } from "./doctor.ts";
+import { registerGatewayWorker } from "./gatewayWorker.ts";
 import { registerKeys } from "./keys.ts";
 import { registerMigrate } from "./migrate.ts";
 import { registerRotateMasterKey } from "./rotateMasterKey.ts";
@@ -21,6 +22,7 @@ registerRun(program);
 registerMigrate(program);
 registerDoctor(program);
 registerRotateMasterKey(program);
+registerGatewayWorker(program);
 
 // `serve` is the default command, so commander would read an unknown word as an argument of `serve`.
 const word = process.argv[2];

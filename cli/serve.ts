@@ -40,8 +40,26 @@ export function registerServe(program: Command): void {
     .option("--gateway-port <port>", "gateway port (CREDGATE_GATEWAY_PORT, default 10255)")
     .option("--host <address>", "bind address (CREDGATE_HOST, default 0.0.0.0)")
     .option("--mode <mode>", "self-hosted or cloud (CREDGATE_MODE)")
+    .option("--gateway-workers <n>", "gateway processes sharing the gateway port (CREDGATE_GATEWAY_WORKERS, default: the number of cores)")
     .action(async (flags: ConfigFlags) => {
-      let server;
+      let server: Awaited<ReturnType<typeof startServer>> | null = null;
+      // Listening before the start is over (the API answers while gateway workers start): a signal that comes
+      // then is kept, and acted on once there is something to stop.
+      let signalled: string | null = null;
+      let stopping = false;
+      const shutdown = async (signal: string) => {
+        if (stopping) return;
+        if (!server) {
+          signalled ??= signal;
+          return;
+        }
+        stopping = true;
+        log.info("credgate stopping", { signal });
+        await server.stop();
+        process.exit(0);
+      };
+      process.on("SIGTERM", () => void shutdown("SIGTERM"));
+      process.on("SIGINT", () => void shutdown("SIGINT"));
       try {
         const config = loadConfig(flags);
         server = await startServer(config);
@@ -52,16 +70,6 @@ export function registerServe(program: Command): void {
       } catch (err) {
         fail(err);
       }
-      const running = server;
-      let stopping = false;
-      const shutdown = async (signal: string) => {
-        if (stopping) return;
-        stopping = true;
-        log.info("credgate stopping", { signal });
-        await running.stop();
-        process.exit(0);
-      };
-      process.on("SIGTERM", () => void shutdown("SIGTERM"));
-      process.on("SIGINT", () => void shutdown("SIGINT"));
+      if (signalled) await shutdown(signalled);
     });
 }

@@ -2,6 +2,7 @@
 // validated Config here. Nothing else in the program reads process.env.
 import { parseCidr, type Cidr } from "./core/egress.ts";
 import { isIP } from "node:net";
+import { availableParallelism } from "node:os";
 import { resolve as resolvePath } from "node:path";
 
 export type Mode = "self-hosted" | "cloud";
@@ -41,6 +42,8 @@ export interface Config {
   tlsNames: string[];
   /** How the API port speaks (§6.18). */
   apiTls: ApiTls;
+  /** Gateway processes sharing the gateway port (--gateway-workers, CREDGATE_GATEWAY_WORKERS): this one and N−1 workers. */
+  gatewayWorkers: number;
   /** Egress guard adjustments (CREDGATE_EGRESS_ALLOW / CREDGATE_EGRESS_DENY, §6.17). */
   egressAllow: Cidr[];
   egressDeny: Cidr[];
@@ -61,6 +64,7 @@ export interface ConfigFlags {
   port?: string | number;
   gatewayPort?: string | number;
   host?: string;
+  gatewayWorkers?: string | number;
 }
 
 export class ConfigError extends Error {}
@@ -194,6 +198,11 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     throw new ConfigError("CREDGATE_BOOTSTRAP_ORG_API_KEY must be svc_org_ followed by 64 lowercase hex characters");
   }
   const apiTls = parseApiTls(env);
+  const workersRaw = flags.gatewayWorkers ?? nonEmpty(env.CREDGATE_GATEWAY_WORKERS) ?? undefined;
+  const gatewayWorkers = workersRaw === undefined ? Math.max(1, availableParallelism()) : Number(workersRaw);
+  if (!Number.isInteger(gatewayWorkers) || gatewayWorkers < 1 || gatewayWorkers > 64) {
+    throw new ConfigError(`gateway workers must be a whole number from 1 to 64, got "${workersRaw}"`);
+  }
   const databaseUrl = nonEmpty(env.CREDGATE_DATABASE_URL);
   if (databaseUrl !== null) {
     if (!/^postgres(ql)?:\/\//i.test(databaseUrl)) throw new ConfigError("CREDGATE_DATABASE_URL must be a postgres:// or postgresql:// URL");
@@ -229,6 +238,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     metricsToken: nonEmpty(env.CREDGATE_METRICS_TOKEN),
     tlsNames: (env.CREDGATE_TLS_NAMES ?? "").split(",").map((s) => s.trim()).filter(Boolean),
     apiTls,
+    gatewayWorkers,
     egressAllow: parseCidrList("CREDGATE_EGRESS_ALLOW", env.CREDGATE_EGRESS_ALLOW),
     egressDeny: parseCidrList("CREDGATE_EGRESS_DENY", env.CREDGATE_EGRESS_DENY),
     plaintextHosts: (env.CREDGATE_PLAINTEXT_HOSTS ?? "").split(",").map((s) => s.trim()).filter(Boolean),

@@ -26,9 +26,20 @@ export interface EventTransport {
   stop(): Promise<void>;
 }
 
+/**
+ * Carries every event this process sees — its own and those of other instances — on to the processes behind
+ * it (gateway workers), and knows when they have applied them.
+ */
+export interface EventRelay {
+  relay(event: ChangeEvent): void;
+  /** Resolves once every event relayed so far has been applied behind the relay (or they stopped answering). */
+  settled(): Promise<void>;
+}
+
 export class EventBus {
   readonly #listeners = new Set<Listener>();
   readonly #transports: EventTransport[] = [];
+  readonly #relays: EventRelay[] = [];
 
   /** `defer` holds an event back until the surrounding transaction commits (Store.afterCommit). */
   constructor(private readonly defer: (fn: () => void) => void = (fn) => fn()) {}
@@ -46,8 +57,9 @@ export class EventBus {
     });
   }
 
-  /** An event from another process: this process's listeners only. */
+  /** An event from another process: this process's listeners (and the processes behind it) only. */
   deliver(event: ChangeEvent): void {
+    for (const r of this.#relays) r.relay(event);
     for (const l of this.#listeners) {
       try {
         l(event);
@@ -59,6 +71,18 @@ export class EventBus {
 
   attach(transport: EventTransport): void {
     this.#transports.push(transport);
+  }
+
+  attachRelay(relay: EventRelay): void {
+    this.#relays.push(relay);
+  }
+
+  /**
+   * Resolves once every event seen so far has been applied behind the relays (gateway workers): an API write
+   * answered after this is seen by the next request, whichever worker takes it.
+   */
+  async settled(): Promise<void> {
+    await Promise.all(this.#relays.map((r) => r.settled()));
   }
 
   async stop(): Promise<void> {

@@ -87,6 +87,8 @@ new Gauge({
 new Gauge({
   name: "process_start_time_seconds",
   help: "Start time of the process since the Unix epoch, in seconds.",
+  // Merged over gateway workers: the oldest process's.
+  aggregator: "min",
   registers,
   collect() {
     this.set(startedAt);
@@ -96,7 +98,47 @@ new Gauge({
 /** The `Content-Type` of the exposition (Prometheus text format 0.0.4). */
 export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
 
-/** The exposition text of every metric. */
-export function metricsText(): Promise<string> {
-  return registry.metrics();
+/** One process's metrics as prom-client reports them (getMetricsAsJSON). */
+export type MetricsJson = Awaited<ReturnType<typeof registry.getMetricsAsJSON>>;
+
+/** The metrics of the other gateway processes (workers), merged into this one's exposition. */
+let peers: (() => Promise<MetricsJson[]>) | null = null;
+
+export function mergePeerMetrics(fn: () => Promise<MetricsJson[]>): void {
+  peers = fn;
+}
+
+export function metricsJson(): Promise<MetricsJson> {
+  return registry.getMetricsAsJSON();
+}
+
+/** The exposition text of every metric, summed over this process and its gateway workers. */
+export async function metricsText(): Promise<string> {
+  if (!peers) return registry.metrics();
+  return exposition([await registry.getMetricsAsJSON(), ...(await peers())]);
+}
+
+const escapeLabel = (v: unknown) => String(v).replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+
+/** Prometheus text for several processes' metrics: same name and labels summed (or the minimum, for `min`). */
+export function exposition(processes: MetricsJson[]): string {
+  const byName = new Map<string, { help: string; type: string; aggregator: string; values: Map<string, number> }>();
+  for (const list of processes) {
+    for (const m of list) {
+      let entry = byName.get(m.name);
+      if (!entry) byName.set(m.name, (entry = { help: m.help, type: String(m.type), aggregator: m.aggregator, values: new Map() }));
+      for (const v of m.values) {
+        const labels = Object.entries(v.labels).map(([k, x]) => `${k}="${escapeLabel(x)}"`).join(",");
+        const key = `${(v as { metricName?: string }).metricName ?? m.name}${labels ? `{${labels}}` : ""}`;
+        const prev = entry.values.get(key);
+        entry.values.set(key, prev === undefined ? v.value : entry.aggregator === "min" ? Math.min(prev, v.value) : prev + v.value);
+      }
+    }
+  }
+  let out = "";
+  for (const [name, m] of byName) {
+    out += `# HELP ${name} ${m.help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")}\n# TYPE ${name} ${m.type}\n`;
+    for (const [key, value] of m.values) out += `${key} ${value}\n`;
+  }
+  return out;
 }

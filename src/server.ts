@@ -15,6 +15,9 @@ import { Gateway } from "./gateway/index.ts";
 import { ApiCertificate, readPair } from "./apiCertificate.ts";
 import { ApiListener } from "./apiListener.ts";
 import { selfNames } from "./selfNames.ts";
+import { mergePeerMetrics } from "./metrics.ts";
+import { GatewayWorkers } from "./workers/hub.ts";
+import { workerCommand } from "./workers/command.ts";
 
 export interface Core {
   config: Config;
@@ -31,9 +34,10 @@ export class NoDataError extends Error {}
 /**
  * Everything but the listeners: used by `serve`, by CLI commands that read the data dir, and by API tests.
  * `readOnly` (`keys`, `run`): nothing is created or written, and a data dir without data is a NoDataError.
+ * `instance`: a gateway worker's name, added to the instance id.
  * A master key that does not open the stored data is refused before anything is written.
  */
-export async function openCore(config: Config, opts: { readOnly?: boolean } = {}): Promise<Core> {
+export async function openCore(config: Config, opts: { readOnly?: boolean; instance?: string } = {}): Promise<Core> {
   const readOnly = opts.readOnly === true;
   const noData = () => new NoDataError(`no credgate data in ${config.databaseUrl ? "the database" : config.dataDir}: start the server on it first, or pass the --data-dir the server uses`);
   if (!readOnly) prepareDataDir(config.dataDir);
@@ -50,7 +54,8 @@ export async function openCore(config: Config, opts: { readOnly?: boolean } = {}
     if (!sealer) throw noData();
     if (!readOnly) restrictDataDir(config.dataDir);
     // Commands that only read are no instance of their own (and must not write the id file).
-    const instanceId = readOnly ? crypto.randomUUID() : loadInstanceId(config.dataDir);
+    // A gateway worker is an instance of its own (its held approvals are its own), named after its primary.
+    const instanceId = readOnly ? crypto.randomUUID() : `${loadInstanceId(config.dataDir)}${opts.instance ? `:${opts.instance}` : ""}`;
     const services = createServices({ store, instanceId, sealer, config, events });
     const info = readOnly ? await readBootstrap(services) : await bootstrap(services);
     if (!info) throw noData();
@@ -98,6 +103,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   let apiServer: ApiListener | null = null;
   let apiCertificate: ApiCertificate | null = null;
   let gateway: Gateway | null = null;
+  let workers: GatewayWorkers | null = null;
   try {
     const ca = await loadGatewayCa(core.services.deps);
     const api = createApiApp(core.services, caRoutes(ca.certPem));
@@ -112,9 +118,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
     gateway = await Gateway.create(config, core.services, ca, api);
     let gatewayPort: number;
     try {
-      gatewayPort = await gateway.listen(config.host, config.gatewayPort);
+      gatewayPort = await gateway.listen(config.host, config.gatewayPort, config.gatewayWorkers > 1 ? "first" : "alone");
     } catch (err) {
       throw new Error(`cannot listen on ${config.host}:${config.gatewayPort} (gateway): ${(err as Error).message}`);
+    }
+    if (config.gatewayWorkers > 1) {
+      const ports = { port: apiServer.port, gatewayPort };
+      workers = await GatewayWorkers.start(config.gatewayWorkers - 1, (index) => workerCommand(config, ports, index), core.services.deps.events);
+      const hub = workers;
+      mergePeerMetrics(() => hub.metrics());
     }
     core.services.requestLogs.start();
     await core.services.approvals.start();
@@ -123,6 +135,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const server = apiServer;
     const certificate = apiCertificate;
     const gw = gateway;
+    const hub = workers;
     return {
       ...running,
       async stop() {
@@ -134,7 +147,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         await core.services.approvals.releaseAll();
         const deadline = Date.now() + DRAIN_MS;
         const untilDeadline = (work: Promise<unknown>) => drain(work, Math.max(0, deadline - Date.now()));
-        await Promise.all([untilDeadline(server.stop()), gw.stop(untilDeadline)]);
+        await Promise.all([untilDeadline(server.stop()), gw.stop(untilDeadline), hub?.stop(untilDeadline)]);
         await server.stop(true);
         await core.services.requestLogs.stop();
         await core.services.budgets.flush().catch(() => {});
@@ -143,6 +156,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     };
   } catch (err) {
     apiCertificate?.stop();
+    await workers?.stop(async () => {});
     await apiServer?.stop(true);
     await gateway?.stop(async () => {});
     await core.close();

@@ -131,6 +131,8 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
       ctx: ctx as RequestContext,
       principal,
     });
+    // A write is answered once every gateway worker has applied its change events (read-your-writes).
+    if (MUTATING.has(request.method)) await services.deps.events.settled();
     if (out instanceof Response) return out;
     if (out instanceof Result) return out.status === 204 ? new Response(null, { status: 204, headers: out.headers }) : json(out.body, out.status, out.headers);
     return json(out);

@@ -6,7 +6,7 @@ import type { CertificateAuthority } from "../crypto/ca.ts";
 import type { Services } from "../services/index.ts";
 import type { GatewayContext } from "./context.ts";
 import { EgressGuard } from "./egress.ts";
-import { GatewayListener } from "./listener.ts";
+import { GatewayListener, type GatewaySharing } from "./listener.ts";
 import { GatewaySnapshot } from "./snapshot.ts";
 import { LeafCache, SelfLeaf } from "./tls.ts";
 import { selfNames } from "../selfNames.ts";
@@ -40,8 +40,8 @@ export class Gateway {
     this.#listener = new GatewayListener({ services, snapshot, leaves: new LeafCache(ca), selfLeaf, context: this.context, api });
   }
 
-  async listen(host: string, port: number): Promise<number> {
-    this.port = await this.#listener.listen(host, port);
+  async listen(host: string, port: number, sharing: GatewaySharing = "alone"): Promise<number> {
+    this.port = await this.#listener.listen(host, port, sharing);
     return this.port;
   }
 

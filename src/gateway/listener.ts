@@ -67,6 +67,19 @@ export function parseAuthority(target: string): { host: string; port: number } |
   return { host: m[1]!, port };
 }
 
+export type GatewaySharing = "alone" | "first" | "joining";
+
+function bind(server: net.Server, host: string, port: number, reusePort: boolean): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    // reusePort: Bun's node:net passes it to the socket (SO_REUSEPORT); Node's types do not know it yet.
+    server.listen({ host, port, ...(reusePort ? { reusePort: true } : { exclusive: true }) } as net.ListenOptions, () => {
+      server.off("error", reject);
+      resolve((server.address() as net.AddressInfo).port);
+    });
+  });
+}
+
 export class GatewayListener {
   readonly server: net.Server;
   readonly #sockets = new Set<net.Socket>();
@@ -82,14 +95,17 @@ export class GatewayListener {
     this.server = net.createServer({ noDelay: true }, (sock) => this.#accept(sock));
   }
 
-  listen(host: string, port: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.server.once("error", reject);
-      this.server.listen({ host, port, exclusive: true }, () => {
-        this.server.off("error", reject);
-        resolve((this.server.address() as net.AddressInfo).port);
-      });
-    });
+  /**
+   * `alone`: the port is this process's. `first`: gateway workers will join it (SO_REUSEPORT), but a port
+   * already in use still fails, as alone. `joining`: a worker, on the port its primary holds.
+   */
+  async listen(host: string, port: number, sharing: GatewaySharing = "alone"): Promise<number> {
+    if (sharing === "first") {
+      const probe = net.createServer();
+      port = await bind(probe, host, port, false);
+      await new Promise<void>((resolve) => probe.close(() => resolve()));
+    }
+    return bind(this.server, host, port, sharing !== "alone");
   }
 
   /** Stops accepting; passthrough tunnels and idle connections close now, busy ones after their answer. */

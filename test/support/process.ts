@@ -72,7 +72,9 @@ export async function storeEnvFor(dataDir: string): Promise<Record<string, strin
 
 export async function startCredgate(opts: StartOptions = {}): Promise<RunningCredgate> {
   const dataDir = opts.dataDir ?? tempDir();
-  const env = { ...(opts.env?.CREDGATE_DATABASE_URL ? {} : await storeEnvFor(dataDir)), ...opts.env };
+  // One gateway process unless a test asks for workers: the suites observe one process's logs and caches
+  // (test/e2e/gateway-workers.test.ts runs several).
+  const env = { CREDGATE_GATEWAY_WORKERS: "1", ...(opts.env?.CREDGATE_DATABASE_URL ? {} : await storeEnvFor(dataDir)), ...opts.env };
   const apiPort = opts.apiPort ?? (await freePort());
   const gatewayPort = opts.gatewayPort ?? (await freePort());
   const proc = spawn(

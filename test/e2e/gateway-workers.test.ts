@@ -1,0 +1,223 @@
+// Gateway workers (`--gateway-workers N`, CONTRACT §7; issue 13): N processes share the gateway port. The
+// kernel spreads connections over them (checked with `ss`: which process holds each tunnel); a change made
+// through the API is applied by every worker before the API answers; rate limits, approvals and metrics stay
+// exact across processes; SIGTERM stops them all; a worker that dies is started again; workers stop when
+// their primary is killed.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import * as tls from "node:tls";
+import { basic, eventually, gatewayCa, openConnect, rawRequest, ResponseReader, resolveEntries } from "../support/gateway.ts";
+import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { parseExposition } from "../support/prometheus.ts";
+import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
+
+const HOST = "api.workers.test";
+const PROCESSES = 3;
+
+let cg: RunningCredgate;
+let up: TestUpstream;
+let ca: { pem: string; file: string };
+
+beforeAll(async () => {
+  const pki = makePki([HOST]);
+  up = startUpstream(pki);
+  cg = await startCredgate({ env: { CREDGATE_GATEWAY_WORKERS: String(PROCESSES), CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([HOST], up.port) } });
+  ca = await gatewayCa(cg);
+});
+
+afterAll(async () => {
+  await cg?.stop("SIGKILL");
+  for (const pid of childrenOf(cg?.proc.pid ?? -1)) process.kill(pid, "SIGKILL");
+  await up?.stop();
+});
+
+/** Processes whose parent is `pid` (from /proc). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) out.push(Number(entry));
+    } catch {}
+  }
+  return out;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** The pid of the process holding the gateway end of the connection from the client port `clientPort`. */
+function servingPid(clientPort: number): number | null {
+  const r = spawnSync("ss", ["-Htnp", "state", "established", `( sport = :${cg.gatewayPort} and dport = :${clientPort} )`], { encoding: "utf8" });
+  const m = /pid=(\d+)/.exec(r.stdout);
+  return m ? Number(m[1]) : null;
+}
+
+interface Tunnel {
+  pid: number | null;
+  request(path: string): Promise<{ status: number; body: any; text: string }>;
+  close(): void;
+}
+
+/** A CONNECT tunnel with TLS inside, and which gateway process took it. */
+async function tunnel(token = cg.keys.defaultAgentToken): Promise<Tunnel> {
+  const t = await openConnect(cg.gatewayPort, `${HOST}:${up.port}`, basic(token));
+  expect(t.connect.status).toBe(200);
+  const pid = servingPid(t.socket.localPort!);
+  const secure = tls.connect({ socket: t.socket, ca: ca.pem, servername: HOST, ALPNProtocols: ["http/1.1"] });
+  await new Promise<void>((resolve, reject) => {
+    secure.once("secureConnect", resolve);
+    secure.once("error", reject);
+  });
+  secure.on("error", () => {});
+  const reader = new ResponseReader(secure);
+  return {
+    pid,
+    async request(path) {
+      secure.write(rawRequest("GET", path, `${HOST}:${up.port}`));
+      const res = await reader.response();
+      let body: any = null;
+      try {
+        body = JSON.parse(res.text);
+      } catch {}
+      return { status: res.status, body, text: res.text };
+    },
+    close: () => secure.destroy(),
+  };
+}
+
+/** Tunnels until every gateway process holds at least one. */
+async function onEveryProcess(): Promise<Tunnel[]> {
+  const tunnels: Tunnel[] = [];
+  const pids = new Set<number>();
+  for (let i = 0; i < 200 && pids.size < PROCESSES; i++) {
+    const t = await tunnel();
+    tunnels.push(t);
+    if (t.pid !== null) pids.add(t.pid);
+  }
+  expect(pids.size).toBe(PROCESSES);
+  return tunnels;
+}
+
+const seenAuth = (path: string) => up.seen.filter((s) => s.url === path).map((s) => s.headers.authorization);
+
+describe("gateway workers", () => {
+  test(`${PROCESSES} processes share the gateway port: the primary and its workers each take connections`, async () => {
+    const workers = childrenOf(cg.proc.pid);
+    expect(workers.length).toBe(PROCESSES - 1);
+    const tunnels = await onEveryProcess();
+    expect(new Set(tunnels.map((t) => t.pid))).toEqual(new Set([cg.proc.pid, ...workers]));
+    for (const t of tunnels) t.close();
+    expect(cg.output().match(/"msg":"gateway worker started"/g)?.length).toBe(PROCESSES - 1);
+  });
+
+  test("a secret created, then changed, through the API is injected by every process on the next request", async () => {
+    const tunnels = await onEveryProcess();
+    try {
+      const created = await cg.api("POST", "/v1/secrets", {
+        body: { name: "workers", type: "generic", value: "first-value", hostPattern: HOST, injectionConfig: { headerName: "authorization", valueFormat: "Bearer {value}" } },
+      });
+      expect(created.status).toBe(201);
+      // No waiting: the API answered once every worker had applied the change.
+      for (const [i, t] of tunnels.entries()) expect((await t.request(`/created/${i}`)).status).toBe(200);
+      for (const i of tunnels.keys()) expect(seenAuth(`/created/${i}`)).toEqual(["Bearer first-value"]);
+
+      expect((await cg.api("PATCH", `/v1/secrets/${created.body.id}`, { body: { value: "second-value" } })).status).toBe(200);
+      for (const [i, t] of tunnels.entries()) expect((await t.request(`/changed/${i}`)).status).toBe(200);
+      for (const i of tunnels.keys()) expect(seenAuth(`/changed/${i}`)).toEqual(["Bearer second-value"]);
+    } finally {
+      for (const t of tunnels) t.close();
+    }
+  });
+
+  test("a rate limit counts across processes: 3 per hour admits exactly 3 of 12 requests spread over all of them", async () => {
+    const rule = await cg.api("POST", "/v1/policy/rules", {
+      body: { name: "3 an hour", action: "allow", rateLimit: 3, rateLimitWindow: "hour", targets: [{ kind: "network", hostPattern: HOST, pathPattern: "/limited/*" }] },
+    });
+    expect(rule.status).toBe(201);
+    expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
+    const statuses: number[] = [];
+    const pids = new Set<number | null>();
+    for (let i = 0; i < 12; i++) {
+      const t = await tunnel();
+      pids.add(t.pid);
+      statuses.push((await t.request(`/limited/${i}`)).status);
+      t.close();
+    }
+    expect(pids.size).toBeGreaterThan(1);
+    expect(statuses.filter((s) => s === 200).length).toBe(3);
+    expect(statuses.filter((s) => s === 429).length).toBe(9);
+  });
+
+  test("requests held for approval on any process are listed, decided through the API, and complete", async () => {
+    const rule = await cg.api("POST", "/v1/policy/rules", {
+      body: { name: "hold", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HOST, pathPattern: "/held/*" }] },
+    });
+    expect(rule.status).toBe(201);
+    expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
+    const tunnels = await onEveryProcess();
+    try {
+      const answers = tunnels.map((t, i) => t.request(`/held/${i}`));
+      const pending = await eventually(async () => {
+        const list = ((await cg.api("GET", "/v1/approvals/pending")).body?.requests ?? []).filter((r: any) => r.path.startsWith("/held/"));
+        return list.length === tunnels.length ? list : null;
+      }, 15_000, 50);
+      for (const p of pending) expect((await cg.api("POST", `/v1/approvals/${p.id}/decision`, { body: { decision: "approve" } })).status).toBe(200);
+      expect((await Promise.all(answers)).map((a) => a.status)).toEqual(tunnels.map(() => 200));
+    } finally {
+      for (const t of tunnels) t.close();
+    }
+  });
+
+  test("GET /metrics counts the requests of every process", async () => {
+    const total = async () => {
+      const family = parseExposition(await (await fetch(`${cg.apiUrl}/metrics`)).text()).get("credgate_gateway_requests_total");
+      return (family?.metrics ?? []).reduce((n, m) => n + Number(m.value), 0);
+    };
+    const before = await total();
+    const tunnels = await onEveryProcess();
+    for (const [i, t] of tunnels.entries()) expect((await t.request(`/counted/${i}`)).status).toBe(200);
+    for (const t of tunnels) t.close();
+    // One per proxied request, whichever process answered it.
+    expect(await total()).toBe(before + tunnels.length);
+  });
+
+  test("a worker that dies is started again; the port keeps serving meanwhile", async () => {
+    const [victim] = childrenOf(cg.proc.pid);
+    process.kill(victim!, "SIGKILL");
+    // Connections the kernel had queued on the dead worker's socket are reset with it; new ones go to the others.
+    await eventually(() => (alive(victim!) ? null : true), 5_000, 20);
+    const t = await tunnel();
+    expect((await t.request("/while-restarting")).status).toBe(200);
+    t.close();
+    await eventually(() => (childrenOf(cg.proc.pid).filter((p) => p !== victim).length === PROCESSES - 1 ? true : null), 10_000, 100);
+    expect(cg.output()).toContain('"msg":"gateway worker exited: starting it again"');
+    await onEveryProcess().then((ts) => ts.forEach((x) => x.close()));
+  });
+});
+
+describe("stopping", () => {
+  test("SIGTERM stops the primary and every worker, exit 0", async () => {
+    const other = await startCredgate({ env: { CREDGATE_GATEWAY_WORKERS: "2" } });
+    const workers = childrenOf(other.proc.pid);
+    expect(workers.length).toBe(1);
+    expect(await other.stop("SIGTERM")).toBe(0);
+    await eventually(() => (workers.every((p) => !alive(p)) ? true : null), 10_000, 50);
+  });
+
+  test("workers stop when their primary is killed", async () => {
+    const other = await startCredgate({ env: { CREDGATE_GATEWAY_WORKERS: "2" } });
+    const workers = childrenOf(other.proc.pid);
+    expect(workers.length).toBe(1);
+    await other.stop("SIGKILL");
+    await eventually(() => (workers.every((p) => !alive(p)) ? true : null), 10_000, 50);
+  });
+});
