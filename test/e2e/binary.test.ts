@@ -81,6 +81,8 @@ async function serveBinary(extraEnv: Record<string, string> = {}) {
     await Bun.sleep(50);
   }
   if (!health) throw new Error(`binary did not answer /v1/health:\n${out}`);
+  // The API answers while the gateway workers start; the start is over when it says so.
+  while (Date.now() < deadline && !out.includes('"msg":"credgate started"')) await Bun.sleep(20);
   return { proc, dataDir, apiUrl, health, output: () => out };
 }
 
@@ -107,6 +109,8 @@ describe("compiled binary", () => {
     const keys = JSON.parse(keysRun.stdout);
     expect(keys.projectApiKey).toMatch(/^svc_[0-9a-f]{64}$/);
     expect(output()).toContain(keys.projectApiKey);
+    // The executable starts itself again as its gateway workers: one gateway process per core by default.
+    expect(output().match(/"msg":"gateway worker started"/g)?.length ?? 0).toBe(navigator.hardwareConcurrency - 1);
 
     const unauth = await fetch(`${apiUrl}/v1/agents`);
     expect(unauth.status).toBe(401);
