@@ -7,6 +7,8 @@ export type ChangeEvent =
   | { kind: "agent"; projectId: string; agentId: string }
   | { kind: "secret"; scope: "project" | "organization" | "partner"; id: string }
   | { kind: "membership"; organizationId: string }
+  /** An organization's partner state (claimed, claim link, detached) changed, or it was deleted. */
+  | { kind: "organization"; organizationId: string }
   | { kind: "policy"; organizationId: string }
   | { kind: "grant"; agentId: string }
   /** App connections, BYOC configs and blocklist entries of an organization or its projects. */

@@ -7,6 +7,7 @@ import m3 from "./0003_request_log_seq.sql" with { type: "text" };
 import m4 from "./0004_instances_rate_limits.sql" with { type: "text" };
 import m5 from "./0005_budgets.sql" with { type: "text" };
 import m6 from "./0006_request_log_request_id.sql" with { type: "text" };
+import m7 from "./0007_cloud_accounts.sql" with { type: "text" };
 
 export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795323549979, breakpoints: true, sql: m0 },
@@ -16,4 +17,5 @@ export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0004_instances_rate_limits", when: 1795568033399, breakpoints: true, sql: m4 },
   { tag: "0005_budgets", when: 1795570007720, breakpoints: true, sql: m5 },
   { tag: "0006_request_log_request_id", when: 1795582333590, breakpoints: true, sql: m6 },
+  { tag: "0007_cloud_accounts", when: 1795589397485, breakpoints: true, sql: m7 },
 ];

@@ -61,7 +61,7 @@ export async function authenticateKey(services: Services, token: string): Promis
     return { via: "partner_key", keyId: key.id, partnerId: key.partnerId };
   }
   if (!key.userId || !key.organizationId) throw unauthorized();
-  const role = await services.orgs.activeRole(key.organizationId, key.userId);
+  const role = await services.orgs.keyHolderRole(key.organizationId, key.userId);
   if (kind === "project") {
     // Holder check: the project still exists (keys cascade with it) and its holder is an active member.
     if (!key.projectId || role === null) throw unauthorized();
@@ -89,12 +89,12 @@ async function projectContext(services: Services, principal: Principal, headers:
   const header = headers.get("x-project-id")?.trim() || null;
   switch (principal.via) {
     case "project_key":
-      return { organizationId: principal.organizationId, projectId: principal.projectId, role: (await services.orgs.activeRole(principal.organizationId, principal.userId))! };
+      return { organizationId: principal.organizationId, projectId: principal.projectId, role: (await services.orgs.keyHolderRole(principal.organizationId, principal.userId))! };
     case "org_key": {
       if (!header) throw star ? ApiError.envelope(400, "X-Project-Id header is required") : unauthorized();
       const project = await services.orgs.getProject(header);
       if (!project || project.organizationId !== principal.organizationId) throw unauthorized();
-      return { organizationId: project.organizationId, projectId: project.id, role: (await services.orgs.activeRole(principal.organizationId, principal.userId))! };
+      return { organizationId: project.organizationId, projectId: project.id, role: (await services.orgs.keyHolderRole(principal.organizationId, principal.userId))! };
     }
     case "session": {
       if (header) {
@@ -117,7 +117,7 @@ async function organizationContext(services: Services, principal: Principal, hea
   switch (principal.via) {
     case "project_key":
     case "org_key":
-      return { organizationId: principal.organizationId, role: (await services.orgs.activeRole(principal.organizationId, principal.userId))! };
+      return { organizationId: principal.organizationId, role: (await services.orgs.keyHolderRole(principal.organizationId, principal.userId))! };
     case "session":
       return sessionOrganization(services, principal.userId, headers);
     case "partner_key":

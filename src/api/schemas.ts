@@ -26,6 +26,19 @@ export const Session = T.Object({
   partner: Nullable(T.Object({ id: T.String(), name: T.String(), role: Enum("owner", "admin", "member") })),
 });
 export const Login = T.Object({ user: User });
+export const Signup = T.Object({ user: User, organizationId: T.String(), projectId: T.String() });
+export const Claimed = T.Object({ kind: Enum("organization", "provision"), organizationId: T.String(), projectId: T.String() });
+
+export const Project = T.Object(
+  { id: T.String(), name: T.String(), slug: T.String(), organizationId: T.String(), createdAt: Timestamp, updatedAt: Timestamp },
+  { $id: "Project" },
+);
+export const ProjectCreated = T.Object({ id: T.String(), name: T.String(), slug: T.String(), organizationId: T.String(), createdAt: Timestamp, updatedAt: Timestamp, apiKey: T.String() });
+export const TeamMember = T.Object(
+  { userId: Uuid, email: T.String(), name: Nullable(T.String()), role: Enum("owner", "admin", "member"), status: Enum("active", "pending"), joinedAt: Timestamp },
+  { $id: "TeamMember" },
+);
+export const Provision = T.Object({ id: Uuid, userId: Uuid, projectId: T.String(), apiKey: T.String(), claimUrl: T.String(), expiresAt: Timestamp }, { $id: "Provision" });
 
 export const Organization = T.Object(
   {

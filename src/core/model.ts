@@ -8,6 +8,7 @@ export type SecretScope = "project" | "organization" | "partner";
 export type ValueSource = "inline" | "external_vault";
 export type ApiKeyKind = "project" | "organization" | "partner";
 export type MembershipStatus = "active" | "pending";
+export type ClaimKind = "organization" | "provision";
 
 export interface InjectionConfig {
   headerName?: string;

@@ -15,7 +15,12 @@ import { OrganizationService } from "./organizations.ts";
 import { SecretService } from "./secrets.ts";
 import { Outbound } from "./outbound.ts";
 import { RequestLogService } from "./requestLogs.ts";
-import { LoginThrottle, SessionService } from "./sessions.ts";
+import { LoginThrottle } from "./loginThrottle.ts";
+import { SessionService } from "./sessions.ts";
+import { ClaimService } from "./claims.ts";
+import { AccountService } from "./accounts.ts";
+import { ProjectService } from "./projects.ts";
+import { TeamService } from "./team.ts";
 import { MigrationService } from "./migration.ts";
 import { RateLimitService } from "./rateLimits.ts";
 import { BudgetService } from "./budgets.ts";
@@ -43,6 +48,11 @@ export interface Services {
   migration: MigrationService;
   rateLimits: RateLimitService;
   budgets: BudgetService;
+  /** Cloud mode (§5.6, §5.7, §5.16): projects, the team and its provisions, claim links. */
+  projects: ProjectService;
+  team: TeamService;
+  claims: ClaimService;
+  accounts: AccountService;
   /** What the gateway meters LLM usage with (CREDGATE_PRICING_FILE over the defaults). */
   prices: PriceTable;
 }
@@ -69,12 +79,17 @@ export function createServices(deps: ServiceDeps): Services {
       return { known: app !== null, unknownTools: (tools) => tools.filter((t) => !known.has(t)) };
     },
   };
+  const apiKeys = new ApiKeyService(deps);
+  const sessions = new SessionService(deps);
+  const requestLogs = new RequestLogService(deps, agents);
+  const projects = new ProjectService(deps, orgs, agents, apiKeys, requestLogs);
+  const claims = new ClaimService(deps, orgs);
   return {
     deps,
     orgs,
-    apiKeys: new ApiKeyService(deps),
-    sessions: new SessionService(deps),
-    loginThrottle: new LoginThrottle(),
+    apiKeys,
+    sessions,
+    loginThrottle: new LoginThrottle(deps),
     agents,
     secrets,
     grants,
@@ -85,11 +100,15 @@ export function createServices(deps: ServiceDeps): Services {
     apps: new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets }),
     policy,
     approvals: new ApprovalService(deps),
-    requestLogs: new RequestLogService(deps, agents),
+    requestLogs,
     outbound,
     migration: new MigrationService(deps, secrets, agents, policy, outbound),
     rateLimits: new RateLimitService(deps),
     budgets: new BudgetService(deps),
     prices: loadPriceTable(deps.config.pricingFile),
+    projects,
+    team: new TeamService(deps, orgs, projects, sessions, claims),
+    claims,
+    accounts: new AccountService(deps, orgs, projects),
   };
 }

@@ -1,6 +1,6 @@
 // Organizations, projects, users and memberships: the tenancy every other record hangs off.
-import { and, asc, eq } from "drizzle-orm";
-import type { Role } from "../core/model.ts";
+import { and, asc, eq, gt } from "drizzle-orm";
+import type { MembershipStatus, Role } from "../core/model.ts";
 import { newId, newShortId, nowIso } from "../core/ids.ts";
 import type { OrganizationRow, ProjectRow, UserRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
@@ -36,6 +36,8 @@ export class OrganizationService {
       partnerId: opts.partnerId ?? null,
       claimed: opts.claimed ?? true,
       partnerDetached: false,
+      claimedAt: null,
+      claimedByUserId: null,
       createdAt: nowIso(),
     };
     await this.db.insert(this.t.organizations).values(org);
@@ -75,10 +77,26 @@ export class OrganizationService {
     return row;
   }
 
-  async createUser(email: string, name: string | null = null): Promise<User> {
-    const user: User = { id: newId(), email: email.toLowerCase(), name, passwordHash: null, createdAt: nowIso() };
+  async createUser(email: string, name: string | null = null, passwordHash: string | null = null): Promise<User> {
+    const user: User = { id: newId(), email: email.toLowerCase(), name, passwordHash, createdAt: nowIso() };
     await this.db.insert(this.t.users).values(user);
     return user;
+  }
+
+  /**
+   * A stand-in user that holds a provision's or a partner organization's keys until someone claims them. It has
+   * no password (nobody can sign in as it) and an address under `.invalid` (RFC 2606: never a real mailbox).
+   */
+  createPlaceholderUser(): Promise<User> {
+    return this.createUser(`placeholder-${newId()}@claim.credgate.invalid`);
+  }
+
+  async setPassword(userId: string, passwordHash: string): Promise<void> {
+    await this.db.update(this.t.users).set({ passwordHash }).where(eq(this.t.users.id, userId));
+  }
+
+  async deleteUser(userId: string): Promise<void> {
+    await this.db.delete(this.t.users).where(eq(this.t.users.id, userId));
   }
 
   async getUser(id: string): Promise<User | undefined> {
@@ -111,6 +129,45 @@ export class OrganizationService {
     const { memberships } = this.t;
     await this.db.delete(memberships).where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)));
     this.deps.events.emit({ kind: "membership", organizationId });
+  }
+
+  /** The user's membership of the organization, whatever its status. */
+  async membership(organizationId: string, userId: string): Promise<{ role: Role; status: MembershipStatus; createdAt: string } | undefined> {
+    const { memberships } = this.t;
+    const [m] = await this.db
+      .select({ role: memberships.role, status: memberships.status, createdAt: memberships.createdAt })
+      .from(memberships)
+      .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
+      .limit(1);
+    return m;
+  }
+
+  /**
+   * The role a key of this holder acts with: an active member's role; a provisioned (pending) member's role
+   * while its claim link lives — a provision's key works from the start (node SDK: "usable immediately").
+   */
+  async keyHolderRole(organizationId: string, userId: string): Promise<Role | null> {
+    const m = await this.membership(organizationId, userId);
+    if (!m) return null;
+    if (m.status === "active") return m.role;
+    const { claimLinks } = this.t;
+    const [live] = await this.db
+      .select({ id: claimLinks.id })
+      .from(claimLinks)
+      .where(and(eq(claimLinks.userId, userId), eq(claimLinks.organizationId, organizationId), eq(claimLinks.kind, "provision"), gt(claimLinks.expiresAt, nowIso())))
+      .limit(1);
+    return live ? m.role : null;
+  }
+
+  /** Every member of the organization (active and pending), with their user, in joining order. */
+  members(organizationId: string): Promise<{ userId: string; email: string; name: string | null; role: Role; status: MembershipStatus; joinedAt: string }[]> {
+    const { memberships, users } = this.t;
+    return this.db
+      .select({ userId: users.id, email: users.email, name: users.name, role: memberships.role, status: memberships.status, joinedAt: memberships.createdAt })
+      .from(memberships)
+      .innerJoin(users, eq(users.id, memberships.userId))
+      .where(eq(memberships.organizationId, organizationId))
+      .orderBy(asc(memberships.createdAt), asc(users.id));
   }
 
   /** The user's active role in the organization, or null when not an active member. */

@@ -41,31 +41,3 @@ export class SessionService {
     await this.db.update(this.t.sessions).set({ revokedAt: nowIso() }).where(eq(this.t.sessions.userId, userId));
   }
 }
-
-/** Login throttling (§5.16): 10 failures in 15 minutes for one email or key → refuse until they age out. */
-export class LoginThrottle {
-  readonly #failures = new Map<string, number[]>();
-  constructor(
-    private readonly limit = 10,
-    private readonly windowMs = 15 * 60 * 1000,
-  ) {}
-
-  #recent(subject: string, now: number): number[] {
-    const list = (this.#failures.get(subject) ?? []).filter((t) => now - t < this.windowMs);
-    if (list.length === 0) this.#failures.delete(subject);
-    else this.#failures.set(subject, list);
-    return list;
-  }
-
-  blocked(subject: string, now = Date.now()): boolean {
-    return this.#recent(subject, now).length >= this.limit;
-  }
-
-  fail(subject: string, now = Date.now()): void {
-    this.#failures.set(subject, [...this.#recent(subject, now), now]);
-  }
-
-  succeed(subject: string): void {
-    this.#failures.delete(subject);
-  }
-}

@@ -7,6 +7,7 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "driz
 import type {
   AgentMode,
   BudgetPeriod,
+  ClaimKind,
   ApiKeyKind,
   ApprovalStatus,
   ApprovalSummary,
@@ -43,6 +44,9 @@ export const organizations = sqliteTable("organizations", {
   partnerId: text("partner_id").references(() => partners.id, { onDelete: "set null" }),
   claimed: integer("claimed", { mode: "boolean" }).notNull().default(true),
   partnerDetached: integer("partner_detached", { mode: "boolean" }).notNull().default(false),
+  /** When a partner organization was claimed, and by whom (CONTRACT §3.6 "Partner organization"). */
+  claimedAt: text("claimed_at"),
+  claimedByUserId: text("claimed_by_user_id").references(() => users.id, { onDelete: "set null" }),
   createdAt: text("created_at").notNull(),
 });
 
@@ -466,4 +470,77 @@ export const budgetReservations = sqliteTable(
     expiresAt: text("expires_at").notNull(),
   },
   (t) => [index("budget_reservations_owner").on(t.secretId, t.organizationId, t.expiresAt)],
+);
+
+/** Partner members (CONTRACT §3.6 "Partner member"): the people of a partner's portal; a user belongs to at most one partner. */
+export const partnerMembers = sqliteTable(
+  "partner_members",
+  {
+    partnerId: text("partner_id")
+      .notNull()
+      .references(() => partners.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    role: text("role").$type<Role>().notNull(),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.partnerId, t.userId] }), uniqueIndex("partner_members_user").on(t.userId)],
+);
+
+/**
+ * Claim links (CONTRACT §4, §5.7, §5.14): a partner organization's (one at a time, no expiry) or a team
+ * provision's (expires after 7 days). `userId` is the placeholder the claimant replaces. The token is kept as
+ * a lookup hash and a sealed copy: the gateway's `claim_required` answer shows the current link.
+ */
+export const claimLinks = sqliteTable(
+  "claim_links",
+  {
+    id: text("id").primaryKey(),
+    kind: text("kind").$type<ClaimKind>().notNull(),
+    tokenHash: text("token_hash").notNull().unique(),
+    tokenSealed: text("token_sealed").notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    /** The provision's project (null for organizations, or once that project is gone). */
+    projectId: text("project_id").references(() => projects.id, { onDelete: "set null" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    expiresAt: text("expires_at"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("claim_links_org").on(t.organizationId).where(sql`kind = 'organization'`), index("claim_links_user").on(t.userId)],
+);
+
+/**
+ * Invites (CONTRACT §5.16 accept-invite): set a password for an invited user (a partner member), or, with no
+ * user yet, create the partner owner's account (`credgate partner create` without an owner email).
+ */
+export const invites = sqliteTable(
+  "invites",
+  {
+    id: text("id").primaryKey(),
+    tokenHash: text("token_hash").notNull().unique(),
+    userId: text("user_id").references(() => users.id, { onDelete: "cascade" }),
+    partnerId: text("partner_id").references(() => partners.id, { onDelete: "cascade" }),
+    expiresAt: text("expires_at").notNull(),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [index("invites_user").on(t.userId)],
+);
+
+/**
+ * Failed logins (CONTRACT §5.16 throttling): one row per failure of a subject (the hash of an email or a key),
+ * in the store so that every instance counts the same failures. Rows older than the window are deleted.
+ */
+export const loginFailures = sqliteTable(
+  "login_failures",
+  {
+    id: text("id").primaryKey(),
+    subject: text("subject").notNull(),
+    failedAt: text("failed_at").notNull(),
+  },
+  (t) => [index("login_failures_subject").on(t.subject, t.failedAt)],
 );

@@ -2,20 +2,27 @@
 // email and password; logout; the current session.
 import { t } from "elysia";
 import { ApiError, AUTH_FAILED, unauthorized } from "../../core/errors.ts";
-import { tokenHash } from "../../crypto/hash.ts";
 import type { Services } from "../../services/index.ts";
+import { LoginThrottle } from "../../services/loginThrottle.ts";
 import { SESSION_COOKIE, SESSION_LIFETIME_MS } from "../../services/sessions.ts";
 import { authenticateKey } from "../auth.ts";
 import { json } from "../errors.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";
-import { returns, returnsNothing } from "../responses.ts";
+import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 export const LoginBody = t.Object({
   apiKey: t.Optional(t.String({ trim: true })),
   email: t.Optional(t.String({ trim: true, maxLength: 255 })),
   password: t.Optional(t.String({ maxLength: 256 })),
 });
+
+export const SignupBody = t.Object({
+  email: t.String({ trim: true, maxLength: 255, format: "email" }),
+  password: t.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
+  name: t.Optional(t.String({ trim: true, minLength: 1, maxLength: 255 })),
+});
+export const ClaimBody = t.Object({ token: t.String({ trim: true, minLength: 1 }) });
 
 const TOO_MANY = (): ApiError => ApiError.envelope(429, "Too many attempts, try again later");
 
@@ -43,6 +50,31 @@ async function passwordUser(services: Services, email: string, password: string)
 export const authRoutes: RouteDef[] = [
   route({
     method: "POST",
+    path: "/auth/signup",
+    modes: ["cloud"],
+    response: returnsCreated(S.Signup, "Signed up and signed in; sets the credgate_session cookie"),
+    access: "none",
+    body: SignupBody,
+    handler: async ({ services, body }) => {
+      const { user, organizationId, projectId } = await services.accounts.signUp(body.email, await Bun.password.hash(body.password, "argon2id"), body.name ?? null);
+      const { token } = await services.sessions.create(user.id);
+      return json({ user: await userView(services, user.id), organizationId, projectId }, 201, { "set-cookie": sessionCookie(services, token, SESSION_LIFETIME_MS / 1000) });
+    },
+  }),
+  route({
+    method: "POST",
+    path: "/claim",
+    modes: ["cloud"],
+    response: returns(S.Claimed, "The signed-in user took the placeholder's place: its membership and keys"),
+    access: "session",
+    body: ClaimBody,
+    handler: async ({ services, principal, body }) => {
+      if (principal?.via !== "session") throw unauthorized();
+      return services.claims.claim(principal.userId, body.token);
+    },
+  }),
+  route({
+    method: "POST",
     path: "/auth/login",
     response: returns(S.Login, "Signed in; sets the credgate_session cookie"),
     access: "none",
@@ -50,30 +82,26 @@ export const authRoutes: RouteDef[] = [
     handler: async ({ services, body }) => {
       const throttle = services.loginThrottle;
       if (body.apiKey) {
-        const subject = `key:${tokenHash(body.apiKey)}`;
-        if (throttle.blocked(subject)) throw TOO_MANY();
+        const subject = LoginThrottle.subject("key", body.apiKey);
+        if (!(await throttle.attempt(subject))) throw TOO_MANY();
         let principal;
         try {
           principal = await authenticateKey(services, body.apiKey);
         } catch {
-          throttle.fail(subject);
           throw unauthorized();
         }
         if (principal.via === "partner_key") throw ApiError.envelope(401, AUTH_FAILED);
-        throttle.succeed(subject);
+        await throttle.succeeded(subject);
         return startSession(services, principal.userId);
       }
       if (services.deps.config.mode !== "cloud") throw ApiError.flat(400, "apiKey is required");
       if (!body.email) throw ApiError.flat(400, "email is required");
       if (!body.password) throw ApiError.flat(400, "password is required");
-      const subject = `email:${body.email.toLowerCase()}`;
-      if (throttle.blocked(subject)) throw TOO_MANY();
+      const subject = LoginThrottle.subject("email", body.email);
+      if (!(await throttle.attempt(subject))) throw TOO_MANY();
       const userId = await passwordUser(services, body.email, body.password);
-      if (!userId) {
-        throttle.fail(subject);
-        throw ApiError.envelope(401, "Invalid email or password");
-      }
-      throttle.succeed(subject);
+      if (!userId) throw ApiError.envelope(401, "Invalid email or password");
+      await throttle.succeeded(subject);
       return startSession(services, userId);
     },
   }),

@@ -1,0 +1,56 @@
+// The organization's team (CONTRACT §5.7, cloud only): provisions (a placeholder member with a project and a key
+// that work at once, and a claim link), the member list, role changes and removal.
+import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
+import { created, noContent, route, type RouteDef } from "../route.ts";
+import * as S from "../schemas.ts";
+import { returns, returnsCreated, returnsNothing } from "../responses.ts";
+
+export const ProvisionBody = t.Object({
+  role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" })),
+  skipOnboarding: t.Optional(t.Boolean()),
+});
+export const RoleBody = t.Object({ role: t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" }) });
+
+export const teamRoutes: RouteDef[] = [
+  route({
+    method: "POST",
+    path: "/team/provisions",
+    modes: ["cloud"],
+    response: returnsCreated(S.Provision, "A placeholder member, its project `Default`, its key and a claim link (7 days)"),
+    access: "O",
+    role: "admin",
+    body: ProvisionBody,
+    handler: async ({ services, ctx, body }) => created(await services.team.provision(ctx.organizationId, body.role ?? "member")),
+  }),
+  route({
+    method: "GET",
+    path: "/team/members",
+    modes: ["cloud"],
+    response: returns(T.Array(S.TeamMember)),
+    access: "O",
+    handler: ({ services, ctx }) => services.team.members(ctx.organizationId),
+  }),
+  route({
+    method: "PATCH",
+    path: "/team/members/:userId",
+    modes: ["cloud"],
+    response: returns(S.TeamMember),
+    access: "O",
+    role: "admin",
+    body: RoleBody,
+    handler: ({ services, ctx, params, body }) => services.team.setRole(ctx.organizationId, params.userId!, body.role),
+  }),
+  route({
+    method: "DELETE",
+    path: "/team/members/:userId",
+    modes: ["cloud"],
+    response: returnsNothing("Removed; their keys in the organization and their sessions are revoked"),
+    access: "O",
+    role: "admin",
+    handler: async ({ services, ctx, params }) => {
+      await services.team.remove(ctx.organizationId, params.userId!);
+      return noContent();
+    },
+  }),
+];

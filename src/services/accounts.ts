@@ -1,0 +1,29 @@
+// Accounts (CONTRACT §5.16, cloud): a sign-up creates the person, their organization (they own it), its
+// Default project with the Default Agent, and their project key — all or nothing.
+import { conflict } from "../core/errors.ts";
+import type { ServiceDeps } from "./deps.ts";
+import type { OrganizationService, User } from "./organizations.ts";
+import type { ProjectService } from "./projects.ts";
+
+export const EMAIL_TAKEN = "An account with this email already exists";
+
+export class AccountService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly orgs: OrganizationService,
+    private readonly projects: ProjectService,
+  ) {}
+
+  /** `passwordHash`: argon2id, hashed by the caller (outside the transaction: it takes tens of milliseconds). */
+  async signUp(email: string, passwordHash: string, name: string | null): Promise<{ user: User; organizationId: string; projectId: string }> {
+    return this.deps.store.transaction(async () => {
+      if (await this.orgs.getUserByEmail(email)) throw conflict(EMAIL_TAKEN);
+      const user = await this.orgs.createUser(email, name, passwordHash);
+      // Named after the person; renamed at will (PATCH /org).
+      const org = await this.orgs.createOrganization(`${name ?? email.split("@")[0]}'s organization`);
+      await this.orgs.addMember(org.id, user.id, "owner");
+      const { project } = await this.projects.create(org.id, "Default", { creatorUserId: user.id, automatic: true });
+      return { user, organizationId: org.id, projectId: project.id };
+    });
+  }
+}

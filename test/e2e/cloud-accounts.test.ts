@@ -1,0 +1,239 @@
+// Cloud mode accounts, projects and team (CONTRACT §5.6, §5.7, §5.16, §1.1–1.4), through the real process:
+// sign-up with its session cookie, projects with their Default Agent and the creator's key, provisions whose key
+// works at once and whose claim link hands membership and keys to the claimer, role changes, removal revoking
+// keys and sessions, login throttling, the cross-site check — and in self-hosted mode none of it exists.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { basic, openConnect } from "../support/gateway.ts";
+import { startCredgate, type RunningCredgate } from "../support/process.ts";
+
+let cloud: RunningCredgate;
+let selfHosted: RunningCredgate;
+
+beforeAll(async () => {
+  [cloud, selfHosted] = await Promise.all([startCredgate({ env: { CREDGATE_MODE: "cloud" } }), startCredgate()]);
+});
+
+afterAll(async () => {
+  await Promise.all([cloud?.stop(), selfHosted?.stop()]);
+});
+
+interface Account {
+  cookie: string;
+  userId: string;
+  organizationId: string;
+  projectId: string;
+}
+
+const email = (who: string) => `${who}-${crypto.randomUUID().slice(0, 8)}@example.test`;
+
+/** A call as a signed-in person (the session cookie), or with a key. */
+function as(who: { cookie: string } | { key: string }, headers: Record<string, string> = {}) {
+  const auth: Record<string, string> = "cookie" in who ? { cookie: who.cookie } : { authorization: `Bearer ${who.key}` };
+  return (method: string, path: string, body?: unknown) => cloud.api(method, path, { key: null, headers: { ...auth, ...headers }, body });
+}
+
+async function signUp(who: string, password = "correct horse battery"): Promise<Account & { email: string; password: string }> {
+  const address = email(who);
+  const res = await cloud.api("POST", "/v1/auth/signup", { key: null, body: { email: address, password, name: who } });
+  expect(res.status).toBe(201);
+  const cookie = /^(credgate_session=[^;]+)/.exec(res.headers.get("set-cookie") ?? "")![1]!;
+  return { cookie, userId: res.body.user.id, organizationId: res.body.organizationId, projectId: res.body.projectId, email: address, password };
+}
+
+describe("self-hosted: the cloud-only routes do not exist", () => {
+  test("each answers the unknown-route 404 before authentication", async () => {
+    for (const [method, path] of [
+      ["POST", "/v1/auth/signup"],
+      ["POST", "/v1/claim"],
+      ["GET", "/v1/projects"],
+      ["POST", "/v1/projects"],
+      ["DELETE", "/v1/projects/abc"],
+      ["POST", "/v1/team/provisions"],
+      ["GET", "/v1/team/members"],
+      ["PATCH", "/v1/team/members/abc"],
+    ] as const) {
+      const res = await selfHosted.api(method, path, { key: null, body: method === "GET" || method === "DELETE" ? undefined : {} });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: { message: `Unrecognized request URL (${method}: ${path}).`, type: "not_found_error" } });
+    }
+  });
+});
+
+describe("sign-up and sessions (§5.16)", () => {
+  test("sign-up: 201, the session cookie with the §1.1 attributes, an organization owned by the person with a Default project and agent", async () => {
+    const address = email("ada");
+    const res = await cloud.api("POST", "/v1/auth/signup", { key: null, body: { email: address, password: "correct horse battery", name: "Ada" } });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ user: { email: address, name: "Ada" } });
+    const setCookie = res.headers.get("set-cookie")!;
+    expect(setCookie).toMatch(/^credgate_session=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=2592000$/);
+    const me = as({ cookie: /^(credgate_session=[^;]+)/.exec(setCookie)![1]! });
+    const session = await me("GET", "/v1/auth/session");
+    expect(session.body.organizations).toEqual([{ id: res.body.organizationId, name: "Ada's organization", role: "owner" }]);
+    const projects = await me("GET", "/v1/projects");
+    expect(projects.body.map((p: any) => [p.id, p.name])).toEqual([[res.body.projectId, "Default"]]);
+    const agents = await me("GET", "/v1/agents");
+    expect(agents.body.map((a: any) => [a.name, a.isDefault])).toEqual([["Default Agent", true]]);
+    // The password is stored as argon2id, never in the clear.
+    expect(res.text).not.toContain("correct horse battery");
+  });
+
+  test("a taken email → 409; bad input → flat 400", async () => {
+    const a = await signUp("bob");
+    const again = await cloud.api("POST", "/v1/auth/signup", { key: null, body: { email: a.email.toUpperCase(), password: "another password" } });
+    expect(again.status).toBe(409);
+    expect(again.body).toEqual({ error: { message: "An account with this email already exists", type: "invalid_request_error" } });
+    const short = await cloud.api("POST", "/v1/auth/signup", { key: null, body: { email: email("c"), password: "short" } });
+    expect(short.status).toBe(400);
+    expect(short.body).toEqual({ error: "password must be 8-256 characters" });
+    const notEmail = await cloud.api("POST", "/v1/auth/signup", { key: null, body: { email: "nobody", password: "long enough" } });
+    expect(notEmail.status).toBe(400);
+    expect(notEmail.body).toEqual({ error: "email must be a valid email address" });
+  });
+
+  test("login with the password; 10 failures in a row for one email → 429 even with the right password", async () => {
+    const a = await signUp("carol");
+    const login = (password: string) => cloud.api("POST", "/v1/auth/login", { key: null, body: { email: a.email, password } });
+    expect((await login(a.password)).status).toBe(200);
+    for (let i = 0; i < 10; i++) {
+      const wrong = await login("wrong password");
+      expect(wrong.status).toBe(401);
+      expect(wrong.body).toEqual({ error: { message: "Invalid email or password", type: "authentication_error" } });
+    }
+    const blocked = await login(a.password);
+    expect(blocked.status).toBe(429);
+    expect(blocked.body.error.message).toBe("Too many attempts, try again later");
+  });
+
+  test("a cookie write from another origin → 403 Cross-site request rejected; from the public URL it passes", async () => {
+    const a = await signUp("dan");
+    const evil = await as(a, { origin: "https://evil.example" })("POST", "/v1/agents", { name: "X", identifier: "x" });
+    expect(evil.status).toBe(403);
+    expect(evil.body.error.message).toBe("Cross-site request rejected");
+    const same = await as(a, { origin: `http://localhost:${cloud.apiPort}` })("POST", "/v1/agents", { name: "Y", identifier: "y" });
+    expect(same.status).toBe(201);
+  });
+});
+
+describe("projects (§5.6)", () => {
+  test("create: 201 with the creator's key (it works, for that project only), a Default Agent; name rules; slug conflicts", async () => {
+    const a = await signUp("erin");
+    const me = as(a);
+    const made = await me("POST", "/v1/projects", { name: "  Billing Bots  " });
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({ name: "Billing Bots", slug: "billing-bots", organizationId: a.organizationId });
+    expect(made.body.apiKey).toMatch(/^svc_[0-9a-f]{64}$/);
+    const key = as({ key: made.body.apiKey });
+    expect((await key("GET", "/v1/agents")).body.map((x: any) => x.name)).toEqual(["Default Agent"]);
+    // A project key lists only its own project.
+    expect((await key("GET", "/v1/projects")).body.map((p: any) => p.id)).toEqual([made.body.id]);
+    expect((await me("GET", "/v1/projects")).body.map((p: any) => p.name)).toEqual(["Default", "Billing Bots"]);
+
+    for (const name of ["x", "--", "a".repeat(51)]) {
+      const bad = await me("POST", "/v1/projects", { name });
+      expect(bad.status).toBe(400);
+      expect(bad.body).toEqual({ error: "Name must be 2-50 characters with at least one letter or number" });
+    }
+    const taken = await me("POST", "/v1/projects", { name: "billing bots!" });
+    expect(taken.status).toBe(409);
+    expect(taken.body.error.message).toBe('A project with slug "billing-bots" already exists');
+
+    const renamed = await me("PATCH", `/v1/projects/${made.body.id}`, { name: "Invoices" });
+    expect(renamed.body).toMatchObject({ id: made.body.id, name: "Invoices", slug: "invoices" });
+    expect((await me("GET", `/v1/projects/${made.body.id}`)).body.slug).toBe("invoices");
+  });
+
+  test("delete cascades: the project's keys and agent tokens die at once; the only project cannot go", async () => {
+    const a = await signUp("finn");
+    const me = as(a);
+    const made = await me("POST", "/v1/projects", { name: "Doomed" });
+    const key = as({ key: made.body.apiKey });
+    const secret = await key("POST", "/v1/secrets", { name: "s", type: "generic", value: "doomed-secret-value", hostPattern: "api.doomed.test", injectionConfig: { headerName: "authorization" } });
+    expect(secret.status).toBe(201);
+    const token = (await key("GET", "/v1/agents")).body[0].accessToken as string;
+    const before = await openConnect(cloud.gatewayPort, "api.doomed.test:443", basic(token));
+    expect(before.connect.status).toBe(200);
+    before.socket.destroy();
+
+    expect((await me("DELETE", `/v1/projects/${made.body.id}`)).status).toBe(204);
+    expect((await key("GET", "/v1/agents")).status).toBe(401);
+    expect((await me("GET", `/v1/projects/${made.body.id}`)).status).toBe(404);
+    const after = await openConnect(cloud.gatewayPort, "api.doomed.test:443", basic(token));
+    expect(after.connect.status).toBe(407);
+    after.socket.destroy();
+
+    const only = await me("DELETE", `/v1/projects/${a.projectId}`);
+    expect(only.status).toBe(400);
+    expect(only.body.error.message).toBe("Cannot delete the only project in the organization");
+    // Another organization's project does not exist for this one.
+    const other = await signUp("gus");
+    expect((await me("GET", `/v1/projects/${other.projectId}`)).status).toBe(404);
+    expect((await me("DELETE", `/v1/projects/${other.projectId}`)).status).toBe(404);
+  });
+});
+
+describe("team (§5.7) and claims", () => {
+  test("a provision's key works at once; the claimer takes its membership and keys; roles; removal revokes keys and sessions", async () => {
+    const owner = await signUp("hana");
+    const org = as(owner);
+    const provision = await org("POST", "/v1/team/provisions", { role: "admin" });
+    expect(provision.status).toBe(201);
+    expect(provision.body.claimUrl).toMatch(new RegExp(`^http://localhost:${cloud.apiPort}/claim\\?token=[0-9a-f]{64}$`));
+    expect(Date.parse(provision.body.expiresAt) - Date.now()).toBeGreaterThan(7 * 24 * 3600 * 1000 - 60_000);
+    const provisionKey = as({ key: provision.body.apiKey });
+    expect((await provisionKey("GET", "/v1/agents")).status).toBe(200);
+    const pending = (await org("GET", "/v1/team/members")).body;
+    expect(pending.map((m: any) => [m.role, m.status])).toEqual([
+      ["owner", "active"],
+      ["admin", "pending"],
+    ]);
+
+    const ivy = await signUp("ivy");
+    const token = new URL(provision.body.claimUrl).searchParams.get("token")!;
+    const claimed = await as(ivy)("POST", "/v1/claim", { token });
+    expect(claimed.status).toBe(200);
+    expect(claimed.body).toEqual({ kind: "provision", organizationId: owner.organizationId, projectId: provision.body.projectId });
+    const members = (await org("GET", "/v1/team/members")).body;
+    expect(members.map((m: any) => [m.email, m.role, m.status])).toEqual([
+      [owner.email, "owner", "active"],
+      [ivy.email, "admin", "active"],
+    ]);
+    // The key came along: still working, now Ivy's.
+    expect((await provisionKey("GET", "/v1/user")).body.email).toBe(ivy.email);
+    expect((await as(ivy)("POST", "/v1/claim", { token })).status).toBe(404);
+
+    const demoted = await org("PATCH", `/v1/team/members/${ivy.userId}`, { role: "member" });
+    expect(demoted.body).toMatchObject({ userId: ivy.userId, role: "member", status: "active" });
+    const ownerChange = await org("PATCH", `/v1/team/members/${owner.userId}`, { role: "member" });
+    expect(ownerChange.status).toBe(400);
+    expect(ownerChange.body.error.message).toBe("The organization owner cannot be changed or removed");
+    const badRole = await org("PATCH", `/v1/team/members/${ivy.userId}`, { role: "owner" });
+    expect(badRole.status).toBe(400);
+    expect(badRole.body).toEqual({ error: "role must be one of: admin, member" });
+    // A member cannot manage the team.
+    expect((await provisionKey("POST", "/v1/team/provisions", {})).status).toBe(403);
+
+    // Ivy's session works in the organization until she is removed; then her key and sessions are gone.
+    expect((await as(ivy, { "x-organization-id": owner.organizationId })("GET", "/v1/team/members")).status).toBe(200);
+    expect((await org("DELETE", `/v1/team/members/${ivy.userId}`)).status).toBe(204);
+    expect((await provisionKey("GET", "/v1/agents")).status).toBe(401);
+    expect((await as(ivy)("GET", "/v1/auth/session")).status).toBe(401);
+    expect((await org("DELETE", `/v1/team/members/${ivy.userId}`)).status).toBe(404);
+  });
+
+  test("an org key dies when its holder is demoted below admin", async () => {
+    const owner = await signUp("jo");
+    const provision = await as(owner)("POST", "/v1/team/provisions", { role: "admin" });
+    const kim = await signUp("kim");
+    const token = new URL(provision.body.claimUrl).searchParams.get("token")!;
+    expect((await as(kim)("POST", "/v1/claim", { token })).status).toBe(200);
+    const kimInOrg = as(kim, { "x-organization-id": owner.organizationId });
+    const orgKey = await cloud.api("GET", "/v1/org/api-key", { key: null, headers: { cookie: kim.cookie, "x-organization-id": owner.organizationId } });
+    expect(orgKey.status).toBe(200);
+    const withOrgKey = as({ key: orgKey.body.apiKey });
+    expect((await withOrgKey("GET", "/v1/team/members")).status).toBe(200);
+    expect((await as(owner)("PATCH", `/v1/team/members/${kim.userId}`, { role: "member" })).status).toBe(200);
+    expect((await withOrgKey("GET", "/v1/team/members")).status).toBe(401);
+    expect((await kimInOrg("GET", "/v1/team/members")).status).toBe(200);
+  });
+});
