@@ -204,6 +204,8 @@ describe("sessions (§1.2 steps 2, 6; §5.16)", () => {
     expect(session.status).toBe(200);
     expect(session.body.user.email).toBe("owner@localhost");
     expect(session.body.organizations).toEqual([{ id: api.organizationId, name: expect.any(String), role: "owner" }]);
+    // The projects the session may switch between (the dashboard's project switcher).
+    expect(session.body.projects).toEqual([{ id: api.projectId, name: "Default Project", organizationId: api.organizationId }]);
     expect(session.body.partner).toBeNull();
     // An org-level endpoint works with the session too.
     expect((await api.call("GET", "/v1/org/settings", { key: null, headers: { cookie: `other=1; credgate_session=${cookie}` } })).status).toBe(200);
