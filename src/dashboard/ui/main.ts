@@ -51,7 +51,9 @@ async function render(): Promise<void> {
     return;
   }
   const { route, params } = matched;
-  if (!session && !route.public && !(await loadSession())) return toSignIn();
+  // Public pages (sign-in, the OAuth landing) read the session too: signed in, they move on.
+  if (!session) await loadSession();
+  if (!session && !route.public) return toSignIn();
   if (controller.signal.aborted) return;
   if (url.pathname === "/") {
     const first = session?.projects[0];
