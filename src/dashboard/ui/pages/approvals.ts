@@ -115,6 +115,8 @@ export const approvalsPage: PageFn = async (ctx) => {
       }
     }
   };
+  // The first poll answers at once when anything is pending, so the empty state is right until it does.
+  draw();
   void poll();
   void history(ctx, historyBox);
   return [
