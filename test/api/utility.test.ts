@@ -19,7 +19,8 @@ describe("unknown routes (§2.3)", () => {
     ["GET", "/api/nope"],
     ["DELETE", "/v1/health"],
     ["PUT", "/v1/agents"],
-    ["GET", "/"],
+    ["POST", "/"],
+    ["GET", "/nope"],
     ["GET", "/v2/agents"],
   ])("%s %s → 404 envelope, before authentication", async (method, path) => {
     expectEnvelope(await api.call(method, path, { key: null }), 404, unknown(method, path));
