@@ -6,7 +6,7 @@ import { metrics } from "../metrics.ts";
 import { log } from "../log.ts";
 import { answerWithRequestId } from "../requestId.ts";
 import type { Services } from "../services/index.ts";
-import { appConnectPage } from "./appConnectPage.ts";
+import { dashboardResponse } from "../dashboard/serve.ts";
 import { errorResponse, unknownRoute } from "./errors.ts";
 import { METRICS_PATH, metricsResponse } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
@@ -88,11 +88,15 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
       );
     }
   }
-  app.get("/app-connect/:provider", ({ request, params }) => appConnectPage(params.provider, new URL(request.url).searchParams));
   app.compile();
   const metricsToken = services.deps.config.metricsToken;
-  const serve = (request: Request, client?: ClientInfo): Promise<Response> =>
-    request.method === "GET" && new URL(request.url).pathname === METRICS_PATH ? metricsResponse(request, client?.address, metricsToken) : app.handle(request);
+  const dashboard = { publicUrl: services.deps.config.publicUrl, mode };
+  const serve = async (request: Request, client?: ClientInfo): Promise<Response> => {
+    const pathname = new URL(request.url).pathname;
+    if (request.method === "GET" && pathname === METRICS_PATH) return metricsResponse(request, client?.address, metricsToken);
+    // The dashboard's pages and assets (src/dashboard); everything else, `/v1/…` included, is the API's.
+    return dashboardResponse(request.method, pathname, dashboard) ?? app.handle(request);
+  };
   return {
     handle: (request, client) =>
       answerWithRequestId(request, async () => {

@@ -23,6 +23,7 @@ export const ApiKey = T.Object({ apiKey: T.String() }, { $id: "ApiKey" });
 export const Session = T.Object({
   user: User,
   organizations: T.Array(T.Object({ id: T.String(), name: T.String(), role: Enum("owner", "admin", "member") })),
+  projects: T.Array(T.Object({ id: T.String(), name: T.String(), organizationId: T.String() })),
   partner: Nullable(T.Object({ id: T.String(), name: T.String(), role: Enum("owner", "admin", "member") })),
 });
 export const Login = T.Object({ user: User });
@@ -288,8 +289,11 @@ export const AppItem = T.Object(
   {
     id: T.String(),
     name: T.String(),
+    description: T.String(),
     available: T.Boolean(),
     connectionType: Enum("oauth", "api_key"),
+    /** The credential fields a person types in: API-key fields, or the BYOC OAuth client fields. */
+    fields: T.Array(T.Object({ name: T.String(), label: T.String(), secret: T.Boolean() })),
     configurable: T.Boolean(),
     config: Nullable(AppConfig),
     connections: T.Array(T.Object({ id: T.String(), label: Nullable(T.String()), status: ConnectionStatus, scopes: T.Array(T.String()), connectedAt: Timestamp })),

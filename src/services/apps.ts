@@ -61,8 +61,10 @@ export class AppCatalogService {
     return {
       id: app.id,
       name: app.name,
+      description: app.description,
       available: oauth ? (await this.s.appConfigs.oauthClient(owner, app.id)) !== null : true,
       connectionType: app.connectionType,
+      fields: app.fields.map((f) => ({ name: f.name, label: f.label, secret: f.secret })),
       configurable: oauth,
       config: oauth ? await this.s.appConfigs.view(owner, app.id) : null,
       connections,

@@ -1,5 +1,5 @@
 // Organizations, projects, users and memberships: the tenancy every other record hangs off.
-import { and, asc, eq, gt } from "drizzle-orm";
+import { and, asc, eq, gt, inArray } from "drizzle-orm";
 import type { MembershipStatus, Role } from "../core/model.ts";
 import { newId, newShortId, nowIso } from "../core/ids.ts";
 import type { OrganizationRow, ProjectRow, UserRow } from "../store/rows.ts";
@@ -75,6 +75,13 @@ export class OrganizationService {
     const { projects } = this.t;
     const [row] = await this.db.select().from(projects).where(eq(projects.organizationId, organizationId)).orderBy(asc(projects.createdAt), asc(projects.id)).limit(1);
     return row;
+  }
+
+  /** Every project of these organizations, oldest first within each (the dashboard's project switcher). */
+  async projectsOf(organizationIds: string[]): Promise<Project[]> {
+    if (organizationIds.length === 0) return [];
+    const { projects } = this.t;
+    return this.db.select().from(projects).where(inArray(projects.organizationId, organizationIds)).orderBy(asc(projects.createdAt), asc(projects.id));
   }
 
   async createUser(email: string, name: string | null = null, passwordHash: string | null = null): Promise<User> {

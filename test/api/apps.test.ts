@@ -11,7 +11,7 @@ const PUBLIC = "https://credgate.example.com";
 const GITHUB_ENV = { CREDGATE_PUBLIC_URL: PUBLIC, CREDGATE_OAUTH_GITHUB_CLIENT_ID: "env-client-id", CREDGATE_OAUTH_GITHUB_CLIENT_SECRET: "env-client-secret" };
 const UNKNOWN = "00000000-0000-4000-8000-000000000000";
 const API_KEY_APPS = ["resend", "cloudflare", "vercel", "datadog"];
-const ITEM_KEYS = ["available", "config", "configurable", "connectionType", "connections", "id", "name"];
+const ITEM_KEYS = ["available", "config", "configurable", "connectionType", "connections", "description", "fields", "id", "name"];
 const DEFAULT_CONFIG = { settings: {}, hasCredentials: false, enabled: false };
 const ORG_CONFIG = { settings: {}, hasCredentials: true, enabled: true, source: "organization" };
 
@@ -57,14 +57,19 @@ describe("GET /apps", () => {
       expect(item).toEqual({
         id: app.id,
         name: app.name,
+        description: app.description,
         available: apiKey,
         connectionType: apiKey ? "api_key" : "oauth",
+        // What the dashboard's connect and BYOC forms ask for: API-key fields, or the OAuth client pair.
+        fields: app.fields.map((f) => ({ name: f.name, label: f.label, secret: f.secret })),
         configurable: !apiKey,
         config: null,
         connections: [],
       });
     }
     expect(res.body.filter((i: any) => i.connectionType === "api_key").map((i: any) => i.id)).toEqual(API_KEY_APPS);
+    expect(res.body.find((i: any) => i.id === "resend").fields).toEqual([{ name: "apiKey", label: "API Key", secret: true }]);
+    expect(res.body.find((i: any) => i.id === "github").fields.map((f: any) => f.name)).toEqual(["clientId", "clientSecret"]);
   });
 
   test("CREDGATE_OAUTH_GITHUB_CLIENT_ID/_SECRET make github (only) available; config stays null", async () => {

@@ -204,6 +204,10 @@ describe("sessions (§1.2 steps 2, 6; §5.16)", () => {
     expect(session.status).toBe(200);
     expect(session.body.user.email).toBe("owner@localhost");
     expect(session.body.organizations).toEqual([{ id: api.organizationId, name: expect.any(String), role: "owner" }]);
+    // The projects the session may switch between (the dashboard's project switcher).
+    // (Other tests of this file add projects to the same organization.)
+    expect(session.body.projects[0]).toEqual({ id: api.projectId, name: "Default Project", organizationId: api.organizationId });
+    expect(session.body.projects.every((p: any) => p.organizationId === api.organizationId)).toBe(true);
     expect(session.body.partner).toBeNull();
     // An org-level endpoint works with the session too.
     expect((await api.call("GET", "/v1/org/settings", { key: null, headers: { cookie: `other=1; credgate_session=${cookie}` } })).status).toBe(200);

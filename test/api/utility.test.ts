@@ -19,7 +19,8 @@ describe("unknown routes (§2.3)", () => {
     ["GET", "/api/nope"],
     ["DELETE", "/v1/health"],
     ["PUT", "/v1/agents"],
-    ["GET", "/"],
+    ["POST", "/"],
+    ["GET", "/nope"],
     ["GET", "/v2/agents"],
   ])("%s %s → 404 envelope, before authentication", async (method, path) => {
     expectEnvelope(await api.call(method, path, { key: null }), 404, unknown(method, path));
@@ -214,19 +215,34 @@ describe("request bodies (§0.2, §0.3)", () => {
   });
 });
 
-describe("GET /app-connect/{provider} (where the OAuth callback lands)", () => {
-  test("success and error pages, values escaped", async () => {
+describe("the dashboard's pages on the API port (src/dashboard)", () => {
+  test("/app-connect/{provider}, deep links and / answer the shell with a strict CSP; assets are embedded; /v1 stays JSON", async () => {
     const api = await createTestApi();
-    const ok = await api.app.handle(new Request("http://localhost/app-connect/github?status=success&connectionId=c-1&agent_name=%3Cb%3E"));
-    expect(ok.status).toBe(200);
-    expect(ok.headers.get("content-type")).toBe("text/html; charset=utf-8");
-    const html = await ok.text();
-    expect(html).toContain("<h1>GitHub is connected</h1>");
-    expect(html).toContain("<code>c-1</code>");
-    expect(html).toContain("&#60;b&#62;");
-    expect(html).not.toContain("<b>");
-    const bad = await api.app.handle(new Request("http://localhost/app-connect/github?status=error&message=Authorization+was+denied"));
-    expect(bad.status).toBe(400);
-    expect(await bad.text()).toContain("<p>Authorization was denied</p>");
+    for (const path of ["/", "/sign-in", "/claim?token=x", "/app-connect/github?status=success&connectionId=c-1", "/p/abcdefghijklmnop/secrets?create=generic&host=api.x.com", "/p/abcdefghijklmnop/agents/some-id"]) {
+      const res = await api.app.handle(new Request(`http://localhost${path}`));
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(res.headers.get("x-frame-options")).toBe("DENY");
+      const csp = res.headers.get("content-security-policy")!;
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).not.toContain("unsafe-inline");
+      const html = await res.text();
+      expect(html).toContain('<script type="module" src="/assets/app.js?v=');
+      // The query is never echoed into the page.
+      expect(html).not.toContain("api.x.com");
+      expect(html).not.toContain("<script>");
+    }
+    const js = await api.app.handle(new Request("http://localhost/assets/app.js"));
+    expect(js.status).toBe(200);
+    expect(js.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect((await js.text()).length).toBeGreaterThan(1000);
+    const css = await api.app.handle(new Request("http://localhost/assets/app.css"));
+    expect(css.headers.get("content-type")).toBe("text/css; charset=utf-8");
+    const unknown = await api.app.handle(new Request("http://localhost/v1/p/x"));
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ error: { message: "Unrecognized request URL (GET: /v1/p/x).", type: "not_found_error" } });
+    expect((await api.app.handle(new Request("http://localhost/nothing-here"))).status).toBe(404);
+    expect((await api.app.handle(new Request("http://localhost/p/x", { method: "POST" }))).status).toBe(404);
   });
 });

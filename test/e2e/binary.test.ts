@@ -8,6 +8,7 @@ import { VERSION } from "../../src/version.ts";
 import { freePort } from "../support/ports.ts";
 import { makePki, startUpstream } from "../support/upstream.ts";
 import { tempDir } from "../support/tmp.ts";
+import { launchBrowser, openPage } from "../support/browser.ts";
 
 const ROOT = join(import.meta.dir, "../..");
 const BUN = join(ROOT, "node_modules/.bin/bun");
@@ -142,6 +143,40 @@ describe("compiled binary", () => {
     const code = await Promise.race([proc.exited, Bun.sleep(10_000).then(() => "hung")]);
     expect(code).toBe(0);
     // Nothing was written next to the binary.
+    expect(readdirSync(emptyDir)).toEqual(["credgate"]);
+  }, 60_000);
+
+  test("serves the embedded dashboard: a deep link answers the shell, whose script and stylesheet come from the binary; sign-in works in Chromium", async () => {
+    const { proc, dataDir, apiUrl } = await serveBinary();
+    const keys = JSON.parse((await run(["keys", "--data-dir", dataDir, "--json"])).stdout);
+    const shell = await fetch(`${apiUrl}/p/${keys.projectId}/secrets?create=generic&host=api.x.com`);
+    expect(shell.status).toBe(200);
+    expect(shell.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    const html = await shell.text();
+    const script = /<script type="module" src="([^"]+)"/.exec(html)![1]!;
+    const style = /<link rel="stylesheet" href="([^"]+)"/.exec(html)![1]!;
+    const js = await fetch(apiUrl + script);
+    expect(js.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect(await js.text()).toContain("Sign in to credgate");
+    expect((await (await fetch(apiUrl + style)).text())).toContain(".btn");
+
+    // The public URL defaults to http://localhost:<port>, the origin the browser uses here.
+    const origin = apiUrl.replace("127.0.0.1", "localhost");
+    const browser = await launchBrowser();
+    try {
+      const w = await openPage(browser);
+      await w.page.goto(`${origin}/p/${keys.projectId}/agents`);
+      await w.page.getByLabel("API key").fill(keys.projectApiKey);
+      await w.page.getByRole("button", { name: "Sign in" }).click();
+      await w.page.waitForURL(`${origin}/p/${keys.projectId}/agents`);
+      await w.page.getByRole("link", { name: "Default Agent" }).waitFor();
+      expect(w.errors).toEqual([]);
+      expect(w.requests.every((u) => u.startsWith(origin))).toBe(true);
+    } finally {
+      await browser.close();
+    }
+    proc.kill("SIGTERM");
+    await proc.exited;
     expect(readdirSync(emptyDir)).toEqual(["credgate"]);
   }, 60_000);
 

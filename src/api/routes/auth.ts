@@ -126,7 +126,9 @@ export const authRoutes: RouteDef[] = [
     handler: async ({ services, principal }) => {
       if (principal?.via !== "session") throw unauthorized();
       const organizations = (await services.orgs.membershipsOf(principal.userId)).map((m) => ({ id: m.organizationId, name: m.name, role: m.role }));
-      return { user: await userView(services, principal.userId), organizations, partner: null };
+      // The projects the session may name in X-Project-Id: what the dashboard's project switcher offers.
+      const projects = (await services.orgs.projectsOf(organizations.map((o) => o.id))).map((p) => ({ id: p.id, name: p.name, organizationId: p.organizationId }));
+      return { user: await userView(services, principal.userId), organizations, projects, partner: null };
     },
   }),
 ];

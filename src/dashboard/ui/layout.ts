@@ -1,0 +1,95 @@
+// The frame around every signed-in page: a skip link, the project switcher, the navigation, sign-out, and a
+// warning when the page is open on another origin than CREDGATE_PUBLIC_URL (every change would be rejected).
+import { call } from "./api.ts";
+import { button, notice } from "./components.ts";
+import { h, type Child } from "./h.ts";
+import type { RouteDef } from "./router.ts";
+import type { OrganizationInfo, ProjectInfo, Session } from "./types.ts";
+
+interface LayoutInput {
+  session: Session | null;
+  project: ProjectInfo | null;
+  organization: OrganizationInfo | null;
+  route: RouteDef;
+  navigate(path: string, opts?: { replace?: boolean }): void;
+  mode: string;
+}
+
+const NAV: [key: string, label: string, rest: string][] = [
+  ["overview", "Overview", ""],
+  ["agents", "Agents", "/agents"],
+  ["secrets", "Secrets", "/secrets"],
+  ["apps", "Apps", "/apps"],
+  ["policy", "Policy", "/policy"],
+  ["approvals", "Approvals", "/approvals"],
+  ["logs", "Logs", "/logs"],
+  ["organization", "Organization", "/org"],
+];
+
+function originWarning(): HTMLElement | null {
+  const publicUrl = document.querySelector<HTMLMetaElement>('meta[name="credgate-public-url"]')?.content;
+  if (!publicUrl) return null;
+  let origin = "";
+  try {
+    origin = new URL(publicUrl).origin;
+  } catch {
+    return null;
+  }
+  if (origin === location.origin) return null;
+  return notice("error", "This dashboard is configured for ", h("a", { href: publicUrl }, publicUrl), `. Changes made from ${location.origin} are rejected by credgate's cross-site check; open the configured address instead (or set CREDGATE_PUBLIC_URL).`);
+}
+
+function projectSwitcher(input: LayoutInput): HTMLElement | null {
+  const projects = input.session?.projects ?? [];
+  if (projects.length === 0) return null;
+  const select = h(
+    "select",
+    { id: "project-switcher", "aria-label": "Project" },
+    ...projects.map((p) => {
+      const org = input.session?.organizations.find((o) => o.id === p.organizationId);
+      const label = (input.session?.organizations.length ?? 0) > 1 && org ? `${org.name} / ${p.name}` : p.name;
+      return h("option", { value: p.id, selected: p.id === input.project?.id }, label);
+    }),
+  );
+  select.addEventListener("change", () => {
+    // The same page in the other project (a record's own page would not exist there: go to its list).
+    const rest = location.pathname.split("/").slice(3, 4).join("/");
+    input.navigate(`/p/${select.value}${rest ? `/${rest}` : ""}`);
+  });
+  return h("div", { class: "switcher" }, h("label", { for: "project-switcher" }, "Project"), select);
+}
+
+export function layout(input: LayoutInput, ...content: Child[]): HTMLElement {
+  const base = `/p/${input.project?.id ?? input.session?.projects[0]?.id ?? ""}`;
+  const signOut = button("Sign out", async () => {
+    signOut.disabled = true;
+    try {
+      await call("POST", "/auth/logout");
+    } catch {
+      // Signed out already (or the session expired): the sign-in page is where to go either way.
+    }
+    location.assign("/sign-in");
+  });
+  return h(
+    "div",
+    { class: "frame" },
+    h("a", { href: "#main", class: "skip" }, "Skip to content"),
+    h(
+      "header",
+      { class: "top" },
+      h("a", { href: base, class: "brand" }, "credgate"),
+      projectSwitcher(input),
+      h("div", { class: "who" }, input.session ? h("span", { class: "email" }, input.session.user.email) : null, signOut),
+    ),
+    h(
+      "div",
+      { class: "body" },
+      h(
+        "nav",
+        { "aria-label": "Main" },
+        h("ul", null, ...NAV.map(([key, label, rest]) => h("li", null, h("a", { href: base + rest, "aria-current": input.route.nav === key ? "page" : null }, label)))),
+      ),
+      h("main", { id: "main" }, originWarning(), ...content),
+    ),
+  );
+}

@@ -1,0 +1,129 @@
+// Approvals: requests held at the gateway appear here live. The page keeps one long-poll open
+// (GET /v1/approvals/pending, excluding what it already shows), so a new request shows up within moments
+// without a reload; Approve and Deny release or refuse it. History comes from the request logs.
+import { queryString } from "../api.ts";
+import { badge, button, empty, errorText, formatTime, loading, notice, table } from "../components.ts";
+import { h, replace } from "../h.ts";
+import type { PageCtx, PageFn } from "../types.ts";
+
+interface Approval {
+  id: string;
+  method: string;
+  url: string;
+  host: string;
+  path: string;
+  headers: Record<string, string>;
+  bodyPreview: string | null;
+  summary: { action: string; details: { label: string; value: string }[] } | null;
+  agent: { id: string; name: string; externalId: string };
+  createdAt: string;
+  expiresAt: string;
+}
+
+const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((r) => {
+  const t = setTimeout(r, ms);
+  signal.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
+});
+
+function card(a: Approval, decide: (a: Approval, decision: "approve" | "deny") => void): HTMLElement {
+  const what = `${a.method} ${a.host}${a.path}`;
+  return h(
+    "article",
+    { class: "card approval", "aria-label": `Approval request ${what}` },
+    h("h3", null, h("span", { class: "method" }, a.method), " ", h("span", { class: "host" }, a.host), h("span", { class: "path" }, a.path)),
+    h("p", { class: "meta" }, `Agent ${a.agent.name} (${a.agent.externalId}) · requested ${formatTime(a.createdAt)} · expires ${formatTime(a.expiresAt)}`),
+    a.summary ? h("dl", { class: "details" }, ...a.summary.details.flatMap((d) => [h("dt", null, d.label), h("dd", null, d.value)])) : null,
+    a.bodyPreview ? h("details", null, h("summary", null, "Body preview (redacted)"), h("pre", { class: "preview" }, a.bodyPreview)) : null,
+    h("details", null, h("summary", null, "Headers"), h("pre", { class: "preview" }, Object.entries(a.headers).map(([k, v]) => `${k}: ${v}`).join("\n"))),
+    h(
+      "div",
+      { class: "actions" },
+      button("Approve", () => decide(a, "approve"), { kind: "primary", label: `Approve ${what}` }),
+      button("Deny", () => decide(a, "deny"), { kind: "danger", label: `Deny ${what}` }),
+    ),
+  );
+}
+
+async function history(ctx: PageCtx, where: HTMLElement): Promise<void> {
+  try {
+    const page = await ctx.api.get<{ data: any[] }>(`/logs${queryString({ limit: 200 })}`);
+    const rows = page.data.filter((r) => r.approvalId);
+    replace(
+      where,
+      rows.length === 0
+        ? empty("No approval decisions yet. Requests held by a rule that requires approval appear above.")
+        : table(
+            "Approval history",
+            ["Time", "Agent", "Request", "Decision", "Status"],
+            rows.map((r) => [formatTime(r.createdAt), agentName(ctx, r.agentId), `${r.method} ${r.host}${r.path}`, badge(r.decision.replace("approval_", ""), r.decision), String(r.status)]),
+          ),
+    );
+  } catch (err) {
+    if ((err as Error).name !== "AbortError") replace(where, notice("error", errorText(err)));
+  }
+}
+
+const agentNames = new Map<string, string>();
+const agentName = (_ctx: PageCtx, id: string) => agentNames.get(id) ?? id;
+
+export const approvalsPage: PageFn = async (ctx) => {
+  for (const a of await ctx.api.get<any[]>("/agents")) agentNames.set(a.id, a.name);
+  const shown = new Map<string, Approval>();
+  const list = h("div", { class: "approvals", "aria-live": "polite" }, loading("Waiting for requests…"));
+  const status = h("div");
+  const historyBox = h("div", null, loading());
+
+  const draw = () => {
+    const now = Date.now();
+    for (const [id, a] of shown) if (Date.parse(a.expiresAt) < now) shown.delete(id);
+    replace(list, shown.size === 0 ? empty("No requests are waiting. When an agent's request needs approval it appears here at once.") : [...shown.values()].map((a) => card(a, decide)));
+  };
+
+  const decide = async (a: Approval, decision: "approve" | "deny") => {
+    replace(status);
+    try {
+      await ctx.api.send("POST", `/approvals/${a.id}/decision`, { decision });
+      replace(status, notice("success", `${decision === "approve" ? "Approved" : "Denied"}: ${a.method} ${a.host}${a.path}`));
+    } catch (err) {
+      const gone = (err as { status?: number }).status === 410 || (err as { status?: number }).status === 404;
+      replace(status, notice("error", gone ? "This request was already decided or has expired." : errorText(err)));
+      if (!gone) return;
+    }
+    shown.delete(a.id);
+    draw();
+    setTimeout(() => void history(ctx, historyBox), 5500); // request logs are written in batches
+  };
+
+  // Two calls per round: without `exclude` to resync with what is still pending (it holds only when nothing
+  // is), then with `exclude` to wait for anything new.
+  const poll = async () => {
+    let first = true;
+    while (!ctx.signal.aborted) {
+      try {
+        const all = await ctx.api.get<{ requests: Approval[] }>("/approvals/pending");
+        shown.clear();
+        for (const a of all.requests) shown.set(a.id, a);
+        draw();
+        if (first) first = false;
+        const fresh = await ctx.api.get<{ requests: Approval[] }>(`/approvals/pending${queryString({ exclude: [...shown.keys()].join(",") })}`);
+        for (const a of fresh.requests) shown.set(a.id, a);
+        draw();
+      } catch (err) {
+        if (ctx.signal.aborted || (err as Error).name === "AbortError") return;
+        replace(status, notice("error", `Live updates paused: ${errorText(err)} Retrying…`));
+        await sleep(3000, ctx.signal);
+      }
+    }
+  };
+  // The first poll answers at once when anything is pending, so the empty state is right until it does.
+  draw();
+  void poll();
+  void history(ctx, historyBox);
+  return [
+    h("h1", { tabindex: "-1" }, "Approvals"),
+    h("p", { class: "lead" }, "Requests held at the gateway by a rule that requires approval. The agent waits until you decide or the request expires."),
+    status,
+    h("section", { "aria-labelledby": "pending-h" }, h("h2", { id: "pending-h" }, "Pending"), list),
+    h("section", { "aria-labelledby": "history-h" }, h("h2", { id: "history-h" }, "History"), historyBox),
+  ];
+};

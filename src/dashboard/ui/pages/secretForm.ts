@@ -1,0 +1,152 @@
+// The secret form shared by create and edit, project and organization: every injection variant of a generic
+// secret (header, query parameter, URL path template, URL path regex), the LLM key types, and an external
+// vault reference. It builds the request body of POST and PATCH /secrets (CONTRACT §5.2).
+import type { FieldSpec } from "../components.ts";
+
+export const TYPES: [string, string][] = [
+  ["generic", "Generic secret (header, query or path)"],
+  ["llm_a", "Anthropic-compatible API key"],
+  ["llm_b", "OpenAI-compatible API key"],
+];
+
+const INJECTIONS: [string, string][] = [
+  ["header", "Header"],
+  ["query", "Query parameter"],
+  ["pathTemplate", "URL path template"],
+  ["pathRegex", "URL path regex"],
+];
+
+export interface SecretRecord {
+  id: string;
+  name: string;
+  type: string;
+  valueSource: "inline" | "external_vault";
+  opRef: string | null;
+  hostPattern: string;
+  pathPattern: string | null;
+  injectionConfig: Record<string, string> | null;
+  metadata: Record<string, unknown> | null;
+  scope: string;
+  typeLabel: string;
+  createdAt: string;
+}
+
+function injectionKind(c: Record<string, string> | null): string {
+  if (!c) return "header";
+  if ("paramName" in c) return "query";
+  if ("pathTemplate" in c) return "pathTemplate";
+  if ("pathRegex" in c) return "pathRegex";
+  return "header";
+}
+
+export function describeInjection(s: SecretRecord): string {
+  const c = s.injectionConfig;
+  if (!c) return s.type === "generic" ? "—" : `LLM key (${String(s.metadata?.authMode ?? "api-key")})`;
+  if ("headerName" in c) return `Header ${c.headerName}: ${c.valueFormat ?? "{value}"}`;
+  if ("paramName" in c) return `Query ${c.paramName}=${c.paramFormat ?? "{value}"}`;
+  if ("pathTemplate" in c) return `Path ${c.pathTemplate}`;
+  return `Path ${c.pathRegex} → ${c.pathReplacement}`;
+}
+
+type Values = Record<string, string | boolean>;
+const isGeneric = (v: Values) => v.type === "generic";
+const isVault = (v: Values) => v.valueSource === "external_vault";
+
+export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?: string; host?: string }; allowVault: boolean }): FieldSpec[] {
+  const s = opts.existing;
+  const type = s?.type ?? (TYPES.some(([t]) => t === opts.prefill?.type) ? opts.prefill!.type! : "generic");
+  const c = s?.injectionConfig ?? null;
+  const kind = injectionKind(c);
+  const fields: FieldSpec[] = [
+    { name: "name", label: "Name", required: true, value: s?.name ?? "", match: /^name /i },
+    s
+      ? { name: "type", label: "Type", type: "select", value: type, options: TYPES.filter(([t]) => t === type) }
+      : { name: "type", label: "Type", type: "select", value: type, options: TYPES, match: /^type /i },
+  ];
+  if (opts.allowVault) {
+    fields.push({
+      name: "valueSource",
+      label: "Value source",
+      type: "select",
+      value: s?.valueSource ?? "inline",
+      options: [
+        ["inline", "Stored in credgate (encrypted)"],
+        ["external_vault", "External vault (1Password Connect)"],
+      ],
+      match: /vault is (only|not)/i,
+    });
+  }
+  fields.push(
+    {
+      name: "value",
+      label: "Value",
+      type: "password",
+      required: !s,
+      hint: s ? "Leave empty to keep the stored value. Values are never shown again." : "Stored encrypted; it is never shown again.",
+      when: (v) => !isVault(v),
+      match: /^value |secret value/i,
+    },
+    { name: "opRef", label: "Vault reference", placeholder: "op://vault/item/field", value: s?.opRef ?? "", required: true, when: isVault, match: /opRef|vault/i },
+    {
+      name: "authMode",
+      label: "Key kind",
+      type: "select",
+      value: String(s?.metadata?.authMode ?? ""),
+      options: [
+        ["", "Detect from the value"],
+        ["api-key", "API key"],
+        ["oauth", "OAuth token"],
+      ],
+      when: (v) => !isGeneric(v),
+    },
+    {
+      name: "hostPattern",
+      label: "Host",
+      value: s?.hostPattern ?? opts.prefill?.host ?? "",
+      placeholder: "api.example.com or *.example.com",
+      hint: "Hostname only. LLM keys default to the vendor's API host when empty.",
+      match: /host|hostname|wildcard|public suffix/i,
+    },
+    { name: "pathPattern", label: "Path", value: s?.pathPattern ?? "", placeholder: "/v1/*", hint: "Optional: only requests whose path matches get the secret.", match: /pathPattern/i },
+    { name: "injection", label: "Inject as", type: "select", value: kind, options: INJECTIONS, when: isGeneric, match: /injectionConfig must be|Header name, parameter name/i },
+    { name: "headerName", label: "Header", value: c?.headerName ?? "", placeholder: "authorization", required: true, when: (v) => isGeneric(v) && v.injection === "header", match: /headerName/i },
+    { name: "valueFormat", label: "Value format", value: c?.valueFormat ?? "", placeholder: "Bearer {value}", hint: "Where the secret goes; {value} alone when empty.", when: (v) => isGeneric(v) && v.injection === "header", match: /valueFormat/i },
+    { name: "paramName", label: "Parameter", value: c?.paramName ?? "", placeholder: "api_key", required: true, when: (v) => isGeneric(v) && v.injection === "query", match: /paramName/i },
+    { name: "paramFormat", label: "Parameter format", value: c?.paramFormat ?? "", placeholder: "{value}", when: (v) => isGeneric(v) && v.injection === "query", match: /paramFormat/i },
+    { name: "pathTemplate", label: "Path template", value: c?.pathTemplate ?? "", placeholder: "/bot{value}", required: true, when: (v) => isGeneric(v) && v.injection === "pathTemplate", match: /path template/i },
+    { name: "pathRegex", label: "Path regex", value: c?.pathRegex ?? "", placeholder: "^/proj/[^/]+/", required: true, when: (v) => isGeneric(v) && v.injection === "pathRegex", match: /regular expression|pathRegex/i },
+    { name: "pathReplacement", label: "Replacement", value: c?.pathReplacement ?? "", placeholder: "/proj/{value}/", required: true, when: (v) => isGeneric(v) && v.injection === "pathRegex", match: /replacement/i },
+  );
+  return fields;
+}
+
+const str = (v: string | boolean | undefined) => (typeof v === "string" ? v.trim() : "");
+
+function injectionConfig(v: Values): Record<string, string> {
+  switch (v.injection) {
+    case "query":
+      return { paramName: str(v.paramName), ...(str(v.paramFormat) ? { paramFormat: str(v.paramFormat) } : {}) };
+    case "pathTemplate":
+      return { pathTemplate: str(v.pathTemplate) };
+    case "pathRegex":
+      return { pathRegex: str(v.pathRegex), pathReplacement: str(v.pathReplacement) };
+    default:
+      return { headerName: str(v.headerName), ...(str(v.valueFormat) ? { valueFormat: str(v.valueFormat) } : {}) };
+  }
+}
+
+/** The POST body (create) or PATCH body (edit) from the form's visible values. */
+export function secretBody(v: Values, editing: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = { name: str(v.name) };
+  if (!editing) body.type = v.type;
+  const vault = v.valueSource === "external_vault";
+  if (v.valueSource !== undefined && (!editing || vault)) body.valueSource = vault ? "external_vault" : "inline";
+  if (vault) body.opRef = str(v.opRef);
+  else if (typeof v.value === "string" && v.value !== "") body.value = v.value;
+  if (v.type !== "generic" && str(v.authMode)) body.metadata = { authMode: str(v.authMode) };
+  if (str(v.hostPattern) || v.type === "generic") body.hostPattern = str(v.hostPattern);
+  if (editing) body.pathPattern = str(v.pathPattern) || null;
+  else if (str(v.pathPattern)) body.pathPattern = str(v.pathPattern);
+  if (v.type === "generic") body.injectionConfig = injectionConfig(v);
+  return body;
+}

@@ -1,0 +1,34 @@
+// Every page of the dashboard by path (the server answers the shell for all of them: src/dashboard/serve.ts).
+import { agentDetailPage } from "./pages/agentDetail.ts";
+import { agentsPage } from "./pages/agents.ts";
+import { appConnectPage } from "./pages/appConnect.ts";
+import { appDetailPage } from "./pages/appDetail.ts";
+import { appsPage } from "./pages/apps.ts";
+import { approvalsPage } from "./pages/approvals.ts";
+import { claimPage } from "./pages/claim.ts";
+import { logsPage } from "./pages/logs.ts";
+import { organizationPage, orgPolicyPage, orgSecretsPage } from "./pages/organization.ts";
+import { overviewPage } from "./pages/overview.ts";
+import { policyPage } from "./pages/policy.ts";
+import { secretsPage } from "./pages/secrets.ts";
+import { signInPage } from "./pages/signIn.ts";
+import type { RouteDef } from "./router.ts";
+
+export const ROUTES: RouteDef[] = [
+  { path: "/", title: "Dashboard", page: () => [], nav: "overview" },
+  { path: "/sign-in", title: "Sign in", page: signInPage, public: true },
+  { path: "/claim", title: "Claim", page: claimPage },
+  { path: "/app-connect/:provider", title: "App connection", page: appConnectPage, public: true },
+  { path: "/p/:project", title: "Overview", page: overviewPage, nav: "overview" },
+  { path: "/p/:project/agents", title: "Agents", page: agentsPage, nav: "agents" },
+  { path: "/p/:project/agents/:agentId", title: "Agent", page: agentDetailPage, nav: "agents" },
+  { path: "/p/:project/secrets", title: "Secrets", page: secretsPage, nav: "secrets" },
+  { path: "/p/:project/apps", title: "Apps", page: appsPage, nav: "apps" },
+  { path: "/p/:project/apps/:provider", title: "App", page: appDetailPage, nav: "apps" },
+  { path: "/p/:project/policy", title: "Policy", page: policyPage, nav: "policy" },
+  { path: "/p/:project/approvals", title: "Approvals", page: approvalsPage, nav: "approvals" },
+  { path: "/p/:project/logs", title: "Logs", page: logsPage, nav: "logs" },
+  { path: "/p/:project/org", title: "Organization", page: organizationPage, nav: "organization" },
+  { path: "/p/:project/org/secrets", title: "Organization secrets", page: orgSecretsPage, nav: "organization" },
+  { path: "/p/:project/org/policy", title: "Organization policy", page: orgPolicyPage, nav: "organization" },
+];

@@ -1,0 +1,43 @@
+// What a page receives: the session, the page's project and organization, its URL parameters and an API
+// client bound to that project (the session cookie authenticates; the project travels in X-Project-Id).
+import type { Api } from "./api.ts";
+import type { Child } from "./h.ts";
+
+export interface ProjectInfo {
+  id: string;
+  name: string;
+  organizationId: string;
+}
+
+export interface OrganizationInfo {
+  id: string;
+  name: string;
+  role: "owner" | "admin" | "member";
+}
+
+export interface Session {
+  user: { id: string; email: string; name: string | null };
+  organizations: OrganizationInfo[];
+  projects: ProjectInfo[];
+  partner: { id: string; name: string; role: string } | null;
+}
+
+export interface PageCtx {
+  session: Session | null;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  project: ProjectInfo | null;
+  organization: OrganizationInfo | null;
+  api: Api;
+  /** Aborted when the page is left (long-polls stop with it). */
+  signal: AbortSignal;
+  /** `/p/<project><rest>` of the current project. */
+  link(rest: string): string;
+  navigate(path: string, opts?: { replace?: boolean }): void;
+  /** Rewrites the query of the current URL without showing the page again (a dialog closed, a filter set). */
+  setQuery(params: Record<string, string | null>): void;
+  signedIn(): Promise<void>;
+  mode: string;
+}
+
+export type PageFn = (ctx: PageCtx) => Child | Promise<Child>;

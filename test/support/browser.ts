@@ -1,0 +1,49 @@
+// A real Chromium (Debian's `chromium` package, driven by playwright-core) for the dashboard's e2e tests.
+// Each page records its console errors, uncaught exceptions and every request it makes, so a test can prove
+// the page stayed clean and never talked to a host other than credgate's own.
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+export const CHROMIUM = process.env.CREDGATE_TEST_CHROMIUM ?? "/usr/bin/chromium";
+/** Screenshots of the main pages for review; the folder is ignored by git. */
+export const SCREENSHOTS = join(import.meta.dir, "../../.screenshots");
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"], headless: true });
+}
+
+export interface WatchedPage {
+  context: BrowserContext;
+  page: Page;
+  /** console.error lines and uncaught exceptions. */
+  errors: string[];
+  /** Every URL the page requested. */
+  requests: string[];
+  /** `<status> <url>` of every answer ≥ 400 (API refusals the page is expected to show, like a wrong key). */
+  failures: string[];
+}
+
+export async function openPage(browser: Browser, opts: { viewport?: { width: number; height: number } } = {}): Promise<WatchedPage> {
+  const context = await browser.newContext({ viewport: opts.viewport ?? { width: 1366, height: 800 } });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  const requests: string[] = [];
+  const failures: string[] = [];
+  page.on("console", (m) => {
+    // Chromium logs every HTTP error answer as "Failed to load resource"; those are kept in `failures`.
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) errors.push(`console: ${m.text()}`);
+  });
+  page.on("response", (r) => {
+    if (r.status() >= 400) failures.push(`${r.status()} ${r.url()}`);
+  });
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+  page.on("request", (r) => requests.push(r.url()));
+  return { context, page, errors, requests, failures };
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
