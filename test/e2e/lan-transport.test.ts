@@ -3,10 +3,11 @@
 // requests, git clone — each injected through a relay that must see only TLS); the API port over HTTPS from a
 // PEM pair (renewed without a restart while a client polls) or from the gateway CA; the plain-HTTP warning.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { X509Certificate } from "node:crypto";
+import { createHash, X509Certificate } from "node:crypto";
 import { copyFileSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as tls from "node:tls";
+import { launchBrowser, openPage } from "../support/browser.ts";
 import { makeGitRemote, type GitRemote } from "../support/gitHttp.ts";
 import { basic, resolveEntries } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
@@ -259,6 +260,36 @@ describe("the API port over HTTPS (§6.18)", () => {
       expect(existsSync(dataDir)).toBe(false);
     }
   });
+});
+
+describe("the dashboard over HTTPS (§6.18) in Chromium", () => {
+  test("sign-in with an API key over TLS: the session cookie is Secure and HttpOnly, and the pages work", async () => {
+    const pki = makePki(["localhost", "127.0.0.1"]);
+    const apiPort = await freePort();
+    const cg = await startCredgate({ apiPort, env: { CREDGATE_TLS_CERT_FILE: pki.certFile, CREDGATE_TLS_KEY_FILE: pki.keyFile }, apiTls: { ca: readFileSync(pki.caFile, "utf8") } });
+    // Chromium trusts exactly this certificate's key (it knows no test CA).
+    const spki = createHash("sha256").update(new X509Certificate(readFileSync(pki.certFile)).publicKey.export({ type: "spki", format: "der" })).digest("base64");
+    const browser = await launchBrowser({ trustKeys: [spki] });
+    try {
+      const w = await openPage(browser);
+      const base = `https://localhost:${apiPort}`;
+      await w.page.goto(`${base}/sign-in`);
+      await w.page.getByLabel("API key").fill(cg.keys.projectApiKey);
+      await w.page.getByRole("button", { name: "Sign in" }).click();
+      await w.page.waitForURL(`${base}/p/${cg.keys.projectId}`);
+      const cookies = await w.context.cookies(base);
+      const session = cookies.find((c) => c.name === "credgate_session")!;
+      expect(session).toMatchObject({ secure: true, httpOnly: true, sameSite: "Lax" });
+      await w.page.goto(`${base}/p/${cg.keys.projectId}/agents`);
+      await w.page.getByText("Default Agent").first().waitFor();
+      expect(w.requests.every((u) => u.startsWith(base) || u.startsWith("data:"))).toBe(true);
+      expect(w.errors).toEqual([]);
+      await w.context.close();
+    } finally {
+      await browser.close();
+      await cg.stop();
+    }
+  }, 60_000);
 });
 
 describe("the warning when a port is open to the network in clear (§6.18)", () => {

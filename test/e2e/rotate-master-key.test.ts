@@ -85,6 +85,9 @@ beforeAll(async () => {
   const trusted = join(tempDir(), "upstream-cas.pem");
   writeFileSync(trusted, readFileSync(pki.caFile, "utf8") + readFileSync(oauth.caFile, "utf8"));
   env = {
+    // Cloud mode: claim links (team provisions) are sealed values too. Loopback upstreams are allowed explicitly.
+    CREDGATE_MODE: "cloud",
+    CREDGATE_EGRESS_ALLOW: "127.0.0.1/32",
     CREDGATE_PUBLIC_URL: publicUrl,
     CREDGATE_UPSTREAM_CA_FILE: trusted,
     CREDGATE_RESOLVE: resolveEntries([HOST], up.port),
@@ -101,6 +104,7 @@ beforeAll(async () => {
   expectSuccess(await connectFlow());
   expect((await cg.api("POST", "/v1/apps/resend/connect", { body: { fields: { apiKey: RESEND_KEY } } })).status).toBe(200);
   expect((await cg.api("GET", "/v1/user/api-key")).status).toBe(200);
+  expect((await cg.api("POST", "/v1/team/provisions", { key: cg.keys.orgApiKey, body: {} })).status).toBe(201);
 }, 60_000);
 
 afterAll(async () => {

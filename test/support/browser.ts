@@ -9,8 +9,10 @@ export const CHROMIUM = process.env.CREDGATE_TEST_CHROMIUM ?? "/usr/bin/chromium
 /** Screenshots of the main pages for review; the folder is ignored by git. */
 export const SCREENSHOTS = join(import.meta.dir, "../../.screenshots");
 
-export async function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"], headless: true });
+/** `trustKeys`: SPKI SHA-256 (base64) of certificates Chromium accepts though no root it knows signed them. */
+export async function launchBrowser(opts: { trustKeys?: string[] } = {}): Promise<Browser> {
+  const trust = opts.trustKeys?.length ? [`--ignore-certificate-errors-spki-list=${opts.trustKeys.join(",")}`] : [];
+  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage", ...trust], headless: true });
 }
 
 export interface WatchedPage {
