@@ -1,12 +1,15 @@
-// Temporary directories for tests, removed at process exit.
+// Temporary directories for tests, removed once the tests are over (or at process exit, outside bun test).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const made: string[] = [];
-process.on("exit", () => {
-  for (const d of made) rmSync(d, { recursive: true, force: true });
-});
+
+/** Removes every directory made so far (the test preload calls it after the tests; bun test runs no exit handler). */
+export function removeTempDirs(): void {
+  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+}
+process.on("exit", removeTempDirs);
 
 export function tempDir(prefix = "credgate-test-"): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
