@@ -12,6 +12,7 @@ import type { Services } from "../services/index.ts";
 import { log } from "../log.ts";
 import { metrics } from "../metrics.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../requestId.ts";
+import { claimRequiredBody, isLlmRequest } from "./claim.ts";
 import { ClientConnection } from "./client/connection.ts";
 import type { GatewayContext } from "./context.ts";
 import type { EgressVerdict } from "./egress.ts";
@@ -217,6 +218,13 @@ export class GatewayListener {
       return;
     }
     if (this.#passthrough.some((match) => match(host))) {
+      // A raw tunnel carries anything: an unclaimed organization's is refused unless it goes to an LLM (§6.12).
+      const credentials = await this.deps.snapshot.credentials(agent);
+      if (credentials.claim && !isLlmRequest(host, null, credentials.injectable)) {
+        writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 403, started: performance.now(), injectionCount: 0, decision: "claim_required", requestId });
+        sock.end(rawResponse(403, "Forbidden", claimRequiredBody(credentials.claim), requestId));
+        return;
+      }
       await this.#passthroughTunnel(sock, head, agent, host, authority.port, verdict, requestId);
       return;
     }

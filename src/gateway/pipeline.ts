@@ -24,6 +24,7 @@ import { enforcePolicy } from "./stages/policy.ts";
 import { askForIdentity, redactEcho } from "./stages/echo.ts";
 import { guardCleartext, guardEgress } from "./stages/egress.ts";
 import { guardResources } from "./stages/resources.ts";
+import { requireClaim } from "./stages/claim.ts";
 import { websocket } from "./websocket.ts";
 
 const STAGES: Stage[] = [
@@ -68,6 +69,7 @@ const STAGES: Stage[] = [
   { name: "inject-connection", request: injectConnection },
   { name: "inject", request: inject },
   { name: "cleartext", request: guardCleartext },
+  { name: "claim", request: requireClaim },
   { name: "echo-guard", request: askForIdentity, response: redactEcho },
   {
     name: "budget",

@@ -5,6 +5,7 @@
 import { metrics } from "../metrics.ts";
 import { tokenHash } from "../crypto/hash.ts";
 import { compileHostPattern, compilePathPattern, type HostMatcher, type PathMatcher } from "../core/patterns.ts";
+import type { ClaimPending } from "./claim.ts";
 import type { Injectable } from "../core/inject.ts";
 import type { AuthMode } from "../core/secretRules.ts";
 import type { AgentMode, ConnectionAccess, SecretScope } from "../core/model.ts";
@@ -58,6 +59,8 @@ export interface AgentCredentials {
   policy: AgentPolicy;
   /** Spend budgets on the partner LLM secrets this agent may inject, by secret id (§6.11). */
   budgets: Map<string, Budget>;
+  /** Set while the organization is an unclaimed partner organization (§6.12). */
+  claim: ClaimPending | null;
 }
 
 export interface CompiledConnection {
@@ -228,6 +231,7 @@ export class GatewaySnapshot {
       visibleConnections: connections.all,
       policy: await this.#policy(agent, compiled, connections.all),
       budgets: await this.#budgets(agent, injectable),
+      claim: org && !org.claimed ? await this.services.claims.pending(org.id) : null,
     };
   }
 

@@ -84,6 +84,16 @@ export class ClaimService {
     return row ? this.urlOf(this.deps.sealer.open(row.tokenSealed)) : null;
   }
 
+  /** An unclaimed partner organization's partner name and current claim link (§6.12), else null. */
+  async pending(organizationId: string): Promise<{ partnerName: string; claimUrl: string } | null> {
+    const org = await this.orgs.getOrganization(organizationId);
+    if (!org || org.claimed || !org.partnerId) return null;
+    const { partners } = this.t;
+    const [partner] = await this.db.select({ name: partners.name }).from(partners).where(eq(partners.id, org.partnerId)).limit(1);
+    const claimUrl = await this.organizationLink(organizationId);
+    return claimUrl ? { partnerName: partner?.name ?? "a partner", claimUrl } : null;
+  }
+
   /** `POST /claim` by `userId`. */
   async claim(userId: string, token: string): Promise<ClaimResult> {
     const { claimLinks, organizations } = this.t;
@@ -98,6 +108,8 @@ export class ClaimService {
       if (!org) throw notFound(CLAIM_NOT_FOUND);
       if (link.kind === "organization" && org.claimed) throw conflict(ALREADY_CLAIMED);
       const placeholder = await this.orgs.membership(org.id, link.userId);
+      // An organization's link outlives the placeholder (held by the claimer now): using it again says 409.
+      if (link.kind === "organization") await this.db.update(claimLinks).set({ userId }).where(eq(claimLinks.id, link.id));
       await this.#takeOver(org.id, link.userId, userId, placeholder?.role ?? "member");
       if (link.kind === "organization") {
         await this.db.update(organizations).set({ claimed: true, claimedAt: nowIso(), claimedByUserId: userId }).where(eq(organizations.id, org.id));

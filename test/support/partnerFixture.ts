@@ -60,3 +60,25 @@ export async function spendOf(c: RunningCredgate, secretId: string): Promise<{ m
   const month = new Date().toISOString().slice(0, 7);
   return { month: Number(rows.find((r) => r.bucket === month)?.nanos ?? 0), total: Number(rows.find((r) => r.bucket === "total")?.nanos ?? 0) };
 }
+
+/**
+ * Makes the process's organization an unclaimed partner organization (§6.12) with a placeholder owner and a
+ * claim link, as `POST /partner/orgs` leaves one. Agents created afterwards see it; returns the link's token.
+ */
+export async function makeUnclaimed(c: RunningCredgate): Promise<{ token: string; claimUrl: string; partnerName: string }> {
+  await partnerOf(c);
+  const token = Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, "0")).join("");
+  const placeholder = crypto.randomUUID();
+  const now = new Date().toISOString();
+  await queryStore(c, sql`UPDATE organizations SET claimed = ${c.env.CREDGATE_DATABASE_URL ? sql`false` : sql`0`} WHERE id = ${c.keys.organizationId}`, true);
+  await queryStore(c, sql`INSERT INTO users (id, email, name, password_hash, created_at) VALUES (${placeholder}, ${`placeholder-${placeholder}@claim.credgate.invalid`}, NULL, NULL, ${now})`, true);
+  await queryStore(c, sql`INSERT INTO memberships (organization_id, user_id, role, status, created_at) VALUES (${c.keys.organizationId}, ${placeholder}, 'owner', 'pending', ${now})`, true);
+  await queryStore(
+    c,
+    sql`INSERT INTO claim_links (id, kind, token_hash, token_sealed, organization_id, project_id, user_id, expires_at, created_at)
+        VALUES (${crypto.randomUUID()}, 'organization', ${new Bun.CryptoHasher("sha256").update(token).digest("hex")}, ${sealerOf(c).seal(token)}, ${c.keys.organizationId}, NULL, ${placeholder}, NULL, ${now})`,
+    true,
+  );
+  const publicUrl = c.env.CREDGATE_PUBLIC_URL ?? `http://localhost:${c.apiPort}`;
+  return { token, claimUrl: `${publicUrl}/claim?token=${token}`, partnerName: "Acme Partner" };
+}

@@ -1,0 +1,28 @@
+// `claim_required` (CONTRACT §6.12, cloud): an organization a partner set up and nobody has claimed yet gets
+// its LLM requests through, and nothing else — not WebSocket upgrades, not passthrough tunnels — until a person
+// opens the claim link, which the answer carries.
+import { normalizeHost } from "../core/patterns.ts";
+import type { CompiledSecret } from "./snapshot.ts";
+
+/** The organization's unclaimed state, as the agent's snapshot holds it. */
+export interface ClaimPending {
+  partnerName: string;
+  claimUrl: string;
+}
+
+const LLM_HOSTS = ["anthropic.com", "openai.com", "chatgpt.com", "deepseek.com", "groq.com", "openrouter.ai", "moonshot.cn", "generativelanguage.googleapis.com"];
+
+/** An LLM vendor's host, or a host an LLM key of the agent applies to (for this path, when one is known). */
+export function isLlmRequest(host: string, path: string | null, injectable: CompiledSecret[]): boolean {
+  const h = normalizeHost(host);
+  if (LLM_HOSTS.some((v) => h.includes(v))) return true;
+  return injectable.some((s) => (s.type === "llm_a" || s.type === "llm_b") && s.hostMatch(h) && (path === null || s.pathMatch(path)));
+}
+
+export function claimRequiredBody(claim: ClaimPending): { error: string; message: string; claim_url: string } {
+  return {
+    error: "claim_required",
+    message: `This organization was set up by ${claim.partnerName} and has not been claimed yet, so non-LLM requests are paused. Ask the user to open the claim link: ${claim.claimUrl}`,
+    claim_url: claim.claimUrl,
+  };
+}

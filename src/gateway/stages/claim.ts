@@ -1,0 +1,12 @@
+// Stage — `claim_required` (CONTRACT §6.12, pipeline step 8): an unclaimed partner organization's agents get
+// their LLM requests through and nothing else; the answer carries the current claim link.
+import { claimRequiredBody, isLlmRequest } from "../claim.ts";
+import { gatewayJson } from "../errors.ts";
+import type { ProxyRequest } from "../request.ts";
+
+export function requireClaim(rq: ProxyRequest): Response | undefined {
+  const claim = rq.credentials.claim;
+  if (claim === null || isLlmRequest(rq.host, rq.path, rq.credentials.injectable)) return undefined;
+  rq.decision = "claim_required";
+  return gatewayJson(403, claimRequiredBody(claim));
+}
