@@ -4,6 +4,7 @@ import { Command } from "commander";
 import { VERSION } from "../src/version.ts";
 import { registerDoctor } from "./doctor.ts";
 import { registerGatewayWorker } from "./gatewayWorker.ts";
+import { registerPartner } from "./partner.ts";
 import { registerKeys } from "./keys.ts";
 import { registerMigrate } from "./migrate.ts";
 import { registerRotateMasterKey } from "./rotateMasterKey.ts";
@@ -22,6 +23,7 @@ registerRun(program);
 registerMigrate(program);
 registerDoctor(program);
 registerRotateMasterKey(program);
+registerPartner(program);
 registerGatewayWorker(program);
 
 // `serve` is the default command, so commander would read an unknown word as an argument of `serve`.

@@ -23,6 +23,8 @@ export interface RequestContext {
   /** Set for project-context routes (P, P*). */
   projectId: string;
   role: Role;
+  /** Set on partner routes (`Pt`): the partner acted for. */
+  partnerId?: string;
 }
 
 const RANK: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
@@ -131,4 +133,17 @@ export async function resolveContext(services: Services, principal: Principal, h
   const c = access === "O" ? { ...(await organizationContext(services, principal, headers)), projectId: "" } : await projectContext(services, principal, headers, access === "P*");
   if (gate !== "any" && RANK[c.role] < RANK[gate]) throw forbidden();
   return { principal, userId, ...c };
+}
+
+/** `Pt` (§1.3): a partner key acts as the partner's owner; a partner member's session with their role. */
+export async function resolvePartnerContext(services: Services, principal: Principal, gate: RoleGate): Promise<RequestContext> {
+  let c: { partnerId: string; role: Role; userId: string | null };
+  if (principal.via === "partner_key") c = { partnerId: principal.partnerId, role: "owner", userId: null };
+  else if (principal.via === "session") {
+    const member = await services.partners.membershipOf(principal.userId);
+    if (!member) throw forbidden();
+    c = { partnerId: member.id, role: member.role, userId: principal.userId };
+  } else throw unauthorized();
+  if (gate !== "any" && RANK[c.role] < RANK[gate]) throw forbidden();
+  return { principal, userId: c.userId, organizationId: "", projectId: "", role: c.role, partnerId: c.partnerId };
 }

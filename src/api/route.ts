@@ -5,7 +5,7 @@ import type { TSchema, Static } from "@sinclair/typebox";
 import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
 import type { Mode } from "../config.ts";
 import type { Services } from "../services/index.ts";
-import { authenticate, resolveContext, type Access, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
+import { authenticate, resolveContext, resolvePartnerContext, type Access, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
 import { readJsonBody } from "./body.ts";
 import { errorResponse, json, unknownRoute } from "./errors.ts";
 import type { ResponseDoc } from "./responses.ts";
@@ -108,8 +108,8 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
     if (def.queryBridge) request = bridgeQuery(request);
     if (def.access !== "none") {
       principal = await authenticate(services, request.headers);
-      if (def.access === "Pt") throw unauthorized();
-      if (def.access === "session") {
+      if (def.access === "Pt") ctx = await resolvePartnerContext(services, principal, def.role ?? "any");
+      else if (def.access === "session") {
         if (principal.via !== "session") throw unauthorized();
       } else {
         ctx = await resolveContext(services, principal, request.headers, def.access, def.role ?? "any");

@@ -39,6 +39,30 @@ export const TeamMember = T.Object(
   { userId: Uuid, email: T.String(), name: Nullable(T.String()), role: Enum("owner", "admin", "member"), status: Enum("active", "pending"), joinedAt: Timestamp },
   { $id: "TeamMember" },
 );
+export const PartnerOrganization = T.Object(
+  {
+    id: T.String(),
+    name: T.String(),
+    slug: T.String(),
+    status: Enum("unclaimed", "claimed", "detached"),
+    claimedByEmail: Nullable(T.String()),
+    claimedAt: Nullable(Timestamp),
+    createdAt: Timestamp,
+    projects: T.Array(Project),
+  },
+  { $id: "PartnerOrganization" },
+);
+export const PartnerOrgCreated = T.Object({
+  organizationId: T.String(),
+  projectId: T.String(),
+  agentId: Uuid,
+  orgApiKey: T.String(),
+  projectApiKey: T.String(),
+  agentToken: T.String(),
+  claimUrl: T.String(),
+});
+export const ClaimLink = T.Object({ claimUrl: T.String() });
+export const RotatedTokens = T.Object({ orgApiKey: T.String(), projectApiKey: T.String(), agentToken: T.String() });
 export const Provision = T.Object({ id: Uuid, userId: Uuid, projectId: T.String(), apiKey: T.String(), claimUrl: T.String(), expiresAt: Timestamp }, { $id: "Provision" });
 
 export const Organization = T.Object(

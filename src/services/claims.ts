@@ -65,10 +65,11 @@ export class ClaimService {
     const { claimLinks } = this.t;
     const token = randomHex(32);
     const sealed = { tokenHash: tokenHash(token), tokenSealed: this.deps.sealer.seal(token) };
-    await this.db
-      .insert(claimLinks)
-      .values({ id: newId(), kind: "organization", ...sealed, organizationId, projectId: null, userId: placeholderId, expiresAt: null, createdAt: nowIso() })
-      .onConflictDoUpdate({ target: claimLinks.organizationId, targetWhere: eq(claimLinks.kind, "organization"), set: sealed });
+    // Replaced, not upserted: SQLite cannot match a parameterised WHERE to the partial unique index.
+    await this.deps.store.transaction(async () => {
+      await this.db.delete(claimLinks).where(and(eq(claimLinks.organizationId, organizationId), eq(claimLinks.kind, "organization")));
+      await this.db.insert(claimLinks).values({ id: newId(), kind: "organization", ...sealed, organizationId, projectId: null, userId: placeholderId, expiresAt: null, createdAt: nowIso() });
+    });
     this.deps.events.emit({ kind: "organization", organizationId });
     return this.urlOf(token);
   }

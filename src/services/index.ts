@@ -19,6 +19,7 @@ import { LoginThrottle } from "./loginThrottle.ts";
 import { SessionService } from "./sessions.ts";
 import { ClaimService } from "./claims.ts";
 import { AccountService } from "./accounts.ts";
+import { PartnerService } from "./partners.ts";
 import { ProjectService } from "./projects.ts";
 import { TeamService } from "./team.ts";
 import { MigrationService } from "./migration.ts";
@@ -53,6 +54,7 @@ export interface Services {
   team: TeamService;
   claims: ClaimService;
   accounts: AccountService;
+  partners: PartnerService;
   /** What the gateway meters LLM usage with (CREDGATE_PRICING_FILE over the defaults). */
   prices: PriceTable;
 }
@@ -110,5 +112,6 @@ export function createServices(deps: ServiceDeps): Services {
     team: new TeamService(deps, orgs, projects, sessions, claims),
     claims,
     accounts: new AccountService(deps, orgs, projects),
+    partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
   };
 }

@@ -1,5 +1,5 @@
 // Organizations, projects, users and memberships: the tenancy every other record hangs off.
-import { and, asc, eq, gt, inArray } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, or } from "drizzle-orm";
 import type { MembershipStatus, Role } from "../core/model.ts";
 import { newId, newShortId, nowIso } from "../core/ids.ts";
 import type { OrganizationRow, ProjectRow, UserRow } from "../store/rows.ts";
@@ -150,8 +150,8 @@ export class OrganizationService {
   }
 
   /**
-   * The role a key of this holder acts with: an active member's role; a provisioned (pending) member's role
-   * while its claim link lives — a provision's key works from the start (node SDK: "usable immediately").
+   * The role a key of this holder acts with: an active member's role; a placeholder's (pending) role while its
+   * claim link lives — a provision's or a partner organization's keys work from the start.
    */
   async keyHolderRole(organizationId: string, userId: string): Promise<Role | null> {
     const m = await this.membership(organizationId, userId);
@@ -161,7 +161,14 @@ export class OrganizationService {
     const [live] = await this.db
       .select({ id: claimLinks.id })
       .from(claimLinks)
-      .where(and(eq(claimLinks.userId, userId), eq(claimLinks.organizationId, organizationId), eq(claimLinks.kind, "provision"), gt(claimLinks.expiresAt, nowIso())))
+      .where(
+        and(
+          eq(claimLinks.userId, userId),
+          eq(claimLinks.organizationId, organizationId),
+          // A partner organization's link never expires; a provision's lasts 7 days.
+          or(eq(claimLinks.kind, "organization"), and(eq(claimLinks.kind, "provision"), gt(claimLinks.expiresAt, nowIso()))),
+        ),
+      )
       .limit(1);
     return live ? m.role : null;
   }

@@ -22,6 +22,10 @@ export const SignupBody = t.Object({
   password: t.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
   name: t.Optional(t.String({ trim: true, minLength: 1, maxLength: 255 })),
 });
+export const AcceptInviteBody = t.Object({
+  token: t.String({ trim: true, minLength: 1 }),
+  password: t.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
+});
 export const ClaimBody = t.Object({ token: t.String({ trim: true, minLength: 1 }) });
 
 const TOO_MANY = (): ApiError => ApiError.envelope(429, "Too many attempts, try again later");
@@ -59,6 +63,19 @@ export const authRoutes: RouteDef[] = [
       const { user, organizationId, projectId } = await services.accounts.signUp(body.email, await Bun.password.hash(body.password, "argon2id"), body.name ?? null);
       const { token } = await services.sessions.create(user.id);
       return json({ user: await userView(services, user.id), organizationId, projectId }, 201, { "set-cookie": sessionCookie(services, token, SESSION_LIFETIME_MS / 1000) });
+    },
+  }),
+  route({
+    method: "POST",
+    path: "/auth/accept-invite",
+    modes: ["cloud"],
+    response: returns(S.Login, "The password is set; signed in (sets the credgate_session cookie)"),
+    access: "none",
+    body: AcceptInviteBody,
+    handler: async ({ services, body }) => {
+      const userId = await services.partners.acceptInvite(body.token, await Bun.password.hash(body.password, "argon2id"));
+      if (!userId) throw ApiError.envelope(404, "Invite not found or expired");
+      return startSession(services, userId);
     },
   }),
   route({
@@ -128,7 +145,7 @@ export const authRoutes: RouteDef[] = [
       const organizations = (await services.orgs.membershipsOf(principal.userId)).map((m) => ({ id: m.organizationId, name: m.name, role: m.role }));
       // The projects the session may name in X-Project-Id: what the dashboard's project switcher offers.
       const projects = (await services.orgs.projectsOf(organizations.map((o) => o.id))).map((p) => ({ id: p.id, name: p.name, organizationId: p.organizationId }));
-      return { user: await userView(services, principal.userId), organizations, projects, partner: null };
+      return { user: await userView(services, principal.userId), organizations, projects, partner: await services.partners.membershipOf(principal.userId) };
     },
   }),
 ];

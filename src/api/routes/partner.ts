@@ -1,0 +1,104 @@
+// The partner portal's organizations (CONTRACT §5.14, cloud only; access `Pt`): create one for a customer
+// (its credentials and claim link shown once), list and read them with their status, delete one nobody has
+// claimed, replace its claim link, rotate its credentials, and manage its projects.
+import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
+import { ApiError } from "../../core/errors.ts";
+import { projectView } from "../../services/projects.ts";
+import type { RequestContext } from "../auth.ts";
+import { created, noContent, route, type RouteDef } from "../route.ts";
+import * as S from "../schemas.ts";
+import { returns, returnsCreated, returnsNothing } from "../responses.ts";
+
+export const PartnerOrgBody = t.Object({ name: t.String({ trim: true, minLength: 1, maxLength: 255 }) });
+export const PartnerProjectBody = t.Object({ name: t.String({ trim: true }) });
+
+const partner = (ctx: RequestContext) => ctx.partnerId!;
+const PROJECT_NAME = "Name must be 2-50 characters with at least one letter or number";
+
+export const partnerRoutes: RouteDef[] = [
+  route({
+    method: "GET",
+    path: "/partner/orgs",
+    modes: ["cloud"],
+    response: returns(T.Array(S.PartnerOrganization)),
+    access: "Pt",
+    handler: ({ services, ctx }) => services.partners.listOrganizations(partner(ctx)),
+  }),
+  route({
+    method: "POST",
+    path: "/partner/orgs",
+    modes: ["cloud"],
+    response: returnsCreated(S.PartnerOrgCreated, "The organization, its credentials and claim link (shown only here)"),
+    access: "Pt",
+    body: PartnerOrgBody,
+    handler: async ({ services, ctx, body }) => created(await services.partners.createOrganization(partner(ctx), body.name)),
+  }),
+  route({
+    method: "GET",
+    path: "/partner/orgs/:orgId",
+    modes: ["cloud"],
+    response: returns(S.PartnerOrganization),
+    access: "Pt",
+    handler: async ({ services, ctx, params }) => services.partners.view(await services.partners.organization(partner(ctx), params.orgId!)),
+  }),
+  route({
+    method: "DELETE",
+    path: "/partner/orgs/:orgId",
+    modes: ["cloud"],
+    response: returnsNothing("Deleted with everything in it (only while unclaimed)"),
+    access: "Pt",
+    handler: async ({ services, ctx, params }) => {
+      await services.partners.deleteOrganization(partner(ctx), params.orgId!);
+      return noContent();
+    },
+  }),
+  route({
+    method: "POST",
+    path: "/partner/orgs/:orgId/claim-link",
+    modes: ["cloud"],
+    response: returns(S.ClaimLink, "A new claim link; the previous one dies"),
+    access: "Pt",
+    handler: async ({ services, ctx, params }) => ({ claimUrl: await services.partners.reissueClaimLink(partner(ctx), params.orgId!) }),
+  }),
+  route({
+    method: "POST",
+    path: "/partner/orgs/:orgId/rotate-tokens",
+    modes: ["cloud"],
+    response: returns(S.RotatedTokens, "New org key, project key and agent token; the old ones die at once"),
+    access: "Pt",
+    handler: ({ services, ctx, params }) => services.partners.rotateTokens(partner(ctx), params.orgId!),
+  }),
+  route({
+    method: "GET",
+    path: "/partner/orgs/:orgId/projects",
+    modes: ["cloud"],
+    response: returns(T.Array(S.Project)),
+    access: "Pt",
+    handler: async ({ services, ctx, params }) => (await services.partners.projectsOf(partner(ctx), params.orgId!)).map(projectView),
+  }),
+  route({
+    method: "POST",
+    path: "/partner/orgs/:orgId/projects",
+    modes: ["cloud"],
+    response: returnsCreated(S.Project, "The project, with a Default Agent"),
+    access: "Pt",
+    body: PartnerProjectBody,
+    handler: async ({ services, ctx, params, body }) => {
+      const name = body.name.trim();
+      if (name.length < 2 || name.length > 50 || !/[\p{L}\p{N}]/u.test(name)) throw ApiError.flat(400, PROJECT_NAME);
+      return created(projectView(await services.partners.createProject(partner(ctx), params.orgId!, name)));
+    },
+  }),
+  route({
+    method: "DELETE",
+    path: "/partner/orgs/:orgId/projects/:projectId",
+    modes: ["cloud"],
+    response: returnsNothing(),
+    access: "Pt",
+    handler: async ({ services, ctx, params }) => {
+      await services.partners.deleteProject(partner(ctx), params.orgId!, params.projectId!);
+      return noContent();
+    },
+  }),
+];

@@ -1,0 +1,213 @@
+// Partners (CONTRACT §5.14, cloud): companies that set up organizations for their customers. A partner is
+// created by the operator (`credgate partner create`), with its partner key and its owner's invite. A partner
+// organization comes with a Default project and agent, a placeholder owner holding an org key and a project
+// key, and a claim link; the partner may replace the link, rotate the three credentials, manage its projects,
+// and delete it while nobody has claimed it.
+import { and, asc, eq, inArray } from "drizzle-orm";
+import { conflict, notFound } from "../core/errors.ts";
+import { newId, nowIso, randomHex } from "../core/ids.ts";
+import { tokenHash } from "../crypto/hash.ts";
+import type { AgentService } from "./agents.ts";
+import type { ApiKeyService } from "./apiKeys.ts";
+import type { ClaimService } from "./claims.ts";
+import { issueCredential } from "./credentials.ts";
+import type { ServiceDeps } from "./deps.ts";
+import type { Organization, OrganizationService, Project } from "./organizations.ts";
+import { ALREADY_CLAIMED } from "./claims.ts";
+import { projectView, type ProjectService, type ProjectView } from "./projects.ts";
+
+export const ORG_NOT_FOUND = "Organization not found";
+export const INVITE_LIFETIME_MS = 7 * 24 * 3600 * 1000;
+
+export interface PartnerOrganization {
+  id: string;
+  name: string;
+  slug: string;
+  status: "unclaimed" | "claimed" | "detached";
+  claimedByEmail: string | null;
+  claimedAt: string | null;
+  createdAt: string;
+  projects: ProjectView[];
+}
+
+export interface PartnerOrgCreated {
+  organizationId: string;
+  projectId: string;
+  agentId: string;
+  orgApiKey: string;
+  projectApiKey: string;
+  agentToken: string;
+  claimUrl: string;
+}
+
+export class PartnerService {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly orgs: OrganizationService,
+    private readonly projects: ProjectService,
+    private readonly agents: AgentService,
+    private readonly apiKeys: ApiKeyService,
+    private readonly claims: ClaimService,
+  ) {}
+
+  private get db() {
+    return this.deps.store.db;
+  }
+
+  private get t() {
+    return this.deps.store.t;
+  }
+
+  /**
+   * A partner with its partner key and its owner (an account by that email, made without a password if there is
+   * none), who gets an invite to set one. Returns the key and the invite URL (null when the owner has a password).
+   */
+  async create(name: string, ownerEmail: string): Promise<{ partnerId: string; partnerKey: string; inviteUrl: string | null }> {
+    return this.deps.store.transaction(async () => {
+      const { partners, apiKeys, partnerMembers } = this.t;
+      const partnerId = newId();
+      const now = nowIso();
+      await this.db.insert(partners).values({ id: partnerId, name, createdAt: now });
+      const cred = issueCredential(this.deps.sealer, "partner");
+      await this.db.insert(apiKeys).values({ id: newId(), kind: "partner", tokenHash: cred.tokenHash, tokenSealed: cred.tokenSealed, userId: null, organizationId: null, projectId: null, partnerId, createdAt: now });
+      const owner = (await this.orgs.getUserByEmail(ownerEmail)) ?? (await this.orgs.createUser(ownerEmail));
+      const [taken] = await this.db.select({ partnerId: partnerMembers.partnerId }).from(partnerMembers).where(eq(partnerMembers.userId, owner.id)).limit(1);
+      if (taken) throw conflict("This user already belongs to another partner");
+      await this.db.insert(partnerMembers).values({ partnerId, userId: owner.id, role: "owner", createdAt: now });
+      const inviteUrl = owner.passwordHash ? null : await this.invite(owner.id, partnerId);
+      return { partnerId, partnerKey: cred.token, inviteUrl };
+    });
+  }
+
+  /** An invite to set a password (accept-invite), valid 7 days. */
+  async invite(userId: string, partnerId: string | null): Promise<string> {
+    const token = randomHex(32);
+    await this.db.insert(this.t.invites).values({ id: newId(), tokenHash: tokenHash(token), userId, partnerId, expiresAt: new Date(Date.now() + INVITE_LIFETIME_MS).toISOString(), createdAt: nowIso() });
+    return `${this.deps.config.publicUrl.replace(/\/+$/, "")}/accept-invite?token=${token}`;
+  }
+
+  /** `POST /auth/accept-invite`: the invited user's password is set and the invite used up; null when unknown or expired. */
+  async acceptInvite(token: string, passwordHash: string): Promise<string | null> {
+    const { invites } = this.t;
+    return this.deps.store.transaction(async () => {
+      const [invite] = await this.db.select().from(invites).where(eq(invites.tokenHash, tokenHash(token))).limit(1);
+      if (!invite || !invite.userId || invite.expiresAt <= nowIso()) return null;
+      await this.orgs.setPassword(invite.userId, passwordHash);
+      await this.db.delete(invites).where(eq(invites.id, invite.id));
+      return invite.userId;
+    });
+  }
+
+  /** The partner a user is a member of, with their role. */
+  async membershipOf(userId: string): Promise<{ id: string; name: string; role: "owner" | "admin" | "member" } | null> {
+    const { partnerMembers, partners } = this.t;
+    const [row] = await this.db
+      .select({ id: partners.id, name: partners.name, role: partnerMembers.role })
+      .from(partnerMembers)
+      .innerJoin(partners, eq(partners.id, partnerMembers.partnerId))
+      .where(eq(partnerMembers.userId, userId))
+      .limit(1);
+    return row ?? null;
+  }
+
+  /** A new organization for a customer: Default project and agent, a placeholder owner's keys, a claim link. */
+  async createOrganization(partnerId: string, name: string): Promise<PartnerOrgCreated> {
+    return this.deps.store.transaction(async () => {
+      const org = await this.orgs.createOrganization(name, { partnerId, claimed: false });
+      const placeholder = await this.orgs.createPlaceholderUser();
+      await this.orgs.addMember(org.id, placeholder.id, "owner", "pending");
+      const { project, apiKey } = await this.projects.create(org.id, "Default", { creatorUserId: placeholder.id, automatic: true });
+      const orgApiKey = await this.apiKeys.keyFor({ kind: "organization", userId: placeholder.id, organizationId: org.id });
+      const agent = (await this.agents.findDefault(project.id))!;
+      const agentToken = this.agents.view(agent, true).accessToken!;
+      const claimUrl = await this.claims.issueOrganizationLink(org.id, placeholder.id);
+      return { organizationId: org.id, projectId: project.id, agentId: agent.id, orgApiKey, projectApiKey: apiKey!, agentToken, claimUrl };
+    });
+  }
+
+  /** The partner's organization, or 404 (another partner's does not exist for this one). */
+  async organization(partnerId: string, organizationId: string): Promise<Organization> {
+    const org = await this.orgs.getOrganization(organizationId);
+    if (!org || org.partnerId !== partnerId) throw notFound(ORG_NOT_FOUND);
+    return org;
+  }
+
+  async #unclaimed(partnerId: string, organizationId: string): Promise<Organization> {
+    const org = await this.organization(partnerId, organizationId);
+    if (org.claimed) throw conflict(ALREADY_CLAIMED);
+    return org;
+  }
+
+  async listOrganizations(partnerId: string): Promise<PartnerOrganization[]> {
+    const { organizations } = this.t;
+    const orgs = await this.db.select().from(organizations).where(eq(organizations.partnerId, partnerId)).orderBy(asc(organizations.createdAt), asc(organizations.id));
+    return Promise.all(orgs.map((o) => this.view(o)));
+  }
+
+  async view(org: Organization): Promise<PartnerOrganization> {
+    const claimer = org.claimedByUserId ? await this.orgs.getUser(org.claimedByUserId) : undefined;
+    return {
+      id: org.id,
+      name: org.name,
+      slug: org.slug,
+      status: !org.claimed ? "unclaimed" : org.partnerDetached ? "detached" : "claimed",
+      claimedByEmail: claimer?.email ?? null,
+      claimedAt: org.claimedAt ?? null,
+      createdAt: org.createdAt,
+      projects: (await this.projects.list(org.id)).map(projectView),
+    };
+  }
+
+  async deleteOrganization(partnerId: string, organizationId: string): Promise<void> {
+    await this.#unclaimed(partnerId, organizationId);
+    const placeholders = await this.#placeholders(organizationId);
+    await this.projects.deleteOrganization(organizationId);
+    if (placeholders.length > 0) await this.db.delete(this.t.users).where(inArray(this.t.users.id, placeholders));
+  }
+
+  /** The placeholder owner(s) of an unclaimed organization: users without a password holding a pending membership. */
+  async #placeholders(organizationId: string): Promise<string[]> {
+    const { memberships, users } = this.t;
+    const rows = await this.db
+      .select({ id: users.id, passwordHash: users.passwordHash })
+      .from(memberships)
+      .innerJoin(users, eq(users.id, memberships.userId))
+      .where(and(eq(memberships.organizationId, organizationId), eq(memberships.status, "pending")));
+    return rows.filter((r) => r.passwordHash === null).map((r) => r.id);
+  }
+
+  async reissueClaimLink(partnerId: string, organizationId: string): Promise<string> {
+    await this.#unclaimed(partnerId, organizationId);
+    const [placeholder] = await this.#placeholders(organizationId);
+    if (!placeholder) throw notFound(ORG_NOT_FOUND);
+    return this.claims.issueOrganizationLink(organizationId, placeholder);
+  }
+
+  /** New org key, project key (of the first project) and Default Agent token; the old values die at once. */
+  async rotateTokens(partnerId: string, organizationId: string): Promise<{ orgApiKey: string; projectApiKey: string; agentToken: string }> {
+    await this.#unclaimed(partnerId, organizationId);
+    const [placeholder] = await this.#placeholders(organizationId);
+    const project = await this.orgs.firstProject(organizationId);
+    if (!placeholder || !project) throw notFound(ORG_NOT_FOUND);
+    const orgApiKey = await this.apiKeys.regenerate({ kind: "organization", userId: placeholder, organizationId });
+    const projectApiKey = await this.apiKeys.regenerate({ kind: "project", userId: placeholder, projectId: project.id, organizationId });
+    const agent = (await this.agents.findDefault(project.id)) ?? (await this.agents.createDefault(project.id));
+    const agentToken = await this.agents.regenerateToken(project.id, agent.id);
+    return { orgApiKey, projectApiKey, agentToken };
+  }
+
+  async projectsOf(partnerId: string, organizationId: string): Promise<Project[]> {
+    await this.organization(partnerId, organizationId);
+    return this.projects.list(organizationId);
+  }
+
+  async createProject(partnerId: string, organizationId: string, name: string): Promise<Project> {
+    await this.#unclaimed(partnerId, organizationId);
+    return (await this.projects.create(organizationId, name)).project;
+  }
+
+  async deleteProject(partnerId: string, organizationId: string, projectId: string): Promise<void> {
+    await this.#unclaimed(partnerId, organizationId);
+    await this.projects.delete(organizationId, projectId);
+  }
+}
