@@ -60,6 +60,17 @@ export class OrganizationService {
     await this.db.update(this.t.organizations).set({ name }).where(eq(this.t.organizations.id, id));
   }
 
+  async partnerName(partnerId: string): Promise<string | null> {
+    const [row] = await this.db.select({ name: this.t.partners.name }).from(this.t.partners).where(eq(this.t.partners.id, partnerId)).limit(1);
+    return row?.name ?? null;
+  }
+
+  /** The partner's secrets stop applying to the organization (its gateway views are rebuilt). */
+  async detachFromPartner(organizationId: string): Promise<void> {
+    await this.db.update(this.t.organizations).set({ partnerDetached: true }).where(eq(this.t.organizations.id, organizationId));
+    this.deps.events.emit({ kind: "organization", organizationId });
+  }
+
   async getOrganization(id: string): Promise<Organization | undefined> {
     const [row] = await this.db.select().from(this.t.organizations).where(eq(this.t.organizations.id, id)).limit(1);
     return row;

@@ -168,3 +168,55 @@ describe("partner organizations", () => {
     expect((await as(a.partnerKey)("GET", "/v1/agents")).status).toBe(401);
   });
 });
+
+describe("partner secrets and the organization's side (§5.14 secrets, §5.15)", () => {
+  test("a partner secret applies to its organizations below their own; inline only; status, inherited secrets, detach", async () => {
+    const p = await createPartner("Secret Partner");
+    const partner = as(p.partnerKey);
+    const vault = await partner("POST", "/v1/partner/secrets", { name: "v", type: "generic", valueSource: "external_vault", opRef: "op://v/i/f", hostPattern: HOST, injectionConfig: { headerName: "x-partner" } });
+    expect(vault.status).toBe(400);
+    expect(vault.body.error.message).toBe("Partner secrets must hold an inline value (valueSource external_vault is not supported)");
+    const secret = await partner("POST", "/v1/partner/secrets", { name: "shared", type: "generic", value: "partner-wide-value", hostPattern: HOST, injectionConfig: { headerName: "x-partner" } });
+    expect(secret.status).toBe(201);
+    expect((await partner("GET", "/v1/partner/secrets")).body.map((s: any) => [s.name, s.scope])).toEqual([["shared", "partner"]]);
+    expect(JSON.stringify((await partner("GET", "/v1/partner/secrets")).body)).not.toContain("partner-wide-value");
+
+    const made = (await partner("POST", "/v1/partner/orgs", { name: "Customer Three" })).body;
+    const signup = await cg.api("POST", "/v1/auth/signup", { key: null, body: { email: `three-${crypto.randomUUID().slice(0, 8)}@example.test`, password: "customer password" } });
+    const cookie = cookieOf(signup);
+    const unclaimedDetach = await as(made.orgApiKey)("POST", "/v1/org/partner/detach");
+    expect(unclaimedDetach.status).toBe(400);
+    expect(unclaimedDetach.body.error.message).toBe("Organization must be claimed before detaching");
+    expect((await cg.api("POST", "/v1/claim", { key: null, headers: { cookie }, body: { token: new URL(made.claimUrl).searchParams.get("token") } })).status).toBe(200);
+
+    const send = async (path: string) => {
+      const r = await curlThroughGateway(cg, `https://${HOST}:${up.port}${path}`, { caFile, agentToken: made.agentToken });
+      expect(r.status).toBe(200);
+      return up.seen.at(-1)!.headers["x-partner"];
+    };
+    expect(await send("/partner-secret")).toBe("partner-wide-value");
+    const inOrg = as(made.orgApiKey);
+    expect((await inOrg("GET", "/v1/org/partner/status")).body).toEqual({ partnerManaged: true, detached: false, partnerName: "Secret Partner" });
+    expect((await inOrg("GET", "/v1/org/partner/inherited-secrets")).body.map((s: any) => s.name)).toEqual(["shared"]);
+
+    // The organization's own secret for the same header wins over the partner's.
+    const own = await inOrg("POST", "/v1/org/secrets", { name: "own", type: "generic", value: "organization-value", hostPattern: HOST, injectionConfig: { headerName: "x-partner" } });
+    expect(own.status).toBe(201);
+    expect(await send("/own-wins")).toBe("organization-value");
+    expect((await inOrg("DELETE", `/v1/org/secrets/${own.body.id}`)).status).toBe(204);
+    expect(await send("/partner-again")).toBe("partner-wide-value");
+
+    expect((await inOrg("POST", "/v1/org/partner/detach")).body).toEqual({ success: true });
+    expect(await send("/detached")).toBeUndefined();
+    expect((await inOrg("GET", "/v1/org/partner/inherited-secrets")).body).toEqual([]);
+    expect((await inOrg("GET", "/v1/org/partner/status")).body).toEqual({ partnerManaged: true, detached: true, partnerName: "Secret Partner" });
+    const twice = await inOrg("POST", "/v1/org/partner/detach");
+    expect(twice.status).toBe(400);
+    expect(twice.body.error.message).toBe("Partner already detached");
+    expect((await partner("GET", `/v1/partner/orgs/${made.organizationId}`)).body.status).toBe("detached");
+    // An organization with no partner.
+    const solo = await as(cg.keys.orgApiKey)("POST", "/v1/org/partner/detach");
+    expect(solo.status).toBe(400);
+    expect(solo.body.error.message).toBe("Organization is not partner-managed");
+  });
+});

@@ -77,8 +77,15 @@ export const UpdateSecretBody = t.Object({
 
 const noFields = ApiError.flat(400, NO_FIELDS_MESSAGE);
 
-function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestContext) => SecretOwner): RouteDef[] {
+/** Partner secrets hold their value here: an external-vault reference would be the partner's vault, read for its customers. */
+export const PARTNER_INLINE_ONLY = "Partner secrets must hold an inline value (valueSource external_vault is not supported)";
+
+function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: RequestContext) => SecretOwner): RouteDef[] {
   const role = access === "O" ? "admin" : "any";
+  const modes = access === "Pt" ? (["cloud"] as const) : undefined;
+  const inlineOnly = (body: { valueSource?: string }) => {
+    if (access === "Pt" && body.valueSource === "external_vault") throw badRequest(PARTNER_INLINE_ONLY);
+  };
   return [
     route({
       method: "POST",
@@ -86,8 +93,12 @@ function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
       response: returnsCreated(S.SecretCreated),
       access,
       role,
+      modes: modes && [...modes],
       body: CreateSecretBody,
-      handler: async ({ services, ctx, body }) => created(await services.secrets.create(owner(ctx), body as never)),
+      handler: async ({ services, ctx, body }) => {
+        inlineOnly(body);
+        return created(await services.secrets.create(owner(ctx), body as never));
+      },
     }),
     route({
       method: "PATCH",
@@ -95,9 +106,11 @@ function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
       response: returns(S.Success),
       access,
       role,
+      modes: modes && [...modes],
       body: UpdateSecretBody,
       emptyBody: noFields,
       handler: async ({ services, ctx, params, body }) => {
+        inlineOnly(body);
         await services.secrets.update(owner(ctx), params.secretId!, body as never);
         return { success: true };
       },
@@ -108,6 +121,7 @@ function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
       response: returnsNothing(),
       access,
       role,
+      modes: modes && [...modes],
       handler: async ({ services, ctx, params }) => {
         await services.secrets.delete(owner(ctx), params.secretId!);
         return noContent();
@@ -118,6 +132,7 @@ function secretRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
 
 const projectOwner = (ctx: RequestContext): SecretOwner => ({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId });
 const orgOwner = (ctx: RequestContext): SecretOwner => ({ scope: "organization", organizationId: ctx.organizationId });
+const partnerOwner = (ctx: RequestContext): SecretOwner => ({ scope: "partner", partnerId: ctx.partnerId! });
 
 export const secretsRoutes: RouteDef[] = [
   route({
@@ -152,4 +167,13 @@ export const secretsRoutes: RouteDef[] = [
     handler: async ({ services, ctx, params }) => services.secrets.view(await services.secrets.find(orgOwner(ctx), params.secretId!)),
   }),
   ...secretRoutes("/org/secrets", "O", orgOwner),
+  route({
+    method: "GET",
+    path: "/partner/secrets",
+    modes: ["cloud"],
+    response: returns(T.Array(S.Secret), "The partner's secrets (scope partner)"),
+    access: "Pt",
+    handler: ({ services, ctx }) => services.secrets.list(partnerOwner(ctx)),
+  }),
+  ...secretRoutes("/partner/secrets", "Pt", partnerOwner),
 ];
