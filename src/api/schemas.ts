@@ -62,6 +62,10 @@ export const PartnerOrgCreated = T.Object({
   claimUrl: T.String(),
 });
 export const OrgPartnerStatus = T.Object({ partnerManaged: T.Boolean(), detached: T.Boolean(), partnerName: Nullable(T.String()) });
+export const SpendBudget = T.Object(
+  { secretId: Uuid, organizationId: T.String(), limitCents: T.Integer(), period: Enum("monthly", "total"), spentCents: T.Integer() },
+  { $id: "SpendBudget" },
+);
 export const ClaimLink = T.Object({ claimUrl: T.String() });
 export const RotatedTokens = T.Object({ orgApiKey: T.String(), projectApiKey: T.String(), agentToken: T.String() });
 export const Provision = T.Object({ id: Uuid, userId: Uuid, projectId: T.String(), apiKey: T.String(), claimUrl: T.String(), expiresAt: Timestamp }, { $id: "Provision" });

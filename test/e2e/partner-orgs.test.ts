@@ -220,3 +220,48 @@ describe("partner secrets and the organization's side (§5.14 secrets, §5.15)",
     expect(solo.body.error.message).toBe("Organization is not partner-managed");
   });
 });
+
+describe("partner budgets (§5.14)", () => {
+  test("set, list with spend, replace, delete; only on the partner's LLM keys, only for its organizations", async () => {
+    const p = await createPartner("Budget Partner");
+    const partner = as(p.partnerKey);
+    const llm = (await partner("POST", "/v1/partner/secrets", { name: "claude", type: "llm_a", value: "sk-ant-api03-budget-partner", hostPattern: "api.anthropic.com" })).body;
+    const generic = (await partner("POST", "/v1/partner/secrets", { name: "g", type: "generic", value: "generic-partner-value", hostPattern: HOST, injectionConfig: { headerName: "x-g" } })).body;
+    const made = (await partner("POST", "/v1/partner/orgs", { name: "Budgeted" })).body;
+    const path = (secretId: string) => `/v1/partner/orgs/${made.organizationId}/secrets/${secretId}/budget`;
+
+    const set = await partner("POST", path(llm.id), { limitCents: 500 });
+    expect(set.status).toBe(200);
+    expect(set.body).toEqual({ secretId: llm.id, organizationId: made.organizationId, limitCents: 500, period: "monthly", spentCents: 0 });
+    const replaced = await partner("POST", path(llm.id), { limitCents: 900, period: "total" });
+    expect(replaced.body).toMatchObject({ limitCents: 900, period: "total" });
+    expect((await partner("GET", `/v1/partner/orgs/${made.organizationId}/budgets`)).body).toEqual([replaced.body]);
+
+    for (const [body, message] of [
+      [{ limitCents: 0 }, "limitCents must be between 1 and 100000000"],
+      [{ limitCents: 100000001 }, "limitCents must be between 1 and 100000000"],
+      [{ limitCents: 5, period: "weekly" }, "period must be one of: monthly, total"],
+    ] as const) {
+      const bad = await partner("POST", path(llm.id), body);
+      expect(bad.status).toBe(400);
+      expect(bad.body).toEqual({ error: message });
+    }
+    const notLlm = await partner("POST", path(generic.id), { limitCents: 5 });
+    expect(notLlm.status).toBe(400);
+    expect(notLlm.body.error.message).toBe("Budgets are only supported for LLM keys");
+
+    const other = await createPartner("Other Budget Partner");
+    const asOther = as(other.partnerKey);
+    expect((await asOther("GET", `/v1/partner/orgs/${made.organizationId}/budgets`)).body.error.message).toBe("Organization not found");
+    const otherOrg = (await asOther("POST", "/v1/partner/orgs", { name: "Other's" })).body;
+    const foreignSecret = await asOther("POST", `/v1/partner/orgs/${otherOrg.organizationId}/secrets/${llm.id}/budget`, { limitCents: 5 });
+    expect(foreignSecret.status).toBe(404);
+    expect(foreignSecret.body.error.message).toBe("Secret not found");
+
+    expect((await partner("DELETE", path(llm.id))).status).toBe(204);
+    const gone = await partner("DELETE", path(llm.id));
+    expect(gone.status).toBe(404);
+    expect(gone.body.error.message).toBe("Budget not found");
+    expect((await partner("GET", `/v1/partner/orgs/${made.organizationId}/budgets`)).body).toEqual([]);
+  });
+});

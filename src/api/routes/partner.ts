@@ -3,7 +3,7 @@
 // claimed, replace its claim link, rotate its credentials, and manage its projects.
 import { t } from "elysia";
 import { Type as T } from "@sinclair/typebox";
-import { ApiError } from "../../core/errors.ts";
+import { ApiError, badRequest, notFound } from "../../core/errors.ts";
 import { projectView } from "../../services/projects.ts";
 import type { RequestContext } from "../auth.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
@@ -98,6 +98,55 @@ export const partnerRoutes: RouteDef[] = [
     access: "Pt",
     handler: async ({ services, ctx, params }) => {
       await services.partners.deleteProject(partner(ctx), params.orgId!, params.projectId!);
+      return noContent();
+    },
+  }),
+];
+
+export const BudgetBody = t.Object({
+  limitCents: T.Integer({ minimum: 1, maximum: 100000000, error: "limitCents must be between 1 and 100000000" }),
+  period: t.Optional(t.Union([t.Literal("monthly"), t.Literal("total")], { error: "period must be one of: monthly, total" })),
+});
+
+/** Spend budgets of a partner's LLM keys, per organization (CONTRACT §5.14; metering and admission: §6.11). */
+export const partnerBudgetRoutes: RouteDef[] = [
+  route({
+    method: "GET",
+    path: "/partner/orgs/:orgId/budgets",
+    modes: ["cloud"],
+    response: returns(T.Array(S.SpendBudget), "The organization's budgets, each with its spend this period"),
+    access: "Pt",
+    handler: async ({ services, ctx, params }) => {
+      const org = await services.partners.organization(partner(ctx), params.orgId!);
+      return services.budgets.list(org.id);
+    },
+  }),
+  route({
+    method: "POST",
+    path: "/partner/orgs/:orgId/secrets/:secretId/budget",
+    modes: ["cloud"],
+    response: returns(S.SpendBudget, "The budget, created or replaced"),
+    access: "Pt",
+    role: "admin",
+    body: BudgetBody,
+    handler: async ({ services, ctx, params, body }) => {
+      const org = await services.partners.organization(partner(ctx), params.orgId!);
+      const secret = await services.secrets.find({ scope: "partner", partnerId: partner(ctx) }, params.secretId!);
+      if (secret.type === "generic") throw badRequest("Budgets are only supported for LLM keys");
+      return services.budgets.set(secret.id, org.id, body.limitCents, body.period ?? "monthly");
+    },
+  }),
+  route({
+    method: "DELETE",
+    path: "/partner/orgs/:orgId/secrets/:secretId/budget",
+    modes: ["cloud"],
+    response: returnsNothing(),
+    access: "Pt",
+    role: "admin",
+    handler: async ({ services, ctx, params }) => {
+      const org = await services.partners.organization(partner(ctx), params.orgId!);
+      const secret = await services.secrets.find({ scope: "partner", partnerId: partner(ctx) }, params.secretId!);
+      if (!(await services.budgets.delete(secret.id, org.id))) throw notFound("Budget not found");
       return noContent();
     },
   }),
