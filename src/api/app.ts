@@ -27,7 +27,7 @@ import { authRoutes } from "./routes/auth.ts";
 import { logsRoutes } from "./routes/logs.ts";
 import { projectRoutes } from "./routes/projects.ts";
 import { teamRoutes } from "./routes/team.ts";
-import { partnerBudgetRoutes, partnerRoutes } from "./routes/partner.ts";
+import { partnerBudgetRoutes, partnerMemberRoutes, partnerRoutes } from "./routes/partner.ts";
 import { orgPartnerRoutes } from "./routes/orgPartner.ts";
 import { migrationRoutes } from "./routes/migration.ts";
 import { organizationRoutes } from "./routes/organization.ts";
@@ -38,7 +38,7 @@ import { utilityRoutes } from "./routes/utility.ts";
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...orgPartnerRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes];
 }
 
 /** Routes that serve the gateway's CA certificate (agent setup), built once the CA is loaded. */

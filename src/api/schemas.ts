@@ -66,6 +66,8 @@ export const SpendBudget = T.Object(
   { secretId: Uuid, organizationId: T.String(), limitCents: T.Integer(), period: Enum("monthly", "total"), spentCents: T.Integer() },
   { $id: "SpendBudget" },
 );
+export const PartnerMember = T.Object({ userId: Uuid, email: T.String(), role: Enum("owner", "admin", "member"), createdAt: Timestamp }, { $id: "PartnerMember" });
+export const PartnerMemberAdded = T.Object({ userId: Uuid, email: T.String(), role: Enum("owner", "admin", "member"), createdAt: Timestamp, inviteUrl: Nullable(T.String()) });
 export const ClaimLink = T.Object({ claimUrl: T.String() });
 export const RotatedTokens = T.Object({ orgApiKey: T.String(), projectApiKey: T.String(), agentToken: T.String() });
 export const Provision = T.Object({ id: Uuid, userId: Uuid, projectId: T.String(), apiKey: T.String(), claimUrl: T.String(), expiresAt: Timestamp }, { $id: "Provision" });

@@ -4,7 +4,7 @@
 // key, and a claim link; the partner may replace the link, rotate the three credentials, manage its projects,
 // and delete it while nobody has claimed it.
 import { and, asc, eq, inArray } from "drizzle-orm";
-import { conflict, notFound } from "../core/errors.ts";
+import { badRequest, conflict, notFound } from "../core/errors.ts";
 import { newId, nowIso, randomHex } from "../core/ids.ts";
 import { tokenHash } from "../crypto/hash.ts";
 import type { AgentService } from "./agents.ts";
@@ -17,6 +17,8 @@ import { ALREADY_CLAIMED } from "./claims.ts";
 import { projectView, type ProjectService, type ProjectView } from "./projects.ts";
 
 export const ORG_NOT_FOUND = "Organization not found";
+export const PARTNER_MEMBER_NOT_FOUND = "Partner member not found";
+export const PARTNER_OWNER_FIXED = "The partner owner cannot be changed or removed";
 export const INVITE_LIFETIME_MS = 7 * 24 * 3600 * 1000;
 
 export interface PartnerOrganization {
@@ -209,5 +211,49 @@ export class PartnerService {
   async deleteProject(partnerId: string, organizationId: string, projectId: string): Promise<void> {
     await this.#unclaimed(partnerId, organizationId);
     await this.projects.delete(organizationId, projectId);
+  }
+
+  /** The partner's people, oldest first. */
+  async members(partnerId: string): Promise<{ userId: string; email: string; role: "owner" | "admin" | "member"; createdAt: string }[]> {
+    const { partnerMembers, users } = this.t;
+    return this.db
+      .select({ userId: users.id, email: users.email, role: partnerMembers.role, createdAt: partnerMembers.createdAt })
+      .from(partnerMembers)
+      .innerJoin(users, eq(users.id, partnerMembers.userId))
+      .where(eq(partnerMembers.partnerId, partnerId))
+      .orderBy(asc(partnerMembers.createdAt), asc(users.id));
+  }
+
+  /** Adds a person (an account by that email, made without a password if missing, with an invite to set one). */
+  async addMember(partnerId: string, email: string, role: "admin" | "member") {
+    return this.deps.store.transaction(async () => {
+      const { partnerMembers } = this.t;
+      const user = (await this.orgs.getUserByEmail(email)) ?? (await this.orgs.createUser(email));
+      const [existing] = await this.db.select({ partnerId: partnerMembers.partnerId }).from(partnerMembers).where(eq(partnerMembers.userId, user.id)).limit(1);
+      if (existing) throw conflict(existing.partnerId === partnerId ? "This user is already a partner member" : "This user already belongs to another partner");
+      const createdAt = nowIso();
+      await this.db.insert(partnerMembers).values({ partnerId, userId: user.id, role, createdAt });
+      const inviteUrl = user.passwordHash ? null : await this.invite(user.id, partnerId);
+      return { userId: user.id, email: user.email, role, createdAt, inviteUrl };
+    });
+  }
+
+  async #member(partnerId: string, userId: string) {
+    const member = (await this.members(partnerId)).find((m) => m.userId === userId);
+    if (!member) throw notFound(PARTNER_MEMBER_NOT_FOUND);
+    if (member.role === "owner") throw badRequest(PARTNER_OWNER_FIXED);
+    return member;
+  }
+
+  async setMemberRole(partnerId: string, userId: string, role: "admin" | "member"): Promise<void> {
+    await this.#member(partnerId, userId);
+    const { partnerMembers } = this.t;
+    await this.db.update(partnerMembers).set({ role }).where(and(eq(partnerMembers.partnerId, partnerId), eq(partnerMembers.userId, userId)));
+  }
+
+  async removeMember(partnerId: string, userId: string): Promise<void> {
+    await this.#member(partnerId, userId);
+    const { partnerMembers } = this.t;
+    await this.db.delete(partnerMembers).where(and(eq(partnerMembers.partnerId, partnerId), eq(partnerMembers.userId, userId)));
   }
 }

@@ -265,3 +265,53 @@ describe("partner budgets (§5.14)", () => {
     expect((await partner("GET", `/v1/partner/orgs/${made.organizationId}/budgets`)).body).toEqual([]);
   });
 });
+
+describe("partner members (§5.14)", () => {
+  test("owner and admins manage the people; members read; the owner is fixed; one partner per person", async () => {
+    const p = await createPartner("People Partner");
+    const partner = as(p.partnerKey);
+    const email = `member-${crypto.randomUUID().slice(0, 8)}@example.test`;
+    const added = await partner("POST", "/v1/partner/members", { email, role: "member" });
+    expect(added.status).toBe(200);
+    expect(added.body).toMatchObject({ email, role: "member" });
+    expect(added.body.inviteUrl).toMatch(/\/accept-invite\?token=[0-9a-f]{64}$/);
+    const token = new URL(added.body.inviteUrl).searchParams.get("token")!;
+    const accepted = await cg.api("POST", "/v1/auth/accept-invite", { key: null, body: { token, password: "member password" } });
+    const memberSession = (method: string, path: string, body?: unknown) => cg.api(method, path, { key: null, headers: { cookie: cookieOf(accepted) }, body });
+
+    expect((await memberSession("GET", "/v1/partner/members")).body.map((m: any) => [m.email, m.role])).toEqual([
+      [p.owner, "owner"],
+      [email, "member"],
+    ]);
+    // A member works with organizations but cannot manage people.
+    expect((await memberSession("POST", "/v1/partner/orgs", { name: "By a member" })).status).toBe(201);
+    expect((await memberSession("POST", "/v1/partner/members", { email: "x@example.test" })).status).toBe(403);
+
+    expect((await partner("POST", "/v1/partner/members", { email })).body.error.message).toBe("This user is already a partner member");
+    const other = await createPartner("Other People Partner");
+    const taken = await as(other.partnerKey)("POST", "/v1/partner/members", { email });
+    expect(taken.status).toBe(409);
+    expect(taken.body.error.message).toBe("This user already belongs to another partner");
+    const badRole = await partner("POST", "/v1/partner/members", { email: "y@example.test", role: "owner" });
+    expect(badRole.status).toBe(400);
+    expect(badRole.body).toEqual({ error: "role must be one of: admin, member" });
+    const badEmail = await partner("POST", "/v1/partner/members", { email: "nope" });
+    expect(badEmail.body).toEqual({ error: "email must be a valid email address" });
+
+    const userId = added.body.userId;
+    expect((await partner("PATCH", `/v1/partner/members/${userId}/role`, { role: "admin" })).body).toEqual({ success: true });
+    expect((await memberSession("POST", "/v1/partner/members", { email: `z-${crypto.randomUUID().slice(0, 8)}@example.test` })).status).toBe(200);
+    const ownerId = (await partner("GET", "/v1/partner/members")).body.find((m: any) => m.role === "owner").userId;
+    const fixed = await partner("PATCH", `/v1/partner/members/${ownerId}/role`, { role: "member" });
+    expect(fixed.status).toBe(400);
+    expect(fixed.body.error.message).toBe("The partner owner cannot be changed or removed");
+    expect((await partner("DELETE", `/v1/partner/members/${ownerId}`)).status).toBe(400);
+
+    expect((await partner("DELETE", `/v1/partner/members/${userId}`)).status).toBe(204);
+    const gone = await partner("DELETE", `/v1/partner/members/${userId}`);
+    expect(gone.status).toBe(404);
+    expect(gone.body.error.message).toBe("Partner member not found");
+    // No longer a partner member: the session gets 403 on partner routes.
+    expect((await memberSession("GET", "/v1/partner/orgs")).status).toBe(403);
+  });
+});

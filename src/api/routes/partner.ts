@@ -151,3 +151,56 @@ export const partnerBudgetRoutes: RouteDef[] = [
     },
   }),
 ];
+
+export const PartnerMemberBody = t.Object({
+  email: t.String({ trim: true, maxLength: 255, format: "email" }),
+  role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" })),
+});
+export const PartnerRoleBody = t.Object({ role: t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" }) });
+
+/** The partner's people (CONTRACT §5.14): any member reads the list; owner and admins manage it. */
+export const partnerMemberRoutes: RouteDef[] = [
+  route({
+    method: "GET",
+    path: "/partner/members",
+    modes: ["cloud"],
+    response: returns(T.Array(S.PartnerMember)),
+    access: "Pt",
+    handler: ({ services, ctx }) => services.partners.members(partner(ctx)),
+  }),
+  route({
+    method: "POST",
+    path: "/partner/members",
+    modes: ["cloud"],
+    response: returns(S.PartnerMemberAdded, "The member, with an invite URL when the person has no password yet"),
+    access: "Pt",
+    role: "admin",
+    body: PartnerMemberBody,
+    handler: ({ services, ctx, body }) => services.partners.addMember(partner(ctx), body.email, body.role ?? "member"),
+  }),
+  route({
+    method: "PATCH",
+    path: "/partner/members/:userId/role",
+    modes: ["cloud"],
+    response: returns(S.Success),
+    access: "Pt",
+    role: "admin",
+    body: PartnerRoleBody,
+    handler: async ({ services, ctx, params, body }) => {
+      await services.partners.setMemberRole(partner(ctx), params.userId!, body.role);
+      return { success: true };
+    },
+  }),
+  route({
+    method: "DELETE",
+    path: "/partner/members/:userId",
+    modes: ["cloud"],
+    response: returnsNothing(),
+    access: "Pt",
+    role: "admin",
+    handler: async ({ services, ctx, params }) => {
+      await services.partners.removeMember(partner(ctx), params.userId!);
+      return noContent();
+    },
+  }),
+];
