@@ -17,6 +17,7 @@ const POSTGRES_RUN = [
   "test/e2e/cloud-accounts.test.ts",
   "test/e2e/claim-required.test.ts",
   "test/e2e/partner-orgs.test.ts",
+  "test/e2e/cross-tenant.test.ts",
   "test/multi",
 ];
 

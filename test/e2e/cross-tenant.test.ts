@@ -1,0 +1,236 @@
+// Isolation (issue 14 item 5): no key, session or partner of one tenant reads or changes anything of another.
+// Two cloud organizations (each with a project, agent, secret, policy rule, app connection, held approval and a
+// provisioned member) and two partners. Every route of /v1/openapi.json that takes an id is called with the other
+// tenant's ids, by every credential kind of the first tenant: the answer must be a refusal (401/403/404; each write
+// gets a body that passes validation, so the refusal is the ownership check's), it must not contain the other tenant's names or secret values, and afterwards the other
+// tenant's records are all still there, unchanged. Lists read with each credential hold none of them either.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { curlThroughGateway } from "../support/curl.ts";
+import { eventually, gatewayCa, resolveEntries } from "../support/gateway.ts";
+import { runCli, startCredgate, type RunningCredgate } from "../support/process.ts";
+import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
+
+const HOST = "api.tenant.test";
+
+let cg: RunningCredgate;
+let up: TestUpstream;
+
+interface Tenant {
+  label: string;
+  cookie: string;
+  userId: string;
+  organizationId: string;
+  projectId: string;
+  projectKey: string;
+  orgKey: string;
+  agentId: string;
+  agentToken: string;
+  secretId: string;
+  secretValue: string;
+  orgSecretId: string;
+  ruleId: string;
+  connectionId: string;
+  approvalId: string;
+  memberUserId: string;
+  partnerKey: string;
+  partnerOrgId: string;
+  /** Every name this tenant gave a record: none may appear in another tenant's answers. */
+  names: string[];
+}
+
+const cookieOf = (res: { headers: Headers }) => /^(credgate_session=[^;]+)/.exec(res.headers.get("set-cookie") ?? "")![1]!;
+
+async function makeTenant(label: string): Promise<Tenant> {
+  const tag = `${label}-${crypto.randomUUID().slice(0, 6)}`;
+  const signup = await cg.api("POST", "/v1/auth/signup", { key: null, body: { email: `${tag}@example.test`, password: "tenant password", name: `Person ${tag}` } });
+  expect(signup.status).toBe(201);
+  const cookie = cookieOf(signup);
+  const session = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => cg.api(method, path, { key: null, headers: { cookie, ...headers }, body });
+  const projectKey = (await session("GET", "/v1/user/api-key")).body.apiKey as string;
+  const orgKey = (await session("GET", "/v1/org/api-key")).body.apiKey as string;
+  const p = (method: string, path: string, body?: unknown) => cg.api(method, path, { key: projectKey, body });
+  const o = (method: string, path: string, body?: unknown) => cg.api(method, path, { key: orgKey, body });
+
+  const agent = await p("POST", "/v1/agents", { name: `Agent ${tag}`, identifier: `agent-${tag}`, mode: "all" });
+  const agentToken = (await p("GET", "/v1/agents")).body.find((a: any) => a.id === agent.body.id).accessToken;
+  const secretValue = `secret-value-${tag}-0123456789`;
+  const secret = await p("POST", "/v1/secrets", { name: `Secret ${tag}`, type: "generic", value: secretValue, hostPattern: HOST, injectionConfig: { headerName: "x-tenant" } });
+  const orgSecret = await o("POST", "/v1/org/secrets", { name: `OrgSecret ${tag}`, type: "generic", value: `org-${secretValue}`, hostPattern: `org.${HOST}`, injectionConfig: { headerName: "x-org" } });
+  const rule = await p("POST", "/v1/policy/rules", { name: `Rule ${tag}`, action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HOST, pathPattern: "/held/*" }] });
+  expect((await p("POST", "/v1/policy/publish")).status).toBe(200);
+  const connection = await p("POST", "/v1/apps/resend/connect", { fields: { apiKey: `re_${tag}` } });
+  const provision = await o("POST", "/v1/team/provisions", { role: "member" });
+  for (const r of [agent, secret, orgSecret, rule, provision]) expect(r.status).toBe(201);
+  expect(connection.status).toBe(200);
+  // A held request, so that there is an approval to aim at.
+  void curlThroughGateway(cg, `https://${HOST}:${up.port}/held/${tag}`, { caFile, agentToken, maxTime: 60 }).catch(() => {});
+  const approval = await eventually(async () => ((await p("GET", "/v1/approvals/pending")).body?.requests ?? []).find((r: any) => r.path === `/held/${tag}`) ?? null, 15_000, 50);
+
+  const partner = await runCli(["partner", "create", "--name", `Partner ${tag}`, "--owner-email", `partner-${tag}@example.test`, "--data-dir", cg.dataDir, "--json"], { ...cg.env, CREDGATE_MODE: "cloud", CREDGATE_PUBLIC_URL: `http://localhost:${cg.apiPort}` });
+  const partnerKey = JSON.parse(partner.stdout).partnerKey as string;
+  const partnerOrg = await cg.api("POST", "/v1/partner/orgs", { key: partnerKey, body: { name: `PartnerOrg ${tag}` } });
+  const connections = (await p("GET", "/v1/connections")).body;
+  return {
+    label,
+    cookie,
+    userId: signup.body.user.id,
+    organizationId: signup.body.organizationId,
+    projectId: signup.body.projectId,
+    projectKey,
+    orgKey,
+    agentId: agent.body.id,
+    agentToken,
+    secretId: secret.body.id,
+    secretValue,
+    orgSecretId: orgSecret.body.id,
+    ruleId: rule.body.id,
+    connectionId: connections[0].id,
+    approvalId: approval.id,
+    memberUserId: provision.body.userId,
+    partnerKey,
+    partnerOrgId: partnerOrg.body.organizationId,
+    names: [`Person ${tag}`, `Agent ${tag}`, `agent-${tag}`, `Secret ${tag}`, `OrgSecret ${tag}`, `Rule ${tag}`, `PartnerOrg ${tag}`, secretValue, `re_${tag}`, `${tag}@example.test`],
+  };
+}
+
+let caFile = "";
+let a: Tenant;
+let b: Tenant;
+
+beforeAll(async () => {
+  const pki = makePki([HOST, `org.${HOST}`]);
+  up = startUpstream(pki);
+  cg = await startCredgate({ env: { CREDGATE_MODE: "cloud", CREDGATE_EGRESS_ALLOW: "127.0.0.1/32", CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([HOST, `org.${HOST}`], up.port) } });
+  caFile = (await gatewayCa(cg)).file;
+  a = await makeTenant("a");
+  b = await makeTenant("b");
+}, 120_000);
+
+afterAll(async () => {
+  await cg?.stop("SIGKILL");
+  await up?.stop();
+});
+
+/** The other tenant's id for a path parameter, by its name. */
+function idFor(param: string, t: Tenant): string | null {
+  switch (param) {
+    case "agentId":
+      return t.agentId;
+    case "secretId":
+      return t.secretId;
+    case "projectId":
+      return t.projectId;
+    case "userId":
+      return t.memberUserId;
+    case "approvalId":
+      return t.approvalId;
+    case "connectionId":
+    case "key":
+      return t.connectionId;
+    case "ruleId":
+    case "id":
+      return t.ruleId;
+    case "orgId":
+      return t.partnerOrgId;
+    default:
+      return null;
+  }
+}
+
+/** A body that passes each write route's validation, so the refusal comes from the ownership check. */
+const VALID_BODIES: Record<string, unknown> = {
+  "PATCH /agents/{agentId}": { name: "Renamed by A" },
+  "PATCH /connections/{connectionId}": { label: "relabelled by A" },
+  "PATCH /org/connections/{key}": { label: "relabelled by A" },
+  "PATCH /policy/rules/{ruleId}": { name: "Renamed by A" },
+  "PATCH /org/policy/rules/{ruleId}": { name: "Renamed by A" },
+  "PATCH /secrets/{secretId}": { name: "Renamed by A" },
+  "PATCH /org/secrets/{secretId}": { name: "Renamed by A" },
+  "PATCH /partner/secrets/{secretId}": { name: "Renamed by A" },
+  "PATCH /projects/{projectId}": { name: "Renamed by A" },
+  "PATCH /team/members/{userId}": { role: "admin" },
+  "PATCH /partner/members/{userId}/role": { role: "admin" },
+  "POST /approvals/{approvalId}/decision": { decision: "approve" },
+  "POST /partner/orgs/{orgId}/projects": { name: "Made by A" },
+  "POST /partner/orgs/{orgId}/secrets/{secretId}/budget": { limitCents: 100 },
+  "PUT /agents/{agentId}/connections": { connections: [] },
+  "PUT /agents/{agentId}/grants/connections/{connectionId}": { access: "full" },
+  "PUT /agents/{agentId}/secrets": { secretIds: [] },
+};
+
+/** A's credentials, each as a request maker. */
+function credentialsOf(t: Tenant): [string, (method: string, path: string, body?: unknown) => Promise<{ status: number; text: string }>][] {
+  return [
+    ["project key", (m, path, body) => cg.api(m, path, { key: t.projectKey, body })],
+    ["org key", (m, path, body) => cg.api(m, path, { key: t.orgKey, body })],
+    ["session", (m, path, body) => cg.api(m, path, { key: null, headers: { cookie: t.cookie }, body })],
+    ["partner key", (m, path, body) => cg.api(m, path, { key: t.partnerKey, body })],
+  ];
+}
+
+describe("cross-tenant isolation", () => {
+  test("every id route, with every credential kind of tenant A, aimed at tenant B: refused, nothing of B in the answer", async () => {
+    const doc = (await (await fetch(`${cg.apiUrl}/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    const tried: string[] = [];
+    for (const [template, methods] of Object.entries(doc.paths)) {
+      const params = [...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+      // {provider} and {agent} name catalog entries (github, codex), not records of a tenant.
+      if (params.length === 0 || params.includes("provider") || params.includes("agent")) continue;
+      const ids = params.map((p) => idFor(p, b));
+      if (ids.some((id) => id === null)) throw new Error(`no id of the other tenant for ${template}`);
+      // The document's paths are below the version prefix.
+      let path = `/v1${template}`;
+      params.forEach((p, i) => (path = path.replace(`{${p}}`, ids[i]!)));
+      for (const method of Object.keys(methods).map((m) => m.toUpperCase())) {
+        // GET /org/connections/{key} reads {key} as a provider (the caller's own connections of it).
+        if (method === "GET" && template === "/org/connections/{key}") continue;
+        for (const [kind, call] of credentialsOf(a)) {
+          const body = method === "GET" || method === "DELETE" ? undefined : (VALID_BODIES[`${method} ${template}`] ?? {});
+          const r = await call(method, path, body);
+          tried.push(`${kind} ${method} ${template} → ${r.status}`);
+          // The route exists (the refusal is the route's own, not an unknown URL), and it refused.
+          expect({ call: `${kind} ${method} ${template}`, unknownRoute: r.text.includes("Unrecognized request URL") }).toEqual({ call: `${kind} ${method} ${template}`, unknownRoute: false });
+          expect({ call: `${kind} ${method} ${template}`, refused: [401, 403, 404].includes(r.status) }).toEqual({ call: `${kind} ${method} ${template}`, refused: true });
+          for (const name of b.names) expect({ call: `${kind} ${method} ${template}`, leaked: r.text.includes(name) ? name : null }).toEqual({ call: `${kind} ${method} ${template}`, leaked: null });
+        }
+      }
+    }
+    expect(tried.length).toBeGreaterThan(100);
+  });
+
+  test("B's records are all still there and unchanged; B's keys and agent still work", async () => {
+    const p = (path: string) => cg.api("GET", path, { key: b.projectKey });
+    expect((await p(`/v1/agents/${b.agentId}`)).body.name).toStartWith("Agent b-");
+    expect((await p(`/v1/secrets/${b.secretId}`)).body.name).toStartWith("Secret b-");
+    expect((await cg.api("GET", `/v1/org/secrets/${b.orgSecretId}`, { key: b.orgKey })).status).toBe(200);
+    expect((await p("/v1/policy/rules")).body.map((r: any) => r.id)).toContain(b.ruleId);
+    expect((await p("/v1/connections")).body.map((c: any) => c.id)).toEqual([b.connectionId]);
+    expect((await p("/v1/approvals/pending")).body.requests.map((r: any) => r.id)).toContain(b.approvalId);
+    expect((await cg.api("GET", "/v1/team/members", { key: b.orgKey })).body.map((m: any) => m.userId)).toContain(b.memberUserId);
+    expect((await cg.api("GET", `/v1/partner/orgs/${b.partnerOrgId}`, { key: b.partnerKey })).body.status).toBe("unclaimed");
+    const r = await curlThroughGateway(cg, `https://${HOST}:${up.port}/still-works`, { caFile, agentToken: b.agentToken });
+    expect(r.status).toBe(200);
+    expect(up.seen.at(-1)!.headers["x-tenant"]).toBe(b.secretValue);
+  });
+
+  test("lists and the X-Project-Id / X-Organization-Id headers never reach the other tenant", async () => {
+    for (const [kind, call] of credentialsOf(a)) {
+      for (const path of ["/v1/agents", "/v1/secrets", "/v1/org/secrets", "/v1/policy/rules", "/v1/connections", "/v1/approvals/pending", "/v1/logs", "/v1/projects", "/v1/team/members", "/v1/partner/orgs", "/v1/partner/secrets", "/v1/auth/session"]) {
+        const res = await call("GET", path);
+        for (const name of b.names) expect({ kind, path, leaked: res.text.includes(name) ? name : null }).toEqual({ kind, path, leaked: null });
+      }
+    }
+    // The other tenant's project or organization named in a header: refused, not served.
+    const viaOrgKey = await cg.api("GET", "/v1/agents", { key: a.orgKey, headers: { "x-project-id": b.projectId } });
+    expect(viaOrgKey.status).toBe(401);
+    const viaSession = await cg.api("GET", "/v1/agents", { key: null, headers: { cookie: a.cookie, "x-project-id": b.projectId } });
+    expect(viaSession.status).toBe(401);
+    const orgHeader = await cg.api("GET", "/v1/team/members", { key: null, headers: { cookie: a.cookie, "x-organization-id": b.organizationId } });
+    expect(orgHeader.status).toBe(403);
+    expect(orgHeader.body.error.message).toBe("Not a member of this organization");
+    // A's agent token does not get B's secret at the gateway.
+    const r = await curlThroughGateway(cg, `https://${HOST}:${up.port}/a-agent`, { caFile, agentToken: a.agentToken });
+    expect(r.status).toBe(200);
+    expect(up.seen.at(-1)!.headers["x-tenant"]).toBe(a.secretValue);
+  });
+});
