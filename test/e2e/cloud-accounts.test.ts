@@ -4,7 +4,9 @@
 // keys and sessions, login throttling, the cross-site check — and in self-hosted mode none of it exists.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { basic, openConnect } from "../support/gateway.ts";
+import { sql } from "drizzle-orm";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { queryStore } from "../support/storeQuery.ts";
 
 let cloud: RunningCredgate;
 let selfHosted: RunningCredgate;
@@ -155,7 +157,20 @@ describe("projects (§5.6)", () => {
     expect(before.connect.status).toBe(200);
     before.socket.destroy();
 
+    expect((await key("POST", "/v1/apps/resend/connect", { fields: { apiKey: "re_doomed" } })).status).toBe(200);
+    expect((await key("POST", "/v1/policy/rules", { name: "doomed rule", action: "block", targets: [{ kind: "network", hostPattern: "api.doomed.test" }] })).status).toBe(201);
+    const rowsOf = async () => {
+      const out: Record<string, number> = {};
+      for (const table of ["agents", "secrets", "policy_rules", "app_connections", "api_keys"]) {
+        const [r] = await queryStore<{ n: number | string }>(cloud, sql`SELECT count(*) AS n FROM ${sql.identifier(table)} WHERE project_id = ${made.body.id}`);
+        out[table] = Number(r!.n);
+      }
+      return out;
+    };
+    for (const [table, n] of Object.entries(await rowsOf())) expect({ table, some: n > 0 }).toEqual({ table, some: true });
+
     expect((await me("DELETE", `/v1/projects/${made.body.id}`)).status).toBe(204);
+    expect(await rowsOf()).toEqual({ agents: 0, secrets: 0, policy_rules: 0, app_connections: 0, api_keys: 0 });
     expect((await key("GET", "/v1/agents")).status).toBe(401);
     expect((await me("GET", `/v1/projects/${made.body.id}`)).status).toBe(404);
     const after = await openConnect(cloud.gatewayPort, "api.doomed.test:443", basic(token));
@@ -235,5 +250,22 @@ describe("team (§5.7) and claims", () => {
     expect((await as(owner)("PATCH", `/v1/team/members/${kim.userId}`, { role: "member" })).status).toBe(200);
     expect((await withOrgKey("GET", "/v1/team/members")).status).toBe(401);
     expect((await kimInOrg("GET", "/v1/team/members")).status).toBe(200);
+  });
+});
+
+describe("provisions expire (§5.7: 7 days)", () => {
+  test("an expired provision's key stops working, its placeholder leaves the member list, its link is gone", async () => {
+    const owner = await signUp("lena");
+    const org = as(owner);
+    const provision = (await org("POST", "/v1/team/provisions", {})).body;
+    expect((await as({ key: provision.apiKey })("GET", "/v1/agents")).status).toBe(200);
+    // Seven days later (moved in the store: the clock cannot be).
+    await queryStore(cloud, sql`UPDATE claim_links SET expires_at = ${new Date(Date.now() - 1000).toISOString()} WHERE user_id = ${provision.userId}`, true);
+    expect((await as({ key: provision.apiKey })("GET", "/v1/agents")).status).toBe(401);
+    expect((await org("GET", "/v1/team/members")).body.map((m: any) => m.userId)).toEqual([owner.userId]);
+    const late = await signUp("max");
+    const claim = await as(late)("POST", "/v1/claim", { token: new URL(provision.claimUrl).searchParams.get("token") });
+    expect(claim.status).toBe(404);
+    expect(claim.body.error.message).toBe("Claim link not found or expired");
   });
 });
