@@ -5,9 +5,13 @@
 // gets a body that passes validation, so the refusal is the ownership check's), it must not contain the other tenant's names or secret values, and afterwards the other
 // tenant's records are all still there, unchanged. Lists read with each credential hold none of them either.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { curlThroughGateway } from "../support/curl.ts";
 import { eventually, gatewayCa, resolveEntries } from "../support/gateway.ts";
 import { runCli, startCredgate, type RunningCredgate } from "../support/process.ts";
+import { queryStore } from "../support/storeQuery.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
 
 const HOST = "api.tenant.test";
@@ -232,5 +236,27 @@ describe("cross-tenant isolation", () => {
     const r = await curlThroughGateway(cg, `https://${HOST}:${up.port}/a-agent`, { caFile, agentToken: a.agentToken });
     expect(r.status).toBe(200);
     expect(up.seen.at(-1)!.headers["x-tenant"]).toBe(a.secretValue);
+  });
+
+  test("no key, token, password or secret value in the database files or the process output", async () => {
+    const secrets = [a, b].flatMap((t) => [t.projectKey, t.orgKey, t.agentToken, t.partnerKey, t.secretValue, `org-${t.secretValue}`]);
+    secrets.push("tenant password", "re_a-", "re_b-");
+    const places: [string, Buffer][] = [["process output", Buffer.from(cg.output())]];
+    if (!cg.env.CREDGATE_DATABASE_URL) {
+      for (const file of readdirSync(cg.dataDir).filter((f) => f.startsWith("credgate.db"))) places.push([file, readFileSync(join(cg.dataDir, file))]);
+      expect(places.length).toBeGreaterThan(1);
+    } else {
+      // PostgreSQL: every text value of every table, as the database holds it.
+      const tables = await queryStore<{ table_name: string }>(cg, sql`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`);
+      for (const { table_name } of tables) {
+        const rows = await queryStore(cg, sql`SELECT * FROM ${sql.identifier(table_name)}`);
+        places.push([table_name, Buffer.from(JSON.stringify(rows))]);
+      }
+    }
+    // The scan reads the data: a name (not a secret) is there in the clear.
+    expect(places.slice(1).some(([, bytes]) => bytes.includes(Buffer.from(a.names[1]!)))).toBe(true);
+    for (const [where, bytes] of places) {
+      for (const value of secrets) expect({ where, found: bytes.includes(Buffer.from(value)) ? value.slice(0, 12) : null }).toEqual({ where, found: null });
+    }
   });
 });
