@@ -24,7 +24,7 @@ const SECURITY_HEADERS = {
 };
 
 /** Paths answered with the shell; the browser-side router decides what each shows. */
-const PAGE_PATHS = [/^\/$/, /^\/sign-in$/, /^\/claim$/, /^\/app-connect\/[^/]+$/, /^\/p\/[^/]+(\/.*)?$/];
+const PAGE_PATHS = [/^\/$/, /^\/(sign-in|sign-up|accept-invite|claim)$/, /^\/app-connect\/[^/]+$/, /^\/p\/[^/]+(\/.*)?$/, /^\/partner(\/.*)?$/];
 
 const escapeAttr = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 

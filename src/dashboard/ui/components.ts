@@ -237,3 +237,30 @@ export async function attempt(where: HTMLElement, fn: () => Promise<void>): Prom
     replace(where, notice("error", errorText(err)));
   }
 }
+
+const labelled = (el: HTMLElement, label: string) => (el.setAttribute("aria-label", label), el);
+
+/** Credentials the API returns only once (new keys, tokens, claim and invite links): each in a read-only field with a copy button. */
+export function shownOnce(intro: string, values: [label: string, value: string][]): HTMLElement {
+  return h(
+    "div",
+    { class: "shown-once" },
+    notice("info", intro),
+    ...values.map(([label, value]) => {
+      const id = uid("once");
+      return h("div", { class: "field" }, h("label", { for: id }, label), h("div", { class: "copy-row" }, h("input", { id, type: "text", readOnly: true, value, class: "mono" }), labelled(copyButton(() => value, "Copy"), `Copy the ${label}`)));
+    }),
+  );
+}
+
+/** Spend against a limit as a native <meter> (read by screen readers) with the figures beside it. */
+export function spendBar(label: string, spentCents: number, limitCents: number): HTMLElement {
+  const money = (cents: number) => `$${(cents / 100).toFixed(2)}`;
+  const id = uid("spend");
+  return h(
+    "div",
+    { class: "spend" },
+    h("meter", { id, min: 0, max: limitCents, low: Math.floor(limitCents * 0.8), high: Math.floor(limitCents * 0.95), optimum: 0, value: Math.min(spentCents, limitCents), "aria-label": label }),
+    h("span", { class: "spend-figures" }, `${money(spentCents)} of ${money(limitCents)}`, spentCents >= limitCents ? [" ", badge("limit reached", "blocked")] : null),
+  );
+}

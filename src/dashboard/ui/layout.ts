@@ -6,7 +6,7 @@ import { h, type Child } from "./h.ts";
 import type { RouteDef } from "./router.ts";
 import type { OrganizationInfo, ProjectInfo, Session } from "./types.ts";
 
-interface LayoutInput {
+export interface LayoutInput {
   session: Session | null;
   project: ProjectInfo | null;
   organization: OrganizationInfo | null;
@@ -59,6 +59,30 @@ function projectSwitcher(input: LayoutInput): HTMLElement | null {
   return h("div", { class: "switcher" }, h("label", { for: "project-switcher" }, "Project"), select);
 }
 
+const PARTNER_NAV: [key: string, label: string, path: string][] = [
+  ["partner-orgs", "Organizations", "/partner"],
+  ["partner-secrets", "Partner secrets", "/partner/secrets"],
+  ["partner-members", "Members", "/partner/members"],
+];
+
+/** The entries of the main navigation: the project's pages, or the partner portal's. */
+function navEntries(input: LayoutInput, base: string): [key: string, label: string, href: string][] {
+  if (input.route.area === "partner") return PARTNER_NAV;
+  return input.session?.projects.length ? NAV.map(([key, label, rest]) => [key, label, base + rest]) : [];
+}
+
+/** Switches between the projects and the partner portal, for people who have both. */
+function areaLink(input: LayoutInput, base: string): HTMLElement | null {
+  if (!input.session?.partner) return null;
+  if (input.route.area !== "partner") return h("a", { href: "/partner", class: "area" }, `Partner portal: ${input.session.partner.name}`);
+  return input.session.projects.length ? h("a", { href: base, class: "area" }, "Projects") : null;
+}
+
+/** Shows the projects of a session read again (a project created, renamed or deleted) without redrawing the page. */
+export function redrawSwitcher(input: LayoutInput): void {
+  document.querySelector(".switcher-slot")?.replaceChildren(...[projectSwitcher(input)].filter((x) => x !== null));
+}
+
 export function layout(input: LayoutInput, ...content: Child[]): HTMLElement {
   const base = `/p/${input.project?.id ?? input.session?.projects[0]?.id ?? ""}`;
   const signOut = button("Sign out", async () => {
@@ -77,8 +101,9 @@ export function layout(input: LayoutInput, ...content: Child[]): HTMLElement {
     h(
       "header",
       { class: "top" },
-      h("a", { href: base, class: "brand" }, "credgate"),
-      projectSwitcher(input),
+      h("a", { href: input.route.area === "partner" ? "/partner" : base, class: "brand" }, "credgate"),
+      input.route.area === "partner" ? h("span", { class: "area-name" }, `Partner: ${input.session?.partner?.name ?? ""}`) : h("div", { class: "switcher-slot" }, projectSwitcher(input)),
+      areaLink(input, base),
       h("div", { class: "who" }, input.session ? h("span", { class: "email" }, input.session.user.email) : null, signOut),
     ),
     h(
@@ -87,7 +112,7 @@ export function layout(input: LayoutInput, ...content: Child[]): HTMLElement {
       h(
         "nav",
         { "aria-label": "Main" },
-        h("ul", null, ...NAV.map(([key, label, rest]) => h("li", null, h("a", { href: base + rest, "aria-current": input.route.nav === key ? "page" : null }, label)))),
+        h("ul", null, ...navEntries(input, base).map(([key, label, href]) => h("li", null, h("a", { href, "aria-current": input.route.nav === key ? "page" : null }, label)))),
       ),
       h("main", { id: "main" }, originWarning(), ...content),
     ),

@@ -4,7 +4,7 @@
 import { call, projectApi, setUnauthorizedHandler } from "./api.ts";
 import { errorText, notice } from "./components.ts";
 import { h, replace } from "./h.ts";
-import { layout } from "./layout.ts";
+import { layout, redrawSwitcher } from "./layout.ts";
 import { ROUTES } from "./routes.ts";
 import { matchRoute } from "./router.ts";
 import type { PageCtx, Session } from "./types.ts";
@@ -56,8 +56,10 @@ async function render(): Promise<void> {
   if (!session && !route.public) return toSignIn();
   if (controller.signal.aborted) return;
   if (url.pathname === "/") {
+    // The first project; a partner member without an organization of their own starts in the partner portal.
     const first = session?.projects[0];
     if (first) return navigate(`/p/${first.id}`, { replace: true });
+    if (session?.partner) return navigate("/partner", { replace: true });
   }
   const project = params.project ? (session?.projects.find((p) => p.id === params.project) ?? null) : null;
   if (params.project && !project) {
@@ -72,7 +74,8 @@ async function render(): Promise<void> {
     query: url.searchParams,
     project,
     organization,
-    api: projectApi(project?.id ?? null, organization?.id ?? null, controller.signal),
+    // The partner portal's calls name no project or organization: the partner is the session's own.
+    api: route.area === "partner" ? projectApi(null, null, controller.signal) : projectApi(project?.id ?? null, organization?.id ?? null, controller.signal),
     signal: controller.signal,
     link: (rest) => `/p/${project?.id ?? session?.projects[0]?.id ?? ""}${rest}`,
     navigate,
@@ -82,7 +85,9 @@ async function render(): Promise<void> {
       history.replaceState(null, "", u.pathname + u.search);
     },
     async signedIn() {
-      await loadSession();
+      const s = await loadSession();
+      redrawSwitcher({ session: s, project, organization, route, navigate, mode: MODE });
+      return s;
     },
     mode: MODE,
   };

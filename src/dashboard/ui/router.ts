@@ -10,6 +10,8 @@ export interface RouteDef {
   public?: boolean;
   /** The navigation entry highlighted on this page. */
   nav?: string;
+  /** The partner portal's pages have their own navigation (no project). */
+  area?: "partner";
 }
 
 export interface Matched {

@@ -12,11 +12,22 @@ import { overviewPage } from "./pages/overview.ts";
 import { policyPage } from "./pages/policy.ts";
 import { secretsPage } from "./pages/secrets.ts";
 import { signInPage } from "./pages/signIn.ts";
+import { signUpPage } from "./pages/signUp.ts";
+import { acceptInvitePage } from "./pages/acceptInvite.ts";
+import { noProjectPage } from "./pages/noProject.ts";
+import { teamPage } from "./pages/team.ts";
+import { projectsPage } from "./pages/projects.ts";
+import { partnerOrgsPage } from "./pages/partner/orgs.ts";
+import { partnerOrgPage } from "./pages/partner/org.ts";
+import { partnerSecretsPage } from "./pages/partner/secrets.ts";
+import { partnerMembersPage } from "./pages/partner/members.ts";
 import type { RouteDef } from "./router.ts";
 
 export const ROUTES: RouteDef[] = [
-  { path: "/", title: "Dashboard", page: () => [], nav: "overview" },
+  { path: "/", title: "Dashboard", page: noProjectPage, nav: "overview" },
   { path: "/sign-in", title: "Sign in", page: signInPage, public: true },
+  { path: "/sign-up", title: "Create account", page: signUpPage, public: true },
+  { path: "/accept-invite", title: "Accept invitation", page: acceptInvitePage, public: true },
   { path: "/claim", title: "Claim", page: claimPage },
   { path: "/app-connect/:provider", title: "App connection", page: appConnectPage, public: true },
   { path: "/p/:project", title: "Overview", page: overviewPage, nav: "overview" },
@@ -31,4 +42,10 @@ export const ROUTES: RouteDef[] = [
   { path: "/p/:project/org", title: "Organization", page: organizationPage, nav: "organization" },
   { path: "/p/:project/org/secrets", title: "Organization secrets", page: orgSecretsPage, nav: "organization" },
   { path: "/p/:project/org/policy", title: "Organization policy", page: orgPolicyPage, nav: "organization" },
+  { path: "/p/:project/org/team", title: "Team", page: teamPage, nav: "organization" },
+  { path: "/p/:project/org/projects", title: "Projects", page: projectsPage, nav: "organization" },
+  { path: "/partner", title: "Partner organizations", page: partnerOrgsPage, nav: "partner-orgs", area: "partner" },
+  { path: "/partner/orgs/:orgId", title: "Partner organization", page: partnerOrgPage, nav: "partner-orgs", area: "partner" },
+  { path: "/partner/secrets", title: "Partner secrets", page: partnerSecretsPage, nav: "partner-secrets", area: "partner" },
+  { path: "/partner/members", title: "Partner members", page: partnerMembersPage, nav: "partner-members", area: "partner" },
 ];

@@ -36,7 +36,8 @@ export interface PageCtx {
   navigate(path: string, opts?: { replace?: boolean }): void;
   /** Rewrites the query of the current URL without showing the page again (a dialog closed, a filter set). */
   setQuery(params: Record<string, string | null>): void;
-  signedIn(): Promise<void>;
+  /** Reads the session again (after signing in, or a change to its projects) and returns it. */
+  signedIn(): Promise<Session | null>;
   mode: string;
 }
 

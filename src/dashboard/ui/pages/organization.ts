@@ -4,16 +4,15 @@ import { attempt, button, confirmAction, copyButton, empty, errorText, form, not
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
 import { connectionsTable, type ConnectionRecord } from "./apps.ts";
+import { isAdmin, orgTabs } from "./orgTabs.ts";
+import { orgPartnerSection } from "./orgPartner.ts";
 import { policyView } from "./policy.ts";
 import { secretsView } from "./secrets.ts";
 
-const isAdmin = (ctx: PageCtx) => ctx.organization?.role === "admin" || ctx.organization?.role === "owner";
-const notAdmin = (title: string) => [h("h1", { tabindex: "-1" }, title), notice("info", "Only organization admins and owners manage the organization.")];
-const subnav = (ctx: PageCtx) =>
-  h("nav", { "aria-label": "Organization", class: "tabs" }, h("a", { href: ctx.link("/org") }, "Settings"), h("a", { href: ctx.link("/org/secrets") }, "Secrets"), h("a", { href: ctx.link("/org/policy") }, "Policy"));
+const notAdmin = (ctx: PageCtx, title: string) => [h("h1", { tabindex: "-1" }, title), orgTabs(ctx), notice("info", "Only organization admins and owners manage the organization.")];
 
 export const organizationPage: PageFn = async (ctx) => {
-  if (!isAdmin(ctx)) return notAdmin("Organization");
+  if (!isAdmin(ctx)) return notAdmin(ctx, "Organization");
   const [org, conns] = await Promise.all([ctx.api.get<{ name: string; id: string }>("/org/settings"), ctx.api.get<ConnectionRecord[]>("/org/connections")]);
   const status = h("div");
   const keyBox = h("div");
@@ -47,7 +46,7 @@ export const organizationPage: PageFn = async (ctx) => {
   replace(connBox, conns.length === 0 ? empty("No organization connections. They are shared by every project.") : connectionsTable(ctx, conns, "/org/connections", "organization", status, loadConns));
   return [
     h("h1", { tabindex: "-1" }, "Organization"),
-    subnav(ctx),
+    orgTabs(ctx),
     status,
     h(
       "section",
@@ -64,19 +63,20 @@ export const organizationPage: PageFn = async (ctx) => {
       }),
     ),
     h("section", { class: "card", "aria-labelledby": "org-key-h" }, h("h2", { id: "org-key-h" }, "Organization API key"), keyStatus, keyBox),
+    await orgPartnerSection(ctx),
     h("section", { "aria-labelledby": "org-conn-h" }, h("h2", { id: "org-conn-h" }, "Organization connections"), connBox),
   ];
 };
 
 export const orgSecretsPage: PageFn = async (ctx) => {
-  if (!isAdmin(ctx)) return notAdmin("Organization secrets");
-  return [h("h1", { tabindex: "-1" }, "Organization secrets"), subnav(ctx), h("p", { class: "lead" }, "Injected for every project of the organization; a project secret on the same header wins."), ...(await secretsView(ctx, "organization"))];
+  if (!isAdmin(ctx)) return notAdmin(ctx, "Organization secrets");
+  return [h("h1", { tabindex: "-1" }, "Organization secrets"), orgTabs(ctx), h("p", { class: "lead" }, "Injected for every project of the organization; a project secret on the same header wins."), ...(await secretsView(ctx, "organization"))];
 };
 
 export const orgPolicyPage: PageFn = async (ctx) => {
-  if (!isAdmin(ctx)) return notAdmin("Organization policy");
+  if (!isAdmin(ctx)) return notAdmin(ctx, "Organization policy");
   try {
-    return [h("h1", { tabindex: "-1" }, "Organization policy"), subnav(ctx), h("p", { class: "lead" }, "Applies to every project; the stricter of the organization's and the project's decisions wins."), ...(await policyView(ctx, "/org/policy"))];
+    return [h("h1", { tabindex: "-1" }, "Organization policy"), orgTabs(ctx), h("p", { class: "lead" }, "Applies to every project; the stricter of the organization's and the project's decisions wins."), ...(await policyView(ctx, "/org/policy"))];
   } catch (err) {
     return [h("h1", { tabindex: "-1" }, "Organization policy"), notice("error", errorText(err))];
   }

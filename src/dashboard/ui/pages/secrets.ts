@@ -7,8 +7,11 @@ import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
 import { describeInjection, secretBody, secretFields, type SecretRecord } from "./secretForm.ts";
 
-export function secretsView(ctx: PageCtx, scope: "project" | "organization"): Promise<HTMLElement[]> {
-  const base = scope === "project" ? "/secrets" : "/org/secrets";
+const BASES = { project: "/secrets", organization: "/org/secrets", partner: "/partner/secrets" };
+const CAPTIONS = { project: "Secrets of this project", organization: "Secrets of the organization", partner: "Secrets of the partner" };
+
+export function secretsView(ctx: PageCtx, scope: "project" | "organization" | "partner"): Promise<HTMLElement[]> {
+  const base = BASES[scope];
   const status = h("div");
   const list = h("div");
 
@@ -19,7 +22,7 @@ export function secretsView(ctx: PageCtx, scope: "project" | "organization"): Pr
       rows.length === 0
         ? empty("No secrets yet. Add one so the gateway can inject it into your agents' requests — agents only ever see a placeholder.", " ", button("Add secret", () => openEditor(), { kind: "primary" }))
         : table(
-            scope === "project" ? "Secrets of this project" : "Secrets of the organization",
+            CAPTIONS[scope],
             ["Name", "Type", "Host", "Path", "Injection", "Source", "Created", "Actions"],
             rows.map((s) => {
               const own = s.scope === scope;

@@ -45,8 +45,11 @@ export const signInPage: PageFn = (ctx) => {
     "div",
     { class: "signin" },
     h("h1", { tabindex: "-1" }, "Sign in to credgate"),
-    next !== "/" ? h("p", { class: "hint" }, "Sign in to continue to the page you asked for.") : null,
+    next.startsWith("/claim") && ctx.mode === "cloud"
+      ? h("p", { class: "hint" }, "Sign in, or create an account, to claim the organization you were given.")
+      : next !== "/" ? h("p", { class: "hint" }, "Sign in to continue to the page you asked for.") : null,
     passwordForm ? [h("h2", null, "With your email"), passwordForm, h("h2", null, "With an API key")] : null,
     keyForm,
+    ctx.mode === "cloud" ? h("p", { class: "account-links" }, "New to credgate? ", h("a", { href: `/sign-up${next === "/" ? "" : `?next=${encodeURIComponent(next)}`}` }, "Create an account")) : null,
   );
 };

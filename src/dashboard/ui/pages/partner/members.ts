@@ -1,0 +1,98 @@
+// The partner's members: who may use the portal, with which role. Owners and admins add people (someone
+// without a password gets an invitation link to set one), change roles and remove members; the owner is fixed.
+import { attempt, badge, button, confirmAction, empty, form, formatTime, notice, openDialog, shownOnce, table } from "../../components.ts";
+import { h, replace } from "../../h.ts";
+import type { PageFn } from "../../types.ts";
+import { managesPartner, partnerGate } from "./shared.ts";
+
+interface Member {
+  userId: string;
+  email: string;
+  role: "owner" | "admin" | "member";
+  createdAt: string;
+}
+
+const ROLES: [string, string][] = [
+  ["member", "Member: organizations, secrets and projects"],
+  ["admin", "Admin: also members and budgets"],
+];
+
+export const partnerMembersPage: PageFn = async (ctx) => {
+  const gate = partnerGate(ctx, "Members");
+  if (gate) return gate;
+  const manage = managesPartner(ctx);
+  const status = h("div");
+  const list = h("div");
+  const load = async () => {
+    const rows = await ctx.api.get<Member[]>("/partner/members");
+    replace(
+      list,
+      rows.length === 0
+        ? empty("No members.")
+        : table(
+            "Members of the partner",
+            manage ? ["Email", "Role", "Added", "Actions"] : ["Email", "Role", "Added"],
+            rows.map((m) => {
+              const fixed = m.role === "owner" || !manage;
+              const role = fixed
+                ? badge(m.role)
+                : (() => {
+                    const select = h("select", { "aria-label": `Role of ${m.email}` }, ...ROLES.map(([v]) => h("option", { value: v, selected: v === m.role }, v)));
+                    select.addEventListener("change", () =>
+                      attempt(status, async () => {
+                        await ctx.api.send("PATCH", `/partner/members/${m.userId}/role`, { role: select.value });
+                        replace(status, notice("success", `${m.email} is now ${select.value === "admin" ? "an admin" : "a member"}.`));
+                      }),
+                    );
+                    return select;
+                  })();
+              return [
+                m.email,
+                role,
+                formatTime(m.createdAt),
+                manage
+                  ? m.role === "owner"
+                    ? h("span", { class: "hint" }, "The owner cannot be changed or removed")
+                    : button("Remove", () =>
+                        attempt(status, async () => {
+                          if (!(await confirmAction(`Remove ${m.email}?`, "They lose access to the partner portal at once.", "Remove member"))) return;
+                          await ctx.api.send("DELETE", `/partner/members/${m.userId}`);
+                          await load();
+                        }), { kind: "danger", label: `Remove ${m.email}` })
+                  : null,
+              ].filter((c) => c !== null);
+            }),
+          ),
+    );
+  };
+  const add = () =>
+    openDialog("Add member", (close) =>
+      form({
+        fields: [
+          { name: "email", label: "Email", type: "email", required: true, match: /email|user/i },
+          { name: "role", label: "Role", type: "select", value: "member", options: ROLES, match: /role/i },
+        ],
+        submitLabel: "Add member",
+        onCancel: close,
+        async onSubmit(v) {
+          const r = await ctx.api.send<Member & { inviteUrl: string | null }>("POST", "/partner/members", { email: String(v.email).trim(), role: v.role });
+          close();
+          replace(
+            status,
+            r.inviteUrl
+              ? shownOnce(`${r.email} was added. Send them this invitation link to choose a password; it is shown only once and works for 7 days.`, [["Invitation link", r.inviteUrl]])
+              : notice("success", `${r.email} was added; they sign in with their existing password.`),
+          );
+          await load();
+        },
+      }),
+    );
+  await load();
+  return [
+    h("h1", { tabindex: "-1" }, "Members"),
+    h("p", { class: "lead" }, `People who work in the portal of ${ctx.session?.partner?.name ?? "the partner"}.`),
+    manage ? h("div", { class: "toolbar" }, button("Add member", add, { kind: "primary" })) : h("p", { class: "hint" }, "Partner owners and admins manage members."),
+    status,
+    list,
+  ];
+};
