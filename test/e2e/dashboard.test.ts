@@ -70,7 +70,7 @@ async function storage(page: Page): Promise<string> {
 
 describe("serving", () => {
   test("page paths answer the shell with a strict CSP and no framing; unknown /v1 stays the JSON 404", async () => {
-    for (const path of ["/", `/p/${projectId}/secrets?create=generic&host=${HOST}`, "/claim?token=abc", "/app-connect/github?status=success"]) {
+    for (const path of ["/", `/p/${projectId}/secrets?create=generic&host=${HOST}`, "/claim?token=abc", "/app-connect/github?status=success", "/sign-up", "/accept-invite?token=abc", "/partner", "/partner/orgs/abcdefghijklmnop"]) {
       const r = await fetch(base + path);
       expect(r.status).toBe(200);
       expect(r.headers.get("content-type")).toBe("text/html; charset=utf-8");
@@ -585,5 +585,33 @@ describe("usability", () => {
     await until(async () => (await page.evaluate("document.activeElement.tagName")) === "H1");
     expect(await page.evaluate("document.activeElement.textContent")).toBe("Approvals");
     await screenshot(page, "phone-approvals");
+  }, 30_000);
+});
+
+describe("cloud pages on a self-hosted instance", () => {
+  test("sign-up, invitations, the partner portal and the team say they belong to credgate cloud; sign-in offers no account", async () => {
+    const w = await openPage(browser);
+    pages.push(w);
+    const { page } = w;
+    await page.goto(`${base}/sign-in`);
+    await page.getByLabel("API key").waitFor();
+    expect(await page.getByLabel("Email").count()).toBe(0);
+    expect(await page.getByRole("link", { name: "Create an account" }).count()).toBe(0);
+    await page.goto(`${base}/sign-up`);
+    await page.getByText("Accounts with a password belong to credgate cloud.").waitFor();
+    await page.goto(`${base}/accept-invite?token=abc`);
+    await page.getByText("Invitations belong to credgate cloud").waitFor();
+    await page.goto(`${base}/sign-in`);
+    await page.getByLabel("API key").fill(cg.keys.projectApiKey);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${base}/p/${projectId}`);
+    await page.goto(`${base}/partner`);
+    await page.getByText("The partner portal belongs to credgate cloud.").waitFor();
+    await page.goto(`${base}/p/${projectId}/org/team`);
+    await page.getByText("team members belong to credgate cloud").waitFor();
+    // The organization's tabs offer no team or projects here.
+    await page.goto(`${base}/p/${projectId}/org`);
+    const tabs = page.getByRole("navigation", { name: "Organization" });
+    expect(await tabs.getByRole("link").allInnerTexts()).toEqual(["Settings", "Secrets", "Policy"]);
   }, 30_000);
 });
