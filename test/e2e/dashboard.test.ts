@@ -437,7 +437,7 @@ describe("policy", () => {
       await page.getByRole("button", { name: "Add rule" }).click();
       const d = page.getByRole("dialog", { name: "Add rule" });
       await d.getByLabel("Name").fill(name);
-      await d.getByLabel("Targets").fill(targets);
+      await d.getByLabel("Hosts").fill(targets);
       await d.getByRole("button", { name: "Add rule" }).click();
       await d.waitFor({ state: "detached" });
     };
@@ -463,7 +463,7 @@ describe("policy", () => {
     // A modifier on a block rule: the API's 422 message is shown.
     await page.getByRole("button", { name: "Edit Block admin" }).click();
     const e = page.getByRole("dialog", { name: "Edit Block admin" });
-    await e.getByLabel("Targets").fill("");
+    await e.getByLabel("Hosts").fill("");
     await e.getByRole("button", { name: "Save rule" }).click();
     await e.getByText("A rule must name at least one target.").waitFor();
     await e.getByRole("button", { name: "Cancel" }).click();
@@ -476,6 +476,58 @@ describe("policy", () => {
     expect(await page.getByRole("dialog", { name: "Publish policy" }).innerText()).toContain("Removed: Block admin");
     await page.getByRole("dialog", { name: "Publish policy" }).getByRole("button", { name: "Publish" }).click();
     await page.getByText(/Published generation \d+ \(\d+ rules\)/).waitFor();
+  }, 60_000);
+});
+
+describe("policy targets", () => {
+  test("a rule picks a secret, an app's tools and agents by name; the gateway blocks only the requests that secret goes into", async () => {
+    const secret = await cg.api("POST", "/v1/secrets", { body: { name: "Policy probe", type: "generic", value: "policy-probe-value", hostPattern: HOST, pathPattern: "/probe/*", injectionConfig: { headerName: "x-probe" } } });
+    expect(secret.status).toBe(201);
+    const agent = await cg.api("POST", "/v1/agents", { body: { name: "Policy bot", identifier: "policy-bot", mode: "all" } });
+    const token = (await cg.api("GET", "/v1/agents")).body.find((a: any) => a.id === agent.body.id).accessToken;
+    const { page } = await signedIn();
+    await page.goto(`${base}/p/${projectId}/policy`);
+    await page.getByRole("button", { name: "Add rule" }).click();
+    const d = page.getByRole("dialog", { name: "Add rule" });
+    await d.getByLabel("Name").fill("No probe for the bot");
+    await d.getByLabel("Secrets").selectOption([{ label: `Policy probe (${HOST})` }]);
+    await d.getByLabel("App tools").selectOption([{ label: "Resend · Send email (write)" }]);
+    await d.getByLabel("Agents (none chosen: all)").selectOption([{ label: "Policy bot" }]);
+    await d.getByRole("button", { name: "Add rule" }).click();
+    await d.waitFor({ state: "detached" });
+    const rule = (await cg.api("GET", "/v1/policy/rules")).body.find((r: any) => r.name === "No probe for the bot");
+    expect(rule.targets).toEqual([
+      { kind: "app", provider: "resend", tools: ["send_email"] },
+      { kind: "secret", secretId: secret.body.id },
+    ]);
+    expect(rule.identities).toEqual([{ type: "agent", id: agent.body.id }]);
+    // The list names the targets.
+    await page.getByRole("row", { name: /No probe for the bot/ }).getByText("Resend: Send email; secret Policy probe").waitFor();
+    // Editing shows the choices as they are; saving unchanged keeps them.
+    await page.getByRole("button", { name: "Edit No probe for the bot" }).click();
+    const e = page.getByRole("dialog", { name: "Edit No probe for the bot" });
+    expect(await e.getByLabel("Secrets").evaluate((el: any) => [...el.selectedOptions].map((o: any) => o.textContent))).toEqual([`Policy probe (${HOST})`]);
+    await e.getByRole("button", { name: "Save rule" }).click();
+    await e.waitFor({ state: "detached" });
+    expect((await cg.api("GET", `/v1/policy/rules/${rule.id}`)).body.targets).toEqual(rule.targets);
+
+    await page.getByRole("button", { name: "Review and publish" }).click();
+    await page.getByRole("dialog", { name: "Publish policy" }).getByRole("button", { name: "Publish" }).click();
+    await page.getByText(/Published generation \d+/).waitFor();
+    const probe = await curlThroughGateway(cg, `https://${HOST}:${up.port}/probe/x`, { caFile, agentToken: token });
+    expect(probe.status).toBe(403);
+    expect(probe.json).toMatchObject({ error: "blocked_by_policy", rule_name: "No probe for the bot" });
+    // Other paths of the host (the secret is not injected there), and other agents, pass.
+    expect((await curlThroughGateway(cg, `https://${HOST}:${up.port}/other`, { caFile, agentToken: token })).status).toBe(200);
+    expect((await curlThroughGateway(cg, `https://${HOST}:${up.port}/probe/x`, { caFile })).status).toBe(200);
+
+    await page.getByRole("button", { name: "Delete No probe for the bot" }).click();
+    await page.getByRole("dialog", { name: "Delete No probe for the bot?" }).getByRole("button", { name: "Delete rule" }).click();
+    await page.getByRole("button", { name: "Delete No probe for the bot" }).waitFor({ state: "detached" });
+    await page.getByRole("button", { name: "Review and publish" }).click();
+    await page.getByRole("dialog", { name: "Publish policy" }).getByRole("button", { name: "Publish" }).click();
+    await page.getByText(/Published generation \d+/).waitFor();
+    expect(await page.content()).not.toContain("policy-probe-value");
   }, 60_000);
 });
 

@@ -10,6 +10,9 @@ export interface FieldSpec {
   type?: "text" | "password" | "select" | "textarea" | "checkbox" | "number" | "email" | "datetime-local";
   value?: string | boolean;
   options?: [value: string, label: string][];
+  /** A select of several choices: `values` are chosen at first, and the field's value is the chosen ones, one per line. */
+  multiple?: boolean;
+  values?: string[];
   hint?: string;
   placeholder?: string;
   required?: boolean;
@@ -35,7 +38,8 @@ export function field(spec: FieldSpec): Field {
   let input: Field["input"];
   const common = { id, name: spec.name, required: spec.required, "aria-describedby": spec.hint ? hintId : null };
   if (spec.type === "select") {
-    input = h("select", common, ...(spec.options ?? []).map(([v, l]) => h("option", { value: v, selected: v === spec.value }, l)));
+    const chosen = (v: string) => (spec.multiple ? (spec.values ?? []).includes(v) : v === spec.value);
+    input = h("select", { ...common, multiple: spec.multiple, size: spec.multiple ? Math.min(8, Math.max(3, spec.options?.length ?? 0)) : null }, ...(spec.options ?? []).map(([v, l]) => h("option", { value: v, selected: chosen(v) }, l)));
   } else if (spec.type === "textarea") {
     input = h("textarea", { ...common, rows: 4, placeholder: spec.placeholder, value: String(spec.value ?? "") });
   } else if (spec.type === "checkbox") {
@@ -65,7 +69,12 @@ export function field(spec: FieldSpec): Field {
         else input.removeAttribute("aria-describedby");
       }
     },
-    value: () => (input instanceof HTMLInputElement && input.type === "checkbox" ? input.checked : input.value),
+    value: () =>
+      input instanceof HTMLInputElement && input.type === "checkbox"
+        ? input.checked
+        : input instanceof HTMLSelectElement && input.multiple
+          ? [...input.selectedOptions].map((o) => o.value).join("\n")
+          : input.value,
   };
 }
 

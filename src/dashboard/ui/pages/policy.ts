@@ -4,18 +4,8 @@
 import { attempt, badge, button, confirmAction, empty, errorText, form, formatTime, notice, openDialog, table } from "../components.ts";
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
+import { loadTargetChoices, targetFields, targetsFrom, targetText, type Target } from "./policyTargets.ts";
 
-interface Target {
-  kind: string;
-  hostPattern?: string;
-  pathPattern?: string;
-  method?: string;
-  provider?: string;
-  connectionId?: string;
-  secretId?: string;
-  secretScope?: string;
-  tools?: string[];
-}
 interface Rule {
   id: string;
   logicalId: string;
@@ -32,31 +22,6 @@ interface Rule {
   priority: number;
   isDefault: boolean;
 }
-
-export function targetText(t: Target): string {
-  if (t.kind === "network") return [t.method, `${t.hostPattern}${t.pathPattern ?? ""}`].filter(Boolean).join(" ");
-  if (t.kind === "app") return `app ${t.provider}${t.tools?.length ? ` (${t.tools.join(", ")})` : ""}`;
-  if (t.kind === "connection") return `connection ${t.connectionId}${t.tools?.length ? ` (${t.tools.join(", ")})` : ""}`;
-  return t.secretId ? `secret ${t.secretId}` : `${t.secretScope} secrets`;
-}
-
-/** One network target per line: `host [path] [METHOD]`, e.g. `api.example.com /v1/* POST`. */
-function parseTargets(text: string): Target[] {
-  return text
-    .split("\n")
-    .map((l) => l.trim())
-    .filter(Boolean)
-    .map((line) => {
-      const t: Target = { kind: "network", hostPattern: "" };
-      for (const part of line.split(/\s+/)) {
-        if (/^[A-Z]+$/.test(part)) t.method = part;
-        else if (part.startsWith("/")) t.pathPattern = part;
-        else t.hostPattern = part;
-      }
-      return t;
-    });
-}
-const networkLine = (t: Target) => [t.hostPattern, t.pathPattern, t.method].filter(Boolean).join(" ");
 
 function describe(r: Rule): string {
   const mods = [r.requireApproval ? "needs approval" : "", r.rateLimit ? `${r.rateLimit} per ${r.rateLimitWindow}` : "", r.enabled ? "" : "disabled"].filter(Boolean);
@@ -83,7 +48,10 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
   const status = h("div");
   const list = h("div");
   const last = h("p", { class: "meta" });
-  const agents = base === "/policy" ? await ctx.api.get<{ id: string; name: string }[]>("/agents") : [];
+  const [agents, choices] = await Promise.all([
+    base === "/policy" ? ctx.api.get<{ id: string; name: string }[]>("/agents") : Promise.resolve([]),
+    loadTargetChoices(ctx, base === "/policy" ? "project" : "organization"),
+  ]);
   const agentName = (id: string) => agents.find((a) => a.id === id)?.name ?? id;
   let rules: Rule[] = [];
   let defaultRule: Rule;
@@ -108,7 +76,7 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
               String(i + 1),
               h("span", null, r.name, r.enabled ? null : [" ", badge("disabled")]),
               badge(describe(r), r.action),
-              r.targets.map(targetText).join("; "),
+              r.targets.map((t) => targetText(t, choices)).join("; "),
               r.identities.length ? r.identities.map((x) => agentName(x.id)).join(", ") : "All agents",
               h(
                 "div",
@@ -141,7 +109,6 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
   };
 
   const edit = (r?: Rule) => {
-    const kept = (r?.targets ?? []).filter((t) => t.kind !== "network");
     openDialog(r ? `Edit ${r.name}` : "Add rule", (close) =>
       form({
         fields: [
@@ -151,17 +118,9 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
           { name: "requireApproval", label: "Require approval", type: "checkbox", value: r?.requireApproval ?? false, when: (v) => v.action === "allow" },
           { name: "rateLimit", label: "Rate limit (requests)", type: "number", value: r?.rateLimit ? String(r.rateLimit) : "", when: (v) => v.action === "allow", match: /rateLimit/ },
           { name: "rateLimitWindow", label: "Per", type: "select", value: r?.rateLimitWindow ?? "minute", options: [["minute", "Minute"], ["hour", "Hour"], ["day", "Day"]], when: (v) => v.action === "allow" },
-          {
-            name: "targets",
-            label: "Targets",
-            type: "textarea",
-            value: (r?.targets ?? []).filter((t) => t.kind === "network").map(networkLine).join("\n"),
-            placeholder: "api.example.com /admin/* DELETE",
-            hint: `One per line: host, then optionally a path and a method. * matches any host.${kept.length ? ` ${kept.length} app, connection or secret target(s) are kept as they are.` : ""}`,
-            match: /target|host|wildcard|pathPattern|method/i,
-          },
+          ...targetFields(choices, r?.targets ?? []),
           ...(base === "/policy"
-            ? [{ name: "agents", label: "Agents (empty: all)", type: "select" as const, options: agents.map((a): [string, string] => [a.id, a.name]), value: "" }]
+            ? [{ name: "agents", label: "Agents (none chosen: all)", type: "select" as const, multiple: true, options: agents.map((a): [string, string] => [a.id, a.name]), values: (r?.identities ?? []).map((x) => x.id) }]
             : []),
           { name: "conditions", label: "Only when the body contains", type: "textarea", value: (r?.conditions ?? []).map((c) => c.value).join("\n"), hint: "One value per line; all must appear (case-insensitive).", match: /conditions/i },
           { name: "enabled", label: "Enabled", type: "checkbox", value: r?.enabled ?? true },
@@ -171,8 +130,7 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
         async onSubmit(v) {
           const allow = v.action === "allow";
           const limit = allow && String(v.rateLimit).trim() ? Number(v.rateLimit) : null;
-          const select = document.querySelector<HTMLSelectElement>("dialog[open] select[name=agents]");
-          const identities = select ? [...select.selectedOptions].map((o) => ({ type: "agent", id: o.value })) : (r?.identities ?? []);
+          const identities = base === "/policy" ? String(v.agents ?? "").split("\n").filter(Boolean).map((id) => ({ type: "agent", id })) : (r?.identities ?? []);
           const conditions = String(v.conditions ?? "").split("\n").map((x) => x.trim()).filter(Boolean).map((value) => ({ target: "body", operator: "contains", value }));
           const body = {
             name: String(v.name).trim(),
@@ -182,7 +140,7 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
             requireApproval: allow && v.requireApproval === true,
             rateLimit: limit,
             rateLimitWindow: limit ? v.rateLimitWindow : null,
-            targets: [...parseTargets(String(v.targets ?? "")), ...kept],
+            targets: targetsFrom(v, r?.targets ?? []),
             identities,
             conditions: conditions.length ? conditions : null,
           };
@@ -194,12 +152,6 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
         },
       }),
     );
-    // The agents select allows several choices and starts with the rule's own.
-    const select = document.querySelector<HTMLSelectElement>("dialog[open] select[name=agents]");
-    if (select) {
-      select.multiple = true;
-      for (const o of select.options) o.selected = (r?.identities ?? []).some((x) => x.id === o.value);
-    }
   };
 
   const publish = () =>
