@@ -4,10 +4,12 @@ import { attempt, badge, button, confirmAction, copyButton, empty, errorText, fo
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
 import { MODES, type AgentRecord } from "./agents.ts";
+import { openAccessDialog, type ConnectionGrant } from "./connectionAccess.ts";
+import { effectiveCredentials } from "./effectiveCredentials.ts";
 
 interface GrantSet {
   mode: string;
-  connections: { connectionId: string; provider: string; label: string | null; scope: string; access: "full" | "custom"; allow: string[]; ask: string[] }[];
+  connections: (ConnectionGrant & { scope: string })[];
   secrets: { secretId: string; name: string; type: string; scope: string }[];
 }
 
@@ -46,10 +48,11 @@ async function grantsSection(ctx: PageCtx, agent: AgentRecord): Promise<HTMLElem
   const box = h("section", { "aria-labelledby": "grants-h" });
   const status = h("div");
   const draw = async () => {
-    const [grants, secrets, connections] = await Promise.all([
+    const [grants, secrets, connections, effective] = await Promise.all([
       ctx.api.get<GrantSet>(`/agents/${agent.id}/grants`),
       ctx.api.get<any[]>("/secrets"),
       ctx.api.get<any[]>("/connections"),
+      effectiveCredentials(ctx, agent.id),
     ]);
     const grantedSecrets = new Set(grants.secrets.map((s) => s.secretId));
     const grantedConnections = new Map(grants.connections.map((c) => [c.connectionId, c]));
@@ -70,6 +73,7 @@ async function grantsSection(ctx: PageCtx, agent: AgentRecord): Promise<HTMLElem
         ? notice("info", "This agent receives every matching secret and connection (mode “all”); grants apply once it is switched to “granted only”.")
         : null,
       status,
+      effective,
       h("h3", null, "Secrets"),
       secrets.length === 0
         ? empty("No secrets in this project yet. ", h("a", { href: ctx.link("/secrets") }, "Add a secret"), ".")
@@ -86,7 +90,14 @@ async function grantsSection(ctx: PageCtx, agent: AgentRecord): Promise<HTMLElem
                 check(`Grant ${c.label ?? c.provider}`, !!g, (on) => void toggle("connections", c.id, on)),
                 c.label ?? c.provider,
                 c.provider,
-                g ? (g.access === "full" ? "Every tool" : `${g.allow.length} allowed, ${g.ask.length} need approval`) : "—",
+                g
+                  ? h(
+                      "div",
+                      { class: "row-actions" },
+                      h("span", null, g.access === "full" ? "Every tool" : `${g.allow.length} allowed, ${g.ask.length} need approval`, g.resources ? ` · ${Object.values(g.resources).flat().length} resource(s)` : ""),
+                      button("Edit access", () => attempt(status, () => openAccessDialog(ctx, agent.id, g, draw)), { label: `Edit access to ${c.label ?? c.provider}` }),
+                    )
+                  : "—",
               ];
             }),
           ),
