@@ -18,6 +18,9 @@ export const appConnectPage: PageFn = (ctx) => {
     sessionStorage.removeItem(CONNECT_PROJECT_KEY);
     const project = projects.find((p) => p.id === remembered) ?? projects[0]!;
     const q = new URLSearchParams(ok ? { connected: ctx.query.get("connectionId") ?? "" } : { error: message });
+    // credgate's callback granted the connection to the agent the guidance link named.
+    const agent = ctx.query.get("agent_name");
+    if (ok && agent) q.set("agent", agent);
     queueMicrotask(() => ctx.navigate(`/p/${project.id}/apps/${encodeURIComponent(provider)}?${q}`, { replace: true }));
     return h("p", { role: "status" }, "Opening the app…");
   }

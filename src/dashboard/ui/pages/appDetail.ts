@@ -114,7 +114,8 @@ export const appDetailPage: PageFn = async (ctx) => {
   const status = h("div");
   const connected = ctx.query.get("connected");
   const failed = ctx.query.get("error");
-  if (connected !== null) replace(status, notice("success", `${app.name} is connected.`));
+  const agent = ctx.query.get("agent");
+  if (connected !== null) replace(status, notice("success", `${app.name} is connected.${agent ? ` Granted to agent ${agent}.` : ""}`));
   else if (failed) replace(status, notice("error", `${app.name} could not be connected: ${failed}`));
   const reload = () => ctx.navigate(location.pathname, { replace: true });
   const conns = (await ctx.api.get<ConnectionRecord[]>(`/connections?provider=${encodeURIComponent(app.id)}`)) ?? [];
