@@ -7,7 +7,7 @@
 // Every page stays on credgate's origin, raises no script error and never shows a secret value.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, Locator, Page } from "playwright-core";
-import { launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
+import { closeCleanPages, launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
 import { curlThroughGateway } from "../support/curl.ts";
 import { gatewayCa, until } from "../support/gateway.ts";
 import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
@@ -49,12 +49,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const p of pages) {
-    expect(p.requests.filter((u) => !u.startsWith(base) && !u.startsWith("data:"))).toEqual([]);
-    expect(p.errors).toEqual([]);
-    expect(p.failures.filter((f) => !f.split(" ")[1]!.startsWith(`${base}/v1/`))).toEqual([]);
-    await p.context.close();
-  }
+  await closeCleanPages(pages, base);
   await browser?.close();
   await cg?.stop();
   await fake?.stop();

@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { curlThroughGateway } from "../support/curl.ts";
-import { launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
-import { eventually, gatewayCa, resolveEntries, until } from "../support/gateway.ts";
+import { closeCleanPages, launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
+import { eventually, gatewayCa, resolveEntries, untilTrue } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
@@ -39,13 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Whatever each page did, it stayed on credgate's origin and raised no script error.
-  for (const p of pages) {
-    expect(p.requests.filter((u) => !u.startsWith(base) && !u.startsWith("data:"))).toEqual([]);
-    expect(p.errors).toEqual([]);
-    // Failed answers are the API's (shown to the user), never a missing page or asset.
-    expect(p.failures.filter((f) => !f.split(" ")[1]!.startsWith(`${base}/v1/`))).toEqual([]);
-    await p.context.close();
-  }
+  await closeCleanPages(pages, base);
   await browser?.close();
   await cg?.stop();
   await up?.stop();
@@ -413,7 +407,7 @@ describe("apps", () => {
     });
     const [request] = await Promise.all([page.waitForRequest((r) => r.url().includes("/v1/apps/github/authorize")), oauth.getByRole("button", { name: "Continue to GitHub" }).click()]);
     expect(new URL(request.url()).searchParams.get("_project")).toBe(projectId);
-    await until(() => consent !== "");
+    await untilTrue(() => consent !== "");
     expect(consent).toStartWith("https://github.com/login/oauth/authorize?client_id=gh-client&");
     expect(new URL(consent).searchParams.get("redirect_uri")).toBe(`${base}/v1/apps/github/callback`);
     await page.unroute(/\/v1\/apps\/github\/authorize/);
@@ -532,17 +526,17 @@ describe("logs and overview", () => {
     const { page } = await signedIn();
     await page.goto(`${base}/p/${projectId}/logs?host=${HOST}:${up.port}`);
     const rows = page.getByRole("table", { name: "Request logs" }).getByRole("row");
-    await until(async () => (await rows.count()) === 51); // header + 50
+    await untilTrue(async () => (await rows.count()) === 51); // header + 50
     expect(await rows.nth(1).innerText()).toContain(`GET ${HOST}:${up.port}/page/54`);
     await page.getByRole("button", { name: "Load more" }).click();
-    await until(async () => (await rows.count()) > 51);
+    await untilTrue(async () => (await rows.count()) > 51);
     await screenshot(page, "logs");
 
     await page.getByLabel("Decision").selectOption("blocked");
     await page.getByRole("button", { name: "Apply filters" }).click();
-    await until(async () => new URL(page.url()).searchParams.get("decision") === "blocked");
+    await untilTrue(async () => new URL(page.url()).searchParams.get("decision") === "blocked");
     // Only blocked requests are listed now (the /admin/users request after the publish).
-    await until(async () => {
+    await untilTrue(async () => {
       const texts = await rows.allInnerTexts();
       return texts.length > 1 && texts.slice(1).every((t) => t.includes("blocked"));
     });
@@ -612,7 +606,7 @@ describe("usability", () => {
     await page.keyboard.press("Enter");
     await page.waitForURL(`${base}/p/${projectId}`);
     // After the sign-in the new page's heading has the focus; on a fresh load the first Tab is the skip link.
-    await until(async () => (await page.evaluate("document.activeElement.tagName")) === "H1");
+    await untilTrue(async () => (await page.evaluate("document.activeElement.tagName")) === "H1");
     await page.reload();
     await page.getByRole("heading", { level: 1 }).waitFor();
     await page.keyboard.press("Tab");
@@ -623,7 +617,7 @@ describe("usability", () => {
     await page.keyboard.press("Enter");
     await page.waitForURL(`${base}/p/${projectId}/approvals`);
     // The link itself says "Approvals" too: wait for the focus to move to the new page's heading.
-    await until(async () => (await page.evaluate("document.activeElement.tagName")) === "H1");
+    await untilTrue(async () => (await page.evaluate("document.activeElement.tagName")) === "H1");
     expect(await page.evaluate("document.activeElement.textContent")).toBe("Approvals");
     await screenshot(page, "phone-approvals");
   }, 30_000);

@@ -1,6 +1,7 @@
 // A real Chromium (Debian's `chromium` package, driven by playwright-core) for the dashboard's e2e tests.
 // Each page records its console errors, uncaught exceptions and every request it makes, so a test can prove
 // the page stayed clean and never talked to a host other than credgate's own.
+import { expect } from "bun:test";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -48,4 +49,17 @@ export async function openPage(browser: Browser, opts: { viewport?: { width: num
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/**
+ * Checks that each page stayed on `origin` (and the `alsoAllowed` URL prefixes), raised no script error and met
+ * failed answers only from the API (shown to the user), never a missing page or asset; then closes it.
+ */
+export async function closeCleanPages(pages: WatchedPage[], origin: string, alsoAllowed: string[] = []): Promise<void> {
+  for (const p of pages) {
+    expect(p.requests.filter((u) => !u.startsWith(origin) && !u.startsWith("data:") && !alsoAllowed.some((a) => u.startsWith(a)))).toEqual([]);
+    expect(p.errors).toEqual([]);
+    expect(p.failures.filter((f) => !f.split(" ")[1]!.startsWith(`${origin}/v1/`))).toEqual([]);
+    await p.context.close();
+  }
 }

@@ -302,6 +302,13 @@ export async function until<T>(check: () => T | Promise<T>, ms = 7_000, every = 
   }
 }
 
+/** Waits until `condition` holds (`until` retries only on a throw: a false result would end it at once). */
+export async function untilTrue(condition: () => boolean | Promise<boolean>, ms = 7_000): Promise<void> {
+  await until(async () => {
+    if (!(await condition())) throw new Error(`condition not met within ${ms} ms`);
+  }, ms);
+}
+
 export const PROXY_AUTH_BODY = '{"error":"proxy_authentication_required","message":"credgate requires a valid agent token: set the proxy URL to http://x:<agent token>@<gateway>."}';
 
 /**
