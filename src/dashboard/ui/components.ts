@@ -257,7 +257,7 @@ export function shownOnce(intro: string, values: [label: string, value: string][
     notice("info", intro),
     ...values.map(([label, value]) => {
       const id = uid("once");
-      return h("div", { class: "field" }, h("label", { for: id }, label), h("div", { class: "copy-row" }, h("input", { id, type: "text", readOnly: true, value, class: "mono" }), labelled(copyButton(() => value, "Copy"), `Copy the ${label}`)));
+      return h("div", { class: "field" }, h("label", { for: id }, label), h("div", { class: "copy-row" }, h("input", { id, type: "text", readOnly: true, value, class: "mono" }), labelled(copyButton(() => value, "Copy"), `Copy the ${label.toLowerCase()}`)));
     }),
   );
 }
@@ -265,11 +265,10 @@ export function shownOnce(intro: string, values: [label: string, value: string][
 /** Spend against a limit as a native <meter> (read by screen readers) with the figures beside it. */
 export function spendBar(label: string, spentCents: number, limitCents: number): HTMLElement {
   const money = (cents: number) => `$${(cents / 100).toFixed(2)}`;
-  const id = uid("spend");
   return h(
     "div",
     { class: "spend" },
-    h("meter", { id, min: 0, max: limitCents, low: Math.floor(limitCents * 0.8), high: Math.floor(limitCents * 0.95), optimum: 0, value: Math.min(spentCents, limitCents), "aria-label": label }),
+    h("meter", { min: 0, max: limitCents, low: Math.floor(limitCents * 0.8), high: Math.floor(limitCents * 0.95), optimum: 0, value: Math.min(spentCents, limitCents), "aria-label": label }),
     h("span", { class: "spend-figures" }, `${money(spentCents)} of ${money(limitCents)}`, spentCents >= limitCents ? [" ", badge("limit reached", "blocked")] : null),
   );
 }
