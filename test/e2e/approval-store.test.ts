@@ -1,12 +1,13 @@
 // The approval store failing (CONTRACT §6.15 `approval_store_unavailable`): when the approval record cannot
 // be written, the request that needs approval is answered 502 and nothing reaches the upstream. The failure
-// is real: a second SQLite connection installs a trigger that aborts inserts into the approvals table.
+// is real: a trigger installed in the store (the SQLite file, or the PostgreSQL database) aborts inserts into the
+// approvals table.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
-import { join } from "node:path";
+import { sql } from "drizzle-orm";
 import { curlThroughGateway } from "../support/curl.ts";
 import { eventually, gatewayCa, resolveEntries } from "../support/gateway.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { queryStore } from "../support/storeQuery.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 
 const HOST = "store.approval.test";
@@ -32,17 +33,20 @@ test("an approval that cannot be stored → 502 approval_store_unavailable, noth
   expect(rule.status).toBe(201);
   expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
 
-  const db = new Database(join(cg.dataDir, "credgate.db"));
-  db.run("PRAGMA busy_timeout = 5000");
-  db.run("CREATE TRIGGER approvals_fail BEFORE INSERT ON approvals BEGIN SELECT RAISE(ABORT, 'store unavailable'); END");
+  const postgres = Boolean(cg.env.CREDGATE_DATABASE_URL);
+  if (postgres) {
+    await queryStore(cg, sql.raw("CREATE FUNCTION approvals_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'store unavailable'; END $$"), true);
+    await queryStore(cg, sql.raw("CREATE TRIGGER approvals_fail BEFORE INSERT ON approvals FOR EACH ROW EXECUTE FUNCTION approvals_fail()"), true);
+  } else {
+    await queryStore(cg, sql.raw("CREATE TRIGGER approvals_fail BEFORE INSERT ON approvals BEGIN SELECT RAISE(ABORT, 'store unavailable'); END"), true);
+  }
   try {
     const r = await curlThroughGateway(cg, `https://${HOST}:${up.port}/pay`, { caFile, method: "POST", data: '{"amount":1}' });
     expect(r.status).toBe(502);
     expect(r.json).toEqual({ error: "approval_store_unavailable", message: "credgate manual approval service is temporarily unavailable." });
     expect(up.seen.length).toBe(0);
   } finally {
-    db.run("DROP TRIGGER approvals_fail");
-    db.close();
+    await queryStore(cg, sql.raw(postgres ? "DROP TRIGGER approvals_fail ON approvals" : "DROP TRIGGER approvals_fail"), true);
   }
   // With the store back, the same request is held again; denying it answers the agent.
   const held = curlThroughGateway(cg, `https://${HOST}:${up.port}/pay`, { caFile, method: "POST", data: '{"amount":1}', maxTime: 20 });
