@@ -3,11 +3,11 @@
 // requests). HTTP/1.1 is read here, in JS, request after request (CONTRACT §6.3): the request line is kept
 // byte for byte, bodies are streamed with backpressure both ways, and each request's answer is written
 // before the next pipelined request is read.
-import type { Duplex } from "node:stream";
 import { log } from "../../log.ts";
 import { BodyFramer } from "../http1/body.ts";
 import { connectionTokens, framingOf, headerValue, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "../http1/head.ts";
 import { Reply } from "../reply.ts";
+import type { AgentSocket, AgentSocketEvents } from "./socket.ts";
 import { writeReply } from "./write.ts";
 
 /** A request as the stages get it. */
@@ -28,7 +28,7 @@ export type RequestHandler = (request: IncomingRequest, connection: ClientConnec
 
 const MAX_BUFFERED = 1024 * 1024;
 
-export class ClientConnection {
+export class ClientConnection implements AgentSocketEvents {
   #buf: Buffer = Buffer.alloc(0);
   #busy = false;
   #closed = false;
@@ -39,20 +39,19 @@ export class ClientConnection {
   /** The request body being read off the socket. */
   #body: { framer: BodyFramer; controller: ReadableStreamDefaultController<Uint8Array> | null; done: boolean; continue: boolean } | null = null;
 
+  /** The reply being written waits for the socket to drain. */
+  #drained: (() => void) | null = null;
+
   constructor(
-    readonly socket: Duplex,
+    readonly socket: AgentSocket,
     private readonly handler: RequestHandler,
-    private readonly onIdle: (c: ClientConnection) => void = () => {},
   ) {
-    socket.on("data", this.#onData);
-    socket.on("close", this.#onClose);
-    // An error is always followed by close, where the request in flight is aborted.
-    socket.on("error", () => socket.destroy());
+    socket.events = this;
   }
 
   /** Bytes that arrived before this connection took the socket (the front's read-ahead). */
   feed(initial: Buffer): void {
-    if (initial.length > 0) this.#onData(initial);
+    if (initial.length > 0) this.data(initial);
   }
 
   get idle(): boolean {
@@ -66,16 +65,15 @@ export class ClientConnection {
   }
 
   /** Hands the socket to the caller (WebSocket after 101), with any bytes already read past the request. */
-  detach(): { socket: Duplex; buffered: Buffer } {
+  detach(): { socket: AgentSocket; buffered: Buffer } {
     this.#detached = true;
-    this.socket.off("data", this.#onData);
-    this.socket.off("close", this.#onClose);
+    this.socket.events = null;
     const buffered = this.#buf;
     this.#buf = Buffer.alloc(0);
     return { socket: this.socket, buffered };
   }
 
-  #onData = (chunk: Buffer): void => {
+  data(chunk: Buffer): void {
     if (this.#closed) return;
     if (this.#body && !this.#body.done) {
       this.#readBody(chunk);
@@ -88,9 +86,20 @@ export class ClientConnection {
       return;
     }
     this.#next();
-  };
+  }
 
-  #onClose = (): void => {
+  drain(): void {
+    const drained = this.#drained;
+    this.#drained = null;
+    drained?.();
+  }
+
+  /** `fn` runs once the socket has taken everything queued (the reply writer's backpressure). */
+  whenDrained(fn: (() => void) | null): void {
+    this.#drained = fn;
+  }
+
+  close(): void {
     this.#closed = true;
     this.#abort?.abort();
     const body = this.#body;
@@ -100,7 +109,7 @@ export class ClientConnection {
         body.controller?.error(new Error("the agent closed the connection"));
       } catch {}
     }
-  };
+  }
 
   #next(): void {
     if (this.#busy || this.#closed || this.#detached || this.#buf.length === 0) return;
@@ -124,7 +133,7 @@ export class ClientConnection {
     const abort = (this.#abort = new AbortController());
     const body = framing === null || framing === 0 ? null : this.#bodyStream(framing, headerValue(head.headers, "expect")?.toLowerCase() === "100-continue");
     void this.#serve(head, { method: head.method, target: head.target, headers, body, chunked: framing !== null && framing < 0, signal: abort.signal });
-    if (rest.length > 0) this.#onData(rest);
+    if (rest.length > 0) this.data(rest);
   }
 
   #bodyStream(framing: number, expectsContinue: boolean): ReadableStream<Uint8Array> {
@@ -141,7 +150,7 @@ export class ClientConnection {
             state.continue = false;
             this.socket.write("HTTP/1.1 100 Continue\r\n\r\n");
           }
-          if (this.socket.isPaused()) this.socket.resume();
+          if (this.socket.paused) this.socket.resume();
         },
         cancel: () => {
           state.controller = null;
@@ -172,7 +181,7 @@ export class ClientConnection {
     try {
       state.controller?.close();
     } catch {}
-    if (end < chunk.length) this.#onData(chunk.subarray(end));
+    if (end < chunk.length) this.data(chunk.subarray(end));
   }
 
   async #serve(head: RequestHead, request: IncomingRequest): Promise<void> {
@@ -187,17 +196,16 @@ export class ClientConnection {
     const unreadBody = this.#body !== null && !this.#body.done;
     const close =
       this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.headers.get("connection")?.toLowerCase() === "close";
-    await writeReply(this.socket, reply, { method: head.method, close, signal: request.signal });
+    await writeReply(this, reply, { method: head.method, close, signal: request.signal });
     this.#abort = null;
     this.#body = null;
     this.#busy = false;
     // The writer ends the socket itself when an upstream body broke off.
-    if (close || this.#closed || this.socket.writableEnded) {
-      if (!this.socket.writableEnded) this.socket.end();
+    if (close || this.#closed || this.socket.ended) {
+      if (!this.socket.ended) this.socket.end();
       return;
     }
-    this.onIdle(this);
-    if (this.socket.isPaused()) this.socket.resume();
+    if (this.socket.paused) this.socket.resume();
     this.#next();
   }
 

@@ -2,9 +2,15 @@
 // here), then the body as it comes, through the reply's transforms, with backpressure. The head waits for
 // the first body bytes so that a small response leaves in one write.
 import { STATUS_CODES } from "node:http";
-import type { Duplex } from "node:stream";
 import { lastChunk } from "../http1/body.ts";
 import type { BodyTransform, Reply } from "../reply.ts";
+import type { AgentSocket } from "./socket.ts";
+
+/** Where a reply goes: the agent's socket, and a way to hear when it has drained. */
+export interface ReplyTarget {
+  readonly socket: AgentSocket;
+  whenDrained(fn: (() => void) | null): void;
+}
 
 export interface WriteOptions {
   method: string;
@@ -46,7 +52,8 @@ function endTransforms(transforms: BodyTransform[], complete: boolean): Uint8Arr
   return out;
 }
 
-export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Promise<void> {
+export function writeReply(target: ReplyTarget, reply: Reply, opts: WriteOptions): Promise<void> {
+  const socket = target.socket;
   const noBody = bodyless(opts.method, reply.status);
   const source = noBody ? null : reply.body;
   if (noBody && reply.body) reply.body.cancel();
@@ -94,7 +101,7 @@ export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Pr
       if (finished) return;
       finished = true;
       opts.signal.removeEventListener("abort", onAbort);
-      socket.off("drain", onDrain);
+      target.whenDrained(null);
       reply.finish(complete);
       resolve();
     };
@@ -105,7 +112,6 @@ export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Pr
       done(false);
     };
     opts.signal.addEventListener("abort", onAbort, { once: true });
-    socket.on("drain", onDrain);
     source.start({
       data(data) {
         if (finished) return false;
@@ -117,7 +123,9 @@ export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Pr
           scheduled = true;
           queueMicrotask(flush);
         }
-        return !socket.writableNeedDrain;
+        if (!socket.needsDrain) return true;
+        target.whenDrained(onDrain);
+        return false;
       },
       end() {
         if (finished) return;
