@@ -25,6 +25,7 @@ import { requestHandler, type Tunnel } from "./handler.ts";
 import { writeLog } from "./log.ts";
 import { proxyToken } from "./proxyAuth.ts";
 import type { AgentEntry, GatewaySnapshot } from "./snapshot.ts";
+import type { MemoryKeeper } from "./memory.ts";
 import type { LeafCache, LeafPem, SelfLeaf } from "./tls.ts";
 
 const MAX_HEAD_BYTES = 64 * 1024;
@@ -40,6 +41,8 @@ export interface ListenerDeps {
   selfLeaf: SelfLeaf;
   context: GatewayContext;
   api: ApiApp;
+  /** Hears of every request (full collections follow the load, memory.ts). */
+  memory: MemoryKeeper;
 }
 
 interface Head {
@@ -302,7 +305,12 @@ export class GatewayListener {
 
   /** Hands a client socket to a ClientConnection that reads its requests. */
   #serve(client: AgentSocket, tunnel: Tunnel | null, initial: Buffer | null): void {
-    const connection = new ClientConnection(client, requestHandler(this.deps.context, this.deps.api, tunnel));
+    const handler = requestHandler(this.deps.context, this.deps.api, tunnel);
+    const memory = this.deps.memory;
+    const connection = new ClientConnection(client, (request, c) => {
+      memory.noteRequest();
+      return handler(request, c);
+    });
     this.#connections.add(connection);
     client.onceClosed(() => this.#connections.delete(connection));
     if (this.#stopping) connection.closeWhenIdle();
