@@ -8,7 +8,7 @@ import { BodyFramer } from "../http1/body.ts";
 import { connectionTokens, framingOf, headerValue, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "../http1/head.ts";
 import { Reply } from "../reply.ts";
 import type { AgentSocket, AgentSocketEvents } from "./socket.ts";
-import { writeReply } from "./write.ts";
+import { writeReply, type ReplyInFlight } from "./write.ts";
 
 /** A request as the stages get it. */
 export interface IncomingRequest {
@@ -27,9 +27,10 @@ export interface IncomingRequest {
 export type RequestHandler = (request: IncomingRequest, connection: ClientConnection) => Promise<Reply | null>;
 
 const MAX_BUFFERED = 1024 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 export class ClientConnection implements AgentSocketEvents {
-  #buf: Buffer = Buffer.alloc(0);
+  #buf: Buffer = EMPTY;
   #busy = false;
   #closed = false;
   #detached = false;
@@ -41,6 +42,11 @@ export class ClientConnection implements AgentSocketEvents {
 
   /** The reply being written waits for the socket to drain. */
   #drained: (() => void) | null = null;
+  /** The body being written, cut short if the agent goes away. */
+  #writing: ReplyInFlight | null = null;
+  readonly #track = (w: ReplyInFlight | null): void => {
+    this.#writing = w;
+  };
 
   constructor(
     readonly socket: AgentSocket,
@@ -69,7 +75,7 @@ export class ClientConnection implements AgentSocketEvents {
     this.#detached = true;
     this.socket.events = null;
     const buffered = this.#buf;
-    this.#buf = Buffer.alloc(0);
+    this.#buf = EMPTY;
     return { socket: this.socket, buffered };
   }
 
@@ -102,6 +108,7 @@ export class ClientConnection implements AgentSocketEvents {
   close(): void {
     this.#closed = true;
     this.#abort?.abort();
+    this.#writing?.abort();
     const body = this.#body;
     if (body && !body.done) {
       body.done = true;
@@ -128,7 +135,7 @@ export class ClientConnection implements AgentSocketEvents {
       return this.#refuse(400, "Bad Request", "Malformed HTTP request.");
     }
     const rest = this.#buf.subarray(end + 4);
-    this.#buf = Buffer.alloc(0);
+    this.#buf = EMPTY;
     this.#busy = true;
     const abort = (this.#abort = new AbortController());
     const body = framing === null || framing === 0 ? null : this.#bodyStream(framing, headerValue(head.headers, "expect")?.toLowerCase() === "100-continue");
@@ -196,7 +203,7 @@ export class ClientConnection implements AgentSocketEvents {
     const unreadBody = this.#body !== null && !this.#body.done;
     const close =
       this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.headers.get("connection")?.toLowerCase() === "close";
-    await writeReply(this, reply, { method: head.method, close, signal: request.signal });
+    await writeReply(this, reply, { method: head.method, close }, this.#track);
     this.#abort = null;
     this.#body = null;
     this.#busy = false;
