@@ -30,13 +30,13 @@ const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "p
 
 /** The upstream's headers as they may go back to the agent: hop-by-hop and Connection-named ones dropped. */
 function headersForAgent(lines: HeaderLines, listed: Set<string>): Headers {
-  const out = new Headers();
-  for (const [name, value] of lines) {
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || listed.has(lower)) continue;
-    out.append(name, value);
+  const kept: HeaderLines = [];
+  for (const line of lines) {
+    const lower = line[0].toLowerCase();
+    if (!HOP_BY_HOP.has(lower) && !listed.has(lower)) kept.push(line);
   }
-  return out;
+  // One native call for the whole list, not one per header.
+  return new Headers(kept);
 }
 
 export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
