@@ -3,6 +3,7 @@
 // for the rare TLS inside the HTTPS proxy's own TLS, over a node Duplex (duplexSocket.ts). Writes never
 // block: what the socket did not take is queued, and `drain` says when it has gone.
 import type { Socket, SocketHandler } from "bun";
+import { writeAtEndOfTurn, type BatchedSocket } from "../writeBatch.ts";
 
 /** Whoever reads the socket now: the front while it reads the first head, then a ClientConnection or a relay. */
 export interface AgentSocketEvents {
@@ -32,7 +33,10 @@ export interface AgentSocket {
 /** Strings are UTF-8, as node sockets take them (the raw answers count their length so). */
 const bytesOf = (data: Uint8Array | string): Uint8Array => (typeof data === "string" ? Buffer.from(data) : data);
 
-export class BunAgentSocket implements AgentSocket {
+/** Past this many bytes gathered in one turn, writers are asked to wait for `drain`. */
+const BATCH_HIGH_WATER = 64 * 1024;
+
+export class BunAgentSocket implements AgentSocket, BatchedSocket {
   events: AgentSocketEvents | null = null;
   paused = false;
   ended = false;
@@ -43,7 +47,13 @@ export class BunAgentSocket implements AgentSocket {
   tls = false;
   /** The TLS handshake with the agent completed. */
   handshaken = false;
+  /** Bytes of this turn, written at its end (writeBatch.ts). */
+  #batch: Uint8Array[] = [];
+  #batchBytes = 0;
+  /** What the socket did not take yet; written on `drain`. */
   readonly #queue: Uint8Array[] = [];
+  /** A writer was told to wait: it hears `drain` once everything has gone. */
+  #owesDrain = false;
   #closedHooks: (() => void)[] | null = null;
   #endWhenDrained = false;
 
@@ -62,6 +72,8 @@ export class BunAgentSocket implements AgentSocket {
    * socket carries the plaintext; this one is left to Bun.
    */
   upgradeTo(tls: { cert: string; key: string }, initial: Buffer, handlers: SocketHandler<BunAgentSocket>): BunAgentSocket {
+    // The plain bytes of this turn (the 200 to the CONNECT) must leave before the TLS handshake's.
+    this.flushBatch();
     const secure = new BunAgentSocket();
     secure.tls = true;
     this.upgradedTo = secure;
@@ -73,7 +85,7 @@ export class BunAgentSocket implements AgentSocket {
   }
 
   get needsDrain(): boolean {
-    return this.#queue.length > 0;
+    return this.#queue.length > 0 || this.#batchBytes >= BATCH_HIGH_WATER;
   }
 
   write(data: Uint8Array | string): boolean {
@@ -81,25 +93,48 @@ export class BunAgentSocket implements AgentSocket {
     const bytes = bytesOf(data);
     if (this.#queue.length > 0) {
       this.#queue.push(bytes);
+      this.#owesDrain = true;
       return false;
     }
-    const n = this.socket.write(bytes);
-    if (n >= bytes.byteLength) return true;
-    this.#queue.push(bytes.subarray(Math.max(n, 0)));
+    if (this.#batch.length === 0) writeAtEndOfTurn(this);
+    this.#batch.push(bytes);
+    this.#batchBytes += bytes.byteLength;
+    if (this.#batchBytes < BATCH_HIGH_WATER) return true;
+    this.#owesDrain = true;
     return false;
+  }
+
+  flushBatch(): void {
+    const batch = this.#batch;
+    const size = this.#batchBytes;
+    if (batch.length === 0) return;
+    this.#batch = [];
+    this.#batchBytes = 0;
+    if (this.closed) return;
+    const bytes = batch.length === 1 ? batch[0]! : Buffer.concat(batch, size);
+    const n = this.socket.write(bytes);
+    if (n < bytes.byteLength) {
+      this.#queue.push(bytes.subarray(Math.max(n, 0)));
+      // Whoever sees needsDrain now waits for `drain`.
+      this.#owesDrain = true;
+      return;
+    }
+    this.#drained();
   }
 
   end(data?: Uint8Array | string): void {
     if (data !== undefined) this.write(data);
     if (this.ended) return;
     this.ended = true;
-    if (this.#queue.length > 0) this.#endWhenDrained = true;
+    if (this.#queue.length > 0 || this.#batch.length > 0) this.#endWhenDrained = true;
     else this.socket.end();
   }
 
   destroy(): void {
     this.ended = true;
     this.#queue.length = 0;
+    this.#batch = [];
+    this.#batchBytes = 0;
     this.socket.terminate();
   }
 
@@ -137,11 +172,18 @@ export class BunAgentSocket implements AgentSocket {
       }
       this.#queue.shift();
     }
+    this.#drained();
+  }
+
+  /** Everything written: end if asked to, else tell a waiting writer. */
+  #drained(): void {
     if (this.#endWhenDrained) {
       this.#endWhenDrained = false;
       this.socket.end();
       return;
     }
+    if (!this.#owesDrain) return;
+    this.#owesDrain = false;
     this.events?.drain();
   }
 
