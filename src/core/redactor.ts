@@ -4,6 +4,7 @@
 
 export const REDACTED = "credgate-redacted";
 const MIN_LENGTH = 8;
+const NOTHING = Buffer.alloc(0);
 
 /** A value as it may appear in a response: raw, base64 (a Basic-auth pair) and percent-encoded. */
 export function needlesFor(values: string[]): string[] {
@@ -24,7 +25,7 @@ export function redactText(text: string, needles: string[]): string {
 export class StreamRedactor {
   readonly #needles: Buffer[];
   readonly #replacement = Buffer.from(REDACTED);
-  #held: Buffer = Buffer.alloc(0);
+  #held: Buffer = NOTHING;
 
   constructor(needles: readonly (string | Buffer)[]) {
     this.#needles = needles.map((n) => (typeof n === "string" ? Buffer.from(n) : n));
@@ -32,17 +33,17 @@ export class StreamRedactor {
 
   /** The bytes that can go on now. */
   push(chunk: Uint8Array): Uint8Array {
-    const buf = this.#held.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.#held, chunk]);
+    const buf = this.#held.length > 0 ? Buffer.concat([this.#held, chunk]) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     const replaced = this.#replace(buf);
     const keep = this.#partialTail(replaced);
-    this.#held = keep === 0 ? Buffer.alloc(0) : Buffer.from(replaced.subarray(replaced.length - keep));
+    this.#held = keep === 0 ? NOTHING : Buffer.from(replaced.subarray(replaced.length - keep));
     return keep === 0 ? replaced : replaced.subarray(0, replaced.length - keep);
   }
 
   /** What was held back, at the end of the body. */
   end(): Uint8Array {
     const rest = this.#held;
-    this.#held = Buffer.alloc(0);
+    this.#held = NOTHING;
     return rest;
   }
 

@@ -59,7 +59,7 @@ export function requestHandler(g: GatewayContext, api: ApiApp, tunnel: Tunnel | 
     return (incoming, client) => {
       const m = ABSOLUTE.exec(incoming.target);
       const target = m ? originPart(m[3]!) : incoming.target;
-      return proxied(incoming, client, via, { ...tunnel, target }, g);
+      return proxied(incoming, client, via, { scheme: tunnel.scheme, host: tunnel.host, port: tunnel.port, authority: tunnel.authority, target }, g);
     };
   }
   const via: Via = { kind: "forward" };

@@ -1,5 +1,5 @@
-// The gateway, assembled: CA and leaf cache, snapshot, upstream connection pool, and the front listener on
-// the gateway port.
+// The gateway, assembled: CA and leaf cache, snapshot, upstream connection pool, the front listener on the
+// gateway port, and the memory keeper.
 import type { ApiApp } from "../api/app.ts";
 import type { Config } from "../config.ts";
 import type { CertificateAuthority } from "../crypto/ca.ts";
@@ -7,6 +7,7 @@ import type { Services } from "../services/index.ts";
 import type { GatewayContext } from "./context.ts";
 import { EgressGuard } from "./egress.ts";
 import { GatewayListener, type GatewaySharing } from "./listener.ts";
+import { MemoryKeeper } from "./memory.ts";
 import { GatewaySnapshot } from "./snapshot.ts";
 import { LeafCache, SelfLeaf } from "./tls.ts";
 import { selfNames } from "../selfNames.ts";
@@ -16,6 +17,7 @@ import { VaultResolver } from "../vault/resolver.ts";
 export class Gateway {
   readonly context: GatewayContext;
   readonly #listener: GatewayListener;
+  readonly #memory = new MemoryKeeper();
   port = 0;
 
   /** The gateway with its snapshot loaded, not yet listening. */
@@ -37,7 +39,7 @@ export class Gateway {
       }),
     };
     const selfLeaf = new SelfLeaf(ca, selfNames(config));
-    this.#listener = new GatewayListener({ services, snapshot, leaves: new LeafCache(ca), selfLeaf, context: this.context, api });
+    this.#listener = new GatewayListener({ services, snapshot, leaves: new LeafCache(ca), selfLeaf, context: this.context, api, memory: this.#memory });
   }
 
   async listen(host: string, port: number, sharing: GatewaySharing = "alone"): Promise<number> {
@@ -51,5 +53,6 @@ export class Gateway {
     await drain(this.#listener.settled());
     this.#listener.destroyAll();
     this.context.upstreams.close();
+    this.#memory.stop();
   }
 }

@@ -1,11 +1,12 @@
-// The gateway's one port (CONTRACT §6.1–6.3), on node:net. It reads the first request head of each
-// connection: CONNECT is authenticated here (407 before anything else), then the tunnel is TLS-terminated
-// with a leaf for the CONNECT host (or kept plain) and handed to a ClientConnection, which reads HTTP/1.1
-// and runs the pipeline per request. Other connections go to one too, as proxy connections (absolute-form
-// or origin-form control requests). Passthrough hosts get a raw tunnel.
+// The gateway's one port (CONTRACT §6.1–6.3), on Bun's native sockets. It reads the first request head of
+// each connection: CONNECT is authenticated here (407 before anything else), then the tunnel is
+// TLS-terminated on the same socket (upgradeTLS, with a leaf for the CONNECT host) or kept plain, and handed
+// to a ClientConnection, which reads HTTP/1.1 and runs the pipeline per request. Other connections go to one
+// too, as proxy connections (absolute-form or origin-form control requests). Passthrough hosts get a raw
+// tunnel. No node stream sits on the path of an intercepted request: that layer cost more than the TLS.
+import type { TCPSocketListener } from "bun";
 import * as net from "node:net";
 import * as tls from "node:tls";
-import type { Duplex } from "node:stream";
 import { compileHostPattern, normalizeHost } from "../core/patterns.ts";
 import type { ApiApp } from "../api/app.ts";
 import type { Services } from "../services/index.ts";
@@ -14,6 +15,9 @@ import { metrics } from "../metrics.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../requestId.ts";
 import { claimRequiredBody, isLlmRequest } from "./claim.ts";
 import { ClientConnection } from "./client/connection.ts";
+import { DuplexAgentSocket, duplexOver } from "./client/duplexSocket.ts";
+import { pipeRaw } from "./client/pipe.ts";
+import { agentSocketHandlers, BunAgentSocket, type AgentSocket } from "./client/socket.ts";
 import type { GatewayContext } from "./context.ts";
 import type { EgressVerdict } from "./egress.ts";
 import { egressDeniedBody, proxyAuthRequiredRaw, rawResponse } from "./errors.ts";
@@ -21,7 +25,8 @@ import { requestHandler, type Tunnel } from "./handler.ts";
 import { writeLog } from "./log.ts";
 import { proxyToken } from "./proxyAuth.ts";
 import type { AgentEntry, GatewaySnapshot } from "./snapshot.ts";
-import type { LeafCache, SelfLeaf } from "./tls.ts";
+import type { MemoryKeeper } from "./memory.ts";
+import type { LeafCache, LeafPem, SelfLeaf } from "./tls.ts";
 
 const MAX_HEAD_BYTES = 64 * 1024;
 const HEAD_TIMEOUT_MS = 30_000;
@@ -36,6 +41,8 @@ export interface ListenerDeps {
   selfLeaf: SelfLeaf;
   context: GatewayContext;
   api: ApiApp;
+  /** Hears of every request (full collections follow the load, memory.ts). */
+  memory: MemoryKeeper;
 }
 
 interface Head {
@@ -70,21 +77,23 @@ export function parseAuthority(target: string): { host: string; port: number } |
 
 export type GatewaySharing = "alone" | "first" | "joining";
 
-function bind(server: net.Server, host: string, port: number, reusePort: boolean): Promise<number> {
+/** Whether the port is free for this process alone (gateway workers join it only after this). */
+function probe(host: string, port: number): Promise<number> {
+  const server = net.createServer();
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    // reusePort: Bun's node:net passes it to the socket (SO_REUSEPORT); Node's types do not know it yet.
-    server.listen({ host, port, ...(reusePort ? { reusePort: true } : { exclusive: true }) } as net.ListenOptions, () => {
-      server.off("error", reject);
-      resolve((server.address() as net.AddressInfo).port);
+    server.listen({ host, port, exclusive: true }, () => {
+      const bound = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(bound));
     });
   });
 }
 
 export class GatewayListener {
-  readonly server: net.Server;
-  readonly #sockets = new Set<net.Socket>();
-  readonly #passthroughSockets = new Set<net.Socket>();
+  #server: TCPSocketListener<BunAgentSocket> | null = null;
+  /** Every accepted socket until it closes (shutdown waits for them). */
+  readonly #sockets = new Set<AgentSocket>();
+  readonly #passthroughSockets = new Set<AgentSocket>();
   readonly #connections = new Set<ClientConnection>();
   /** (agent, host) pairs already warned about a failed MITM handshake: one line each, not one per attempt. */
   readonly #handshakeWarned = new Set<string>();
@@ -93,7 +102,6 @@ export class GatewayListener {
 
   constructor(private readonly deps: ListenerDeps) {
     this.#passthrough = deps.services.deps.config.passthroughHosts.map(compileHostPattern);
-    this.server = net.createServer({ noDelay: true }, (sock) => this.#accept(sock));
   }
 
   /**
@@ -101,18 +109,26 @@ export class GatewayListener {
    * already in use still fails, as alone. `joining`: a worker, on the port its primary holds.
    */
   async listen(host: string, port: number, sharing: GatewaySharing = "alone"): Promise<number> {
-    if (sharing === "first") {
-      const probe = net.createServer();
-      port = await bind(probe, host, port, false);
-      await new Promise<void>((resolve) => probe.close(() => resolve()));
-    }
-    return bind(this.server, host, port, sharing !== "alone");
+    if (sharing === "first") port = await probe(host, port);
+    this.#server = Bun.listen<BunAgentSocket>({
+      hostname: host,
+      port,
+      ...(sharing === "alone" ? { exclusive: true } : { reusePort: true }),
+      socket: {
+        ...agentSocketHandlers,
+        open: (socket) => {
+          socket.setNoDelay(true);
+          this.#accept(BunAgentSocket.accepted(socket));
+        },
+      },
+    });
+    return this.#server.port;
   }
 
   /** Stops accepting; passthrough tunnels and idle connections close now, busy ones after their answer. */
   close(): void {
     this.#stopping = true;
-    this.server.close();
+    this.#server?.stop(false);
     for (const s of this.#passthroughSockets) s.destroy();
     for (const c of this.#connections) c.closeWhenIdle();
   }
@@ -132,41 +148,35 @@ export class GatewayListener {
     for (const s of this.#sockets) s.destroy();
   }
 
-  #accept(sock: net.Socket): void {
+  #accept(sock: BunAgentSocket): void {
     this.#sockets.add(sock);
-    sock.on("close", () => this.#sockets.delete(sock));
-    sock.on("error", () => sock.destroy());
-    sock.setTimeout(HEAD_TIMEOUT_MS, () => sock.destroy());
-    // The first byte says what the connection is: a TLS handshake is TLS to the proxy itself (§6.18).
-    sock.once("data", (first: Buffer) => {
-      sock.pause();
-      sock.unshift(first);
-      if (first[0] === 0x16) void this.#secureFront(sock);
-      else this.#readHead(sock);
-    });
+    sock.onceClosed(() => this.#sockets.delete(sock));
+    const timer = setTimeout(() => sock.destroy(), HEAD_TIMEOUT_MS);
+    sock.onceClosed(() => clearTimeout(timer));
+    sock.events = {
+      data: (first) => {
+        // The first byte says what the connection is: a TLS handshake is TLS to the proxy itself (§6.18).
+        if (first[0] === 0x16) void this.#secureFront(sock, first, timer);
+        else this.#readHead(sock, first, timer);
+      },
+      drain() {},
+      close() {},
+    };
   }
 
   /** HTTPS proxy: TLS with the gateway's own leaf, then the same proxy protocol inside. */
-  async #secureFront(sock: net.Socket): Promise<void> {
-    const context = await this.deps.selfLeaf.context();
-    // See #connect: wrapping in the macrotask that delivered the ClientHello loses it.
-    await new Promise((resolve) => setImmediate(resolve));
-    const secure = new tls.TLSSocket(sock, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
-    const timer = setTimeout(() => secure.destroy(), TLS_HANDSHAKE_TIMEOUT_MS);
-    secure.once("secure", () => {
-      clearTimeout(timer);
-      // From here the TLS stream keeps the head timeout (cleared by #readHead once the head is in).
-      sock.setTimeout(0);
-      secure.setTimeout(HEAD_TIMEOUT_MS, () => secure.destroy());
-    });
-    secure.on("error", () => secure.destroy());
-    secure.on("close", () => sock.destroy());
-    this.#readHead(secure);
+  async #secureFront(sock: BunAgentSocket, hello: Buffer, timer: ReturnType<typeof setTimeout>): Promise<void> {
+    sock.events = null;
+    sock.pause();
+    const leaf = await this.deps.selfLeaf.context();
+    if (sock.closed) return;
+    const secure = sock.upgradeTo(leaf, hello, agentSocketHandlers);
+    this.#readHead(secure, null, timer);
     sock.resume();
   }
 
   /** Reads the connection's first request head and hands the connection to what it asks for. */
-  #readHead(sock: net.Socket): void {
+  #readHead(sock: AgentSocket, first: Buffer | null, timer: ReturnType<typeof setTimeout>): void {
     let buf: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
@@ -175,9 +185,9 @@ export class GatewayListener {
         if (buf.length > MAX_HEAD_BYTES) sock.end(rawResponse(431, "Request Header Fields Too Large", { error: "bad_request", message: "Request head too large." }));
         return;
       }
-      sock.off("data", onData);
+      sock.events = null;
       sock.pause();
-      sock.setTimeout(0);
+      clearTimeout(timer);
       const head = parseHead(buf, end);
       if (!head) {
         sock.end(rawResponse(400, "Bad Request", { error: "bad_request", message: "Malformed HTTP request." }));
@@ -186,11 +196,11 @@ export class GatewayListener {
       if (head.method === "CONNECT") void this.#connect(sock, head);
       else this.#serve(sock, null, buf);
     };
-    sock.on("data", onData);
-    sock.resume();
+    sock.events = { data: onData, drain() {}, close() {} };
+    if (first) onData(first);
   }
 
-  async #connect(sock: net.Socket, head: Head): Promise<void> {
+  async #connect(sock: AgentSocket, head: Head): Promise<void> {
     const requestId = requestIdFor(head.headers.get(REQUEST_ID_HEADER));
     const token = proxyToken(head.headers.get("proxy-authorization"));
     let agent: AgentEntry | null;
@@ -232,41 +242,48 @@ export class GatewayListener {
     countTunnel(sock);
     const first = head.rest.length > 0 ? head.rest : await firstChunk(sock);
     if (!first) return;
-    sock.unshift(first);
-    let client: Duplex = sock;
     const scheme = first[0] === 0x16 ? "https" : "http";
+    let client: AgentSocket = sock;
     if (scheme === "https") {
-      const context = await this.deps.leaves.get(host);
-      // Bun 1.4 loses the unshifted ClientHello when the socket is wrapped in the same macrotask as the
-      // 'data' event that delivered it (a cached leaf makes everything synchronous): every CONNECT after
-      // the first to a host hung in the handshake. Wrapping one macrotask later keeps the bytes.
-      await new Promise((resolve) => setImmediate(resolve));
-      const secure = new tls.TLSSocket(sock, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
-      const timer = setTimeout(() => secure.destroy(), TLS_HANDSHAKE_TIMEOUT_MS);
-      let handshaken = false;
-      secure.once("secure", () => {
-        handshaken = true;
-        clearTimeout(timer);
-      });
-      secure.on("error", () => secure.destroy());
-      secure.on("close", () => {
-        if (!handshaken) this.#warnHandshakeFailed(agent, host);
-        sock.destroy();
-      });
-      client = secure;
+      const leaf = await this.deps.leaves.get(host);
+      if (sock.closed) return;
+      client = this.#terminateTls(sock, leaf, first, agent, host);
     }
     const defaultPort = scheme === "https" ? 443 : 80;
     const bracketed = net.isIPv6(host) ? `[${host}]` : host;
-    this.#serve(client, {
-      scheme,
-      host,
-      port: authority.port,
-      authority: authority.port === defaultPort ? bracketed : `${bracketed}:${authority.port}`,
-      token,
-    }, null);
-    // A TLS tunnel reads the raw socket now (the handshake); a plain one stayed paused until its reader
-    // was attached, or the unshifted first request would have been emitted to nobody.
+    this.#serve(
+      client,
+      { scheme, host, port: authority.port, authority: authority.port === defaultPort ? bracketed : `${bracketed}:${authority.port}`, token },
+      scheme === "https" ? null : first,
+    );
     sock.resume();
+  }
+
+  /** TLS with the leaf for the CONNECT host, on the tunnel's socket; `hello` is the agent's ClientHello. */
+  #terminateTls(sock: AgentSocket, leaf: LeafPem, hello: Buffer, agent: AgentEntry, host: string): AgentSocket {
+    let secure: AgentSocket;
+    let handshaken: () => boolean;
+    if (sock instanceof BunAgentSocket && !sock.tls) {
+      const upgraded = sock.upgradeTo(leaf, hello, agentSocketHandlers);
+      handshaken = () => upgraded.handshaken;
+      secure = upgraded;
+    } else {
+      // TLS inside the HTTPS proxy's TLS: Bun terminates one layer per socket, node:tls does the inner one.
+      const stream = new tls.TLSSocket(duplexOver(sock, hello), { isServer: true, secureContext: tls.createSecureContext(leaf), ALPNProtocols: ["http/1.1"] });
+      let done = false;
+      stream.once("secure", () => (done = true));
+      handshaken = () => done;
+      secure = new DuplexAgentSocket(stream);
+    }
+    const timer = setTimeout(() => {
+      if (!handshaken()) secure.destroy();
+    }, TLS_HANDSHAKE_TIMEOUT_MS);
+    secure.onceClosed(() => {
+      clearTimeout(timer);
+      if (!handshaken()) this.#warnHandshakeFailed(agent, host);
+      sock.destroy();
+    });
+    return secure;
   }
 
   /**
@@ -286,17 +303,22 @@ export class GatewayListener {
     });
   }
 
-  /** Hands a client stream to a ClientConnection that reads its requests. */
-  #serve(client: Duplex, tunnel: Tunnel | null, initial: Buffer | null): void {
-    const connection = new ClientConnection(client, requestHandler(this.deps.context, this.deps.api, tunnel));
+  /** Hands a client socket to a ClientConnection that reads its requests. */
+  #serve(client: AgentSocket, tunnel: Tunnel | null, initial: Buffer | null): void {
+    const handler = requestHandler(this.deps.context, this.deps.api, tunnel);
+    const memory = this.deps.memory;
+    const connection = new ClientConnection(client, (request, c) => {
+      memory.noteRequest();
+      return handler(request, c);
+    });
     this.#connections.add(connection);
-    client.on("close", () => this.#connections.delete(connection));
+    client.onceClosed(() => this.#connections.delete(connection));
     if (this.#stopping) connection.closeWhenIdle();
     if (initial) connection.feed(initial);
     client.resume();
   }
 
-  async #passthroughTunnel(sock: net.Socket, head: Head, agent: AgentEntry, host: string, port: number, verdict: EgressVerdict, requestId: string): Promise<void> {
+  async #passthroughTunnel(sock: AgentSocket, head: Head, agent: AgentEntry, host: string, port: number, verdict: EgressVerdict, requestId: string): Promise<void> {
     const started = performance.now();
     const logHost = port === 443 ? host : `${host}:${port}`;
     if (verdict.kind !== "dial") {
@@ -314,52 +336,34 @@ export class GatewayListener {
     }
     writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 200, started, injectionCount: 0, decision: "allowed", requestId });
     countTunnel(sock);
-    this.#sockets.add(upstream);
-    this.#passthroughSockets.add(sock).add(upstream);
-    upstream.on("close", () => this.#sockets.delete(upstream));
+    this.#passthroughSockets.add(sock);
     sock.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     if (head.rest.length > 0) upstream.write(head.rest);
-    sock.pipe(upstream);
-    upstream.pipe(sock);
-    const close = () => {
-      sock.destroy();
-      upstream.destroy();
-      this.#passthroughSockets.delete(sock);
-      this.#passthroughSockets.delete(upstream);
-    };
-    sock.setTimeout(TUNNEL_IDLE_MS, close);
-    upstream.on("error", close);
-    upstream.on("close", close);
-    sock.on("close", close);
-    sock.resume();
+    upstream.setTimeout(TUNNEL_IDLE_MS);
+    pipeRaw(sock, upstream, () => this.#passthroughSockets.delete(sock));
   }
 }
 
 /** An open CONNECT tunnel, intercepted or passthrough, until its socket closes. */
-function countTunnel(sock: net.Socket): void {
+function countTunnel(sock: AgentSocket): void {
   metrics.openTunnels.inc();
-  sock.once("close", () => metrics.openTunnels.dec());
+  sock.onceClosed(() => metrics.openTunnels.dec());
 }
 
-function firstChunk(sock: net.Socket): Promise<Buffer | null> {
+/** The first bytes inside a tunnel (they say whether it is TLS); null when the agent went away first. */
+function firstChunk(sock: AgentSocket): Promise<Buffer | null> {
   return new Promise((resolve) => {
-    const onData = (chunk: Buffer) => {
-      cleanup();
-      sock.pause();
-      resolve(chunk);
+    sock.events = {
+      data(chunk) {
+        sock.events = null;
+        sock.pause();
+        resolve(chunk);
+      },
+      drain() {},
+      close() {
+        resolve(null);
+      },
     };
-    const onEnd = () => {
-      cleanup();
-      resolve(null);
-    };
-    const cleanup = () => {
-      sock.off("data", onData);
-      sock.off("close", onEnd);
-      sock.off("end", onEnd);
-    };
-    sock.on("data", onData);
-    sock.once("close", onEnd);
-    sock.once("end", onEnd);
     sock.resume();
   });
 }

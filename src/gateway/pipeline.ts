@@ -35,19 +35,8 @@ const STAGES: Stage[] = [
       if (!rq.authenticated) return reply;
       const status = rq.status ?? reply.status;
       const latencyMs = latencyOf(rq.started);
-      const record = () => {
-        const fields = { status, decision: rq.decision, latencyMs, injectionCount: rq.injectionCount, costNanos: rq.costNanos };
-        if (rq.logId) {
-          g.services.requestLogs.update(rq.logId, fields);
-          countRequest(rq.decision, status);
-        } else writeLog(g.services, { ...logFieldsOf(rq), ...fields });
-        if (rq.upstreamMs !== null) {
-          metrics.gatewayUpstreamLatency.observe(rq.upstreamMs / 1000);
-          metrics.gatewayAddedLatency.observe(Math.max(0, performance.now() - rq.started - rq.upstreamMs) / 1000);
-        }
-      };
-      if (rq.meter && rq.forwarded) reply.onEnd(record);
-      else record();
+      if (rq.meter && rq.forwarded) reply.onEnd(() => recordLog(rq, g, status, latencyMs));
+      else recordLog(rq, g, status, latencyMs);
       return reply;
     },
   },
@@ -84,6 +73,23 @@ const STAGES: Stage[] = [
   { name: "guidance", response: guidance },
   { name: "forward", request: (rq, g) => (rq.websocket ? websocket(rq, g) : forward(rq, g)) },
 ];
+
+function recordLog(rq: ProxyRequest, g: GatewayContext, status: number, latencyMs: number): void {
+  if (rq.logId) {
+    g.services.requestLogs.update(rq.logId, { status, decision: rq.decision, latencyMs, injectionCount: rq.injectionCount, costNanos: rq.costNanos });
+    countRequest(rq.decision, status);
+  } else {
+    const fields = logFieldsOf(rq);
+    fields.status = status;
+    fields.latencyMs = latencyMs;
+    fields.costNanos = rq.costNanos;
+    writeLog(g.services, fields);
+  }
+  if (rq.upstreamMs !== null) {
+    metrics.gatewayUpstreamLatency.observe(rq.upstreamMs / 1000);
+    metrics.gatewayAddedLatency.observe(Math.max(0, performance.now() - rq.started - rq.upstreamMs) / 1000);
+  }
+}
 
 export function runStages(rq: ProxyRequest, g: GatewayContext): Promise<Reply> {
   // Every log line written while the request is handled carries its id.

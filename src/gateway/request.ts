@@ -2,9 +2,9 @@
 // what will go upstream, and what each stage decided. Fields a stage sets are typed here, not bolted on.
 import { pathWithoutQuery } from "../core/patterns.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../requestId.ts";
-import type { Duplex } from "node:stream";
 import type { DialTarget } from "../services/outbound.ts";
 import type { IncomingRequest } from "./client/connection.ts";
+import type { AgentSocket } from "./client/socket.ts";
 import type { Meter } from "./meter.ts";
 import type { AgentCredentials, AgentEntry, CompiledConnection, CompiledSecret } from "./snapshot.ts";
 
@@ -22,7 +22,7 @@ export interface Destination {
 
 /** The agent's connection, as far as a stage may touch it: a WebSocket takes it over after 101. */
 export interface AgentConnection {
-  detach(): { socket: Duplex; buffered: Buffer };
+  detach(): { socket: AgentSocket; buffered: Buffer };
 }
 
 /** How the agent reached the gateway: inside a CONNECT tunnel (its token given once), or a proxy request. */

@@ -1,10 +1,15 @@
-// Leaf certificates for intercepted hosts: one SecureContext per hostname, cached (bounded, least recently
-// used out first) and reissued when less than an hour of validity remains.
-import * as tls from "node:tls";
+// Leaf certificates for intercepted hosts: one certificate and key per hostname, cached (bounded, least
+// recently used out first) and reissued when less than an hour of validity remains. They are kept as PEM,
+// which is what Bun's native TLS (upgradeTLS) takes; node:tls, for the rare TLS inside TLS, takes it too.
 import type { CertificateAuthority } from "../crypto/ca.ts";
 
+export interface LeafPem {
+  cert: string;
+  key: string;
+}
+
 interface Entry {
-  context: tls.SecureContext;
+  context: LeafPem;
   renewAt: number;
 }
 
@@ -12,7 +17,7 @@ const RENEW_BEFORE_MS = 3600 * 1000;
 
 export class LeafCache {
   readonly #ready = new Map<string, Entry>();
-  readonly #pending = new Map<string, Promise<tls.SecureContext>>();
+  readonly #pending = new Map<string, Promise<LeafPem>>();
 
   constructor(
     private readonly ca: CertificateAuthority,
@@ -20,7 +25,7 @@ export class LeafCache {
   ) {}
 
   /** The context for `host` (lowercase, no port, no brackets); synchronous when cached. */
-  get(host: string): tls.SecureContext | Promise<tls.SecureContext> {
+  get(host: string): LeafPem | Promise<LeafPem> {
     const hit = this.#ready.get(host);
     if (hit && hit.renewAt > Date.now()) {
       this.#ready.delete(host);
@@ -35,9 +40,9 @@ export class LeafCache {
     return pending;
   }
 
-  async #issue(host: string): Promise<tls.SecureContext> {
+  async #issue(host: string): Promise<LeafPem> {
     const leaf = await this.ca.issueLeaf(host);
-    const context = tls.createSecureContext({ key: leaf.keyPem, cert: leaf.certPem });
+    const context = { key: leaf.keyPem, cert: leaf.certPem };
     this.#ready.delete(host);
     this.#ready.set(host, { context, renewAt: leaf.notAfter.getTime() - RENEW_BEFORE_MS });
     if (this.#ready.size > this.max) this.#ready.delete(this.#ready.keys().next().value!);
@@ -48,19 +53,19 @@ export class LeafCache {
 /** credgate's own leaf for a list of names (the HTTPS proxy, §6.18), reissued when under an hour remains. */
 export class SelfLeaf {
   #entry: Entry | null = null;
-  #pending: Promise<tls.SecureContext> | null = null;
+  #pending: Promise<LeafPem> | null = null;
 
   constructor(
     private readonly ca: CertificateAuthority,
     private readonly names: string[],
   ) {}
 
-  context(): tls.SecureContext | Promise<tls.SecureContext> {
+  context(): LeafPem | Promise<LeafPem> {
     if (this.#entry && this.#entry.renewAt > Date.now()) return this.#entry.context;
     this.#pending ??= this.ca
       .issueLeaf(this.names)
       .then((leaf) => {
-        const context = tls.createSecureContext({ key: leaf.keyPem, cert: leaf.certPem });
+        const context = { key: leaf.keyPem, cert: leaf.certPem };
         this.#entry = { context, renewAt: leaf.notAfter.getTime() - RENEW_BEFORE_MS };
         return context;
       })

@@ -2,9 +2,9 @@
 // injected upgrade request written by hand, and on 101 the agent's connection is handed over to a raw pipe
 // both ways (frames are not inspected), closed after 600 s without traffic.
 import type * as net from "node:net";
-import type { Duplex } from "node:stream";
 import { log } from "../log.ts";
 import { metrics } from "../metrics.ts";
+import { pipeRaw } from "./client/pipe.ts";
 import type { GatewayContext } from "./context.ts";
 import { upstreamTimeout, upstreamUnreachable } from "./errors.ts";
 import { MAX_HEAD_BYTES, parseResponseHead, type ResponseHead } from "./http1/head.ts";
@@ -45,31 +45,15 @@ export async function websocket(rq: ProxyRequest, g: GatewayContext): Promise<Re
   const { socket, buffered } = rq.client.detach();
   socket.write(Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1"), head.rest]));
   if (buffered.length > 0) upstream.write(buffered);
-  pipeRaw(socket, upstream);
+  metrics.openWebSockets.inc();
+  upstream.setTimeout(IDLE_MS);
+  pipeRaw(socket, upstream, (why) => {
+    metrics.openWebSockets.dec();
+    log.info("websocket relay closed", { reason: why });
+  });
   const reply = new Reply(101, "Switching Protocols", new Headers(), null);
   reply.takenOver = true;
   return reply;
-}
-
-function pipeRaw(client: Duplex, upstream: net.Socket): void {
-  client.pipe(upstream);
-  upstream.pipe(client);
-  metrics.openWebSockets.inc();
-  let open = true;
-  const close = (why: string) => () => {
-    if (open) metrics.openWebSockets.dec();
-    open = false;
-    if (upstream.destroyed && client.destroyed) return;
-    log.info("websocket relay closed", { reason: why });
-    upstream.destroy();
-    client.destroy();
-  };
-  upstream.setTimeout(IDLE_MS, close("idle for 600 s"));
-  upstream.on("close", close("upstream closed"));
-  upstream.on("error", close("upstream error"));
-  client.on("close", close("agent closed"));
-  client.on("error", close("agent error"));
-  client.resume();
 }
 
 function readHead(sock: net.Socket, timeoutMs: number): Promise<(ResponseHead & { rest: Buffer }) | null | "timeout"> {

@@ -3,12 +3,12 @@
 // requests). HTTP/1.1 is read here, in JS, request after request (CONTRACT §6.3): the request line is kept
 // byte for byte, bodies are streamed with backpressure both ways, and each request's answer is written
 // before the next pipelined request is read.
-import type { Duplex } from "node:stream";
 import { log } from "../../log.ts";
 import { BodyFramer } from "../http1/body.ts";
 import { connectionTokens, framingOf, headerValue, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "../http1/head.ts";
 import { Reply } from "../reply.ts";
-import { writeReply } from "./write.ts";
+import type { AgentSocket, AgentSocketEvents } from "./socket.ts";
+import { writeReply, type ReplyInFlight } from "./write.ts";
 
 /** A request as the stages get it. */
 export interface IncomingRequest {
@@ -27,9 +27,10 @@ export interface IncomingRequest {
 export type RequestHandler = (request: IncomingRequest, connection: ClientConnection) => Promise<Reply | null>;
 
 const MAX_BUFFERED = 1024 * 1024;
+const EMPTY = Buffer.alloc(0);
 
-export class ClientConnection {
-  #buf: Buffer = Buffer.alloc(0);
+export class ClientConnection implements AgentSocketEvents {
+  #buf: Buffer = EMPTY;
   #busy = false;
   #closed = false;
   #detached = false;
@@ -39,20 +40,24 @@ export class ClientConnection {
   /** The request body being read off the socket. */
   #body: { framer: BodyFramer; controller: ReadableStreamDefaultController<Uint8Array> | null; done: boolean; continue: boolean } | null = null;
 
+  /** The reply being written waits for the socket to drain. */
+  #drained: (() => void) | null = null;
+  /** The body being written, cut short if the agent goes away. */
+  #writing: ReplyInFlight | null = null;
+  readonly #track = (w: ReplyInFlight | null): void => {
+    this.#writing = w;
+  };
+
   constructor(
-    readonly socket: Duplex,
+    readonly socket: AgentSocket,
     private readonly handler: RequestHandler,
-    private readonly onIdle: (c: ClientConnection) => void = () => {},
   ) {
-    socket.on("data", this.#onData);
-    socket.on("close", this.#onClose);
-    // An error is always followed by close, where the request in flight is aborted.
-    socket.on("error", () => socket.destroy());
+    socket.events = this;
   }
 
   /** Bytes that arrived before this connection took the socket (the front's read-ahead). */
   feed(initial: Buffer): void {
-    if (initial.length > 0) this.#onData(initial);
+    if (initial.length > 0) this.data(initial);
   }
 
   get idle(): boolean {
@@ -66,16 +71,15 @@ export class ClientConnection {
   }
 
   /** Hands the socket to the caller (WebSocket after 101), with any bytes already read past the request. */
-  detach(): { socket: Duplex; buffered: Buffer } {
+  detach(): { socket: AgentSocket; buffered: Buffer } {
     this.#detached = true;
-    this.socket.off("data", this.#onData);
-    this.socket.off("close", this.#onClose);
+    this.socket.events = null;
     const buffered = this.#buf;
-    this.#buf = Buffer.alloc(0);
+    this.#buf = EMPTY;
     return { socket: this.socket, buffered };
   }
 
-  #onData = (chunk: Buffer): void => {
+  data(chunk: Buffer): void {
     if (this.#closed) return;
     if (this.#body && !this.#body.done) {
       this.#readBody(chunk);
@@ -88,11 +92,23 @@ export class ClientConnection {
       return;
     }
     this.#next();
-  };
+  }
 
-  #onClose = (): void => {
+  drain(): void {
+    const drained = this.#drained;
+    this.#drained = null;
+    drained?.();
+  }
+
+  /** `fn` runs once the socket has taken everything queued (the reply writer's backpressure). */
+  whenDrained(fn: (() => void) | null): void {
+    this.#drained = fn;
+  }
+
+  close(): void {
     this.#closed = true;
     this.#abort?.abort();
+    this.#writing?.abort();
     const body = this.#body;
     if (body && !body.done) {
       body.done = true;
@@ -100,7 +116,7 @@ export class ClientConnection {
         body.controller?.error(new Error("the agent closed the connection"));
       } catch {}
     }
-  };
+  }
 
   #next(): void {
     if (this.#busy || this.#closed || this.#detached || this.#buf.length === 0) return;
@@ -119,12 +135,12 @@ export class ClientConnection {
       return this.#refuse(400, "Bad Request", "Malformed HTTP request.");
     }
     const rest = this.#buf.subarray(end + 4);
-    this.#buf = Buffer.alloc(0);
+    this.#buf = EMPTY;
     this.#busy = true;
     const abort = (this.#abort = new AbortController());
     const body = framing === null || framing === 0 ? null : this.#bodyStream(framing, headerValue(head.headers, "expect")?.toLowerCase() === "100-continue");
     void this.#serve(head, { method: head.method, target: head.target, headers, body, chunked: framing !== null && framing < 0, signal: abort.signal });
-    if (rest.length > 0) this.#onData(rest);
+    if (rest.length > 0) this.data(rest);
   }
 
   #bodyStream(framing: number, expectsContinue: boolean): ReadableStream<Uint8Array> {
@@ -141,7 +157,7 @@ export class ClientConnection {
             state.continue = false;
             this.socket.write("HTTP/1.1 100 Continue\r\n\r\n");
           }
-          if (this.socket.isPaused()) this.socket.resume();
+          if (this.socket.paused) this.socket.resume();
         },
         cancel: () => {
           state.controller = null;
@@ -172,7 +188,7 @@ export class ClientConnection {
     try {
       state.controller?.close();
     } catch {}
-    if (end < chunk.length) this.#onData(chunk.subarray(end));
+    if (end < chunk.length) this.data(chunk.subarray(end));
   }
 
   async #serve(head: RequestHead, request: IncomingRequest): Promise<void> {
@@ -187,17 +203,16 @@ export class ClientConnection {
     const unreadBody = this.#body !== null && !this.#body.done;
     const close =
       this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.headers.get("connection")?.toLowerCase() === "close";
-    await writeReply(this.socket, reply, { method: head.method, close, signal: request.signal });
+    await writeReply(this, reply, { method: head.method, close }, this.#track);
     this.#abort = null;
     this.#body = null;
     this.#busy = false;
     // The writer ends the socket itself when an upstream body broke off.
-    if (close || this.#closed || this.socket.writableEnded) {
-      if (!this.socket.writableEnded) this.socket.end();
+    if (close || this.#closed || this.socket.ended) {
+      if (!this.socket.ended) this.socket.end();
       return;
     }
-    this.onIdle(this);
-    if (this.socket.isPaused()) this.socket.resume();
+    if (this.socket.paused) this.socket.resume();
     this.#next();
   }
 

@@ -2,15 +2,20 @@
 // here), then the body as it comes, through the reply's transforms, with backpressure. The head waits for
 // the first body bytes so that a small response leaves in one write.
 import { STATUS_CODES } from "node:http";
-import type { Duplex } from "node:stream";
 import { lastChunk } from "../http1/body.ts";
-import type { BodyTransform, Reply } from "../reply.ts";
+import type { BodySink, BodySource, BodyTransform, Reply } from "../reply.ts";
+import type { AgentSocket } from "./socket.ts";
+
+/** Where a reply goes: the agent's socket, and a way to hear when it has drained. */
+export interface ReplyTarget {
+  readonly socket: AgentSocket;
+  whenDrained(fn: (() => void) | null): void;
+}
 
 export interface WriteOptions {
   method: string;
   /** Close the connection after this answer (said in the head). */
   close: boolean;
-  signal: AbortSignal;
 }
 
 const CRLF = Buffer.from("\r\n");
@@ -46,12 +51,23 @@ function endTransforms(transforms: BodyTransform[], complete: boolean): Uint8Arr
   return out;
 }
 
-export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Promise<void> {
+/** Where a reply is being written: what the connection needs to cut it short when the agent goes away. */
+export interface ReplyInFlight {
+  abort(): void;
+}
+
+/**
+ * Writes `reply`; resolves once it is written or abandoned. `track` is told the writer while a body is being
+ * written, so that the connection can abort it when the agent goes away (no abort listener per request).
+ */
+export function writeReply(target: ReplyTarget, reply: Reply, opts: WriteOptions, track: (w: ReplyInFlight | null) => void): Promise<void> {
+  const socket = target.socket;
   const noBody = bodyless(opts.method, reply.status);
   const source = noBody ? null : reply.body;
   if (noBody && reply.body) reply.body.cancel();
   const transforms = reply.transforms;
-  const resizes = transforms.some((t) => t.resizes);
+  let resizes = false;
+  for (const t of transforms) resizes ||= t.resizes;
   const length = source === null ? 0 : resizes ? null : source.length;
   const chunked = length === null;
   const framing = noBody ? "" : chunked ? "transfer-encoding: chunked\r\n" : `content-length: ${length}\r\n`;
@@ -62,89 +78,124 @@ export function writeReply(socket: Duplex, reply: Reply, opts: WriteOptions): Pr
     return Promise.resolve();
   }
   return new Promise<void>((resolve) => {
-    let finished = false;
-    // Body bytes wait for the end of the current tick and leave in one write with whatever else is ready: a
-    // small response is one TLS record and one syscall, and a stream's chunks still go out as they come. A
-    // body of unknown length that is complete before anything left gets a Content-Length after all.
-    let headSent = false;
-    let pending: Uint8Array[] = [];
-    let pendingBytes = 0;
-    let scheduled = false;
-    const framed = (pieces: Uint8Array[]): Uint8Array[] =>
-      chunked ? pieces.flatMap((p) => [Buffer.from(`${p.byteLength.toString(16)}\r\n`, "latin1"), p, CRLF]) : pieces;
-    const write = (parts: Uint8Array[]) => {
-      if (parts.length > 0) socket.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-    };
-    const flush = () => {
-      scheduled = false;
-      const parts = framed(pending);
-      pending = [];
-      pendingBytes = 0;
-      if (!headSent) {
-        headSent = true;
-        parts.unshift(headOf(reply, framing, opts.close, false));
-      }
-      write(parts);
-    };
-    const queue = (data: Uint8Array) => {
-      pending.push(data);
-      pendingBytes += data.byteLength;
-    };
-    const done = (complete: boolean) => {
-      if (finished) return;
-      finished = true;
-      opts.signal.removeEventListener("abort", onAbort);
-      socket.off("drain", onDrain);
-      reply.finish(complete);
+    const writer = new BodyWriter(target, reply, source, framing, chunked, opts.close, () => {
+      track(null);
       resolve();
-    };
-    const onDrain = () => source.resume();
-    const onAbort = () => {
-      source.cancel();
-      endTransforms(transforms, false);
-      done(false);
-    };
-    opts.signal.addEventListener("abort", onAbort, { once: true });
-    socket.on("drain", onDrain);
-    source.start({
-      data(data) {
-        if (finished) return false;
-        let out = data;
-        for (const t of transforms) out = t.data(out);
-        if (out.byteLength > 0) queue(out);
-        if (pendingBytes >= MAX_PENDING) flush();
-        else if (!scheduled) {
-          scheduled = true;
-          queueMicrotask(flush);
-        }
-        return !socket.writableNeedDrain;
-      },
-      end() {
-        if (finished) return;
-        for (const tail of endTransforms(transforms, true)) queue(tail);
-        if (!headSent && chunked) {
-          headSent = true;
-          write([headOf(reply, `content-length: ${pendingBytes}\r\n`, opts.close, false), ...pending]);
-          pending = [];
-        } else {
-          const parts = framed(pending);
-          pending = [];
-          if (!headSent) parts.unshift(headOf(reply, framing, opts.close, false));
-          headSent = true;
-          if (chunked) parts.push(lastChunk());
-          write(parts);
-        }
-        done(true);
-      },
-      error() {
-        if (finished) return;
-        endTransforms(transforms, false);
-        // Mid-body there is no way to say it in HTTP/1.1 but to end the connection short of the length or
-        // the last chunk: what came is delivered, then the agent sees the transfer cut.
-        flush();
-        socket.end();
-        done(false);
-      },
     });
+    track(writer);
+    source.start(writer);
   });
+}
+
+/**
+ * Body bytes wait for the end of the current tick and leave in one write with whatever else is ready: a
+ * small response is one TLS record and one syscall, and a stream's chunks still go out as they come. A
+ * body of unknown length that is complete before anything left gets a Content-Length after all.
+ */
+class BodyWriter implements BodySink, ReplyInFlight {
+  #finished = false;
+  #headSent = false;
+  #pending: Uint8Array[] = [];
+  #pendingBytes = 0;
+  #scheduled = false;
+
+  constructor(
+    private readonly target: ReplyTarget,
+    private readonly reply: Reply,
+    private readonly source: BodySource,
+    private readonly framing: string,
+    private readonly chunked: boolean,
+    private readonly close: boolean,
+    private readonly done: () => void,
+  ) {}
+
+  data(data: Uint8Array): boolean {
+    if (this.#finished) return false;
+    let out = data;
+    for (const t of this.reply.transforms) out = t.data(out);
+    if (out.byteLength > 0) this.#queue(out);
+    if (this.#pendingBytes >= MAX_PENDING) this.#flush();
+    else if (!this.#scheduled) {
+      this.#scheduled = true;
+      queueMicrotask(this.#flush);
+    }
+    if (!this.target.socket.needsDrain) return true;
+    this.target.whenDrained(this.#onDrain);
+    return false;
+  }
+
+  end(): void {
+    if (this.#finished) return;
+    for (const tail of endTransforms(this.reply.transforms, true)) this.#queue(tail);
+    if (!this.#headSent && this.chunked) {
+      this.#headSent = true;
+      this.#write([headOf(this.reply, `content-length: ${this.#pendingBytes}\r\n`, this.close, false), ...this.#pending]);
+      this.#pending = [];
+    } else {
+      const parts = this.#framed(this.#pending);
+      this.#pending = [];
+      if (!this.#headSent) parts.unshift(headOf(this.reply, this.framing, this.close, false));
+      this.#headSent = true;
+      if (this.chunked) parts.push(lastChunk());
+      this.#write(parts);
+    }
+    this.#done(true);
+  }
+
+  error(): void {
+    if (this.#finished) return;
+    endTransforms(this.reply.transforms, false);
+    // Mid-body there is no way to say it in HTTP/1.1 but to end the connection short of the length or
+    // the last chunk: what came is delivered, then the agent sees the transfer cut.
+    this.#flush();
+    this.target.socket.end();
+    this.#done(false);
+  }
+
+  /** The agent went away. */
+  abort(): void {
+    if (this.#finished) return;
+    this.source.cancel();
+    endTransforms(this.reply.transforms, false);
+    this.#done(false);
+  }
+
+  #queue(data: Uint8Array): void {
+    this.#pending.push(data);
+    this.#pendingBytes += data.byteLength;
+  }
+
+  #framed(pieces: Uint8Array[]): Uint8Array[] {
+    if (!this.chunked) return pieces;
+    const out: Uint8Array[] = [];
+    for (const p of pieces) out.push(Buffer.from(`${p.byteLength.toString(16)}\r\n`, "latin1"), p, CRLF);
+    return out;
+  }
+
+  #write(parts: Uint8Array[]): void {
+    if (parts.length > 0) this.target.socket.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  }
+
+  #flush = (): void => {
+    this.#scheduled = false;
+    if (this.#finished) return;
+    const parts = this.#framed(this.#pending);
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    if (!this.#headSent) {
+      this.#headSent = true;
+      parts.unshift(headOf(this.reply, this.framing, this.close, false));
+    }
+    this.#write(parts);
+  };
+
+  #onDrain = (): void => this.source.resume();
+
+  #done(complete: boolean): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.target.whenDrained(null);
+    this.reply.finish(complete);
+    this.done();
+  }
 }

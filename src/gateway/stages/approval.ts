@@ -19,8 +19,12 @@ function reviewerHeaders(agentHeaders: Headers): Record<string, string> {
   return Object.fromEntries(h);
 }
 
-export async function holdForApproval(rq: ProxyRequest, g: GatewayContext): Promise<Response | undefined> {
-  if (!rq.needsApproval) return undefined;
+export function holdForApproval(rq: ProxyRequest, g: GatewayContext): Promise<Response | undefined> | undefined {
+  // Synchronous when nothing is held: no promise on every request's path.
+  return rq.needsApproval ? hold(rq, g) : undefined;
+}
+
+async function hold(rq: ProxyRequest, g: GatewayContext): Promise<Response | undefined> {
   let bodyText: string | null = null;
   if (rq.body) {
     const { head, stream } = await peekStream(rq.body, BODY_PEEK_BYTES + 1);

@@ -5,20 +5,25 @@
 // organization, the estimate must be admitted (spent < limit, spent + reserved + estimate ≤ limit) or the
 // request is answered 403 `budget_exceeded` before anything leaves.
 import { estimateOf, type MeteredType } from "../../core/pricing.ts";
-import { JSON_LIMIT, meteredApi, requestHints } from "../../core/usage.ts";
+import { JSON_LIMIT, meteredApi, requestHints, type MeteredApi } from "../../core/usage.ts";
 import { log } from "../../log.ts";
 import type { GatewayContext } from "../context.ts";
 import { gatewayJson } from "../errors.ts";
 import { peekStream } from "../peek.ts";
 import type { ProxyRequest } from "../request.ts";
+import type { CompiledSecret } from "../snapshot.ts";
 
-export async function meterAndAdmit(rq: ProxyRequest, g: GatewayContext): Promise<Response | undefined> {
+export function meterAndAdmit(rq: ProxyRequest, g: GatewayContext): Promise<Response | undefined> | undefined {
   // The LLM key that applies is the last LLM secret injected (project over organization over partner).
   const secret = rq.matched.findLast((s) => s.type !== "generic");
   if (!secret || rq.websocket) return undefined;
   const type = secret.type as MeteredType;
   const api = meteredApi(type, rq.method, rq.path);
-  if (!api) return undefined;
+  // Synchronous for a request that is not metered: no promise on every request's path.
+  return api ? meter(rq, g, secret, type, api) : undefined;
+}
+
+async function meter(rq: ProxyRequest, g: GatewayContext, secret: CompiledSecret, type: MeteredType, api: MeteredApi): Promise<Response | undefined> {
   rq.headers.delete("accept-encoding");
   let head: Uint8Array = new Uint8Array(0);
   if (rq.body) {

@@ -17,7 +17,7 @@ const needleCache = new Map<string, { text: string[]; bytes: Buffer[] }>();
 const NEEDLE_CACHE_MAX = 1000;
 
 function needlesOf(values: string[]): { text: string[]; bytes: Buffer[] } {
-  const key = values.join("\u0000");
+  const key = values.length === 1 ? values[0]! : values.join("\u0000");
   let entry = needleCache.get(key);
   if (!entry) {
     const text = needlesFor(values);

@@ -30,9 +30,14 @@ export function looksLikeAuthFailure(text: string): boolean {
   return AUTH_WORDS.some((w) => lower.includes(w));
 }
 
-export async function guidance(rq: ProxyRequest, g: GatewayContext, reply: Reply): Promise<Reply> {
+export function guidance(rq: ProxyRequest, g: GatewayContext, reply: Reply): Reply | Promise<Reply> {
+  // Synchronous for every answer it leaves alone: no promise on every request's path.
   if (rq.injectionCount > 0 || !rq.forwarded || rq.websocket) return reply;
   const status = reply.status;
+  return status === 400 || status === 401 || status === 403 ? rewrite(rq, g, reply, status) : reply;
+}
+
+async function rewrite(rq: ProxyRequest, g: GatewayContext, reply: Reply, status: number): Promise<Reply> {
   if (status === 400) {
     if (!reply.body) return reply;
     const response = reply.toResponse();

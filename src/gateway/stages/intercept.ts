@@ -14,9 +14,14 @@ function refreshTokenOf(text: string): string | null {
   return new URLSearchParams(text).get("refresh_token");
 }
 
-export async function interceptPlaceholderRefresh(rq: ProxyRequest): Promise<Response | undefined> {
+export function interceptPlaceholderRefresh(rq: ProxyRequest): Promise<Response | undefined> | undefined {
+  // Synchronous for every other request: no promise on every request's path.
   if (rq.method !== "POST" || rq.host !== "auth.openai.com" || rq.path !== "/oauth/token" || !rq.body) return undefined;
-  const { head, stream } = await peekStream(rq.body, MAX_BODY + 1);
+  return intercept(rq, rq.body);
+}
+
+async function intercept(rq: ProxyRequest, body: ReadableStream<Uint8Array>): Promise<Response | undefined> {
+  const { head, stream } = await peekStream(body, MAX_BODY + 1);
   rq.body = stream;
   if (head.byteLength > MAX_BODY || refreshTokenOf(new TextDecoder().decode(head)) !== PLACEHOLDER) return undefined;
   await stream.cancel().catch(() => {});

@@ -6,15 +6,19 @@ import { gatewayJson } from "../errors.ts";
 import { peekStream } from "../peek.ts";
 import type { ProxyRequest } from "../request.ts";
 
-export async function enforcePolicy(rq: ProxyRequest, g: GatewayContext): Promise<Response | undefined> {
+export function enforcePolicy(rq: ProxyRequest, g: GatewayContext): Response | undefined | Promise<Response | undefined> {
   const policy = rq.credentials.policy;
   if (policy.empty) return undefined;
-  let body: string | null = null;
-  if (policy.needsBody && rq.body) {
-    const { head, stream } = await peekStream(rq.body, BODY_PEEK_BYTES);
+  // Synchronous unless a rule reads the body or counts a rate: no promise on most requests' path.
+  if (!policy.needsBody || !rq.body) return decide(rq, g, null);
+  return peekStream(rq.body, BODY_PEEK_BYTES).then(({ head, stream }) => {
     rq.body = stream;
-    body = new TextDecoder().decode(head).toLowerCase();
-  }
+    return decide(rq, g, new TextDecoder().decode(head).toLowerCase());
+  });
+}
+
+function decide(rq: ProxyRequest, g: GatewayContext, body: string | null): Response | undefined | Promise<Response | undefined> {
+  const policy = rq.credentials.policy;
   const method = rq.websocket ? "GET" : rq.method;
   const req: PolicyRequest = { host: rq.host, path: rq.path, method, agentId: rq.agent.id, connectionId: rq.connection?.id ?? null, body };
   const decision = combine(
@@ -43,14 +47,15 @@ export async function enforcePolicy(rq: ProxyRequest, g: GatewayContext): Promis
       return blockedByPolicy(rule!.name, method, shownPath);
     case "rate": {
       const r = rule!;
-      const hit = await g.services.rateLimits.hit({ scope: r.scope, logicalId: r.logicalId, agentId: rq.agent.id }, r.rateLimit!, r.rateLimitWindow!);
-      if (!hit.limited) return undefined;
-      rq.decision = "rate_limited";
-      return gatewayJson(
-        429,
-        { error: "rate_limited", message: "This request was rate-limited by a credgate policy rule.", limit: r.rateLimit, window: r.rateLimitWindow },
-        { "retry-after": String(hit.retryAfter) },
-      );
+      return g.services.rateLimits.hit({ scope: r.scope, logicalId: r.logicalId, agentId: rq.agent.id }, r.rateLimit!, r.rateLimitWindow!).then((hit) => {
+        if (!hit.limited) return undefined;
+        rq.decision = "rate_limited";
+        return gatewayJson(
+          429,
+          { error: "rate_limited", message: "This request was rate-limited by a credgate policy rule.", limit: r.rateLimit, window: r.rateLimitWindow },
+          { "retry-after": String(hit.retryAfter) },
+        );
+      });
     }
     case "approval":
       // A WebSocket upgrade cannot be held (§6.13).

@@ -1,22 +1,27 @@
 // Stage 6 — resources guard (CONTRACT §6.8): a grant limited to some GitHub repositories or Dropbox folders
 // lets through only requests that name one of them (requests naming none pass; GitHub GraphQL is denied).
-import { checkFolders, checkRepositories, dropboxPaths, type GuardVerdict } from "../../core/resources.ts";
+import { checkFolders, checkRepositories, dropboxPaths, type GuardVerdict, type ResourceKind } from "../../core/resources.ts";
 import { gatewayJson } from "../errors.ts";
 import { peekStream } from "../peek.ts";
 import type { ProxyRequest } from "../request.ts";
+import type { CompiledConnection } from "../snapshot.ts";
 
 /** Dropbox's content endpoints: the body is file content, the arguments travel in the header or `arg`. */
 const DROPBOX_CONTENT_HOST = "content.dropboxapi.com";
 /** The most of an RPC body read for its arguments; a larger body cannot be checked and is denied. */
 export const DROPBOX_ARGS_LIMIT = 1024 * 1024;
 
-export async function guardResources(rq: ProxyRequest): Promise<Response | undefined> {
+export function guardResources(rq: ProxyRequest): Promise<Response | undefined> | undefined {
   const connection = rq.connection;
   const resources = connection?.grant?.resources;
   const kind = connection?.app.app.resources;
   if (!connection || !resources || !kind) return undefined;
   const allowed = resources[kind];
-  if (!allowed) return undefined;
+  // Synchronous without a resource limit: no promise on most requests' path.
+  return allowed ? guard(rq, connection, kind, allowed) : undefined;
+}
+
+async function guard(rq: ProxyRequest, connection: CompiledConnection, kind: ResourceKind, allowed: string[]): Promise<Response | undefined> {
   const method = rq.websocket ? "GET" : rq.method;
   const verdict: GuardVerdict =
     kind === "repositories" ? checkRepositories(allowed, rq.host, method, rq.path) : checkFolders(allowed, await dropboxRequestPaths(rq));

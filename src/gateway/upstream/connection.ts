@@ -4,6 +4,7 @@
 import type { Socket } from "bun";
 import * as tls from "node:tls";
 import type { DialTarget } from "../../services/outbound.ts";
+import { writeAtEndOfTurn, type BatchedSocket } from "../writeBatch.ts";
 
 export const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -21,7 +22,10 @@ export interface DialOptions {
   ca: string[] | undefined;
 }
 
-export class UpstreamConnection {
+/** Past this many bytes gathered in one turn, the sender is asked to wait for `drain`. */
+const BATCH_HIGH_WATER = 64 * 1024;
+
+export class UpstreamConnection implements BatchedSocket {
   user: ConnectionUser | null = null;
   closed = false;
   /** When it last went idle (for the pool's idle limit). */
@@ -99,18 +103,34 @@ export class UpstreamConnection {
   }
 
   readonly #queue: Uint8Array[] = [];
+  /** Bytes of this turn, written at its end (writeBatch.ts). */
+  #batch: Uint8Array[] = [];
+  #batchBytes = 0;
 
-  /** Writes `data`, queueing what the socket did not take; false until the queue has drained. */
+  /** Writes `data` at the end of this turn; false when the caller should wait for `drain`. */
   send(data: Uint8Array): boolean {
     if (this.closed) return false;
     if (this.#queue.length > 0) {
       this.#queue.push(data);
       return false;
     }
-    const n = this.socket.write(data);
-    if (n >= data.byteLength) return true;
-    this.#queue.push(data.subarray(Math.max(n, 0)));
-    return false;
+    if (this.#batch.length === 0) writeAtEndOfTurn(this);
+    this.#batch.push(data);
+    this.#batchBytes += data.byteLength;
+    return this.#batchBytes < BATCH_HIGH_WATER;
+  }
+
+  flushBatch(): void {
+    const batch = this.#batch;
+    const size = this.#batchBytes;
+    if (batch.length === 0) return;
+    this.#batch = [];
+    this.#batchBytes = 0;
+    if (this.closed) return;
+    const bytes = batch.length === 1 ? batch[0]! : Buffer.concat(batch, size);
+    const n = this.socket.write(bytes);
+    if (n < bytes.byteLength) this.#queue.push(bytes.subarray(Math.max(n, 0)));
+    else if (size >= BATCH_HIGH_WATER) this.user?.drain();
   }
 
   flush(): void {
@@ -138,6 +158,7 @@ export class UpstreamConnection {
     if (this.closed) return;
     this.closed = true;
     this.user = null;
+    this.#batch = [];
     this.socket.end();
   }
 }

@@ -6,7 +6,7 @@ import { BodyFramer, chunk, lastChunk, UNTIL_CLOSE } from "../http1/body.ts";
 import { connectionTokens, framingOf, MAX_HEAD_BYTES, parseResponseHead, type HeaderLines, type ResponseHead } from "../http1/head.ts";
 import { Reply, type BodySink, type BodySource } from "../reply.ts";
 import type { ConnectionUser, UpstreamConnection } from "./connection.ts";
-import type { UpstreamPool } from "./pool.ts";
+import type { Acquired, UpstreamPool } from "./pool.ts";
 import type { DialTarget } from "../../services/outbound.ts";
 
 export interface UpstreamRequest {
@@ -30,36 +30,44 @@ const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "p
 
 /** The upstream's headers as they may go back to the agent: hop-by-hop and Connection-named ones dropped. */
 function headersForAgent(lines: HeaderLines, listed: Set<string>): Headers {
-  const out = new Headers();
-  for (const [name, value] of lines) {
-    const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || listed.has(lower)) continue;
-    out.append(name, value);
+  const kept: HeaderLines = [];
+  for (const line of lines) {
+    const lower = line[0].toLowerCase();
+    if (!HOP_BY_HOP.has(lower) && !listed.has(lower)) kept.push(line);
   }
-  return out;
+  // One native call for the whole list, not one per header.
+  return new Headers(kept);
 }
 
-export async function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
-  let acquired;
+export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
+  let acquired: Acquired | Promise<Acquired>;
   try {
-    acquired = await pool.acquire(rq.scheme, rq.target);
+    acquired = pool.acquire(rq.scheme, rq.target);
   } catch (err) {
-    return { failure: "unreachable", reason: (err as Error).message };
+    return Promise.resolve({ failure: "unreachable", reason: (err as Error).message });
   }
+  // A pooled connection is used at once: no promise hop before the request leaves.
+  if (!(acquired instanceof Promise)) return exchangeOn(pool, acquired, rq);
+  return acquired.then(
+    (a) => exchangeOn(pool, a, rq),
+    (err: Error) => ({ failure: "unreachable", reason: err.message }),
+  );
+}
+
+async function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest): Promise<ExchangeResult> {
   const first = await new Exchange(pool, acquired.key, acquired.conn, rq).run();
   // A reused connection the upstream had just closed: nothing was answered, so a request without a body
   // can go again on a fresh connection.
-  if ("retry" in first) {
-    if (!acquired.reused || rq.body) return { failure: "unreachable", reason: "connection closed before the response" };
-    try {
-      acquired = await pool.acquire(rq.scheme, rq.target);
-    } catch (err) {
-      return { failure: "unreachable", reason: (err as Error).message };
-    }
-    const second = await new Exchange(pool, acquired.key, acquired.conn, rq).run();
-    return "retry" in second ? { failure: "unreachable", reason: "connection closed before the response" } : second;
+  if (!("retry" in first)) return first;
+  if (!acquired.reused || rq.body) return { failure: "unreachable", reason: "connection closed before the response" };
+  let again: Acquired;
+  try {
+    again = await pool.acquire(rq.scheme, rq.target);
+  } catch (err) {
+    return { failure: "unreachable", reason: (err as Error).message };
   }
-  return first;
+  const second = await new Exchange(pool, again.key, again.conn, rq).run();
+  return "retry" in second ? { failure: "unreachable", reason: "connection closed before the response" } : second;
 }
 
 class Exchange implements ConnectionUser, BodySource {

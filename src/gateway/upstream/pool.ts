@@ -7,6 +7,12 @@ import { UpstreamConnection } from "./connection.ts";
 const IDLE_MS = 4_000;
 const MAX_IDLE_PER_KEY = 64;
 
+export interface Acquired {
+  conn: UpstreamConnection;
+  reused: boolean;
+  key: string;
+}
+
 export class UpstreamPool {
   readonly #idle = new Map<string, UpstreamConnection[]>();
   readonly #sweeper: ReturnType<typeof setInterval>;
@@ -16,8 +22,11 @@ export class UpstreamPool {
     this.#sweeper.unref();
   }
 
-  /** An idle connection to the target (an address the egress guard approved), or a new one; `reused` tells which. */
-  async acquire(scheme: "https" | "http", target: DialTarget): Promise<{ conn: UpstreamConnection; reused: boolean; key: string }> {
+  /**
+   * An idle connection to the target (an address the egress guard approved), at once, or a new one once dialled;
+   * `reused` tells which.
+   */
+  acquire(scheme: "https" | "http", target: DialTarget): Acquired | Promise<Acquired> {
     const key = `${scheme}|${target.address}|${target.port}|${target.host}`;
     const idle = this.#idle.get(key);
     while (idle && idle.length > 0) {
@@ -25,8 +34,7 @@ export class UpstreamPool {
       if (!conn.closed && performance.now() - conn.idleSince < IDLE_MS) return { conn, reused: true, key };
       conn.close();
     }
-    const conn = await UpstreamConnection.dial({ target, tls: scheme === "https", ca: this.ca });
-    return { conn, reused: false, key };
+    return UpstreamConnection.dial({ target, tls: scheme === "https", ca: this.ca }).then((conn) => ({ conn, reused: false, key }));
   }
 
   release(key: string, conn: UpstreamConnection): void {

@@ -1,0 +1,37 @@
+// A raw byte pipe both ways between the agent's socket and an upstream node socket, with backpressure each
+// way: a WebSocket after 101, or a passthrough tunnel. `closed` runs once, when either side has gone (both are
+// closed then).
+import type * as net from "node:net";
+import type { AgentSocket } from "./socket.ts";
+
+export function pipeRaw(agent: AgentSocket, upstream: net.Socket, closed: (why: string) => void): void {
+  let open = true;
+  const close = (why: string) => {
+    if (!open) return;
+    open = false;
+    upstream.destroy();
+    agent.end();
+    closed(why);
+  };
+  agent.events = {
+    data(chunk) {
+      if (!upstream.write(chunk)) agent.pause();
+    },
+    drain() {
+      upstream.resume();
+    },
+    close() {
+      close("agent closed");
+    },
+  };
+  upstream.on("drain", () => agent.resume());
+  upstream.on("data", (chunk: Buffer) => {
+    if (!agent.write(chunk)) upstream.pause();
+  });
+  upstream.on("end", () => close("upstream closed"));
+  upstream.on("close", () => close("upstream closed"));
+  upstream.on("error", () => close("upstream error"));
+  upstream.on("timeout", () => close("idle for 600 s"));
+  agent.resume();
+  upstream.resume();
+}
