@@ -3,7 +3,7 @@
 // for the rare TLS inside the HTTPS proxy's own TLS, over a node Duplex (duplexSocket.ts). Writes never
 // block: what the socket did not take is queued, and `drain` says when it has gone.
 import type { Socket, SocketHandler } from "bun";
-import { writeAtEndOfTurn, type BatchedSocket } from "../writeBatch.ts";
+import { OutgoingBytes, type BatchedSocket } from "../writeBatch.ts";
 
 /** Whoever reads the socket now: the front while it reads the first head, then a ClientConnection or a relay. */
 export interface AgentSocketEvents {
@@ -33,9 +33,6 @@ export interface AgentSocket {
 /** Strings are UTF-8, as node sockets take them (the raw answers count their length so). */
 const bytesOf = (data: Uint8Array | string): Uint8Array => (typeof data === "string" ? Buffer.from(data) : data);
 
-/** Past this many bytes gathered in one turn, writers are asked to wait for `drain`. */
-const BATCH_HIGH_WATER = 64 * 1024;
-
 export class BunAgentSocket implements AgentSocket, BatchedSocket {
   events: AgentSocketEvents | null = null;
   paused = false;
@@ -47,11 +44,8 @@ export class BunAgentSocket implements AgentSocket, BatchedSocket {
   tls = false;
   /** The TLS handshake with the agent completed. */
   handshaken = false;
-  /** Bytes of this turn, written at its end (writeBatch.ts). */
-  #batch: Uint8Array[] = [];
-  #batchBytes = 0;
-  /** What the socket did not take yet; written on `drain`. */
-  readonly #queue: Uint8Array[] = [];
+  /** Bytes of this turn, written at its end, and what the socket did not take yet (writeBatch.ts). */
+  readonly #out = new OutgoingBytes(this);
   /** A writer was told to wait: it hears `drain` once everything has gone. */
   #owesDrain = false;
   #closedHooks: (() => void)[] | null = null;
@@ -85,56 +79,35 @@ export class BunAgentSocket implements AgentSocket, BatchedSocket {
   }
 
   get needsDrain(): boolean {
-    return this.#queue.length > 0 || this.#batchBytes >= BATCH_HIGH_WATER;
+    return this.#out.needsDrain;
   }
 
   write(data: Uint8Array | string): boolean {
     if (this.ended || this.closed) return false;
-    const bytes = bytesOf(data);
-    if (this.#queue.length > 0) {
-      this.#queue.push(bytes);
-      this.#owesDrain = true;
-      return false;
-    }
-    if (this.#batch.length === 0) writeAtEndOfTurn(this);
-    this.#batch.push(bytes);
-    this.#batchBytes += bytes.byteLength;
-    if (this.#batchBytes < BATCH_HIGH_WATER) return true;
+    if (this.#out.add(bytesOf(data))) return true;
     this.#owesDrain = true;
     return false;
   }
 
   flushBatch(): void {
-    const batch = this.#batch;
-    const size = this.#batchBytes;
-    if (batch.length === 0) return;
-    this.#batch = [];
-    this.#batchBytes = 0;
-    if (this.closed) return;
-    const bytes = batch.length === 1 ? batch[0]! : Buffer.concat(batch, size);
-    const n = this.socket.write(bytes);
-    if (n < bytes.byteLength) {
-      this.#queue.push(bytes.subarray(Math.max(n, 0)));
-      // Whoever sees needsDrain now waits for `drain`.
-      this.#owesDrain = true;
-      return;
-    }
-    this.#drained();
+    const bytes = this.#out.takeBatch();
+    if (bytes === null || this.closed) return;
+    if (this.#out.write(this.socket, bytes)) return this.#drained();
+    // Whoever sees needsDrain now waits for `drain`.
+    this.#owesDrain = true;
   }
 
   end(data?: Uint8Array | string): void {
     if (data !== undefined) this.write(data);
     if (this.ended) return;
     this.ended = true;
-    if (this.#queue.length > 0 || this.#batch.length > 0) this.#endWhenDrained = true;
+    if (!this.#out.empty) this.#endWhenDrained = true;
     else this.socket.end();
   }
 
   destroy(): void {
     this.ended = true;
-    this.#queue.length = 0;
-    this.#batch = [];
-    this.#batchBytes = 0;
+    this.#out.clear();
     this.socket.terminate();
   }
 
@@ -163,16 +136,7 @@ export class BunAgentSocket implements AgentSocket, BatchedSocket {
 
   onDrain(): void {
     if (this.upgradedTo !== null) return;
-    while (this.#queue.length > 0) {
-      const next = this.#queue[0]!;
-      const n = this.socket.write(next);
-      if (n < next.byteLength) {
-        this.#queue[0] = next.subarray(Math.max(n, 0));
-        return;
-      }
-      this.#queue.shift();
-    }
-    this.#drained();
+    if (this.#out.writeQueued(this.socket)) this.#drained();
   }
 
   /** Everything written: end if asked to, else tell a waiting writer. */
@@ -191,7 +155,7 @@ export class BunAgentSocket implements AgentSocket, BatchedSocket {
     if (this.closed) return;
     this.closed = true;
     this.ended = true;
-    this.#queue.length = 0;
+    this.#out.clear();
     if (this.#closedHooks) for (const fn of this.#closedHooks) fn();
     if (this.upgradedTo !== null) this.upgradedTo.onClose();
     else this.events?.close();

@@ -4,7 +4,7 @@
 import type { Socket } from "bun";
 import * as tls from "node:tls";
 import type { DialTarget } from "../../services/outbound.ts";
-import { writeAtEndOfTurn, type BatchedSocket } from "../writeBatch.ts";
+import { BATCH_HIGH_WATER, OutgoingBytes, type BatchedSocket } from "../writeBatch.ts";
 
 export const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -21,9 +21,6 @@ export interface DialOptions {
   /** Extra trusted CAs (with the system roots), or undefined for the defaults. */
   ca: string[] | undefined;
 }
-
-/** Past this many bytes gathered in one turn, the sender is asked to wait for `drain`. */
-const BATCH_HIGH_WATER = 64 * 1024;
 
 export class UpstreamConnection implements BatchedSocket {
   user: ConnectionUser | null = null;
@@ -102,48 +99,24 @@ export class UpstreamConnection implements BatchedSocket {
     });
   }
 
-  readonly #queue: Uint8Array[] = [];
-  /** Bytes of this turn, written at its end (writeBatch.ts). */
-  #batch: Uint8Array[] = [];
-  #batchBytes = 0;
+  /** Bytes of this turn, written at its end, and what the socket did not take yet (writeBatch.ts). */
+  readonly #out = new OutgoingBytes(this);
 
   /** Writes `data` at the end of this turn; false when the caller should wait for `drain`. */
   send(data: Uint8Array): boolean {
     if (this.closed) return false;
-    if (this.#queue.length > 0) {
-      this.#queue.push(data);
-      return false;
-    }
-    if (this.#batch.length === 0) writeAtEndOfTurn(this);
-    this.#batch.push(data);
-    this.#batchBytes += data.byteLength;
-    return this.#batchBytes < BATCH_HIGH_WATER;
+    return this.#out.add(data);
   }
 
   flushBatch(): void {
-    const batch = this.#batch;
-    const size = this.#batchBytes;
-    if (batch.length === 0) return;
-    this.#batch = [];
-    this.#batchBytes = 0;
-    if (this.closed) return;
-    const bytes = batch.length === 1 ? batch[0]! : Buffer.concat(batch, size);
-    const n = this.socket.write(bytes);
-    if (n < bytes.byteLength) this.#queue.push(bytes.subarray(Math.max(n, 0)));
-    else if (size >= BATCH_HIGH_WATER) this.user?.drain();
+    const bytes = this.#out.takeBatch();
+    if (bytes === null || this.closed) return;
+    // A batch past the high-water mark told its sender to wait: it has gone, so the sender may go on.
+    if (this.#out.write(this.socket, bytes) && bytes.byteLength >= BATCH_HIGH_WATER) this.user?.drain();
   }
 
   flush(): void {
-    while (this.#queue.length > 0) {
-      const next = this.#queue[0]!;
-      const n = this.socket.write(next);
-      if (n < next.byteLength) {
-        this.#queue[0] = next.subarray(Math.max(n, 0));
-        return;
-      }
-      this.#queue.shift();
-    }
-    this.user?.drain();
+    if (this.#out.writeQueued(this.socket)) this.user?.drain();
   }
 
   pause(): void {
@@ -158,7 +131,7 @@ export class UpstreamConnection implements BatchedSocket {
     if (this.closed) return;
     this.closed = true;
     this.user = null;
-    this.#batch = [];
+    this.#out.clear();
     this.socket.end();
   }
 }
