@@ -3,6 +3,7 @@
 // Dropbox, the repositories or folders it may reach.
 import { form, openDialog, type FieldSpec } from "../components.ts";
 import type { PageCtx } from "../types.ts";
+import type { PermissionDefinition } from "./policyTargets.ts";
 
 export interface ConnectionGrant {
   connectionId: string;
@@ -12,10 +13,6 @@ export interface ConnectionGrant {
   allow: string[];
   ask: string[];
   resources: Record<string, string[]> | null;
-}
-
-interface PermissionDefinition {
-  groups: { category: string; tools: { id: string; name: string; description: string }[] }[];
 }
 
 /** The resource scope each provider supports, as the grant's `resources` key. */

@@ -18,7 +18,8 @@ export interface Target {
   tools?: string[];
 }
 
-interface PermissionDefinition {
+/** An app's tools by category (CONTRACT §4 Permission definition). */
+export interface PermissionDefinition {
   provider: string;
   groups: { category: string; tools: { id: string; name: string; description: string }[] }[];
 }
@@ -53,15 +54,15 @@ const connectionName = (c: TargetChoices, id: string) => {
 const secretName = (c: TargetChoices, id: string) => c.secrets.find((s) => s.id === id)?.name ?? id;
 
 /** A target as a person reads it: names, not ids. */
-export function targetText(t: Target, c?: TargetChoices): string {
+export function targetText(t: Target, c: TargetChoices): string {
   if (t.kind === "network") return [t.method, `${t.hostPattern}${t.pathPattern ?? ""}`].filter(Boolean).join(" ");
-  const tools = (provider: string) => (t.tools?.length ? `: ${t.tools.map((id) => (c ? toolName(c, provider, id) : id)).join(", ")}` : "");
-  if (t.kind === "app") return `${c ? appName(c, t.provider!) : t.provider}${tools(t.provider!)}`;
+  const tools = (provider: string) => (t.tools?.length ? `: ${t.tools.map((id) => toolName(c, provider, id)).join(", ")}` : "");
+  if (t.kind === "app") return `${appName(c, t.provider!)}${tools(t.provider!)}`;
   if (t.kind === "connection") {
-    const provider = c?.connections.find((x) => x.id === t.connectionId)?.provider ?? "";
-    return `connection ${c ? connectionName(c, t.connectionId!) : t.connectionId}${tools(provider)}`;
+    const provider = c.connections.find((x) => x.id === t.connectionId)?.provider ?? "";
+    return `connection ${connectionName(c, t.connectionId!)}${tools(provider)}`;
   }
-  return t.secretId ? `secret ${c ? secretName(c, t.secretId) : t.secretId}` : `every ${t.secretScope} secret`;
+  return t.secretId ? `secret ${secretName(c, t.secretId)}` : `every ${t.secretScope} secret`;
 }
 
 const networkLine = (t: Target) => [t.hostPattern, t.pathPattern, t.method].filter(Boolean).join(" ");

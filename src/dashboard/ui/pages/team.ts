@@ -1,7 +1,8 @@
 // The organization's team (cloud): members with their role and status, role changes and removal by admins,
 // and provisions: a new member's seat (a Default project, its key and a claim link good for 7 days) handed to
 // the person who will claim it. The owner is fixed.
-import { attempt, badge, button, confirmAction, form, formatTime, notice, openDialog, shownOnce, table } from "../components.ts";
+import { badge, button, form, formatTime, notice, openDialog, shownOnce, table } from "../components.ts";
+import { removeControl, roleControl, type MemberRow } from "./memberControls.ts";
 import { h, replace } from "../h.ts";
 import type { PageFn } from "../types.ts";
 import { isAdmin, orgTabs } from "./orgTabs.ts";
@@ -35,33 +36,13 @@ export const teamPage: PageFn = async (ctx) => {
         admin ? ["Member", "Role", "Status", "Joined", "Actions"] : ["Member", "Role", "Status", "Joined"],
         rows.map((m) => {
           const who = m.status === "pending" ? "Provisioned seat (not claimed yet)" : (m.name ? `${m.name} <${m.email}>` : m.email);
-          const changeable = admin && m.role !== "owner";
-          let role: HTMLElement = badge(m.role);
-          if (changeable) {
-            const select = h("select", { "aria-label": `Role of ${who}` }, ...ROLES.map(([v, l]) => h("option", { value: v, selected: v === m.role }, l)));
-            select.addEventListener("change", () =>
-              attempt(status, async () => {
-                await ctx.api.send("PATCH", `/team/members/${m.userId}`, { role: select.value });
-                replace(status, notice("success", `${who} is now ${select.value === "admin" ? "an admin" : "a member"}.`));
-              }),
-            );
-            role = select;
-          }
+          const row: MemberRow = { who, role: m.role, rolePath: `/team/members/${m.userId}`, removePath: `/team/members/${m.userId}` };
           return [
             who,
-            role,
+            roleControl(ctx, row, ROLES, admin && m.role !== "owner", status),
             badge(m.status, m.status === "pending" ? "warn" : "connected"),
             formatTime(m.joinedAt),
-            admin
-              ? changeable
-                ? button("Remove", () =>
-                    attempt(status, async () => {
-                      if (!(await confirmAction(`Remove ${who}?`, "Their API keys and sessions stop working at once.", "Remove member"))) return;
-                      await ctx.api.send("DELETE", `/team/members/${m.userId}`);
-                      await load();
-                    }), { kind: "danger", label: `Remove ${who}` })
-                : h("span", { class: "hint" }, "The owner cannot be changed or removed")
-              : null,
+            admin ? removeControl(ctx, row, "Their API keys and sessions stop working at once.", status, load) : null,
           ].filter((c) => c !== null);
         }),
       ),

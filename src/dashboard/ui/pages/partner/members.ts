@@ -1,6 +1,7 @@
 // The partner's members: who may use the portal, with which role. Owners and admins add people (someone
 // without a password gets an invitation link to set one), change roles and remove members; the owner is fixed.
-import { attempt, badge, button, confirmAction, empty, form, formatTime, notice, openDialog, shownOnce, table } from "../../components.ts";
+import { button, empty, form, formatTime, notice, openDialog, shownOnce, table } from "../../components.ts";
+import { removeControl, roleControl, type MemberRow } from "../memberControls.ts";
 import { h, replace } from "../../h.ts";
 import type { PageFn } from "../../types.ts";
 import { managesPartner, partnerGate } from "./shared.ts";
@@ -33,33 +34,12 @@ export const partnerMembersPage: PageFn = async (ctx) => {
             "Members of the partner",
             manage ? ["Email", "Role", "Added", "Actions"] : ["Email", "Role", "Added"],
             rows.map((m) => {
-              const fixed = m.role === "owner" || !manage;
-              const role = fixed
-                ? badge(m.role)
-                : (() => {
-                    const select = h("select", { "aria-label": `Role of ${m.email}` }, ...ROLES.map(([v]) => h("option", { value: v, selected: v === m.role }, v)));
-                    select.addEventListener("change", () =>
-                      attempt(status, async () => {
-                        await ctx.api.send("PATCH", `/partner/members/${m.userId}/role`, { role: select.value });
-                        replace(status, notice("success", `${m.email} is now ${select.value === "admin" ? "an admin" : "a member"}.`));
-                      }),
-                    );
-                    return select;
-                  })();
+              const row: MemberRow = { who: m.email, role: m.role, rolePath: `/partner/members/${m.userId}/role`, removePath: `/partner/members/${m.userId}` };
               return [
                 m.email,
-                role,
+                roleControl(ctx, row, ROLES.map(([v]) => [v, v]), manage && m.role !== "owner", status),
                 formatTime(m.createdAt),
-                manage
-                  ? m.role === "owner"
-                    ? h("span", { class: "hint" }, "The owner cannot be changed or removed")
-                    : button("Remove", () =>
-                        attempt(status, async () => {
-                          if (!(await confirmAction(`Remove ${m.email}?`, "They lose access to the partner portal at once.", "Remove member"))) return;
-                          await ctx.api.send("DELETE", `/partner/members/${m.userId}`);
-                          await load();
-                        }), { kind: "danger", label: `Remove ${m.email}` })
-                  : null,
+                manage ? removeControl(ctx, row, "They lose access to the partner portal at once.", status, load) : null,
               ].filter((c) => c !== null);
             }),
           ),
