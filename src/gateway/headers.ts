@@ -18,30 +18,27 @@ function connectionListed(headers: Headers): Set<string> {
   return v ? new Set(v.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean)) : new Set();
 }
 
-/** The agent's headers as they may go upstream (before injection). */
-export function requestHeadersForUpstream(src: Headers): Headers {
-  const listed = connectionListed(src);
+/**
+ * The agent's headers as they may go upstream (before injection), from the head's lines as parsed (names as
+ * sent) or a Headers object: one pass for the Connection tokens, one for the rest, one native call to build.
+ */
+export function requestHeadersForUpstream(src: Iterable<[string, string]>): Headers {
+  const entries = Array.isArray(src) ? (src as [string, string][]) : [...src];
+  const listed = new Set<string>();
+  for (const [name, value] of entries) {
+    if (name.length !== 10 || name.toLowerCase() !== "connection") continue;
+    for (const t of value.split(",")) {
+      const token = t.trim().toLowerCase();
+      if (token) listed.add(token);
+    }
+  }
   const kept: [string, string][] = [];
-  for (const entry of src) {
-    const name = entry[0];
+  for (const entry of entries) {
+    const name = entry[0].toLowerCase();
     if (HOP_BY_HOP.has(name) || listed.has(name) || name === "host" || name === "expect" || name.startsWith("x-credgate-")) continue;
     kept.push(entry);
   }
-  // One native call for the whole list, not one per header.
   return new Headers(kept);
-}
-
-/** The upstream's headers as they may go back to the agent. */
-export function responseHeadersForAgent(src: Headers): Headers {
-  const listed = connectionListed(src);
-  const out = new Headers();
-  for (const [name, value] of src) {
-    if (HOP_BY_HOP.has(name) || listed.has(name)) continue;
-    if (name === "set-cookie") continue;
-    out.append(name, value);
-  }
-  for (const cookie of src.getSetCookie()) out.append("set-cookie", cookie);
-  return out;
 }
 
 export function isWebSocketUpgrade(headers: Headers): boolean {

@@ -24,7 +24,7 @@ export interface Meter {
 export function meterReply(rq: ProxyRequest, g: GatewayContext, reply: Reply): void {
   const meter = rq.meter!;
   const ok = reply.status >= 200 && reply.status <= 299;
-  const reader = new UsageReader(meter.type, meter.api, reply.headers.get("content-type"));
+  const reader = new UsageReader(meter.type, meter.api, reply.header("content-type"));
   if (ok && reply.body) {
     reply.transforms.push({
       resizes: false,

@@ -2,6 +2,9 @@
 // chunk, with backpressure. An upstream response's body comes straight off the upstream socket; a gateway
 // answer (or the API's, on control paths) is a Web Response whose stream is read. Response-phase stages add
 // body transforms (a metering tap, the echo guard) and end callbacks (the log row) instead of wrapping streams.
+// An upstream's headers stay the lines it sent (names as spelled, repeats kept) unless a stage asks for a
+// Headers object: most replies are relayed without one being built.
+import type { HeaderLines } from "./http1/head.ts";
 
 export interface BodySink {
   /** One chunk of body data; false asks the source to stop until `resume()`. */
@@ -36,13 +39,67 @@ export class Reply {
   takenOver = false;
   readonly #ended: ((complete: boolean) => void)[] = [];
   #finished = false;
+  #headers: Headers | null;
+  #lines: HeaderLines | null;
 
   constructor(
     public status: number,
     public statusText: string,
-    public headers: Headers,
+    headers: Headers | HeaderLines,
     public body: BodySource | null,
-  ) {}
+  ) {
+    const isLines = Array.isArray(headers);
+    this.#headers = isLines ? null : headers;
+    this.#lines = isLines ? headers : null;
+  }
+
+  /** The headers as a Headers object (built from the lines on first use; the lines are then dropped). */
+  get headers(): Headers {
+    if (this.#headers === null) {
+      this.#headers = new Headers(this.#lines!);
+      this.#lines = null;
+    }
+    return this.#headers;
+  }
+
+  /** The first value of a header (`lowerName` in lower case), without building a Headers object. */
+  header(lowerName: string): string | null {
+    if (this.#lines === null) return this.#headers!.get(lowerName);
+    for (const [name, value] of this.#lines) if (name.length === lowerName.length && name.toLowerCase() === lowerName) return value;
+    return null;
+  }
+
+  /** Replaces every header value by `fn(value)` (Set-Cookie values each on their own). */
+  mapHeaderValues(fn: (value: string) => string): void {
+    if (this.#lines !== null) {
+      for (const line of this.#lines) line[1] = fn(line[1]);
+      return;
+    }
+    const headers = this.#headers!;
+    const changed: [string, string][] = [];
+    for (const [name, value] of headers) {
+      if (name === "set-cookie") continue;
+      const next = fn(value);
+      if (next !== value) changed.push([name, next]);
+    }
+    for (const [name, value] of changed) headers.set(name, value);
+    const cookies = headers.getSetCookie();
+    const next = cookies.map(fn);
+    if (next.some((c, i) => c !== cookies[i])) {
+      headers.delete("set-cookie");
+      for (const c of next) headers.append("set-cookie", c);
+    }
+  }
+
+  /** Every header line as it goes to the agent: the upstream's lines, or one line per value (each Set-Cookie its own). */
+  headerLines(): Iterable<[string, string]> {
+    if (this.#lines !== null) return this.#lines;
+    const headers = this.#headers!;
+    const out: [string, string][] = [];
+    for (const entry of headers) if (entry[0] !== "set-cookie") out.push(entry);
+    for (const cookie of headers.getSetCookie()) out.push(["set-cookie", cookie]);
+    return out;
+  }
 
   static of(response: Response): Reply {
     const declared = response.headers.get("content-length");

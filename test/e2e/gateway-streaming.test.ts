@@ -302,6 +302,39 @@ describe("header hygiene (§6.14)", () => {
     expect(res.headers["x-kept"]).toBe("1");
     expect(res.rawHeaders.filter(([n]) => n.toLowerCase() === "set-cookie").map(([, v]) => v)).toEqual(["a=1", "b=2"]);
   });
+
+  test("response: header lines are relayed as the upstream sent them (names as spelled, a repeated field on its own lines, in order)", async () => {
+    raw.respond((_head, sock) => {
+      sock.end(["HTTP/1.1 200 OK", "Vary: Origin", "X-Odd-CASE: 1", "Vary: Accept", "Content-Length: 2", "", "ok"].join("\r\n"));
+    });
+    const t = await openTlsTunnel(cg.gatewayPort, `${RAW_HOST}:${raw.port}`, cg.keys.defaultAgentToken, ca.pem, RAW_HOST);
+    t.tls.write(rawRequest("GET", "/resp-lines", `${RAW_HOST}:${raw.port}`));
+    const res = await t.reader.response();
+    t.tls.destroy();
+    expect(res.status).toBe(200);
+    expect(res.text).toBe("ok");
+    expect(res.rawHeaders.filter(([n]) => n !== "content-length" && n !== "Content-Length")).toEqual([
+      ["Vary", "Origin"],
+      ["X-Odd-CASE", "1"],
+      ["Vary", "Accept"],
+    ]);
+  });
+
+  test("response: a header value with a control byte (a bare LF could split the agent's response) → 502, nothing of it relayed", async () => {
+    raw.respond((_head, sock) => {
+      sock.end(["HTTP/1.1 200 OK", "X-Split: a\nX-Injected: b", "Content-Length: 2", "", "ok"].join("\r\n"));
+    });
+    const t = await openTlsTunnel(cg.gatewayPort, `${RAW_HOST}:${raw.port}`, cg.keys.defaultAgentToken, ca.pem, RAW_HOST);
+    t.tls.write(rawRequest("GET", "/resp-split", `${RAW_HOST}:${raw.port}`));
+    const res = await t.reader.response();
+    t.tls.destroy();
+    expect(res.status).toBe(502);
+    const body = JSON.parse(res.text);
+    expect(body.error).toBe("upstream_unreachable");
+    expect(body.message).toBe(`credgate could not connect to ${RAW_HOST}:${raw.port}: malformed response from upstream`);
+    expect(res.headers["x-injected"]).toBeUndefined();
+    expect(res.headers["x-split"]).toBeUndefined();
+  });
 });
 
 // ————— WebSocket (§6.14) —————

@@ -5,7 +5,7 @@
 // before the next pipelined request is read.
 import { log } from "../../log.ts";
 import { BodyFramer } from "../http1/body.ts";
-import { connectionTokens, framingOf, headerValue, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from "../http1/head.ts";
+import { connectionTokens, framingOf, headerValue, MAX_HEAD_BYTES, parseRequestHead, type HeaderLines, type RequestHead } from "../http1/head.ts";
 import { Reply } from "../reply.ts";
 import type { AgentSocket, AgentSocketEvents } from "./socket.ts";
 import { writeReply, type ReplyInFlight } from "./write.ts";
@@ -16,6 +16,8 @@ export interface IncomingRequest {
   /** The request-target exactly as sent. */
   target: string;
   headers: Headers;
+  /** The same headers as the lines of the head (names as sent, repeats kept). */
+  headerLines: HeaderLines;
   body: ReadableStream<Uint8Array> | null;
   /** The agent sent its body chunked. */
   chunked: boolean;
@@ -139,7 +141,7 @@ export class ClientConnection implements AgentSocketEvents {
     this.#busy = true;
     const abort = (this.#abort = new AbortController());
     const body = framing === null || framing === 0 ? null : this.#bodyStream(framing, headerValue(head.headers, "expect")?.toLowerCase() === "100-continue");
-    void this.#serve(head, { method: head.method, target: head.target, headers, body, chunked: framing !== null && framing < 0, signal: abort.signal });
+    void this.#serve(head, { method: head.method, target: head.target, headers, headerLines: head.headers, body, chunked: framing !== null && framing < 0, signal: abort.signal });
     if (rest.length > 0) this.data(rest);
   }
 
@@ -202,7 +204,7 @@ export class ClientConnection implements AgentSocketEvents {
     if (reply === null) return; // the connection was taken over
     const unreadBody = this.#body !== null && !this.#body.done;
     const close =
-      this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.headers.get("connection")?.toLowerCase() === "close";
+      this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.header("connection")?.toLowerCase() === "close";
     await writeReply(this, reply, { method: head.method, close }, this.#track);
     this.#abort = null;
     this.#body = null;

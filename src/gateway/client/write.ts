@@ -22,7 +22,8 @@ const CRLF = Buffer.from("\r\n");
 /** Past this many bytes waiting, they are written at once rather than at the end of the tick. */
 const MAX_PENDING = 64 * 1024;
 
-const SKIPPED = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "set-cookie"]);
+/** Framing and connection headers: decided here, never copied. */
+const SKIPPED = new Set(["connection", "keep-alive", "transfer-encoding", "content-length"]);
 
 function bodyless(method: string, status: number): boolean {
   return method === "HEAD" || status === 204 || status === 304 || (status >= 100 && status < 200);
@@ -30,11 +31,11 @@ function bodyless(method: string, status: number): boolean {
 
 function headOf(reply: Reply, framing: string, close: boolean, keepLength: boolean): Buffer {
   let head = `HTTP/1.1 ${reply.status} ${reply.statusText || STATUS_CODES[reply.status] || ""}\r\n`;
-  for (const [name, value] of reply.headers) {
-    if (SKIPPED.has(name) && !(keepLength && name === "content-length")) continue;
+  for (const [name, value] of reply.headerLines()) {
+    const lower = name.toLowerCase();
+    if (SKIPPED.has(lower) && !(keepLength && lower === "content-length")) continue;
     head += `${name}: ${value}\r\n`;
   }
-  for (const cookie of reply.headers.getSetCookie()) head += `set-cookie: ${cookie}\r\n`;
   head += framing;
   if (close) head += "connection: close\r\n";
   return Buffer.from(`${head}\r\n`, "latin1");

@@ -32,19 +32,7 @@ export function redactEcho(rq: ProxyRequest, _g: GatewayContext, reply: Reply): 
   if (rq.injectionCount === 0 || rq.websocket || rq.injectedValues.length === 0) return reply;
   const { text: needles, bytes } = needlesOf(rq.injectedValues);
   if (needles.length === 0) return reply;
-  const changed: [string, string][] = [];
-  for (const [name, value] of reply.headers) {
-    if (name === "set-cookie") continue;
-    const clean = redactText(value, needles);
-    if (clean !== value) changed.push([name, clean]);
-  }
-  for (const [name, clean] of changed) reply.headers.set(name, clean);
-  const cookies = reply.headers.getSetCookie();
-  const cleanCookies = cookies.map((c) => redactText(c, needles));
-  if (cleanCookies.some((c, i) => c !== cookies[i])) {
-    reply.headers.delete("set-cookie");
-    for (const c of cleanCookies) reply.headers.append("set-cookie", c);
-  }
+  reply.mapHeaderValues((value) => redactText(value, needles));
   if (reply.body) {
     const redactor = new StreamRedactor(bytes);
     reply.transforms.push({ resizes: true, data: (chunk) => redactor.push(chunk), end: () => redactor.end() });

@@ -28,15 +28,21 @@ export type ExchangeResult = { reply: Reply } | { failure: "unreachable" | "time
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
 
-/** The upstream's headers as they may go back to the agent: hop-by-hop and Connection-named ones dropped. */
-function headersForAgent(lines: HeaderLines, listed: Set<string>): Headers {
+/** Control bytes a field value may not hold (RFC 9110 §5.5: HTAB is the only one allowed). */
+const CONTROL_IN_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
+
+/**
+ * The upstream's header lines as they may go back to the agent: hop-by-hop and Connection-named ones dropped;
+ * null when a value holds a control byte (relayed, a bare LF could split the agent's response).
+ */
+function headersForAgent(lines: HeaderLines, listed: Set<string>): HeaderLines | null {
   const kept: HeaderLines = [];
   for (const line of lines) {
+    if (CONTROL_IN_VALUE.test(line[1])) return null;
     const lower = line[0].toLowerCase();
     if (!HOP_BY_HOP.has(lower) && !listed.has(lower)) kept.push(line);
   }
-  // One native call for the whole list, not one per header.
-  return new Headers(kept);
+  return kept;
 }
 
 export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
@@ -167,9 +173,11 @@ class Exchange implements ConnectionUser, BodySource {
     if (listed.has("close")) this.#keepAlive = false;
     const framing = framingOf(head.headers);
     if (framing === undefined) return this.#fail("unreachable", "invalid body framing in the upstream response");
+    const kept = headersForAgent(head.headers, listed);
+    if (kept === null) return this.#fail("unreachable", "malformed response from upstream");
     this.#head = head;
     const bodyless = this.rq.method === "HEAD" || head.status === 204 || head.status === 304;
-    const reply = new Reply(head.status, head.reason, headersForAgent(head.headers, listed), null);
+    const reply = new Reply(head.status, head.reason, kept, null);
     reply.fromUpstream = true;
     if (bodyless || framing === 0) {
       this.#responseDone = true;
