@@ -73,7 +73,7 @@ export function requestHandler(g: GatewayContext, api: ApiApp, tunnel: Tunnel | 
 
 async function proxied(incoming: IncomingRequest, client: ClientConnection, via: Via, to: Destination, g: GatewayContext): Promise<Reply | null> {
   // Absolute-form requests never upgrade: Upgrade/Connection are stripped and it goes as plain HTTP.
-  const websocket = via.kind === "tunnel" && isWebSocketUpgrade(incoming.headers);
+  const websocket = via.kind === "tunnel" && isWebSocketUpgrade(incoming.headerLines);
   const rq = new ProxyRequest(incoming, via, client, to, requestHeadersForUpstream(incoming.headerLines), websocket);
   const reply = await runStages(rq, g);
   if (!reply.takenOver) return reply;

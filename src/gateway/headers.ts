@@ -1,5 +1,6 @@
 // Header hygiene both ways (CONTRACT §6.14): hop-by-hop headers, and every header named in Connection,
 // never cross the gateway; requests also lose Host (rebuilt from the target) and every x-credgate-* header.
+import { connectionTokens, headerValue, type HeaderLines } from "./http1/head.ts";
 
 const HOP_BY_HOP = new Set([
   "connection",
@@ -13,25 +14,13 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-function connectionListed(headers: Headers): Set<string> {
-  const v = headers.get("connection");
-  return v ? new Set(v.split(",").map((s) => s.trim().toLowerCase()).filter(Boolean)) : new Set();
-}
-
 /**
  * The agent's headers as they may go upstream (before injection), from the head's lines as parsed (names as
  * sent) or a Headers object: one pass for the Connection tokens, one for the rest, one native call to build.
  */
 export function requestHeadersForUpstream(src: Iterable<[string, string]>): Headers {
-  const entries = Array.isArray(src) ? (src as [string, string][]) : [...src];
-  const listed = new Set<string>();
-  for (const [name, value] of entries) {
-    if (name.length !== 10 || name.toLowerCase() !== "connection") continue;
-    for (const t of value.split(",")) {
-      const token = t.trim().toLowerCase();
-      if (token) listed.add(token);
-    }
-  }
+  const entries: HeaderLines = Array.isArray(src) ? src : [...src];
+  const listed = connectionTokens(entries);
   const kept: [string, string][] = [];
   for (const entry of entries) {
     const name = entry[0].toLowerCase();
@@ -41,6 +30,6 @@ export function requestHeadersForUpstream(src: Iterable<[string, string]>): Head
   return new Headers(kept);
 }
 
-export function isWebSocketUpgrade(headers: Headers): boolean {
-  return headers.get("upgrade")?.toLowerCase() === "websocket" && connectionListed(headers).has("upgrade");
+export function isWebSocketUpgrade(lines: HeaderLines): boolean {
+  return headerValue(lines, "upgrade")?.toLowerCase() === "websocket" && connectionTokens(lines).has("upgrade");
 }

@@ -1,6 +1,7 @@
 // The context of one proxied request as it moves through the stages (pipeline.ts): what the agent sent,
 // what will go upstream, and what each stage decided. Fields a stage sets are typed here, not bolted on.
 import { pathWithoutQuery } from "../core/patterns.ts";
+import { headerValue } from "./http1/head.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../requestId.ts";
 import type { DialTarget } from "../services/outbound.ts";
 import type { IncomingRequest } from "./client/connection.ts";
@@ -40,8 +41,6 @@ export class ProxyRequest {
   readonly path: string;
   /** Host with its non-default port, as logs and approvals show it. */
   readonly logHost: string;
-  /** The agent's headers as received. */
-  readonly agentHeaders: Headers;
   readonly signal: AbortSignal;
   /** The agent sent its body chunked (it goes upstream chunked too). */
   readonly chunked: boolean;
@@ -50,6 +49,7 @@ export class ProxyRequest {
   /** The agent's x-request-id when sane, else a new one (CONTRACT §7): on gateway answers, log lines and the log row. */
   readonly requestId: string;
 
+  readonly #incoming: IncomingRequest;
   #agent: AgentEntry | null = null;
   #credentials: AgentCredentials | null = null;
 
@@ -94,6 +94,7 @@ export class ProxyRequest {
     cleanHeaders: Headers,
     websocket: boolean,
   ) {
+    this.#incoming = incoming;
     this.method = incoming.method;
     this.scheme = to.scheme;
     this.host = to.host;
@@ -102,14 +103,18 @@ export class ProxyRequest {
     this.target = to.target;
     this.path = pathWithoutQuery(to.target);
     this.logHost = to.port === (to.scheme === "https" ? 443 : 80) ? to.host : `${to.host}:${to.port}`;
-    this.agentHeaders = incoming.headers;
     this.signal = incoming.signal;
     this.chunked = incoming.chunked;
     this.websocket = websocket;
-    this.requestId = requestIdFor(incoming.headers.get(REQUEST_ID_HEADER));
+    this.requestId = requestIdFor(headerValue(incoming.headerLines, REQUEST_ID_HEADER));
     this.headers = cleanHeaders;
     this.upstreamTarget = to.target;
     this.body = incoming.body;
+  }
+
+  /** The agent's headers as received (a Headers object is built on the first read: most requests need none). */
+  get agentHeaders(): Headers {
+    return this.#incoming.headers;
   }
 
   /** Set by the auth stage, which runs before every stage that reads it. */

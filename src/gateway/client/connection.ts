@@ -12,17 +12,36 @@ import { writeReply, type ReplyInFlight } from "./write.ts";
 
 /** A request as the stages get it. */
 export interface IncomingRequest {
-  method: string;
+  readonly method: string;
   /** The request-target exactly as sent. */
-  target: string;
-  headers: Headers;
+  readonly target: string;
+  readonly headers: Headers;
   /** The same headers as the lines of the head (names as sent, repeats kept). */
-  headerLines: HeaderLines;
-  body: ReadableStream<Uint8Array> | null;
+  readonly headerLines: HeaderLines;
+  readonly body: ReadableStream<Uint8Array> | null;
   /** The agent sent its body chunked. */
-  chunked: boolean;
+  readonly chunked: boolean;
   /** Aborted when the agent goes away before the answer is complete. */
-  signal: AbortSignal;
+  readonly signal: AbortSignal;
+}
+
+/** A request read off the connection: its Headers object is built only if something asks for it. */
+class ReadRequest implements IncomingRequest {
+  #headers: Headers | null = null;
+
+  constructor(
+    readonly method: string,
+    readonly target: string,
+    readonly headerLines: HeaderLines,
+    readonly body: ReadableStream<Uint8Array> | null,
+    readonly chunked: boolean,
+    readonly signal: AbortSignal,
+  ) {}
+
+  get headers(): Headers {
+    // The head parser refused every value Headers would (NUL, CR, LF): this cannot throw.
+    return (this.#headers ??= new Headers(this.headerLines));
+  }
 }
 
 /** What answers requests: a Reply, or null when the handler took the connection over (a WebSocket). */
@@ -130,18 +149,12 @@ export class ClientConnection implements AgentSocketEvents {
     const head = parseRequestHead(this.#buf, end);
     const framing = head ? framingOf(head.headers) : undefined;
     if (!head || framing === undefined) return this.#refuse(400, "Bad Request", "Malformed HTTP request.");
-    let headers: Headers;
-    try {
-      headers = new Headers(head.headers);
-    } catch {
-      return this.#refuse(400, "Bad Request", "Malformed HTTP request.");
-    }
     const rest = this.#buf.subarray(end + 4);
     this.#buf = EMPTY;
     this.#busy = true;
     const abort = (this.#abort = new AbortController());
     const body = framing === null || framing === 0 ? null : this.#bodyStream(framing, headerValue(head.headers, "expect")?.toLowerCase() === "100-continue");
-    void this.#serve(head, { method: head.method, target: head.target, headers, headerLines: head.headers, body, chunked: framing !== null && framing < 0, signal: abort.signal });
+    void this.#serve(head, new ReadRequest(head.method, head.target, head.headers, body, framing !== null && framing < 0, abort.signal));
     if (rest.length > 0) this.data(rest);
   }
 

@@ -31,6 +31,8 @@ const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 // Visible bytes only in the target: no spaces, no controls, DEL excluded; bytes ≥ 0x80 pass as they came.
 const TARGET = /^[\x21-\x7e\x80-\xff]+$/;
+/** A NUL, or a CR or LF that is not part of a line end: never a field value (RFC 9110 §5.5). */
+const FORBIDDEN_IN_VALUE = /[\0\r\n]/;
 
 function headerLines(lines: string[], from: number): HeaderLines | null {
   const out: HeaderLines = [];
@@ -40,7 +42,9 @@ function headerLines(lines: string[], from: number): HeaderLines | null {
     if (colon <= 0) return null;
     const name = line.slice(0, colon);
     if (!HEADER_NAME.test(name)) return null;
-    out.push([name, line.slice(colon + 1).trim()]);
+    const value = line.slice(colon + 1).trim();
+    if (FORBIDDEN_IN_VALUE.test(value)) return null;
+    out.push([name, value]);
   }
   return out;
 }
