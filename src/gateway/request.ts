@@ -4,7 +4,7 @@ import { pathWithoutQuery } from "../core/patterns.ts";
 import { headerValue } from "./http1/head.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../requestId.ts";
 import type { DialTarget } from "../services/outbound.ts";
-import type { IncomingRequest } from "./client/connection.ts";
+import type { AgentPresence, IncomingRequest } from "./client/connection.ts";
 import type { AgentSocket } from "./client/socket.ts";
 import type { Meter } from "./meter.ts";
 import type { AgentCredentials, AgentEntry, CompiledConnection, CompiledSecret } from "./snapshot.ts";
@@ -41,7 +41,6 @@ export class ProxyRequest {
   readonly path: string;
   /** Host with its non-default port, as logs and approvals show it. */
   readonly logHost: string;
-  readonly signal: AbortSignal;
   /** The agent sent its body chunked (it goes upstream chunked too). */
   readonly chunked: boolean;
   /** A WebSocket upgrade inside a tunnel (absolute-form requests never upgrade). */
@@ -103,7 +102,6 @@ export class ProxyRequest {
     this.target = to.target;
     this.path = pathWithoutQuery(to.target);
     this.logHost = to.port === (to.scheme === "https" ? 443 : 80) ? to.host : `${to.host}:${to.port}`;
-    this.signal = incoming.signal;
     this.chunked = incoming.chunked;
     this.websocket = websocket;
     this.requestId = requestIdFor(headerValue(incoming.headerLines, REQUEST_ID_HEADER));
@@ -115,6 +113,16 @@ export class ProxyRequest {
   /** The agent's headers as received (a Headers object is built on the first read: most requests need none). */
   get agentHeaders(): Headers {
     return this.#incoming.headers;
+  }
+
+  /** Aborted when the agent goes away (made on first use; the upstream exchange watches `presence` instead). */
+  get signal(): AbortSignal {
+    return this.#incoming.signal;
+  }
+
+  /** Whether the agent is still there for the answer. */
+  get presence(): AgentPresence {
+    return this.#incoming;
   }
 
   /** Set by the auth stage, which runs before every stage that reads it. */

@@ -10,8 +10,17 @@ import { Reply } from "../reply.ts";
 import type { AgentSocket, AgentSocketEvents } from "./socket.ts";
 import { writeReply, type ReplyInFlight } from "./write.ts";
 
+/** Whether the agent is still there for its answer, told by plain callbacks (no AbortSignal on the hot path). */
+export interface AgentPresence {
+  /** The agent went away before the answer was complete. */
+  readonly gone: boolean;
+  /** `fn` runs once if the agent goes away. */
+  watchGone(fn: () => void): void;
+  unwatchGone(fn: () => void): void;
+}
+
 /** A request as the stages get it. */
-export interface IncomingRequest {
+export interface IncomingRequest extends AgentPresence {
   readonly method: string;
   /** The request-target exactly as sent. */
   readonly target: string;
@@ -25,9 +34,15 @@ export interface IncomingRequest {
   readonly signal: AbortSignal;
 }
 
-/** A request read off the connection: its Headers object is built only if something asks for it. */
+/**
+ * A request read off the connection. Its Headers object and its AbortSignal are made only if something asks
+ * for them: the upstream exchange listens for the agent going away through a plain callback instead.
+ */
 class ReadRequest implements IncomingRequest {
   #headers: Headers | null = null;
+  #controller: AbortController | null = null;
+  #watchers: (() => void)[] = [];
+  #gone = false;
 
   constructor(
     readonly method: string,
@@ -35,12 +50,42 @@ class ReadRequest implements IncomingRequest {
     readonly headerLines: HeaderLines,
     readonly body: ReadableStream<Uint8Array> | null,
     readonly chunked: boolean,
-    readonly signal: AbortSignal,
   ) {}
 
   get headers(): Headers {
     // The head parser refused every value Headers would (NUL, CR, LF): this cannot throw.
     return (this.#headers ??= new Headers(this.headerLines));
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === null) {
+      this.#controller = new AbortController();
+      if (this.#gone) this.#controller.abort();
+    }
+    return this.#controller.signal;
+  }
+
+  get gone(): boolean {
+    return this.#gone;
+  }
+
+  watchGone(fn: () => void): void {
+    this.#watchers.push(fn);
+  }
+
+  unwatchGone(fn: () => void): void {
+    const i = this.#watchers.indexOf(fn);
+    if (i >= 0) this.#watchers.splice(i, 1);
+  }
+
+  /** The agent went away: every watcher runs once, and the signal (if one was made) aborts. */
+  abandon(): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    const watchers = this.#watchers;
+    this.#watchers = [];
+    for (const fn of watchers) fn();
+    this.#controller?.abort();
   }
 }
 
@@ -57,7 +102,8 @@ export class ClientConnection implements AgentSocketEvents {
   #detached = false;
   /** Set by `closeWhenIdle`: the gateway is stopping. */
   #closing = false;
-  #abort: AbortController | null = null;
+  /** The request being answered, told when the agent goes away. */
+  #request: ReadRequest | null = null;
   /** The request body being read off the socket. */
   #body: { framer: BodyFramer; controller: ReadableStreamDefaultController<Uint8Array> | null; done: boolean; continue: boolean } | null = null;
 
@@ -128,7 +174,7 @@ export class ClientConnection implements AgentSocketEvents {
 
   close(): void {
     this.#closed = true;
-    this.#abort?.abort();
+    this.#request?.abandon();
     this.#writing?.abort();
     const body = this.#body;
     if (body && !body.done) {
@@ -152,9 +198,9 @@ export class ClientConnection implements AgentSocketEvents {
     const rest = this.#buf.subarray(end + 4);
     this.#buf = EMPTY;
     this.#busy = true;
-    const abort = (this.#abort = new AbortController());
     const body = framing === null || framing === 0 ? null : this.#bodyStream(framing, headerValue(head.headers, "expect")?.toLowerCase() === "100-continue");
-    void this.#serve(head, new ReadRequest(head.method, head.target, head.headers, body, framing !== null && framing < 0, abort.signal));
+    const request = (this.#request = new ReadRequest(head.method, head.target, head.headers, body, framing !== null && framing < 0));
+    void this.#serve(head, request);
     if (rest.length > 0) this.data(rest);
   }
 
@@ -219,7 +265,7 @@ export class ClientConnection implements AgentSocketEvents {
     const close =
       this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.header("connection")?.toLowerCase() === "close";
     await writeReply(this, reply, { method: head.method, close }, this.#track);
-    this.#abort = null;
+    this.#request = null;
     this.#body = null;
     this.#busy = false;
     // The writer ends the socket itself when an upstream body broke off.

@@ -34,7 +34,7 @@ export async function forward(rq: ProxyRequest, g: GatewayContext): Promise<Resp
     body: rq.body,
     chunked,
     headerTimeoutMs: seconds * 1000,
-    signal: rq.signal,
+    agent: rq.presence,
   });
   if ("reply" in result) {
     rq.upstreamMs = performance.now() - sent;

@@ -8,6 +8,7 @@ import { Reply, type BodySink, type BodySource } from "../reply.ts";
 import type { ConnectionUser, UpstreamConnection } from "./connection.ts";
 import type { Acquired, UpstreamPool } from "./pool.ts";
 import type { DialTarget } from "../../services/outbound.ts";
+import type { AgentPresence } from "../client/connection.ts";
 
 export interface UpstreamRequest {
   scheme: "https" | "http";
@@ -20,8 +21,8 @@ export interface UpstreamRequest {
   /** Send the body with chunked framing (the agent sent it so); otherwise its Content-Length is in the head. */
   chunked: boolean;
   headerTimeoutMs: number;
-  /** Aborted when the agent goes away. */
-  signal: AbortSignal;
+  /** Tells when the agent goes away. */
+  agent: AgentPresence;
 }
 
 export type ExchangeResult = { reply: Reply } | { failure: "unreachable" | "timeout"; reason: string };
@@ -102,8 +103,8 @@ class Exchange implements ConnectionUser, BodySource {
   run(): Promise<ExchangeResult | { retry: true }> {
     return new Promise((resolve) => {
       this.#resolve = resolve;
-      if (this.rq.signal.aborted) return this.#abort();
-      this.rq.signal.addEventListener("abort", this.#onAbort, { once: true });
+      if (this.rq.agent.gone) return this.#abort();
+      this.rq.agent.watchGone(this.#onAbort);
       this.conn.user = this;
       this.#timer = setTimeout(() => this.#timeout(), this.rq.headerTimeoutMs);
       this.conn.send(Buffer.from(this.rq.head, "latin1"));
@@ -247,7 +248,7 @@ class Exchange implements ConnectionUser, BodySource {
   closed(): void {
     this.#connClosed = true;
     if (this.#head === null) {
-      if (!this.#gotBytes && !this.rq.signal.aborted) return this.#settle({ retry: true });
+      if (!this.#gotBytes && !this.rq.agent.gone) return this.#settle({ retry: true });
       return this.#fail("unreachable", "connection closed before the response was complete");
     }
     // Before the agent's side has started reading, start() settles the end.
@@ -273,7 +274,7 @@ class Exchange implements ConnectionUser, BodySource {
   #finish(): void {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    this.rq.signal.removeEventListener("abort", this.#onAbort);
+    this.rq.agent.unwatchGone(this.#onAbort);
     if (this.conn.user === this) this.conn.user = null;
   }
 
