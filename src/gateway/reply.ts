@@ -4,7 +4,7 @@
 // body transforms (a metering tap, the echo guard) and end callbacks (the log row) instead of wrapping streams.
 // An upstream's headers stay the lines it sent (names as spelled, repeats kept) unless a stage asks for a
 // Headers object: most replies are relayed without one being built.
-import type { HeaderLines } from "./http1/head.ts";
+import { headerValue, type HeaderLines } from "./http1/head.ts";
 
 export interface BodySink {
   /** One chunk of body data; false asks the source to stop until `resume()`. */
@@ -64,9 +64,7 @@ export class Reply {
 
   /** The first value of a header (`lowerName` in lower case), without building a Headers object. */
   header(lowerName: string): string | null {
-    if (this.#lines === null) return this.#headers!.get(lowerName);
-    for (const [name, value] of this.#lines) if (name.length === lowerName.length && name.toLowerCase() === lowerName) return value;
-    return null;
+    return this.#lines === null ? this.#headers!.get(lowerName) : headerValue(this.#lines, lowerName);
   }
 
   /** Replaces every header value by `fn(value)` (Set-Cookie values each on their own). */
