@@ -14,6 +14,13 @@ const registers = [registry];
 const ADDED_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 const UPSTREAM_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
+let requestLogQueueLength: () => number = () => 0;
+
+/** The request-log queue whose length the queue-depth gauge reports (the serving process has one). */
+export function watchRequestLogQueue(length: () => number): void {
+  requestLogQueueLength = length;
+}
+
 export const metrics = {
   // ── gateway (incremented by src/gateway) ──
   gatewayRequests: new Counter({
@@ -46,7 +53,15 @@ export const metrics = {
 
   // ── services, vault, API (incremented outside the gateway) ──
   heldApprovals: new Gauge({ name: "credgate_approvals_held", help: "Requests held in this process waiting for an approval decision.", registers }),
-  requestLogQueueDepth: new Gauge({ name: "credgate_request_log_queue_depth", help: "Request-log rows waiting to be written.", registers }),
+  // Read at scrape time (watchRequestLogQueue), not set on every request.
+  requestLogQueueDepth: new Gauge({
+    name: "credgate_request_log_queue_depth",
+    help: "Request-log rows waiting to be written.",
+    registers,
+    collect() {
+      this.set(requestLogQueueLength());
+    },
+  }),
   requestLogDrops: new Counter({ name: "credgate_request_log_dropped_total", help: "Request-log rows dropped because the store refused them too long.", registers }),
   oauthRefreshFailures: new Counter({
     name: "credgate_oauth_refresh_failures_total",

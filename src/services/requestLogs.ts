@@ -5,7 +5,7 @@
 import { and, desc, eq, getTableColumns, gte, lt, lte, or, type SQL } from "drizzle-orm";
 import { ApiError } from "../core/errors.ts";
 import { log } from "../log.ts";
-import { metrics } from "../metrics.ts";
+import { metrics, watchRequestLogQueue } from "../metrics.ts";
 import type { RequestLogRecord } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { AgentService } from "./agents.ts";
@@ -92,6 +92,7 @@ export class RequestLogService {
 
   /** Starts the periodic flush and the daily purge (the serving process only). */
   start(): void {
+    watchRequestLogQueue(() => this.#queue.length);
     void this.purge().catch((err: Error) => log.warn("request-log purge failed", { error: err.message }));
     this.#timers.push(
       setInterval(() => void this.flush(), BATCH_MS),
@@ -110,7 +111,6 @@ export class RequestLogService {
     this.#lastSeen.set(row.agentId, row.createdAt);
     if (this.#queue.length > QUEUE_MAX) this.#drop(this.#queue.length - QUEUE_MAX);
     else if (this.#queue.length === BATCH_ROWS) void this.flush();
-    metrics.requestLogQueueDepth.set(this.#queue.length);
   }
 
   /** Updates a row in place (e.g. the final outcome of a held request), queued or already written. */
@@ -130,7 +130,6 @@ export class RequestLogService {
     this.#queue = [];
     this.#lastSeen = new Map();
     this.#updates = new Map();
-    metrics.requestLogQueueDepth.set(0);
     this.#flushing = this.#flushing.then(() => this.#write(batch));
     return this.#flushing;
   }
@@ -150,7 +149,6 @@ export class RequestLogService {
       for (const [id, at] of seen) if (!this.#lastSeen.has(id)) this.#lastSeen.set(id, at);
       for (const [id, patch] of updates) this.#updates.set(id, { ...patch, ...this.#updates.get(id) });
       if (this.#queue.length > QUEUE_MAX) this.#drop(this.#queue.length - QUEUE_MAX);
-      metrics.requestLogQueueDepth.set(this.#queue.length);
       log.warn("request logs not written, will retry", { rows: rows.length, queued: this.#queue.length, error: (err as Error).message });
       return;
     }
