@@ -49,6 +49,18 @@ export function logFieldsOf(rq: ProxyRequest): LogFields {
   };
 }
 
+/** The current time as ISO 8601, formatted once per millisecond (many rows share one at load). */
+let isoMs = -1;
+let iso = "";
+function nowIso(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    iso = new Date(ms).toISOString();
+  }
+  return iso;
+}
+
 export function latencyOf(started: number): number {
   return Math.max(0, Math.round(performance.now() - started));
 }
@@ -75,7 +87,7 @@ export function writeLog(services: Services, f: LogFields): string {
     approvalId: f.approvalId ?? null,
     costNanos: f.costNanos ?? null,
     requestId: f.requestId,
-    createdAt: new Date().toISOString(),
+    createdAt: nowIso(),
   });
   return id;
 }
