@@ -34,7 +34,8 @@ const CONTROL_IN_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
 
 /**
  * The upstream's header lines as they may go back to the agent: hop-by-hop and Connection-named ones dropped;
- * null when a value holds a control byte (relayed, a bare LF could split the agent's response).
+ * null when a value holds a control byte other than HTAB (the head parser has refused NUL, CR and LF already:
+ * relayed, a bare LF could split the agent's response).
  */
 function headersForAgent(lines: HeaderLines, listed: Set<string>): HeaderLines | null {
   const kept: HeaderLines = [];
