@@ -30,6 +30,24 @@ export function requestHeadersForUpstream(src: Iterable<[string, string]>): Head
   return new Headers(kept);
 }
 
+/** Control bytes a response field value may not hold (RFC 9110 §5.5: HTAB is the only one allowed). */
+const CONTROL_IN_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
+
+/**
+ * An upstream's header lines as they may go back to the agent (`listed`: its Connection tokens): hop-by-hop and
+ * Connection-named ones dropped, the rest as sent. Null when a value holds a control byte other than HTAB (the
+ * head parser has refused NUL, CR and LF already): relayed, it could split or corrupt the agent's response.
+ */
+export function responseLinesForAgent(lines: HeaderLines, listed: Set<string>): HeaderLines | null {
+  const kept: HeaderLines = [];
+  for (const line of lines) {
+    if (CONTROL_IN_VALUE.test(line[1])) return null;
+    const lower = line[0].toLowerCase();
+    if (!HOP_BY_HOP.has(lower) && !listed.has(lower)) kept.push(line);
+  }
+  return kept;
+}
+
 export function isWebSocketUpgrade(lines: HeaderLines): boolean {
   return headerValue(lines, "upgrade")?.toLowerCase() === "websocket" && connectionTokens(lines).has("upgrade");
 }

@@ -3,12 +3,13 @@
 // redirects and encodings left alone, a header timeout, and the response handed back as a Reply whose body
 // comes straight off the socket. The connection goes back to the pool only after a complete exchange.
 import { BodyFramer, chunk, lastChunk, UNTIL_CLOSE } from "../http1/body.ts";
-import { connectionTokens, framingOf, MAX_HEAD_BYTES, parseResponseHead, type HeaderLines, type ResponseHead } from "../http1/head.ts";
+import { connectionTokens, framingOf, MAX_HEAD_BYTES, parseResponseHead, type ResponseHead } from "../http1/head.ts";
 import { Reply, type BodySink, type BodySource } from "../reply.ts";
 import type { ConnectionUser, UpstreamConnection } from "./connection.ts";
 import type { Acquired, UpstreamPool } from "./pool.ts";
 import type { DialTarget } from "../../services/outbound.ts";
 import type { AgentPresence } from "../client/connection.ts";
+import { responseLinesForAgent } from "../headers.ts";
 
 export interface UpstreamRequest {
   scheme: "https" | "http";
@@ -26,26 +27,6 @@ export interface UpstreamRequest {
 }
 
 export type ExchangeResult = { reply: Reply } | { failure: "unreachable" | "timeout"; reason: string };
-
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
-
-/** Control bytes a field value may not hold (RFC 9110 §5.5: HTAB is the only one allowed). */
-const CONTROL_IN_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
-
-/**
- * The upstream's header lines as they may go back to the agent: hop-by-hop and Connection-named ones dropped;
- * null when a value holds a control byte other than HTAB (the head parser has refused NUL, CR and LF already:
- * relayed, a bare LF could split the agent's response).
- */
-function headersForAgent(lines: HeaderLines, listed: Set<string>): HeaderLines | null {
-  const kept: HeaderLines = [];
-  for (const line of lines) {
-    if (CONTROL_IN_VALUE.test(line[1])) return null;
-    const lower = line[0].toLowerCase();
-    if (!HOP_BY_HOP.has(lower) && !listed.has(lower)) kept.push(line);
-  }
-  return kept;
-}
 
 export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
   let acquired: Acquired | Promise<Acquired>;
@@ -175,7 +156,7 @@ class Exchange implements ConnectionUser, BodySource {
     if (listed.has("close")) this.#keepAlive = false;
     const framing = framingOf(head.headers);
     if (framing === undefined) return this.#fail("unreachable", "invalid body framing in the upstream response");
-    const kept = headersForAgent(head.headers, listed);
+    const kept = responseLinesForAgent(head.headers, listed);
     if (kept === null) return this.#fail("unreachable", "malformed response from upstream");
     this.#head = head;
     const bodyless = this.rq.method === "HEAD" || head.status === 204 || head.status === 304;
