@@ -17,6 +17,7 @@ import { RssWatch } from "./rss.ts";
 import type { LoadResult, SseResult, Target } from "./load.ts";
 import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
 import { killAll, reapAll, runClient } from "./procs.ts";
+import { pinProcess, placement } from "./placement.ts";
 import { testEngine } from "../test/support/postgres.ts";
 
 const TARGETS = {
@@ -40,6 +41,8 @@ if (process.argv.includes("--help") || process.argv.includes("-h")) {
                  (BENCH_PROFILE; the profiler slows the gateway, so the figures of such a run are not comparable)
   --whatif list  swap candidate changes into credgate at run time, comma list of no-log, log-time-ids
                  (BENCH_WHATIF; see bench/anatomy/whatif.ts); src/ is not touched
+  --no-pin       let the scheduler place every process (BENCH_NO_PIN=1); by default credgate runs on CPU 0
+                 and the load client and upstream on the others (taskset), as the ratio targets are one-core
 
 Where the time goes, layer by layer and with the candidate fixes: bun bench/anatomy.ts (see bench/README.md).`);
   process.exit(0);
@@ -53,6 +56,7 @@ const opts = {
   sseRuns: Math.round(numberOption("--sse-runs", "BENCH_SSE_RUNS", 20)),
   profileDir: pathOption("--profile", "BENCH_PROFILE"),
   whatIf: whatIfOption("--whatif", "BENCH_WHATIF"),
+  cpus: placement(flag("--no-pin", "BENCH_NO_PIN")),
 };
 
 const progress = (msg: string) => {
@@ -86,16 +90,22 @@ async function main(): Promise<void> {
   const env = await startBenchEnv({ profileDir: opts.profileDir, whatIf: opts.whatIf, log: progress });
   credgate = env.credgate;
   const { direct, mitm, mitmIp, llm, uncredentialed, upstream, upstreamStats } = env;
+  const cpus = opts.cpus;
+  if (cpus) {
+    pinProcess(env.credgate.proc.pid, cpus.gateway);
+    pinProcess(upstream.proc.pid, cpus.peers);
+  }
+  const peerCpus = cpus?.peers;
 
   const watch = { gateway: env.credgate.proc.pid, upstream: upstream.proc.pid };
   const load = async (t: Target, connections: number, durationMs = opts.durationMs): Promise<Run> => {
     const before = await upstreamStats();
-    const r = await runClient<LoadResult>({ task: "load", connections, warmupMs: opts.warmupMs, durationMs, path: "/", watch, ...t });
+    const r = await runClient<LoadResult>({ task: "load", connections, warmupMs: opts.warmupMs, durationMs, path: "/", watch, ...t }, peerCpus);
     const after = await upstreamStats();
     // Minus the /stats request itself and its connection.
     return { ...r, upstream: { requests: after.requests - before.requests - 1, connections: after.connections - before.connections - 1 } };
   };
-  const sse = (t: Target) => runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/sse", ...t });
+  const sse = (t: Target) => runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/sse", ...t }, peerCpus);
 
   const secs = opts.durationMs / 1000;
   progress(`throughput: ${opts.connections} connections, ${secs} s each (direct, MITM, MITM to the IP)`);
@@ -133,12 +143,24 @@ async function main(): Promise<void> {
   progress(`SSE time to first event: ${opts.sseRuns} runs each (direct, MITM, MITM to the IP)`);
   const stream: Runs<SseResult> = { direct: await sse(direct), mitm: await sse(mitm), mitmIp: await sse(mitmIp) };
 
-  // All cores (§7 --gateway-workers): a second credgate with one gateway process per core on the same upstream.
+  // Not pinned, and all cores (§7 --gateway-workers): every process may use every core; direct, this credgate
+  // (one gateway process) and a second one with one gateway process per core, on the same upstream.
   const cores = navigator.hardwareConcurrency;
-  progress(`all cores: a credgate with ${cores} gateway processes, ${opts.connections} connections, ${secs} s`);
+  progress(`not pinned: direct, one gateway process, then a credgate with ${cores} gateway processes, ${opts.connections} connections, ${secs} s each`);
+  if (cpus) {
+    pinProcess(upstream.proc.pid, cpus.all);
+    pinProcess(env.credgate.proc.pid, cpus.all);
+  }
+  const floating = (t: Target) => runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/", watch, ...t });
+  const floatingDirect = await floating(direct);
+  const floatingOne = await floating(mitm);
   const wide = await startGateway(env, { workers: cores, whatIf: opts.whatIf, log: progress });
-  const allCores = { processes: cores, run: await runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/", ...wide.mitm }) };
+  const allCores = { processes: cores, direct: floatingDirect, oneProcess: floatingOne, run: await floating(wide.mitm) };
   await wide.credgate.stop();
+  if (cpus) {
+    pinProcess(upstream.proc.pid, cpus.peers);
+    pinProcess(env.credgate.proc.pid, cpus.gateway);
+  }
 
   // Metering (§6.11): the same Anthropic answer through the MITM path, on the metered path and beside it.
   progress(`LLM metering: SSE first event and ${opts.connections}-connection throughput, metered vs unmetered`);
@@ -146,12 +168,12 @@ async function main(): Promise<void> {
   const json1 = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 64, messages: [{ role: "user", content: "hi" }] });
   const metering = {
     sse: {
-      unmetered: await runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/v1/unmetered", ...llm, body: stream1 }),
-      metered: await runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/v1/messages", ...llm, body: stream1 }),
+      unmetered: await runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/v1/unmetered", ...llm, body: stream1 }, peerCpus),
+      metered: await runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/v1/messages", ...llm, body: stream1 }, peerCpus),
     },
     throughput: {
-      unmetered: await runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/v1/unmetered", watch, ...llm, body: json1 }),
-      metered: await runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/v1/messages", watch, ...llm, body: json1 }),
+      unmetered: await runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/v1/unmetered", watch, ...llm, body: json1 }, peerCpus),
+      metered: await runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/v1/messages", watch, ...llm, body: json1 }, peerCpus),
     },
   };
 
@@ -173,7 +195,7 @@ async function main(): Promise<void> {
   const report = {
     machine: { cpus: navigator.hardwareConcurrency, bun: Bun.version, platform: process.platform },
     store: testEngine(),
-    options: { durationMs: opts.durationMs, warmupMs: opts.warmupMs, connections: opts.connections, sseRuns: opts.sseRuns, latencyRounds: LATENCY_ROUNDS, whatIf: opts.whatIf },
+    options: { durationMs: opts.durationMs, warmupMs: opts.warmupMs, connections: opts.connections, sseRuns: opts.sseRuns, latencyRounds: LATENCY_ROUNDS, whatIf: opts.whatIf, placement: opts.cpus },
     throughput: many,
     latency1: one,
     sse: stream,
@@ -194,7 +216,7 @@ async function main(): Promise<void> {
     printMemory(memory);
     printHttpsProxy(httpsProxy, many, one);
     printCredentialCost(uncredentialedRun, many);
-    printAllCores(allCores, many);
+    printAllCores(allCores);
     printMetering(metering);
   }
 }
@@ -210,9 +232,13 @@ const cpuText = (c: Record<string, number>) =>
     .map((k) => `${k} ${Math.round(c[k]!)}%`)
     .join(", ");
 
-function printAllCores(all: { processes: number; run: LoadResult }, many: Runs<Run>): void {
-  console.log(`All cores: ${all.processes} gateway processes sharing the port (--gateway-workers ${all.processes}), MITM, ${all.run.connections} connections`);
-  console.log(`  ${fi(all.run.rps)} req/s   p50 ${f(all.run.latencyMs.p50)} ms   ratio to direct ${f(all.run.rps / many.direct.rps)} (one process ${f(many.mitm.rps / many.direct.rps)}; the client and upstream share the same cores)`);
+function printAllCores(all: { processes: number; direct: LoadResult; oneProcess: LoadResult; run: LoadResult }): void {
+  console.log(`Not pinned: every process on any core (the client and upstream share the cores with the gateway), MITM, ${all.run.connections} connections`);
+  console.log(`  direct          ${fi(all.direct.rps).padStart(7)} req/s   p50 ${f(all.direct.latencyMs.p50)} ms`);
+  console.log(`  one process     ${fi(all.oneProcess.rps).padStart(7)} req/s   p50 ${f(all.oneProcess.latencyMs.p50)} ms   ratio to direct ${f(all.oneProcess.rps / all.direct.rps)}`);
+  console.log(
+    `  ${`${all.processes} processes`.padEnd(15)} ${fi(all.run.rps).padStart(7)} req/s   p50 ${f(all.run.latencyMs.p50)} ms   ratio to direct ${f(all.run.rps / all.direct.rps)} (--gateway-workers ${all.processes}, sharing the port)`,
+  );
 }
 
 function printCredentialCost(plain: Run, many: Runs<Run>): void {
@@ -247,6 +273,11 @@ function printTable(many: Runs<Run>, one: Runs<Run>, stream: Runs<SseResult>, ch
   if (opts.whatIf.length) rows.push(`WHAT-IF RUN: credgate with ${opts.whatIf.join(", ")} swapped in (bench/anatomy/whatif.ts), not the code as committed`);
   rows.push(`MITM = CONNECT ${HOST} (pinned with CREDGATE_RESOLVE); MITM, IP = CONNECT 127.0.0.1 (no pin: the gateway's plain fetch path)`);
   rows.push("cpu = % of one core over the measured window (client = load generator, other = everything else on the machine)");
+  rows.push(
+    opts.cpus
+      ? `placement: credgate on CPU ${opts.cpus.gateway}, load client and upstream on CPU ${opts.cpus.peers} (taskset; the all-core run unpinned)`
+      : "placement: not pinned (--no-pin, one CPU or no taskset): the gateway shares its cores with the load",
+  );
   rows.push("");
   rows.push(`GET / (small JSON), ${many.direct.connections} keep-alive connections`);
   loadRows(many);

@@ -3,6 +3,7 @@
 import { spawn, type Subprocess } from "bun";
 import { join } from "node:path";
 import type { LoadConfig } from "./load.ts";
+import { onCpus } from "./placement.ts";
 
 export const BUN = process.execPath;
 export const BENCH_DIR = import.meta.dir;
@@ -63,9 +64,9 @@ export async function startServer(script: string, args: string[]): Promise<{ pro
   };
 }
 
-/** Runs the load client (bench/load.ts) in its own process and returns its JSON result. */
-export async function runClient<T>(cfg: LoadConfig): Promise<T> {
-  const proc = spawn([BUN, join(BENCH_DIR, "load.ts"), JSON.stringify(cfg)], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+/** Runs the load client (bench/load.ts) in its own process, on `cpus` when given, and returns its JSON result. */
+export async function runClient<T>(cfg: LoadConfig, cpus?: string): Promise<T> {
+  const proc = spawn([...onCpus(cpus), BUN, join(BENCH_DIR, "load.ts"), JSON.stringify(cfg)], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   children.add(proc);
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   children.delete(proc);
