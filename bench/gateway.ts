@@ -98,14 +98,23 @@ async function main(): Promise<void> {
   const peerCpus = cpus?.peers;
 
   const watch = { gateway: env.credgate.proc.pid, upstream: upstream.proc.pid };
+  // Direct runs take the gateway's idle CPU for the upstream (the client stays where it is), as the peer
+  // benchmark does: client and upstream never share a core in either kind of run.
+  const placeUpstream = (t: Target) => {
+    if (cpus) pinProcess(upstream.proc.pid, t === direct ? cpus.gateway : cpus.peers);
+  };
   const load = async (t: Target, connections: number, durationMs = opts.durationMs): Promise<Run> => {
+    placeUpstream(t);
     const before = await upstreamStats();
     const r = await runClient<LoadResult>({ task: "load", connections, warmupMs: opts.warmupMs, durationMs, path: "/", watch, ...t }, peerCpus);
     const after = await upstreamStats();
     // Minus the /stats request itself and its connection.
     return { ...r, upstream: { requests: after.requests - before.requests - 1, connections: after.connections - before.connections - 1 } };
   };
-  const sse = (t: Target) => runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/sse", ...t }, peerCpus);
+  const sse = (t: Target) => {
+    placeUpstream(t);
+    return runClient<SseResult>({ task: "sse", runs: opts.sseRuns, warmupRuns: 3, path: "/sse", ...t }, peerCpus);
+  };
 
   const secs = opts.durationMs / 1000;
   progress(`throughput: ${opts.connections} connections, ${secs} s each (direct, MITM, MITM to the IP)`);
@@ -153,14 +162,13 @@ async function main(): Promise<void> {
   }
   const floating = (t: Target) => runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/", watch, ...t });
   const floatingDirect = await floating(direct);
+  // (placeUpstream is not called here: nothing is pinned.)
   const floatingOne = await floating(mitm);
   const wide = await startGateway(env, { workers: cores, whatIf: opts.whatIf, log: progress });
   const allCores = { processes: cores, direct: floatingDirect, oneProcess: floatingOne, run: await floating(wide.mitm) };
   await wide.credgate.stop();
-  if (cpus) {
-    pinProcess(upstream.proc.pid, cpus.peers);
-    pinProcess(env.credgate.proc.pid, cpus.gateway);
-  }
+  if (cpus) pinProcess(env.credgate.proc.pid, cpus.gateway);
+  placeUpstream(llm);
 
   // Metering (§6.11): the same Anthropic answer through the MITM path, on the metered path and beside it.
   progress(`LLM metering: SSE first event and ${opts.connections}-connection throughput, metered vs unmetered`);
@@ -275,7 +283,7 @@ function printTable(many: Runs<Run>, one: Runs<Run>, stream: Runs<SseResult>, ch
   rows.push("cpu = % of one core over the measured window (client = load generator, other = everything else on the machine)");
   rows.push(
     opts.cpus
-      ? `placement: credgate on CPU ${opts.cpus.gateway}, load client and upstream on CPU ${opts.cpus.peers} (taskset; the all-core run unpinned)`
+      ? `placement (taskset, as ../shared/peer-bench): credgate on CPU ${opts.cpus.gateway}, load client on CPU ${opts.cpus.peers}, upstream on CPU ${opts.cpus.peers} (direct runs: CPU ${opts.cpus.gateway})`
       : "placement: not pinned (--no-pin, one CPU or no taskset): the gateway shares its cores with the load",
   );
   rows.push("");

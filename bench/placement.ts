@@ -1,7 +1,8 @@
-// Where the benchmark's processes run. The ratio targets of the gateway issue are one-core figures: the
-// proxy on one core, the load client and the upstream on the others (how the issue measured it, and what
-// ../shared/peer-bench does), so that the gateway neither competes with its own load for a core nor borrows
-// a second one. Without `taskset` or with one CPU everything floats, and the table says so.
+// Where the benchmark's processes run. The ratio targets of the gateway issue are one-core figures, measured
+// as ../shared/peer-bench does: the proxy alone on one core, the load client on another, the upstream beside
+// the client (and on the proxy's idle core for direct runs), so that the gateway neither competes with its own
+// load for a core nor borrows a second one. Without `taskset` or with one CPU everything floats, and the table
+// says so.
 import { spawnSync } from "bun";
 
 export interface Placement {
