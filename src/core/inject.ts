@@ -1,4 +1,4 @@
-// Applying one credential to an outbound request (CONTRACT §6.7). Pure: it edits a Headers object and
+// Applying one credential to an outbound request (CONTRACT §6.7). Pure: it edits the headers (HeaderEdits) and
 // returns the new path; the caller decides order and precedence. Every applied action is counted.
 import { isPathSafeValue, type AuthMode, type InjectionConfigShape, type SecretTypeName } from "./secretRules.ts";
 
@@ -80,18 +80,25 @@ function applyPathRegex(path: string, re: RegExp, replacement: string, value: st
   return out;
 }
 
-function setHeader(headers: Headers, name: string, value: string): number {
+/** The edits injection makes to a request's headers (a Headers object, or the gateway's header lines). */
+export interface HeaderEdits {
+  has(name: string): boolean;
+  set(name: string, value: string): void;
+  delete(name: string): void;
+}
+
+function setHeader(headers: HeaderEdits, name: string, value: string): number {
   headers.set(name, value);
   return 1;
 }
 
-function removeHeader(headers: Headers, name: string): number {
+function removeHeader(headers: HeaderEdits, name: string): number {
   if (!headers.has(name)) return 0;
   headers.delete(name);
   return 1;
 }
 
-export function applyInjection(secret: Injectable, value: string, headers: Headers, pathAndQuery: string): InjectionOutcome {
+export function applyInjection(secret: Injectable, value: string, headers: HeaderEdits, pathAndQuery: string): InjectionOutcome {
   let count = 0;
   if (secret.type === "llm_a") {
     if (secret.authMode === "oauth") count += setHeader(headers, "authorization", `Bearer ${value}`) + removeHeader(headers, "x-api-key");

@@ -1,6 +1,7 @@
 // Header hygiene both ways (CONTRACT §6.14): hop-by-hop headers, and every header named in Connection,
 // never cross the gateway; requests also lose Host (rebuilt from the target) and every x-credgate-* header.
 import { connectionTokens, headerValue, type HeaderLines } from "./http1/head.ts";
+import { HeaderList } from "./http1/headerList.ts";
 
 const HOP_BY_HOP = new Set([
   "connection",
@@ -16,9 +17,9 @@ const HOP_BY_HOP = new Set([
 
 /**
  * The agent's headers as they may go upstream (before injection), from the head's lines as parsed (names as
- * sent) or a Headers object: one pass for the Connection tokens, one for the rest, one native call to build.
+ * sent) or a Headers object: one pass for the Connection tokens, one for the rest.
  */
-export function requestHeadersForUpstream(src: Iterable<[string, string]>): Headers {
+export function requestHeadersForUpstream(src: Iterable<[string, string]>): HeaderList {
   const entries: HeaderLines = Array.isArray(src) ? src : [...src];
   const listed = connectionTokens(entries);
   const kept: [string, string][] = [];
@@ -27,7 +28,7 @@ export function requestHeadersForUpstream(src: Iterable<[string, string]>): Head
     if (HOP_BY_HOP.has(name) || listed.has(name) || name === "host" || name === "expect" || name.startsWith("x-credgate-")) continue;
     kept.push(entry);
   }
-  return new Headers(kept);
+  return new HeaderList(kept);
 }
 
 /** Control bytes a response field value may not hold (RFC 9110 §5.5: HTAB is the only one allowed). */

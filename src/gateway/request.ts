@@ -2,6 +2,7 @@
 // what will go upstream, and what each stage decided. Fields a stage sets are typed here, not bolted on.
 import { pathWithoutQuery } from "../core/patterns.ts";
 import { headerValue } from "./http1/head.ts";
+import type { HeaderList } from "./http1/headerList.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../requestId.ts";
 import type { DialTarget } from "../services/outbound.ts";
 import type { AgentPresence, IncomingRequest } from "./client/connection.ts";
@@ -53,7 +54,7 @@ export class ProxyRequest {
   #credentials: AgentCredentials | null = null;
 
   /** Outgoing headers: the agent's, cleaned, then injected. */
-  headers: Headers;
+  headers: HeaderList;
   /** Outgoing path and query (after path/param injection). */
   upstreamTarget: string;
   /** The body still to be forwarded (peeking stages put back an equivalent stream). */
@@ -90,7 +91,7 @@ export class ProxyRequest {
     readonly via: Via,
     readonly client: AgentConnection,
     to: Destination,
-    cleanHeaders: Headers,
+    cleanHeaders: HeaderList,
     websocket: boolean,
   ) {
     this.#incoming = incoming;

@@ -164,6 +164,24 @@ describe("injection variants (§6.7)", () => {
     }
   });
 
+  // The header lines too: what the gateway does not inject or strip leaves as the agent wrote it.
+  test("header lines go upstream as sent: names keep their case, repeated fields stay separate lines in order, the injected header takes the placeholder's place", async () => {
+    await createSecret({ name: "verbatim header", type: "generic", value: "HDR-S3CR3T", hostPattern: "verbatim.inj.test", injectionConfig: { headerName: "X-Api-Token" } });
+    rawUp.respond((_h, sock) => sock.end("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"));
+    const authority = `verbatim.inj.test:${rawUp.port}`;
+    const t = await openTlsTunnel(cg.gatewayPort, authority, token, ca.pem, "verbatim.inj.test");
+    const before = rawUp.heads.length;
+    const sent = ["X-Custom-CASE: One", "Accept: text/plain", "x-api-token: placeholder", "Accept: application/json", "Connection: keep-alive, X-Hop", "X-Hop: dropped", "Keep-Alive: timeout=5"];
+    t.tls.write(rawRequest("GET", "/h", authority, sent));
+    const res = await t.reader.response();
+    t.tls.destroy();
+    expect(res.status).toBe(200);
+    const lines = rawUp.heads[before]!.split("\r\n").filter(Boolean);
+    // (The request line carries the query secret of the test before; the echo guard asks for an identity
+    // encoding on every credentialed request, §6.17.)
+    expect(lines).toEqual(["GET /h?api_key=VERBATIM HTTP/1.1", `Host: ${authority}`, "X-Custom-CASE: One", "Accept: text/plain", "X-Api-Token: HDR-S3CR3T", "Accept: application/json", "accept-encoding: identity"]);
+  });
+
   test("path template: the hole after the literal prefix becomes the value; other paths are untouched (§9 example 26)", async () => {
     await createSecret({ name: "tmpl", type: "generic", value: "123:TPL-S3CR3T", hostPattern: "tmpl.inj.test", injectionConfig: { pathTemplate: "/bot{value}" } });
     let before = up.seen.length;

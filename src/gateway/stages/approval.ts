@@ -14,7 +14,8 @@ import type { ProxyRequest } from "../request.ts";
 const REVIEWER_HIDDEN = ["authorization", "x-api-key", "cookie"];
 
 function reviewerHeaders(agentHeaders: Headers): Record<string, string> {
-  const h = requestHeadersForUpstream(agentHeaders);
+  // A Headers object for the reviewer: names lowercased, repeated fields joined.
+  const h = new Headers([...requestHeadersForUpstream(agentHeaders)]);
   for (const name of REVIEWER_HIDDEN) h.delete(name);
   return Object.fromEntries(h);
 }
