@@ -162,7 +162,6 @@ async function main(): Promise<void> {
   }
   const floating = (t: Target) => runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/", watch, ...t });
   const floatingDirect = await floating(direct);
-  // (placeUpstream is not called here: nothing is pinned.)
   const floatingOne = await floating(mitm);
   const wide = await startGateway(env, { workers: cores, whatIf: opts.whatIf, log: progress });
   const allCores = { processes: cores, direct: floatingDirect, oneProcess: floatingOne, run: await floating(wide.mitm) };
