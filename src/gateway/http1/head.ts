@@ -27,12 +27,12 @@ export const CHUNKED = -1;
 
 export const MAX_HEAD_BYTES = 64 * 1024;
 
-const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** An HTTP token (RFC 9110 §5.6.2): what a method and a field name are made of. */
+export const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 // Visible bytes only in the target: no spaces, no controls, DEL excluded; bytes ≥ 0x80 pass as they came.
 const TARGET = /^[\x21-\x7e\x80-\xff]+$/;
 /** A NUL, or a CR or LF that is not part of a line end: never a field value (RFC 9110 §5.5). */
-const FORBIDDEN_IN_VALUE = /[\0\r\n]/;
+export const FORBIDDEN_IN_VALUE = /[\0\r\n]/;
 
 function headerLines(lines: string[], from: number): HeaderLines | null {
   const out: HeaderLines = [];
@@ -41,7 +41,7 @@ function headerLines(lines: string[], from: number): HeaderLines | null {
     const colon = line.indexOf(":");
     if (colon <= 0) return null;
     const name = line.slice(0, colon);
-    if (!HEADER_NAME.test(name)) return null;
+    if (!TOKEN.test(name)) return null;
     const value = line.slice(colon + 1).trim();
     if (FORBIDDEN_IN_VALUE.test(value)) return null;
     out.push([name, value]);
@@ -59,7 +59,7 @@ export function parseRequestHead(buf: Buffer, end: number): RequestHead | null {
   const method = first.slice(0, sp1);
   const target = first.slice(sp1 + 1, sp2);
   const version = first.slice(sp2 + 1);
-  if (!METHOD.test(method) || !TARGET.test(target) || (version !== "HTTP/1.1" && version !== "HTTP/1.0")) return null;
+  if (!TOKEN.test(method) || !TARGET.test(target) || (version !== "HTTP/1.1" && version !== "HTTP/1.0")) return null;
   const headers = headerLines(lines, 1);
   return headers ? { method, target, http10: version === "HTTP/1.0", headers } : null;
 }

@@ -2,15 +2,14 @@
 // kept as the agent sent them: each name in its own case, repeated fields as separate lines, in order. The
 // gateway forwards most headers untouched and edits one or two, and building then iterating a Headers object
 // for every request cost more than those edits (bench/README.md).
-import type { HeaderLines } from "./head.ts";
+import { FORBIDDEN_IN_VALUE, TOKEN, type HeaderLines } from "./head.ts";
 
-const NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** What no field value may hold (RFC 9110 §5.5): written into a request head, it would split it. */
-const FORBIDDEN_IN_VALUE = /[\0\r\n]/;
-
-/** Refuses what Headers.set would refuse, so that no edit can break the head it is written into. */
+/**
+ * Refuses what Headers.set would refuse — the rules the head parser reads fields by — so that no edit can
+ * break the head it is written into.
+ */
 function checked(name: string, value: string): [string, string] {
-  if (!NAME.test(name)) throw new TypeError(`invalid header name: ${JSON.stringify(name)}`);
+  if (!TOKEN.test(name)) throw new TypeError(`invalid header name: ${JSON.stringify(name)}`);
   if (FORBIDDEN_IN_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}`);
   return [name, value];
 }
