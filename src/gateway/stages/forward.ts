@@ -8,12 +8,14 @@ import type { ProxyRequest } from "../request.ts";
 import { exchange } from "../upstream/exchange.ts";
 import type { DialTarget } from "../../services/outbound.ts";
 
+/** Bytes a request line cannot carry (controls, space, DEL); the `g` copy replaces them all. */
 const UNSENDABLE = /[\x00-\x20\x7f]/;
+const EVERY_UNSENDABLE = new RegExp(UNSENDABLE.source, "g");
 
 /** The request head that leaves the gateway. Bytes a request line cannot carry are percent-encoded. */
 export function upstreamHead(rq: ProxyRequest, extra = ""): string {
   let target = rq.upstreamTarget;
-  if (UNSENDABLE.test(target)) target = target.replace(/[\x00-\x20\x7f]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0").toUpperCase()}`);
+  if (UNSENDABLE.test(target)) target = target.replace(EVERY_UNSENDABLE, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0").toUpperCase()}`);
   let head = `${rq.method} ${target} HTTP/1.1\r\nHost: ${rq.authority}\r\n`;
   for (const [name, value] of rq.headers) head += `${name}: ${value}\r\n`;
   return `${head}${extra}\r\n`;
