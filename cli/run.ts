@@ -11,11 +11,6 @@ import { nodePreloadBundle } from "../src/run/preloadBundle.ts" with { type: "ma
 import { NoDataError, openCore } from "../src/server.ts";
 import { fail } from "./fail.ts";
 
-/** The Node preload (undici inlined, ~1 MB): made only by `credgate run`, so that no other command holds it. */
-function nodePreload(): string {
-  return nodePreloadBundle();
-}
-
 const RUN_HELP = `
 Which server, and as whom:
   CREDGATE_URL      the credgate API to ask for the agent's settings (default http://localhost:10254)
@@ -99,7 +94,8 @@ export function registerRun(program: Command): void {
         const files = { ca: join(dir, "ca.pem"), bundle: join(dir, "ca-bundle.pem"), nodePreload: join(dir, "node-preload.cjs"), curlHome: dir };
         writeFileSync(files.ca, config.caCertificate);
         writeFileSync(files.bundle, combinedBundle(config.caCertificate));
-        writeFileSync(files.nodePreload, nodePreload());
+        // The Node preload (undici inlined, ~1 MB) is made here, not at module level: no other command holds it.
+        writeFileSync(files.nodePreload, nodePreloadBundle());
         writeFileSync(join(files.curlHome, ".curlrc"), curlrcWithProxyCa(process.env, files.bundle));
         const env = runEnvironment(process.env, config, gatewayUrl, files);
         const child = Bun.spawn(command, { env, stdio: ["inherit", "inherit", "inherit"] });
