@@ -8,6 +8,7 @@ import m4 from "./0004_instances_rate_limits.sql" with { type: "text" };
 import m5 from "./0005_budgets.sql" with { type: "text" };
 import m6 from "./0006_request_log_request_id.sql" with { type: "text" };
 import m7 from "./0007_cloud_accounts.sql" with { type: "text" };
+import m8 from "./0008_request_log_one_index.sql" with { type: "text" };
 
 export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795323549979, breakpoints: true, sql: m0 },
@@ -18,4 +19,5 @@ export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0005_budgets", when: 1795570007720, breakpoints: true, sql: m5 },
   { tag: "0006_request_log_request_id", when: 1795582333590, breakpoints: true, sql: m6 },
   { tag: "0007_cloud_accounts", when: 1795589397485, breakpoints: true, sql: m7 },
+  { tag: "0008_request_log_one_index", when: 1795642035799, breakpoints: true, sql: m8 },
 ];

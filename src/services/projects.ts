@@ -118,8 +118,8 @@ export class ProjectService {
     await this.deps.store.transaction(async () => {
       const ids = (await this.list(organizationId)).map((p) => p.id);
       await this.#purge(ids, organizationId);
-      const { budgetSpend, budgetReservations, requestLogs } = this.t;
-      await this.db.delete(requestLogs).where(eq(requestLogs.organizationId, organizationId));
+      // Its request logs went with its projects (#purge walks the per-project index).
+      const { budgetSpend, budgetReservations } = this.t;
       await this.db.delete(budgetSpend).where(eq(budgetSpend.organizationId, organizationId));
       await this.db.delete(budgetReservations).where(eq(budgetReservations.organizationId, organizationId));
       await this.db.delete(organizations).where(eq(organizations.id, organizationId));

@@ -53,6 +53,12 @@ function encodeCursor(row: { createdAt: string; id: string }): string {
   return Buffer.from(JSON.stringify([row.createdAt, row.id])).toString("base64url");
 }
 
+/** The lists' order: newest first, ties by id (as the queries' ORDER BY). */
+function newestFirst(a: RequestLogView, b: RequestLogView): number {
+  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? 1 : -1;
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
 export function decodeCursor(cursor: string): { createdAt: string; id: string } | null {
   try {
     const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
@@ -190,31 +196,55 @@ export class RequestLogService {
     await this.deps.store.db.delete(requestLogs).where(lt(requestLogs.createdAt, cutoff));
   }
 
+  /**
+   * One page, newest first. The table's one index is per project (schema.sqlite.ts), so an organization's list
+   * is one walk per project — each already in order and cut at the page size — merged here.
+   */
   async query(q: LogQuery): Promise<{ data: RequestLogView[]; nextCursor: string | null }> {
     await this.flush();
+    const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    if (cursor === null) throw ApiError.flat(400, "cursor is invalid");
+    const projectIds = await this.#projectsToWalk(q);
+    const walks = await Promise.all(projectIds.map((projectId) => this.#walk(q, projectId, cursor)));
+    const rows = walks.length === 1 ? walks[0]! : walks.flat().sort(newestFirst).slice(0, q.limit + 1);
+    const data: RequestLogView[] = rows.slice(0, q.limit);
+    return { data, nextCursor: rows.length > q.limit ? encodeCursor(data[data.length - 1]!) : null };
+  }
+
+  /** The projects whose rows can match: the one asked for, the agent's, or all of the organization's. */
+  async #projectsToWalk(q: LogQuery): Promise<string[]> {
+    if (q.projectId) return [q.projectId];
+    const { agents, projects } = this.deps.store.t;
+    if (q.agentId) {
+      const [agent] = await this.deps.store.db.select({ projectId: agents.projectId }).from(agents).where(eq(agents.id, q.agentId));
+      // A deleted agent's rows stay with its project: then every project is walked.
+      if (agent) return [agent.projectId];
+    }
+    const rows = await this.deps.store.db.select({ id: projects.id }).from(projects).where(eq(projects.organizationId, q.organizationId));
+    return rows.map((r) => r.id);
+  }
+
+  /** Up to one more row than the page, newest first, of one project. */
+  async #walk(q: LogQuery, projectId: string, cursor: { createdAt: string; id: string } | undefined): Promise<RequestLogView[]> {
     const { requestLogs } = this.deps.store.t;
-    const where: SQL[] = [eq(requestLogs.organizationId, q.organizationId)];
-    if (q.projectId) where.push(eq(requestLogs.projectId, q.projectId));
+    const where: SQL[] = [eq(requestLogs.projectId, projectId), eq(requestLogs.organizationId, q.organizationId)];
     if (q.agentId) where.push(eq(requestLogs.agentId, q.agentId));
     if (q.host) where.push(eq(requestLogs.host, q.host.toLowerCase()));
     if (q.decision) where.push(eq(requestLogs.decision, q.decision));
     if (q.status !== undefined) where.push(eq(requestLogs.status, q.status));
     if (q.since) where.push(gte(requestLogs.createdAt, q.since));
     if (q.until) where.push(lte(requestLogs.createdAt, q.until));
-    if (q.cursor) {
-      const c = decodeCursor(q.cursor);
-      if (!c) throw ApiError.flat(400, "cursor is invalid");
-      where.push(or(lt(requestLogs.createdAt, c.createdAt), and(eq(requestLogs.createdAt, c.createdAt), lt(requestLogs.id, c.id)))!);
+    if (cursor) {
+      // The plain bound lets the walk start at the cursor instead of filtering every newer row.
+      where.push(lte(requestLogs.createdAt, cursor.createdAt));
+      where.push(or(lt(requestLogs.createdAt, cursor.createdAt), and(eq(requestLogs.createdAt, cursor.createdAt), lt(requestLogs.id, cursor.id)))!);
     }
     const { seq: _seq, organizationId: _org, ...columns } = getTableColumns(requestLogs);
-    const rows = await this.deps.store.db
+    return this.deps.store.db
       .select(columns)
       .from(requestLogs)
       .where(and(...where))
       .orderBy(desc(requestLogs.createdAt), desc(requestLogs.id))
       .limit(q.limit + 1);
-    const page = rows.slice(0, q.limit);
-    const data: RequestLogView[] = page;
-    return { data, nextCursor: rows.length > q.limit ? encodeCursor(page[page.length - 1]!) : null };
   }
 }

@@ -201,10 +201,8 @@ export const requestLogs = pgTable(
     requestId: text("request_id"),
     createdAt: text("created_at").notNull(),
   },
-  (t) => [
-    index("request_logs_project_time").on(t.projectId, t.createdAt, t.id),
-    index("request_logs_org_time").on(t.organizationId, t.createdAt, t.id),
-  ],
+  // The same single index as the SQLite schema (see there), so that both stores answer the same queries.
+  (t) => [index("request_logs_project_time").on(t.projectId, t.createdAt)],
 );
 
 /** Secret grants (CONTRACT §3.2): which secrets an agent in mode `grants` may inject. */

@@ -137,4 +137,53 @@ describe("request-log batches", () => {
     await api.core.services.requestLogs.flush();
     expect((await api.call("GET", `/v1/agents/${agentId}`)).body.lastSeenAt).toBe(at);
   });
+  test("/org/logs merges the projects' rows newest first, pages across them, and follows an agent to its project", async () => {
+    const { services } = api.core;
+    const { project: other } = await services.projects.create(api.organizationId, `Logs merge ${n}`);
+    const otherAgent = await services.agents.create(other.id, { name: "Merge agent", identifier: `merge-agent-${n}`, mode: "all" });
+    const base = Date.UTC(2032, 0, 1);
+    const at = (ms: number) => new Date(base + ms).toISOString();
+    // Interleaved in time across the two projects, with a tie on one millisecond between them.
+    const rows = [
+      row({ host: "merge.test", createdAt: at(1) }),
+      row({ host: "merge.test", createdAt: at(2), projectId: other.id, agentId: otherAgent.id }),
+      row({ host: "merge.test", createdAt: at(3) }),
+      row({ host: "merge.test", createdAt: at(3), projectId: other.id, agentId: otherAgent.id }),
+      row({ host: "merge.test", createdAt: at(4), projectId: other.id, agentId: otherAgent.id }),
+      row({ host: "merge.test", createdAt: at(5) }),
+    ];
+    for (const r of rows) services.requestLogs.enqueue(r);
+    const newestFirst = [...rows].sort((a, b) => (a.createdAt !== b.createdAt ? (a.createdAt < b.createdAt ? 1 : -1) : a.id < b.id ? 1 : -1)).map((r) => r.id);
+
+    const pages: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const res: { status: number; body: { data: { id: string }[]; nextCursor: string | null } } = await api.call(
+        "GET",
+        `/v1/org/logs?host=merge.test&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+        { key: api.orgKey },
+      );
+      expect(res.status).toBe(200);
+      pages.push(res.body.data.map((r) => r.id));
+      cursor = res.body.nextCursor;
+    } while (cursor);
+    expect(pages.flat()).toEqual(newestFirst);
+    expect(pages.map((p) => p.length)).toEqual([2, 2, 2]);
+
+    // An agent filter reads the agent's own project; a projectId filter the one project.
+    const byAgent = await api.call("GET", `/v1/org/logs?host=merge.test&agentId=${otherAgent.id}`, { key: api.orgKey });
+    expect(byAgent.body.data.map((r: { id: string }) => r.id)).toEqual(newestFirst.filter((id) => rows.find((r) => r.id === id)!.projectId === other.id));
+    const byProject = await api.call("GET", `/v1/org/logs?host=merge.test&projectId=${api.projectId}`, { key: api.orgKey });
+    expect(byProject.body.data.map((r: { id: string }) => r.id)).toEqual(newestFirst.filter((id) => rows.find((r) => r.id === id)!.projectId === api.projectId));
+
+    // A deleted agent's rows stay listed under its id.
+    await services.agents.delete(other.id, otherAgent.id);
+    const gone = await api.call("GET", `/v1/org/logs?host=merge.test&agentId=${otherAgent.id}`, { key: api.orgKey });
+    expect(gone.body.data.length).toBe(3);
+
+    // Deleting the project takes its rows out of the organization's list.
+    await services.projects.delete(api.organizationId, other.id);
+    const after = await api.call("GET", "/v1/org/logs?host=merge.test", { key: api.orgKey });
+    expect(after.body.data.map((r: { id: string }) => r.id)).toEqual(newestFirst.filter((id) => rows.find((r) => r.id === id)!.projectId === api.projectId));
+  });
 });

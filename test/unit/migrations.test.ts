@@ -24,9 +24,11 @@ test("request logs written before 0003 are kept, ordered by time, after the upgr
   const rows = store.client.query("SELECT seq, id, created_at FROM request_logs ORDER BY seq").all() as { seq: number; id: string; created_at: string }[];
   expect(rows.map((r) => r.id)).toEqual(["id-early", "id-late"]);
   expect(rows[0]!.seq).toBeLessThan(rows[1]!.seq);
-  // The uuid has no index of its own any more; the listing indexes remain.
+  // The uuid has no index of its own any more; one listing index remains, per project (project, time; the rowid implied).
   const indexes = (store.client.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'request_logs'").all() as { name: string }[]).map((r) => r.name).sort();
-  expect(indexes).toEqual(["request_logs_org_time", "request_logs_project_time"]);
+  expect(indexes).toEqual(["request_logs_project_time"]);
+  const columns = (store.client.query("SELECT name FROM pragma_index_info('request_logs_project_time')").all() as { name: string }[]).map((r) => r.name);
+  expect(columns).toEqual(["project_id", "created_at"]);
   // Every migration is recorded once; opening again applies nothing.
   const applied = () => (store.client.query('SELECT count(*) AS n FROM "__drizzle_migrations"').get() as { n: number }).n;
   expect(applied()).toBe(sqliteMigrations.length);
