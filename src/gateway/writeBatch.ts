@@ -36,13 +36,39 @@ interface NativeWrite {
   write(data: Uint8Array): number;
 }
 
+/** Text in a batch: latin1, one byte per character (heads, chunk-size lines), as the head parser reads them. */
+export type Outgoing = Uint8Array | string;
+
+const byteLength = (part: Outgoing): number => (typeof part === "string" ? part.length : part.byteLength);
+
+/**
+ * Where a turn's parts are joined before the write. The socket's `write` copies what it takes (into the TLS
+ * record or the kernel) before it returns, so one buffer serves every batch: a response is no longer a head
+ * buffer, a joined buffer and the body's, each a native allocation held until a collection finds it dead.
+ */
+const JOIN_BYTES = BATCH_HIGH_WATER + 16 * 1024;
+const joinBuffer = Buffer.allocUnsafe(JOIN_BYTES);
+
+function join(parts: Outgoing[], size: number): Uint8Array {
+  const into = size <= JOIN_BYTES ? joinBuffer : Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const part of parts) {
+    if (typeof part === "string") at += into.write(part, at, "latin1");
+    else {
+      into.set(part, at);
+      at += part.byteLength;
+    }
+  }
+  return into.subarray(0, at);
+}
+
 /**
  * The bytes one socket owes: those gathered this turn, written together at its end, and those the socket did
  * not take yet, written again on its `drain`. The agent side and the upstream side share it; each decides
  * whom to tell when everything has gone.
  */
 export class OutgoingBytes {
-  #batch: Uint8Array[] = [];
+  #batch: Outgoing[] = [];
   #batchBytes = 0;
   readonly #queue: Uint8Array[] = [];
 
@@ -57,26 +83,41 @@ export class OutgoingBytes {
     return this.#queue.length === 0 && this.#batch.length === 0;
   }
 
-  /** Gathers `bytes` for the end of the turn (behind the queue when the socket is backed up); false when the writer should wait for `drain`. */
-  add(bytes: Uint8Array): boolean {
+  /** Bytes gathered this turn, not yet written. */
+  get batchBytes(): number {
+    return this.#batchBytes;
+  }
+
+  /** Gathers `part` for the end of the turn (behind the queue when the socket is backed up); false when the writer should wait for `drain`. */
+  add(part: Outgoing): boolean {
     if (this.#queue.length > 0) {
-      this.#queue.push(bytes);
+      this.#queue.push(typeof part === "string" ? Buffer.from(part, "latin1") : part);
       return false;
     }
     if (this.#batch.length === 0) writeAtEndOfTurn(this.owner);
-    this.#batch.push(bytes);
-    this.#batchBytes += bytes.byteLength;
+    this.#batch.push(part);
+    this.#batchBytes += byteLength(part);
     return this.#batchBytes < BATCH_HIGH_WATER;
   }
 
-  /** This turn's bytes as one buffer, no longer owed; null when there are none. */
-  takeBatch(): Uint8Array | null {
-    const batch = this.#batch;
-    if (batch.length === 0) return null;
+  /**
+   * Writes this turn's parts in one write; what the socket does not take is queued. True when it took them
+   * all, false when some wait for `drain`, null when there was nothing to write.
+   */
+  writeBatch(socket: NativeWrite): boolean | null {
+    const parts = this.#batch;
+    if (parts.length === 0) return null;
     const size = this.#batchBytes;
     this.#batch = [];
     this.#batchBytes = 0;
-    return batch.length === 1 ? batch[0]! : Buffer.concat(batch, size);
+    const only = parts.length === 1 ? parts[0]! : null;
+    if (only !== null && typeof only !== "string") return this.write(socket, only);
+    const joined = join(parts, size);
+    const n = socket.write(joined);
+    if (n >= joined.byteLength) return true;
+    // The join buffer is the next batch's: what is left is copied out.
+    this.#queue.push(Buffer.from(joined.subarray(Math.max(n, 0))));
+    return false;
   }
 
   /** Writes `bytes`; what the socket does not take is queued. True when it took them all. */

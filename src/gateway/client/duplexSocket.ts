@@ -90,6 +90,10 @@ export class DuplexAgentSocket implements AgentSocket {
     return this.stream.write(typeof data === "string" ? Buffer.from(data) : data);
   }
 
+  writeLatin1(text: string): boolean {
+    return this.write(Buffer.from(text, "latin1"));
+  }
+
   end(data?: Uint8Array | string): void {
     if (this.ended) return;
     if (data === undefined) this.stream.end();

@@ -3,7 +3,7 @@
 // for the rare TLS inside the HTTPS proxy's own TLS, over a node Duplex (duplexSocket.ts). Writes never
 // block: what the socket did not take is queued, and `drain` says when it has gone.
 import type { Socket, SocketHandler } from "bun";
-import { OutgoingBytes, type BatchedSocket } from "../writeBatch.ts";
+import { OutgoingBytes, type BatchedSocket, type Outgoing } from "../writeBatch.ts";
 
 /** Whoever reads the socket now: the front while it reads the first head, then a ClientConnection or a relay. */
 export interface AgentSocketEvents {
@@ -16,6 +16,8 @@ export interface AgentSocket {
   events: AgentSocketEvents | null;
   /** False when bytes are queued: wait for `drain` before writing more. */
   write(data: Uint8Array | string): boolean;
+  /** Writes latin1 text (a head, a chunk-size line): one byte per character, as heads are read. */
+  writeLatin1(text: string): boolean;
   /** Closes the write side once the queue has gone. */
   end(data?: Uint8Array | string): void;
   destroy(): void;
@@ -83,16 +85,25 @@ export class BunAgentSocket implements AgentSocket, BatchedSocket {
   }
 
   write(data: Uint8Array | string): boolean {
+    return this.#add(bytesOf(data));
+  }
+
+  writeLatin1(text: string): boolean {
+    return this.#add(text);
+  }
+
+  #add(part: Outgoing): boolean {
     if (this.ended || this.closed) return false;
-    if (this.#out.add(bytesOf(data))) return true;
+    if (this.#out.add(part)) return true;
     this.#owesDrain = true;
     return false;
   }
 
   flushBatch(): void {
-    const bytes = this.#out.takeBatch();
-    if (bytes === null || this.closed) return;
-    if (this.#out.write(this.socket, bytes)) return this.#drained();
+    if (this.closed) return this.#out.clear();
+    const all = this.#out.writeBatch(this.socket);
+    if (all === null) return;
+    if (all) return this.#drained();
     // Whoever sees needsDrain now waits for `drain`.
     this.#owesDrain = true;
   }

@@ -5,6 +5,7 @@ import { STATUS_CODES } from "node:http";
 import { lastChunk } from "../http1/body.ts";
 import type { BodySink, BodySource, BodyTransform, Reply } from "../reply.ts";
 import type { AgentSocket } from "./socket.ts";
+import type { Outgoing } from "../writeBatch.ts";
 
 /** Where a reply goes: the agent's socket, and a way to hear when it has drained. */
 export interface ReplyTarget {
@@ -18,7 +19,6 @@ export interface WriteOptions {
   close: boolean;
 }
 
-const CRLF = Buffer.from("\r\n");
 /** Past this many bytes waiting, they are written at once rather than at the end of the tick. */
 const MAX_PENDING = 64 * 1024;
 
@@ -29,7 +29,8 @@ function bodyless(method: string, status: number): boolean {
   return method === "HEAD" || status === 204 || status === 304 || (status >= 100 && status < 200);
 }
 
-function headOf(reply: Reply, framing: string, close: boolean, keepLength: boolean): Buffer {
+/** The response head, as latin1 text (header values keep the bytes they were read with). */
+function headOf(reply: Reply, framing: string, close: boolean, keepLength: boolean): string {
   let head = `HTTP/1.1 ${reply.status} ${reply.statusText || STATUS_CODES[reply.status] || ""}\r\n`;
   for (const [name, value] of reply.headerLines()) {
     const lower = name.toLowerCase();
@@ -38,7 +39,7 @@ function headOf(reply: Reply, framing: string, close: boolean, keepLength: boole
   }
   head += framing;
   if (close) head += "connection: close\r\n";
-  return Buffer.from(`${head}\r\n`, "latin1");
+  return `${head}\r\n`;
 }
 
 /** Runs the end of every transform, each one's held-back bytes passing through the ones after it. */
@@ -74,7 +75,7 @@ export function writeReply(target: ReplyTarget, reply: Reply, opts: WriteOptions
   const framing = noBody ? "" : chunked ? "transfer-encoding: chunked\r\n" : `content-length: ${length}\r\n`;
 
   if (source === null) {
-    socket.write(headOf(reply, framing, opts.close, noBody));
+    socket.writeLatin1(headOf(reply, framing, opts.close, noBody));
     reply.finish(true);
     return Promise.resolve();
   }
@@ -166,15 +167,20 @@ class BodyWriter implements BodySink, ReplyInFlight {
     this.#pendingBytes += data.byteLength;
   }
 
-  #framed(pieces: Uint8Array[]): Uint8Array[] {
+  #framed(pieces: Uint8Array[]): Outgoing[] {
     if (!this.chunked) return pieces;
-    const out: Uint8Array[] = [];
-    for (const p of pieces) out.push(Buffer.from(`${p.byteLength.toString(16)}\r\n`, "latin1"), p, CRLF);
+    const out: Outgoing[] = [];
+    for (const p of pieces) out.push(`${p.byteLength.toString(16)}\r\n`, p, "\r\n");
     return out;
   }
 
-  #write(parts: Uint8Array[]): void {
-    if (parts.length > 0) this.target.socket.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  /** The socket gathers a turn's writes and sends them as one (writeBatch.ts): no joining here. */
+  #write(parts: Outgoing[]): void {
+    const socket = this.target.socket;
+    for (const part of parts) {
+      if (typeof part === "string") socket.writeLatin1(part);
+      else socket.write(part);
+    }
   }
 
   #flush = (): void => {

@@ -4,7 +4,7 @@
 import type { Socket } from "bun";
 import * as tls from "node:tls";
 import type { DialTarget } from "../../services/outbound.ts";
-import { BATCH_HIGH_WATER, OutgoingBytes, type BatchedSocket } from "../writeBatch.ts";
+import { BATCH_HIGH_WATER, OutgoingBytes, type BatchedSocket, type Outgoing } from "../writeBatch.ts";
 
 export const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -102,17 +102,17 @@ export class UpstreamConnection implements BatchedSocket {
   /** Bytes of this turn, written at its end, and what the socket did not take yet (writeBatch.ts). */
   readonly #out = new OutgoingBytes(this);
 
-  /** Writes `data` at the end of this turn; false when the caller should wait for `drain`. */
-  send(data: Uint8Array): boolean {
+  /** Writes `data` (bytes, or latin1 text) at the end of this turn; false when the caller should wait for `drain`. */
+  send(data: Outgoing): boolean {
     if (this.closed) return false;
     return this.#out.add(data);
   }
 
   flushBatch(): void {
-    const bytes = this.#out.takeBatch();
-    if (bytes === null || this.closed) return;
+    if (this.closed) return this.#out.clear();
+    const size = this.#out.batchBytes;
     // A batch past the high-water mark told its sender to wait: it has gone, so the sender may go on.
-    if (this.#out.write(this.socket, bytes) && bytes.byteLength >= BATCH_HIGH_WATER) this.user?.drain();
+    if (this.#out.writeBatch(this.socket) === true && size >= BATCH_HIGH_WATER) this.user?.drain();
   }
 
   flush(): void {

@@ -89,7 +89,7 @@ class Exchange implements ConnectionUser, BodySource {
       this.rq.agent.watchGone(this.#onAbort);
       this.conn.user = this;
       this.#timer = setTimeout(() => this.#timeout(), this.rq.headerTimeoutMs);
-      this.conn.send(Buffer.from(this.rq.head, "latin1"));
+      this.conn.send(this.rq.head);
       if (this.rq.body) void this.#sendBody(this.rq.body);
       else this.#requestSent = true;
     });
