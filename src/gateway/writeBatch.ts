@@ -36,7 +36,7 @@ interface NativeWrite {
   write(data: Uint8Array): number;
 }
 
-/** Text in a batch: latin1, one byte per character (heads, chunk-size lines), as the head parser reads them. */
+/** What a batch holds: bytes, or latin1 text (heads, chunk-size lines: one byte per character, as heads are read). */
 export type Outgoing = Uint8Array | string;
 
 const byteLength = (part: Outgoing): number => (typeof part === "string" ? part.length : part.byteLength);

@@ -37,3 +37,23 @@ test("request logs written before 0003 are kept, ordered by time, after the upgr
   expect((again.client.query('SELECT count(*) AS n FROM "__drizzle_migrations"').get() as { n: number }).n).toBe(sqliteMigrations.length);
   await again.close();
 });
+
+test("a new database gets 16 KiB pages; an existing one keeps its page size and its data", async () => {
+  const fresh = await SqliteStore.open(join(tempDir(), DB_FILE));
+  expect((fresh.client.query("PRAGMA page_size").get() as { page_size: number }).page_size).toBe(16384);
+  expect((fresh.client.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode).toBe("wal");
+  await fresh.close();
+
+  // A file an older credgate made, with SQLite's default 4 KiB pages.
+  const file = join(tempDir(), DB_FILE);
+  const { Database } = await import("bun:sqlite");
+  const older = new Database(file, { create: true });
+  older.run("PRAGMA journal_mode = WAL");
+  older.run("CREATE TABLE kept (v TEXT)");
+  older.run("INSERT INTO kept VALUES ('still here')");
+  older.close();
+  const reopened = await SqliteStore.open(file);
+  expect((reopened.client.query("PRAGMA page_size").get() as { page_size: number }).page_size).toBe(4096);
+  expect(reopened.client.query("SELECT v FROM kept").get()).toEqual({ v: "still here" });
+  await reopened.close();
+});
