@@ -16,7 +16,8 @@ export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>;
 
 export type Engine = "sqlite" | "postgres";
 
-export type RequestLogInsert = Omit<Tables["requestLogs"]["$inferInsert"], "seq">;
+/** A whole row (every column present, null where empty): the SQLite insert binds each column by name. */
+export type RequestLogInsert = Omit<Tables["requestLogs"]["$inferSelect"], "seq">;
 
 export interface Store {
   readonly engine: Engine;
