@@ -5,6 +5,8 @@
 export const REDACTED = "credgate-redacted";
 const MIN_LENGTH = 8;
 const NOTHING = Buffer.alloc(0);
+/** Shared by every scanner: only ever copied from (one per response would be a native allocation each). */
+const REPLACEMENT = Buffer.from(REDACTED);
 
 /** A value as it may appear in a response: raw, base64 (a Basic-auth pair) and percent-encoded. */
 export function needlesFor(values: string[]): string[] {
@@ -23,12 +25,12 @@ export function redactText(text: string, needles: string[]): string {
 }
 
 export class StreamRedactor {
-  readonly #needles: Buffer[];
-  readonly #replacement = Buffer.from(REDACTED);
+  readonly #needles: readonly Buffer[];
   #held: Buffer = NOTHING;
 
-  constructor(needles: readonly (string | Buffer)[]) {
-    this.#needles = needles.map((n) => (typeof n === "string" ? Buffer.from(n) : n));
+  /** `needles` as bytes (kept, not copied: callers reuse one array for the same secrets), or as text. */
+  constructor(needles: readonly Buffer[] | readonly string[]) {
+    this.#needles = needles.every((n) => typeof n !== "string") ? (needles as readonly Buffer[]) : needles.map((n) => Buffer.from(n));
   }
 
   /** The bytes that can go on now. */
@@ -55,7 +57,7 @@ export class StreamRedactor {
       const parts: Buffer[] = [];
       let from = 0;
       while (at >= 0) {
-        parts.push(out.subarray(from, at), this.#replacement);
+        parts.push(out.subarray(from, at), REPLACEMENT);
         from = at + n.length;
         at = out.indexOf(n, from);
       }
