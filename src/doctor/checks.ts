@@ -2,9 +2,8 @@
 // the gateway CA (validity, expiry, key), the database (integrity), the ports, and the upstream TLS settings
 // (CA file, CREDGATE_RESOLVE pins, reachability of chosen hosts with the same dialling rules the gateway uses).
 // Each check yields one line; the command exits 1 when one fails. Nothing is created, migrated or written.
-import "reflect-metadata";
-import * as x509 from "@peculiar/x509";
 import { Database } from "bun:sqlite";
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import * as net from "node:net";
 import { join } from "node:path";
@@ -13,8 +12,6 @@ import type { ApiTls, Config } from "../config.ts";
 import { plainTransportWarnings } from "../plainTransport.ts";
 import { Outbound } from "../services/outbound.ts";
 import { DB_FILE } from "../store/sqlite.ts";
-
-x509.cryptoProvider.set(crypto);
 
 export interface CheckResult {
   name: string;
@@ -54,13 +51,10 @@ export function checkDataDir(dataDir: string): CheckResult {
   return pass(name, `${dataDir} (mode ${octal(st.mode)}; key files private)`);
 }
 
-async function keyMatches(cert: x509.X509Certificate, keyPem: string): Promise<boolean> {
-  const alg = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
-  const der = Buffer.from(keyPem.replace(/-----[^-]+-----/g, "").replace(/\s+/g, ""), "base64");
-  const key = await crypto.subtle.importKey("pkcs8", der, alg, false, ["sign"]);
-  const probe = crypto.getRandomValues(new Uint8Array(32));
-  const signature = await crypto.subtle.sign(alg, key, probe);
-  return crypto.subtle.verify(alg, await cert.publicKey.export(alg, ["verify"]), signature, probe);
+function keyMatches(cert: X509Certificate, keyPem: string): boolean {
+  const key = createPrivateKey(keyPem);
+  if (key.asymmetricKeyType !== "ec" || key.asymmetricKeyDetails?.namedCurve !== "prime256v1") throw new Error("not an ECDSA P-256 key");
+  return cert.checkPrivateKey(key);
 }
 
 /** The gateway CA as the embedded store keeps it (`ca.pem` + `ca.key`): parseable, valid now, not near expiry, key matching. */
@@ -69,23 +63,26 @@ export async function checkCa(dataDir: string, now = Date.now()): Promise<CheckR
   const certFile = join(dataDir, "ca.pem");
   const keyFile = join(dataDir, "ca.key");
   if (!existsSync(certFile) || !existsSync(keyFile)) return fail(name, `${certFile} or ${keyFile} is missing (created at the first start)`);
-  let cert: x509.X509Certificate;
+  let cert: X509Certificate;
   try {
-    cert = new x509.X509Certificate(readFileSync(certFile, "utf8"));
+    cert = new X509Certificate(readFileSync(certFile, "utf8"));
   } catch (err) {
     return fail(name, `${certFile} is not a PEM certificate (${(err as Error).message})`);
   }
-  const until = cert.notAfter.toISOString();
-  if (now < cert.notBefore.getTime()) return fail(name, `not valid before ${cert.notBefore.toISOString()} (check the clock)`);
-  if (now >= cert.notAfter.getTime()) return fail(name, `expired on ${until}; agents reject every intercepted connection`);
-  const daysLeft = Math.floor((cert.notAfter.getTime() - now) / DAY_MS);
+  const notBefore = new Date(cert.validFrom);
+  const notAfter = new Date(cert.validTo);
+  const until = notAfter.toISOString();
+  if (now < notBefore.getTime()) return fail(name, `not valid before ${notBefore.toISOString()} (check the clock)`);
+  if (now >= notAfter.getTime()) return fail(name, `expired on ${until}; agents reject every intercepted connection`);
+  const daysLeft = Math.floor((notAfter.getTime() - now) / DAY_MS);
   if (daysLeft < CA_EXPIRY_MARGIN_DAYS) return fail(name, `expires on ${until} (in ${daysLeft} days)`);
   try {
-    if (!(await keyMatches(cert, readFileSync(keyFile, "utf8")))) return fail(name, `${keyFile} does not belong to ${certFile}`);
+    if (!keyMatches(cert, readFileSync(keyFile, "utf8"))) return fail(name, `${keyFile} does not belong to ${certFile}`);
   } catch (err) {
     return fail(name, `${keyFile} is not a usable ECDSA P-256 key (${(err as Error).message})`);
   }
-  return pass(name, `"${cert.subject}", valid until ${until} (${daysLeft} days), key matches`);
+  // One attribute per line from node:crypto; shown as one RFC 4514-style line.
+  return pass(name, `"${cert.subject.split("\n").join(", ")}", valid until ${until} (${daysLeft} days), key matches`);
 }
 
 /**
@@ -181,7 +178,7 @@ export function checkUpstreamCaFile(file: string | null): CheckResult {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0) return fail(name, `${file} holds no PEM certificate`);
   try {
-    for (const b of blocks) new x509.X509Certificate(b);
+    for (const b of blocks) new X509Certificate(b);
   } catch (err) {
     return fail(name, `${file} holds a certificate that does not parse (${(err as Error).message})`);
   }

@@ -3,11 +3,10 @@
 // corrupted database file, a port in use, an unreachable or untrusted upstream, an unreadable CA file, a bad
 // configuration). And the start-up refusal of a CREDGATE_RESOLVE entry whose address is not an IP.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import "reflect-metadata";
-import * as x509 from "@peculiar/x509";
 import { chmodSync, cpSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync, closeSync } from "node:fs";
 import * as net from "node:net";
 import { join } from "node:path";
+import { CertificateAuthority } from "../../src/crypto/ca.ts";
 import { freePort } from "../support/ports.ts";
 import { runCli, startCredgate } from "../support/process.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -93,14 +92,10 @@ describe("each failing check fails the run", () => {
     expect(r.line("data dir")).toBe(`FAIL  data dir: ${join(dir, "master.key")} has mode 0644 (chmod 600 ${join(dir, "master.key")})`);
   });
 
-  const alg = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
   async function writeCa(dir: string, notBefore: Date, notAfter: Date): Promise<void> {
-    x509.cryptoProvider.set(crypto);
-    const keys = (await crypto.subtle.generateKey(alg, true, ["sign", "verify"])) as CryptoKeyPair;
-    const cert = await x509.X509CertificateGenerator.createSelfSigned({ serialNumber: "01", name: "CN=credgate Gateway CA", notBefore, notAfter, signingAlgorithm: alg, keys });
-    const der = Buffer.from(await crypto.subtle.exportKey("pkcs8", keys.privateKey)).toString("base64");
-    writeFileSync(join(dir, "ca.pem"), cert.toString("pem") + "\n");
-    writeFileSync(join(dir, "ca.key"), `-----BEGIN PRIVATE KEY-----\n${der}\n-----END PRIVATE KEY-----\n`, { mode: 0o600 });
+    const ca = await CertificateAuthority.generate({ notBefore, notAfter });
+    writeFileSync(join(dir, "ca.pem"), ca.certPem);
+    writeFileSync(join(dir, "ca.key"), ca.keyPem, { mode: 0o600 });
   }
   const DAY = 24 * 3600 * 1000;
 
