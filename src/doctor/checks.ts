@@ -53,7 +53,8 @@ export function checkDataDir(dataDir: string): CheckResult {
 
 function keyMatches(cert: X509Certificate, keyPem: string): boolean {
   const key = createPrivateKey(keyPem);
-  if (key.asymmetricKeyType !== "ec" || key.asymmetricKeyDetails?.namedCurve !== "prime256v1") throw new Error("not an ECDSA P-256 key");
+  const curve = key.asymmetricKeyDetails?.namedCurve;
+  if (key.asymmetricKeyType !== "ec" || curve !== "prime256v1") throw new Error(curve ? `curve ${curve}` : `key type ${key.asymmetricKeyType}`);
   return cert.checkPrivateKey(key);
 }
 

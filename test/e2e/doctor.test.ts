@@ -115,6 +115,16 @@ describe("each failing check fails the run", () => {
     expect(r.line("gateway CA")).toMatch(/^FAIL  gateway CA: expires on .*Z \(in 10 days\)$/);
   });
 
+  test("a CA key that is not ECDSA P-256", async () => {
+    const dir = copyOfDataDir();
+    const keyFile = join(dir, "ca.key");
+    const made = Bun.spawnSync(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", keyFile]);
+    expect(made.exitCode).toBe(0);
+    const r = await doctor(dir);
+    expect(r.code).toBe(1);
+    expect(r.line("gateway CA")).toBe(`FAIL  gateway CA: ${keyFile} is not a usable ECDSA P-256 key (key type rsa)`);
+  });
+
   test("a CA key that does not belong to the certificate", async () => {
     const dir = copyOfDataDir();
     const pem = readFileSync(join(dir, "ca.pem"), "utf8");
