@@ -27,7 +27,6 @@ export const set = (...items: Uint8Array[]): Uint8Array => tlv(0x31, concat(item
 export const boolean = (value: boolean): Uint8Array => tlv(0x01, Uint8Array.of(value ? 0xff : 0x00));
 export const octetString = (bytes: Uint8Array): Uint8Array => tlv(0x04, bytes);
 export const utf8String = (text: string): Uint8Array => tlv(0x0c, Buffer.from(text, "utf8"));
-export const ia5String = (text: string): Uint8Array => tlv(0x16, Buffer.from(text, "latin1"));
 /** [n] EXPLICIT: constructed, wrapping a whole element. */
 export const explicit = (n: number, element: Uint8Array): Uint8Array => tlv(0xa0 | n, element);
 /** [n] IMPLICIT of a primitive type: the content under a context tag. */
