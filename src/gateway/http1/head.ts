@@ -92,8 +92,13 @@ export function framingOf(headers: HeaderLines): Framing | undefined {
   return length;
 }
 
+/** Whether a field named `name` (any case) is `lowerName`; the length check spares most lowercasing. */
+export function isNamed(name: string, lowerName: string): boolean {
+  return name.length === lowerName.length && name.toLowerCase() === lowerName;
+}
+
 export function headerValue(headers: HeaderLines, lowerName: string): string | null {
-  for (const [name, value] of headers) if (name.length === lowerName.length && name.toLowerCase() === lowerName) return value;
+  for (const [name, value] of headers) if (isNamed(name, lowerName)) return value;
   return null;
 }
 
@@ -101,7 +106,7 @@ export function headerValue(headers: HeaderLines, lowerName: string): string | n
 export function connectionTokens(headers: HeaderLines): Set<string> {
   const out = new Set<string>();
   for (const [name, value] of headers) {
-    if (name.length !== 10 || name.toLowerCase() !== "connection") continue;
+    if (!isNamed(name, "connection")) continue;
     for (const t of value.split(",")) {
       const token = t.trim().toLowerCase();
       if (token) out.add(token);

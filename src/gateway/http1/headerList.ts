@@ -2,7 +2,7 @@
 // kept as the agent sent them: each name in its own case, repeated fields as separate lines, in order. The
 // gateway forwards most headers untouched and edits one or two, and building then iterating a Headers object
 // for every request cost more than those edits (bench/README.md).
-import { FORBIDDEN_IN_VALUE, TOKEN, type HeaderLines } from "./head.ts";
+import { FORBIDDEN_IN_VALUE, isNamed, TOKEN, type HeaderLines } from "./head.ts";
 
 /**
  * Refuses what Headers.set would refuse — the rules the head parser reads fields by — so that no edit can
@@ -26,13 +26,13 @@ export class HeaderList implements Iterable<[string, string]> {
   get(name: string): string | null {
     const lower = name.toLowerCase();
     let out: string | null = null;
-    for (const [n, v] of this.#lines) if (n.length === lower.length && n.toLowerCase() === lower) out = out === null ? v : `${out}, ${v}`;
+    for (const [n, v] of this.#lines) if (isNamed(n, lower)) out = out === null ? v : `${out}, ${v}`;
     return out;
   }
 
   has(name: string): boolean {
     const lower = name.toLowerCase();
-    return this.#lines.some(([n]) => n.length === lower.length && n.toLowerCase() === lower);
+    return this.#lines.some(([n]) => isNamed(n, lower));
   }
 
   /** One field `name: value` where the first of that name was (or at the end); the others go. */
@@ -40,8 +40,7 @@ export class HeaderList implements Iterable<[string, string]> {
     const lower = name.toLowerCase();
     let kept = -1;
     for (let i = 0; i < this.#lines.length; i++) {
-      const n = this.#lines[i]![0];
-      if (n.length !== lower.length || n.toLowerCase() !== lower) continue;
+      if (!isNamed(this.#lines[i]![0], lower)) continue;
       if (kept === -1) {
         kept = i;
         this.#lines[i] = checked(name, value);
@@ -52,14 +51,7 @@ export class HeaderList implements Iterable<[string, string]> {
 
   delete(name: string): void {
     const lower = name.toLowerCase();
-    for (let i = this.#lines.length - 1; i >= 0; i--) {
-      const n = this.#lines[i]![0];
-      if (n.length === lower.length && n.toLowerCase() === lower) this.#lines.splice(i, 1);
-    }
-  }
-
-  append(name: string, value: string): void {
-    this.#lines.push(checked(name, value));
+    for (let i = this.#lines.length - 1; i >= 0; i--) if (isNamed(this.#lines[i]![0], lower)) this.#lines.splice(i, 1);
   }
 
   [Symbol.iterator](): Iterator<[string, string]> {
