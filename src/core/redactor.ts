@@ -28,9 +28,9 @@ export class StreamRedactor {
   readonly #needles: readonly Buffer[];
   #held: Buffer = NOTHING;
 
-  /** `needles` as bytes (kept, not copied: callers reuse one array for the same secrets), or as text. */
-  constructor(needles: readonly Buffer[] | readonly string[]) {
-    this.#needles = needles.every((n) => typeof n !== "string") ? (needles as readonly Buffer[]) : needles.map((n) => Buffer.from(n));
+  /** `needles` as bytes (kept, not copied: callers reuse one array for the same secrets). */
+  constructor(needles: readonly Buffer[]) {
+    this.#needles = needles;
   }
 
   /** The bytes that can go on now. */

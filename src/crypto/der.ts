@@ -18,12 +18,8 @@ export function tlv(tag: number, content: Uint8Array): Uint8Array {
   return out;
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  return Buffer.concat(parts);
-}
-
-export const sequence = (...items: Uint8Array[]): Uint8Array => tlv(0x30, concat(items));
-export const set = (...items: Uint8Array[]): Uint8Array => tlv(0x31, concat(items));
+export const sequence = (...items: Uint8Array[]): Uint8Array => tlv(0x30, Buffer.concat(items));
+export const set = (...items: Uint8Array[]): Uint8Array => tlv(0x31, Buffer.concat(items));
 export const boolean = (value: boolean): Uint8Array => tlv(0x01, Uint8Array.of(value ? 0xff : 0x00));
 export const octetString = (bytes: Uint8Array): Uint8Array => tlv(0x04, bytes);
 export const utf8String = (text: string): Uint8Array => tlv(0x0c, Buffer.from(text, "utf8"));
@@ -37,7 +33,7 @@ export function unsignedInteger(magnitude: Uint8Array): Uint8Array {
   let start = 0;
   while (start < magnitude.length - 1 && magnitude[start] === 0) start++;
   const bytes = magnitude.subarray(start);
-  return tlv(0x02, bytes[0]! & 0x80 ? concat([Uint8Array.of(0), bytes]) : bytes);
+  return tlv(0x02, bytes[0]! & 0x80 ? Buffer.concat([Uint8Array.of(0), bytes]) : bytes);
 }
 
 export const smallInteger = (n: number): Uint8Array => unsignedInteger(Uint8Array.of(n));
@@ -54,14 +50,14 @@ export function objectIdentifier(dotted: string): Uint8Array {
 }
 
 /** A BIT STRING of whole bytes. */
-export const bitString = (bytes: Uint8Array): Uint8Array => tlv(0x03, concat([Uint8Array.of(0), bytes]));
+export const bitString = (bytes: Uint8Array): Uint8Array => tlv(0x03, Buffer.concat([Uint8Array.of(0), bytes]));
 
 /** A BIT STRING of named bits (bit 0 = the first byte's high bit), trailing zero bits dropped as DER asks. */
 export function namedBits(bits: number[]): Uint8Array {
   const last = Math.max(...bits);
   const bytes = new Uint8Array(Math.floor(last / 8) + 1);
   for (const b of bits) bytes[Math.floor(b / 8)]! |= 0x80 >> b % 8;
-  return tlv(0x03, concat([Uint8Array.of(7 - (last % 8)), bytes]));
+  return tlv(0x03, Buffer.concat([Uint8Array.of(7 - (last % 8)), bytes]));
 }
 
 /** UTCTime until 2049, GeneralizedTime from 2050 (RFC 5280 §4.1.2.5), to the second. */

@@ -71,9 +71,10 @@ describe("which addresses may be dialled", () => {
 });
 
 describe("stream redactor", () => {
+  const needleBytes = (values: string[]) => needlesFor(values).map((n) => Buffer.from(n));
   const value = "sk-live-0123456789";
   const run = (chunks: string[]) => {
-    const r = new StreamRedactor(needlesFor([value]));
+    const r = new StreamRedactor(needleBytes([value]));
     const out: string[] = [];
     for (const c of chunks) out.push(Buffer.from(r.push(Buffer.from(c))).toString());
     out.push(Buffer.from(r.end()).toString());
@@ -89,7 +90,7 @@ describe("stream redactor", () => {
 
   test("base64 and percent-encoded forms too; values under 8 characters are left alone", () => {
     const pair = "user:p@ss/word";
-    const r = new StreamRedactor(needlesFor([pair, "short"]));
+    const r = new StreamRedactor(needleBytes([pair, "short"]));
     const text = `${Buffer.from(pair).toString("base64")} ${encodeURIComponent(pair)} short`;
     expect(Buffer.from(r.push(Buffer.from(text))).toString() + Buffer.from(r.end()).toString()).toBe(`${REDACTED} ${REDACTED} short`);
   });
@@ -97,7 +98,7 @@ describe("stream redactor", () => {
   test("nothing that cannot start a value is held back (an SSE event goes on at once)", () => {
     const [first] = run(["data: hello\n\n"]);
     expect(first).toBe("data: hello\n\n");
-    const r = new StreamRedactor(needlesFor([value]));
+    const r = new StreamRedactor(needleBytes([value]));
     expect(Buffer.from(r.push(Buffer.from("data: sk-li"))).toString()).toBe("data: ");
     expect(Buffer.from(r.push(Buffer.from("ght\n\n"))).toString()).toBe("sk-light\n\n");
   });
