@@ -3,20 +3,30 @@
 // works at once and whose claim link hands membership and keys to the claimer, role changes, removal revoking
 // keys and sessions, login throttling, the cross-site check — and in self-hosted mode none of it exists.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { basic, openConnect } from "../support/gateway.ts";
+import { basic, gatewayCa, openConnect, openTlsTunnel, rawRequest, resolveEntries } from "../support/gateway.ts";
 import { sql } from "drizzle-orm";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { queryStore } from "../support/storeQuery.ts";
+import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
+
+const LOG_HOST = "api.projects-logs.test";
 
 let cloud: RunningCredgate;
 let selfHosted: RunningCredgate;
+let up: TestUpstream;
+let gatewayCaPem = "";
 
 beforeAll(async () => {
-  [cloud, selfHosted] = await Promise.all([startCredgate({ env: { CREDGATE_MODE: "cloud" } }), startCredgate()]);
+  const pki = makePki([LOG_HOST]);
+  up = startUpstream(pki);
+  // The cloud instance may dial the request-log test's loopback upstream (cloud mode refuses loopback by default).
+  const cloudEnv = { CREDGATE_MODE: "cloud", CREDGATE_EGRESS_ALLOW: "127.0.0.1/32", CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([LOG_HOST], up.port) };
+  [cloud, selfHosted] = await Promise.all([startCredgate({ env: cloudEnv }), startCredgate()]);
+  gatewayCaPem = (await gatewayCa(cloud)).pem;
 });
 
 afterAll(async () => {
-  await Promise.all([cloud?.stop(), selfHosted?.stop()]);
+  await Promise.all([cloud?.stop(), selfHosted?.stop(), up?.stop()]);
 });
 
 interface Account {
@@ -184,6 +194,53 @@ describe("projects (§5.6)", () => {
     const other = await signUp("gus");
     expect((await me("GET", `/v1/projects/${other.projectId}`)).status).toBe(404);
     expect((await me("DELETE", `/v1/projects/${other.projectId}`)).status).toBe(404);
+  });
+});
+
+describe("request logs of an organization with two projects (§5.10)", () => {
+  test("/v1/org/logs pages both projects' rows newest first with a cursor; an agentId reads its own project", async () => {
+    const owner = await signUp("logs-owner");
+    const me = as(owner);
+    const orgKey = (await me("GET", "/v1/org/api-key")).body.apiKey as string;
+    const firstKey = (await me("GET", "/v1/user/api-key")).body.apiKey as string;
+    const created = await me("POST", "/v1/projects", { name: "Second logs project" });
+    expect(created.status).toBe(201);
+    const secondKey = created.body.apiKey as string;
+    const tokenOf = async (key: string) => (await as({ key })("GET", "/v1/agents")).body[0] as { id: string; accessToken: string };
+    const [first, second] = [await tokenOf(firstKey), await tokenOf(secondKey)];
+    const send = async (token: string, path: string) => {
+      const t = await openTlsTunnel(cloud.gatewayPort, `${LOG_HOST}:${up.port}`, token, gatewayCaPem, LOG_HOST);
+      t.tls.write(rawRequest("GET", path, `${LOG_HOST}:${up.port}`));
+      expect((await t.reader.response()).status).toBe(200);
+      t.tls.destroy();
+    };
+    // Taking turns, so that the two projects' rows interleave in time.
+    for (const i of [1, 2, 3]) {
+      await send(first.accessToken, `/first-${i}`);
+      await send(second.accessToken, `/second-${i}`);
+    }
+    const org = as({ key: orgKey });
+    const all = (await org("GET", "/v1/org/logs?limit=500")).body.data as any[];
+    expect(all.map((r) => r.path)).toEqual(["/second-3", "/first-3", "/second-2", "/first-2", "/second-1", "/first-1"]);
+    expect(all.map((r) => r.projectId)).toEqual([created.body.id, owner.projectId, created.body.id, owner.projectId, created.body.id, owner.projectId]);
+
+    // Pages of two, cursor to cursor: the same rows in the same order, none twice.
+    const paged: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { data: any[]; nextCursor: string | null } } = await org("GET", `/v1/org/logs?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      expect(page.body.data.length).toBe(2);
+      paged.push(...page.body.data.map((r) => r.id));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    expect(paged).toEqual(all.map((r) => r.id));
+
+    const byAgent = await org("GET", `/v1/org/logs?agentId=${second.id}`);
+    expect(byAgent.body.data.map((r: any) => r.path)).toEqual(["/second-3", "/second-2", "/second-1"]);
+    const byProject = await org("GET", `/v1/org/logs?projectId=${owner.projectId}`);
+    expect(byProject.body.data.map((r: any) => r.path)).toEqual(["/first-3", "/first-2", "/first-1"]);
+    // A project key still reads only its own project.
+    expect((await as({ key: secondKey })("GET", "/v1/logs")).body.data.map((r: any) => r.path)).toEqual(["/second-3", "/second-2", "/second-1"]);
   });
 });
 

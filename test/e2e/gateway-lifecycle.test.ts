@@ -8,6 +8,8 @@ import * as tls from "node:tls";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
+import { Database } from "bun:sqlite";
+import { DB_FILE } from "../../src/store/sqlite.ts";
 import { Sealer } from "../../src/crypto/seal.ts";
 import { VERSION } from "../../src/version.ts";
 import { testEngine, TEST_MASTER_KEY } from "../support/postgres.ts";
@@ -188,6 +190,15 @@ describe("the gateway port's own routes (§6.1, §5.11)", () => {
     expect(years).toBeGreaterThan(9.9);
     expect(years).toBeLessThan(10.1);
     await expectCaKeyGuarded(cg);
+  });
+
+  test.if(testEngine() === "sqlite")("the database the server created on a new data dir has 16 KiB pages", () => {
+    const db = new Database(join(cg.dataDir, DB_FILE), { readonly: true });
+    try {
+      expect(db.query("PRAGMA page_size").get()).toEqual({ page_size: 16384 });
+    } finally {
+      db.close();
+    }
   });
 
   test("leaf certificates: signed by the CA, SAN = the CONNECT host (IP SAN for an IP literal), 24 h, notBefore now − 5 min", async () => {
