@@ -307,6 +307,50 @@ describe("body conditions", () => {
     expect(seen(H.body).length).toBe(before);
   });
 
+  test("a blocked body still being uploaded gets its 403: the gateway reads and drops the rest before it closes", async () => {
+    const dir = tempDir();
+    const big = join(dir, "big.txt");
+    // Far more than the socket buffers hold: the agent is still sending when the answer is written.
+    writeFileSync(big, `forbidden-word${"x".repeat(1024 * 1024)}`);
+    const before = seen(H.body).length;
+    for (let i = 0; i < 20; i++) {
+      const r = await curl(cg, url(H.body, "/big"), { method: "POST", dataFile: big });
+      expect(r.status).toBe(403);
+      expect(r.json).toMatchObject({ error: "blocked_by_policy", rule_name: "No forbidden word", path: "/big" });
+    }
+    expect(seen(H.body).length).toBe(before);
+  });
+
+  test("after a blocked body's 403 the connection stays open while the agent sends the rest, and ends when the body does", async () => {
+    const t = await tunnel(H.body);
+    const first = Buffer.from(`forbidden-word${"x".repeat(20 * 1024)}`);
+    const total = first.length + 8 * 64 * 1024;
+    t.tls.write(`POST /slow HTTP/1.1\r\nHost: ${authority(H.body)}\r\nContent-Length: ${total}\r\n\r\n`);
+    t.tls.write(first);
+    const res = await t.reader.response();
+    expect(res.status).toBe(403);
+    expect(res.headers["connection"]).toBe("close");
+    // The rest arrives after the answer, in pieces: every one is taken (no reset), and the gateway closes only
+    // once the last one is in.
+    for (let i = 0; i < 8; i++) {
+      await Bun.sleep(25);
+      expect(t.reader.ended).toBe(false);
+      await new Promise<void>((resolve, reject) => t.tls.write(Buffer.alloc(64 * 1024, 0x61), (err) => (err ? reject(err) : resolve())));
+    }
+    expect(await t.reader.closed(3_000)).toBe(true);
+    t.close();
+  });
+
+  test("a blocked upload that stalls is closed when its linger time is up", async () => {
+    const stalled = await tunnel(H.body);
+    stalled.tls.write(`POST /stalled HTTP/1.1\r\nHost: ${authority(H.body)}\r\nContent-Length: 1000000\r\n\r\nforbidden-word${"x".repeat(20 * 1024)}`);
+    expect((await stalled.reader.response()).status).toBe(403);
+    const answered = Date.now();
+    expect(await stalled.reader.closed(10_000)).toBe(true);
+    expect(Date.now() - answered).toBeGreaterThanOrEqual(4_000);
+    stalled.close();
+  }, 20_000);
+
   test("a match beyond 16 KiB, or none, is allowed and the whole body is forwarded intact", async () => {
     const dir = tempDir();
     const beyond = join(dir, "beyond.bin");

@@ -92,7 +92,17 @@ class ReadRequest implements IncomingRequest {
 /** What answers requests: a Reply, or null when the handler took the connection over (a WebSocket). */
 export type RequestHandler = (request: IncomingRequest, connection: ClientConnection) => Promise<Reply | null>;
 
+/** A request body as the connection reads it: `continue` until the agent has had its 100 Continue. */
+interface RequestBodyState {
+  framer: BodyFramer;
+  controller: ReadableStreamDefaultController<Uint8Array> | null;
+  done: boolean;
+  continue: boolean;
+}
+
 const MAX_BUFFERED = 1024 * 1024;
+/** How long a connection answered before its request body was read keeps reading (and dropping) that body. */
+const LINGER_MS = 5_000;
 const EMPTY = Buffer.alloc(0);
 
 export class ClientConnection implements AgentSocketEvents {
@@ -102,10 +112,12 @@ export class ClientConnection implements AgentSocketEvents {
   #detached = false;
   /** Set by `closeWhenIdle`: the gateway is stopping. */
   #closing = false;
+  /** The answer has gone; the rest of its request's body is read and dropped before the socket ends (#linger). */
+  #lingering = false;
   /** The request being answered, told when the agent goes away. */
   #request: ReadRequest | null = null;
   /** The request body being read off the socket. */
-  #body: { framer: BodyFramer; controller: ReadableStreamDefaultController<Uint8Array> | null; done: boolean; continue: boolean } | null = null;
+  #body: RequestBodyState | null = null;
 
   /** The reply being written waits for the socket to drain. */
   #drained: (() => void) | null = null;
@@ -134,7 +146,7 @@ export class ClientConnection implements AgentSocketEvents {
   /** Closes now when no request is in flight, otherwise right after its answer. */
   closeWhenIdle(): void {
     this.#closing = true;
-    if (!this.#busy) this.socket.end();
+    if (!this.#busy || this.#lingering) this.socket.end();
   }
 
   /** Hands the socket to the caller (WebSocket after 101), with any bytes already read past the request. */
@@ -205,7 +217,7 @@ export class ClientConnection implements AgentSocketEvents {
   }
 
   #bodyStream(framing: number, expectsContinue: boolean): ReadableStream<Uint8Array> {
-    const state = { framer: new BodyFramer(framing), controller: null as ReadableStreamDefaultController<Uint8Array> | null, done: false, continue: expectsContinue };
+    const state: RequestBodyState = { framer: new BodyFramer(framing), controller: null, done: false, continue: expectsContinue };
     this.#body = state;
     return new ReadableStream<Uint8Array>(
       {
@@ -246,6 +258,7 @@ export class ClientConnection implements AgentSocketEvents {
     if (state.controller && (state.controller.desiredSize ?? 1) <= 0) this.socket.pause();
     if (end < 0) return;
     state.done = true;
+    if (this.#lingering) return this.socket.end();
     try {
       state.controller?.close();
     } catch {}
@@ -266,15 +279,31 @@ export class ClientConnection implements AgentSocketEvents {
       this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.header("connection")?.toLowerCase() === "close";
     await writeReply(this, reply, { method: head.method, close }, this.#track);
     this.#request = null;
-    this.#body = null;
-    this.#busy = false;
     // The writer ends the socket itself when an upstream body broke off.
     if (close || this.#closed || this.socket.ended) {
-      if (!this.socket.ended) this.socket.end();
+      if (this.socket.ended) return;
+      if (unreadBody && !this.#closed) return this.#linger(this.#body!);
+      this.socket.end();
       return;
     }
+    this.#body = null;
+    this.#busy = false;
     if (this.socket.paused) this.socket.resume();
     this.#next();
+  }
+
+  /**
+   * Ends the connection once the agent has sent the rest of a body nobody will read. Closing with its bytes
+   * unread would make the kernel answer them with a reset, and a reset can wipe the answer before the agent
+   * has read it (curl: "Empty reply from server"). So, as nginx's lingering close does, the body is read and
+   * dropped until it ends, the agent closes, or LINGER_MS pass.
+   */
+  #linger(body: RequestBodyState): void {
+    body.controller = null;
+    this.#lingering = true;
+    const timer = setTimeout(() => this.socket.end(), LINGER_MS);
+    this.socket.onceClosed(() => clearTimeout(timer));
+    if (this.socket.paused) this.socket.resume();
   }
 
   #refuse(status: number, reason: string, message: string): void {
