@@ -23,23 +23,27 @@ export function watchRequestLogQueue(length: () => number): void {
 
 export const metrics = {
   // ── gateway (incremented by src/gateway) ──
+  // Fed through gatewayTally (below), which hands them their counts before every read.
   gatewayRequests: new Counter({
     name: "credgate_gateway_requests_total",
     help: "Proxied requests, WebSocket upgrades and tunnels answered by the gateway, by request-log decision and HTTP status.",
     labelNames: ["decision", "status"] as const,
     registers,
+    collect: () => gatewayTally.flush(),
   }),
   gatewayAddedLatency: new Histogram({
     name: "credgate_gateway_added_latency_seconds",
     help: "Time the gateway adds to a proxied request (until the upstream response headers, less the upstream's own time).",
     buckets: ADDED_BUCKETS,
     registers,
+    collect: () => gatewayTally.flush(),
   }),
   gatewayUpstreamLatency: new Histogram({
     name: "credgate_gateway_upstream_latency_seconds",
     help: "Time from sending a request upstream to its response headers.",
     buckets: UPSTREAM_BUCKETS,
     registers,
+    collect: () => gatewayTally.flush(),
   }),
   openTunnels: new Gauge({ name: "credgate_gateway_open_tunnels", help: "CONNECT tunnels open now (intercepted and passthrough).", registers }),
   openWebSockets: new Gauge({ name: "credgate_gateway_open_websockets", help: "WebSocket connections relayed now.", registers }),
@@ -88,6 +92,63 @@ export const metrics = {
     registers,
   }),
 };
+
+/** Requests and latencies the gateway tallies before prom-client is told. */
+const TALLY_BATCH = 1024;
+
+/**
+ * The gateway's per-request metrics, gathered as plain numbers and handed to prom-client in batches and before
+ * every read. prom-client's labelled `inc` and its `observe` hash and check the labels and search the buckets
+ * on every call: ~1 µs of the gateway's core per request, measured in place under load, against a few
+ * nanoseconds here. A batch is at most TALLY_BATCH requests, so nothing grows while nobody scrapes.
+ */
+class GatewayTally {
+  readonly #counts = new Map<string, Map<number, number>>();
+  #counted = 0;
+  readonly #upstream = new Float64Array(TALLY_BATCH);
+  readonly #added = new Float64Array(TALLY_BATCH);
+  #observed = 0;
+
+  count(decision: string, status: number): void {
+    let byStatus = this.#counts.get(decision);
+    if (!byStatus) this.#counts.set(decision, (byStatus = new Map()));
+    byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+    if (++this.#counted >= TALLY_BATCH) this.flush();
+  }
+
+  observe(upstreamSeconds: number, addedSeconds: number): void {
+    this.#upstream[this.#observed] = upstreamSeconds;
+    this.#added[this.#observed] = addedSeconds;
+    if (++this.#observed >= TALLY_BATCH) this.flush();
+  }
+
+  flush(): void {
+    if (this.#counted > 0) {
+      for (const [decision, byStatus] of this.#counts) {
+        for (const [status, n] of byStatus) metrics.gatewayRequests.inc({ decision, status: String(status) }, n);
+        byStatus.clear();
+      }
+      this.#counted = 0;
+    }
+    for (let i = 0; i < this.#observed; i++) {
+      metrics.gatewayUpstreamLatency.observe(this.#upstream[i]!);
+      metrics.gatewayAddedLatency.observe(this.#added[i]!);
+    }
+    this.#observed = 0;
+  }
+}
+
+const gatewayTally = new GatewayTally();
+
+/** One request the gateway answered, by its request-log decision and HTTP status. */
+export function countGatewayRequest(decision: string, status: number): void {
+  gatewayTally.count(decision, status);
+}
+
+/** One proxied request's time upstream and the time the gateway added, in seconds. */
+export function observeGatewayLatency(upstreamSeconds: number, addedSeconds: number): void {
+  gatewayTally.observe(upstreamSeconds, addedSeconds);
+}
 
 // Process facts every scrape wants, without prom-client's default collectors (see src/types/prom-client-parts.d.ts).
 const startedAt = Date.now() / 1000;

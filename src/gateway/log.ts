@@ -4,11 +4,7 @@ import { newId } from "../core/ids.ts";
 import type { Services } from "../services/index.ts";
 import type { ProxyRequest } from "./request.ts";
 import type { AgentEntry } from "./snapshot.ts";
-import { metrics } from "../metrics.ts";
-
-export function countRequest(decision: string, status: number): void {
-  metrics.gatewayRequests.inc({ decision, status: String(status) });
-}
+import { countGatewayRequest } from "../metrics.ts";
 
 export interface LogFields {
   agent: AgentEntry;
@@ -68,7 +64,7 @@ export function latencyOf(started: number): number {
 export function writeLog(services: Services, f: LogFields): string {
   const id = newId();
   // A held request's row is written at 202 and updated once decided: that final answer is what is counted.
-  if (f.decision !== "approval_pending") countRequest(f.decision, f.status);
+  if (f.decision !== "approval_pending") countGatewayRequest(f.decision, f.status);
   services.requestLogs.enqueue({
     id,
     organizationId: f.agent.organizationId,

@@ -5,8 +5,8 @@ import { log } from "../log.ts";
 import { REQUEST_ID_HEADER } from "../requestId.ts";
 import type { GatewayContext } from "./context.ts";
 import { badGateway } from "./errors.ts";
-import { countRequest, latencyOf, logFieldsOf, writeLog } from "./log.ts";
-import { metrics } from "../metrics.ts";
+import { latencyOf, logFieldsOf, writeLog } from "./log.ts";
+import { countGatewayRequest, observeGatewayLatency } from "../metrics.ts";
 import { meterReply, releaseReservation } from "./meter.ts";
 import { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
@@ -77,7 +77,7 @@ const STAGES: Stage[] = [
 function recordLog(rq: ProxyRequest, g: GatewayContext, status: number, latencyMs: number): void {
   if (rq.logId) {
     g.services.requestLogs.update(rq.logId, { status, decision: rq.decision, latencyMs, injectionCount: rq.injectionCount, costNanos: rq.costNanos });
-    countRequest(rq.decision, status);
+    countGatewayRequest(rq.decision, status);
   } else {
     const fields = logFieldsOf(rq);
     fields.status = status;
@@ -85,10 +85,7 @@ function recordLog(rq: ProxyRequest, g: GatewayContext, status: number, latencyM
     fields.costNanos = rq.costNanos;
     writeLog(g.services, fields);
   }
-  if (rq.upstreamMs !== null) {
-    metrics.gatewayUpstreamLatency.observe(rq.upstreamMs / 1000);
-    metrics.gatewayAddedLatency.observe(Math.max(0, performance.now() - rq.started - rq.upstreamMs) / 1000);
-  }
+  if (rq.upstreamMs !== null) observeGatewayLatency(rq.upstreamMs / 1000, Math.max(0, performance.now() - rq.started - rq.upstreamMs) / 1000);
 }
 
 export function runStages(rq: ProxyRequest, g: GatewayContext): Promise<Reply> {
