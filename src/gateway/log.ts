@@ -27,20 +27,25 @@ export interface LogFields {
   requestId: string;
 }
 
-/** The log fields of a proxied request as it stands; callers override status and decision. */
-export function logFieldsOf(rq: ProxyRequest): LogFields {
+/**
+ * The log fields of a proxied request as it stands, with its answer's status (and latency, when it was taken
+ * earlier). One object with every field: no field is added to it afterwards.
+ */
+export function logFieldsOf(rq: ProxyRequest, status: number, latencyMs?: number): LogFields {
   return {
     agent: rq.agent,
     method: rq.websocket ? "GET" : rq.method,
     host: rq.logHost,
     path: rq.path,
-    status: rq.status ?? 0,
+    status,
     started: rq.started,
     injectionCount: rq.injectionCount,
     decision: rq.decision,
     provider: rq.provider,
     matchedRule: rq.matchedRule,
     approvalId: rq.approvalId,
+    latencyMs,
+    costNanos: rq.costNanos,
     requestId: rq.requestId,
   };
 }

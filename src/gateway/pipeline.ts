@@ -79,11 +79,7 @@ function recordLog(rq: ProxyRequest, g: GatewayContext, status: number, latencyM
     g.services.requestLogs.update(rq.logId, { status, decision: rq.decision, latencyMs, injectionCount: rq.injectionCount, costNanos: rq.costNanos });
     countGatewayRequest(rq.decision, status);
   } else {
-    const fields = logFieldsOf(rq);
-    fields.status = status;
-    fields.latencyMs = latencyMs;
-    fields.costNanos = rq.costNanos;
-    writeLog(g.services, fields);
+    writeLog(g.services, logFieldsOf(rq, status, latencyMs));
   }
   if (rq.upstreamMs !== null) observeGatewayLatency(rq.upstreamMs / 1000, Math.max(0, performance.now() - rq.started - rq.upstreamMs) / 1000);
 }

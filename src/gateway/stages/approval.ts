@@ -55,7 +55,7 @@ async function hold(rq: ProxyRequest, g: GatewayContext): Promise<Response | und
   }
   const id = held.row.id;
   rq.approvalId = id;
-  rq.logId = writeLog(g.services, { ...logFieldsOf(rq), status: 202, decision: "approval_pending", approvalId: id });
+  rq.logId = writeLog(g.services, { ...logFieldsOf(rq, 202), decision: "approval_pending", approvalId: id });
   const cancel = () => void g.services.approvals.settle(id, "cancelled").catch((err: Error) => log.warn("approval not cancelled", { error: err.message }));
   rq.signal.addEventListener("abort", cancel);
   const outcome = await held.outcome;
