@@ -351,6 +351,25 @@ describe("body conditions", () => {
     stalled.close();
   }, 20_000);
 
+  test("a stopping gateway does not wait for a blocked upload's linger: SIGTERM ends it and the process exits 0", async () => {
+    const c = await startCredgate({ env: env() });
+    try {
+      await createRule({ name: "No forbidden word", action: "block", conditions: [{ target: "body", operator: "contains", value: "Forbidden-Word" }], targets: [network(H.body)] }, { c });
+      await publish({ c });
+      const t = await openTlsTunnel(c.gatewayPort, authority(H.body), c.keys.defaultAgentToken, (await gatewayCa(c)).pem, H.body);
+      t.tls.write(`POST /stalled HTTP/1.1\r\nHost: ${authority(H.body)}\r\nContent-Length: 1000000\r\n\r\nforbidden-word${"x".repeat(20 * 1024)}`);
+      expect((await t.reader.response()).status).toBe(403);
+      const signalled = Date.now();
+      expect(await c.stop()).toBe(0);
+      // The linger would have held the connection for 5 s.
+      expect(Date.now() - signalled).toBeLessThan(4_000);
+      expect(await t.reader.closed(1_000)).toBe(true);
+      t.tls.destroy();
+    } finally {
+      await c.stop();
+    }
+  }, 30_000);
+
   test("a match beyond 16 KiB, or none, is allowed and the whole body is forwarded intact", async () => {
     const dir = tempDir();
     const beyond = join(dir, "beyond.bin");

@@ -282,7 +282,8 @@ export class ClientConnection implements AgentSocketEvents {
     // The writer ends the socket itself when an upstream body broke off.
     if (close || this.#closed || this.socket.ended) {
       if (this.socket.ended) return;
-      if (unreadBody && !this.#closed) return this.#linger(this.#body!);
+      // A stopping gateway does not wait for bodies.
+      if (unreadBody && !this.#closed && !this.#closing) return this.#linger(this.#body!);
       this.socket.end();
       return;
     }
