@@ -39,7 +39,7 @@ const CONTROL_IN_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
  * Connection-named ones dropped, the rest as sent. Null when a value holds a control byte other than HTAB (the
  * head parser has refused NUL, CR and LF already): relayed, it could split or corrupt the agent's response.
  */
-export function responseLinesForAgent(lines: HeaderLines, listed: Set<string>): HeaderLines | null {
+export function responseLinesForAgent(lines: HeaderLines, listed: ReadonlySet<string>): HeaderLines | null {
   const kept: HeaderLines = [];
   for (const line of lines) {
     if (CONTROL_IN_VALUE.test(line[1])) return null;

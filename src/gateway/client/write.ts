@@ -3,6 +3,7 @@
 // the first body bytes so that a small response leaves in one write.
 import { STATUS_CODES } from "node:http";
 import { lastChunk } from "../http1/body.ts";
+import { isNamed } from "../http1/head.ts";
 import type { BodySink, BodySource, BodyTransform, Reply } from "../reply.ts";
 import type { AgentSocket } from "./socket.ts";
 import type { Outgoing } from "../writeBatch.ts";
@@ -22,8 +23,10 @@ export interface WriteOptions {
 /** Past this many bytes waiting, they are written at once rather than at the end of the tick. */
 const MAX_PENDING = 64 * 1024;
 
-/** Framing and connection headers: decided here, never copied. */
-const SKIPPED = new Set(["connection", "keep-alive", "transfer-encoding", "content-length"]);
+/** Framing and connection headers: decided here, never copied (checked by name length first: no lowercasing per line). */
+function isSkipped(name: string, keepLength: boolean): boolean {
+  return isNamed(name, "connection") || isNamed(name, "keep-alive") || isNamed(name, "transfer-encoding") || (!keepLength && isNamed(name, "content-length"));
+}
 
 function bodyless(method: string, status: number): boolean {
   return method === "HEAD" || status === 204 || status === 304 || (status >= 100 && status < 200);
@@ -32,11 +35,7 @@ function bodyless(method: string, status: number): boolean {
 /** The response head, as latin1 text (header values keep the bytes they were read with). */
 function headOf(reply: Reply, framing: string, close: boolean, keepLength: boolean): string {
   let head = `HTTP/1.1 ${reply.status} ${reply.statusText || STATUS_CODES[reply.status] || ""}\r\n`;
-  for (const [name, value] of reply.headerLines()) {
-    const lower = name.toLowerCase();
-    if (SKIPPED.has(lower) && !(keepLength && lower === "content-length")) continue;
-    head += `${name}: ${value}\r\n`;
-  }
+  for (const [name, value] of reply.headerLines()) if (!isSkipped(name, keepLength)) head += `${name}: ${value}\r\n`;
   head += framing;
   if (close) head += "connection: close\r\n";
   return `${head}\r\n`;

@@ -77,11 +77,10 @@ export function framingOf(headers: HeaderLines): Framing | undefined {
   let length: number | null = null;
   let chunked = false;
   for (const [name, value] of headers) {
-    const n = name.toLowerCase();
-    if (n === "transfer-encoding") {
+    if (isNamed(name, "transfer-encoding")) {
       if (chunked || value.toLowerCase() !== "chunked") return undefined;
       chunked = true;
-    } else if (n === "content-length") {
+    } else if (isNamed(name, "content-length")) {
       if (!/^\d{1,15}$/.test(value)) return undefined;
       const v = Number(value);
       if (length !== null && length !== v) return undefined;
@@ -102,15 +101,17 @@ export function headerValue(headers: HeaderLines, lowerName: string): string | n
   return null;
 }
 
-/** The lowercase tokens of every Connection header. */
-export function connectionTokens(headers: HeaderLines): Set<string> {
-  const out = new Set<string>();
+const NO_TOKENS: ReadonlySet<string> = new Set();
+
+/** The lowercase tokens of every Connection header (one shared empty set for a head without one: most heads). */
+export function connectionTokens(headers: HeaderLines): ReadonlySet<string> {
+  let out: Set<string> | null = null;
   for (const [name, value] of headers) {
     if (!isNamed(name, "connection")) continue;
     for (const t of value.split(",")) {
       const token = t.trim().toLowerCase();
-      if (token) out.add(token);
+      if (token) (out ??= new Set()).add(token);
     }
   }
-  return out;
+  return out ?? NO_TOKENS;
 }
