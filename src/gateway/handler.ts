@@ -12,7 +12,7 @@ import { gatewayJson } from "./errors.ts";
 import { isWebSocketUpgrade, requestHeadersForUpstream } from "./headers.ts";
 import { runStages } from "./pipeline.ts";
 import { Reply } from "./reply.ts";
-import { ProxyRequest, type Destination, type Via } from "./request.ts";
+import { logHostOf, ProxyRequest, type Destination, type Via } from "./request.ts";
 
 /** What the front learnt from a CONNECT. */
 export interface Tunnel {
@@ -50,16 +50,18 @@ function absoluteDestination(target: string): Destination | null {
     return null;
   }
   const port = Number(url.port) || (scheme === "https" ? 443 : 80);
-  return { scheme, host: normalizeHost(url.hostname), port, authority: url.host, target: originPart(m[3]!) };
+  const host = normalizeHost(url.hostname);
+  return { scheme, host, port, authority: url.host, target: originPart(m[3]!), logHost: logHostOf(scheme, host, port) };
 }
 
 export function requestHandler(g: GatewayContext, api: ApiApp, tunnel: Tunnel | null): RequestHandler {
   if (tunnel) {
     const via: Via = { kind: "tunnel", token: tunnel.token };
+    const logHost = logHostOf(tunnel.scheme, tunnel.host, tunnel.port);
     return (incoming, client) => {
       const m = ABSOLUTE.exec(incoming.target);
       const target = m ? originPart(m[3]!) : incoming.target;
-      return proxied(incoming, client, via, { scheme: tunnel.scheme, host: tunnel.host, port: tunnel.port, authority: tunnel.authority, target }, g);
+      return proxied(incoming, client, via, { scheme: tunnel.scheme, host: tunnel.host, port: tunnel.port, authority: tunnel.authority, target, logHost }, g);
     };
   }
   const via: Via = { kind: "forward" };

@@ -23,6 +23,7 @@ import type { EgressVerdict } from "./egress.ts";
 import { egressDeniedBody, proxyAuthRequiredRaw, rawResponse } from "./errors.ts";
 import { requestHandler, type Tunnel } from "./handler.ts";
 import { writeLog } from "./log.ts";
+import { logHostOf } from "./request.ts";
 import { proxyToken } from "./proxyAuth.ts";
 import type { AgentEntry, GatewaySnapshot } from "./snapshot.ts";
 import type { MemoryKeeper } from "./memory.ts";
@@ -221,7 +222,7 @@ export class GatewayListener {
     const host = normalizeHost(authority.host);
     // The egress guard answers before the tunnel opens (§6.17); in-tunnel requests are checked again.
     const verdict = await this.deps.context.egress.check(host, authority.port);
-    const logHost = authority.port === 443 ? host : `${host}:${authority.port}`;
+    const logHost = logHostOf("https", host, authority.port);
     if (verdict.kind === "denied") {
       writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 403, started: performance.now(), injectionCount: 0, decision: "blocked", requestId });
       sock.end(rawResponse(403, "Forbidden", egressDeniedBody(host, verdict.address), requestId));
@@ -320,7 +321,7 @@ export class GatewayListener {
 
   async #passthroughTunnel(sock: AgentSocket, head: Head, agent: AgentEntry, host: string, port: number, verdict: EgressVerdict, requestId: string): Promise<void> {
     const started = performance.now();
-    const logHost = port === 443 ? host : `${host}:${port}`;
+    const logHost = logHostOf("https", host, port);
     if (verdict.kind !== "dial") {
       writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error", requestId });
       sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${verdict.reason}` }, requestId));

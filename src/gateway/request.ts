@@ -20,6 +20,13 @@ export interface Destination {
   authority: string;
   /** Path and query exactly as the agent sent them. */
   target: string;
+  /** Host with its non-default port, as logs and approvals show it (made once per tunnel: see logHostOf). */
+  logHost: string;
+}
+
+/** Host with its port unless it is the scheme's default. */
+export function logHostOf(scheme: "https" | "http", host: string, port: number): string {
+  return port === (scheme === "https" ? 443 : 80) ? host : `${host}:${port}`;
 }
 
 /** The agent's connection, as far as a stage may touch it: a WebSocket takes it over after 101. */
@@ -29,6 +36,9 @@ export interface AgentConnection {
 
 /** How the agent reached the gateway: inside a CONNECT tunnel (its token given once), or a proxy request. */
 export type Via = { kind: "tunnel"; token: string } | { kind: "forward" };
+
+/** The empty list every request starts with (stages assign their own lists; none is edited in place). */
+const NONE: readonly never[] = [];
 
 export class ProxyRequest {
   readonly started = performance.now();
@@ -59,9 +69,9 @@ export class ProxyRequest {
   upstreamTarget: string;
   /** The body still to be forwarded (peeking stages put back an equivalent stream). */
   body: ReadableStream<Uint8Array> | null;
-  matched: CompiledSecret[] = [];
+  matched: readonly CompiledSecret[] = NONE;
   /** The connections whose app serves this host and path (§6.8), and the winning one. */
-  connectionCandidates: CompiledConnection[] = [];
+  connectionCandidates: readonly CompiledConnection[] = NONE;
   connection: CompiledConnection | null = null;
   injectionCount = 0;
   decision = "allowed";
@@ -102,7 +112,7 @@ export class ProxyRequest {
     this.authority = to.authority;
     this.target = to.target;
     this.path = pathWithoutQuery(to.target);
-    this.logHost = to.port === (to.scheme === "https" ? 443 : 80) ? to.host : `${to.host}:${to.port}`;
+    this.logHost = to.logHost;
     this.chunked = incoming.chunked;
     this.websocket = websocket;
     this.requestId = requestIdFor(headerValue(incoming.headerLines, REQUEST_ID_HEADER));

@@ -31,7 +31,7 @@ export function proxyRequest(r: TestRequest): ProxyRequest {
       })
     : null;
   const incoming = { method: r.method ?? "GET", target: r.target, headers, headerLines: [...headers], body, chunked: false, signal: new AbortController().signal, gone: false, watchGone() {}, unwatchGone() {} };
-  const to = { scheme: "https" as const, host: r.host, port: 443, authority: r.host, target: r.target };
+  const to = { scheme: "https" as const, host: r.host, port: 443, authority: r.host, target: r.target, logHost: r.host };
   return new ProxyRequest(incoming, { kind: "tunnel", token: "agt_test" }, noWebSocket, to, requestHeadersForUpstream(headers), false);
 }
 
