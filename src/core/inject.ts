@@ -92,6 +92,18 @@ function setHeader(headers: HeaderEdits, name: string, value: string): number {
   return 1;
 }
 
+/** The last value each format was filled with: a credential's header is the same text request after request. */
+const lastFilled = new WeakMap<InjectionConfigShape, { value: string; format: string; filled: string }>();
+
+/** `format` with every `{value}` replaced by `value`. */
+function fill(cfg: InjectionConfigShape, format: string, value: string): string {
+  const last = lastFilled.get(cfg);
+  if (last !== undefined && last.value === value && last.format === format) return last.filled;
+  const filled = format.split("{value}").join(value);
+  lastFilled.set(cfg, { value, format, filled });
+  return filled;
+}
+
 function removeHeader(headers: HeaderEdits, name: string): number {
   if (!headers.has(name)) return 0;
   headers.delete(name);
@@ -113,7 +125,7 @@ export function applyInjection(secret: Injectable, value: string, headers: Heade
   const cfg = secret.injection;
   if (!cfg) return { ok: true, pathAndQuery, count };
   if (cfg.headerName !== undefined) {
-    return { ok: true, pathAndQuery, count: setHeader(headers, cfg.headerName, (cfg.valueFormat ?? "{value}").split("{value}").join(value)) };
+    return { ok: true, pathAndQuery, count: setHeader(headers, cfg.headerName, fill(cfg, cfg.valueFormat ?? "{value}", value)) };
   }
   if (cfg.paramName !== undefined) {
     return { ok: true, pathAndQuery: setQueryParam(pathAndQuery, cfg.paramName, (cfg.paramFormat ?? "{value}").split("{value}").join(value)), count: 1 };

@@ -299,6 +299,8 @@ export class GatewaySnapshot {
 /** The credentials that apply to one request, in application order, with the LLM override of §6.6. */
 export function matchingCredentials(list: CompiledSecret[], host: string, path: string): CompiledSecret[] {
   const out = list.filter((s) => s.hostMatch(host) && s.pathMatch(path));
+  // Only a partner key beside an own key of its type needs the second pass (no set made for the rest).
+  if (!out.some((s) => s.scope === "partner")) return out;
   const ownLlmTypes = new Set(out.filter((s) => s.scope !== "partner" && s.type !== "generic").map((s) => s.type));
   return ownLlmTypes.size === 0 ? out : out.filter((s) => !(s.scope === "partner" && ownLlmTypes.has(s.type)));
 }

@@ -8,12 +8,13 @@ import { matchingCredentials, type CompiledConnection } from "../snapshot.ts";
 
 export const CONNECTION_HEADER = "x-credgate-connection-id";
 
-export function describeConnections(list: CompiledConnection[]) {
+export function describeConnections(list: readonly CompiledConnection[]) {
   return list.map((c) => ({ id: c.id, label: c.label, provider: c.provider, display_name: c.displayName }));
 }
 
 export function selectConnection(rq: ProxyRequest): Response | undefined {
-  const candidates = rq.credentials.connections.filter((c) => hostRuleFor(c.app, rq.host, rq.path) !== null);
+  const connections = rq.credentials.connections;
+  const candidates = connections.length === 0 ? connections : connections.filter((c) => hostRuleFor(c.app, rq.host, rq.path) !== null);
   rq.connectionCandidates = candidates;
   const servingApp = appsServingHost(rq.host).find((a) => hostRuleFor(a, rq.host, rq.path)) ?? null;
   rq.provider = candidates[0]?.provider ?? servingApp?.app.id ?? null;
