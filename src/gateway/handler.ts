@@ -73,11 +73,15 @@ export function requestHandler(g: GatewayContext, api: ApiApp, tunnel: Tunnel | 
   };
 }
 
-async function proxied(incoming: IncomingRequest, client: ClientConnection, via: Via, to: Destination, g: GatewayContext): Promise<Reply | null> {
+function proxied(incoming: IncomingRequest, client: ClientConnection, via: Via, to: Destination, g: GatewayContext): Promise<Reply | null> {
   // Absolute-form requests never upgrade: Upgrade/Connection are stripped and it goes as plain HTTP.
   const websocket = via.kind === "tunnel" && isWebSocketUpgrade(incoming.headerLines);
   const rq = new ProxyRequest(incoming, via, client, to, requestHeadersForUpstream(incoming.headerLines), websocket);
-  const reply = await runStages(rq, g);
+  return runStages(rq, g).then(takenOverOrReply);
+}
+
+/** Null when a WebSocket took the connection over (nothing is left to write), else the reply. */
+function takenOverOrReply(reply: Reply): Reply | null {
   if (!reply.takenOver) return reply;
   reply.finish(true);
   return null;

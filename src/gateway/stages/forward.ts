@@ -27,11 +27,11 @@ function dialTarget(rq: ProxyRequest): DialTarget {
   return rq.dial;
 }
 
-export async function forward(rq: ProxyRequest, g: GatewayContext): Promise<Response | Reply> {
+export function forward(rq: ProxyRequest, g: GatewayContext): Promise<Response | Reply> {
   const chunked = rq.body !== null && rq.chunked;
   const seconds = g.config.upstreamHeaderTimeoutSeconds;
   const sent = performance.now();
-  const result = await exchange(g.upstreams, {
+  return exchange(g.upstreams, {
     scheme: rq.scheme,
     target: dialTarget(rq),
     method: rq.method,
@@ -40,11 +40,12 @@ export async function forward(rq: ProxyRequest, g: GatewayContext): Promise<Resp
     chunked,
     headerTimeoutMs: seconds * 1000,
     agent: rq.presence,
+  }).then((result) => {
+    if ("reply" in result) {
+      rq.upstreamMs = performance.now() - sent;
+      return result.reply;
+    }
+    rq.decision = "error";
+    return result.failure === "timeout" ? upstreamTimeout(rq.host, seconds) : upstreamUnreachable(rq.host, rq.port, result.reason);
   });
-  if ("reply" in result) {
-    rq.upstreamMs = performance.now() - sent;
-    return result.reply;
-  }
-  rq.decision = "error";
-  return result.failure === "timeout" ? upstreamTimeout(rq.host, seconds) : upstreamUnreachable(rq.host, rq.port, result.reason);
 }
