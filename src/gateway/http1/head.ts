@@ -34,42 +34,73 @@ const TARGET = /^[\x21-\x7e\x80-\xff]+$/;
 /** A NUL, or a CR or LF that is not part of a line end: never a field value (RFC 9110 §5.5). */
 export const FORBIDDEN_IN_VALUE = /[\0\r\n]/;
 
-function headerLines(lines: string[], from: number): HeaderLines | null {
+/** What String.prototype.trim takes off a latin1 string: TAB, LF, VT, FF, CR, SP and NBSP. */
+function isTrimmed(c: number): boolean {
+  return c === 0x20 || (c >= 0x09 && c <= 0x0d) || c === 0xa0;
+}
+
+/**
+ * The header lines of `text` from `at` (just past the start line's CRLF) to its end, read in place: no line
+ * array and no line strings, only each name and trimmed value (a head is read per request, both ways).
+ */
+function headerLines(text: string, at: number): HeaderLines | null {
   const out: HeaderLines = [];
-  for (let i = from; i < lines.length; i++) {
-    const line = lines[i]!;
-    const colon = line.indexOf(":");
-    if (colon <= 0) return null;
-    const name = line.slice(0, colon);
+  while (at < text.length) {
+    let eol = text.indexOf("\r\n", at);
+    if (eol < 0) eol = text.length;
+    const colon = text.indexOf(":", at);
+    if (colon <= at || colon >= eol) return null;
+    const name = text.slice(at, colon);
     if (!TOKEN.test(name)) return null;
-    const value = line.slice(colon + 1).trim();
+    let from = colon + 1;
+    let to = eol;
+    while (from < to && isTrimmed(text.charCodeAt(from))) from++;
+    while (to > from && isTrimmed(text.charCodeAt(to - 1))) to--;
+    const value = text.slice(from, to);
     if (FORBIDDEN_IN_VALUE.test(value)) return null;
     out.push([name, value]);
+    at = eol + 2;
   }
   return out;
 }
 
+/** The end of the start line: its CRLF, or the end of the head. */
+function startLineEnd(text: string): number {
+  const eol = text.indexOf("\r\n");
+  return eol < 0 ? text.length : eol;
+}
+
 /** Parses `buf[0, end)` (end = index of the blank line's CRLFCRLF). */
 export function parseRequestHead(buf: Buffer, end: number): RequestHead | null {
-  const lines = buf.toString("latin1", 0, end).split("\r\n");
-  const first = lines[0]!;
-  const sp1 = first.indexOf(" ");
-  const sp2 = first.lastIndexOf(" ");
-  if (sp1 <= 0 || sp2 <= sp1 + 1) return null;
-  const method = first.slice(0, sp1);
-  const target = first.slice(sp1 + 1, sp2);
-  const version = first.slice(sp2 + 1);
+  const text = buf.toString("latin1", 0, end);
+  const eol = startLineEnd(text);
+  const sp1 = text.indexOf(" ");
+  const sp2 = eol === 0 ? -1 : text.lastIndexOf(" ", eol - 1);
+  if (sp1 <= 0 || sp1 >= eol || sp2 <= sp1 + 1) return null;
+  const method = text.slice(0, sp1);
+  const target = text.slice(sp1 + 1, sp2);
+  const version = text.slice(sp2 + 1, eol);
   if (!TOKEN.test(method) || !TARGET.test(target) || (version !== "HTTP/1.1" && version !== "HTTP/1.0")) return null;
-  const headers = headerLines(lines, 1);
+  const headers = headerLines(text, eol + 2);
   return headers ? { method, target, http10: version === "HTTP/1.0", headers } : null;
 }
 
+const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
+
+/** `HTTP/1.x NNN[ reason]`: the reason may hold anything but CR and LF. */
 export function parseResponseHead(buf: Buffer, end: number): ResponseHead | null {
-  const lines = buf.toString("latin1", 0, end).split("\r\n");
-  const m = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/.exec(lines[0]!);
-  if (!m) return null;
-  const headers = headerLines(lines, 1);
-  return headers ? { status: Number(m[1]), reason: m[2] ?? "", headers } : null;
+  const text = buf.toString("latin1", 0, end);
+  const eol = startLineEnd(text);
+  const minor = text.charCodeAt(7);
+  if (eol < 12 || !text.startsWith("HTTP/1.") || (minor !== 0x30 && minor !== 0x31) || text.charCodeAt(8) !== 0x20) return null;
+  const d0 = text.charCodeAt(9);
+  const d1 = text.charCodeAt(10);
+  const d2 = text.charCodeAt(11);
+  if (!isDigit(d0) || !isDigit(d1) || !isDigit(d2) || (eol > 12 && text.charCodeAt(12) !== 0x20)) return null;
+  const reason = eol > 13 ? text.slice(13, eol) : "";
+  if (reason.includes("\r") || reason.includes("\n")) return null;
+  const headers = headerLines(text, eol + 2);
+  return headers ? { status: (d0 - 0x30) * 100 + (d1 - 0x30) * 10 + (d2 - 0x30), reason, headers } : null;
 }
 
 /** The framing a head announces; undefined when it is invalid. */
