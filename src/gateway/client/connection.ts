@@ -10,13 +10,18 @@ import { Reply } from "../reply.ts";
 import type { AgentSocket, AgentSocketEvents } from "./socket.ts";
 import { writeReply, type ReplyInFlight } from "./write.ts";
 
-/** Whether the agent is still there for its answer, told by plain callbacks (no AbortSignal on the hot path). */
+/** Who wants to hear that the agent went away (an object, not a closure: one is made per request). */
+export interface GoneWatcher {
+  agentGone(): void;
+}
+
+/** Whether the agent is still there for its answer, told by plain calls (no AbortSignal on the hot path). */
 export interface AgentPresence {
   /** The agent went away before the answer was complete. */
   readonly gone: boolean;
-  /** `fn` runs once if the agent goes away. */
-  watchGone(fn: () => void): void;
-  unwatchGone(fn: () => void): void;
+  /** `watcher` hears it once if the agent goes away. */
+  watchGone(watcher: GoneWatcher): void;
+  unwatchGone(watcher: GoneWatcher): void;
 }
 
 /** A request as the stages get it. */
@@ -41,7 +46,7 @@ export interface IncomingRequest extends AgentPresence {
 class ReadRequest implements IncomingRequest {
   #headers: Headers | null = null;
   #controller: AbortController | null = null;
-  #watchers: (() => void)[] = [];
+  #watchers: GoneWatcher[] | null = null;
   #gone = false;
 
   constructor(
@@ -69,22 +74,22 @@ class ReadRequest implements IncomingRequest {
     return this.#gone;
   }
 
-  watchGone(fn: () => void): void {
-    this.#watchers.push(fn);
+  watchGone(watcher: GoneWatcher): void {
+    (this.#watchers ??= []).push(watcher);
   }
 
-  unwatchGone(fn: () => void): void {
-    const i = this.#watchers.indexOf(fn);
-    if (i >= 0) this.#watchers.splice(i, 1);
+  unwatchGone(watcher: GoneWatcher): void {
+    const i = this.#watchers?.indexOf(watcher) ?? -1;
+    if (i >= 0) this.#watchers!.splice(i, 1);
   }
 
-  /** The agent went away: every watcher runs once, and the signal (if one was made) aborts. */
+  /** The agent went away: every watcher hears it once, and the signal (if one was made) aborts. */
   abandon(): void {
     if (this.#gone) return;
     this.#gone = true;
     const watchers = this.#watchers;
-    this.#watchers = [];
-    for (const fn of watchers) fn();
+    this.#watchers = null;
+    if (watchers) for (const w of watchers) w.agentGone();
     this.#controller?.abort();
   }
 }

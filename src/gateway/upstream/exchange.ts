@@ -8,7 +8,7 @@ import { Reply, type BodySink, type BodySource } from "../reply.ts";
 import type { ConnectionUser, UpstreamConnection } from "./connection.ts";
 import type { Acquired, UpstreamPool } from "./pool.ts";
 import type { DialTarget } from "../../services/outbound.ts";
-import type { AgentPresence } from "../client/connection.ts";
+import type { AgentPresence, GoneWatcher } from "../client/connection.ts";
 import { responseLinesForAgent } from "../headers.ts";
 
 export interface UpstreamRequest {
@@ -61,14 +61,52 @@ async function retry(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest
   return "retry" in second ? { failure: "unreachable", reason: "connection closed before the response" } : second;
 }
 
-class Exchange implements ConnectionUser, BodySource {
+/** How often exchanges still waiting for a response head are checked against their header timeout. */
+const DEADLINE_CHECK_MS = 100;
+
+/**
+ * The header timeout of every exchange, kept by one timer that runs while any exchange waits for its response
+ * head, instead of a timer made and cleared per request.
+ */
+class HeadDeadlines {
+  readonly #waiting = new Set<Exchange>();
+  #timer: ReturnType<typeof setInterval> | null = null;
+
+  add(exchange: Exchange): void {
+    this.#waiting.add(exchange);
+    if (this.#timer === null) {
+      this.#timer = setInterval(() => this.#check(), DEADLINE_CHECK_MS);
+      this.#timer.unref();
+    }
+  }
+
+  delete(exchange: Exchange): void {
+    this.#waiting.delete(exchange);
+  }
+
+  #check(): void {
+    if (this.#waiting.size === 0) {
+      clearInterval(this.#timer!);
+      this.#timer = null;
+      return;
+    }
+    const now = performance.now();
+    for (const exchange of this.#waiting) if (now >= exchange.deadline) exchange.timedOut();
+  }
+}
+
+const headDeadlines = new HeadDeadlines();
+
+class Exchange implements ConnectionUser, BodySource, GoneWatcher {
   #resolve!: (r: ExchangeResult | { retry: true }) => void;
   #headBuf: Buffer | null = null;
   #head: ResponseHead | null = null;
   #framer: BodyFramer | null = null;
   #sink: BodySink | null = null;
-  #pending: Buffer[] = [];
-  #timer: ReturnType<typeof setTimeout> | null = null;
+  /** Body bytes that came before the agent's side started reading. */
+  #pending: Buffer[] | null = null;
+  /** When the response head is due (performance.now() ms); watched by headDeadlines until it comes. */
+  deadline = 0;
   #requestSent = false;
   #responseDone = false;
   #keepAlive = true;
@@ -88,9 +126,10 @@ class Exchange implements ConnectionUser, BodySource {
     return new Promise((resolve) => {
       this.#resolve = resolve;
       if (this.rq.agent.gone) return this.#abort();
-      this.rq.agent.watchGone(this.#onAbort);
+      this.rq.agent.watchGone(this);
       this.conn.user = this;
-      this.#timer = setTimeout(() => this.#timeout(), this.rq.headerTimeoutMs);
+      this.deadline = performance.now() + this.rq.headerTimeoutMs;
+      headDeadlines.add(this);
       this.conn.send(this.rq.head);
       if (this.rq.body) void this.#sendBody(this.rq.body);
       else this.#requestSent = true;
@@ -152,8 +191,7 @@ class Exchange implements ConnectionUser, BodySource {
   }
 
   #startResponse(head: ResponseHead, rest: Buffer): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
+    headDeadlines.delete(this);
     const listed = connectionTokens(head.headers);
     if (listed.has("close")) this.#keepAlive = false;
     const framing = framingOf(head.headers);
@@ -174,7 +212,7 @@ class Exchange implements ConnectionUser, BodySource {
     if (framing === null) this.#keepAlive = false;
     this.length = framing !== null && framing >= 0 ? framing : null;
     reply.body = this;
-    if (rest.length > 0) this.#pending.push(rest);
+    if (rest.length > 0) this.#pending = [rest];
     this.#settle({ reply });
   }
 
@@ -183,8 +221,8 @@ class Exchange implements ConnectionUser, BodySource {
   start(sink: BodySink): void {
     this.#sink = sink;
     const pending = this.#pending;
-    this.#pending = [];
-    for (const buf of pending) this.#body(buf, 0);
+    this.#pending = null;
+    if (pending) for (const buf of pending) this.#body(buf, 0);
     if (this.#connClosed) this.#afterClose();
   }
 
@@ -207,7 +245,7 @@ class Exchange implements ConnectionUser, BodySource {
       return;
     }
     if (!this.#sink) {
-      this.#pending.push(from === 0 ? buf : buf.subarray(from));
+      (this.#pending ??= []).push(from === 0 ? buf : buf.subarray(from));
       return;
     }
     let paused = false;
@@ -232,7 +270,10 @@ class Exchange implements ConnectionUser, BodySource {
   closed(): void {
     this.#connClosed = true;
     if (this.#head === null) {
-      if (!this.#gotBytes && !this.rq.agent.gone) return this.#settle({ retry: true });
+      if (!this.#gotBytes && !this.rq.agent.gone) {
+        this.#finish();
+        return this.#settle({ retry: true });
+      }
       return this.#fail("unreachable", "connection closed before the response was complete");
     }
     // Before the agent's side has started reading, start() settles the end.
@@ -256,17 +297,19 @@ class Exchange implements ConnectionUser, BodySource {
   }
 
   #finish(): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    this.rq.agent.unwatchGone(this.#onAbort);
+    headDeadlines.delete(this);
+    this.rq.agent.unwatchGone(this);
     if (this.conn.user === this) this.conn.user = null;
   }
 
-  #timeout(): void {
+  /** The response head did not come in time (headDeadlines). */
+  timedOut(): void {
     this.#fail("timeout", "header timeout");
   }
 
-  #onAbort = (): void => this.#abort();
+  agentGone(): void {
+    this.#abort();
+  }
 
   #abort(): void {
     this.#sink = null;
