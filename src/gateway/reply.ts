@@ -37,7 +37,7 @@ export class Reply {
   fromUpstream = false;
   /** The agent's connection was handed to a raw pipe (WebSocket after 101): nothing is left to write. */
   takenOver = false;
-  readonly #ended: ((complete: boolean) => void)[] = [];
+  #ended: ((complete: boolean) => void)[] | null = null;
   #finished = false;
   #headers: Headers | null;
   #lines: HeaderLines | null;
@@ -108,13 +108,13 @@ export class Reply {
   /** `fn` runs once, when the body has been delivered (complete) or abandoned. */
   onEnd(fn: (complete: boolean) => void): void {
     if (this.#finished) fn(false);
-    else this.#ended.push(fn);
+    else (this.#ended ??= []).push(fn);
   }
 
   finish(complete: boolean): void {
     if (this.#finished) return;
     this.#finished = true;
-    for (const fn of this.#ended) fn(complete);
+    if (this.#ended) for (const fn of this.#ended) fn(complete);
   }
 
   /** A Web Response over the same body, for the rare hook that has to read it (guidance). */

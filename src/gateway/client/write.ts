@@ -88,6 +88,15 @@ export function writeReply(target: ReplyTarget, reply: Reply, opts: WriteOptions
   });
 }
 
+/** Writers with body bytes waiting for the end of this tick: one microtask flushes them all. */
+let flushing: BodyWriter[] = [];
+
+function flushWriters(): void {
+  const writers = flushing;
+  flushing = [];
+  for (const w of writers) w.flush();
+}
+
 /**
  * Body bytes wait for the end of the current tick and leave in one write with whatever else is ready: a
  * small response is one TLS record and one syscall, and a stream's chunks still go out as they come. A
@@ -115,13 +124,13 @@ class BodyWriter implements BodySink, ReplyInFlight {
     let out = data;
     for (const t of this.reply.transforms) out = t.data(out);
     if (out.byteLength > 0) this.#queue(out);
-    if (this.#pendingBytes >= MAX_PENDING) this.#flush();
+    if (this.#pendingBytes >= MAX_PENDING) this.flush();
     else if (!this.#scheduled) {
       this.#scheduled = true;
-      queueMicrotask(this.#flush);
+      if (flushing.push(this) === 1) queueMicrotask(flushWriters);
     }
     if (!this.target.socket.needsDrain) return true;
-    this.target.whenDrained(this.#onDrain);
+    this.target.whenDrained(() => this.source.resume());
     return false;
   }
 
@@ -148,7 +157,7 @@ class BodyWriter implements BodySink, ReplyInFlight {
     endTransforms(this.reply.transforms, false);
     // Mid-body there is no way to say it in HTTP/1.1 but to end the connection short of the length or
     // the last chunk: what came is delivered, then the agent sees the transfer cut.
-    this.#flush();
+    this.flush();
     this.target.socket.end();
     this.#done(false);
   }
@@ -182,7 +191,8 @@ class BodyWriter implements BodySink, ReplyInFlight {
     }
   }
 
-  #flush = (): void => {
+  /** Writes what waits (at the end of the tick, or at once past MAX_PENDING). */
+  flush(): void {
     this.#scheduled = false;
     if (this.#finished) return;
     const parts = this.#framed(this.#pending);
@@ -193,9 +203,7 @@ class BodyWriter implements BodySink, ReplyInFlight {
       parts.unshift(headOf(this.reply, this.framing, this.close, false));
     }
     this.#write(parts);
-  };
-
-  #onDrain = (): void => this.source.resume();
+  }
 
   #done(complete: boolean): void {
     if (this.#finished) return;
