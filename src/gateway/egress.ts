@@ -21,7 +21,9 @@ export class EgressGuard {
   readonly #rules: EgressRules;
   readonly #ownPorts: Set<number>;
   readonly #localAddresses: Set<string>;
-  readonly #fixed = new Map<string, EgressVerdict>();
+  /** Verdicts that cannot change, by host then port (no key string made per request). */
+  readonly #fixed = new Map<string, Map<number, EgressVerdict>>();
+  #fixedCount = 0;
 
   constructor(
     private readonly config: Pick<Config, "mode" | "egressAllow" | "egressDeny" | "port" | "gatewayPort">,
@@ -42,16 +44,14 @@ export class EgressGuard {
    * nothing but the configuration, so they are kept.
    */
   check(host: string, port: number): EgressVerdict | Promise<EgressVerdict> {
-    const key = `${host}|${port}`;
-    const known = this.#fixed.get(key);
+    const known = this.#fixed.get(host)?.get(port);
     if (known) return known;
     const target = this.outbound.dialTarget(host, port);
     const pinned = target.address !== target.host || target.port !== port;
     const literal = parseAddress(target.address);
     if (literal) {
       const verdict = this.#judge(target, literal, pinned);
-      if (this.#fixed.size >= FIXED_MAX) this.#fixed.clear();
-      this.#fixed.set(key, verdict);
+      this.#keep(host, port, verdict);
       return verdict;
     }
     return lookup(target.address).then(
@@ -62,6 +62,17 @@ export class EgressGuard {
       },
       (err: NodeJS.ErrnoException): EgressVerdict => ({ kind: "unresolved", reason: err.code ?? err.message }),
     );
+  }
+
+  #keep(host: string, port: number, verdict: EgressVerdict): void {
+    if (this.#fixedCount >= FIXED_MAX) {
+      this.#fixed.clear();
+      this.#fixedCount = 0;
+    }
+    let byPort = this.#fixed.get(host);
+    if (!byPort) this.#fixed.set(host, (byPort = new Map()));
+    byPort.set(port, verdict);
+    this.#fixedCount++;
   }
 
   #judge(target: DialTarget, address: Address, pinned: boolean): EgressVerdict {

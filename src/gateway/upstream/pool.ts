@@ -13,6 +13,15 @@ export interface Acquired {
   key: string;
 }
 
+/** Each target's pool key, per scheme: a fixed egress verdict hands out the same target object every request. */
+const poolKeys = { https: new WeakMap<DialTarget, string>(), http: new WeakMap<DialTarget, string>() };
+
+function poolKey(scheme: "https" | "http", target: DialTarget): string {
+  let key = poolKeys[scheme].get(target);
+  if (key === undefined) poolKeys[scheme].set(target, (key = `${scheme}|${target.address}|${target.port}|${target.host}`));
+  return key;
+}
+
 export class UpstreamPool {
   readonly #idle = new Map<string, UpstreamConnection[]>();
   readonly #sweeper: ReturnType<typeof setInterval>;
@@ -27,7 +36,7 @@ export class UpstreamPool {
    * `reused` tells which.
    */
   acquire(scheme: "https" | "http", target: DialTarget): Acquired | Promise<Acquired> {
-    const key = `${scheme}|${target.address}|${target.port}|${target.host}`;
+    const key = poolKey(scheme, target);
     const idle = this.#idle.get(key);
     while (idle && idle.length > 0) {
       const conn = idle.pop()!;
