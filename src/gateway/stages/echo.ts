@@ -4,7 +4,7 @@
 // while it streams. WebSocket frames are not scanned.
 import { needlesFor, redactText, StreamRedactor } from "../../core/redactor.ts";
 import type { GatewayContext } from "../context.ts";
-import type { Reply } from "../reply.ts";
+import type { BodyTransform, Reply } from "../reply.ts";
 import type { ProxyRequest } from "../request.ts";
 
 export function askForIdentity(rq: ProxyRequest): undefined {
@@ -28,14 +28,20 @@ function needlesOf(values: string[]): { text: string[]; bytes: Buffer[] } {
   return entry;
 }
 
+/** The body scanner as the reply writer calls it: one object per response, no closures. */
+class EchoRedactor extends StreamRedactor implements BodyTransform {
+  readonly resizes = true;
+
+  data(chunk: Uint8Array): Uint8Array {
+    return this.push(chunk);
+  }
+}
+
 export function redactEcho(rq: ProxyRequest, _g: GatewayContext, reply: Reply): Reply {
   if (rq.injectionCount === 0 || rq.websocket || rq.injectedValues.length === 0) return reply;
   const { text: needles, bytes } = needlesOf(rq.injectedValues);
   if (needles.length === 0) return reply;
   reply.mapHeaderValues((value) => redactText(value, needles));
-  if (reply.body) {
-    const redactor = new StreamRedactor(bytes);
-    reply.transforms.push({ resizes: true, data: (chunk) => redactor.push(chunk), end: () => redactor.end() });
-  }
+  if (reply.body) reply.transforms.push(new EchoRedactor(bytes));
   return reply;
 }
