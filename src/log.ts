@@ -19,8 +19,9 @@ export const log = {
   warn: (msg: string, fields?: Fields) => write("warn", msg, fields),
   error: (msg: string, fields?: Fields) => write("error", msg, fields),
   /** Runs `work` so that every line it logs (also after its awaits) carries `fields`. */
-  withContext<T>(fields: Fields, work: () => T): T {
-    return context.run({ ...context.getStore(), ...fields }, work);
+  withContext<A extends unknown[], T>(fields: Fields, work: (...args: A) => T, ...args: A): T {
+    const outer = context.getStore();
+    return context.run(outer === undefined ? fields : { ...outer, ...fields }, work, ...args);
   },
   /** Tests that drive the app in-process silence info lines. */
   setQuiet(value: boolean) {

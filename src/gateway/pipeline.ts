@@ -86,7 +86,7 @@ function recordLog(rq: ProxyRequest, g: GatewayContext, status: number, latencyM
 
 export function runStages(rq: ProxyRequest, g: GatewayContext): Promise<Reply> {
   // Every log line written while the request is handled carries its id.
-  return log.withContext({ requestId: rq.requestId }, () => run(rq, g));
+  return log.withContext({ requestId: rq.requestId }, run, rq, g);
 }
 
 async function run(rq: ProxyRequest, g: GatewayContext): Promise<Reply> {

@@ -76,9 +76,10 @@ async function vaultSecret(on: RunningCredgate, name: string, opRef: string, pat
 }
 
 /** curl through the gateway (CONNECT + MITM) as the default agent. */
-async function curl(on: RunningCredgate, ca: string, path: string): Promise<{ status: number; body: string }> {
+async function curl(on: RunningCredgate, ca: string, path: string, headers: string[] = []): Promise<{ status: number; body: string }> {
   const proxy = `http://x:${on.keys.defaultAgentToken}@127.0.0.1:${on.gatewayPort}`;
-  const r = await run(["curl", "-sS", "--proxy", proxy, "--cacert", ca, "-H", "Authorization: Bearer credgate-managed", "-w", "\n%{http_code}", `https://${HOST}:${up.port}${path}`]);
+  const extra = headers.flatMap((h) => ["-H", h]);
+  const r = await run(["curl", "-sS", "--proxy", proxy, "--cacert", ca, "-H", "Authorization: Bearer credgate-managed", ...extra, "-w", "\n%{http_code}", `https://${HOST}:${up.port}${path}`]);
   expect(r.stderr).toBe("");
   expect(r.code).toBe(0);
   const cut = r.stdout.lastIndexOf("\n");
@@ -164,12 +165,18 @@ describe("failures → 502 credential_unavailable, nothing forwarded", () => {
     await vaultSecret(cg, "Pasted", "op://Prod/Pasted/credential", "/pasted/*");
     await vaultSecret(cg, "Multiline", "op://Prod/Multiline/credential", "/multiline/*");
     for (const path of ["/pasted/1", "/multiline/1"]) {
-      const r = await curl(cg, caFile, path);
+      const r = await curl(cg, caFile, path, [`x-request-id: vault-${path.slice(1, -2)}`]);
       expect(r.status).toBe(502);
       expect(r.body).toBe(notHeaderSafe);
       expect(seenAt(path)).toHaveLength(0);
     }
     expect(cg.output()).toContain('"opRef":"op://Prod/Pasted/credential","reason":"not_printable_ascii"');
+    // Written deep inside the request's pipeline, the line still carries the request's id.
+    const line = cg
+      .output()
+      .split("\n")
+      .find((l) => l.includes('"opRef":"op://Prod/Pasted/credential"') && l.includes("not_printable_ascii"));
+    expect(JSON.parse(line!)).toMatchObject({ level: "warn", requestId: "vault-pasted" });
   });
 
   test("Connect no longer configured (restart without CREDGATE_OP_CONNECT_*): the stored vault secret gives 502, Connect is not contacted", async () => {
