@@ -1,19 +1,17 @@
 // Header hygiene both ways (CONTRACT §6.14): hop-by-hop headers, and every header named in Connection,
 // never cross the gateway; requests also lose Host (rebuilt from the target) and every x-credgate-* header.
-import { connectionTokens, headerValue, type HeaderLines } from "./http1/head.ts";
+import { connectionTokens, hasNamePrefix, headerValue, isNamed, type HeaderLines } from "./http1/head.ts";
 import { HeaderList } from "./http1/headerList.ts";
 
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
+const HOP_BY_HOP = ["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"];
+/** Never sent upstream as the agent wrote them: Host is rebuilt from the target, Expect is answered here. */
+const NOT_SENT_UP = [...HOP_BY_HOP, "host", "expect"];
+
+/** Whether `name` (any case) is one of `lowerNames`, or one the Connection header listed. */
+function isDropped(name: string, lowerNames: readonly string[], listed: ReadonlySet<string>): boolean {
+  for (const lower of lowerNames) if (isNamed(name, lower)) return true;
+  return listed.size > 0 && listed.has(name.toLowerCase());
+}
 
 /**
  * The agent's headers as they may go upstream (before injection), from the head's lines as parsed (names as
@@ -23,11 +21,7 @@ export function requestHeadersForUpstream(src: Iterable<[string, string]>): Head
   const entries: HeaderLines = Array.isArray(src) ? src : [...src];
   const listed = connectionTokens(entries);
   const kept: [string, string][] = [];
-  for (const entry of entries) {
-    const name = entry[0].toLowerCase();
-    if (HOP_BY_HOP.has(name) || listed.has(name) || name === "host" || name === "expect" || name.startsWith("x-credgate-")) continue;
-    kept.push(entry);
-  }
+  for (const entry of entries) if (!isDropped(entry[0], NOT_SENT_UP, listed) && !hasNamePrefix(entry[0], "x-credgate-")) kept.push(entry);
   return new HeaderList(kept);
 }
 
@@ -43,8 +37,7 @@ export function responseLinesForAgent(lines: HeaderLines, listed: ReadonlySet<st
   const kept: HeaderLines = [];
   for (const line of lines) {
     if (CONTROL_IN_VALUE.test(line[1])) return null;
-    const lower = line[0].toLowerCase();
-    if (!HOP_BY_HOP.has(lower) && !listed.has(lower)) kept.push(line);
+    if (!isDropped(line[0], HOP_BY_HOP, listed)) kept.push(line);
   }
   return kept;
 }

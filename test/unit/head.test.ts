@@ -2,7 +2,7 @@
 // against a plain reference reading (split into lines, trim, a regex for the status line, which is what the
 // parser did before it read in place) on fixed cases and on thousands of generated heads, valid and broken.
 import { describe, expect, test } from "bun:test";
-import { FORBIDDEN_IN_VALUE, parseRequestHead, parseResponseHead, TOKEN, type HeaderLines } from "../../src/gateway/http1/head.ts";
+import { FORBIDDEN_IN_VALUE, hasNamePrefix, isNamed, parseRequestHead, parseResponseHead, TOKEN, type HeaderLines } from "../../src/gateway/http1/head.ts";
 
 const TARGET = /^[\x21-\x7e\x80-\xff]+$/;
 
@@ -94,6 +94,29 @@ describe("response heads", () => {
     for (const bad of ["HTTP/2 200 OK", "HTTP/1.2 200 OK", "HTTP/1.1 20 OK", "HTTP/1.1 2000", "HTTP/1.1 200OK", "HTTP/1.1 20x OK", "HTTP/1.1 200 O\rK", "http/1.1 200 OK"]) {
       expect(response(bad)).toBeNull();
     }
+  });
+});
+
+describe("header names", () => {
+  test("isNamed: the same name in any case of its letters, nothing else", () => {
+    for (const name of ["content-length", "Content-Length", "CONTENT-LENGTH", "cOnTeNt-LeNgTh"]) expect(isNamed(name, "content-length")).toBe(true);
+    for (const name of ["content-lengthx", "content-lengt", "content_length", "content-lenGth ", "Content-Lengtx"]) expect(isNamed(name, "content-length")).toBe(false);
+    // Only letters have a case: ^ is not ~, and digits and dashes match only themselves.
+    expect(isNamed("a^b", "a~b")).toBe(false);
+    expect(isNamed("x-b3-id", "x-b3-id")).toBe(true);
+    expect(isNamed("x-b\x13-id", "x-b3-id")).toBe(false);
+    // Every name the lowercase way agrees (printable ASCII names against lowercase targets).
+    for (let c = 0x21; c < 0x7f; c++) {
+      const name = `x${String.fromCharCode(c)}`;
+      for (const target of ["xa", "xz", "x-", "x0", "x~", "x_"]) expect(isNamed(name, target)).toBe(name.toLowerCase() === target);
+    }
+  });
+
+  test("hasNamePrefix: a lowercase prefix in any case", () => {
+    expect(hasNamePrefix("X-Credgate-Connection-Id", "x-credgate-")).toBe(true);
+    expect(hasNamePrefix("x-credgate-", "x-credgate-")).toBe(true);
+    expect(hasNamePrefix("X-Credgat", "x-credgate-")).toBe(false);
+    expect(hasNamePrefix("X-Credgate_Id", "x-credgate-")).toBe(false);
   });
 });
 

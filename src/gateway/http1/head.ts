@@ -122,9 +122,25 @@ export function framingOf(headers: HeaderLines): Framing | undefined {
   return length;
 }
 
-/** Whether a field named `name` (any case) is `lowerName`; the length check spares most lowercasing. */
+/** Whether `name` starts with `lowerPrefix` (lowercase), ASCII letters compared in any case: no string is made. */
+export function hasNamePrefix(name: string, lowerPrefix: string): boolean {
+  const n = lowerPrefix.length;
+  if (name.length < n) return false;
+  for (let i = 0; i < n; i++) {
+    const c = name.charCodeAt(i);
+    const t = lowerPrefix.charCodeAt(i);
+    if (c !== t && !(t >= 0x61 && t <= 0x7a && c === t - 0x20)) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether a field named `name` (any case) is `lowerName`. Field names are tokens (ASCII), so comparing ASCII
+ * letters in any case is the whole of it: names are checked on every header line both ways, and lowercasing
+ * each would make a string each time.
+ */
 export function isNamed(name: string, lowerName: string): boolean {
-  return name.length === lowerName.length && name.toLowerCase() === lowerName;
+  return name.length === lowerName.length && hasNamePrefix(name, lowerName);
 }
 
 export function headerValue(headers: HeaderLines, lowerName: string): string | null {
