@@ -282,7 +282,8 @@ export class ClientConnection implements AgentSocketEvents {
     const unreadBody = this.#body !== null && !this.#body.done;
     const close =
       this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.header("connection")?.toLowerCase() === "close";
-    await writeReply(this, reply, { method: head.method, close }, this.#track);
+    const writing = writeReply(this, reply, { method: head.method, close }, this.#track);
+    if (writing) await writing;
     this.#request = null;
     // The writer ends the socket itself when an upstream body broke off.
     if (close || this.#closed || this.socket.ended) {

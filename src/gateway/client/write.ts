@@ -58,10 +58,11 @@ export interface ReplyInFlight {
 }
 
 /**
- * Writes `reply`; resolves once it is written or abandoned. `track` is told the writer while a body is being
- * written, so that the connection can abort it when the agent goes away (no abort listener per request).
+ * Writes `reply`; returns once it is written (undefined: a small reply usually is, at once) or a promise that
+ * resolves once it is written or abandoned. `track` is told the writer while a body is being written, so that
+ * the connection can abort it when the agent goes away (no abort listener per request).
  */
-export function writeReply(target: ReplyTarget, reply: Reply, opts: WriteOptions, track: (w: ReplyInFlight | null) => void): Promise<void> {
+export function writeReply(target: ReplyTarget, reply: Reply, opts: WriteOptions, track: (w: ReplyInFlight | null) => void): Promise<void> | undefined {
   const socket = target.socket;
   const noBody = bodyless(opts.method, reply.status);
   const source = noBody ? null : reply.body;
@@ -76,16 +77,13 @@ export function writeReply(target: ReplyTarget, reply: Reply, opts: WriteOptions
   if (source === null) {
     socket.writeLatin1(headOf(reply, framing, opts.close, noBody));
     reply.finish(true);
-    return Promise.resolve();
+    return undefined;
   }
-  return new Promise<void>((resolve) => {
-    const writer = new BodyWriter(target, reply, source, framing, chunked, opts.close, () => {
-      track(null);
-      resolve();
-    });
-    track(writer);
-    source.start(writer);
-  });
+  const writer = new BodyWriter(target, reply, source, framing, chunked, opts.close, track);
+  track(writer);
+  // A body that was all there already (most small responses) has been written when start returns.
+  source.start(writer);
+  return writer.finished ? undefined : new Promise<void>((resolve) => (writer.whenDone = resolve));
 }
 
 /** Writers with body bytes waiting for the end of this tick: one microtask flushes them all. */
@@ -104,6 +102,8 @@ function flushWriters(): void {
  */
 class BodyWriter implements BodySink, ReplyInFlight {
   #finished = false;
+  /** Told once the reply is written or abandoned, when that happens after writeReply returned. */
+  whenDone: (() => void) | null = null;
   #headSent = false;
   #pending: Uint8Array[] = [];
   #pendingBytes = 0;
@@ -116,8 +116,12 @@ class BodyWriter implements BodySink, ReplyInFlight {
     private readonly framing: string,
     private readonly chunked: boolean,
     private readonly close: boolean,
-    private readonly done: () => void,
+    private readonly track: (w: ReplyInFlight | null) => void,
   ) {}
+
+  get finished(): boolean {
+    return this.#finished;
+  }
 
   data(data: Uint8Array): boolean {
     if (this.#finished) return false;
@@ -210,6 +214,7 @@ class BodyWriter implements BodySink, ReplyInFlight {
     this.#finished = true;
     this.target.whenDrained(null);
     this.reply.finish(complete);
-    this.done();
+    this.track(null);
+    this.whenDone?.();
   }
 }
