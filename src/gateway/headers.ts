@@ -32,14 +32,17 @@ const CONTROL_IN_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/;
  * An upstream's header lines as they may go back to the agent (`listed`: its Connection tokens): hop-by-hop and
  * Connection-named ones dropped, the rest as sent. Null when a value holds a control byte other than HTAB (the
  * head parser has refused NUL, CR and LF already): relayed, it could split or corrupt the agent's response.
+ * `lines` itself when nothing is dropped (the parsed head is not used after this).
  */
 export function responseLinesForAgent(lines: HeaderLines, listed: ReadonlySet<string>): HeaderLines | null {
-  const kept: HeaderLines = [];
-  for (const line of lines) {
+  let kept: HeaderLines | null = null;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
     if (CONTROL_IN_VALUE.test(line[1])) return null;
-    if (!isDropped(line[0], HOP_BY_HOP, listed)) kept.push(line);
+    if (isDropped(line[0], HOP_BY_HOP, listed)) kept ??= lines.slice(0, i);
+    else kept?.push(line);
   }
-  return kept;
+  return kept ?? lines;
 }
 
 export function isWebSocketUpgrade(lines: HeaderLines): boolean {
