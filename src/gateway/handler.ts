@@ -77,7 +77,8 @@ function proxied(incoming: IncomingRequest, client: ClientConnection, via: Via, 
   // Absolute-form requests never upgrade: Upgrade/Connection are stripped and it goes as plain HTTP.
   const websocket = via.kind === "tunnel" && isWebSocketUpgrade(incoming.headerLines);
   const rq = new ProxyRequest(incoming, via, client, to, requestHeadersForUpstream(incoming.headerLines), websocket);
-  return runStages(rq, g).then(takenOverOrReply);
+  const reply = runStages(rq, g);
+  return reply instanceof Promise ? reply.then(takenOverOrReply) : Promise.resolve(takenOverOrReply(reply));
 }
 
 /** Null when a WebSocket took the connection over (nothing is left to write), else the reply. */

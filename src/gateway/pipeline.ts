@@ -84,38 +84,77 @@ function recordLog(rq: ProxyRequest, g: GatewayContext, status: number, latencyM
   if (rq.upstreamMs !== null) observeGatewayLatency(rq.upstreamMs / 1000, Math.max(0, performance.now() - rq.started - rq.upstreamMs) / 1000);
 }
 
-export function runStages(rq: ProxyRequest, g: GatewayContext): Promise<Reply> {
+export function runStages(rq: ProxyRequest, g: GatewayContext): Reply | Promise<Reply> {
   // Every log line written while the request is handled carries its id.
-  return log.withContext({ requestId: rq.requestId }, run, rq, g);
+  return log.withContext({ requestId: rq.requestId }, requestFrom, rq, g, 0);
 }
 
-async function run(rq: ProxyRequest, g: GatewayContext): Promise<Reply> {
-  let reached = 0;
-  let outcome: Response | Reply | undefined;
-  for (const stage of STAGES) {
-    reached++;
+type Outcome = Response | Reply | undefined;
+
+/**
+ * The request hooks from stage `i` on, synchronously until one returns a promise (then from its answer on);
+ * then the response hooks back from the stage that answered. Plain calls and promise callbacks rather than an
+ * async function: this runs for every request.
+ */
+function requestFrom(rq: ProxyRequest, g: GatewayContext, i: number): Reply | Promise<Reply> {
+  for (; i < STAGES.length; i++) {
+    const stage = STAGES[i]!;
     if (!stage.request) continue;
+    let outcome: Outcome | Promise<Outcome>;
     try {
-      const r = stage.request(rq, g);
-      outcome = r instanceof Promise ? await r : r;
+      outcome = stage.request(rq, g);
     } catch (err) {
-      log.error("gateway stage failed", { stage: stage.name, host: rq.host, error: (err as Error).message });
-      rq.decision = "error";
-      outcome = badGateway();
+      outcome = stageFailed(rq, stage, err as Error);
     }
-    if (outcome) break;
+    if (outcome instanceof Promise) {
+      const at = i;
+      return outcome.then(
+        (o) => (o ? responseFrom(rq, g, at, o) : requestFrom(rq, g, at + 1)),
+        (err: Error) => responseFrom(rq, g, at, stageFailed(rq, stage, err)),
+      );
+    }
+    if (outcome) return responseFrom(rq, g, i, outcome);
   }
+  // The forward stage always answers: reaching the end is a gap in the list.
+  return responseFrom(rq, g, STAGES.length - 1, undefined);
+}
+
+function stageFailed(rq: ProxyRequest, stage: Stage, err: Error): Response {
+  log.error("gateway stage failed", { stage: stage.name, host: rq.host, error: err.message });
+  rq.decision = "error";
+  return badGateway();
+}
+
+/** The response hooks from stage `i` down to the first, each given the reply the one after it left. */
+function responseFrom(rq: ProxyRequest, g: GatewayContext, i: number, outcome: Outcome): Reply | Promise<Reply> {
   let reply = outcome instanceof Reply ? outcome : Reply.of(outcome ?? badGateway());
-  for (let i = reached - 1; i >= 0; i--) {
-    const hook = STAGES[i]!.response;
-    if (!hook) continue;
+  for (; i >= 0; i--) {
+    const stage = STAGES[i]!;
+    if (!stage.response) continue;
+    let next: Reply | Promise<Reply>;
     try {
-      const r = hook(rq, g, reply);
-      reply = r instanceof Promise ? await r : r;
+      next = stage.response(rq, g, reply);
     } catch (err) {
-      log.error("gateway response stage failed", { stage: STAGES[i]!.name, host: rq.host, error: (err as Error).message });
+      responseStageFailed(rq, stage, err as Error);
+      continue;
     }
+    if (next instanceof Promise) {
+      const at = i;
+      const before = reply;
+      return next.then(
+        (r) => responseFrom(rq, g, at - 1, r),
+        (err: Error) => {
+          responseStageFailed(rq, stage, err);
+          return responseFrom(rq, g, at - 1, before);
+        },
+      );
+    }
+    reply = next;
   }
   if (!reply.fromUpstream) reply.headers.set(REQUEST_ID_HEADER, rq.requestId);
   return reply;
+}
+
+function responseStageFailed(rq: ProxyRequest, stage: Stage, err: Error): void {
+  log.error("gateway response stage failed", { stage: stage.name, host: rq.host, error: err.message });
 }
