@@ -43,22 +43,24 @@ export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<Excha
   );
 }
 
-// Promise callbacks rather than an async function: this runs for every request, and an awaiting frame costs more.
+/**
+ * A reused connection the upstream had just closed gets a request without a body sent again on a fresh one
+ * (nothing was answered); this first exchange settles with the second one's result.
+ */
 function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest): Promise<ExchangeResult> {
-  return new Exchange(pool, acquired.key, acquired.conn, rq).run().then((first) => ("retry" in first ? retry(pool, acquired, rq) : first));
+  return new Exchange(pool, acquired.key, acquired.conn, rq, acquired.reused && !rq.body).run();
 }
 
-/** A reused connection the upstream had just closed: nothing was answered, so a request without a body can go again on a fresh connection. */
-async function retry(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest): Promise<ExchangeResult> {
-  if (!acquired.reused || rq.body) return { failure: "unreachable", reason: "connection closed before the response" };
+const CLOSED_BEFORE_RESPONSE: ExchangeResult = { failure: "unreachable", reason: "connection closed before the response" };
+
+async function retry(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
   let again: Acquired;
   try {
     again = await pool.acquire(rq.scheme, rq.target);
   } catch (err) {
     return { failure: "unreachable", reason: (err as Error).message };
   }
-  const second = await new Exchange(pool, again.key, again.conn, rq).run();
-  return "retry" in second ? { failure: "unreachable", reason: "connection closed before the response" } : second;
+  return new Exchange(pool, again.key, again.conn, rq, false).run();
 }
 
 /**
@@ -71,7 +73,7 @@ function headTimedOut(exchange: Exchange): void {
 }
 
 class Exchange implements ConnectionUser, BodySource, GoneWatcher {
-  #resolve!: (r: ExchangeResult | { retry: true }) => void;
+  #resolve!: (r: ExchangeResult | Promise<ExchangeResult>) => void;
   #headBuf: Buffer | null = null;
   #head: ResponseHead | null = null;
   #framer: BodyFramer | null = null;
@@ -92,9 +94,11 @@ class Exchange implements ConnectionUser, BodySource, GoneWatcher {
     private readonly key: string,
     private readonly conn: UpstreamConnection,
     private readonly rq: UpstreamRequest,
+    /** Whether closing before any byte of the response means sending the request again on a fresh connection. */
+    private readonly retryable: boolean,
   ) {}
 
-  run(): Promise<ExchangeResult | { retry: true }> {
+  run(): Promise<ExchangeResult> {
     return new Promise((resolve) => {
       this.#resolve = resolve;
       if (this.rq.agent.gone) return this.#abort();
@@ -243,7 +247,7 @@ class Exchange implements ConnectionUser, BodySource, GoneWatcher {
     if (this.#head === null) {
       if (!this.#gotBytes && !this.rq.agent.gone) {
         this.#finish();
-        return this.#settle({ retry: true });
+        return this.#settle(this.retryable ? retry(this.pool, this.rq) : CLOSED_BEFORE_RESPONSE);
       }
       return this.#fail("unreachable", "connection closed before the response was complete");
     }
@@ -301,7 +305,7 @@ class Exchange implements ConnectionUser, BodySource, GoneWatcher {
   }
 
   #settled = false;
-  #settle(r: ExchangeResult | { retry: true }): void {
+  #settle(r: ExchangeResult | Promise<ExchangeResult>): void {
     if (this.#settled) return;
     this.#settled = true;
     this.#resolve(r);
