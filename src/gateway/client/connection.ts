@@ -212,13 +212,14 @@ export class ClientConnection implements AgentSocketEvents {
     const head = parseRequestHead(this.#buf, end);
     const framing = head ? framingOf(head.headers) : undefined;
     if (!head || framing === undefined) return this.#refuse(400, "Bad Request", "Malformed HTTP request.");
-    const rest = this.#buf.subarray(end + 4);
+    // Most requests come alone: no view made of nothing.
+    const rest = end + 4 < this.#buf.length ? this.#buf.subarray(end + 4) : null;
     this.#buf = EMPTY;
     this.#busy = true;
     const body = framing === null || framing === 0 ? null : this.#bodyStream(framing, headerValue(head.headers, "expect")?.toLowerCase() === "100-continue");
     const request = (this.#request = new ReadRequest(head.method, head.target, head.headers, body, framing !== null && framing < 0));
-    void this.#serve(head, request);
-    if (rest.length > 0) this.data(rest);
+    this.#serve(head, request);
+    if (rest) this.data(rest);
   }
 
   #bodyStream(framing: number, expectsContinue: boolean): ReadableStream<Uint8Array> {
@@ -270,20 +271,35 @@ export class ClientConnection implements AgentSocketEvents {
     if (end < chunk.length) this.data(chunk.subarray(end));
   }
 
-  async #serve(head: RequestHead, request: IncomingRequest): Promise<void> {
-    let reply: Reply | null;
+  /** Answers one request: its handler's reply is written, then the next request is read. Plain calls and promise callbacks (this runs per request). */
+  #serve(head: RequestHead, request: IncomingRequest): void {
+    let reply: Promise<Reply | null>;
     try {
-      reply = await this.handler(request, this);
+      reply = this.handler(request, this);
     } catch (err) {
-      log.error("gateway request failed", { error: (err as Error).message });
-      reply = Reply.of(Response.json({ error: "bad_gateway", message: "credgate gateway internal error." }, { status: 502 }));
+      reply = Promise.reject(err as Error);
     }
+    reply.then(
+      (r) => this.#answer(head, r),
+      (err: Error) => {
+        log.error("gateway request failed", { error: err.message });
+        this.#answer(head, Reply.of(Response.json({ error: "bad_gateway", message: "credgate gateway internal error." }, { status: 502 })));
+      },
+    );
+  }
+
+  #answer(head: RequestHead, reply: Reply | null): void {
     if (reply === null) return; // the connection was taken over
     const unreadBody = this.#body !== null && !this.#body.done;
     const close =
       this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.header("connection")?.toLowerCase() === "close";
     const writing = writeReply(this, reply, { method: head.method, close }, this.#track);
-    if (writing) await writing;
+    if (writing) writing.then(() => this.#answered(close, unreadBody));
+    else this.#answered(close, unreadBody);
+  }
+
+  /** The answer has gone: the connection ends, lingers, or reads the next request. */
+  #answered(close: boolean, unreadBody: boolean): void {
     this.#request = null;
     // The writer ends the socket itself when an upstream body broke off.
     if (close || this.#closed || this.socket.ended) {
