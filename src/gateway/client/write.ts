@@ -23,7 +23,7 @@ export interface WriteOptions {
 /** Past this many bytes waiting, they are written at once rather than at the end of the tick. */
 const MAX_PENDING = 64 * 1024;
 
-/** Framing and connection headers: decided here, never copied (checked by name length first: no lowercasing per line). */
+/** Framing and connection headers: decided here, never copied (isNamed: no name is lowercased per line). */
 function isSkipped(name: string, keepLength: boolean): boolean {
   return isNamed(name, "connection") || isNamed(name, "keep-alive") || isNamed(name, "transfer-encoding") || (!keepLength && isNamed(name, "content-length"));
 }
