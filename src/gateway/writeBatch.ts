@@ -68,7 +68,8 @@ function join(parts: Outgoing[], size: number): Uint8Array {
  * whom to tell when everything has gone.
  */
 export class OutgoingBytes {
-  #batch: Outgoing[] = [];
+  /** This turn's parts; one array for the socket's life, emptied once written. */
+  readonly #batch: Outgoing[] = [];
   #batchBytes = 0;
   readonly #queue: Uint8Array[] = [];
 
@@ -108,11 +109,14 @@ export class OutgoingBytes {
     const parts = this.#batch;
     if (parts.length === 0) return null;
     const size = this.#batchBytes;
-    this.#batch = [];
     this.#batchBytes = 0;
     const only = parts.length === 1 ? parts[0]! : null;
-    if (only !== null && typeof only !== "string") return this.write(socket, only);
+    if (only !== null && typeof only !== "string") {
+      parts.length = 0;
+      return this.write(socket, only);
+    }
     const joined = join(parts, size);
+    parts.length = 0;
     const n = socket.write(joined);
     if (n >= joined.byteLength) return true;
     // The join buffer is the next batch's: what is left is copied out.
@@ -145,7 +149,7 @@ export class OutgoingBytes {
   /** Forgets everything owed (the socket is gone or being torn down). */
   clear(): void {
     this.#queue.length = 0;
-    this.#batch = [];
+    this.#batch.length = 0;
     this.#batchBytes = 0;
   }
 }
