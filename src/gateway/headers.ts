@@ -1,6 +1,6 @@
 // Header hygiene both ways (CONTRACT §6.14): hop-by-hop headers, and every header named in Connection,
 // never cross the gateway; requests also lose Host (rebuilt from the target) and every x-credgate-* header.
-import { connectionTokens, hasNamePrefix, headerValue, isNamed, type HeaderLines } from "./http1/head.ts";
+import { connectionTokens, hasNamePrefix, headerValue, isOneOf, type HeaderLines } from "./http1/head.ts";
 import { HeaderList } from "./http1/headerList.ts";
 
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"];
@@ -9,8 +9,7 @@ const NOT_SENT_UP = [...HOP_BY_HOP, "host", "expect"];
 
 /** Whether `name` (any case) is one of `lowerNames`, or one the Connection header listed. */
 function isDropped(name: string, lowerNames: readonly string[], listed: ReadonlySet<string>): boolean {
-  for (const lower of lowerNames) if (isNamed(name, lower)) return true;
-  return listed.size > 0 && listed.has(name.toLowerCase());
+  return isOneOf(name, lowerNames) || (listed.size > 0 && listed.has(name.toLowerCase()));
 }
 
 /**

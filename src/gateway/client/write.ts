@@ -3,7 +3,7 @@
 // the first body bytes so that a small response leaves in one write.
 import { STATUS_CODES } from "node:http";
 import { lastChunk } from "../http1/body.ts";
-import { isNamed } from "../http1/head.ts";
+import { isNamed, isOneOf } from "../http1/head.ts";
 import type { BodySink, BodySource, BodyTransform, Reply } from "../reply.ts";
 import type { AgentSocket } from "./socket.ts";
 import type { Outgoing } from "../writeBatch.ts";
@@ -23,9 +23,11 @@ export interface WriteOptions {
 /** Past this many bytes waiting, they are written at once rather than at the end of the tick. */
 const MAX_PENDING = 64 * 1024;
 
-/** Framing and connection headers: decided here, never copied (isNamed: no name is lowercased per line). */
+/** Connection and framing headers: decided here, never copied (Content-Length too, unless kept). */
+const DECIDED_HERE = ["connection", "keep-alive", "transfer-encoding"];
+
 function isSkipped(name: string, keepLength: boolean): boolean {
-  return isNamed(name, "connection") || isNamed(name, "keep-alive") || isNamed(name, "transfer-encoding") || (!keepLength && isNamed(name, "content-length"));
+  return isOneOf(name, DECIDED_HERE) || (!keepLength && isNamed(name, "content-length"));
 }
 
 function bodyless(method: string, status: number): boolean {

@@ -143,6 +143,12 @@ export function isNamed(name: string, lowerName: string): boolean {
   return name.length === lowerName.length && hasNamePrefix(name, lowerName);
 }
 
+/** Whether a field named `name` (any case) is one of `lowerNames`. */
+export function isOneOf(name: string, lowerNames: readonly string[]): boolean {
+  for (const lower of lowerNames) if (isNamed(name, lower)) return true;
+  return false;
+}
+
 export function headerValue(headers: HeaderLines, lowerName: string): string | null {
   for (const [name, value] of headers) if (isNamed(name, lowerName)) return value;
   return null;
