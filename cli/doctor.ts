@@ -1,6 +1,6 @@
 // `credgate doctor`: one line per check of the installation (src/doctor/checks.ts); exit 1 when one fails.
 import type { Command } from "commander";
-import { ConfigError, loadConfig, type ConfigFlags } from "../src/config.ts";
+import { ConfigError, loadConfig, type ConfigFlags } from "../src/runtime/config.ts";
 import { runChecks, type CheckResult } from "../src/doctor/checks.ts";
 
 function line(r: CheckResult): string {

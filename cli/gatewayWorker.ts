@@ -1,7 +1,7 @@
 // `credgate gateway-worker` (hidden): one of the gateway processes `serve --gateway-workers N` starts. Not for
 // people: it needs its primary on the other end of its IPC channel.
 import type { Command } from "commander";
-import { loadConfig, type ConfigFlags } from "../src/config.ts";
+import { loadConfig, type ConfigFlags } from "../src/runtime/config.ts";
 import { runGatewayWorker } from "../src/workers/worker.ts";
 import { fail } from "./fail.ts";
 

@@ -1,7 +1,7 @@
 // `credgate keys`: reprint the bootstrap keys by reading the data dir (works while the server runs). Reads
 // only: a missing or empty data dir is reported, never created, and no key is ever made.
 import type { Command } from "commander";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { openCore } from "../src/server.ts";
 import { fail } from "./fail.ts";
 

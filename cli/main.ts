@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 // Entry of the credgate executable: one commander program, one file per command group.
 import { Command } from "commander";
-import { VERSION } from "../src/version.ts";
+import { VERSION } from "../src/runtime/version.ts";
 import { registerDoctor } from "./doctor.ts";
 import { registerGatewayWorker } from "./gatewayWorker.ts";
 import { registerPartner } from "./partner.ts";

@@ -4,8 +4,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { loadConfig } from "../src/config.ts";
-import { log } from "../src/log.ts";
+import { loadConfig } from "../src/runtime/config.ts";
+import { log } from "../src/observability/log.ts";
 import { openCore, type Core } from "../src/server.ts";
 import { CLOUD_URL_MESSAGE, cloudApiKeyError, parseCloudUrl, type ExportProgress, type MigrationResult } from "../src/services/migration.ts";
 import { DB_FILE } from "../src/store/open.ts";

@@ -2,7 +2,7 @@
 // key and its owner's invite URL (where the owner sets a password). Run on the server's data dir or database;
 // it works while the server runs.
 import type { Command } from "commander";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { openCore } from "../src/server.ts";
 import { fail } from "./fail.ts";
 

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { Sealer } from "../src/crypto/seal.ts";
 import { rotateSealedValues } from "../src/services/masterKeyRotation.ts";
 import { DB_FILE, openStore } from "../src/store/open.ts";

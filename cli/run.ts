@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { combinedBundle, curlrcWithProxyCa, runEnvironment, type ContainerConfig } from "../src/run/environment.ts";
 import { nodePreloadBundle } from "../src/run/preloadBundle.ts" with { type: "macro" };
 import { NoDataError, openCore } from "../src/server.ts";

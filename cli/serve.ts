@@ -1,12 +1,12 @@
 // `credgate [serve]`: start the API and the gateway on one data dir; print the keys on first start.
 import type { Command } from "commander";
-import { loadConfig, type ConfigFlags } from "../src/config.ts";
-import { log } from "../src/log.ts";
+import { loadConfig, type ConfigFlags } from "../src/runtime/config.ts";
+import { log } from "../src/observability/log.ts";
 import { startServer } from "../src/server.ts";
-import { plainTransportWarnings } from "../src/plainTransport.ts";
+import { plainTransportWarnings } from "../src/listen/plainTransport.ts";
 import { takeUnprintedKeys, type BootstrapInfo } from "../src/services/bootstrap.ts";
-import type { Config } from "../src/config.ts";
-import { VERSION } from "../src/version.ts";
+import type { Config } from "../src/runtime/config.ts";
+import { VERSION } from "../src/runtime/version.ts";
 import { fail } from "./fail.ts";
 
 export function firstStartBanner(config: Config, info: BootstrapInfo): string {

@@ -1,21 +1,21 @@
 // Composition root: open the store, build the services, bootstrap, start the listeners; stop them cleanly.
-import type { Config } from "./config.ts";
+import type { Config } from "./runtime/config.ts";
 import { createMasterKey, masterKeyMismatch, readMasterKey } from "./crypto/masterKey.ts";
-import { dataDirHolds, prepareDataDir, restrictDataDir } from "./dataDir.ts";
-import { loadInstanceId } from "./instanceId.ts";
-import { EventBus } from "./events.ts";
+import { dataDirHolds, prepareDataDir, restrictDataDir } from "./runtime/dataDir.ts";
+import { loadInstanceId } from "./runtime/instanceId.ts";
+import { EventBus } from "./events/bus.ts";
 import { DB_FILE, openStore, type Store } from "./store/open.ts";
-import { attachNotifyTransport } from "./store/notifyTransport.ts";
+import { attachNotifyTransport } from "./events/notifyTransport.ts";
 import { createServices, type Services } from "./services/index.ts";
 import { bootstrap, readBootstrap, type BootstrapInfo } from "./services/bootstrap.ts";
 import { unlockStore } from "./services/masterKeyCheck.ts";
 import { loadGatewayCa } from "./services/gatewayCa.ts";
 import { caRoutes, createApiApp, type ApiApp } from "./api/app.ts";
 import { Gateway } from "./gateway/index.ts";
-import { ApiCertificate, readPair } from "./apiCertificate.ts";
-import { ApiListener } from "./apiListener.ts";
-import { selfNames } from "./selfNames.ts";
-import { mergePeerMetrics } from "./metrics.ts";
+import { ApiCertificate, readPair } from "./listen/apiCertificate.ts";
+import { ApiListener } from "./listen/apiListener.ts";
+import { selfNames } from "./listen/selfNames.ts";
+import { mergePeerMetrics } from "./observability/metrics.ts";
 import { GatewayWorkers } from "./workers/hub.ts";
 import { workerCommand } from "./workers/command.ts";
 

@@ -2,9 +2,9 @@
 // unknown-route 404 and the error mapping of CONTRACT §2. Routes not served in the running mode are not
 // mounted at all, so they answer exactly like unknown routes (before authentication).
 import { Elysia } from "elysia";
-import { metrics } from "../metrics.ts";
-import { log } from "../log.ts";
-import { answerWithRequestId } from "../requestId.ts";
+import { metrics } from "../observability/metrics.ts";
+import { log } from "../observability/log.ts";
+import { answerWithRequestId } from "../observability/requestId.ts";
 import type { Services } from "../services/index.ts";
 import { dashboardResponse } from "../dashboard/serve.ts";
 import { errorResponse, unknownRoute } from "./errors.ts";
@@ -12,7 +12,7 @@ import { METRICS_PATH, metricsResponse } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
 import { returns } from "./responses.ts";
 import { OpenApiDocument } from "./schemas.ts";
-import { VERSION } from "../version.ts";
+import { VERSION } from "../runtime/version.ts";
 import { route, runRoute, type RouteDef } from "./route.ts";
 import { agentSetupRoutes } from "./routes/agentSetup.ts";
 import { appBlocklistRoutes } from "./routes/appBlocklist.ts";

@@ -1,6 +1,6 @@
 // The one place where failures become responses: ApiError → its shape; anything else → a logged 500.
 import { ApiError } from "../core/errors.ts";
-import { log } from "../log.ts";
+import { log } from "../observability/log.ts";
 
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });

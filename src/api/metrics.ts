@@ -3,7 +3,7 @@
 // the unknown-route 404, as if the endpoint did not exist.
 import { createHash, timingSafeEqual } from "node:crypto";
 import { isIP } from "node:net";
-import { METRICS_CONTENT_TYPE, metricsText } from "../metrics.ts";
+import { METRICS_CONTENT_TYPE, metricsText } from "../observability/metrics.ts";
 import { unknownRoute } from "./errors.ts";
 
 export const METRICS_PATH = "/metrics";

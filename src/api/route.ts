@@ -3,7 +3,7 @@
 // read and validate the body → handler → response.
 import type { TSchema, Static } from "@sinclair/typebox";
 import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
-import type { Mode } from "../config.ts";
+import type { Mode } from "../runtime/config.ts";
 import type { Services } from "../services/index.ts";
 import { authenticate, resolveContext, resolvePartnerContext, type Access, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
 import { readJsonBody } from "./body.ts";

@@ -6,7 +6,7 @@ import { createHash, createPrivateKey, generateKeyPairSync, sign, X509Certificat
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { join } from "node:path";
-import { parseAddress } from "../core/egress.ts";
+import { parseAddress } from "../core/addressRules.ts";
 import * as der from "./der.ts";
 
 const HOUR = 3600 * 1000;

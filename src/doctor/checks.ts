@@ -7,9 +7,9 @@ import { createPrivateKey, X509Certificate } from "node:crypto";
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import * as net from "node:net";
 import { join } from "node:path";
-import { readPair } from "../apiCertificate.ts";
-import type { ApiTls, Config } from "../config.ts";
-import { plainTransportWarnings } from "../plainTransport.ts";
+import { readPair } from "../listen/apiCertificate.ts";
+import type { ApiTls, Config } from "../runtime/config.ts";
+import { plainTransportWarnings } from "../listen/plainTransport.ts";
 import { Outbound } from "../services/outbound.ts";
 import { DB_FILE } from "../store/sqlite.ts";
 

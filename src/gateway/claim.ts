@@ -2,7 +2,6 @@
 // its LLM requests through, and nothing else — not WebSocket upgrades, not passthrough tunnels — until a person
 // opens the claim link, which the answer carries.
 import { normalizeHost } from "../core/patterns.ts";
-import type { CompiledSecret } from "./snapshot.ts";
 
 /** The organization's unclaimed state, as the agent's snapshot holds it. */
 export interface ClaimPending {
@@ -12,8 +11,15 @@ export interface ClaimPending {
 
 const LLM_HOSTS = ["anthropic.com", "openai.com", "chatgpt.com", "deepseek.com", "groq.com", "openrouter.ai", "moonshot.cn", "generativelanguage.googleapis.com"];
 
+/** What isLlmRequest reads of a compiled secret (snapshot.ts). */
+export interface HostBoundSecret {
+  type: string;
+  hostMatch(host: string): boolean;
+  pathMatch(path: string): boolean;
+}
+
 /** An LLM vendor's host, or a host an LLM key of the agent applies to (for this path, when one is known). */
-export function isLlmRequest(host: string, path: string | null, injectable: CompiledSecret[]): boolean {
+export function isLlmRequest(host: string, path: string | null, injectable: readonly HostBoundSecret[]): boolean {
   const h = normalizeHost(host);
   if (LLM_HOSTS.some((v) => h.includes(v))) return true;
   return injectable.some((s) => (s.type === "llm_a" || s.type === "llm_b") && s.hostMatch(h) && (path === null || s.pathMatch(path)));

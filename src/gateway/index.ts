@@ -1,16 +1,16 @@
 // The gateway, assembled: CA and leaf cache, snapshot, upstream connection pool, the front listener on the
 // gateway port, and the memory keeper.
 import type { ApiApp } from "../api/app.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../runtime/config.ts";
 import type { CertificateAuthority } from "../crypto/ca.ts";
 import type { Services } from "../services/index.ts";
 import type { GatewayContext } from "./context.ts";
-import { EgressGuard } from "./egress.ts";
+import { EgressGuard } from "./egressGuard.ts";
 import { GatewayListener, type GatewaySharing } from "./listener.ts";
 import { MemoryKeeper } from "./memory.ts";
 import { GatewaySnapshot } from "./snapshot.ts";
 import { LeafCache, SelfLeaf } from "./tls.ts";
-import { selfNames } from "../selfNames.ts";
+import { selfNames } from "../listen/selfNames.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { VaultResolver } from "../vault/resolver.ts";
 

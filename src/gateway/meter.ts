@@ -5,21 +5,11 @@
 // once; other spend is batched. The cost is left on the request for its log row.
 import { costOf } from "../core/pricing.ts";
 import { UsageReader } from "../core/usage.ts";
-import { log } from "../log.ts";
-import { metrics } from "../metrics.ts";
+import { log } from "../observability/log.ts";
+import { metrics } from "../observability/metrics.ts";
 import type { GatewayContext } from "./context.ts";
 import type { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
-
-export interface Meter {
-  secretId: string;
-  type: "llm_a" | "llm_b";
-  api: "messages" | "chat_completions" | "responses";
-  /** nano-USD; charged when a 2xx reports no usage. */
-  estimateNanos: number;
-  /** The budget reservation to drop when the request ends (null: no budget applies). */
-  reservationId: string | null;
-}
 
 export function meterReply(rq: ProxyRequest, g: GatewayContext, reply: Reply): void {
   const meter = rq.meter!;

@@ -1,12 +1,12 @@
 // The per-request pipeline (CONTRACT §6.4): every gateway concern is a stage (stage.ts), in this one list,
 // in contract order. Request hooks run top to bottom until one answers (the forward stage always does);
 // response hooks run bottom to top for the stages that were reached. Adding a feature adds a stage here.
-import { log } from "../log.ts";
-import { REQUEST_ID_HEADER } from "../requestId.ts";
+import { log } from "../observability/log.ts";
+import { REQUEST_ID_HEADER } from "../observability/requestId.ts";
 import type { GatewayContext } from "./context.ts";
 import { badGateway } from "./errors.ts";
-import { latencyOf, logFieldsOf, writeLog } from "./log.ts";
-import { countGatewayRequest, observeGatewayLatency } from "../metrics.ts";
+import { latencyOf, logFieldsOf, writeLog } from "./requestLog.ts";
+import { countGatewayRequest, observeGatewayLatency } from "../observability/metrics.ts";
 import { meterReply, releaseReservation } from "./meter.ts";
 import { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
@@ -14,7 +14,7 @@ import type { Stage } from "./stage.ts";
 import { holdForApproval } from "./stages/approval.ts";
 import { authenticate } from "./stages/auth.ts";
 import { meterAndAdmit } from "./stages/budget.ts";
-import { describeConnections, selectConnection } from "./stages/connection.ts";
+import { describeConnections, selectConnection } from "./stages/appConnection.ts";
 import { forward } from "./stages/forward.ts";
 import { guidance } from "./stages/guidance.ts";
 import { inject } from "./stages/inject.ts";

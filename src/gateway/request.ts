@@ -3,11 +3,10 @@
 import { pathWithoutQuery } from "../core/patterns.ts";
 import { headerValue } from "./http1/head.ts";
 import type { HeaderList } from "./http1/headerList.ts";
-import { REQUEST_ID_HEADER, requestIdFor } from "../requestId.ts";
+import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
 import type { DialTarget } from "../services/outbound.ts";
-import type { AgentPresence, IncomingRequest } from "./client/connection.ts";
+import type { AgentPresence, IncomingRequest } from "./client/agentConnection.ts";
 import type { AgentSocket } from "./client/socket.ts";
-import type { Meter } from "./meter.ts";
 import type { AgentCredentials, AgentEntry, CompiledConnection, CompiledSecret } from "./snapshot.ts";
 
 /** Where the request goes, from the tunnel's CONNECT authority or the absolute-form target. */
@@ -32,6 +31,17 @@ export function logHostOf(scheme: "https" | "http", host: string, port: number):
 /** The agent's connection, as far as a stage may touch it: a WebSocket takes it over after 101. */
 export interface AgentConnection {
   detach(): { socket: AgentSocket; buffered: Buffer };
+}
+
+/** A metered LLM request (§6.11): what the budget stage reserved and the response side charges (meter.ts). */
+export interface Meter {
+  secretId: string;
+  type: "llm_a" | "llm_b";
+  api: "messages" | "chat_completions" | "responses";
+  /** nano-USD; charged when a 2xx reports no usage. */
+  estimateNanos: number;
+  /** The budget reservation to drop when the request ends (null: no budget applies). */
+  reservationId: string | null;
 }
 
 /** How the agent reached the gateway: inside a CONNECT tunnel (its token given once), or a proxy request. */

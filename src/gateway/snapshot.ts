@@ -2,7 +2,7 @@
 // token hash, and per agent its resolved credentials (values decrypted once, patterns compiled). Change
 // events (from this process or, over the store's notifications, from other instances) drop what they affect
 // at once; the next request rebuilds it, once for all requests waiting on it.
-import { metrics } from "../metrics.ts";
+import { metrics } from "../observability/metrics.ts";
 import { tokenHash } from "../crypto/hash.ts";
 import { compileHostPattern, compilePathPattern, type HostMatcher, type PathMatcher } from "../core/patterns.ts";
 import type { ClaimPending } from "./claim.ts";
@@ -18,8 +18,8 @@ import { compiledApp, type CompiledApp } from "../apps/match.ts";
 import type { Resources } from "../core/resources.ts";
 import { agentRules, compileAgentRules, targetResolver } from "../services/agentRules.ts";
 import type { ConnectionCredential } from "../services/connections.ts";
-import type { ChangeEvent } from "../events.ts";
-import { log } from "../log.ts";
+import type { ChangeEvent } from "../events/bus.ts";
+import { log } from "../observability/log.ts";
 
 export interface AgentEntry {
   id: string;

@@ -2,8 +2,8 @@
 // injected upgrade request written by hand, and on 101 the agent's connection is handed over to a raw pipe
 // both ways (frames are not inspected), closed after 600 s without traffic.
 import type * as net from "node:net";
-import { log } from "../log.ts";
-import { metrics } from "../metrics.ts";
+import { log } from "../observability/log.ts";
+import { metrics } from "../observability/metrics.ts";
 import { pipeRaw } from "./client/pipe.ts";
 import type { GatewayContext } from "./context.ts";
 import { upstreamTimeout, upstreamUnreachable } from "./errors.ts";
@@ -11,7 +11,7 @@ import { MAX_HEAD_BYTES, parseResponseHead, type ResponseHead } from "./http1/he
 import { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
 import { upstreamHead } from "./stages/forward.ts";
-import { CONNECT_TIMEOUT_MS } from "./upstream/connection.ts";
+import { CONNECT_TIMEOUT_MS } from "./upstream/originConnection.ts";
 
 const IDLE_MS = 600_000;
 const KEPT_ON_101 = ["upgrade", "connection", "sec-websocket-accept", "sec-websocket-protocol", "sec-websocket-extensions"];

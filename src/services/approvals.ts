@@ -6,10 +6,10 @@ import { and, asc, eq, gt, inArray, isNull, lt, ne, notInArray, or, type SQL } f
 import { ApiError } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import type { ApprovalStatus, ApprovalSummary } from "../core/model.ts";
-import { log } from "../log.ts";
-import { metrics } from "../metrics.ts";
+import { log } from "../observability/log.ts";
+import { metrics } from "../observability/metrics.ts";
 import type { ApprovalRow } from "../store/rows.ts";
-import type { ChangeEvent } from "../events.ts";
+import type { ChangeEvent } from "../events/bus.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 export type { ApprovalRow };

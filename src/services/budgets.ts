@@ -9,7 +9,7 @@ import { and, eq, inArray, lte, sql } from "drizzle-orm";
 import type { BudgetPeriod } from "../core/model.ts";
 import { NANOS_PER_CENT } from "../core/pricing.ts";
 import { newId, nowIso } from "../core/ids.ts";
-import { log } from "../log.ts";
+import { log } from "../observability/log.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 export interface Budget {

@@ -1,7 +1,7 @@
 // What every service is built from.
-import type { Config } from "../config.ts";
+import type { Config } from "../runtime/config.ts";
 import type { Sealer } from "../crypto/seal.ts";
-import type { EventBus } from "../events.ts";
+import type { EventBus } from "../events/bus.ts";
 import type { Store } from "../store/store.ts";
 
 export interface ServiceDeps {

@@ -5,7 +5,7 @@
 import { and, asc, desc, eq, inArray } from "drizzle-orm";
 import { isIP } from "node:net";
 import { ApiError, badRequest } from "../core/errors.ts";
-import { log } from "../log.ts";
+import { log } from "../observability/log.ts";
 import type { AuthMode, InjectionConfigShape } from "../core/secretRules.ts";
 import type { AgentMode, SecretMetadata, SecretType } from "../core/model.ts";
 import type { AgentService } from "./agents.ts";

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import * as net from "node:net";
 import * as tls from "node:tls";
-import type { Config } from "../config.ts";
+import type { Config } from "../runtime/config.ts";
 
 export interface DialTarget {
   /** Address to connect to (the pinned one, or the host itself). */

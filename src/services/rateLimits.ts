@@ -6,7 +6,7 @@
 import { lt, sql } from "drizzle-orm";
 import { rateWindow, WINDOW_SECONDS } from "../core/policy.ts";
 import type { PolicyScope, RateWindow } from "../core/model.ts";
-import { log } from "../log.ts";
+import { log } from "../observability/log.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 const PURGE_MS = 3600 * 1000;

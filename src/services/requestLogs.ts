@@ -4,8 +4,8 @@
 // and reported, so an unreachable database never grows the gateway's memory without bound.
 import { and, desc, eq, getTableColumns, gte, lt, lte, or, type SQL } from "drizzle-orm";
 import { ApiError } from "../core/errors.ts";
-import { log } from "../log.ts";
-import { metrics, watchRequestLogQueue } from "../metrics.ts";
+import { log } from "../observability/log.ts";
+import { metrics, watchRequestLogQueue } from "../observability/metrics.ts";
 import type { RequestLogRecord } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { AgentService } from "./agents.ts";

@@ -1,4 +1,4 @@
-// Types for the parts of prom-client that src/metrics.ts loads one by one. The package's index also loads
+// Types for the parts of prom-client that src/observability/metrics.ts loads one by one. The package's index also loads
 // its cluster aggregator, push gateway and default collectors, which cost ~35 ms of start-up in the compiled
 // binary; the classes are the same ones its own types describe.
 declare module "prom-client/lib/registry.js" {

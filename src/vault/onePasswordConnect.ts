@@ -7,7 +7,7 @@
 //   item:  GET /v1/vaults/{vaultId}/items/{id} when it looks like an id, else (or on 404)
 //          GET /v1/vaults/{vaultId}/items?filter=title eq "<title>" then GET /v1/vaults/{vaultId}/items/{itemId}
 //   field: in the item's `fields[]`, by `id`, else by `label` (exact, then case-insensitive), in any section.
-import { VERSION } from "../version.ts";
+import { VERSION } from "../runtime/version.ts";
 
 export type ConnectFetch = (url: string, init: BunFetchRequestInit) => Promise<Response>;
 

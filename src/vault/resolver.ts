@@ -1,8 +1,8 @@
 // External vault values for the gateway (CONTRACT §6.7 "External vault"): `op://` references resolved
 // against the 1Password Connect server, cached 60 s per reference (failures 30 s), one in-flight lookup per
 // reference, 15 s per lookup. Logs name the reference and a reason code, never a value.
-import { log } from "../log.ts";
-import { metrics } from "../metrics.ts";
+import { log } from "../observability/log.ts";
+import { metrics } from "../observability/metrics.ts";
 import { LookupCache, type Lookup } from "./cache.ts";
 import { connectBaseUrl, OnePasswordConnect, parseOpRef, VaultLookupError, type ConnectFetch } from "./onePasswordConnect.ts";
 

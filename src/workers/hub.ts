@@ -6,9 +6,9 @@
 // across processes (rate-limit counters, approvals, budget spend) lives in the store. A worker that dies is
 // started again; a worker whose primary dies stops.
 import type { Subprocess } from "bun";
-import type { EventBus, EventRelay, ChangeEvent } from "../events.ts";
-import { log } from "../log.ts";
-import type { MetricsJson } from "../metrics.ts";
+import type { EventBus, EventRelay, ChangeEvent } from "../events/bus.ts";
+import { log } from "../observability/log.ts";
+import type { MetricsJson } from "../observability/metrics.ts";
 import type { ToPrimary, ToWorker } from "./messages.ts";
 
 /** How long an API write waits for a worker to apply its events, and `/metrics` for a worker's numbers. */

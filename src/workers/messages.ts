@@ -1,7 +1,7 @@
 // What the primary process and its gateway workers say to each other over IPC (JSON): change events both
 // ways (numbered towards a worker, so it can say it applied them), metrics for `GET /metrics`, and stop.
-import type { ChangeEvent } from "../events.ts";
-import type { MetricsJson } from "../metrics.ts";
+import type { ChangeEvent } from "../events/bus.ts";
+import type { MetricsJson } from "../observability/metrics.ts";
 
 export type ToWorker =
   | { type: "event"; seq: number; event: ChangeEvent }

@@ -2,11 +2,11 @@
 // shared gateway port, with its own snapshot, request-log queue and held approvals, on the same store. Change
 // events come from the primary over IPC (each one acknowledged once applied) and its own go back there. It stops
 // when asked, on SIGTERM, or when the primary is gone.
-import type { Config } from "../config.ts";
+import type { Config } from "../runtime/config.ts";
 import { caRoutes, createApiApp } from "../api/app.ts";
 import { Gateway } from "../gateway/index.ts";
-import { log } from "../log.ts";
-import { metricsJson } from "../metrics.ts";
+import { log } from "../observability/log.ts";
+import { metricsJson } from "../observability/metrics.ts";
 import { DRAIN_MS, drain, openCore } from "../server.ts";
 import { loadGatewayCa } from "../services/gatewayCa.ts";
 import type { ToPrimary, ToWorker } from "./messages.ts";

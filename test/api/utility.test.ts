@@ -2,7 +2,7 @@
 // (§0.1), body parsing and the 1 MiB cap (§0.2, §0.3), health and counts (§5.10).
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
-import { VERSION } from "../../src/version.ts";
+import { VERSION } from "../../src/runtime/version.ts";
 import { expectEnvelope, expectFlat, ISO_MS } from "./helpers.ts";
 
 let api: TestApi;

@@ -5,7 +5,7 @@ import { spawn } from "bun";
 import { createServer, type Server } from "node:net";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { VERSION } from "../../src/version.ts";
+import { VERSION } from "../../src/runtime/version.ts";
 import { freePort } from "../support/ports.ts";
 import { credgateCommand, runCli, startCredgate, type RunningCredgate } from "../support/process.ts";
 import { tempDir } from "../support/tmp.ts";

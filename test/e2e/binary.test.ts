@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn, type Subprocess } from "bun";
 import { copyFileSync, existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { VERSION } from "../../src/version.ts";
+import { VERSION } from "../../src/runtime/version.ts";
 import { freePort } from "../support/ports.ts";
 import { makePki, startUpstream } from "../support/upstream.ts";
 import { tempDir } from "../support/tmp.ts";

@@ -11,7 +11,7 @@ import { sql } from "drizzle-orm";
 import { Database } from "bun:sqlite";
 import { DB_FILE } from "../../src/store/sqlite.ts";
 import { Sealer } from "../../src/crypto/seal.ts";
-import { VERSION } from "../../src/version.ts";
+import { VERSION } from "../../src/runtime/version.ts";
 import { testEngine, TEST_MASTER_KEY } from "../support/postgres.ts";
 import { queryStore } from "../support/storeQuery.ts";
 import { freePort } from "../support/ports.ts";

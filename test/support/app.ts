@@ -4,9 +4,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig } from "../../src/runtime/config.ts";
 import { DB_FILE, SqliteStore } from "../../src/store/sqlite.ts";
-import { log } from "../../src/log.ts";
+import { log } from "../../src/observability/log.ts";
 import { openCore, type Core } from "../../src/server.ts";
 import { caRoutes, createApiApp, type ApiApp } from "../../src/api/app.ts";
 import { checkResponse } from "./openapiCheck.ts";

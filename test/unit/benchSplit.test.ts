@@ -12,7 +12,7 @@ test("writes count for the side whose socket they write; the keeper's collection
     [2, "flushAll", `${SRC}gateway/writeBatch.ts`, [3, 5]],
     [3, "flushBatch", `${SRC}gateway/client/socket.ts`, [4]],
     [4, "write", `${SRC}gateway/writeBatch.ts`, [7]],
-    [5, "flushBatch", `${SRC}gateway/upstream/connection.ts`, [6]],
+    [5, "flushBatch", `${SRC}gateway/upstream/originConnection.ts`, [6]],
     [6, "write", `${SRC}gateway/writeBatch.ts`, [14]],
     [7, "write", "", []],
     [14, "write", "", []],

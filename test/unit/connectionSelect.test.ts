@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { compileApp } from "../../src/apps/match.ts";
 import type { AppDefinition } from "../../src/apps/types.ts";
 import { compileHostPattern, compilePathPattern } from "../../src/core/patterns.ts";
-import { selectConnection } from "../../src/gateway/stages/connection.ts";
+import { selectConnection } from "../../src/gateway/stages/appConnection.ts";
 import type { ProxyRequest } from "../../src/gateway/request.ts";
 import { credentials, proxyRequest } from "../support/proxyRequest.ts";
 import type { CompiledConnection, CompiledSecret } from "../../src/gateway/snapshot.ts";

@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError, loadConfig, parseResolve } from "../../src/config.ts";
+import { ConfigError, loadConfig, parseResolve } from "../../src/runtime/config.ts";
 import { tokenHash } from "../../src/crypto/hash.ts";
 import { createMasterKey, readMasterKey } from "../../src/crypto/masterKey.ts";
 import { Sealer } from "../../src/crypto/seal.ts";

@@ -1,6 +1,6 @@
 // The egress guard's address rules (CONTRACT §6.17) and the echo guard's stream redactor, as pure functions.
 import { describe, expect, test } from "bun:test";
-import { egressAllowed, isLocalAddress, parseAddress, parseCidr, type EgressRules } from "../../src/core/egress.ts";
+import { egressAllowed, isLocalAddress, parseAddress, parseCidr, type EgressRules } from "../../src/core/addressRules.ts";
 import { needlesFor, REDACTED, StreamRedactor } from "../../src/core/redactor.ts";
 
 const selfHosted: EgressRules = { mode: "self-hosted", allow: [], deny: [] };

@@ -1,7 +1,7 @@
-// The gateway's request counts and latencies reach prom-client through a tally (src/metrics.ts): every read of
+// The gateway's request counts and latencies reach prom-client through a tally (src/observability/metrics.ts): every read of
 // the registry sees every request counted before it, whether or not a batch was full.
 import { describe, expect, test } from "bun:test";
-import { countGatewayRequest, metricsText, observeGatewayLatency } from "../../src/metrics.ts";
+import { countGatewayRequest, metricsText, observeGatewayLatency } from "../../src/observability/metrics.ts";
 
 /** The value of one exposition line (0 when the series is not there yet). */
 async function value(series: string): Promise<number> {

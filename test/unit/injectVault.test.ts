@@ -8,7 +8,7 @@ import type { GatewayContext } from "../../src/gateway/context.ts";
 import type { ProxyRequest } from "../../src/gateway/request.ts";
 import type { CompiledSecret } from "../../src/gateway/snapshot.ts";
 import { inject } from "../../src/gateway/stages/inject.ts";
-import { log } from "../../src/log.ts";
+import { log } from "../../src/observability/log.ts";
 import { VaultResolver } from "../../src/vault/resolver.ts";
 import { FakeConnect, fakeFetch } from "../support/opConnect.ts";
 import { credentials, proxyRequest } from "../support/proxyRequest.ts";

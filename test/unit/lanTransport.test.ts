@@ -3,8 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError, loadConfig } from "../../src/config.ts";
-import { bindsLoopbackOnly, plainTransportWarnings } from "../../src/plainTransport.ts";
+import { ConfigError, loadConfig } from "../../src/runtime/config.ts";
+import { bindsLoopbackOnly, plainTransportWarnings } from "../../src/listen/plainTransport.ts";
 import { curlrcWithProxyCa } from "../../src/run/environment.ts";
 import { tempDir } from "../support/tmp.ts";
 

@@ -2,7 +2,7 @@
 // the 1Password Connect wire calls (against the stand-in server model, no network), the 60 s / 30 s cache
 // with an injectable clock, single flight, the 15 s timeout (shortened here), and log hygiene.
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { log } from "../../src/log.ts";
+import { log } from "../../src/observability/log.ts";
 import { LookupCache, type Lookup } from "../../src/vault/cache.ts";
 import { connectBaseUrl, parseOpRef, pickField } from "../../src/vault/onePasswordConnect.ts";
 import { VaultResolver, VAULT_FAILURE_TTL_MS, VAULT_SUCCESS_TTL_MS, VAULT_TIMEOUT_MS } from "../../src/vault/resolver.ts";

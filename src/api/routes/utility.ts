@@ -1,5 +1,5 @@
 // Health and the project's resource counts (CONTRACT §5.10).
-import { VERSION } from "../../version.ts";
+import { VERSION } from "../../runtime/version.ts";
 import { route, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";
 import { returns } from "../responses.ts";

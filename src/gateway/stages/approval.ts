@@ -3,11 +3,11 @@
 // not a thread: held requests cost memory only.
 import { approvalSummary, renderBody, summaryPreview } from "../../core/redact.ts";
 import { BODY_PEEK_BYTES } from "../../core/policy.ts";
-import { log } from "../../log.ts";
+import { log } from "../../observability/log.ts";
 import type { GatewayContext } from "../context.ts";
 import { gatewayJson } from "../errors.ts";
 import { requestHeadersForUpstream } from "../headers.ts";
-import { logFieldsOf, writeLog } from "../log.ts";
+import { logFieldsOf, writeLog } from "../requestLog.ts";
 import { peekStream } from "../peek.ts";
 import type { ProxyRequest } from "../request.ts";
 

@@ -6,7 +6,7 @@
 // request is answered 403 `budget_exceeded` before anything leaves.
 import { estimateOf, type MeteredType } from "../../core/pricing.ts";
 import { JSON_LIMIT, meteredApi, requestHints, type MeteredApi } from "../../core/usage.ts";
-import { log } from "../../log.ts";
+import { log } from "../../observability/log.ts";
 import type { GatewayContext } from "../context.ts";
 import { gatewayJson } from "../errors.ts";
 import { peekStream } from "../peek.ts";

@@ -1,8 +1,8 @@
 // The egress guard and the cleartext rule (CONTRACT §6.17), both answered before any connection is made.
 import { compileHostPattern } from "../../core/patterns.ts";
-import { isLocalAddress, parseAddress } from "../../core/egress.ts";
+import { isLocalAddress, parseAddress } from "../../core/addressRules.ts";
 import type { GatewayContext } from "../context.ts";
-import type { EgressVerdict } from "../egress.ts";
+import type { EgressVerdict } from "../egressGuard.ts";
 import { egressDenied, insecureTransport, upstreamUnreachable } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
 

@@ -4,7 +4,7 @@
 // vault reference missing from the cache makes this stage asynchronous.
 import { applyInjection } from "../../core/inject.ts";
 import { isHeaderSafeValue } from "../../core/secretRules.ts";
-import { log } from "../../log.ts";
+import { log } from "../../observability/log.ts";
 import type { Lookup } from "../../vault/resolver.ts";
 import type { GatewayContext } from "../context.ts";
 import { credentialUnavailable } from "../errors.ts";

@@ -5,10 +5,10 @@
 import { BodyFramer, chunk, lastChunk, UNTIL_CLOSE } from "../http1/body.ts";
 import { connectionTokens, framingOf, MAX_HEAD_BYTES, parseResponseHead, type ResponseHead } from "../http1/head.ts";
 import { Reply, type BodySink, type BodySource } from "../reply.ts";
-import type { ConnectionUser, UpstreamConnection } from "./connection.ts";
+import type { ConnectionUser, UpstreamConnection } from "./originConnection.ts";
 import type { Acquired, UpstreamPool } from "./pool.ts";
 import type { DialTarget } from "../../services/outbound.ts";
-import type { AgentPresence, GoneWatcher } from "../client/connection.ts";
+import type { AgentPresence, GoneWatcher } from "../client/agentConnection.ts";
 import { responseLinesForAgent } from "../headers.ts";
 
 export interface UpstreamRequest {

@@ -2,7 +2,7 @@
 // the same upstream skips the TCP and TLS handshakes. A connection is only pooled after a complete exchange
 // on a keep-alive response, and dropped after a while idle (before most servers drop it themselves).
 import type { DialTarget } from "../../services/outbound.ts";
-import { UpstreamConnection } from "./connection.ts";
+import { UpstreamConnection } from "./originConnection.ts";
 
 const IDLE_MS = 4_000;
 const MAX_IDLE_PER_KEY = 64;

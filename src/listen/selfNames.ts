@@ -1,7 +1,7 @@
 // The names credgate answers to, for its own certificates (CONTRACT §6.18): loopback, every interface
 // address, the hosts of the URLs it advertises, and CREDGATE_TLS_NAMES.
 import { networkInterfaces } from "node:os";
-import type { Config } from "./config.ts";
+import type { Config } from "../runtime/config.ts";
 
 function hostOf(url: string): string | null {
   try {

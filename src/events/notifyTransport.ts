@@ -2,9 +2,9 @@
 // channel with the sender's instance id; every other instance delivers it to its own listeners. When the
 // LISTEN connection comes back after a drop, notifications may have been missed: a `reload` event makes
 // every cached view start over.
-import type { ChangeEvent, EventBus, EventTransport } from "../events.ts";
-import { log } from "../log.ts";
-import type { Notifier } from "./store.ts";
+import type { ChangeEvent, EventBus, EventTransport } from "./bus.ts";
+import { log } from "../observability/log.ts";
+import type { Notifier } from "../store/store.ts";
 
 export const EVENTS_CHANNEL = "credgate_events";
 

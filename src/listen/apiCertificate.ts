@@ -3,9 +3,9 @@
 // acme.sh applies without a restart), or a leaf of the gateway CA reissued before it expires.
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
-import type { ApiTls } from "./config.ts";
-import type { CertificateAuthority } from "./crypto/ca.ts";
-import { log } from "./log.ts";
+import type { ApiTls } from "../runtime/config.ts";
+import type { CertificateAuthority } from "../crypto/ca.ts";
+import { log } from "../observability/log.ts";
 
 export interface TlsPair {
   cert: string;

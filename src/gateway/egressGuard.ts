@@ -1,12 +1,12 @@
 // The egress guard (CONTRACT §6.17): the address the gateway will dial is resolved here, judged, and then
-// dialled exactly (no second lookup, so DNS rebinding cannot swap it). Refused: what core/egress.ts refuses for
+// dialled exactly (no second lookup, so DNS rebinding cannot swap it). Refused: what core/addressRules.ts refuses for
 // the mode and the operator's allow/deny lists, and credgate's own API and gateway listeners. A pinned target
 // (CREDGATE_RESOLVE / CREDGATE_CONNECT_TO) is the operator's own choice: trusted in self-hosted mode or when its
 // address is explicitly allowed.
 import { lookup } from "node:dns/promises";
 import { networkInterfaces } from "node:os";
-import type { Config } from "../config.ts";
-import { egressAllowed, explicitlyAllowed, isLoopbackOrUnspecified, parseAddress, type Address, type EgressRules } from "../core/egress.ts";
+import type { Config } from "../runtime/config.ts";
+import { egressAllowed, explicitlyAllowed, isLoopbackOrUnspecified, parseAddress, type Address, type EgressRules } from "../core/addressRules.ts";
 import type { DialTarget, Outbound } from "../services/outbound.ts";
 
 export type EgressVerdict =

@@ -1,6 +1,6 @@
 // Every setting of the process (command-line flags + CREDGATE_* environment) becomes one typed,
 // validated Config here. Nothing else in the program reads process.env.
-import { parseCidr, type Cidr } from "./core/egress.ts";
+import { parseCidr, type Cidr } from "../core/addressRules.ts";
 import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import { resolve as resolvePath } from "node:path";

@@ -3,9 +3,9 @@
 // another user as a Docker bind mount often does). Checked before anything is read or written in it.
 import { accessSync, chmodSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { MASTER_KEY_FILE } from "./crypto/masterKey.ts";
+import { MASTER_KEY_FILE } from "../crypto/masterKey.ts";
 import { INSTANCE_ID_FILE } from "./instanceId.ts";
-import { DB_FILE } from "./store/open.ts";
+import { DB_FILE } from "../store/open.ts";
 
 export class DataDirError extends Error {}
 

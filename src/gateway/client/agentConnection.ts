@@ -3,7 +3,7 @@
 // requests). HTTP/1.1 is read here, in JS, request after request (CONTRACT §6.3): the request line is kept
 // byte for byte, bodies are streamed with backpressure both ways, and each request's answer is written
 // before the next pipelined request is read.
-import { log } from "../../log.ts";
+import { log } from "../../observability/log.ts";
 import { BodyFramer } from "../http1/body.ts";
 import { connectionTokens, framingOf, headerValue, MAX_HEAD_BYTES, parseRequestHead, type HeaderLines, type RequestHead } from "../http1/head.ts";
 import { Reply } from "../reply.ts";

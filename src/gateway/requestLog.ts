@@ -4,7 +4,7 @@ import { newId } from "../core/ids.ts";
 import type { Services } from "../services/index.ts";
 import type { ProxyRequest } from "./request.ts";
 import type { AgentEntry } from "./snapshot.ts";
-import { countGatewayRequest } from "../metrics.ts";
+import { countGatewayRequest } from "../observability/metrics.ts";
 
 export interface LogFields {
   agent: AgentEntry;
