@@ -65,6 +65,16 @@ function openApiRoute(routes: () => RouteDef[]): RouteDef {
   });
 }
 
+/**
+ * The document `GET /v1/openapi.json` serves, built without a server or a store: every route of every mode
+ * (the CA routes' paths do not depend on the certificate). `scripts/gen-api-reference.ts` renders it.
+ */
+export function describeApi(): Record<string, unknown> {
+  const routes = [...allRoutes(), ...caRoutes("")];
+  routes.push(openApiRoute(() => routes));
+  return openApiDocument(routes, VERSION);
+}
+
 export type ApiApp = { handle(request: Request, client?: ClientInfo): Promise<Response> };
 
 export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): ApiApp {
