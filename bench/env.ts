@@ -10,7 +10,7 @@ import { requestOnce, type Target } from "./load.ts";
 import { onCleanup, startServer } from "./procs.ts";
 
 export const HOST = "bench.example.com";
-/** The LLM scenario's host: an llm_a secret applies there, so POST /v1/messages is metered (§6.11). */
+/** The LLM scenario's host: an llm_a secret applies there, so POST /v1/messages is metered (docs/budgets.md#metering). */
 export const LLM_HOST = "llm.bench.example.com";
 /** No secret applies to this host: the agent sends its own header, so neither injection nor the echo guard runs. */
 export const PLAIN_HOST = "plain.bench.example.com";
@@ -85,7 +85,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   });
   log(`credgate gateway on ${credgate.gatewayUrl} (pid ${credgate.proc.pid})${opts.whatIf?.length ? ` with what-if ${opts.whatIf.join(", ")}` : ""}`);
 
-  // One secret for the pinned name, one for the IP literal (CONTRACT §5.2 create body).
+  // One secret for the pinned name, one for the IP literal (docs/injection.md#secrets create body).
   for (const hostPattern of [HOST, "127.0.0.1"]) {
     const created = await credgate.api("POST", "/v1/secrets", {
       body: {

@@ -128,10 +128,10 @@ async function main(): Promise<void> {
   await Bun.sleep(2000);
   // Read here, 2 s after the load as the table says (it was read after the later runs, under their load).
   const afterMb = rss.now();
-  // The same MITM path without a credential: what injection and the echo guard (§6.17) cost together.
+  // The same MITM path without a credential: what injection and the echo guard (docs/guards.md#echo-guard) cost together.
   progress(`no credential: ${opts.connections} connections, ${secs} s`);
   const uncredentialedRun = await load(uncredentialed, opts.connections);
-  // The same MITM path with TLS to the proxy itself (§6.18): what the extra TLS layer costs.
+  // The same MITM path with TLS to the proxy itself (docs/gateway.md#listener): what the extra TLS layer costs.
   const viaTls: Target = { ...mitm, proxy: { ...mitm.proxy!, tls: true } };
   progress(`HTTPS proxy: ${opts.connections} connections, ${secs} s, then 1 connection`);
   const httpsProxy = { many: await load(viaTls, opts.connections), one: await load(viaTls, 1, Math.max(1000, Math.round(opts.durationMs / LATENCY_ROUNDS))) };
@@ -152,7 +152,7 @@ async function main(): Promise<void> {
   progress(`SSE time to first event: ${opts.sseRuns} runs each (direct, MITM, MITM to the IP)`);
   const stream: Runs<SseResult> = { direct: await sse(direct), mitm: await sse(mitm), mitmIp: await sse(mitmIp) };
 
-  // Not pinned, and all cores (§7 --gateway-workers): every process may use every core; direct, this credgate
+  // Not pinned, and all cores (docs/configuration.md#server-settings --gateway-workers): every process may use every core; direct, this credgate
   // (one gateway process) and a second one with one gateway process per core, on the same upstream.
   const cores = navigator.hardwareConcurrency;
   progress(`not pinned: direct, one gateway process, then a credgate with ${cores} gateway processes, ${opts.connections} connections, ${secs} s each`);
@@ -169,7 +169,7 @@ async function main(): Promise<void> {
   if (cpus) pinProcess(env.credgate.proc.pid, cpus.gateway);
   placeUpstream(llm);
 
-  // Metering (§6.11): the same Anthropic answer through the MITM path, on the metered path and beside it.
+  // Metering (docs/budgets.md#metering): the same Anthropic answer through the MITM path, on the metered path and beside it.
   progress(`LLM metering: SSE first event and ${opts.connections}-connection throughput, metered vs unmetered`);
   const stream1 = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 64, stream: true, messages: [{ role: "user", content: "hi" }] });
   const json1 = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 64, messages: [{ role: "user", content: "hi" }] });
@@ -250,7 +250,7 @@ function printAllCores(all: { processes: number; direct: LoadResult; oneProcess:
 
 function printCredentialCost(plain: Run, many: Runs<Run>): void {
   const cost = 1 - many.mitm.rps / plain.rps;
-  console.log("What a credential costs (injection + echo guard, §6.17): the MITM row against the same path with no secret for the host");
+  console.log("What a credential costs (injection + echo guard, docs/guards.md#echo-guard): the MITM row against the same path with no secret for the host");
   console.log(
     `  no credential  ${fi(plain.rps)} req/s   gateway ${f(cpuPerRequestUs(plain), 0)} µs cpu/req   ratio to direct ${f(plain.rps / many.direct.rps)}` +
       ` (with one ${f(many.mitm.rps / many.direct.rps)}): ${f(cost * 100, 1)}% of the throughput`,
@@ -316,7 +316,7 @@ function printHttpsProxy(h: { many: Run; one: Run }, many: Runs<Run>, one: Runs<
   console.log(
     [
       "",
-      "HTTPS proxy (TLS to the gateway port itself, then CONNECT and MITM inside it, §6.18)",
+      "HTTPS proxy (TLS to the gateway port itself, then CONNECT and MITM inside it, docs/gateway.md#listener)",
       `  ${opts.connections} conns  ${fi(h.many.rps).padStart(7)} req/s   p50 ${f(h.many.latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(h.many), 0)} µs cpu/req   ratio to direct ${f(h.many.rps / many.direct.rps)} (plain proxy ${f(many.mitm.rps / many.direct.rps)})`,
       `  1 conn   p50 ${f(h.one.latencyMs.p50)} ms   added p50 ${f(h.one.latencyMs.p50 - one.direct.latencyMs.p50)} ms (plain proxy ${f(one.mitm.latencyMs.p50 - one.direct.latencyMs.p50)} ms; a single round)`,
     ].join("\n"),
@@ -338,7 +338,7 @@ function printMemory(m: { idleMb: number; peakMb: number; afterMb: number }): vo
 
 /** Samples a process's resident set size (Linux /proc) to find its peak. */
 function printMetering(m: { sse: Record<"unmetered" | "metered", SseResult>; throughput: Record<"unmetered" | "metered", LoadResult> }): void {
-  const rows = ["LLM metering (§6.11): POST an Anthropic Messages request through the MITM path; /v1/messages is metered, /v1/unmetered is not"];
+  const rows = ["LLM metering (docs/budgets.md#metering): POST an Anthropic Messages request through the MITM path; /v1/messages is metered, /v1/unmetered is not"];
   for (const k of ["unmetered", "metered"] as const) {
     rows.push(`  ${k.padEnd(10)} SSE first event median ${f(m.sse[k].firstEventMs.p50)} ms   p90 ${f(m.sse[k].firstEventMs.p90)} ms   JSON ${fi(m.throughput[k].rps).padStart(7)} req/s   p50 ${f(m.throughput[k].latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(m.throughput[k]), 0)} µs cpu/req`);
   }

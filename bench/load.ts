@@ -95,7 +95,7 @@ async function open(t: Target, ca: string): Promise<tls.TLSSocket> {
   let socket: net.Socket | undefined;
   if (t.proxy) {
     const p = t.proxy;
-    // An https:// proxy (§6.18): TLS to the gateway port itself, the gateway CA verifying it as localhost.
+    // An https:// proxy (docs/operations.md#tls): TLS to the gateway port itself, the gateway CA verifying it as localhost.
     const raw: net.Socket = p.tls
       ? tls.connect({ host: p.host, port: p.port, ca, servername: "localhost", ALPNProtocols: ["http/1.1"] })
       : net.connect({ host: p.host, port: p.port, noDelay: true });

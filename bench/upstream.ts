@@ -91,7 +91,7 @@ const server = Bun.serve({
     if (path === "/") return new Response(SMALL, { headers: { "content-type": "application/json" } });
     if (path === "/sse") return sse();
     if (path === "/stats") return Response.json({ requests, connections: ports.size });
-    // A digest, not the header itself: the gateway's echo guard would redact a reflected credential (§6.17).
+    // A digest, not the header itself: the gateway's echo guard would redact a reflected credential (docs/guards.md#echo-guard).
     if (path === "/echo") {
       const auth = req.headers.get("authorization");
       return Response.json({ authorizationSha256: auth === null ? null : new Bun.CryptoHasher("sha256").update(auth).digest("hex"), host: req.headers.get("host") });

@@ -1,4 +1,4 @@
-// `credgate partner create --name X --owner-email E` (cloud, CONTRACT §7): a partner, printed with its partner
+// `credgate partner create --name X --owner-email E` (cloud, docs/configuration.md#commands): a partner, printed with its partner
 // key and its owner's invite URL (where the owner sets a password). Run on the server's data dir or database;
 // it works while the server runs.
 import type { Command } from "commander";

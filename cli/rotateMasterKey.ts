@@ -1,4 +1,4 @@
-// `credgate rotate-master-key [--data-dir D]` (CONTRACT §7): re-encrypts every sealed value under a new master
+// `credgate rotate-master-key [--data-dir D]` (docs/operations.md#rotating-the-master-key): re-encrypts every sealed value under a new master
 // key in one transaction (src/services/masterKeyRotation.ts). The new key is CREDGATE_NEW_MASTER_KEY or a
 // generated one. A key kept in `<data dir>/master.key` is replaced there (the old one kept as master.key.old,
 // 0600); a key that came from CREDGATE_MASTER_KEY is printed once, for the operator to set. Run it with the

@@ -11,7 +11,7 @@ import { fail } from "./fail.ts";
 
 export function firstStartBanner(config: Config, info: BootstrapInfo): string {
   const gateway = new URL(config.gatewayUrl);
-  // Nothing trusts the CA before it is fetched: so over plain HTTP, which the same port also speaks (§6.18).
+  // Nothing trusts the CA before it is fetched: so over plain HTTP, which the same port also speaks (docs/operations.md#tls).
   const caUrl = `http://${gateway.hostname}:${gateway.port || (gateway.protocol === "https:" ? 443 : 80)}/v1/gateway/ca`;
   return [
     "",

@@ -5,7 +5,7 @@
 //
 //   no-log        RequestLogService.enqueue drops the row (an upper bound for the logging cost)
 //   log-time-ids  request-log rows get time-ordered ids (uuid v7 layout) instead of uuid v4, so the id index
-//                 is appended to instead of written at random pages. CONTRACT §0.2 says entity ids are uuid v4:
+//                 is appended to instead of written at random pages. docs/api.md#bodies-and-formats says entity ids are uuid v4:
 //                 this needs a contract decision. Bench only: a held request's row would no longer be found
 //                 by the id writeLog returned.
 import { RequestLogService, type RequestLogRow } from "../../src/services/requestLogs.ts";

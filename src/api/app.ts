@@ -1,5 +1,5 @@
 // The management API application: every route module mounted under `/v1` and its `/api` alias, with the
-// unknown-route 404 and the error mapping of CONTRACT §2. Routes not served in the running mode are not
+// unknown-route 404 and the error mapping of docs/api.md#error-shapes. Routes not served in the running mode are not
 // mounted at all, so they answer exactly like unknown routes (before authentication).
 import { Elysia } from "elysia";
 import { metrics } from "../observability/metrics.ts";

@@ -1,4 +1,4 @@
-// Who is calling and in which context (CONTRACT §1.2–1.4): bearer key or session cookie → Principal, then
+// Who is calling and in which context (docs/api.md#how-a-request-is-authenticated, docs/api.md#context, docs/api.md#roles): bearer key or session cookie → Principal, then
 // the route's context marker (P, P*, O, Pt) and role gate → RequestContext. Every failure is an ApiError.
 import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
 import { apiKeyKind } from "../core/ids.ts";
@@ -38,7 +38,7 @@ export function cookieValue(header: string | null, name: string): string | null 
   return null;
 }
 
-/** Step 1–4 of §1.2: the bearer header (no fallback to the cookie), else the session cookie, else 401. */
+/** Step 1–4 of docs/api.md#how-a-request-is-authenticated: the bearer header (no fallback to the cookie), else the session cookie, else 401. */
 export async function authenticate(services: Services, headers: Headers): Promise<Principal> {
   const authorization = headers.get("authorization");
   if (authorization !== null) {
@@ -135,7 +135,7 @@ export async function resolveContext(services: Services, principal: Principal, h
   return { principal, userId, ...c };
 }
 
-/** `Pt` (§1.3): a partner key acts as the partner's owner; a partner member's session with their role. */
+/** `Pt` (docs/api.md#context): a partner key acts as the partner's owner; a partner member's session with their role. */
 export async function resolvePartnerContext(services: Services, principal: Principal, gate: RoleGate): Promise<RequestContext> {
   let c: { partnerId: string; role: Role; userId: string | null };
   if (principal.via === "partner_key") c = { partnerId: principal.partnerId, role: "owner", userId: null };

@@ -1,4 +1,4 @@
-// Reads a request body as JSON whatever its Content-Type (CONTRACT §0.2), capped at 1 MiB (413 beyond).
+// Reads a request body as JSON whatever its Content-Type (docs/api.md#bodies-and-formats), capped at 1 MiB (413 beyond).
 import { ApiError } from "../core/errors.ts";
 
 export const MAX_BODY_BYTES = 1024 * 1024;

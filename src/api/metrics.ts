@@ -1,4 +1,4 @@
-// `GET /metrics` on the API port (CONTRACT §7): the Prometheus exposition, open to loopback clients and, from
+// `GET /metrics` on the API port (docs/operations.md#metrics): the Prometheus exposition, open to loopback clients and, from
 // elsewhere, to `Authorization: Bearer $CREDGATE_METRICS_TOKEN`. Everyone else learns nothing: the answer is
 // the unknown-route 404, as if the endpoint did not exist.
 import { createHash, timingSafeEqual } from "node:crypto";

@@ -1,13 +1,13 @@
-// `GET /v1/openapi.json` (CONTRACT §7): an OpenAPI 3.1 description of the management API generated from the
+// `GET /v1/openapi.json` (docs/api-reference.md): an OpenAPI 3.1 description of the management API generated from the
 // route table — every route of every mode, with its access, body, query, success answer and the error
-// shapes of §2.1. Routes are data (src/api/route.ts), so the document cannot drift from what is served.
+// shapes of docs/api.md#error-shapes. Routes are data (src/api/route.ts), so the document cannot drift from what is served.
 import { OptionalKind, type TSchema } from "@sinclair/typebox";
 import type { Access } from "./auth.ts";
 import type { RouteDef } from "./route.ts";
 import { EnvelopeError, FlatError } from "./schemas.ts";
 
 export const OPENAPI_VERSION = "3.1.0";
-/** The API description version (CONTRACT §0.1, seed). */
+/** The API description version (docs/api.md#base-path-and-modes, seed). */
 export const API_DESCRIPTION_VERSION = "1.0";
 
 type Json = Record<string, unknown>;

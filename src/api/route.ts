@@ -41,7 +41,7 @@ export interface RouteDef<S extends TSchema | undefined = TSchema | undefined> {
   path: string;
   access: Access;
   role?: RoleGate;
-  /** Deployments that serve the route; elsewhere it does not exist (404 before auth, CONTRACT §0.1). */
+  /** Deployments that serve the route; elsewhere it does not exist (404 before auth, docs/api.md#base-path-and-modes). */
   modes?: Mode[];
   body?: S;
   /** The query parameters the route reads (documentation: handlers parse the query themselves). */
@@ -52,7 +52,7 @@ export interface RouteDef<S extends TSchema | undefined = TSchema | undefined> {
   emptyBody?: ApiError;
   /** Policy routes report every validation failure as a 422 envelope instead of a flat 400. */
   unprocessable?: boolean;
-  /** Browser routes (OAuth start): `_token`, `_project`, `_org` query parameters stand in for absent headers (§1.2 step 5). */
+  /** Browser routes (OAuth start): `_token`, `_project`, `_org` query parameters stand in for absent headers (docs/api.md#how-a-request-is-authenticated). */
   queryBridge?: boolean;
   handler: (input: HandlerInput<S extends TSchema ? Static<S> : undefined>) => unknown | Promise<unknown>;
 }

@@ -1,4 +1,4 @@
-// Response bodies of the management API as TypeBox schemas (CONTRACT §3 records and the §5 success columns).
+// Response bodies of the management API as TypeBox schemas (docs/api.md#records records and the docs/api-reference.md success columns).
 // Routes name them in their `response` (src/api/route.ts); src/api/openapi.ts publishes them; the API tests
 // check every real response against them (test/support/openapiCheck.ts), so they stay true.
 import { Type as T, type TSchema } from "@sinclair/typebox";
@@ -377,7 +377,7 @@ export const CredentialStub = T.Object(
   { $id: "CredentialStub" },
 );
 
-/** The two error shapes of CONTRACT §2.1. */
+/** The two error shapes of docs/api.md#error-shapes. */
 export const FlatError = T.Object({ error: T.String() }, { $id: "FlatError", description: "flat shape: route-level validation, grant endpoints, catalog lookups, approval decisions" });
 export const EnvelopeError = T.Object(
   {

@@ -1,5 +1,5 @@
-// The gateway skill (CONTRACT §5.11): markdown an agent reads to learn how to work behind credgate.
-// Every agent-facing error code of §6.15 is explained, so an agent can tell the user what to do.
+// The gateway skill (docs/api.md#agent-setup): markdown an agent reads to learn how to work behind credgate.
+// Every agent-facing error code of docs/agent-errors.md#summary is explained, so an agent can tell the user what to do.
 
 export const GATEWAY_SKILL = `---
 name: credgate-gateway

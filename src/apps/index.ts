@@ -1,4 +1,4 @@
-// The app catalog (CONTRACT §5.8): every provider, by id, in display order. Adding an app is adding one
+// The app catalog (docs/injection.md#app-connections): every provider, by id, in display order. Adding an app is adding one
 // file under providers/ and one line here; nothing else in the code names a provider.
 import type { AppDefinition } from "./types.ts";
 import { cloudflare } from "./providers/cloudflare.ts";

@@ -1,5 +1,5 @@
 // Catalog entries compiled into matchers once (host rules, tools), so the gateway and policy evaluation only
-// run precompiled comparisons. Host and path semantics are those of CONTRACT §6.5.
+// run precompiled comparisons. Host and path semantics are those of docs/injection.md#host-and-path-patterns.
 import { compileHostPattern, compilePathPattern, type HostMatcher, type PathMatcher } from "../core/patterns.ts";
 import type { PolicyRequest } from "../core/policy.ts";
 import { APPS, findApp } from "./index.ts";

@@ -1,4 +1,4 @@
-// The shape of one catalog entry (CONTRACT §5.8): everything credgate knows about a third-party app is data
+// The shape of one catalog entry (docs/injection.md#app-connections): everything credgate knows about a third-party app is data
 // here — how to connect it, which hosts it serves, how the gateway injects its token, which hosts a user
 // may block with one click, and which tools (method + host + path) its permission definition names.
 
@@ -13,7 +13,7 @@ export type AppInjection =
   /** `?<param>=<value>` (first same-named parameter replaced, else appended) */
   | { kind: "query"; param: string; field?: string };
 
-/** One host the app serves. Paths are path patterns (§6.5); absent means every path of the host. */
+/** One host the app serves. Paths are path patterns (docs/injection.md#host-and-path-patterns); absent means every path of the host. */
 export interface AppHostRule {
   host: string;
   paths?: string[];
@@ -28,9 +28,9 @@ export interface AppTool {
   category: "read" | "write";
   /** Uppercase HTTP method. */
   method: string;
-  /** Host pattern (§6.5). */
+  /** Host pattern (docs/injection.md#host-and-path-patterns). */
   host: string;
-  /** Path pattern (§6.5). */
+  /** Path pattern (docs/injection.md#host-and-path-patterns). */
   path: string;
 }
 
@@ -83,7 +83,7 @@ export interface AppDefinition {
   hosts: AppHostRule[];
   blocklist: AppBlocklistHost[];
   tools: AppTool[];
-  /** The granular resource scope a grant may set (§6.8 resources guard). */
+  /** The granular resource scope a grant may set (docs/injection.md#resource-limits resources guard). */
   resources?: "repositories" | "folders";
 }
 

@@ -1,4 +1,4 @@
-// The egress guard's address rules (CONTRACT §6.17): which addresses the gateway may dial. Addresses are
+// The egress guard's address rules (docs/guards.md#egress-guard): which addresses the gateway may dial. Addresses are
 // normalised first (IPv4 in decimal, octal or hex forms, IPv4-mapped IPv6, brackets), then judged: an explicit
 // deny beats everything, an explicit allow beats the default refusals; link-local, unspecified, multicast and
 // broadcast are always refused by default, and in cloud mode loopback and private ranges too.
@@ -109,7 +109,7 @@ const cidrs = (list: string[]) => list.map((t) => parseCidr(t)!);
 const ALWAYS = cidrs(["169.254.0.0/16", "0.0.0.0/8", "224.0.0.0/4", "255.255.255.255/32", "fe80::/10", "::/128", "ff00::/8"]);
 /** Refused in cloud mode: loopback, RFC 1918, CGNAT, IPv6 ULA. */
 const INTERNAL = cidrs(["127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "::1/128", "fc00::/7"]);
-/** Where plain HTTP may carry a credential (§6.17 cleartext rule): loopback or private. */
+/** Where plain HTTP may carry a credential (docs/guards.md#cleartext-rule): loopback or private. */
 const LOCAL = cidrs(["127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "::1/128", "fc00::/7"]);
 
 export interface EgressRules {

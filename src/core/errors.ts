@@ -1,4 +1,4 @@
-// The one error type of the management API (CONTRACT §2). Services throw it; api/errors.ts maps it to a
+// The one error type of the management API (docs/api.md#error-shapes). Services throw it; api/errors.ts maps it to a
 // response in one place. `flat` bodies are `{error: message, ...extra}`; envelopes `{error: {message, type}}`.
 
 export type ErrorShape = "flat" | "envelope";

@@ -1,4 +1,4 @@
-// Grants compiled to managed project-scope rules (CONTRACT §5.1 "Compilation"), evaluated after the custom
+// Grants compiled to managed project-scope rules (docs/policy.md#managed-rules), evaluated after the custom
 // rules: a secret grant → one allow rule; a `full` connection grant → one allow rule on the connection; a
 // `custom` one → allow on its `allow` tools, allow + approval on its `ask` tools, block on everything else.
 import type { RuleInput } from "./policy.ts";

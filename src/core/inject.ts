@@ -1,4 +1,4 @@
-// Applying one credential to an outbound request (CONTRACT §6.7). Pure: it edits the headers (HeaderEdits) and
+// Applying one credential to an outbound request (docs/injection.md#injection-variants). Pure: it edits the headers (HeaderEdits) and
 // returns the new path; the caller decides order and precedence. Every applied action is counted.
 import { isPathSafeValue, type AuthMode, type InjectionConfigShape, type SecretTypeName } from "./secretRules.ts";
 

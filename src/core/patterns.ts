@@ -1,4 +1,4 @@
-// Host and path patterns (CONTRACT §6.5): validation with the contract's messages, and matchers compiled
+// Host and path patterns (docs/injection.md#host-and-path-patterns): validation with the contract's messages, and matchers compiled
 // once so the gateway's hot path only runs string comparisons or one precompiled regex.
 import { parse as parseDomain } from "tldts";
 
@@ -32,7 +32,7 @@ function isListedPublicSuffix(x: string): boolean {
 }
 
 /**
- * Validates a host pattern; returns the first failure message (CONTRACT §5.2 order) or null.
+ * Validates a host pattern; returns the first failure message (docs/injection.md#host-and-path-patterns order) or null.
  * `allowAny` admits the bare `*` of policy network targets.
  */
 export function hostPatternError(raw: unknown, opts: { allowAny?: boolean } = {}): string | null {
@@ -84,7 +84,7 @@ export function matchHostPattern(pattern: string, host: string): boolean {
 
 export const PATH_PATTERN_MESSAGE = "pathPattern must be * or start with /";
 
-/** Path pattern rule of §5.2: `*`, or starting with `/`; ≤1000 characters. Blank means "unset". */
+/** Path pattern rule of docs/injection.md#secrets: `*`, or starting with `/`; ≤1000 characters. Blank means "unset". */
 export function pathPatternError(raw: string): string | null {
   const p = raw.trim();
   if (p === "" || p === "*") return null;
@@ -115,7 +115,7 @@ function segmentsMatcher(pattern: string): (segments: string[], exact: boolean) 
 }
 
 /**
- * Compiles a path pattern (§6.5). The first applicable rule decides: unset/`*` → all; trailing `/*` → the
+ * Compiles a path pattern (docs/injection.md#host-and-path-patterns). The first applicable rule decides: unset/`*` → all; trailing `/*` → the
  * prefix itself or anything below it; a final `*` → raw prefix; `*` elsewhere → segment globs; else equality.
  */
 export function compilePathPattern(pattern: string | null | undefined): PathMatcher {

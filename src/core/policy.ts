@@ -1,4 +1,4 @@
-// Policy evaluation (CONTRACT §6.9–6.10), pure: rules compiled into matchers once, then each request is
+// Policy evaluation (docs/policy.md#evaluation, docs/policy.md#rate-limits), pure: rules compiled into matchers once, then each request is
 // evaluated per scope (first match wins, else the scope's Default Rule) and the two scopes are combined
 // with the stricter decision winning (block < approval < rate-limit < allow; tie → organization).
 import { compileHostPattern, compilePathPattern, type HostMatcher, type PathMatcher } from "./patterns.ts";
@@ -151,7 +151,7 @@ export function rateWindow(window: RateWindow, nowMs: number): { index: number; 
   return { index, retryAfter: Math.max(1, Math.ceil((index + 1) * size - seconds)) };
 }
 
-// ── How published rules bear on one credential (effective-credentials, §5.1) ─────────────────────────
+// ── How published rules bear on one credential (effective-credentials, docs/injection.md#agent-modes) ─────────────────────────
 
 type Coverage = "full" | "partial" | "none";
 

@@ -1,4 +1,4 @@
-// LLM prices and what a request costs (CONTRACT §6.11): USD per million tokens by model, matched by family
+// LLM prices and what a request costs (docs/budgets.md#pricing): USD per million tokens by model, matched by family
 // substring (`llm_a`) or the longest model-name prefix (`llm_b`); costs in nano-USD (1 USD = 10⁹), integers.
 // Pure: the price table is passed in (the default below, or CREDGATE_PRICING_FILE merged over it).
 
@@ -61,7 +61,7 @@ export function priceOf(table: PriceTable, type: MeteredType, model: string | nu
   return best ? prices[best]! : prices.default;
 }
 
-/** Token counts as the vendor reported them (§6.11 usage table), normalised. */
+/** Token counts as the vendor reported them (docs/budgets.md#usage usage table), normalised. */
 export interface Usage {
   model: string | null;
   /** llm_a: `input_tokens` (without cache); llm_b: `prompt_tokens`/`input_tokens`, which include the cached ones. */
@@ -87,7 +87,7 @@ export function costOf(table: PriceTable, type: MeteredType, usage: Usage): numb
 /** The output-token cap a request names (`max_tokens`, `max_completion_tokens`, `max_output_tokens`); else 4096. */
 export const DEFAULT_MAX_OUTPUT = 4096;
 
-/** The admission estimate (§6.11): (body bytes ÷ 2) × input price + maximum output tokens × output price. */
+/** The admission estimate (docs/budgets.md#admission): (body bytes ÷ 2) × input price + maximum output tokens × output price. */
 export function estimateOf(table: PriceTable, type: MeteredType, model: string | null, bodyBytes: number, maxOutputTokens: number | null): number {
   const p = priceOf(table, type, model);
   return nanos(Math.ceil(bodyBytes / 2), p.input) + nanos(maxOutputTokens ?? DEFAULT_MAX_OUTPUT, p.output);

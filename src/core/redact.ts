@@ -1,4 +1,4 @@
-// What a reviewer sees of a held request (CONTRACT §6.13): a summary and a text preview of the first
+// What a reviewer sees of a held request (docs/policy.md#approvals): a summary and a text preview of the first
 // 16 KiB of the body, with credentials and bulky values redacted. Pure.
 import type { ApprovalSummary } from "./model.ts";
 
@@ -70,7 +70,7 @@ export function renderBody(bytes: Uint8Array, contentType: string | null, trunca
 }
 
 export function approvalSummary(method: string, path: string, body: string | null): ApprovalSummary {
-  // Every detail value is capped at 240 (§6.13), the Body one included.
+  // Every detail value is capped at 240 (docs/policy.md#approvals), the Body one included.
   const details = [{ label: "Endpoint", value: cap(path, DETAIL_CAP) }];
   if (body !== null) details.push({ label: "Body", value: cap(body, DETAIL_CAP) });
   return { action: `${method} request`, details };

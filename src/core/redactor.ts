@@ -1,4 +1,4 @@
-// The echo guard's scanner (CONTRACT §6.17): replaces secret values in a byte stream as it passes, chunk by
+// The echo guard's scanner (docs/guards.md#echo-guard): replaces secret values in a byte stream as it passes, chunk by
 // chunk. Only the tail that could still be the start of a value is held back (at most the longest value − 1
 // bytes), so a value split across chunks is caught and everything else — an SSE event — goes on at once.
 

@@ -1,4 +1,4 @@
-// Granular resource scopes of a connection grant (CONTRACT §5.1 `resources`/`sessionPolicy`, §6.8 resources
+// Granular resource scopes of a connection grant (docs/injection.md#resource-limits `resources`/`sessionPolicy`, docs/injection.md#resource-limits
 // guard): validation of the provider-specific shape, and the check of one request against it. Pure.
 
 export type ResourceKind = "repositories" | "folders";

@@ -1,4 +1,4 @@
-// Pure rules about secrets (CONTRACT §3.3, §5.2): injection-config shape, value safety, LLM
+// Pure rules about secrets (docs/injection.md#secrets): injection-config shape, value safety, LLM
 // normalisation, default hosts and the masked preview.
 
 export type SecretTypeName = "llm_a" | "llm_b" | "generic";
@@ -111,7 +111,7 @@ function parseJsonObject(value: string): Record<string, any> | null {
 }
 
 /**
- * LLM normalisation (§5.2). llm_a: `sk-ant-oat…` means OAuth. llm_b: a Codex auth.json with
+ * LLM normalisation (docs/injection.md#secrets). llm_a: `sk-ant-oat…` means OAuth. llm_b: a Codex auth.json with
  * `tokens.access_token` is OAuth (the access token is what gets stored and injected, with its account id);
  * `{auth_mode:"apikey", OPENAI_API_KEY}` yields that key. An explicit authMode wins for both types.
  */

@@ -1,9 +1,9 @@
-// Usage as the LLM vendors report it (CONTRACT §6.11 usage table), read from a response while it streams
+// Usage as the LLM vendors report it (docs/budgets.md#usage usage table), read from a response while it streams
 // past: JSON bodies (kept up to 256 KiB, parsed at the end) or SSE `data:` lines (each up to 512 KiB, parsed
 // as they complete). Nothing is held back from the client; this only looks at copies of the chunks. Pure.
 import type { MeteredType, Usage } from "./pricing.ts";
 
-/** Which metered API a request calls (§6.11 "Metered endpoints"). */
+/** Which metered API a request calls (docs/budgets.md#metering). */
 export type MeteredApi = "messages" | "chat_completions" | "responses";
 
 export const JSON_LIMIT = 256 * 1024;
@@ -149,7 +149,7 @@ export class UsageReader {
   }
 }
 
-/** What the admission estimate needs from a request body (§6.11): the model and the output-token cap. */
+/** What the admission estimate needs from a request body (docs/budgets.md#admission): the model and the output-token cap. */
 export function requestHints(body: string): { model: string | null; maxOutputTokens: number | null } {
   try {
     const d = JSON.parse(body) as Record<string, unknown>;

@@ -30,7 +30,7 @@ const escapeAttr = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
 
 function shell(publicUrl: string, mode: string): string {
   // The public URL lets the page warn when it is opened on another origin, where the contract's cross-site
-  // check rejects every change (CONTRACT §1.2 step 6).
+  // check rejects every change (docs/api.md#how-a-request-is-authenticated).
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>credgate</title>

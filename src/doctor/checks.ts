@@ -1,4 +1,4 @@
-// `credgate doctor` (CONTRACT §7): checks an installation without changing it — the data dir's permissions,
+// `credgate doctor` (docs/operations.md#doctor): checks an installation without changing it — the data dir's permissions,
 // the gateway CA (validity, expiry, key), the database (integrity), the ports, and the upstream TLS settings
 // (CA file, CREDGATE_RESOLVE pins, reachability of chosen hosts with the same dialling rules the gateway uses).
 // Each check yields one line; the command exits 1 when one fails. Nothing is created, migrated or written.
@@ -146,7 +146,7 @@ export async function checkPorts(config: Pick<Config, "host" | "port" | "gateway
   return problems.length > 0 ? fail(name, problems.join("; ")) : pass(name, `API ${config.host}:${config.port} and gateway ${config.host}:${config.gatewayPort} are free`);
 }
 
-/** The API's TLS pair (§6.18), when files are configured: readable, and the key belongs to the certificate. */
+/** The API's TLS pair (docs/operations.md#tls), when files are configured: readable, and the key belongs to the certificate. */
 export function checkApiTls(apiTls: ApiTls): CheckResult {
   const name = "API TLS";
   if (apiTls.kind === "none") return pass(name, "off (the API port speaks plain HTTP)");
@@ -159,7 +159,7 @@ export function checkApiTls(apiTls: ApiTls): CheckResult {
   }
 }
 
-/** The start-up warnings of §6.18: a port open to the network in clear, one line each. */
+/** The start-up warnings of docs/operations.md#tls: a port open to the network in clear, one line each. */
 export function checkTransport(config: Config): CheckResult[] {
   const lines = plainTransportWarnings(config);
   if (lines.length === 0) return [pass("transport", "no port is open to the network in plain HTTP")];

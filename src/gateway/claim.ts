@@ -1,4 +1,4 @@
-// `claim_required` (CONTRACT §6.12, cloud): an organization a partner set up and nobody has claimed yet gets
+// `claim_required` (docs/guards.md#claim-required, cloud): an organization a partner set up and nobody has claimed yet gets
 // its LLM requests through, and nothing else — not WebSocket upgrades, not passthrough tunnels — until a person
 // opens the claim link, which the answer carries.
 import { normalizeHost } from "../core/patterns.ts";

@@ -1,4 +1,4 @@
-// The egress guard (CONTRACT §6.17): the address the gateway will dial is resolved here, judged, and then
+// The egress guard (docs/guards.md#egress-guard): the address the gateway will dial is resolved here, judged, and then
 // dialled exactly (no second lookup, so DNS rebinding cannot swap it). Refused: what core/addressRules.ts refuses for
 // the mode and the operator's allow/deny lists, and credgate's own API and gateway listeners. A pinned target
 // (CREDGATE_RESOLVE / CREDGATE_CONNECT_TO) is the operator's own choice: trusted in self-hosted mode or when its

@@ -1,4 +1,4 @@
-// Agent-facing gateway errors (CONTRACT §6.15): JSON `{error, message, …}`. 403/404/409 and guidance
+// Agent-facing gateway errors (docs/agent-errors.md#summary): JSON `{error, message, …}`. 403/404/409 and guidance
 // rewrites carry `x-should-retry: false`; 429 and 503 carry `Retry-After` instead.
 import { randomUUID } from "node:crypto";
 
@@ -45,7 +45,7 @@ export function rawResponse(status: number, reason: string, body: Record<string,
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${text}`;
 }
 
-/** `reason`, when given, is appended to the §6.15 message: what the operator must fix (never a value). */
+/** `reason`, when given, is appended to the docs/agent-errors.md#summary message: what the operator must fix (never a value). */
 export const credentialUnavailable = (host: string, reason?: string): Response =>
   gatewayJson(502, {
     error: "credential_unavailable",

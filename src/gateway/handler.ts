@@ -1,6 +1,6 @@
 // What answers each request the agent's connection carries: inside a tunnel, the pipeline for the CONNECT
 // authority; on a plain connection, the pipeline for an absolute-form target, or the gateway's control routes
-// for an origin-form one (CONTRACT §6.1).
+// for an origin-form one (docs/gateway.md#listener).
 import type { ApiApp } from "../api/app.ts";
 import { API_PREFIXES } from "../api/app.ts";
 import { unknownRoute } from "../api/errors.ts";
@@ -23,7 +23,7 @@ export interface Tunnel {
   token: string;
 }
 
-/** Origin-form paths the gateway port serves (CONTRACT §6.1), below each API prefix. */
+/** Origin-form paths the gateway port serves (docs/gateway.md#listener), below each API prefix. */
 const CONTROL_PATHS = [/^\/approvals(\/|$)/, /^\/org\/approvals\/pending$/, /^\/health$/, /^\/gateway\/ca$/, /^\/gateway-url$/];
 
 export function isControlPath(path: string): boolean {

@@ -1,4 +1,4 @@
-// Header hygiene both ways (CONTRACT §6.14): hop-by-hop headers, and every header named in Connection,
+// Header hygiene both ways (docs/gateway.md#forwarding): hop-by-hop headers, and every header named in Connection,
 // never cross the gateway; requests also lose Host (rebuilt from the target) and every x-credgate-* header.
 import { connectionTokens, hasNamePrefix, headerValue, isOneOf, type HeaderLines } from "./http1/head.ts";
 import { HeaderList } from "./http1/headerList.ts";

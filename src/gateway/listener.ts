@@ -1,4 +1,4 @@
-// The gateway's one port (CONTRACT §6.1–6.3), on Bun's native sockets. It reads the first request head of
+// The gateway's one port (docs/gateway.md#listener, docs/gateway.md#proxy-authentication, docs/gateway.md#interception-and-passthrough), on Bun's native sockets. It reads the first request head of
 // each connection: CONNECT is authenticated here (407 before anything else), then the tunnel is
 // TLS-terminated on the same socket (upgradeTLS, with a leaf for the CONNECT host) or kept plain, and handed
 // to a ClientConnection, which reads HTTP/1.1 and runs the pipeline per request. Other connections go to one
@@ -38,7 +38,7 @@ export interface ListenerDeps {
   services: Services;
   snapshot: GatewaySnapshot;
   leaves: LeafCache;
-  /** The certificate of the proxy itself (HTTPS proxy, §6.18). */
+  /** The certificate of the proxy itself (HTTPS proxy, docs/gateway.md#listener). */
   selfLeaf: SelfLeaf;
   context: GatewayContext;
   api: ApiApp;
@@ -156,7 +156,7 @@ export class GatewayListener {
     sock.onceClosed(() => clearTimeout(timer));
     sock.events = {
       data: (first) => {
-        // The first byte says what the connection is: a TLS handshake is TLS to the proxy itself (§6.18).
+        // The first byte says what the connection is: a TLS handshake is TLS to the proxy itself (docs/gateway.md#listener).
         if (first[0] === 0x16) void this.#secureFront(sock, first, timer);
         else this.#readHead(sock, first, timer);
       },
@@ -220,7 +220,7 @@ export class GatewayListener {
       return;
     }
     const host = normalizeHost(authority.host);
-    // The egress guard answers before the tunnel opens (§6.17); in-tunnel requests are checked again.
+    // The egress guard answers before the tunnel opens (docs/guards.md#egress-guard); in-tunnel requests are checked again.
     const verdict = await this.deps.context.egress.check(host, authority.port);
     const logHost = logHostOf("https", host, authority.port);
     if (verdict.kind === "denied") {
@@ -229,7 +229,7 @@ export class GatewayListener {
       return;
     }
     if (this.#passthrough.some((match) => match(host))) {
-      // A raw tunnel carries anything: an unclaimed organization's is refused unless it goes to an LLM (§6.12).
+      // A raw tunnel carries anything: an unclaimed organization's is refused unless it goes to an LLM (docs/guards.md#claim-required).
       const credentials = await this.deps.snapshot.credentials(agent);
       if (credentials.claim && !isLlmRequest(host, null, credentials.injectable)) {
         writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 403, started: performance.now(), injectionCount: 0, decision: "claim_required", requestId });

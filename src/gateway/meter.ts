@@ -1,4 +1,4 @@
-// The response side of metering (CONTRACT §6.11): the body passes through to the agent chunk by chunk, and a
+// The response side of metering (docs/budgets.md#metering): the body passes through to the agent chunk by chunk, and a
 // copy of each chunk feeds the usage reader. When the body ends (or the agent goes away) the cost is known:
 // a 2xx is charged what the vendor reported (the estimate when it reported nothing usable; on an abort,
 // what it reported so far); anything else is charged nothing. A budgeted key settles its reservation at

@@ -1,4 +1,4 @@
-// The per-request pipeline (CONTRACT §6.4): every gateway concern is a stage (stage.ts), in this one list,
+// The per-request pipeline (docs/gateway.md#order-of-checks): every gateway concern is a stage (stage.ts), in this one list,
 // in contract order. Request hooks run top to bottom until one answers (the forward stage always does);
 // response hooks run bottom to top for the stages that were reached. Adding a feature adds a stage here.
 import { log } from "../observability/log.ts";
@@ -29,7 +29,7 @@ import { websocket } from "./websocket.ts";
 
 const STAGES: Stage[] = [
   {
-    // One request-log row per authenticated request (§6.16); a metered one once its cost is known.
+    // One request-log row per authenticated request (docs/gateway.md#request-logs); a metered one once its cost is known.
     name: "log",
     response(rq, g, reply) {
       if (!rq.authenticated) return reply;

@@ -1,4 +1,4 @@
-// The agent token from `Proxy-Authorization: Basic base64("x:<token>")` (CONTRACT §6.2): the password when
+// The agent token from `Proxy-Authorization: Basic base64("x:<token>")` (docs/gateway.md#proxy-authentication): the password when
 // non-empty, else the username; with no colon, the whole decoded text.
 
 export function proxyToken(header: string | null | undefined): string | null {

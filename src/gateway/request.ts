@@ -33,7 +33,7 @@ export interface AgentConnection {
   detach(): { socket: AgentSocket; buffered: Buffer };
 }
 
-/** A metered LLM request (§6.11): what the budget stage reserved and the response side charges (meter.ts). */
+/** A metered LLM request (docs/budgets.md#metering): what the budget stage reserved and the response side charges (meter.ts). */
 export interface Meter {
   secretId: string;
   type: "llm_a" | "llm_b";
@@ -58,7 +58,7 @@ export class ProxyRequest {
   readonly port: number;
   readonly authority: string;
   readonly target: string;
-  /** Path without query: what patterns, policy and logs see (raw, undecoded: CONTRACT §6.5). */
+  /** Path without query: what patterns, policy and logs see (raw, undecoded: docs/injection.md#host-and-path-patterns). */
   readonly path: string;
   /** Host with its non-default port, as logs and approvals show it. */
   readonly logHost: string;
@@ -66,7 +66,7 @@ export class ProxyRequest {
   readonly chunked: boolean;
   /** A WebSocket upgrade inside a tunnel (absolute-form requests never upgrade). */
   readonly websocket: boolean;
-  /** The agent's x-request-id when sane, else a new one (CONTRACT §7): on gateway answers, log lines and the log row. */
+  /** The agent's x-request-id when sane, else a new one (docs/operations.md#request-ids): on gateway answers, log lines and the log row. */
   readonly requestId: string;
 
   readonly #incoming: IncomingRequest;
@@ -80,7 +80,7 @@ export class ProxyRequest {
   /** The body still to be forwarded (peeking stages put back an equivalent stream). */
   body: ReadableStream<Uint8Array> | null;
   matched: readonly CompiledSecret[] = NONE;
-  /** The connections whose app serves this host and path (§6.8), and the winning one. */
+  /** The connections whose app serves this host and path (docs/injection.md#app-connections), and the winning one. */
   connectionCandidates: readonly CompiledConnection[] = NONE;
   connection: CompiledConnection | null = null;
   injectionCount = 0;
@@ -95,11 +95,11 @@ export class ProxyRequest {
   approvalId: string | null = null;
   /** The request-log row already written (an approval), updated in place at the end. */
   logId: string | null = null;
-  /** Where the request will be dialled, set by the egress stage (§6.17). */
+  /** Where the request will be dialled, set by the egress stage (docs/guards.md#egress-guard). */
   dial: DialTarget | null = null;
-  /** Every value injected into the request, for the echo guard (§6.17). */
+  /** Every value injected into the request, for the echo guard (docs/guards.md#echo-guard). */
   injectedValues: string[] = [];
-  /** Set by the budget stage for a metered LLM request (§6.11). */
+  /** Set by the budget stage for a metered LLM request (docs/budgets.md#metering). */
   meter: Meter | null = null;
   /** Time from sending upstream to the response head (ms), when the request went upstream. */
   upstreamMs: number | null = null;

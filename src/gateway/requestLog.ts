@@ -1,4 +1,4 @@
-// One request-log row per authenticated proxied request (CONTRACT §6.16); never a secret: the path is
+// One request-log row per authenticated proxied request (docs/gateway.md#request-logs); never a secret: the path is
 // logged without its query, as the agent sent it.
 import { newId } from "../core/ids.ts";
 import type { Services } from "../services/index.ts";

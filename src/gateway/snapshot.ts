@@ -57,9 +57,9 @@ export interface AgentCredentials {
   /** Every connection of the project and organization, for policy targets and the guidance rewrite. */
   visibleConnections: CompiledConnection[];
   policy: AgentPolicy;
-  /** Spend budgets on the partner LLM secrets this agent may inject, by secret id (§6.11). */
+  /** Spend budgets on the partner LLM secrets this agent may inject, by secret id (docs/budgets.md#partner-budgets). */
   budgets: Map<string, Budget>;
-  /** Set while the organization is an unclaimed partner organization (§6.12). */
+  /** Set while the organization is an unclaimed partner organization (docs/guards.md#claim-required). */
   claim: ClaimPending | null;
 }
 
@@ -296,7 +296,7 @@ export class GatewaySnapshot {
   }
 }
 
-/** The credentials that apply to one request, in application order, with the LLM override of §6.6. */
+/** The credentials that apply to one request, in application order, with the LLM override of docs/injection.md#precedence. */
 export function matchingCredentials(list: CompiledSecret[], host: string, path: string): CompiledSecret[] {
   const out = list.filter((s) => s.hostMatch(host) && s.pathMatch(path));
   // Only a partner key beside an own key of its type needs the second pass (no set made for the rest).

@@ -50,7 +50,7 @@ export class LeafCache {
   }
 }
 
-/** credgate's own leaf for a list of names (the HTTPS proxy, §6.18), reissued when under an hour remains. */
+/** credgate's own leaf for a list of names (the HTTPS proxy, docs/gateway.md#listener), reissued when under an hour remains. */
 export class SelfLeaf {
   #entry: Entry | null = null;
   #pending: Promise<LeafPem> | null = null;

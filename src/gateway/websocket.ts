@@ -1,4 +1,4 @@
-// WebSocket upgrades inside MITM tunnels (CONTRACT §6.14): a fresh TCP+TLS connection to the upstream, the
+// WebSocket upgrades inside MITM tunnels (docs/gateway.md#websocket): a fresh TCP+TLS connection to the upstream, the
 // injected upgrade request written by hand, and on 101 the agent's connection is handed over to a raw pipe
 // both ways (frames are not inspected), closed after 600 s without traffic.
 import type * as net from "node:net";

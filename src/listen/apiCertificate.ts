@@ -1,4 +1,4 @@
-// The certificate of the API port when it speaks HTTPS (CONTRACT §6.18): a PEM pair read from
+// The certificate of the API port when it speaks HTTPS (docs/operations.md#tls): a PEM pair read from
 // CREDGATE_TLS_CERT_FILE/CREDGATE_TLS_KEY_FILE and re-read when either file changes (a renewal by certbot or
 // acme.sh applies without a restart), or a leaf of the gateway CA reissued before it expires.
 import { createPrivateKey, X509Certificate } from "node:crypto";

@@ -1,4 +1,4 @@
-// The API port's listener. Plain HTTP is one Bun.serve. With TLS (§6.18) a renewed certificate must apply
+// The API port's listener. Plain HTTP is one Bun.serve. With TLS (docs/operations.md#tls) a renewed certificate must apply
 // without a restart, and Bun.serve cannot swap its certificate (`reload()` ignores `tls`): so the port is
 // held with SO_REUSEPORT, a listener with the new certificate is opened beside the old one, and the old one
 // stops accepting and finishes what it has. An exclusive bind first makes a port already in use (by another

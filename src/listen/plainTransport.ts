@@ -1,4 +1,4 @@
-// The start-up warning of §6.18: a listener that other machines can reach, advertised as plain http://, lets
+// The start-up warning of docs/operations.md#tls: a listener that other machines can reach, advertised as plain http://, lets
 // anyone on that network read the keys and agent tokens sent to it. Printed by `serve`, reported by `doctor`.
 import { isIP } from "node:net";
 import type { Config } from "../runtime/config.ts";

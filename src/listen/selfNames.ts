@@ -1,4 +1,4 @@
-// The names credgate answers to, for its own certificates (CONTRACT §6.18): loopback, every interface
+// The names credgate answers to, for its own certificates (docs/operations.md#tls): loopback, every interface
 // address, the hosts of the URLs it advertises, and CREDGATE_TLS_NAMES.
 import { networkInterfaces } from "node:os";
 import type { Config } from "../runtime/config.ts";

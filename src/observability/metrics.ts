@@ -1,4 +1,4 @@
-// The process's Prometheus metrics (CONTRACT §7, `GET /metrics` on the API port): one registry, and every
+// The process's Prometheus metrics (docs/operations.md#metrics, `GET /metrics` on the API port): one registry, and every
 // metric defined here so the API, the services, the vault and the gateway increment the same objects.
 // Imports nothing of ours, so any layer may import it. Label values are small fixed sets (decisions,
 // statuses, route templates, providers, reason codes), never ids or hosts: cardinality stays bounded.

@@ -1,4 +1,4 @@
-// Request ids (CONTRACT §7): every API response and gateway answer carries `x-request-id`, and so does every
+// Request ids (docs/operations.md#request-ids): every API response and gateway answer carries `x-request-id`, and so does every
 // log line written while the request is handled. A client's own id is kept when it is sane (1-128 characters
 // of `[A-Za-z0-9._-]`: nothing that could forge a log field or a header); otherwise a new uuid is minted.
 import { randomUUID } from "node:crypto";

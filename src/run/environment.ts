@@ -1,4 +1,4 @@
-// The environment `credgate run` gives a child process (CONTRACT §7): the agent's proxy URL, the gateway
+// The environment `credgate run` gives a child process (docs/configuration.md#credgate-run): the agent's proxy URL, the gateway
 // CA for every runtime (Node, Bun, Python, curl, git, Go, Deno), the git settings and the LLM placeholders,
 // all derived from the container config the API hands out.
 import { existsSync, readFileSync } from "node:fs";
@@ -40,7 +40,7 @@ export function runEnvironment(
   files: { ca: string; bundle: string; nodePreload: string; curlHome: string },
 ): Record<string, string> {
   const token = decodeURIComponent(new URL(config.env.HTTPS_PROXY!).password);
-  // An https:// gateway URL is TLS to the proxy itself (§6.18): every CA setting below covers that hop too.
+  // An https:// gateway URL is TLS to the proxy itself (docs/gateway.md#listener): every CA setting below covers that hop too.
   const gateway = new URL(gatewayUrl);
   const proxy = `${gateway.protocol}//x:${token}@${gateway.host}`;
   const env: Record<string, string> = {};

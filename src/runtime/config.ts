@@ -38,21 +38,21 @@ export interface Config {
   oauthClients: Map<string, { clientId: string; clientSecret: string }>;
   /** CREDGATE_METRICS_TOKEN: the bearer token that opens `GET /metrics` to non-loopback clients. */
   metricsToken: string | null;
-  /** Extra names for credgate's own certificates (CREDGATE_TLS_NAMES, §6.18). */
+  /** Extra names for credgate's own certificates (CREDGATE_TLS_NAMES, docs/operations.md#tls). */
   tlsNames: string[];
-  /** How the API port speaks (§6.18). */
+  /** How the API port speaks (docs/operations.md#tls). */
   apiTls: ApiTls;
   /** Gateway processes sharing the gateway port (--gateway-workers, CREDGATE_GATEWAY_WORKERS): this one and N−1 workers. */
   gatewayWorkers: number;
-  /** Egress guard adjustments (CREDGATE_EGRESS_ALLOW / CREDGATE_EGRESS_DENY, §6.17). */
+  /** Egress guard adjustments (CREDGATE_EGRESS_ALLOW / CREDGATE_EGRESS_DENY, docs/guards.md#egress-guard). */
   egressAllow: Cidr[];
   egressDeny: Cidr[];
-  /** Hosts that may receive credentials over plain HTTP (CREDGATE_PLAINTEXT_HOSTS, §6.17). */
+  /** Hosts that may receive credentials over plain HTTP (CREDGATE_PLAINTEXT_HOSTS, docs/guards.md#cleartext-rule). */
   plaintextHosts: string[];
 }
 
 /**
- * The API port's transport (§6.18): plain HTTP; HTTPS with a PEM pair from files (re-read when they change);
+ * The API port's transport (docs/operations.md#tls): plain HTTP; HTTPS with a PEM pair from files (re-read when they change);
  * or HTTPS with a leaf of the gateway CA.
  */
 export type ApiTls = { kind: "none" } | { kind: "files"; certFile: string; keyFile: string } | { kind: "gateway-ca" };

@@ -1,4 +1,4 @@
-// Accounts (CONTRACT §5.16, cloud): a sign-up creates the person, their organization (they own it), its
+// Accounts (docs/api.md#accounts-and-sessions, cloud): a sign-up creates the person, their organization (they own it), its
 // Default project with the Default Agent, and their project key — all or nothing.
 import { conflict } from "../core/errors.ts";
 import type { ServiceDeps } from "./deps.ts";

@@ -1,4 +1,4 @@
-// The rules that bear on one agent's traffic, per scope in evaluation order (CONTRACT §6.9): managed
+// The rules that bear on one agent's traffic, per scope in evaluation order (docs/policy.md#evaluation): managed
 // blocklist rules → published custom rules → managed grant rules (project only); plus each scope's Default
 // Rule. Used by the gateway snapshot and by the API reads that explain a decision, so both agree.
 import { compiledApp } from "../apps/match.ts";

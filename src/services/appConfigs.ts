@@ -1,4 +1,4 @@
-// Bring-your-own-credentials app configuration (CONTRACT §5.8 config rows, §5.13): an OAuth client of a
+// Bring-your-own-credentials app configuration (docs/injection.md#app-connections config rows, docs/api.md#organization-level-routes): an OAuth client of a
 // project or organization. Secret fields are sealed; the non-secret ones are shown back as `settings`.
 import { and, eq } from "drizzle-orm";
 import type { AppDefinition } from "../apps/types.ts";

@@ -1,4 +1,4 @@
-// Approval requests (CONTRACT §3.5, §5.4, §6.13). Records live in the database; the gateway request they
+// Approval requests (docs/policy.md#approvals, docs/policy.md#reviewing-approvals). Records live in the database; the gateway request they
 // hold waits in the process that holds it, for a status change made by any process or instance. Status moves
 // only out of `pending`, by compare-and-swap, so a decision, the timeout, a disconnect and a shutdown can race
 // safely: the first one wins, and every holder reads the winner back from the store.
@@ -73,7 +73,7 @@ export class ApprovalService {
 
   /**
    * The serving process's duties: announce itself, cancel the pending approvals no live process holds any more
-   * (§4: "the holding process died"), and re-check held requests' status periodically.
+   * (docs/policy.md#approvals: "the holding process died"), and re-check held requests' status periodically.
    */
   async start(): Promise<void> {
     await this.#heartbeat();
@@ -270,7 +270,7 @@ export class ApprovalService {
   }
 
   /**
-   * The long-poll (§5.4): at once when something is pending, else when something arrives (an approval event
+   * The long-poll (docs/policy.md#reviewing-approvals): at once when something is pending, else when something arrives (an approval event
    * from any instance), else after the poll time. It also re-reads every few seconds, so a lost event only
    * delays an answer.
    */

@@ -1,4 +1,4 @@
-// Catalog reads (CONTRACT §3.6 "App item", "Permission definition"; §5.3 effective-app-permissions): the
+// Catalog reads (docs/api.md#records; docs/policy.md#evaluation effective-app-permissions): the
 // catalog joined with a scope's configuration and connections, and how the rules treat each tool.
 import { APPS, findApp } from "../apps/index.ts";
 import { samplePath } from "../apps/match.ts";

@@ -1,4 +1,4 @@
-// App blocklists (CONTRACT §5.8 "Blocklist", §3.6 "Blocklist entry"): predefined hosts of an app, activated
+// App blocklists (docs/policy.md#app-blocklists): predefined hosts of an app, activated
 // on demand, and custom host rules. Each enabled entry is a managed block rule, live as soon as written.
 import { and, asc, eq, isNull, or } from "drizzle-orm";
 import type { AppDefinition } from "../apps/types.ts";

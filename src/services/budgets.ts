@@ -1,4 +1,4 @@
-// Spend budgets and metered spend (CONTRACT §3.6 "Spend budget", §6.11). Spend is kept in nano-USD per
+// Spend budgets and metered spend (docs/budgets.md#partner-budgets). Spend is kept in nano-USD per
 // (secret, organization) in two buckets, the UTC month (`YYYY-MM`) and `total`; a budget's period picks one.
 // Admission reserves a request's estimate so concurrent requests cannot overshoot: a request is admitted only
 // when spent < limit and spent + reserved + estimate ≤ limit, decided by one conditional INSERT while the
@@ -133,7 +133,7 @@ export class BudgetService {
   }
 
   /**
-   * Admission (§6.11): reserves `estimateNanos` when spent < limit and spent + reserved + estimate ≤ limit.
+   * Admission (docs/budgets.md#admission): reserves `estimateNanos` when spent < limit and spent + reserved + estimate ≤ limit.
    * One conditional INSERT, with the (secret, organization) key locked so concurrent admissions on any
    * instance are decided one after the other.
    */

@@ -1,4 +1,4 @@
-// Claim links (CONTRACT §4, §5.7, §5.14, §5.16 `POST /claim`): a partner organization's (one at a time, no
+// Claim links (docs/api.md#states, docs/api.md#projects-and-team, docs/api.md#partners, docs/api.md#accounts-and-sessions `POST /claim`): a partner organization's (one at a time, no
 // expiry; reissuing replaces it) and a team provision's (7 days). Claiming puts the signed-in user in the
 // placeholder's place: its membership (as owner of a partner organization, with the provisioned role
 // otherwise) and its keys, which keep working; then the placeholder is gone. Settled in one transaction with
@@ -85,7 +85,7 @@ export class ClaimService {
     return row ? this.urlOf(this.deps.sealer.open(row.tokenSealed)) : null;
   }
 
-  /** An unclaimed partner organization's partner name and current claim link (§6.12), else null. */
+  /** An unclaimed partner organization's partner name and current claim link (docs/guards.md#claim-required), else null. */
   async pending(organizationId: string): Promise<{ partnerName: string; claimUrl: string } | null> {
     const org = await this.orgs.getOrganization(organizationId);
     if (!org || org.claimed || !org.partnerId) return null;

@@ -1,4 +1,4 @@
-// App connections (CONTRACT §3.6, §5.9, §5.13): the stored OAuth tokens or API-key fields of a project or an
+// App connections (docs/injection.md#app-connections): the stored OAuth tokens or API-key fields of a project or an
 // organization, sealed at rest. Credential writes bump `version`, so refreshes can compare-and-swap.
 import { and, desc, eq, or, sql } from "drizzle-orm";
 import { ApiError } from "../core/errors.ts";
@@ -68,7 +68,7 @@ export class ConnectionService {
 
   /**
    * The status a read reports: a `connected` OAuth connection whose token has expired and cannot be refreshed
-   * is `expired` (§4) even before the gateway next tries it; the change is stored.
+   * is `expired` (docs/injection.md#app-connections) even before the gateway next tries it; the change is stored.
    */
   async effectiveStatus(row: ConnectionRow): Promise<ConnectionStatus> {
     if (row.status !== "connected") return row.status;

@@ -1,4 +1,4 @@
-// Agent grants (CONTRACT §3.2, §5.1 "Grants"): which secrets and app connections an agent in mode `grants`
+// Agent grants (docs/injection.md#grants): which secrets and app connections an agent in mode `grants`
 // may use, and with which tools. Writes take effect at once: the gateway listens.
 import { and, asc, eq, inArray, or } from "drizzle-orm";
 import { findApp } from "../apps/index.ts";
@@ -161,7 +161,7 @@ export class GrantService {
   }
 
   /**
-   * PUT of a connection grant (§5.1): the body's own rules are checked by the route; here the agent, the
+   * PUT of a connection grant (docs/injection.md#grants): the body's own rules are checked by the route; here the agent, the
    * connection (the project's own or its organization's), the tool ids and the resources shape.
    */
   async grantConnection(projectId: string, organizationId: string, agentId: string, connectionId: string, input: ConnectionGrantInput): Promise<GrantSet> {

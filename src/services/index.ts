@@ -49,7 +49,7 @@ export interface Services {
   migration: MigrationService;
   rateLimits: RateLimitService;
   budgets: BudgetService;
-  /** Cloud mode (§5.6, §5.7, §5.16): projects, the team and its provisions, claim links. */
+  /** Cloud mode (docs/api.md#projects-and-team, docs/api.md#accounts-and-sessions): projects, the team and its provisions, claim links. */
   projects: ProjectService;
   team: TeamService;
   claims: ClaimService;

@@ -1,4 +1,4 @@
-// Login throttling (CONTRACT §5.16): after 10 failed logins in 15 minutes for one email or key, further attempts
+// Login throttling (docs/api.md#accounts-and-sessions): after 10 failed logins in 15 minutes for one email or key, further attempts
 // are refused until the oldest failures age out. Counted in the store, so that every instance sharing a
 // database counts the same failures. Each attempt first takes a failure slot (a row) — atomically, with the
 // subject locked — and gives it back on success: concurrent attempts on any instance cannot exceed the limit.

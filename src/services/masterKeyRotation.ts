@@ -1,4 +1,4 @@
-// `credgate rotate-master-key` (CONTRACT §7): every value sealed under the old master key is opened and sealed
+// `credgate rotate-master-key` (docs/operations.md#rotating-the-master-key): every value sealed under the old master key is opened and sealed
 // again under the new one, in ONE transaction. The sealed values are found from the schema itself — every
 // text column of every table is searched for the sealed format `v1:…` — so a sealed column added later is
 // rotated without anyone listing it here. Columns named `*_sealed` must hold only values that open under the

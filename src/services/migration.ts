@@ -1,4 +1,4 @@
-// Migration from a self-hosted instance to the cloud (CONTRACT §5.12). Export reads one project's own secrets
+// Migration from a self-hosted instance to the cloud (docs/api.md#migration). Export reads one project's own secrets
 // (decrypted here, never returned) and agents and posts them to `<cloudUrl>/v1/migrate/import`; import, on
 // the cloud, creates what does not exist yet. Policy rules and grants are counted, not moved. The API route
 // and `credgate migrate export` both run `export` below.

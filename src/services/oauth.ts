@@ -1,4 +1,4 @@
-// OAuth authorization-code flow for catalog apps (CONTRACT §5.8 "OAuth", §4 connection transitions, §6.8):
+// OAuth authorization-code flow for catalog apps (docs/injection.md#app-connections connection transitions, docs/injection.md#app-connections):
 // a signed, expiring `state` that carries the whole flow (no server-side session), PKCE S256 with a verifier
 // derived from the state's nonce, the shared callback, and single-flight token refresh with compare-and-swap.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
@@ -21,7 +21,7 @@ import type { PolicyOwner } from "./policy.ts";
 export const STATE_COOKIE = "credgate_oauth_state";
 const STATE_TTL_MS = 10 * 60 * 1000;
 const TOKEN_TIMEOUT_MS = 15_000;
-/** Tokens are refreshed this long before they expire (§6.8). */
+/** Tokens are refreshed this long before they expire (docs/injection.md#app-connections). */
 export const REFRESH_AHEAD_MS = 60_000;
 /** After a failed refresh, the next attempt waits this long (the old token keeps being used meanwhile). */
 const RETRY_AFTER_FAILURE_MS = 5_000;
@@ -132,7 +132,7 @@ export class OAuthService {
     return client;
   }
 
-  /** The provider's consent URL and the state cookie's value (§5.8 authorize). */
+  /** The provider's consent URL and the state cookie's value (docs/injection.md#app-connections authorize). */
   async authorize(req: AuthorizeRequest): Promise<{ location: string; cookie: string }> {
     const app = this.oauthApp(req.provider);
     const client = await this.client(req.owner, app);

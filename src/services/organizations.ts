@@ -9,7 +9,7 @@ export type Organization = OrganizationRow;
 export type Project = ProjectRow;
 export type User = UserRow;
 
-/** Lowercased name, runs of non-alphanumerics replaced by `-`, trimmed of `-` (CONTRACT §5.6). */
+/** Lowercased name, runs of non-alphanumerics replaced by `-`, trimmed of `-` (docs/api.md#projects-and-team). */
 export function slugify(name: string): string {
   return name
     .toLowerCase()

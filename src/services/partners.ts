@@ -1,4 +1,4 @@
-// Partners (CONTRACT §5.14, cloud): companies that set up organizations for their customers. A partner is
+// Partners (docs/api.md#partners, cloud): companies that set up organizations for their customers. A partner is
 // created by the operator (`credgate partner create`), with its partner key and its owner's invite. A partner
 // organization comes with a Default project and agent, a placeholder owner holding an org key and a project
 // key, and a claim link; the partner may replace the link, rotate the three credentials, manage its projects,

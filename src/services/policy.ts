@@ -1,4 +1,4 @@
-// Policy rules of one scope (CONTRACT §5.3): draft CRUD, ordering, the Default Rule, publish into numbered
+// Policy rules of one scope (docs/policy.md#rules): draft CRUD, ordering, the Default Rule, publish into numbered
 // generations (new ids, same logicalId; newest 10 kept) and the published rules the gateway enforces.
 import { and, asc, desc, eq, inArray, isNull, lt, max, type SQL } from "drizzle-orm";
 import { ApiError, conflict, notFound } from "../core/errors.ts";
@@ -138,7 +138,7 @@ export class PolicyService {
 
   // ── writes ──────────────────────────────────────────────────────────────────────────────────────────
 
-  /** The service checks of CONTRACT §5.3 create body, in order, on a complete (merged) rule. */
+  /** The service checks of docs/policy.md#rules create body, in order, on a complete (merged) rule. */
   async check(owner: PolicyOwner, rule: RuleFields): Promise<void> {
     const { secrets, projects, agents } = this.t;
     if (rule.action === "block" && (rule.rateLimit !== null || rule.rateLimitWindow !== null || rule.requireApproval)) {

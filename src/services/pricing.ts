@@ -1,4 +1,4 @@
-// The price table the gateway meters with: the defaults of CONTRACT §6.11, with CREDGATE_PRICING_FILE (a JSON
+// The price table the gateway meters with: the defaults of docs/budgets.md#pricing, with CREDGATE_PRICING_FILE (a JSON
 // document, see core/pricing.ts mergePrices) merged over them. Read once at start; a bad file stops the start.
 import { readFileSync } from "node:fs";
 import { DEFAULT_PRICES, mergePrices, type PriceTable } from "../core/pricing.ts";

@@ -1,4 +1,4 @@
-// Projects of an organization (CONTRACT §5.6): every new project comes with its Default Agent (and, for a
+// Projects of an organization (docs/api.md#projects-and-team): every new project comes with its Default Agent (and, for a
 // person creating it, their project key); deleting a project takes everything in it along — agents, secrets,
 // rules, approvals, connections and keys by the store's cascades, request logs and spend here — and the
 // gateway forgets its agents at once. Deleting an organization (a partner's unclaimed one) does the same for

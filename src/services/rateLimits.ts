@@ -1,7 +1,7 @@
-// Rate-limit counters (CONTRACT §6.10): fixed windows aligned to the epoch, keyed by (scope, rule logicalId,
+// Rate-limit counters (docs/policy.md#rate-limits): fixed windows aligned to the epoch, keyed by (scope, rule logicalId,
 // agent). One atomic upsert per counted request, in the store, so every process and instance on the database
 // counts against the same row (a 3/hour rule admits exactly 3 across all of them). A store failure lets the
-// request through (fail open, §6.10). Counters survive republishes and token regeneration: neither changes
+// request through (fail open, docs/policy.md#rate-limits). Counters survive republishes and token regeneration: neither changes
 // the key.
 import { lt, sql } from "drizzle-orm";
 import { rateWindow, WINDOW_SECONDS } from "../core/policy.ts";

@@ -1,4 +1,4 @@
-// Request logs (CONTRACT §6.16): the gateway enqueues one row per proxied request; rows are written in
+// Request logs (docs/gateway.md#request-logs): the gateway enqueues one row per proxied request; rows are written in
 // batches (every 5 s or 500 rows) together with the agents' lastSeenAt, and purged after the retention.
 // A batch the store cannot take is kept and retried; past QUEUE_MAX rows the oldest are dropped, counted
 // and reported, so an unreachable database never grows the gateway's memory without bound.

@@ -1,4 +1,4 @@
-// Team (CONTRACT §5.7): provisions (a placeholder member with a project of its own and a key that works at
+// Team (docs/api.md#projects-and-team): provisions (a placeholder member with a project of its own and a key that works at
 // once, claimed within 7 days), the member list, role changes and removal. Removing a member revokes their
 // keys in the organization and their sessions; demoting an admin kills their organization key (the holder
 // check reads the current role on every request).

@@ -44,7 +44,7 @@ export const organizations = sqliteTable("organizations", {
   partnerId: text("partner_id").references(() => partners.id, { onDelete: "set null" }),
   claimed: integer("claimed", { mode: "boolean" }).notNull().default(true),
   partnerDetached: integer("partner_detached", { mode: "boolean" }).notNull().default(false),
-  /** When a partner organization was claimed, and by whom (CONTRACT §3.6 "Partner organization"). */
+  /** When a partner organization was claimed, and by whom (docs/api.md#partners). */
   claimedAt: text("claimed_at"),
   claimedByUserId: text("claimed_by_user_id").references(() => users.id, { onDelete: "set null" }),
   createdAt: text("created_at").notNull(),
@@ -193,7 +193,7 @@ export const requestLogs = sqliteTable(
     matchedRuleName: text("matched_rule_name"),
     approvalId: text("approval_id"),
     costNanos: integer("cost_nanos"),
-    /** The request's x-request-id (CONTRACT §7), null for rows written before it was recorded. */
+    /** The request's x-request-id (docs/operations.md#request-ids), null for rows written before it was recorded. */
     requestId: text("request_id"),
     createdAt: text("created_at").notNull(),
   },
@@ -204,7 +204,7 @@ export const requestLogs = sqliteTable(
   (t) => [index("request_logs_project_time").on(t.projectId, t.createdAt)],
 );
 
-/** Secret grants (CONTRACT §3.2): which secrets an agent in mode `grants` may inject. */
+/** Secret grants (docs/injection.md#grants): which secrets an agent in mode `grants` may inject. */
 export const agentSecretGrants = sqliteTable(
   "agent_secret_grants",
   {
@@ -220,7 +220,7 @@ export const agentSecretGrants = sqliteTable(
 );
 
 
-/** Policy rules (CONTRACT §3.4): draft rows (generation 0) and published generations of one scope. */
+/** Policy rules (docs/policy.md#rules): draft rows (generation 0) and published generations of one scope. */
 export const policyRules = sqliteTable(
   "policy_rules",
   {
@@ -253,7 +253,7 @@ export const policyRules = sqliteTable(
   (t) => [index("policy_rules_owner").on(t.organizationId, t.projectId, t.status, t.generation)],
 );
 
-/** One row per publish of a scope (CONTRACT §3.6 "Last publish"). */
+/** One row per publish of a scope (docs/policy.md#draft-and-publish). */
 export const policyPublishes = sqliteTable(
   "policy_publishes",
   {
@@ -273,7 +273,7 @@ export const policyPublishes = sqliteTable(
 );
 
 
-/** Approval requests (CONTRACT §3.5): held gateway requests waiting for a human decision. */
+/** Approval requests (docs/policy.md#approvals): held gateway requests waiting for a human decision. */
 export const approvals = sqliteTable(
   "approvals",
   {
@@ -307,7 +307,7 @@ export const approvals = sqliteTable(
 );
 
 
-/** App connections (CONTRACT §3.6, §5.9): a project's or organization's OAuth tokens or API-key fields, sealed. */
+/** App connections (docs/injection.md#app-connections): a project's or organization's OAuth tokens or API-key fields, sealed. */
 export const appConnections = sqliteTable(
   "app_connections",
   {
@@ -335,7 +335,7 @@ export const appConnections = sqliteTable(
   (t) => [index("app_connections_owner").on(t.organizationId, t.projectId, t.provider)],
 );
 
-/** Connection grants (CONTRACT §3.2): which app connections an agent in mode `grants` may use, and how. */
+/** Connection grants (docs/injection.md#grants): which app connections an agent in mode `grants` may use, and how. */
 export const agentConnectionGrants = sqliteTable(
   "agent_connection_grants",
   {
@@ -355,7 +355,7 @@ export const agentConnectionGrants = sqliteTable(
   (t) => [primaryKey({ columns: [t.agentId, t.connectionId] }), index("agent_connection_grants_connection").on(t.connectionId)],
 );
 
-/** Bring-your-own-credentials app configuration (CONTRACT §3.6 "App configuration") of a project or organization. */
+/** Bring-your-own-credentials app configuration (docs/api.md#records) of a project or organization. */
 export const appConfigs = sqliteTable(
   "app_configs",
   {
@@ -380,7 +380,7 @@ export const appConfigs = sqliteTable(
   ],
 );
 
-/** Blocklist entries (CONTRACT §5.8): activated predefined hosts and custom rules, compiled to managed block rules. */
+/** Blocklist entries (docs/policy.md#app-blocklists): activated predefined hosts and custom rules, compiled to managed block rules. */
 export const blocklistRules = sqliteTable(
   "blocklist_rules",
   {
@@ -403,7 +403,7 @@ export const blocklistRules = sqliteTable(
 );
 
 /**
- * Rate-limit counters (CONTRACT §6.10): one row per (scope, rule, agent, window); incremented by an atomic upsert,
+ * Rate-limit counters (docs/policy.md#rate-limits): one row per (scope, rule, agent, window); incremented by an atomic upsert,
  * so every process and instance on the database counts against the same row. Old windows are purged.
  */
 export const rateLimitCounters = sqliteTable(
@@ -427,7 +427,7 @@ export const instances = sqliteTable("instances", {
   heartbeatAt: text("heartbeat_at").notNull(),
 });
 
-/** Spend budgets (CONTRACT §3.6, §6.11): a cap on one partner LLM secret for one organization. */
+/** Spend budgets (docs/budgets.md#partner-budgets): a cap on one partner LLM secret for one organization. */
 export const budgets = sqliteTable(
   "budgets",
   {
@@ -460,7 +460,7 @@ export const budgetSpend = sqliteTable(
   (t) => [primaryKey({ columns: [t.secretId, t.organizationId, t.bucket] })],
 );
 
-/** Estimates of admitted requests still in flight (§6.11 admission); expired ones (a crashed holder) no longer count. */
+/** Estimates of admitted requests still in flight (docs/budgets.md#admission); expired ones (a crashed holder) no longer count. */
 export const budgetReservations = sqliteTable(
   "budget_reservations",
   {
@@ -473,7 +473,7 @@ export const budgetReservations = sqliteTable(
   (t) => [index("budget_reservations_owner").on(t.secretId, t.organizationId, t.expiresAt)],
 );
 
-/** Partner members (CONTRACT §3.6 "Partner member"): the people of a partner's portal; a user belongs to at most one partner. */
+/** Partner members (docs/api.md#partners): the people of a partner's portal; a user belongs to at most one partner. */
 export const partnerMembers = sqliteTable(
   "partner_members",
   {
@@ -490,7 +490,7 @@ export const partnerMembers = sqliteTable(
 );
 
 /**
- * Claim links (CONTRACT §4, §5.7, §5.14): a partner organization's (one at a time, no expiry) or a team
+ * Claim links (docs/api.md#states, docs/api.md#projects-and-team, docs/api.md#partners): a partner organization's (one at a time, no expiry) or a team
  * provision's (expires after 7 days). `userId` is the placeholder the claimant replaces. The token is kept as
  * a lookup hash and a sealed copy: the gateway's `claim_required` answer shows the current link.
  */
@@ -516,7 +516,7 @@ export const claimLinks = sqliteTable(
 );
 
 /**
- * Invites (CONTRACT §5.16 accept-invite): set a password for an invited user (a partner member), or, with no
+ * Invites (docs/api.md#accounts-and-sessions accept-invite): set a password for an invited user (a partner member), or, with no
  * user yet, create the partner owner's account (`credgate partner create` without an owner email).
  */
 export const invites = sqliteTable(
@@ -533,7 +533,7 @@ export const invites = sqliteTable(
 );
 
 /**
- * Failed logins (CONTRACT §5.16 throttling): one row per failure of a subject (the hash of an email or a key),
+ * Failed logins (docs/api.md#accounts-and-sessions throttling): one row per failure of a subject (the hash of an email or a key),
  * in the store so that every instance counts the same failures. Rows older than the window are deleted.
  */
 export const loginFailures = sqliteTable(

@@ -17,7 +17,7 @@ export interface OpRef {
   field: string;
 }
 
-/** `op://vault/item/field` (the only form the secrets API accepts, CONTRACT §5.2), else null. */
+/** `op://vault/item/field` (the only form the secrets API accepts, docs/injection.md#secrets), else null. */
 export function parseOpRef(ref: string): OpRef | null {
   const m = /^op:\/\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(ref.trim());
   if (!m) return null;

@@ -1,4 +1,4 @@
-// External vault values for the gateway (CONTRACT §6.7 "External vault"): `op://` references resolved
+// External vault values for the gateway (docs/injection.md#external-vault): `op://` references resolved
 // against the 1Password Connect server, cached 60 s per reference (failures 30 s), one in-flight lookup per
 // reference, 15 s per lookup. Logs name the reference and a reason code, never a value.
 import { log } from "../observability/log.ts";

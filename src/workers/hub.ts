@@ -1,4 +1,4 @@
-// The primary's side of the gateway workers (CONTRACT §7 `--gateway-workers`): N−1 more processes of this
+// The primary's side of the gateway workers (docs/configuration.md#server-settings `--gateway-workers`): N−1 more processes of this
 // executable, each a gateway on the same port (SO_REUSEPORT: the kernel spreads connections), each with its
 // own snapshot. Every change event this process sees — its own, another instance's, a worker's — goes to every
 // worker (but the one it came from), numbered, and a worker says when it applied it: an API write is answered

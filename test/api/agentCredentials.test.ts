@@ -1,5 +1,5 @@
 // Issue 4 (grants) implements these routes; until then the tests are kept as todo.
-// The agent credential rows of CONTRACT §5.1 outside the grant table: effective credentials, secret
+// The agent credential rows of docs/injection.md#grants outside the grant table: effective credentials, secret
 // assignments (`/agents/{id}/secrets`) and app-connection assignments (`/agents/{id}/connections`).
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";

@@ -1,4 +1,4 @@
-// Agent setup (CONTRACT §5.11): container config in the node SDK shape, credential stubs, the skill.
+// Agent setup (docs/api.md#agent-setup): container config in the node SDK shape, credential stubs, the skill.
 import { sql } from "drizzle-orm";
 import { describe, expect, test } from "bun:test";
 import { createTestApi, TEST_CA_PEM } from "../support/app.ts";

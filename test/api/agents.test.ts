@@ -1,4 +1,4 @@
-// Agents (CONTRACT §3.1, §5.1 without grants; §9 examples 6-8).
+// Agents (docs/api.md#agents-and-tokens without grants; docs/api.md#agents-and-tokens).
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import { tokenHash } from "../../src/crypto/hash.ts";

@@ -1,4 +1,4 @@
-// Approvals API (CONTRACT §3.5, §5.4; §9 examples 34-35) through the in-process API. Held requests come from
+// Approvals API (docs/policy.md#approvals, docs/policy.md#reviewing-approvals) through the in-process API. Held requests come from
 // the real approval service (`hold`, what the gateway calls); the gateway side is in test/e2e/policy-gateway.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";

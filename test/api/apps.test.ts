@@ -1,5 +1,5 @@
-// Apps (CONTRACT §5.8, §5.13 organization variants, §3.6 "App item", "Permission definition", "App
-// configuration"; §1.2 step 5 query bridge; §2.4 app rows): catalog reads, OAuth authorize and the callback's
+// Apps (docs/injection.md#app-connections, docs/api.md#organization-level-routes organization variants, docs/api.md#records, "App
+// configuration"; docs/api.md#how-a-request-is-authenticated query bridge; docs/api.md#error-messages app rows): catalog reads, OAuth authorize and the callback's
 // error redirects (no network), direct connect of API-key apps, BYOC configuration.
 import { sql } from "drizzle-orm";
 import { describe, expect, test } from "bun:test";

@@ -1,4 +1,4 @@
-// Authentication and authorization (CONTRACT §1.2, §1.3, §1.4, §5.16 login; §9 examples 1-5).
+// Authentication and authorization (docs/api.md#how-a-request-is-authenticated, docs/api.md#context, docs/api.md#roles, docs/api.md#accounts-and-sessions login; docs/api.md#how-a-request-is-authenticated).
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
@@ -22,7 +22,7 @@ async function login(apiKey: string): Promise<string> {
   return sessionCookieOf(res);
 }
 
-describe("bearer keys (§1.2 step 1)", () => {
+describe("bearer keys (docs/api.md#how-a-request-is-authenticated)", () => {
   test("example 1: no Authorization → 401 envelope", async () => {
     const res = await api.call("GET", "/v1/agents", { key: null });
     expect(res.text).toBe('{"error":{"message":"Invalid API key or token.","type":"authentication_error"}}');
@@ -68,7 +68,7 @@ describe("bearer keys (§1.2 step 1)", () => {
   });
 });
 
-describe("project context P (§1.3)", () => {
+describe("project context P (docs/api.md#context)", () => {
   test("example 2: org key without X-Project-Id → 401; with its own project → 200 array", async () => {
     expectUnauthorized(await api.call("GET", "/v1/agents", { key: api.orgKey }));
     const ok = await api.call("GET", "/v1/agents", { key: api.orgKey, headers: { "x-project-id": api.projectId } });
@@ -104,7 +104,7 @@ describe("project context P (§1.3)", () => {
   });
 });
 
-describe("P* endpoints (§1.3)", () => {
+describe("P* endpoints (docs/api.md#context)", () => {
   test("example 3: org key without X-Project-Id → 400 envelope", async () => {
     const res = await api.call("GET", "/v1/user/api-key", { key: api.orgKey });
     expect(res.text).toBe('{"error":{"message":"X-Project-Id header is required","type":"invalid_request_error"}}');
@@ -127,7 +127,7 @@ describe("P* endpoints (§1.3)", () => {
   });
 });
 
-describe("roles and holder checks (§1.2 step 4, §1.4)", () => {
+describe("roles and holder checks (docs/api.md#how-a-request-is-authenticated, docs/api.md#roles)", () => {
   test("example 4: a member's project key on /org/secrets → 403 envelope", async () => {
     const member = await addMember(api, "member");
     const res = await api.call("GET", "/v1/org/secrets", { key: member.projectKey });
@@ -184,7 +184,7 @@ describe("roles and holder checks (§1.2 step 4, §1.4)", () => {
   });
 });
 
-describe("sessions (§1.2 steps 2, 6; §5.16)", () => {
+describe("sessions (docs/api.md#how-a-request-is-authenticated; docs/api.md#accounts-and-sessions)", () => {
   test("login with an API key sets the session cookie, which then authenticates", async () => {
     const res = await api.call("POST", "/v1/auth/login", { key: null, body: { apiKey: api.projectKey } });
     expect(res.status).toBe(200);

@@ -1,5 +1,5 @@
-// App blocklists (CONTRACT §5.8 blocklist rows and "Blocklist", §3.6 "Blocklist entry", §5.13 organization
-// variant, §5.3 `include=managed` and managed-rule ids, §5.2 host pattern messages). Entries are managed
+// App blocklists (docs/policy.md#app-blocklists blocklist rows and "Blocklist", docs/policy.md#app-blocklists, docs/api.md#organization-level-routes
+// variant, docs/policy.md#managed-rules `include=managed` and managed-rule ids, docs/injection.md#host-and-path-patterns host pattern messages). Entries are managed
 // block rules, live at once (no publish).
 import { describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
@@ -89,7 +89,7 @@ describe("POST /apps/{provider}/blocklist", () => {
     expect((await list(a)).every((e) => e.ruleId === null)).toBe(true);
   });
 
-  test("hostPattern messages (§5.2), flat 400", async () => {
+  test("hostPattern messages (docs/injection.md#secrets), flat 400", async () => {
     const a = await createTestApi();
     const cases: [string, string][] = [
       ["https://evil.example.com", "Enter a hostname, not a URL (remove http:// or https://)"],
@@ -210,7 +210,7 @@ describe("organization blocklist", () => {
   });
 });
 
-describe("blocklist entries as managed rules (§5.3 include=managed)", () => {
+describe("blocklist entries as managed rules (docs/policy.md#managed-rules include=managed)", () => {
   test("listed as published managed rules: source blocklist, name `Block <name>`, network target {hostPattern, pathPattern:/*}", async () => {
     const a = await createTestApi();
     const gist = (await add(a, { hostId: "gist" })).body;

@@ -1,4 +1,4 @@
-// Budgets and metered spend in the store (CONTRACT §6.11), on the engine under test: the Spend budget record,
+// Budgets and metered spend in the store (docs/budgets.md#partner-budgets), on the engine under test: the Spend budget record,
 // the month and total buckets (a clock crosses a month boundary), admission with reservations (spent < limit
 // and spent + reserved + estimate ≤ limit), and the guarantee that matters: with many concurrent requests,
 // whose actual cost never exceeds their estimate, the charged total never exceeds the limit.

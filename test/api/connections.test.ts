@@ -1,5 +1,5 @@
-// App connections as a resource (CONTRACT §5.9, §3.6 "Connection", "Organization connection") and the
-// organization routes (§5.13). Connections come from direct connect (API-key apps) or, for OAuth apps, from
+// App connections as a resource (docs/injection.md#app-connections) and the
+// organization routes (docs/injection.md#app-connections). Connections come from direct connect (API-key apps) or, for OAuth apps, from
 // the connection service itself (what the OAuth callback calls).
 import { describe, expect, test } from "bun:test";
 import type { ConnectionOwner } from "../../src/services/connections.ts";
@@ -179,7 +179,7 @@ describe("DELETE /connections/{id}", () => {
   });
 });
 
-describe("organization connections (§5.13)", () => {
+describe("organization connections (docs/injection.md#app-connections)", () => {
   test("GET /org/connections: only organization connections, Organization connection shape (no metadata), ?provider=", async () => {
     const a = await createTestApi();
     await connect(a, "resend", "Project one");

@@ -1,6 +1,6 @@
-// Grant endpoints (CONTRACT §3.2, §5.1 "Grants", legacy `/agents/{id}/connections`; §9 examples 10-12).
+// Grant endpoints (docs/injection.md#grants, legacy `/agents/{id}/connections`; docs/injection.md#grants).
 // Every non-auth failure has a flat body. The first suites use connection ids that do not exist; the last
-// one grants real connections (§5.1 resources, §5.3 include=managed and effective-app-permissions).
+// one grants real connections (docs/injection.md#resource-limits, docs/policy.md#managed-rules include=managed and effective-app-permissions).
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { addMember, addOrganization, addProject, expectEnvelope, expectFlat, expectUnauthorized } from "./helpers.ts";
@@ -274,7 +274,7 @@ describe("agent mode", () => {
   });
 });
 
-describe("effective credentials: status from the published rules (§5.1)", () => {
+describe("effective credentials: status from the published rules (docs/injection.md#agent-modes)", () => {
   type Rule = Record<string, unknown>;
   const block = (target: Rule, extra: Rule = {}): Rule => ({ name: "b", action: "block", targets: [target], ...extra });
   const allow = (target: Rule, extra: Rule = {}): Rule => ({ name: "a", action: "allow", targets: [target], ...extra });
@@ -686,7 +686,7 @@ describe("connection grants (real connections)", () => {
     for (const t of ["list_domains", "create_batch", "cancel_email"]) expect(tools[t]).toMatchObject({ verdict: "block", decidedBy: decided("everything else", "rest") });
 
     // A tool is judged on a request only it names: `get_email` (GET /emails/*) is not covered by a grant of
-    // `list_emails` (GET /emails), while `list_emails` is covered by `get_email` (a trailing /* includes the prefix, §6.5).
+    // `list_emails` (GET /emails), while `list_emails` is covered by `get_email` (a trailing /* includes the prefix, docs/injection.md#host-and-path-patterns).
     const verdicts = async () =>
       Object.fromEntries(
         (await a.call("GET", `/v1/policy/effective-app-permissions?provider=resend&agentId=${agent}&connectionId=${mail}`)).body.groups.flatMap((g: any) => g.tools).map((t: any) => [t.toolId, t.verdict]),

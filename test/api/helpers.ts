@@ -1,4 +1,4 @@
-// Assertions on the two error shapes of CONTRACT §2 and small fixtures shared by the API suites.
+// Assertions on the two error shapes of docs/api.md#error-shapes and small fixtures shared by the API suites.
 import { expect } from "bun:test";
 import type { TestApi } from "../support/app.ts";
 
@@ -16,7 +16,7 @@ const TYPE_BY_STATUS: Record<number, string> = {
   500: "api_error",
 };
 
-/** `{"error":{"message","type"}}` with the type §2.2 assigns to the status. */
+/** `{"error":{"message","type"}}` with the type docs/api.md#error-shapes assigns to the status. */
 export function expectEnvelope(res: Res, status: number, message: string): void {
   expect({ status: res.status, body: res.body }).toEqual({ status, body: { error: { message, type: TYPE_BY_STATUS[status]! } } });
   expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
@@ -34,7 +34,7 @@ export function expectUnauthorized(res: Res): void {
   expectEnvelope(res, 401, AUTH_FAILED);
 }
 
-/** True when the body is one of the two error shapes of §2.1. */
+/** True when the body is one of the two error shapes of docs/api.md#error-shapes. */
 export function isErrorShape(body: unknown): boolean {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return false;
   const e = (body as { error?: unknown }).error;

@@ -1,4 +1,4 @@
-// Request-log batches (CONTRACT §3.6, §5.10, §6.16) as the API returns them: rows enqueued the way the gateway
+// Request-log batches (docs/gateway.md#request-logs) as the API returns them: rows enqueued the way the gateway
 // does, written by the batch writer (500 rows or a flush), read back through GET /v1/logs unchanged.
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";

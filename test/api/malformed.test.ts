@@ -1,4 +1,4 @@
-// Hostile input (CONTRACT §0.3, §2.1, §2.2 "bad input never produces a 500"): several hundred malformed
+// Hostile input (docs/api.md#validation-messages, docs/api.md#error-shapes "bad input never produces a 500"): several hundred malformed
 // bodies across every writing endpoint of the foundation. Each must get a 4xx with one of the two error
 // shapes, and must leave the database exactly as it was.
 import { sql } from "drizzle-orm";
@@ -113,7 +113,7 @@ const SECRET_BAD: Record<string, unknown[]> = {
 
 const PATCH_SECRET_BAD: Record<string, unknown[]> = {
   name: ["", "   ", "x".repeat(256), ...WRONG_TYPES],
-  // `type: null` is left out: whether a null counts as "sending type" is not settled by §5.2.
+  // `type: null` is left out: whether a null counts as "sending type" is not settled by docs/injection.md#secrets.
   type: ["llm_a", "generic", 1, [], {}],
   valueSource: ["", "vault", 1, [], "external_vault"],
   value: ["", "   ", "x".repeat(10_001), 1, [], {}],

@@ -1,4 +1,4 @@
-// Migration (CONTRACT §5.12, §3.6 "Migration result", §9 example 40): export on self-hosted, import on the
+// Migration (docs/api.md#migration): export on self-hosted, import on the
 // cloud. Two in-process instances, the cloud's real app behind real loopback listeners (HTTPS with a test CA
 // reached through CREDGATE_RESOLVE, and plain http on 127.0.0.1), so export makes real outbound requests.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -86,7 +86,7 @@ async function storedValue(api: TestApi, name: string): Promise<string | null> {
   return row ? api.core.services.secrets.openValue(row) : null;
 }
 
-/** §9 example 40's project: inline secrets of every type, a vault secret, an agent, a custom rule and a grant. */
+/** docs/api.md#migration's project: inline secrets of every type, a vault secret, an agent, a custom rule and a grant. */
 async function seed(sh: TestApi): Promise<{ agentId: string }> {
   await ok(
     await sh.call("POST", "/v1/secrets", {
@@ -117,7 +117,7 @@ describe("availability and access", () => {
     p = await pair();
   });
 
-  test("the cloud answers 404 to export, before authentication (§9 example 40)", async () => {
+  test("the cloud answers 404 to export, before authentication (docs/api.md#migration)", async () => {
     for (const key of [null, p.cloud.projectKey]) {
       const res = await p.cloud.call("POST", "/v1/migrate/export", { key, body: { cloudApiKey: "svc_x", cloudUrl: "https://cloud.example.com" } });
       expectEnvelope(res, 404, "Unrecognized request URL (POST: /v1/migrate/export).");
@@ -166,7 +166,7 @@ describe("export request validation", () => {
   });
 });
 
-describe("export → import (§9 example 40)", () => {
+describe("export → import (docs/api.md#migration)", () => {
   let p: Pair;
   let first: { status: number; body: any; text: string };
   beforeAll(async () => {

@@ -1,6 +1,6 @@
-// The API describes itself (CONTRACT §7): GET /v1/openapi.json is an OpenAPI 3.1 document, valid for a
+// The API describes itself (docs/api-reference.md): GET /v1/openapi.json is an OpenAPI 3.1 document, valid for a
 // maintained validator, generated from the route table — every route of every mode exactly once, with its
-// request body, success body, errors in the two shapes of §2.1 and security. That the documented response
+// request body, success body, errors in the two shapes of docs/api.md#error-shapes and security. That the documented response
 // schemas are true is checked on every response of the API and e2e suites (test/support/openapiCheck.ts);
 // here, that the check itself bites.
 import { beforeAll, describe, expect, test } from "bun:test";

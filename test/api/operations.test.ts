@@ -1,4 +1,4 @@
-// Operations on the API port (CONTRACT §7): `x-request-id` on every response, `GET /metrics` open to
+// Operations on the API port (docs/operations.md): `x-request-id` on every response, `GET /metrics` open to
 // loopback peers and to the metrics token, the unknown-route 404 for everyone else. The peer address is what
 // the listener reports (server.ts passes Bun's requestIP); here it is handed to the app directly, so that
 // non-loopback peers can be tried without leaving the machine (the e2e test scrapes a real process).

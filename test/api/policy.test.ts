@@ -1,5 +1,5 @@
-// Policy rules, project `/policy/*` and organization `/org/policy/*` (CONTRACT §3.4, §5.3, §2.4 policy rows,
-// §4 publish row; §9 examples 19-21). Every validation failure is a 422 envelope.
+// Policy rules, project `/policy/*` and organization `/org/policy/*` (docs/policy.md#rules, docs/api.md#error-messages policy rows,
+// docs/policy.md#draft-and-publish publish row; docs/policy.md#rules). Every validation failure is a 422 envelope.
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";

@@ -1,4 +1,4 @@
-// Rate-limit counters (CONTRACT §6.10) in the store: fixed epoch windows, the first `limit` requests pass,
+// Rate-limit counters (docs/policy.md#rate-limits) in the store: fixed epoch windows, the first `limit` requests pass,
 // limited ones count too, keys are independent, a new window starts over; counting is one atomic upsert, so
 // concurrent hits never lose a count. Against the real store of the engine under test.
 import { describe, expect, test } from "bun:test";

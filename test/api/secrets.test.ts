@@ -1,4 +1,4 @@
-// Secrets, project and organization (CONTRACT §3.3, §5.2; §9 examples 13-18).
+// Secrets, project and organization (docs/injection.md#secrets).
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
@@ -143,7 +143,7 @@ describe("POST /secrets: generic", () => {
     ["api x.com/v1", MSG.path],
     ["a* b", MSG.spaces],
     ["x".repeat(256), "hostPattern must be at most 255 characters"],
-  ])("example 14 and §5.2 host checks: hostPattern %j → %p", async (hostPattern, message) => {
+  ])("example 14 and docs/injection.md#host-and-path-patterns host checks: hostPattern %j → %p", async (hostPattern, message) => {
     const body: Record<string, unknown> = generic({ hostPattern });
     if (hostPattern === undefined) delete body.hostPattern;
     expectFlat(await api.call("POST", "/v1/secrets", { body }), 400, message);

@@ -1,4 +1,4 @@
-// The calling user (CONTRACT §5.5) and the organization's settings and API key (§5.13).
+// The calling user (docs/api.md#users-and-keys) and the organization's settings and API key (docs/api.md#organization-level-routes).
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { addMember, expectEnvelope, expectFlat, expectUnauthorized, ISO_MS, UUID_V4 } from "./helpers.ts";
@@ -102,7 +102,7 @@ describe("GET /user/api-key and regeneration", () => {
   });
 });
 
-describe("organization settings and API key (§5.13)", () => {
+describe("organization settings and API key (docs/api.md#organization-level-routes)", () => {
   test("GET /org/settings → Organization", async () => {
     const res = await api.call("GET", "/v1/org/settings", { key: api.orgKey });
     expect(res.status).toBe(200);
@@ -117,7 +117,7 @@ describe("organization settings and API key (§5.13)", () => {
     });
     expect(res.body.id).toMatch(/^[a-z]{16}$/);
     expect(api.projectId).toMatch(/^[a-z]{16}$/);
-    // Bootstrap (§7): "Default Organization", "Default Project", owner@localhost.
+    // Bootstrap (docs/configuration.md#first-start): "Default Organization", "Default Project", owner@localhost.
     expect((await api.core.services.orgs.getProject(api.projectId))?.name).toBe("Default Project");
     // The owner's project key gives the same organization context.
     expect((await api.call("GET", "/v1/org/settings")).body.id).toBe(api.organizationId);

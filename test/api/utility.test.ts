@@ -1,5 +1,5 @@
-// Routing, bodies and utility endpoints: unknown-route 404 (§2.3), `/api` alias and mode availability
-// (§0.1), body parsing and the 1 MiB cap (§0.2, §0.3), health and counts (§5.10).
+// Routing, bodies and utility endpoints: unknown-route 404 (docs/api.md#unknown-routes), `/api` alias and mode availability
+// (docs/api.md#base-path-and-modes), body parsing and the 1 MiB cap (docs/api.md#bodies-and-formats, docs/api.md#validation-messages), health and counts (docs/api.md#utility-endpoints).
 import { beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { VERSION } from "../../src/runtime/version.ts";
@@ -12,7 +12,7 @@ beforeAll(async () => {
 
 const unknown = (method: string, path: string) => `Unrecognized request URL (${method}: ${path}).`;
 
-describe("unknown routes (§2.3)", () => {
+describe("unknown routes (docs/api.md#unknown-routes)", () => {
   test.each([
     ["GET", "/v1/nope"],
     ["POST", "/v1/nope/deeper"],
@@ -43,7 +43,7 @@ describe("unknown routes (§2.3)", () => {
   });
 });
 
-describe("odd URLs never produce a 500 (§2.2)", () => {
+describe("odd URLs never produce a 500 (docs/api.md#error-shapes)", () => {
   test.each([
     ["GET", "/v1/agents/%ZZ"],
     ["GET", "/v1/secrets/%00"],
@@ -76,7 +76,7 @@ describe("NUL characters (no field can hold one; PostgreSQL cannot store one)", 
   });
 });
 
-describe("/api alias (§0.1)", () => {
+describe("/api alias (docs/api.md#base-path-and-modes)", () => {
   test("serves the same routes with the same auth", async () => {
     const v1 = await api.call("GET", "/v1/agents");
     const alias = await api.call("GET", "/api/agents");
@@ -90,7 +90,7 @@ describe("/api alias (§0.1)", () => {
   });
 });
 
-describe("health (§5.10)", () => {
+describe("health (docs/api.md#utility-endpoints)", () => {
   test("GET /v1/health needs no auth and returns {status, version, timestamp}", async () => {
     const res = await api.call("GET", "/v1/health", { key: null });
     expect(res.status).toBe(200);
@@ -107,7 +107,7 @@ describe("health (§5.10)", () => {
   });
 });
 
-describe("counts (§5.10)", () => {
+describe("counts (docs/api.md#utility-endpoints)", () => {
   test("{agents, apps, llms, secrets}: project + organization, LLM vs generic", async () => {
     const fresh = await createTestApi();
     const first = await fresh.call("GET", "/v1/counts");
@@ -135,7 +135,7 @@ describe("counts (§5.10)", () => {
   });
 });
 
-describe("request bodies (§0.2, §0.3)", () => {
+describe("request bodies (docs/api.md#bodies-and-formats, docs/api.md#validation-messages)", () => {
   test("a body over 1 MiB → 413 envelope, nothing created", async () => {
     const before = (await api.call("GET", "/v1/agents")).body.length;
     const big = JSON.stringify({ name: "x".repeat(1024 * 1024 + 10), identifier: "too-big" });
@@ -199,7 +199,7 @@ describe("request bodies (§0.2, §0.3)", () => {
   });
 
   test("an absent body on a route with required fields → flat 400, nothing created", async () => {
-    // §0.2 only defines the absent body for all-optional routes; any flat 400 is acceptable here.
+    // docs/api.md#bodies-and-formats only defines the absent body for all-optional routes; any flat 400 is acceptable here.
     const before = (await api.call("GET", "/v1/agents")).body.length;
     for (const body of [undefined, "", "   "]) {
       const res = await api.call("POST", "/v1/agents", { body });

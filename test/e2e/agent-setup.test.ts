@@ -1,4 +1,4 @@
-// Getting an agent onto the gateway (CONTRACT §5.11, §7): `credgate run` with curl, Python and Node, and
+// Getting an agent onto the gateway (docs/api.md#agent-setup, docs/configuration.md#credgate-run): `credgate run` with curl, Python and Node, and
 // the public OneCLI node SDK driving credgate unmodified.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { OneCLI, OneCLIRequestError } from "@onecli-sh/sdk";

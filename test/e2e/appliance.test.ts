@@ -1,4 +1,4 @@
-// The appliance as a user runs it (CONTRACT §7 CLI, §1-§2 over real HTTP, encryption at rest): the real
+// The appliance as a user runs it (docs/configuration.md#commands CLI, docs/api.md#how-a-request-is-authenticated, docs/api.md#error-shapes over real HTTP, encryption at rest): the real
 // `credgate` process on its own ports and data dir.
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawn } from "bun";
@@ -207,7 +207,7 @@ describe("listeners and signals", () => {
     expect(await portClosed(c.apiPort)).toBe(true);
   });
 
-  // §6.1: in-flight requests drain for up to 9 s, then the process exits. A request whose body the server
+  // docs/gateway.md#listener: in-flight requests drain for up to 9 s, then the process exits. A request whose body the server
   // answered without reading (401 before the body, or a 413) must not keep the process alive forever.
   test("SIGTERM after a request whose body was never read (401, 413) on a keep-alive connection still exits 0 within the drain time", async () => {
     const requests = [

@@ -1,4 +1,4 @@
-// The approval store failing (CONTRACT §6.15 `approval_store_unavailable`): when the approval record cannot
+// The approval store failing (docs/agent-errors.md#approval_store_unavailable): when the approval record cannot
 // be written, the request that needs approval is answered 502 and nothing reaches the upstream. The failure
 // is real: a trigger installed in the store (the SQLite file, or the PostgreSQL database) aborts inserts into the
 // approvals table.

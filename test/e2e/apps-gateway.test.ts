@@ -1,4 +1,4 @@
-// App connections at the real gateway (CONTRACT §6.6, §6.8, §5.1 connection grants, §5.8 blocklist, §6.14
+// App connections at the real gateway (docs/injection.md#precedence, docs/injection.md#app-connections, docs/injection.md#grants connection grants, docs/policy.md#app-blocklists, docs/gateway.md#guidance-rewrite
 // guidance): direct-credential connections injected on their app's hosts, the winning-connection rules,
 // tool-level allow/ask/block of a custom grant, blocklists blocking before egress. The real credgate process,
 // a real TLS upstream standing in for the vendors' API hosts (reached through CREDGATE_RESOLVE), curl.
@@ -35,7 +35,7 @@ const url = (host: string, path: string) => `https://${host}:${up.port}${path}`;
 const seen = (host: string) => up.seen.filter((s) => s.host === `${host}:${up.port}`);
 /**
  * The headers of the last request the upstream received. (Its echo in the response body cannot say: the echo
- * guard redacts injected values there, §6.17.)
+ * guard redacts injected values there, docs/guards.md#echo-guard.)
  */
 const upstreamHeaders = () => up.seen.at(-1)!.headers;
 /** CREDGATE_PUBLIC_URL's default: the API port on localhost. */

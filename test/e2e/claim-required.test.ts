@@ -1,4 +1,4 @@
-// `claim_required` (CONTRACT §6.12) through the real cloud process: an unclaimed partner organization's agents
+// `claim_required` (docs/guards.md#claim-required) through the real cloud process: an unclaimed partner organization's agents
 // get 403 with the current claim link for non-LLM requests — WebSocket upgrades and passthrough CONNECTs
 // included — while LLM requests (a vendor's host, or a host an LLM key applies to) work; once a signed-in
 // person claims the organization (`POST /v1/claim`), everything works, with no wait.

@@ -1,4 +1,4 @@
-// Cloud mode accounts, projects and team (CONTRACT §5.6, §5.7, §5.16, §1.1–1.4), through the real process:
+// Cloud mode accounts, projects and team (docs/api.md#projects-and-team, docs/api.md#accounts-and-sessions, docs/api.md#credentials, docs/api.md#how-a-request-is-authenticated, docs/api.md#context, docs/api.md#roles), through the real process:
 // sign-up with its session cookie, projects with their Default Agent and the creator's key, provisions whose key
 // works at once and whose claim link hands membership and keys to the claimer, role changes, removal revoking
 // keys and sessions, login throttling, the cross-site check — and in self-hosted mode none of it exists.
@@ -71,8 +71,8 @@ describe("self-hosted: the cloud-only routes do not exist", () => {
   });
 });
 
-describe("sign-up and sessions (§5.16)", () => {
-  test("sign-up: 201, the session cookie with the §1.1 attributes, an organization owned by the person with a Default project and agent", async () => {
+describe("sign-up and sessions (docs/api.md#accounts-and-sessions)", () => {
+  test("sign-up: 201, the session cookie with the docs/api.md#credentials attributes, an organization owned by the person with a Default project and agent", async () => {
     const address = email("ada");
     const res = await cloud.api("POST", "/v1/auth/signup", { key: null, body: { email: address, password: "correct horse battery", name: "Ada" } });
     expect(res.status).toBe(201);
@@ -127,7 +127,7 @@ describe("sign-up and sessions (§5.16)", () => {
   });
 });
 
-describe("projects (§5.6)", () => {
+describe("projects (docs/api.md#projects-and-team)", () => {
   test("create: 201 with the creator's key (it works, for that project only), a Default Agent; name rules; slug conflicts", async () => {
     const a = await signUp("erin");
     const me = as(a);
@@ -197,7 +197,7 @@ describe("projects (§5.6)", () => {
   });
 });
 
-describe("request logs of an organization with two projects (§5.10)", () => {
+describe("request logs of an organization with two projects (docs/gateway.md#request-logs)", () => {
   test("/v1/org/logs pages both projects' rows newest first with a cursor; an agentId reads its own project", async () => {
     const owner = await signUp("logs-owner");
     const me = as(owner);
@@ -244,7 +244,7 @@ describe("request logs of an organization with two projects (§5.10)", () => {
   });
 });
 
-describe("team (§5.7) and claims", () => {
+describe("team (docs/api.md#projects-and-team) and claims", () => {
   test("a provision's key works at once; the claimer takes its membership and keys; roles; removal revokes keys and sessions", async () => {
     const owner = await signUp("hana");
     const org = as(owner);
@@ -310,7 +310,7 @@ describe("team (§5.7) and claims", () => {
   });
 });
 
-describe("provisions expire (§5.7: 7 days)", () => {
+describe("provisions expire (docs/api.md#projects-and-team: 7 days)", () => {
   test("an expired provision's key stops working, its placeholder leaves the member list, its link is gone", async () => {
     const owner = await signUp("lena");
     const org = as(owner);

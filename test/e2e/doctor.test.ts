@@ -1,4 +1,4 @@
-// `credgate doctor` (CONTRACT §7) run as the real CLI against a data dir a real `credgate serve` made: a
+// `credgate doctor` (docs/operations.md#doctor) run as the real CLI against a data dir a real `credgate serve` made: a
 // passing run, then each check failing for a real reason (permissions, an expired or mismatched CA, a
 // corrupted database file, a port in use, an unreachable or untrusted upstream, an unreadable CA file, a bad
 // configuration). And the start-up refusal of a CREDGATE_RESOLVE entry whose address is not an IP.

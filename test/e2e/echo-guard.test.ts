@@ -1,4 +1,4 @@
-// The echo guard (CONTRACT §6.17) through the real process: an upstream that reflects the request — in headers,
+// The echo guard (docs/guards.md#echo-guard) through the real process: an upstream that reflects the request — in headers,
 // in a JSON body, split across chunks, base64 or percent-encoded — hands the agent `credgate-redacted`, never the
 // injected value; SSE events are not held back; uncredentialed responses pass untouched.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -59,7 +59,7 @@ async function viaGateway(host: string, port: number, path: string) {
   return res;
 }
 
-describe("echo guard (§6.17)", () => {
+describe("echo guard (docs/guards.md#echo-guard)", () => {
   test("a reflected credential is redacted in headers and body (raw, base64, percent-encoded); the request asked for identity", async () => {
     const res = await viaGateway(ECHO, up.port, "/echo");
     expect(res.status).toBe(200);

@@ -1,4 +1,4 @@
-// The egress guard and the cleartext rule (CONTRACT §6.17) through the real process. credgate runs in its own
+// The egress guard and the cleartext rule (docs/guards.md#cleartext-rule) through the real process. credgate runs in its own
 // network namespace (test/support/egressScenario.ts, started with `unshare -n`) where the cloud metadata address,
 // a private and a public-looking address exist on `lo` with listeners that count connections: every refused
 // attempt is answered 403 before any connection, and the listeners prove nothing was dialled.
@@ -30,7 +30,7 @@ const refused = async (name: string) => {
   expect(results[name]).toEqual({ status: 403, error: "egress_denied" });
 };
 
-describe("egress guard (§6.17), self-hosted defaults", () => {
+describe("egress guard (docs/guards.md#egress-guard), self-hosted defaults", () => {
   test("CONNECT to the cloud metadata address → 403 egress_denied before the tunnel opens", () => refused("connect metadata"), 120_000);
   test("CONNECT with a hex-dotted or IPv4-mapped IPv6 form of it → 403", async () => {
     await refused("connect metadata hex");
@@ -67,7 +67,7 @@ describe("egress guard (§6.17), self-hosted defaults", () => {
   });
 });
 
-describe("cleartext rule (§6.17)", () => {
+describe("cleartext rule (docs/guards.md#cleartext-rule)", () => {
   test("plain http:// to a public address with a credential to inject → 403 insecure_transport, nothing sent", async () => {
     const { results, heard } = await outcome();
     expect(results["cleartext with a credential"]).toEqual({ status: 403, error: "insecure_transport" });

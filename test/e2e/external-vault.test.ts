@@ -1,5 +1,5 @@
-// External-vault secrets through the real gateway (CONTRACT §6.7 "External vault", §6.15
-// credential_unavailable, §8 item 13): a real credgate process resolves `op://` references against a
+// External-vault secrets through the real gateway (docs/injection.md#external-vault, docs/agent-errors.md#credential_unavailable
+// credential_unavailable, docs/injection.md#external-vault): a real credgate process resolves `op://` references against a
 // 1Password Connect stand-in served over HTTPS (reached through CREDGATE_RESOLVE and trusted through
 // CREDGATE_UPSTREAM_CA_FILE, like any outbound call), injects the value into requests curl sends to a real
 // TLS upstream, caches it (Connect is asked once per reference per minute, once for concurrent requests),
@@ -129,7 +129,7 @@ describe("resolution and caching", () => {
 });
 
 describe("failures → 502 credential_unavailable, nothing forwarded", () => {
-  test("a missing item: 502 with the §6.15 body; the failure is cached (Connect not asked again at once)", async () => {
+  test("a missing item: 502 with the docs/agent-errors.md#credential_unavailable body; the failure is cached (Connect not asked again at once)", async () => {
     await vaultSecret(cg, "Missing", "op://Prod/Missing/credential", "/missing/*");
     const before = fake.requests.length;
     const r = await curl(cg, caFile, "/missing/1");

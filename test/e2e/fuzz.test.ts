@@ -1,7 +1,7 @@
-// Property-based fuzzing of every API route family through the real process (CONTRACT §0.2, §2): requests
+// Property-based fuzzing of every API route family through the real process (docs/api.md#bodies-and-formats, docs/api.md#error-shapes): requests
 // generated with fast-check from /v1/openapi.json — path ids, query strings, headers and bodies (random JSON,
 // the route's own fields with random values, broken JSON, deep nesting) — to every operation of every family.
-// Every answer must be below 500, every error body one of the two shapes of §2.1 and every success body the
+// Every answer must be below 500, every error body one of the two shapes of docs/api.md#error-shapes and every success body the
 // documented schema (test/support/openapiCheck.ts via `cg.api`); the process stays healthy, and its resident
 // memory (read from its own /metrics) returns near where it started. The seed is fixed; CREDGATE_FUZZ_RUNS
 // (runs per family, each a batch of concurrent requests) and CREDGATE_FUZZ_SEED make a larger or another run.

@@ -1,4 +1,4 @@
-// Real clients through the real MITM gateway (CONTRACT §6.1–6.3, §6.7, §9 examples 9, 22, 23): curl, a Node
+// Real clients through the real MITM gateway (docs/gateway.md#listener, docs/gateway.md#proxy-authentication, docs/gateway.md#interception-and-passthrough, docs/injection.md#injection-variants): curl, a Node
 // client (undici ProxyAgent) and Python urllib each get the secret injected at the upstream while nothing
 // they receive contains it; proxy authentication answers 407 before any egress; absolute-form requests
 // (http:// and https://) and plain CONNECT tunnels are injected too.
@@ -203,7 +203,7 @@ describe("Node (undici ProxyAgent) and Python urllib", () => {
   });
 });
 
-describe("407 before egress (§6.2, §9 examples 9 and 22)", () => {
+describe("407 before egress (docs/gateway.md#proxy-authentication)", () => {
   const authority = () => `${HOST}:${up.port}`;
 
   for (const [name, header] of [
@@ -264,7 +264,7 @@ describe("407 before egress (§6.2, §9 examples 9 and 22)", () => {
   });
 });
 
-describe("absolute-form and plain tunnels (§6.1, §6.3)", () => {
+describe("absolute-form and plain tunnels (docs/gateway.md#listener, docs/gateway.md#interception-and-passthrough)", () => {
   test("curl --proxy http://… (absolute-form, no CONNECT): injected, Proxy-Authorization not forwarded", async () => {
     const url = `/abs/${crypto.randomUUID()}?q=1`;
     const r = await run(["curl", "-sS", "-i", "--proxy", proxy, "-H", "Authorization: Bearer credgate-managed", `http://${PLAIN_HOST}:${plain.port}${url}`]);

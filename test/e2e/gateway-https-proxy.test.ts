@@ -1,4 +1,4 @@
-// The HTTPS proxy on the gateway port (CONTRACT §6.18): a connection whose first byte is a TLS handshake is
+// The HTTPS proxy on the gateway port (docs/gateway.md#listener): a connection whose first byte is a TLS handshake is
 // TLS to the proxy itself, with a leaf of the gateway CA, and inside it the proxy behaves as over plain HTTP.
 // Real clients (curl, Node undici, Python requests) inject through it; plain-HTTP proxy clients keep working
 // on the same port at the same time; a relay between client and gateway sees neither token nor secret.
@@ -81,7 +81,7 @@ async function tlsToProxy(name: string, port = cg.gatewayPort): Promise<tls.TLSS
   return secure;
 }
 
-describe("TLS to the proxy (§6.18)", () => {
+describe("TLS to the proxy (docs/operations.md#tls)", () => {
   test("the proxy's certificate is a gateway-CA leaf for localhost, 127.0.0.1 and ::1, negotiated without SNI", async () => {
     for (const name of ["localhost", "127.0.0.1", "::1"]) {
       const secure = await tlsToProxy(name);

@@ -1,5 +1,5 @@
-// Injection through the real gateway (CONTRACT §6.5–6.7, §6.2 in-tunnel re-checks, §6.14 guidance rewrite;
-// §9 examples 23–29): every injection variant as the upstream receives it, precedence between organization
+// Injection through the real gateway (docs/injection.md#host-and-path-patterns, docs/injection.md#precedence, docs/injection.md#injection-variants, docs/gateway.md#proxy-authentication in-tunnel re-checks, docs/gateway.md#guidance-rewrite;
+// docs/injection.md#injection-variants, docs/injection.md#host-and-path-patterns, docs/injection.md#precedence, docs/gateway.md#guidance-rewrite): every injection variant as the upstream receives it, precedence between organization
 // and project secrets, the host and path pattern tables, adversarial hosts, changes that apply inside an
 // already-open tunnel, and the uncredentialed-response guidance.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -105,10 +105,10 @@ function seenFor(u: TestUpstream, url: string, since = 0): SeenRequest[] {
   return u.seen.slice(since).filter((s) => s.url === url);
 }
 
-// ————— §6.7 injection variants —————
+// ————— docs/injection.md#injection-variants—————
 
-describe("injection variants (§6.7)", () => {
-  test("header with valueFormat: every Authorization header is replaced by `Bearer <value>` (§9 example 23)", async () => {
+describe("injection variants (docs/injection.md#injection-variants)", () => {
+  test("header with valueFormat: every Authorization header is replaced by `Bearer <value>` (docs/injection.md#injection-variants)", async () => {
     await createSecret({ name: "bearer", type: "generic", value: "HDR-S3CR3T", hostPattern: "hdr.inj.test", injectionConfig: { headerName: "authorization", valueFormat: "Bearer {value}" } });
     const { res, seen } = await viaGateway("hdr.inj.test", "/v1/me", { headers: ["Authorization: Bearer credgate-managed", "Authorization: Bearer second-copy", `Proxy-Authorization: Basic ${btoa(`x:${token}`)}`] });
     expect(res.status).toBe(200);
@@ -125,7 +125,7 @@ describe("injection variants (§6.7)", () => {
     expect(seen!.headers.accept).toBe("application/json");
   });
 
-  test("query parameter: the first same-named parameter is replaced, other bytes verbatim; else form-urlencoded and appended (§9 example 25)", async () => {
+  test("query parameter: the first same-named parameter is replaced, other bytes verbatim; else form-urlencoded and appended (docs/injection.md#injection-variants)", async () => {
     await createSecret({ name: "param", type: "generic", value: "P S&=3", hostPattern: "param.inj.test", injectionConfig: { paramName: "api_key" } });
     const cases: [string, string][] = [
       ["/v1/m?limit=5&api_key=ph", "/v1/m?limit=5&api_key=P+S%26%3D3"],
@@ -142,7 +142,7 @@ describe("injection variants (§6.7)", () => {
   });
 
   // A raw upstream shows the exact request line that left the gateway: the request-target goes byte for
-  // byte as the agent sent it, only the injected parameter changes (§6.7 "other bytes are kept verbatim").
+  // byte as the agent sent it, only the injected parameter changes (docs/injection.md#injection-variants "other bytes are kept verbatim").
   test("query parameter and request-target: bytes a URL parser would re-encode or normalise are kept verbatim", async () => {
     await createSecret({ name: "verbatim", type: "generic", value: "VERBATIM", hostPattern: "verbatim.inj.test", injectionConfig: { paramName: "api_key" } });
     rawUp.respond((_h, sock) => sock.end("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"));
@@ -178,11 +178,11 @@ describe("injection variants (§6.7)", () => {
     expect(res.status).toBe(200);
     const lines = rawUp.heads[before]!.split("\r\n").filter(Boolean);
     // (The request line carries the query secret of the test before; the echo guard asks for an identity
-    // encoding on every credentialed request, §6.17.)
+    // encoding on every credentialed request, docs/guards.md#echo-guard.)
     expect(lines).toEqual(["GET /h?api_key=VERBATIM HTTP/1.1", `Host: ${authority}`, "X-Custom-CASE: One", "Accept: text/plain", "X-Api-Token: HDR-S3CR3T", "Accept: application/json", "accept-encoding: identity"]);
   });
 
-  test("path template: the hole after the literal prefix becomes the value; other paths are untouched (§9 example 26)", async () => {
+  test("path template: the hole after the literal prefix becomes the value; other paths are untouched (docs/injection.md#injection-variants)", async () => {
     await createSecret({ name: "tmpl", type: "generic", value: "123:TPL-S3CR3T", hostPattern: "tmpl.inj.test", injectionConfig: { pathTemplate: "/bot{value}" } });
     let before = up.seen.length;
     await viaGateway("tmpl.inj.test", "/botPLACEHOLDER/sendMessage?chat=1");
@@ -199,7 +199,7 @@ describe("injection variants (§6.7)", () => {
     expect(seenFor(up, "/proj/R$1X/PH/items?x=1", before).length).toBe(1);
   });
 
-  test("llm_a api-key: x-api-key set, the agent's Authorization removed (§9 example 24)", async () => {
+  test("llm_a api-key: x-api-key set, the agent's Authorization removed (docs/injection.md#injection-variants)", async () => {
     await createSecret({ name: "anthropic", type: "llm_a", value: "sk-ant-api03-LLMA", hostPattern: "llma.inj.test" });
     const { seen } = await viaGateway("llma.inj.test", "/v1/messages", { method: "POST", body: "{}", headers: ["Authorization: Bearer x", "Content-Type: application/json", "anthropic-version: 2023-06-01"] });
     expect(seen!.headers["x-api-key"]).toBe("sk-ant-api03-LLMA");
@@ -241,9 +241,9 @@ describe("injection variants (§6.7)", () => {
   });
 });
 
-// ————— §6.6 precedence —————
+// ————— docs/injection.md#precedence—————
 
-describe("precedence (§6.6, §9 example 28)", () => {
+describe("precedence (docs/injection.md#precedence)", () => {
   test("organization and project secrets on the same header → project wins; different headers → both applied", async () => {
     // The project secrets are created first, so creation order cannot be what decides.
     await headerSecret("proj x-key", "prec.inj.test", "PROJ-VALUE", "x-key");
@@ -264,9 +264,9 @@ describe("precedence (§6.6, §9 example 28)", () => {
   });
 });
 
-// ————— §6.5 patterns —————
+// ————— docs/injection.md#host-and-path-patterns—————
 
-describe("path patterns (§6.5 table, §9 example 27)", () => {
+describe("path patterns (docs/injection.md#host-and-path-patterns table, docs/injection.md#host-and-path-patterns)", () => {
   // One host, one header per pattern: each request shows which patterns matched.
   const PATTERNS: Record<string, string | undefined> = {
     "x-p-v1-slash-star": "/v1/*",
@@ -312,7 +312,7 @@ describe("path patterns (§6.5 table, §9 example 27)", () => {
   }
 });
 
-describe("host patterns and adversarial hosts (§6.5)", () => {
+describe("host patterns and adversarial hosts (docs/injection.md#host-and-path-patterns)", () => {
   beforeAll(async () => {
     await headerSecret("exact", "api.example.com", "EXACT-S3CR3T", "x-exact");
     await headerSecret("wild", "*.example.com", "WILD-S3CR3T", "x-wild");
@@ -400,7 +400,7 @@ describe("host patterns and adversarial hosts (§6.5)", () => {
   });
 });
 
-// ————— changes inside an open tunnel (§6.2, §6.3) —————
+// ————— changes inside an open tunnel (docs/gateway.md#proxy-authentication, docs/gateway.md#interception-and-passthrough) —————
 
 describe("changes apply to the next request inside an already-open tunnel", () => {
   test("PATCH value, then DELETE: the same tunnel sees the new value, then none", async () => {
@@ -483,7 +483,7 @@ describe("changes apply to the next request inside an already-open tunnel", () =
   });
 });
 
-// ————— §6.14 guidance —————
+// ————— docs/gateway.md#guidance-rewrite—————
 
 let slowFirstRelease: (() => void) | null = null;
 const LATE_AUTH_400 = `{"error":"${"x".repeat(9000)} invalid api key"}`;
@@ -502,7 +502,7 @@ function guidanceAnswers(req: Request): Response | Promise<Response> | undefined
   return undefined;
 }
 
-describe("guidance rewrite (§6.14)", () => {
+describe("guidance rewrite (docs/gateway.md#guidance-rewrite)", () => {
   const base = () => `${PUBLIC_URL}/p/${cg.keys.projectId}`;
 
   test("uncredentialed 401 → credential_not_found, status kept, x-should-retry: false, exact body", async () => {
@@ -561,7 +561,7 @@ describe("guidance rewrite (§6.14)", () => {
     expect(res.headers["x-should-retry"]).toBeUndefined();
   });
 
-  test("access_restricted: an agent in mode grants, an ungranted project secret for the host (§9 example 29)", async () => {
+  test("access_restricted: an agent in mode grants, an ungranted project secret for the host (docs/gateway.md#guidance-rewrite)", async () => {
     await headerSecret("Restricted API", "restricted.inj.test", "RESTRICTED-S3CR3T", "x-restricted");
     const agent = await createAgent("grants-agent", "grants");
     const { res, seen } = await viaGateway("restricted.inj.test", "/guide/401", { token: agent.token });

@@ -1,4 +1,4 @@
-// The gateway as a long-running service (CONTRACT §6.1, §6.3, §5.10, §5.11, §6.16): its CA persists across
+// The gateway as a long-running service (docs/gateway.md#listener, docs/gateway.md#interception-and-passthrough, docs/api.md#utility-endpoints, docs/api.md#agent-setup, docs/gateway.md#request-logs): its CA persists across
 // restarts, the gateway port's own routes, passthrough tunnels, request logs through /v1/logs and
 // /v1/org/logs, and graceful shutdown with a request in flight.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -110,7 +110,7 @@ async function getText(url: string): Promise<{ status: number; text: string; hea
 
 
 /**
- * Where the gateway CA is kept (§6.3): `ca.pem` + `ca.key` (0600) in the data dir with SQLite; with PostgreSQL
+ * Where the gateway CA is kept (docs/gateway.md#interception-and-passthrough): `ca.pem` + `ca.key` (0600) in the data dir with SQLite; with PostgreSQL
  * one settings row, sealed (no PEM in the clear), and nothing in the data dir.
  */
 async function caRow(c: RunningCredgate): Promise<string | null> {
@@ -141,7 +141,7 @@ async function expectCaKeyGuarded(c: RunningCredgate): Promise<void> {
   expect(sealed).not.toContain("PRIVATE KEY");
 }
 
-describe("the gateway port's own routes (§6.1, §5.11)", () => {
+describe("the gateway port's own routes (docs/gateway.md#listener, docs/api.md#agent-setup)", () => {
   test("GET /healthz → {status:'ok', version}", async () => {
     const r = await getText(`${cg.gatewayUrl}/healthz`);
     expect(r.status).toBe(200);
@@ -226,7 +226,7 @@ describe("the gateway port's own routes (§6.1, §5.11)", () => {
     }
   });
 
-  test("any other origin-form path → the §2.3 404 envelope (path without query)", async () => {
+  test("any other origin-form path → the docs/api.md#unknown-routes 404 envelope (path without query)", async () => {
     for (const [method, path, shown] of [
       ["GET", "/v1/agents", "/v1/agents"],
       ["POST", "/v1/secrets?x=1", "/v1/secrets"],
@@ -240,7 +240,7 @@ describe("the gateway port's own routes (§6.1, §5.11)", () => {
   });
 });
 
-describe("passthrough (§6.3)", () => {
+describe("passthrough (docs/gateway.md#interception-and-passthrough)", () => {
   test("the client sees the upstream's own certificate; nothing is injected", async () => {
     const s = await cg.api("POST", "/v1/secrets", { body: { name: "pass", type: "generic", value: "PASS-S3CR3T", hostPattern: PASS_HOST, injectionConfig: { headerName: "x-pass" } } });
     expect(s.status).toBe(201);
@@ -290,7 +290,7 @@ describe("passthrough (§6.3)", () => {
   });
 });
 
-// ————— request logs (§5.10, §6.16) —————
+// ————— request logs (docs/gateway.md#request-logs) —————
 
 interface Traffic {
   agentB: { id: string; token: string };
@@ -334,7 +334,7 @@ describe("request logs", () => {
 
   const logHost = () => `${LOG_HOST}:${up.port}`;
 
-  test("rows appear (batched, ≤ 5 s) with the §3.6 shape, newest first; the query is never logged", async () => {
+  test("rows appear (batched, ≤ 5 s) with the docs/api.md#records shape, newest first; the query is never logged", async () => {
     const page = await eventually(async () => {
       const r = await logs("/v1/logs?limit=500");
       return r.body.data?.length >= 13 ? r : null;

@@ -1,4 +1,4 @@
-// Pooled upstream connections (CONTRACT §6.14) through the real process: a request sent on a kept connection
+// Pooled upstream connections (docs/gateway.md#forwarding) through the real process: a request sent on a kept connection
 // that the upstream had meanwhile closed, with nothing answered, goes again on a fresh connection when it has no
 // body; a request with a body is not sent twice (502). The upstream is a TLS server of this test that drops
 // every connection's second request unanswered, as a server does that closes idle connections at its own pace.

@@ -1,4 +1,4 @@
-// Forwarding through the real gateway (CONTRACT §6.14, §6.15): SSE arrives chunk by chunk, large bodies
+// Forwarding through the real gateway (docs/gateway.md#forwarding, docs/agent-errors.md#summary): SSE arrives chunk by chunk, large bodies
 // stream intact both ways, redirects and compressed bodies go back untouched, hop-by-hop and x-credgate-*
 // headers never cross, WebSockets work inside MITM tunnels (with the injected upgrade), and upstream
 // failures give the exact agent-facing errors.
@@ -236,7 +236,7 @@ describe("upstream bodies that end early", () => {
   }
 });
 
-describe("header hygiene (§6.14)", () => {
+describe("header hygiene (docs/gateway.md#forwarding)", () => {
   /** The raw upstream answers `lines` (CRLF-joined); the agent's request for `path` through a TLS tunnel gets what comes back. */
   async function relayRaw(path: string, lines: string[]) {
     raw.respond((_head, sock) => {
@@ -335,7 +335,7 @@ describe("header hygiene (§6.14)", () => {
   }
 });
 
-// ————— WebSocket (§6.14) —————
+// ————— WebSocket (docs/gateway.md#websocket) —————
 
 describe("WebSocket inside a MITM tunnel", () => {
   test("upgrade is injected, 101 carries only the WebSocket headers, frames echo both ways", async () => {
@@ -449,7 +449,7 @@ describe("WebSocket inside a MITM tunnel", () => {
   });
 });
 
-// ————— upstream failures (§6.15) —————
+// ————— upstream failures (docs/agent-errors.md#summary) —————
 
 describe("upstream failures", () => {
   test("unreachable upstream → 502 upstream_unreachable", async () => {

@@ -1,4 +1,4 @@
-// Gateway workers (`--gateway-workers N`, CONTRACT §7; issue 13): N processes share the gateway port. The
+// Gateway workers (`--gateway-workers N`, docs/configuration.md#server-settings; issue 13): N processes share the gateway port. The
 // kernel spreads connections over them (checked with `ss`: which process holds each tunnel); a change made
 // through the API is applied by every worker before the API answers; rate limits, approvals and metrics stay
 // exact across processes; SIGTERM stops them all; a worker that dies is started again; workers stop when

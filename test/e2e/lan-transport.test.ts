@@ -1,4 +1,4 @@
-// TLS to credgate itself on a LAN (CONTRACT §6.18): advertised https:// proxy URLs that `credgate run` and the
+// TLS to credgate itself on a LAN (docs/operations.md#tls): advertised https:// proxy URLs that `credgate run` and the
 // container config hand out, with CA settings that cover the proxy hop (curl, Node fetch and https, Python
 // requests, git clone — each injected through a relay that must see only TLS); the API port over HTTPS from a
 // PEM pair (renewed without a restart while a client polls) or from the gateway CA; the plain-HTTP warning.
@@ -31,7 +31,7 @@ async function runVia(cg: RunningCredgate, cmd: string[], env: Record<string, st
   return { code, stdout, stderr };
 }
 
-describe("advertised https:// proxy URLs (§6.18): credgate run and the container config", () => {
+describe("advertised https:// proxy URLs (docs/operations.md#tls): credgate run and the container config", () => {
   let cg: RunningCredgate;
   let up: TestUpstream;
   let relay: CaptureRelay;
@@ -148,7 +148,7 @@ describe("advertised https:// proxy URLs (§6.18): credgate run and the containe
   });
 });
 
-describe("the API port over HTTPS (§6.18)", () => {
+describe("the API port over HTTPS (docs/operations.md#tls)", () => {
   test("a PEM pair: HTTPS only, OAuth cookies Secure, the public URL https://localhost:<port>; a renewed pair applies without a restart while a client polls", async () => {
     const first = makePki(["localhost", "127.0.0.1"]);
     const second = makePki(["localhost", "127.0.0.1"]);
@@ -270,7 +270,7 @@ describe("the API port over HTTPS (§6.18)", () => {
   });
 });
 
-describe("the dashboard over HTTPS (§6.18) in Chromium", () => {
+describe("the dashboard over HTTPS (docs/operations.md#tls) in Chromium", () => {
   test("sign-in with an API key over TLS: the session cookie is Secure and HttpOnly, and the pages work", async () => {
     const pki = makePki(["localhost", "127.0.0.1"]);
     const apiPort = await freePort();
@@ -298,7 +298,7 @@ describe("the dashboard over HTTPS (§6.18) in Chromium", () => {
   }, 60_000);
 });
 
-describe("the warning when a port is open to the network in clear (§6.18)", () => {
+describe("the warning when a port is open to the network in clear (docs/operations.md#tls)", () => {
   const API_LINE = "credgate: the API port accepts plain HTTP from the network: keys and agent tokens cross it in clear (set CREDGATE_TLS=gateway-ca or CREDGATE_TLS_CERT_FILE and CREDGATE_TLS_KEY_FILE to use TLS)";
   const GATEWAY_LINE = "credgate: the gateway port accepts plain HTTP from the network: keys and agent tokens cross it in clear (set CREDGATE_GATEWAY_URL=https://… to use TLS)";
 

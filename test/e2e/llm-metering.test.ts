@@ -1,4 +1,4 @@
-// LLM metering and spend budgets through the real gateway (CONTRACT §6.11; §9 examples 36-37): the vendors'
+// LLM metering and spend budgets through the real gateway (docs/budgets.md#partner-budgets; docs/budgets.md#admission, docs/budgets.md#pricing): the vendors'
 // official Node SDKs (@anthropic-ai/sdk, openai), unmodified, send their requests through credgate's MITM
 // path to a fake vendor that answers in the vendors' real wire formats (JSON and SSE). Every usage form is
 // priced into the request log's costNanos; partner keys with budgets are admitted, refused with the exact
@@ -175,7 +175,7 @@ describe("metering every usage form (project keys, costNanos in the log)", () =>
 });
 
 describe("partner keys with spend budgets", () => {
-  test("§9 37/36: a streamed 1M-token sonnet call raises spentCents by 300; then 403 budget_exceeded (exact); the org's own key takes over", async () => {
+  test("docs/budgets.md#pricing, docs/budgets.md#admission: a streamed 1M-token sonnet call raises spentCents by 300; then 403 budget_exceeded (exact); the org's own key takes over", async () => {
     const key = await addPartnerLlmKey(cg, { type: "llm_a", value: "sk-ant-api03-partner", hostPattern: "budget.anthropic.test", budget: { limitCents: 100, period: "monthly" } });
     const token = await agentToken("budget-agent");
     fake.setUsage("budget.anthropic.test", { input: 1_000_000, output: 0 });

@@ -1,4 +1,4 @@
-// Migration between two real credgate processes (CONTRACT §5.12, §7): one CREDGATE_MODE=self-hosted, one
+// Migration between two real credgate processes (docs/api.md#migration, docs/configuration.md#commands): one CREDGATE_MODE=self-hosted, one
 // CREDGATE_MODE=cloud. Export through the API and through `credgate migrate export` (with the server running
 // and stopped), then an agent on the cloud gets the migrated secrets injected by the cloud's gateway into
 // requests to a real TLS upstream: the values arrived intact.
@@ -23,7 +23,7 @@ beforeAll(async () => {
   [cloud, sh] = await Promise.all([
     startCredgate({
       // Cloud mode refuses loopback destinations and trusts an operator's pin only inside CREDGATE_EGRESS_ALLOW
-      // (§6.17): the test upstream is on 127.0.0.1.
+      // (docs/guards.md#egress-guard): the test upstream is on 127.0.0.1.
       env: { CREDGATE_MODE: "cloud", CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([API_HOST, CLI_HOST], up.port), CREDGATE_EGRESS_ALLOW: "127.0.0.1/32" },
     }),
     startCredgate({ env: { CREDGATE_MODE: "self-hosted" } }),

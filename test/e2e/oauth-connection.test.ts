@@ -1,5 +1,5 @@
-// OAuth app connections end to end (CONTRACT §5.8 OAuth bullets and the authorize/callback rows, §5.9, §4
-// connection transitions, §6.8 injection and token refresh): the real credgate process against a real
+// OAuth app connections end to end (docs/injection.md#app-connections OAuth bullets and the authorize/callback rows, docs/injection.md#app-connections
+// connection transitions, docs/injection.md#app-connections injection and token refresh): the real credgate process against a real
 // OAuth 2.0 authorization server standing in for GitHub (test/support/oauthServer.ts, @node-oauth/oauth2-server
 // over HTTPS with a certificate for github.com and api.github.com). The test plays the browser: credgate's
 // authorize redirect → the provider's consent (auto-approved) → credgate's callback with the state cookie.
@@ -66,7 +66,7 @@ const { startAuthorize, consent, callback, connectFlow, expectSuccess, expectErr
 
 let connectionId = "";
 
-describe("authorize (§5.8)", () => {
+describe("authorize (docs/injection.md#app-connections)", () => {
   test("302 to GitHub's consent URL with client_id, redirect_uri, scope, state and PKCE S256; the state cookie is HttpOnly, Lax, scoped to the callback", async () => {
     const a = await startAuthorize();
     expect(a.status).toBe(302);
@@ -112,7 +112,7 @@ describe("authorize (§5.8)", () => {
   });
 });
 
-describe("callback (§5.8) and the connection (§5.9)", () => {
+describe("callback (docs/injection.md#app-connections) and the connection (docs/injection.md#app-connections)", () => {
   test("consent → callback: a code+PKCE exchange with the client credentials, /user labels the connection, 302 to /app-connect/github?status=success", async () => {
     const before = { code: oauth.tokenRequests.authorization_code ?? 0, issued: oauth.issued.length };
     const final = await connectFlow();
@@ -212,7 +212,7 @@ describe("callback (§5.8) and the connection (§5.9)", () => {
   });
 });
 
-describe("gateway injection (§6.8)", () => {
+describe("gateway injection (docs/injection.md#app-connections)", () => {
   test("api.github.com: Authorization: Bearer <issued token>; the response lists the connection in x-credgate-connections", async () => {
     // Nothing was issued since the connect flow (the later callbacks failed before or at the exchange).
     const token = lastIssued().accessToken;
@@ -249,7 +249,7 @@ describe("gateway injection (§6.8)", () => {
   });
 });
 
-describe("token refresh (§6.8) and connection transitions (§4)", () => {
+describe("token refresh (docs/injection.md#app-connections) and connection transitions (docs/injection.md#app-connections)", () => {
   test("20 concurrent requests inside the refresh window: exactly one refresh_token grant, all 20 carry the new token", async () => {
     const old = await reconnectWithLifetime(connectionId, SHORT_LIFETIME);
     const refreshesBefore = oauth.tokenRequests.refresh_token ?? 0;
@@ -317,8 +317,8 @@ describe("token refresh (§6.8) and connection transitions (§4)", () => {
     oauth.revokeRefreshTokens();
     const refreshesBefore = oauth.tokenRequests.refresh_token ?? 0;
     await waitForRefreshWindow();
-    // The request that meets the refresh window triggers the refresh. Its own fate is left open (§6.8 "a
-    // failed refresh uses the old token" vs §4 "revoked: not used for injection"): credgate currently answers
+    // The request that meets the refresh window triggers the refresh. Its own fate is left open (docs/injection.md#app-connections "a
+    // failed refresh uses the old token" vs docs/api.md#states "revoked: not used for injection"): credgate currently answers
     // it 502 credential_unavailable without forwarding; forwarded, it may carry only the old token or none.
     const trigger = await apiGet();
     if (trigger.res.status === 502) {
@@ -373,7 +373,7 @@ describe("token refresh (§6.8) and connection transitions (§4)", () => {
   });
 });
 
-describe("agent_name (§5.8 callback success)", () => {
+describe("agent_name (docs/injection.md#app-connections callback success)", () => {
   test("authorize with agent_name of a project agent: the redirect carries it and the connection is granted full to that agent", async () => {
     const c = await cg.api("POST", "/v1/agents", { body: { name: "OAuth bot", identifier: "oauth-bot", mode: "grants" } });
     expect(c.status).toBe(201);
@@ -411,7 +411,7 @@ describe("agent_name (§5.8 callback success)", () => {
   });
 });
 
-describe("several connections of one provider (§6.8 winning connection)", () => {
+describe("several connections of one provider (docs/injection.md#winning-connection)", () => {
   test("a second GitHub account makes a second connection: 409 multiple_connections, x-credgate-connection-id picks one", async () => {
     oauth.setUser({ login: "second-account", id: 777 });
     let second = "";

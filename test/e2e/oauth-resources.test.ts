@@ -1,6 +1,6 @@
-// OAuth app connections end to end, part two (CONTRACT §5.8 BYOC config and "client credentials resolve
-// enabled project config → enabled organization config → env", §5.1 grant `resources` and the legacy
-// `sessionPolicy`, §6.8 resources guard, §6.15 `resource_access_denied`, §4 connected → expired): the real
+// OAuth app connections end to end, part two (docs/injection.md#app-connections BYOC config and "client credentials resolve
+// enabled project config → enabled organization config → env", docs/injection.md#resource-limits grant `resources` and the legacy
+// `sessionPolicy`, docs/injection.md#resource-limits resources guard, docs/agent-errors.md#resource_access_denied, docs/injection.md#app-connections connected → expired): the real
 // credgate process, started WITHOUT an env OAuth client for GitHub, against the GitHub-shaped test OAuth
 // server (test/support/oauthServer.ts), which is also the upstream of api.github.com, uploads.github.com,
 // github.com and raw.githubusercontent.com (CREDGATE_CONNECT_TO). The browser and agent helpers are shared
@@ -81,7 +81,7 @@ async function expectNotConfigured(): Promise<void> {
 
 let connectionId = "";
 
-describe("BYOC OAuth client (§5.8 config rows and client resolution)", () => {
+describe("BYOC OAuth client (docs/injection.md#app-connections config rows and client resolution)", () => {
   test("no project, organization or env client: authorize answers 400 not configured", async () => {
     expect((await cg.api("GET", "/v1/apps/github/config")).body).toEqual({ settings: {}, hasCredentials: false, enabled: false });
     expect((await cg.api("GET", "/v1/apps/github")).body.available).toBe(false);
@@ -198,7 +198,7 @@ function expectInjected(r: { res: AgentResponse; seen: OAuthSeenRequest | undefi
 
 const gitBasic = () => `Basic ${Buffer.from(`x-access-token:${lastIssued().accessToken}`).toString("base64")}`;
 
-describe("resources guard (§5.1 grant resources, §6.8, §6.15 resource_access_denied)", () => {
+describe("resources guard (docs/injection.md#resource-limits grant resources, docs/injection.md#resource-limits, docs/agent-errors.md#resource_access_denied)", () => {
   let agentId = "";
   let agentToken = "";
   const putGrant = (body: unknown) => cg.api("PUT", `/v1/agents/${agentId}/grants/connections/${connectionId}`, { body });
@@ -244,7 +244,7 @@ describe("resources guard (§5.1 grant resources, §6.8, §6.15 resource_access_
     // A repository named by its numeric id cannot be checked against names: denied.
     expectDenied(r.byId!, "repository id 1296269", ["acme/api"]);
 
-    // The exact body of §6.15, byte for byte.
+    // The exact body of docs/agent-errors.md#summary, byte for byte.
     expect(r.other!.res.body).toBe(
       '{"error":"resource_access_denied","message":"This GitHub connection is limited to specific repositories; acme/other is not one of them.","provider":"github","allowed":["acme/api"]}',
     );
@@ -302,7 +302,7 @@ describe("resources guard (§5.1 grant resources, §6.8, §6.15 resource_access_
 
 // ————— connected → expired —————
 
-describe("no refresh token: connected → expired (§4), not injected (§6.8)", () => {
+describe("no refresh token: connected → expired (docs/injection.md#app-connections), not injected (docs/injection.md#app-connections)", () => {
   const LIFETIME = 3;
 
   test("inside the refresh window the token is still used; once it has expired the connection is expired and skipped", async () => {

@@ -1,4 +1,4 @@
-// Operators can see inside a real credgate process (CONTRACT §7): request ids in responses and in every log
+// Operators can see inside a real credgate process (docs/operations.md): request ids in responses and in every log
 // line written while a request is handled, and `GET /metrics` scraped over HTTP and read by an independent
 // Prometheus text parser — from loopback, and from the machine's own network address with the token. The
 // metrics whose sources live outside the gateway are driven for real: a request held for approval, a vault

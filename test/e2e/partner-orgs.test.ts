@@ -1,4 +1,4 @@
-// Partners and their organizations (CONTRACT §5.14, §5.16 accept-invite, §6.12, §7 `credgate partner create`)
+// Partners and their organizations (docs/api.md#partners, docs/api.md#accounts-and-sessions accept-invite, docs/guards.md#claim-required, docs/configuration.md#commands `credgate partner create`)
 // through the real cloud process: the CLI makes a partner (key and owner invite); the owner sets a password; the
 // partner creates an organization whose credentials work at once and whose agent meets claim_required; a person
 // claims it; links are replaced, credentials rotated, projects managed; and nothing of another partner's is reachable.
@@ -169,7 +169,7 @@ describe("partner organizations", () => {
   });
 });
 
-describe("partner secrets and the organization's side (§5.14 secrets, §5.15)", () => {
+describe("partner secrets and the organization's side (docs/api.md#partners secrets, docs/api.md#partners)", () => {
   test("a partner secret applies to its organizations below their own; inline only; status, inherited secrets, detach", async () => {
     const p = await createPartner("Secret Partner");
     const partner = as(p.partnerKey);
@@ -221,7 +221,7 @@ describe("partner secrets and the organization's side (§5.14 secrets, §5.15)",
   });
 });
 
-describe("partner budgets (§5.14)", () => {
+describe("partner budgets (docs/budgets.md#partner-budgets)", () => {
   test("set, list with spend, replace, delete; only on the partner's LLM keys, only for its organizations", async () => {
     const p = await createPartner("Budget Partner");
     const partner = as(p.partnerKey);
@@ -266,7 +266,7 @@ describe("partner budgets (§5.14)", () => {
   });
 });
 
-describe("partner members (§5.14)", () => {
+describe("partner members (docs/api.md#partners)", () => {
   test("owner and admins manage the people; members read; the owner is fixed; one partner per person", async () => {
     const p = await createPartner("People Partner");
     const partner = as(p.partnerKey);

@@ -1,5 +1,5 @@
-// Policy, grants and approvals at the real gateway (CONTRACT §5.1 grants, §6.9 policy, §6.10 rate limits,
-// §6.13 approvals, §6.15 errors, §6.16 logs; §9 examples 30-35): the real credgate process, a real TLS
+// Policy, grants and approvals at the real gateway (docs/injection.md#grants, docs/policy.md#evaluation policy, docs/policy.md#rate-limits,
+// docs/policy.md#approvals, docs/agent-errors.md#summary errors, docs/gateway.md#request-logs; docs/policy.md#evaluation, docs/policy.md#rate-limits, docs/policy.md#approvals, docs/policy.md#reviewing-approvals): the real credgate process, a real TLS
 // upstream in this process, and real clients (curl, Node/undici, raw TLS tunnels when a test needs to hold
 // one connection open or watch for bytes).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -482,7 +482,7 @@ describe("approvals", () => {
     const agentReq = curl(cg, url(H.approve, path), { method: "POST", dataFile: file, headers: ["Transfer-Encoding: chunked", "content-type: text/plain"] });
     const [pending] = await pendingFor(cg, (r) => r.path === path);
     expect(pending.summary.details[0]).toEqual({ label: "Endpoint", value: "/v1/chunked" });
-    // Caps (§6.13): each detail value 240 characters, the body in the preview 500.
+    // Caps (docs/policy.md#approvals): each detail value 240 characters, the body in the preview 500.
     const detail: string = pending.summary.details[1].value;
     expect(detail.startsWith("line 0\nline 1\n")).toBe(true);
     expect(detail.length).toBe(240);

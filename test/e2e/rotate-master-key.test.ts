@@ -1,4 +1,4 @@
-// `credgate rotate-master-key` (CONTRACT §7) on a data dir a real credgate filled with every kind of sealed
+// `credgate rotate-master-key` (docs/operations.md#rotating-the-master-key) on a data dir a real credgate filled with every kind of sealed
 // value: an inline secret, API keys and agent tokens, an OAuth app configuration (client secret), an OAuth
 // connection (tokens) and an API-key connection. After the rotation and a restart with the new key, the old
 // secret is still injected through the real gateway into a TLS upstream, the OAuth token too, and the old API

@@ -1,4 +1,4 @@
-// Several credgate instances on one PostgreSQL database (CONTRACT §6.3, §6.10, §6.13, §7; issue "scale-out"):
+// Several credgate instances on one PostgreSQL database (docs/gateway.md#interception-and-passthrough, docs/policy.md#rate-limits, docs/policy.md#approvals, docs/operations.md#several-instances-on-postgresql; issue "scale-out"):
 // two real processes with the same CREDGATE_DATABASE_URL and master key, each with its own data dir and
 // ports, against a PostgreSQL server this suite owns (so it can stop and restart it). What one instance
 // writes, the other's gateway applies; rate limits and approvals are exact across both; request logs of
@@ -79,7 +79,7 @@ async function publishRule(c: RunningCredgate, rule: Record<string, unknown>): P
 
 /**
  * A request through an instance's gateway, with `upstream`: the headers the upstream received for it. (The
- * upstream's echo in the body cannot say: the echo guard redacts injected values there, §6.17.)
+ * upstream's echo in the body cannot say: the echo guard redacts injected values there, docs/guards.md#echo-guard.)
  */
 const via = async (c: RunningCredgate, host: string, path = "/", opts: { method?: string; data?: string; token?: string; maxTime?: number } = {}) => {
   const before = up.seen.length;

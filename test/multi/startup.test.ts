@@ -1,4 +1,4 @@
-// Postgres mode at start and when the change-event connection drops (CONTRACT §7, §6.4): the master key is
+// Postgres mode at start and when the change-event connection drops (docs/operations.md#several-instances-on-postgresql, docs/gateway.md#order-of-checks): the master key is
 // required; an unreachable database is one clear line; a LISTEN connection that was cut reconnects and
 // reloads everything, so a change made while it was down still reaches the gateway.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -80,7 +80,7 @@ describe("the change-event connection drops", () => {
       env: { CREDGATE_DATABASE_URL: url, CREDGATE_MASTER_KEY: TEST_MASTER_KEY, CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries(["drop.multi.test"], up.port) },
     });
     const caFile = (await gatewayCa(cg)).file;
-    // What the upstream received (its echo in the body is redacted by the echo guard, §6.17).
+    // What the upstream received (its echo in the body is redacted by the echo guard, docs/guards.md#echo-guard).
     const injected = async () => {
       const before = up.seen.length;
       await curlThroughGateway(cg, `https://drop.multi.test:${up.port}/`, { caFile });

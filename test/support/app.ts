@@ -93,7 +93,7 @@ export async function createTestApi(env: Record<string, string> = {}): Promise<T
       } catch {
         parsed = text;
       }
-      // Every response of the API suites is held to /v1/openapi.json (and errors to the two shapes of §2.1).
+      // Every response of the API suites is held to /v1/openapi.json (and errors to the two shapes of docs/api.md#error-shapes).
       await checkResponse(async () => (await app.handle(new Request("http://localhost/v1/openapi.json"))).json(), method, path, res.status, res.headers, parsed);
       return { status: res.status, body: parsed, headers: res.headers, text };
     },

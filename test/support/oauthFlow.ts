@@ -42,7 +42,7 @@ export interface AgentResponse {
   body: string;
 }
 
-/** credgate refreshes 60 s before expiry (§6.8): a 62 s token enters its refresh window 2 s after issue. */
+/** credgate refreshes 60 s before expiry (docs/injection.md#app-connections): a 62 s token enters its refresh window 2 s after issue. */
 export const SHORT_LIFETIME = 62;
 export const WINDOW_WAIT_MS = 3_000;
 

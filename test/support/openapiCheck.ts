@@ -1,6 +1,6 @@
 // Holds real API responses to the published OpenAPI document: every response an API test receives is
 // checked against the schema /v1/openapi.json documents for its route and status (success bodies), or
-// against the two error shapes of CONTRACT §2.1 (every 4xx/5xx JSON body). Objects are checked strictly here
+// against the two error shapes of docs/api.md#error-shapes (every 4xx/5xx JSON body). Objects are checked strictly here
 // (no undocumented fields), though the document itself lets clients ignore unknown fields.
 import Ajv2020 from "ajv/dist/2020.js";
 
@@ -73,7 +73,7 @@ export async function checkResponse(loadDocument: () => Promise<unknown>, method
   const where = `${method} ${pathname} → ${status}`;
   if (status >= 400) {
     const problem = checker.validateError(body);
-    if (problem) throw new Error(`${where}: the error body is neither shape of §2.1 (${problem}): ${JSON.stringify(body)}`);
+    if (problem) throw new Error(`${where}: the error body is neither shape of docs/api.md#error-shapes (${problem}): ${JSON.stringify(body)}`);
     return;
   }
   const op = checker.ops.find((o) => o.method === method && o.pattern.test(pathname));

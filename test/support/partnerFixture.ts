@@ -62,7 +62,7 @@ export async function spendOf(c: RunningCredgate, secretId: string): Promise<{ m
 }
 
 /**
- * Makes the process's organization an unclaimed partner organization (§6.12) with a placeholder owner and a
+ * Makes the process's organization an unclaimed partner organization (docs/guards.md#claim-required) with a placeholder owner and a
  * claim link, as `POST /partner/orgs` leaves one. Agents created afterwards see it; returns the link's token.
  */
 export async function makeUnclaimed(c: RunningCredgate): Promise<{ token: string; claimUrl: string; partnerName: string }> {

@@ -47,7 +47,7 @@ export interface StartOptions {
   args?: string[];
   apiPort?: number;
   gatewayPort?: number;
-  /** The API speaks HTTPS (CREDGATE_TLS…, §6.18): its certificate is checked against `ca`, else the gateway CA. */
+  /** The API speaks HTTPS (CREDGATE_TLS…, docs/operations.md#tls): its certificate is checked against `ca`, else the gateway CA. */
   apiTls?: { ca?: string };
 }
 

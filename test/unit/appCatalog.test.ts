@@ -1,5 +1,5 @@
-// The app catalog (CONTRACT §5.8): invariants every entry must hold, the contract's examples, and concrete
-// requests mapped to tools and host rules with the real §6.5 matchers.
+// The app catalog (docs/injection.md#app-connections): invariants every entry must hold, the contract's examples, and concrete
+// requests mapped to tools and host rules with the real docs/injection.md#host-and-path-patterns matchers.
 import { describe, expect, test } from "bun:test";
 import { APPS, findApp } from "../../src/apps/index.ts";
 import { OAUTH_CLIENT_FIELDS, type AppDefinition, type AppInjection, type AppTool } from "../../src/apps/types.ts";
@@ -38,7 +38,7 @@ function toolsFor(id: string, method: string, host: string, path: string): strin
   return app(id).tools.filter((t) => toolMatches(t, method, host, path)).map((t) => t.id).sort();
 }
 
-/** Indexes of the app's host rules serving host + path (what §6.8 "a connection applies" checks). */
+/** Indexes of the app's host rules serving host + path (what docs/injection.md#app-connections checks). */
 function rulesFor(a: AppDefinition, host: string, path: string): number[] {
   const p = pathWithoutQuery(path);
   return a.hosts.flatMap((r, i) =>
@@ -172,7 +172,7 @@ describe("contract facts", () => {
     return { category: t.category, method: t.method, host: t.host, path: t.path };
   };
 
-  test("resend and github examples (§5.8)", async () => {
+  test("resend and github examples (docs/injection.md#app-connections)", async () => {
     expect(get("resend", "get_email")).toEqual({ category: "read", method: "GET", host: "api.resend.com", path: "/emails/*" });
     expect(get("resend", "list_emails")).toEqual({ category: "read", method: "GET", host: "api.resend.com", path: "/emails" });
     expect(get("resend", "send_email")).toEqual({ category: "write", method: "POST", host: "api.resend.com", path: "/emails" });

@@ -1,4 +1,4 @@
-// The winning-connection rules of CONTRACT §6.8 on the gateway stage itself, for the case the shipped catalog
+// The winning-connection rules of docs/injection.md#winning-connection on the gateway stage itself, for the case the shipped catalog
 // cannot produce: two apps serving the same path (409 multiple_providers). The two apps are catalog data
 // written here; the stage, the matchers and the secret matching are the real ones.
 import { describe, expect, test } from "bun:test";
@@ -35,7 +35,7 @@ function request(connections: CompiledConnection[], headers: Record<string, stri
 const a = connection("c-a", "mail-one");
 const b = connection("c-b", "mail-two");
 
-describe("winning connection across providers (§6.8)", () => {
+describe("winning connection across providers (docs/injection.md#winning-connection)", () => {
   test("two providers serving the path → 409 multiple_providers listing both, with the header and an example", async () => {
     const rq = request([a, b]);
     const res = selectConnection(rq)!;

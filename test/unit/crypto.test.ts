@@ -1,4 +1,4 @@
-// Encryption at rest (CONTRACT §7: AES-256-GCM, 12-byte IV, `v1:iv:tag:ct`), key hashing, the master key
+// Encryption at rest (docs/operations.md#encryption-at-rest: AES-256-GCM, 12-byte IV, `v1:iv:tag:ct`), key hashing, the master key
 // file, and configuration loading.
 import { describe, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
@@ -124,7 +124,7 @@ describe("loadConfig", () => {
   const PROJECT_KEY = "svc_" + "0123456789abcdef".repeat(4);
   const ORG_KEY = "svc_org_" + "fedcba9876543210".repeat(4);
 
-  test("defaults (§7)", async () => {
+  test("defaults (docs/configuration.md)", async () => {
     const c = loadConfig({}, {});
     expect(c.mode).toBe("self-hosted");
     expect(c.port).toBe(10254);

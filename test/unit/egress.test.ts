@@ -1,4 +1,4 @@
-// The egress guard's address rules (CONTRACT §6.17) and the echo guard's stream redactor, as pure functions.
+// The egress guard's address rules (docs/guards.md#egress-guard) and the echo guard's stream redactor, as pure functions.
 import { describe, expect, test } from "bun:test";
 import { egressAllowed, isLocalAddress, parseAddress, parseCidr, type EgressRules } from "../../src/core/addressRules.ts";
 import { needlesFor, REDACTED, StreamRedactor } from "../../src/core/redactor.ts";

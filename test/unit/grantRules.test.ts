@@ -1,4 +1,4 @@
-// Grants compiled to managed project-scope rules (CONTRACT §5.1 "Compilation"), pure: names, ids, order,
+// Grants compiled to managed project-scope rules (docs/policy.md#managed-rules), pure: names, ids, order,
 // actions, approval flags and targets of a secret grant, a `full` and a `custom` connection grant.
 import { describe, expect, test } from "bun:test";
 import { connectionGrantRules, secretGrantRule, type ConnectionGrantRef } from "../../src/core/grantRules.ts";

@@ -1,4 +1,4 @@
-// §6.18 settings without a process: CREDGATE_TLS* parsing, the public URL's default, the plain-HTTP warning's
+// docs/operations.md#tls settings without a process: CREDGATE_TLS* parsing, the public URL's default, the plain-HTTP warning's
 // rule, and the .curlrc `credgate run` gives curl for an https:// proxy.
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
@@ -35,7 +35,7 @@ describe("CREDGATE_TLS, CREDGATE_TLS_CERT_FILE, CREDGATE_TLS_KEY_FILE", () => {
   });
 });
 
-describe("the plain-HTTP warning (§6.18)", () => {
+describe("the plain-HTTP warning (docs/operations.md#tls)", () => {
   test("loopback binds never warn", () => {
     for (const host of ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"]) expect(bindsLoopbackOnly(host)).toBe(true);
     for (const host of ["0.0.0.0", "::", "192.168.1.10", "10.0.0.1"]) expect(bindsLoopbackOnly(host)).toBe(false);

@@ -1,4 +1,4 @@
-// Host and path patterns (CONTRACT §5.2 host checks, §6.5 matching tables, §6.3 IPv6 host normalisation).
+// Host and path patterns (docs/injection.md#host-and-path-patterns host checks, docs/injection.md#host-and-path-patterns matching tables, docs/gateway.md#interception-and-passthrough IPv6 host normalisation).
 import { describe, expect, test } from "bun:test";
 import { compileHostPattern, compilePathPattern, hostPatternError, matchHostPattern, matchPathPattern, normalizeHost } from "../../src/core/patterns.ts";
 
@@ -81,7 +81,7 @@ describe("hostPatternError: each check and its message", () => {
   });
 });
 
-describe("host matching (§6.5 table)", () => {
+describe("host matching (docs/injection.md#host-and-path-patterns table)", () => {
   test.each([
     ["api.example.com", "API.Example.com:8443", true],
     ["api.example.com", "api.example.com.", true],
@@ -112,7 +112,7 @@ describe("host matching (§6.5 table)", () => {
   });
 });
 
-describe("path matching (§6.5 table)", () => {
+describe("path matching (docs/injection.md#host-and-path-patterns table)", () => {
   test.each([
     ["/v1/*", "/v1", true],
     ["/v1/*", "/v1/models", true],

@@ -1,4 +1,4 @@
-// Policy evaluation (CONTRACT §6.9–6.10), pure: target matching, first match per scope, the Default Rule,
+// Policy evaluation (docs/policy.md#evaluation, docs/policy.md#rate-limits), pure: target matching, first match per scope, the Default Rule,
 // combining scopes (stricter wins, tie → organization), epoch-aligned rate windows and counters.
 import { describe, expect, test } from "bun:test";
 import { combine, compileRule, evaluateScope, needsBody, rateWindow, verdictOf, type PolicyRequest, type RuleInput, type TargetResolver } from "../../src/core/policy.ts";

@@ -1,4 +1,4 @@
-// Prices and costs (CONTRACT §6.11): the default table, family-substring and longest-prefix matching, the
+// Prices and costs (docs/budgets.md#pricing): the default table, family-substring and longest-prefix matching, the
 // llm_b cached-token rate, cache write and read for llm_a, the estimate, and CREDGATE_PRICING_FILE merging.
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
@@ -31,7 +31,7 @@ describe("prices", () => {
 });
 
 describe("costs in nano-USD", () => {
-  test("§9 example 37: 1,000,000 input tokens on sonnet = 300 cents", () => {
+  test("docs/budgets.md#pricing: 1,000,000 input tokens on sonnet = 300 cents", () => {
     expect(costOf(DEFAULT_PRICES, "llm_a", u("claude-sonnet-4-5", 1_000_000, 0))).toBe(300 * 10_000_000);
   });
   test("llm_a: input, cache write and cache read at their rates, output", () => {

@@ -1,4 +1,4 @@
-// What a reviewer sees of a held request (CONTRACT §6.13): redaction, rendering and caps. Pure functions.
+// What a reviewer sees of a held request (docs/policy.md#approvals): redaction, rendering and caps. Pure functions.
 import { describe, expect, test } from "bun:test";
 import { approvalSummary, isSensitiveKey, renderBody, summaryPreview } from "../../src/core/redact.ts";
 

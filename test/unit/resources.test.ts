@@ -1,4 +1,4 @@
-// Granular resource scopes of a connection grant (CONTRACT §5.1 `resources` / `sessionPolicy` shapes, §6.8
+// Granular resource scopes of a connection grant (docs/injection.md#resource-limits `resources` / `sessionPolicy` shapes, docs/injection.md#resource-limits
 // resources guard), pure: validation of the provider-specific shape, the repository a GitHub request names,
 // the repository check, the paths a Dropbox request names and the folder check.
 import { describe, expect, test } from "bun:test";

@@ -1,4 +1,4 @@
-// The resources-guard stage (CONTRACT §6.8 resources guard, §6.15 resource_access_denied) on hand-built
+// The resources-guard stage (docs/injection.md#resource-limits resources guard, docs/agent-errors.md#resource_access_denied) on hand-built
 // pipeline requests: where a GitHub or Dropbox request names its resource (path, body, Dropbox-API-Arg header,
 // `arg` URL parameter), that the body still reaches the upstream whole, and that what cannot be read is denied.
 import { describe, expect, test } from "bun:test";
@@ -49,7 +49,7 @@ const API = "api.dropboxapi.com";
 const CONTENT = "content.dropboxapi.com";
 
 describe("github", () => {
-  test("another repository → 403 with the §6.15 body; the grant's repositories as allowed", async () => {
+  test("another repository → 403 with the docs/agent-errors.md#summary body; the grant's repositories as allowed", async () => {
     const r = rq({ provider: "github", resources: { repositories: ["acme/api"] }, host: "api.github.com", method: "GET", target: "/repos/acme/other/issues?state=open" });
     expect(await denied(await guardResources(r))).toEqual({
       error: "resource_access_denied",

@@ -1,4 +1,4 @@
-// Pure secret rules (CONTRACT §3.3 injection variants, §5.2 messages and LLM normalisation, preview).
+// Pure secret rules (docs/injection.md#injection-variants, docs/injection.md#secrets messages and LLM normalisation, preview).
 import { describe, expect, test } from "bun:test";
 import { injectionConfigError, isHeaderSafeValue, isPathSafeValue, normalizeInjectionConfig, normalizeLlmValue, previewOf, defaultLlmHost } from "../../src/core/secretRules.ts";
 

@@ -1,4 +1,4 @@
-// Reading usage from the vendors' real response formats (CONTRACT §6.11), whole and split at every byte
+// Reading usage from the vendors' real response formats (docs/budgets.md#usage), whole and split at every byte
 // boundary, with the bounds (256 KiB JSON, 512 KiB per SSE line), aborts and missing usage.
 import { describe, expect, test } from "bun:test";
 import { meteredApi, requestHints, SSE_LINE_LIMIT, UsageReader, JSON_LIMIT, type MeteredApi } from "../../src/core/usage.ts";

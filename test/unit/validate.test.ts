@@ -1,5 +1,5 @@
-// The route-level validator (CONTRACT §0.3): only the first failure is reported — fields in declaration
-// order, each field's checks in order — with the generic wording of the §0.3 table.
+// The route-level validator (docs/api.md#validation-messages): only the first failure is reported — fields in declaration
+// order, each field's checks in order — with the generic wording of the docs/api.md#validation-messages table.
 import { describe, expect, test } from "bun:test";
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
@@ -52,7 +52,7 @@ describe("validate: success", () => {
   });
 });
 
-describe("validate: generic messages (§0.3 table)", () => {
+describe("validate: generic messages (docs/api.md#validation-messages table)", () => {
   test.each([
     ["required field absent", { action: "allow", targets: [] }, "name is required"],
     ["required field null", { ...good(), name: null }, "name is required"],

@@ -1,4 +1,4 @@
-// External vault resolution (CONTRACT §6.7 "External vault"): the op:// reference grammar, field selection,
+// External vault resolution (docs/injection.md#external-vault): the op:// reference grammar, field selection,
 // the 1Password Connect wire calls (against the stand-in server model, no network), the 60 s / 30 s cache
 // with an injectable clock, single flight, the 15 s timeout (shortened here), and log hygiene.
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";

@@ -1,4 +1,4 @@
-// Agent setup (CONTRACT §5.11): the container configuration the OneCLI node SDK consumes, credential
+// Agent setup (docs/api.md#agent-setup): the container configuration the OneCLI node SDK consumes, credential
 // stubs for agent frameworks, and the gateway skill an agent reads to learn how the gateway behaves.
 import { ApiError } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
@@ -64,7 +64,7 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
         const config = services.deps.config;
         const agent = await agentFor(services, ctx.projectId, query.get("agent")?.trim() || null);
         const token = services.agents.view(agent, true).accessToken!;
-        // An https:// gateway URL means TLS on the proxy hop too (§6.18); the container's CA file covers it.
+        // An https:// gateway URL means TLS on the proxy hop too (docs/operations.md#tls); the container's CA file covers it.
         const secure = config.gatewayUrl.startsWith("https:");
         const proxy = `${secure ? "https" : "http"}://x:${token}@${config.containerGatewayHost}`;
         const env: Record<string, string> = {

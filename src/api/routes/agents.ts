@@ -1,4 +1,4 @@
-// Agents (CONTRACT §5.1 without grants): CRUD, default agent, token regeneration. All P·any.
+// Agents (docs/api.md#agents-and-tokens without grants): CRUD, default agent, token regeneration. All P·any.
 import { t } from "elysia";
 import { ApiError } from "../../core/errors.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";

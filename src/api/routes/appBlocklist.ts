@@ -1,4 +1,4 @@
-// App blocklists (CONTRACT §5.8 blocklist rows; §5.13 organization variant): list, activate a predefined
+// App blocklists (docs/policy.md#app-blocklists blocklist rows; docs/api.md#organization-level-routes organization variant): list, activate a predefined
 // host or add a custom rule, toggle, delete. Entries are managed block rules, live at once.
 import { t } from "elysia";
 import { ApiError } from "../../core/errors.ts";

@@ -1,4 +1,4 @@
-// Approvals (CONTRACT §5.4): the reviewer's long-poll, the record and the decision. Served on the API
+// Approvals (docs/policy.md#reviewing-approvals): the reviewer's long-poll, the record and the decision. Served on the API
 // port and the gateway port.
 import { t } from "elysia";
 import { ApiError, forbidden, unauthorized } from "../../core/errors.ts";

@@ -1,4 +1,4 @@
-// Apps (CONTRACT §5.8) and their organization variants (§5.13): catalog reads, OAuth start and the shared
+// Apps (docs/injection.md#app-connections) and their organization variants (docs/api.md#organization-level-routes): catalog reads, OAuth start and the shared
 // callback, direct-credential connect, and BYOC configuration. Blocklists live in appBlocklist.ts.
 import { t } from "elysia";
 import { APPS } from "../../apps/index.ts";
@@ -45,7 +45,7 @@ async function connect(services: Services, owner: PolicyOwner, provider: string,
   const fields: Record<string, string> = {};
   for (const f of app.fields) {
     const v = (raw as Record<string, unknown>)[f.name];
-    // §2.4: `{field}` is the field's label, e.g. `API Key is required`.
+    // docs/api.md#error-messages: `{field}` is the field's label, e.g. `API Key is required`.
     if (typeof v !== "string" || v.trim() === "") throw ApiError.flat(400, `${f.label} is required`);
     fields[f.name] = v.trim();
   }

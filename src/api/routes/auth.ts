@@ -1,4 +1,4 @@
-// Sessions for the dashboard (CONTRACT §5.16): login with an API key (both modes) or, on cloud, with an
+// Sessions for the dashboard (docs/api.md#accounts-and-sessions): login with an API key (both modes) or, on cloud, with an
 // email and password; logout; the current session.
 import { t } from "elysia";
 import { ApiError, AUTH_FAILED, unauthorized } from "../../core/errors.ts";

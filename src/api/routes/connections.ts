@@ -1,4 +1,4 @@
-// App connections as a resource (CONTRACT §5.9) and at organization level (§5.13): list, read, rename,
+// App connections as a resource (docs/injection.md#app-connections) and at organization level (docs/api.md#organization-level-routes): list, read, rename,
 // delete. A project sees its own connections and its organization's.
 import { t } from "elysia";
 import { forbidden } from "../../core/errors.ts";
@@ -11,7 +11,7 @@ import { returns, returnsNothing } from "../responses.ts";
 
 /**
  * A connection the caller's project may change: its own, or an organization connection when the caller is an
- * admin or owner (organization-wide resources follow the organization's admin gate, §1.4).
+ * admin or owner (organization-wide resources follow the organization's admin gate, docs/api.md#roles).
  */
 async function changeable(services: Services, ctx: RequestContext, id: string) {
   const row = await services.connections.visibleToProject(ctx.projectId, ctx.organizationId, id);

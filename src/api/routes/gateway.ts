@@ -1,4 +1,4 @@
-// The two unauthenticated agent-setup reads the gateway port serves too (CONTRACT §5.11): the gateway's
+// The two unauthenticated agent-setup reads the gateway port serves too (docs/api.md#agent-setup): the gateway's
 // CA certificate and its URL.
 import { route, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";

@@ -1,4 +1,4 @@
-// Agent grants and credential assignments (CONTRACT §5.1 "Grants", effective credentials, the legacy
+// Agent grants and credential assignments (docs/injection.md#grants, effective credentials, the legacy
 // `/agents/{id}/secrets` and `/agents/{id}/connections`). Grant endpoints answer every non-auth failure
 // with a flat body.
 import { t } from "elysia";

@@ -1,4 +1,4 @@
-// Request logs (CONTRACT §5.10): `/logs` for the project (P·any), `/org/logs` across projects (O·admin).
+// Request logs (docs/gateway.md#request-logs): `/logs` for the project (P·any), `/org/logs` across projects (O·admin).
 import { ApiError } from "../../core/errors.ts";
 import { LOG_DECISIONS, type LogQuery } from "../../services/requestLogs.ts";
 import type { RequestContext } from "../auth.ts";

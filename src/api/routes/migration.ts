@@ -1,4 +1,4 @@
-// Migration (CONTRACT §5.12): `POST /migrate/export` on self-hosted, `POST /migrate/import` on the cloud, both
+// Migration (docs/api.md#migration): `POST /migrate/export` on self-hosted, `POST /migrate/import` on the cloud, both
 // P·admin. Import items are validated one by one here: a bad item becomes a skip entry, never a failure.
 import { t } from "elysia";
 import type { TSchema } from "@sinclair/typebox";
@@ -26,7 +26,7 @@ export const ImportBody = t.Object({
 });
 
 const S = CreateSecretBody.properties;
-/** An imported secret: the inline create rules of §5.2, plus the account id of an `llm_b` OAuth token. */
+/** An imported secret: the inline create rules of docs/injection.md#secrets, plus the account id of an `llm_b` OAuth token. */
 const ImportSecretItemSchema = t.Object({
   name: S.name,
   type: S.type,

@@ -1,4 +1,4 @@
-// The organization's side of its partner (CONTRACT §5.15, cloud only): the partner secrets it inherits, its
+// The organization's side of its partner (docs/api.md#partners, cloud only): the partner secrets it inherits, its
 // partner status, and detaching from the partner (after which partner secrets no longer apply).
 import { Type as T } from "@sinclair/typebox";
 import { badRequest, notFound } from "../../core/errors.ts";

@@ -1,4 +1,4 @@
-// Organization settings and the caller's organization API key (CONTRACT §5.13). O·admin.
+// Organization settings and the caller's organization API key (docs/api.md#organization-level-routes). O·admin.
 import { t } from "elysia";
 import { notFound } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";

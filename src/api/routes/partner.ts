@@ -1,4 +1,4 @@
-// The partner portal's organizations (CONTRACT §5.14, cloud only; access `Pt`): create one for a customer
+// The partner portal's organizations (docs/api.md#partners, cloud only; access `Pt`): create one for a customer
 // (its credentials and claim link shown once), list and read them with their status, delete one nobody has
 // claimed, replace its claim link, rotate its credentials, and manage its projects.
 import { t } from "elysia";
@@ -108,7 +108,7 @@ export const BudgetBody = t.Object({
   period: t.Optional(t.Union([t.Literal("monthly"), t.Literal("total")], { error: "period must be one of: monthly, total" })),
 });
 
-/** Spend budgets of a partner's LLM keys, per organization (CONTRACT §5.14; metering and admission: §6.11). */
+/** Spend budgets of a partner's LLM keys, per organization (docs/budgets.md#partner-budgets; metering and admission: docs/budgets.md#admission). */
 export const partnerBudgetRoutes: RouteDef[] = [
   route({
     method: "GET",
@@ -158,7 +158,7 @@ export const PartnerMemberBody = t.Object({
 });
 export const PartnerRoleBody = t.Object({ role: t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" }) });
 
-/** The partner's people (CONTRACT §5.14): any member reads the list; owner and admins manage it. */
+/** The partner's people (docs/api.md#partners): any member reads the list; owner and admins manage it. */
 export const partnerMemberRoutes: RouteDef[] = [
   route({
     method: "GET",

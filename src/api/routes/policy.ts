@@ -1,4 +1,4 @@
-// Policy rules (CONTRACT §5.3) at project scope (`/policy/*`, P·any) and organization scope
+// Policy rules (docs/policy.md#rules) at project scope (`/policy/*`, P·any) and organization scope
 // (`/org/policy/*`, O·admin). Every validation failure is a 422 envelope.
 import { Type } from "@sinclair/typebox";
 import { t, type TSchema } from "elysia";
@@ -32,7 +32,7 @@ const TARGETS: Record<RuleTarget["kind"], TSchema> = {
   network: t.Object(
     {
       kind: t.Literal("network"),
-      // The secret host rules (§5.2): absent reads like blank; the length check names the nested field.
+      // The secret host rules (docs/injection.md#secrets): absent reads like blank; the length check names the nested field.
       hostPattern: t.String({ trim: true, maxLength: 255, missing: HOST_MESSAGES.required, refine: (v: string) => hostPatternError(v, { allowAny: true }) }),
       pathPattern: t.Optional(t.String({ trim: true, maxLength: 1000, refine: (v: string) => pathPatternError(v) })),
       method: t.Optional(literals(...POLICY_METHODS)),

@@ -1,4 +1,4 @@
-// Projects of the caller's organization (CONTRACT §5.6, cloud only): list, create (with a Default Agent and
+// Projects of the caller's organization (docs/api.md#projects-and-team, cloud only): list, create (with a Default Agent and
 // the creator's project key, returned once), get, rename, delete with everything in it.
 import { t } from "elysia";
 import { Type as T } from "@sinclair/typebox";

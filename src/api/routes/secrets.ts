@@ -1,4 +1,4 @@
-// Secrets: project routes `/secrets` (P·any) and organization routes `/org/secrets` (O·admin), CONTRACT §5.2.
+// Secrets: project routes `/secrets` (P·any) and organization routes `/org/secrets` (O·admin), docs/injection.md#secrets.
 import { t } from "elysia";
 import { ApiError, badRequest } from "../../core/errors.ts";
 import { hostPatternError, HOST_MESSAGES, pathPatternError } from "../../core/patterns.ts";
@@ -23,7 +23,7 @@ const opDisplay = t.Object({
 });
 const pathPattern = t.Union([t.String(), t.Null()], { trim: true, refine: (v: string) => pathPatternError(v) });
 
-/** Create body, fields in the order the contract checks them (§5.2). */
+/** Create body, fields in the order the contract checks them (docs/injection.md#secrets). */
 export const CreateSecretBody = t.Object({
   name: t.String({ minLength: 1, maxLength: 255, trim: true }),
   type: secretType,

@@ -1,4 +1,4 @@
-// The organization's team (CONTRACT §5.7, cloud only): provisions (a placeholder member with a project and a key
+// The organization's team (docs/api.md#projects-and-team, cloud only): provisions (a placeholder member with a project and a key
 // that work at once, and a claim link), the member list, role changes and removal.
 import { t } from "elysia";
 import { Type as T } from "@sinclair/typebox";

@@ -1,4 +1,4 @@
-// The calling user (CONTRACT §5.5): profile and personal project API key.
+// The calling user (docs/api.md#users-and-keys): profile and personal project API key.
 import { t } from "elysia";
 import { notFound } from "../../core/errors.ts";
 import type { RequestContext } from "../auth.ts";

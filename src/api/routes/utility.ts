@@ -1,4 +1,4 @@
-// Health and the project's resource counts (CONTRACT §5.10).
+// Health and the project's resource counts (docs/api.md#utility-endpoints).
 import { VERSION } from "../../runtime/version.ts";
 import { route, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";

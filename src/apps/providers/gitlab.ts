@@ -5,7 +5,7 @@ const HOST = "gitlab.com";
 const P = "/api/v4/projects/*"; // project id or URL-encoded path (`group%2Fproject` is one raw segment)
 
 // Git smart HTTP lives at /<namespace…>/<project>.git/{info/refs,git-upload-pack,git-receive-pack,info/lfs/…}.
-// §6.5 has no "any depth" glob, so each namespace depth is its own segment-glob prefix: a project plus up to
+// docs/injection.md#host-and-path-patterns has no "any depth" glob, so each namespace depth is its own segment-glob prefix: a project plus up to
 // three levels of subgroups. Deeper subgroups get no git credential. A clone URL without `.git` first hits
 // /<ns>/<project>/info/refs, which GitLab redirects (unauthenticated) to the `.git` form, which then matches.
 const GIT_PATHS = ["/*/*.git/*", "/*/*/*.git/*", "/*/*/*/*.git/*", "/*/*/*/*/*.git/*"];

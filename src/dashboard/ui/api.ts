@@ -1,6 +1,6 @@
 // The dashboard's client of the `/v1` API: the session cookie authenticates (no key is ever kept in the
 // page or in web storage), `X-Project-Id` picks the project of the page, and failures become ApiFailure with
-// the API's own message (CONTRACT §2.1: `error` is a string, or `error.message`).
+// the API's own message (docs/api.md#error-shapes: `error` is a string, or `error.message`).
 export class ApiFailure extends Error {
   constructor(
     readonly status: number,

@@ -1,6 +1,6 @@
 // One agent connection on the gateway port after the front has read what it is: an intercepted tunnel
 // (TLS-terminated or plain) or a plain proxy connection (absolute-form requests, or origin-form control
-// requests). HTTP/1.1 is read here, in JS, request after request (CONTRACT §6.3): the request line is kept
+// requests). HTTP/1.1 is read here, in JS, request after request (docs/gateway.md#interception-and-passthrough): the request line is kept
 // byte for byte, bodies are streamed with backpressure both ways, and each request's answer is written
 // before the next pipelined request is read.
 import { log } from "../../observability/log.ts";

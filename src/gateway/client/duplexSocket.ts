@@ -1,4 +1,4 @@
-// TLS inside TLS (an HTTPS proxy connection, §6.18, carrying an intercepted tunnel): Bun cannot upgrade a
+// TLS inside TLS (an HTTPS proxy connection, docs/gateway.md#listener, carrying an intercepted tunnel): Bun cannot upgrade a
 // socket that is already TLS, so that one case goes through node:tls, which needs a node Duplex under it and
 // gives one back. These two adapters join the AgentSocket world to node streams; nothing else uses them.
 import { Duplex } from "node:stream";

@@ -1,5 +1,5 @@
 // HTTP/1.1 message heads as the gateway reads them (RFC 9112): the request line kept byte for byte (the
-// request-target is never re-encoded or normalised, CONTRACT §6.7), header lines in order with their
+// request-target is never re-encoded or normalised, docs/injection.md#injection-variants), header lines in order with their
 // original case, and the body framing they announce. Anything ambiguous is refused, never guessed:
 // obs-fold, a name with spaces, Transfer-Encoding other than chunked, conflicting Content-Length values,
 // or both framings at once (request smuggling).

@@ -1,4 +1,4 @@
-// Stage 4 (apps half) — the winning app connection (CONTRACT §6.8): the connections whose app serves this
+// The `connection` stage — the winning app connection (docs/injection.md#winning-connection): the connections whose app serves this
 // host and path are the candidates; the `x-credgate-connection-id` header picks one, a single candidate wins
 // on its own, several are a 409. Any failure is swallowed when a secret already serves the path.
 import { appsServingHost, hostRuleFor } from "../../apps/match.ts";

@@ -1,4 +1,4 @@
-// Stage 10 — approval hold (CONTRACT §6.13): the request waits, sending the agent no bytes, until a human
+// The `approval` stage — approval hold (docs/policy.md#approvals): the request waits, sending the agent no bytes, until a human
 // decides, the approval times out, the agent goes away or the gateway shuts down. Waiting is a promise,
 // not a thread: held requests cost memory only.
 import { approvalSummary, renderBody, summaryPreview } from "../../core/redact.ts";

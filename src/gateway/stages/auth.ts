@@ -1,4 +1,4 @@
-// Stage 1 — proxy authentication (CONTRACT §6.2): the tunnel's CONNECT token, or the request's own
+// The `auth` stage — proxy authentication (docs/gateway.md#proxy-authentication): the tunnel's CONNECT token, or the request's own
 // Proxy-Authorization on forward connections, checked against the snapshot on every request. Synchronous
 // when the snapshot has the agent's view in memory (the common case).
 import type { GatewayContext } from "../context.ts";

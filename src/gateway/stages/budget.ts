@@ -1,4 +1,4 @@
-// Stage 9 — LLM metering and budget admission (CONTRACT §6.11). A request to a metered endpoint (llm_a
+// The `budget` stage — LLM metering and budget admission (docs/budgets.md#admission). A request to a metered endpoint (llm_a
 // POST …/v1/messages; llm_b POST …/v1/chat/completions, …/v1/responses) that an LLM secret was injected
 // into is metered: it asks for an uncompressed answer (so usage can be read) and gets an estimate from its
 // body (model, output cap, size). When the injected key is a partner's with a spend budget for the agent's

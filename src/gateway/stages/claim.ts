@@ -1,4 +1,4 @@
-// Stage — `claim_required` (CONTRACT §6.12, pipeline step 8): an unclaimed partner organization's agents get
+// The `claim` stage — `claim_required` (docs/guards.md#claim-required): an unclaimed partner organization's agents get
 // their LLM requests through and nothing else; the answer carries the current claim link.
 import { claimRequiredBody, isLlmRequest } from "../claim.ts";
 import { gatewayJson } from "../errors.ts";

@@ -1,4 +1,4 @@
-// The echo guard (CONTRACT §6.17): an upstream that reflects the request must not hand the injected credential
+// The echo guard (docs/guards.md#echo-guard): an upstream that reflects the request must not hand the injected credential
 // to the agent. Credentialed requests ask for an identity encoding (so bodies can be read), and their responses
 // have every injected value — raw, base64 and percent-encoded — replaced in header values and in the body
 // while it streams. WebSocket frames are not scanned.

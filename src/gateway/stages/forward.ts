@@ -1,5 +1,5 @@
-// Stage 11 — forward upstream (CONTRACT §6.14): the request goes out on a pooled HTTP/1.1 connection with
-// the request-target as the agent sent it (plus the documented injection rewrites, §6.7), no redirects
+// The `forward` stage — forward upstream (docs/gateway.md#forwarding): the request goes out on a pooled HTTP/1.1 connection with
+// the request-target as the agent sent it (plus the documented injection rewrites, docs/injection.md#injection-variants), no redirects
 // followed, no decompression, bodies streamed both ways, hop-by-hop headers stripped, a header timeout.
 import type { GatewayContext } from "../context.ts";
 import { upstreamTimeout, upstreamUnreachable } from "../errors.ts";

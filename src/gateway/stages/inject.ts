@@ -1,4 +1,4 @@
-// Stage 7 — credential injection (CONTRACT §6.6–6.7): every matching credential the agent may use, in
+// The `inject` stage — credential injection (docs/injection.md#precedence, docs/injection.md#injection-variants): every matching credential the agent may use, in
 // precedence order (later writes win). A credential that cannot be obtained (external vault failure) or
 // applied safely stops the request. Inline values and cached vault values apply synchronously; only a
 // vault reference missing from the cache makes this stage asynchronous.

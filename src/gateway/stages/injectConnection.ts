@@ -1,4 +1,4 @@
-// Stage 7 (apps half) — the winning connection's credential goes on first (CONTRACT §6.6 order: connection →
+// The `inject-connection` stage — the winning connection's credential goes on first (docs/injection.md#precedence order: connection →
 // partner → organization → project, later writes win), the way its app's host rule says. An OAuth token
 // inside its refresh window is refreshed first (single flight per connection, in the OAuth service).
 import { hostRuleFor } from "../../apps/match.ts";
@@ -26,7 +26,7 @@ function valueOf(credential: ConnectionCredential, field: string | undefined): s
   return name !== undefined ? (credential.fields[name] ?? null) : null;
 }
 
-/** An app's injection as the generic secret variant it amounts to (§6.7), and the value that goes in. */
+/** An app's injection as the generic secret variant it amounts to (docs/injection.md#injection-variants), and the value that goes in. */
 function asGenericSecret(inj: AppInjection, value: string): { secret: Injectable; value: string } {
   const generic = (injection: InjectionConfigShape): Injectable => ({ type: "generic", authMode: "api-key", injection });
   switch (inj.kind) {

@@ -1,4 +1,4 @@
-// Stage 3 — default interception (CONTRACT §6.4): a Codex-style token refresh whose refresh_token is the
+// The `intercept` stage — default interception (docs/gateway.md#token-refresh-interception): a Codex-style token refresh whose refresh_token is the
 // `credgate-managed` placeholder is answered locally, so agents holding the stub never reach the vendor.
 import type { ProxyRequest } from "../request.ts";
 import { peekStream } from "../peek.ts";

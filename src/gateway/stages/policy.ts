@@ -1,4 +1,4 @@
-// Stage 5 — policy (CONTRACT §6.9–6.10): evaluate the agent's published rules per scope, combine, and
+// The `policy` stage — policy (docs/policy.md#evaluation, docs/policy.md#rate-limits): evaluate the agent's published rules per scope, combine, and
 // answer blocks and rate limits before anything leaves. An approval verdict is carried to the hold stage.
 import { combine, evaluateScope, BODY_PEEK_BYTES, type PolicyRequest } from "../../core/policy.ts";
 import type { GatewayContext } from "../context.ts";
@@ -27,7 +27,7 @@ function decide(rq: ProxyRequest, g: GatewayContext, body: string | null): Respo
   );
   const rule = decision.rule;
   if (rule) rq.matchedRule = { logicalId: rule.logicalId, name: rule.name };
-  // Matching ignores the query, but answers show the path as the agent sent it (§6.9).
+  // Matching ignores the query, but answers show the path as the agent sent it (docs/policy.md#evaluation).
   const shownPath = rq.target;
   switch (decision.verdict) {
     case "allow":
@@ -58,7 +58,7 @@ function decide(rq: ProxyRequest, g: GatewayContext, body: string | null): Respo
       });
     }
     case "approval":
-      // A WebSocket upgrade cannot be held (§6.13).
+      // A WebSocket upgrade cannot be held (docs/policy.md#approvals).
       if (rq.websocket) {
         rq.decision = "blocked";
         return blockedByPolicy("Manual approval required", method, shownPath);

@@ -1,4 +1,4 @@
-// Stage 6 — resources guard (CONTRACT §6.8): a grant limited to some GitHub repositories or Dropbox folders
+// The `resources` stage — resources guard (docs/injection.md#resource-limits): a grant limited to some GitHub repositories or Dropbox folders
 // lets through only requests that name one of them (requests naming none pass; GitHub GraphQL is denied).
 import { checkFolders, checkRepositories, dropboxPaths, type GuardVerdict, type ResourceKind } from "../../core/resources.ts";
 import { gatewayJson } from "../errors.ts";

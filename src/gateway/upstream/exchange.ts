@@ -1,4 +1,4 @@
-// One request/response exchange with an upstream over a pooled connection (CONTRACT §6.14): the head is
+// One request/response exchange with an upstream over a pooled connection (docs/gateway.md#forwarding): the head is
 // written as the pipeline built it (request-target byte for byte), the body streamed with backpressure,
 // redirects and encodings left alone, a header timeout, and the response handed back as a Reply whose body
 // comes straight off the socket. The connection goes back to the pool only after a complete exchange.

@@ -1,4 +1,4 @@
-// The LLM vendors' response wire formats (CONTRACT §6.11 usage table), as test fixtures: Anthropic Messages
+// The LLM vendors' response wire formats (docs/budgets.md#usage usage table), as test fixtures: Anthropic Messages
 // (JSON and the SSE event sequence), OpenAI Chat Completions (JSON and SSE with stream_options.include_usage)
 // and OpenAI Responses (JSON and SSE ending in response.completed). Shapes follow the vendors' public API
 // references; the fake upstreams of the e2e suites serve exactly these.

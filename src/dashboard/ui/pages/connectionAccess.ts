@@ -1,4 +1,4 @@
-// What an agent may do with a granted connection (CONTRACT §5.1 grants): every tool, or chosen tools each
+// What an agent may do with a granted connection (docs/injection.md#grants): every tool, or chosen tools each
 // allowed, paused for approval or blocked (tools the app adds later arrive blocked); and for GitHub and
 // Dropbox, the repositories or folders it may reach.
 import { form, openDialog, type FieldSpec } from "../components.ts";

@@ -1,4 +1,4 @@
-// The organization's partner (cloud, CONTRACT §5.15): who manages it, the partner's secrets it inherits, and
+// The organization's partner (cloud, docs/api.md#partners): who manages it, the partner's secrets it inherits, and
 // detaching (after a claim) so that the partner's secrets stop applying. Nothing shows for an organization no
 // partner set up.
 import { attempt, badge, button, confirmAction, notice, table } from "../components.ts";

@@ -1,4 +1,4 @@
-// The targets of a policy rule in the rule form (CONTRACT §4 Target): network targets typed one per line,
+// The targets of a policy rule in the rule form (docs/policy.md#rules Target): network targets typed one per line,
 // and apps (every tool, or chosen tools), connections and secrets picked from what exists, by name. A rule's
 // target list is rebuilt from those fields; a connection target naming tools (made through the API) is kept.
 import type { FieldSpec } from "../components.ts";
@@ -18,7 +18,7 @@ export interface Target {
   tools?: string[];
 }
 
-/** An app's tools by category (CONTRACT §4 Permission definition). */
+/** An app's tools by category (docs/api.md#records Permission definition). */
 export interface PermissionDefinition {
   provider: string;
   groups: { category: string; tools: { id: string; name: string; description: string }[] }[];

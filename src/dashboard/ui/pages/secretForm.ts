@@ -1,6 +1,6 @@
 // The secret form shared by create and edit, project and organization: every injection variant of a generic
 // secret (header, query parameter, URL path template, URL path regex), the LLM key types, and an external
-// vault reference. It builds the request body of POST and PATCH /secrets (CONTRACT §5.2).
+// vault reference. It builds the request body of POST and PATCH /secrets (docs/injection.md#secrets).
 import type { FieldSpec } from "../components.ts";
 
 export const TYPES: [string, string][] = [

@@ -1,5 +1,5 @@
 // Partner secrets: credentials (typically LLM keys) injected for every organization of the partner that is
-// not detached, with the lowest precedence (CONTRACT §6.6). Values are stored by credgate (no external vault).
+// not detached, with the lowest precedence (docs/injection.md#precedence). Values are stored by credgate (no external vault).
 import { h } from "../../h.ts";
 import type { PageFn } from "../../types.ts";
 import { secretsView } from "../secrets.ts";

@@ -1,4 +1,4 @@
-// What the partner portal's pages share: the records of §5.14 they show, and the gate for people who are
+// What the partner portal's pages share: the records of docs/api.md#partners they show, and the gate for people who are
 // not members of a partner.
 import { notice } from "../../components.ts";
 import { h } from "../../h.ts";
@@ -44,5 +44,5 @@ export function partnerGate(ctx: PageCtx, title: string): HTMLElement[] | null {
   return null;
 }
 
-/** Owners and admins manage members and budgets (CONTRACT §1.4 partner roles). */
+/** Owners and admins manage members and budgets (docs/api.md#roles partner roles). */
 export const managesPartner = (ctx: PageCtx) => ctx.session?.partner?.role === "owner" || ctx.session?.partner?.role === "admin";
