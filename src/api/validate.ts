@@ -1,5 +1,5 @@
 // Route-level validation: request schemas are TypeBox schemas (Elysia's `t`), walked here field by field in
-// declaration order so the first failure yields the contract's wording (docs/api.md#validation-messages). Extra schema
+// declaration order so the first failure yields the documented wording (docs/api.md#validation-messages). Extra schema
 // options understood here: `trim` (trim before checking, store trimmed), `error` (one message for every
 // failure of the field), `refine` (a further check returning a message or null), `label` (the field name
 // used in messages, when it differs from the key), and for fields whose rules depend on earlier fields of

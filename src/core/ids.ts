@@ -1,4 +1,4 @@
-// Identifier and credential formats of the contract (docs/api.md#bodies-and-formats, docs/api.md#credentials). Pure: randomness comes from Web Crypto.
+// Identifier and credential formats (docs/api.md#bodies-and-formats, docs/api.md#credentials). Pure: randomness comes from Web Crypto.
 
 const LOWER = "abcdefghijklmnopqrstuvwxyz";
 

@@ -1,4 +1,4 @@
-// Host and path patterns (docs/injection.md#host-and-path-patterns): validation with the contract's messages, and matchers compiled
+// Host and path patterns (docs/injection.md#host-and-path-patterns): validation with the documented messages, and matchers compiled
 // once so the gateway's hot path only runs string comparisons or one precompiled regex.
 import { parse as parseDomain } from "tldts";
 

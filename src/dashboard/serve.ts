@@ -29,7 +29,7 @@ const PAGE_PATHS = [/^\/$/, /^\/(sign-in|sign-up|accept-invite|claim)$/, /^\/app
 const escapeAttr = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function shell(publicUrl: string, mode: string): string {
-  // The public URL lets the page warn when it is opened on another origin, where the contract's cross-site
+  // The public URL lets the page warn when it is opened on another origin, where the API's cross-site
   // check rejects every change (docs/api.md#how-a-request-is-authenticated).
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

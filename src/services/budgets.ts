@@ -19,7 +19,7 @@ export interface Budget {
   period: BudgetPeriod;
 }
 
-/** The Spend budget record of the contract. */
+/** The Spend budget record the partner API returns (docs/budgets.md#partner-budgets). */
 export interface BudgetView extends Budget {
   spentCents: number;
 }

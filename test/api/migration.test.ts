@@ -86,7 +86,7 @@ async function storedValue(api: TestApi, name: string): Promise<string | null> {
   return row ? api.core.services.secrets.openValue(row) : null;
 }
 
-/** docs/api.md#migration's project: inline secrets of every type, a vault secret, an agent, a custom rule and a grant. */
+/** The project of the migration example (docs/api.md#migration): inline secrets of every type, a vault secret, an agent, a custom rule and a grant. */
 async function seed(sh: TestApi): Promise<{ agentId: string }> {
   await ok(
     await sh.call("POST", "/v1/secrets", {

@@ -1,4 +1,4 @@
-// The egress guard and the cleartext rule (docs/guards.md#cleartext-rule) through the real process. credgate runs in its own
+// The egress guard and the cleartext rule (docs/guards.md#egress-guard, docs/guards.md#cleartext-rule) through the real process. credgate runs in its own
 // network namespace (test/support/egressScenario.ts, started with `unshare -n`) where the cloud metadata address,
 // a private and a public-looking address exist on `lo` with listeners that count connections: every refused
 // attempt is answered 403 before any connection, and the listeners prove nothing was dialled.

@@ -72,7 +72,7 @@ export const connectionsRoutes: RouteDef[] = [
     handler: async ({ services, ctx, query }) =>
       views(await services.connections.listForOwner({ scope: "organization", organizationId: ctx.organizationId }, query.get("provider")), (r) => services.connections.orgView(r)),
   }),
-  // One path position serves a provider (GET) and a connection id (PATCH, DELETE), as the contract names them.
+  // One path position serves a provider (GET) and a connection id (PATCH, DELETE), as the API names them.
   route({
     method: "GET",
     path: "/org/connections/:key",

@@ -20,7 +20,7 @@ function integer(name: string, raw: string | null, min: number, max: number): nu
   return n;
 }
 
-/** Query parameters in the contract's order: agentId, host, decision, status, since, until, limit, cursor. */
+/** Query parameters in the documented order: agentId, host, decision, status, since, until, limit, cursor. */
 export function parseLogQuery(q: URLSearchParams, ctx: RequestContext, scope: "project" | "organization"): LogQuery {
   const decision = q.get("decision") || undefined;
   if (decision !== undefined && !(LOG_DECISIONS as readonly string[]).includes(decision)) {

@@ -23,7 +23,7 @@ const opDisplay = t.Object({
 });
 const pathPattern = t.Union([t.String(), t.Null()], { trim: true, refine: (v: string) => pathPatternError(v) });
 
-/** Create body, fields in the order the contract checks them (docs/injection.md#secrets). */
+/** Create body, fields in the order they are checked (docs/injection.md#secrets). */
 export const CreateSecretBody = t.Object({
   name: t.String({ minLength: 1, maxLength: 255, trim: true }),
   type: secretType,

@@ -1,4 +1,4 @@
-// The egress guard and the cleartext rule (docs/guards.md#cleartext-rule), both answered before any connection is made.
+// The egress guard and the cleartext rule (docs/guards.md#egress-guard, docs/guards.md#cleartext-rule), both answered before any connection is made.
 import { compileHostPattern } from "../../core/patterns.ts";
 import { isLocalAddress, parseAddress } from "../../core/addressRules.ts";
 import type { GatewayContext } from "../context.ts";
