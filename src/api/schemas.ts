@@ -1,4 +1,5 @@
-// Response bodies of the management API as TypeBox schemas (the records of docs/api.md#records; every endpoint's answer is in docs/api-reference.md).
+// Response bodies of the management API as TypeBox schemas (docs/api.md#records; every endpoint's answer is
+// listed in docs/api-reference.md).
 // Routes name them in their `response` (src/api/route.ts); src/api/openapi.ts publishes them; the API tests
 // check every real response against them (test/support/openapiCheck.ts), so they stay true.
 import { Type as T, type TSchema } from "@sinclair/typebox";

@@ -1,5 +1,5 @@
 // The per-request pipeline (docs/gateway.md#order-of-checks): every gateway concern is a stage (stage.ts), in this one list,
-// in the documented order (docs/gateway.md#order-of-checks). Request hooks run top to bottom until one answers (the forward stage always does);
+// in the documented order. Request hooks run top to bottom until one answers (the forward stage always does);
 // response hooks run bottom to top for the stages that were reached. Adding a feature adds a stage here.
 import { log } from "../observability/log.ts";
 import { REQUEST_ID_HEADER } from "../observability/requestId.ts";
