@@ -95,6 +95,17 @@ describe("links in docs/ and README.md", () => {
     expect(broken).toEqual([]);
   });
 
+  test("every repository path the pages name exists (files move: the pages follow)", () => {
+    const missing: string[] = [];
+    for (const page of pages.keys()) {
+      const text = readFileSync(join(DOCS, page), "utf8");
+      for (const m of text.matchAll(/`((?:src|test|cli|bench|scripts|migrations)\/[^`\s]*)`/g)) {
+        if (!existsSync(join(ROOT, m[1]!.replace(/\/$/, "")))) missing.push(`docs/${page}: ${m[1]}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
   test("the fixed page list is there", () => {
     for (const page of ["README.md", "architecture.md", "gateway.md", "injection.md", "guards.md", "policy.md", "budgets.md", "agent-errors.md", "api.md", "api-reference.md", "configuration.md", "operations.md"]) {
       expect(pages.has(page)).toBe(true);
