@@ -16,7 +16,7 @@ const decision = t.Union([t.Literal("approve"), t.Literal("deny")]);
 /** `remember: {minutes}` with an approve: the same agent passes the same rule's hold for that long. */
 const remember = t.Optional(
   t.Object(
-    { minutes: t.Integer({ minimum: 1, maximum: 1440, error: REMEMBER_MESSAGE, missing: REMEMBER_MESSAGE }) },
+    { minutes: T.Integer({ minimum: 1, maximum: 1440, error: REMEMBER_MESSAGE, missing: REMEMBER_MESSAGE }) },
     { refine: (_v: unknown, body: { decision?: string }) => (body.decision === "approve" ? null : "remember is only allowed with decision approve") },
   ),
 );
