@@ -6,7 +6,7 @@
 // delivery exactly once across gateway worker processes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
-import { closeCleanPages, launchBrowser, openPage, type WatchedPage } from "../support/browser.ts";
+import { closeCleanPages, launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
 import { curlThroughGateway, type CurlResult } from "../support/curl.ts";
 import { gatewayCa, run, until, untilTrue } from "../support/gateway.ts";
 import { signatureValid, startReceiver, type Arrival, type Receiver } from "../support/notifyReceivers.ts";
@@ -392,6 +392,7 @@ describe("approval links", () => {
       await w.page.goto(approveUrl);
       await w.page.getByRole("heading", { name: "Approval needed" }).waitFor();
       expect(await w.page.locator("main").innerText()).toContain(`${UP}/browser-link`);
+      await screenshot(w.page, "approval-link");
       await w.page.getByRole("button", { name: "Approve", exact: true }).click();
       await w.page.getByRole("heading", { name: "Approved" }).waitFor();
       const answer = await done;
