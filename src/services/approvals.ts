@@ -423,7 +423,7 @@ export class ApprovalService {
   }
 }
 
-/** The path of an approval (which keeps the query, §3.5) without its query, as notifications show it. */
+/** The path of an approval (which keeps the query: docs/policy.md#approvals) without it, as notifications show it. */
 function pathOnly(path: string): string {
   const q = path.indexOf("?");
   return q < 0 ? path : path.slice(0, q);

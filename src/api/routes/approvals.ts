@@ -1,4 +1,4 @@
-// Approvals (CONTRACT §5.4): the reviewer's long-poll, the record and the decision; the approval link's decision
+// Approvals (docs/policy.md#reviewing-approvals): the reviewer's long-poll, the record and the decision; the approval link's decision
 // (docs/policy.md#approval-links) and remembered approvals (docs/policy.md#remembered-approvals). Served on the
 // API port and the gateway port.
 import { t } from "elysia";
