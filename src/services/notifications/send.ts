@@ -42,10 +42,15 @@ async function bodyStart(res: Response): Promise<string> {
   return Buffer.concat(chunks).toString("utf8", 0, Math.min(size, ERROR_BODY_MAX)).replace(/\s+/g, " ").trim();
 }
 
-function describe(err: unknown, url: string, host: string): string {
+function secretPathRemoved(text: string, u: URL): string {
+  return u.pathname.length > 1 ? text.split(u.pathname).join("/…") : text;
+}
+
+function describe(err: unknown, u: URL): string {
   const e = err as { name?: string; code?: string; message?: string };
   if (e.name === "TimeoutError" || e.name === "AbortError") return `no answer within ${ATTEMPT_MS / 1000} s`;
-  const message = (e.message ?? String(err)).split(url).join(host);
+  // The URL (as given, or with the dialled address in it) must not reach the log.
+  const message = secretPathRemoved((e.message ?? String(err)).split(u.href).join(u.hostname), u);
   return e.code && !message.includes(e.code) ? `${e.code}: ${message}` : message;
 }
 
@@ -65,10 +70,14 @@ export async function sendChannelRequest(outbound: Outbound, egress: EgressCheck
       redirect: "manual",
       signal: AbortSignal.timeout(ATTEMPT_MS),
     });
-    const start = await bodyStart(res);
-    if (res.status >= 200 && res.status < 300) return { delivered: true, status: res.status, error: null };
+    if (res.status >= 200 && res.status < 300) {
+      void res.body?.cancel().catch(() => {});
+      return { delivered: true, status: res.status, error: null };
+    }
+    // A receiver's error page may echo the path it was posted to: the secret part of a Slack or ntfy URL.
+    const start = secretPathRemoved(await bodyStart(res), u);
     return { delivered: false, status: res.status, error: `HTTP ${res.status}${start ? `: ${start}` : ""}` };
   } catch (err) {
-    return { delivered: false, status: null, error: describe(err, url, u.hostname) };
+    return { delivered: false, status: null, error: describe(err, u) };
   }
 }
