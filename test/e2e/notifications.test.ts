@@ -89,7 +89,8 @@ async function held(c: RunningCredgate, path: string, opts: { token?: string; bo
     const found = list.body.requests.find((r: any) => r.path.split("?")[0] === bare);
     if (!found) throw new Error(`${path} is not held yet`);
     return found;
-  }, 20_000);
+    // Generous: several gateway processes on a loaded machine may take a while to hold a first request.
+  }, 60_000);
   return { done, approval };
 }
 
