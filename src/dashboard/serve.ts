@@ -28,7 +28,6 @@ const PAGE_PATHS = [/^\/$/, /^\/(sign-in|sign-up|accept-invite|claim)$/, /^\/app
 
 /** Text made safe for HTML content and attribute values. */
 export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-const escapeAttr = escapeHtml;
 
 /** The dashboard's stylesheet and icon, for pages the server renders itself (the approval link's). */
 export const STYLESHEET_HREF = `${STYLE_PATH}?v=${version(STYLE)}`;
@@ -40,7 +39,7 @@ function shell(publicUrl: string, mode: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>credgate</title>
-<meta name="credgate-public-url" content="${escapeAttr(publicUrl)}"><meta name="credgate-mode" content="${escapeAttr(mode)}">
+<meta name="credgate-public-url" content="${escapeHtml(publicUrl)}"><meta name="credgate-mode" content="${escapeHtml(mode)}">
 <link rel="icon" href="${ICON_PATH}?v=${version(ICON)}" type="image/svg+xml">
 <link rel="stylesheet" href="${STYLE_PATH}?v=${version(STYLE)}">
 <script type="module" src="${SCRIPT_PATH}?v=${version(SCRIPT)}"></script>

@@ -234,14 +234,14 @@ export class ApprovalService {
       path: pathOnly(row.path),
       summary: row.summary,
       expiresAt: row.expiresAt,
-      approveUrl: this.linkUrl(row.id, token, "approve"),
-      denyUrl: this.linkUrl(row.id, token, "deny"),
+      approveUrl: this.#linkUrl(row.id, token, "approve"),
+      denyUrl: this.#linkUrl(row.id, token, "deny"),
     });
     return { row, outcome };
   }
 
   /** `<CREDGATE_PUBLIC_URL>/approve/<id>?t=<token>`, with `&d=deny` for the deny link. */
-  linkUrl(id: string, token: string, decision: Decision): string {
+  #linkUrl(id: string, token: string, decision: Decision): string {
     return `${this.deps.config.publicUrl}/approve/${id}?t=${token}${decision === "deny" ? "&d=deny" : ""}`;
   }
 

@@ -1,6 +1,6 @@
-// Approvals (docs/policy.md#reviewing-approvals): the reviewer's long-poll, the record and the decision; the approval link's decision
-// (docs/policy.md#approval-links) and remembered approvals (docs/policy.md#remembered-approvals). Served on the
-// API port and the gateway port.
+// Approvals (docs/policy.md#reviewing-approvals): the reviewer's long-poll, the record and the decision; the
+// approval link's decision (docs/policy.md#approval-links) and remembered approvals
+// (docs/policy.md#remembered-approvals). Served on the API port and the gateway port.
 import { t } from "elysia";
 import { ApiError, forbidden, unauthorized } from "../../core/errors.ts";
 import type { PendingScope } from "../../services/approvals.ts";

@@ -3,7 +3,7 @@
 // events of every project of the organization.
 import { t } from "elysia";
 import { ApiError } from "../../core/errors.ts";
-import { NOTIFICATION_EVENTS } from "../../core/model.ts";
+import { CHANNEL_KINDS, NOTIFICATION_EVENTS } from "../../core/model.ts";
 import { channelUrlError, EVENTS_MESSAGE, URL_MAX, type ChannelOwner } from "../../services/notifications/channels.ts";
 import type { RequestContext } from "../auth.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
@@ -16,7 +16,7 @@ const url = t.String({ maxLength: URL_MAX, trim: true, refine: (v: string) => ch
 const events = t.Array(t.Union(NOTIFICATION_EVENTS.map((e) => t.Literal(e))), { minItems: 1, error: EVENTS_MESSAGE });
 
 const CreateChannelBody = t.Object({
-  kind: t.Union([t.Literal("webhook"), t.Literal("slack"), t.Literal("ntfy")]),
+  kind: t.Union(CHANNEL_KINDS.map((k) => t.Literal(k))),
   url,
   events: t.Optional(events),
 });

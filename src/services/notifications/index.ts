@@ -17,9 +17,8 @@ import { TEST_EVENT, type EventData, type Payload } from "./events.ts";
 import { channelRequest } from "./messages.ts";
 import { sendChannelRequest, type EgressCheck, type SendResult } from "./send.ts";
 
-export type { ChannelOwner } from "./channels.ts";
 export type { EventData } from "./events.ts";
-export type { EgressCheck, SendResult } from "./send.ts";
+export type { EgressCheck } from "./send.ts";
 
 /** Where an event happened: a project (its channels and its organization's receive it), or only an organization. */
 export interface NotifyScope {
