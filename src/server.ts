@@ -12,6 +12,8 @@ import { unlockStore } from "./services/masterKeyCheck.ts";
 import { loadGatewayCa } from "./services/gatewayCa.ts";
 import { caRoutes, createApiApp, type ApiApp } from "./api/app.ts";
 import { Gateway } from "./gateway/index.ts";
+import { EgressGuard } from "./gateway/egressGuard.ts";
+import { setClockOffset } from "./runtime/clock.ts";
 import { ApiCertificate, readPair } from "./listen/apiCertificate.ts";
 import { ApiListener } from "./listen/apiListener.ts";
 import { selfNames } from "./listen/selfNames.ts";
@@ -56,7 +58,8 @@ export async function openCore(config: Config, opts: { readOnly?: boolean; insta
     // Commands that only read are no instance of their own (and must not write the id file).
     // A gateway worker is an instance of its own (its held approvals are its own), named after its primary.
     const instanceId = readOnly ? crypto.randomUUID() : `${loadInstanceId(config.dataDir)}${opts.instance ? `:${opts.instance}` : ""}`;
-    const services = createServices({ store, instanceId, sealer, config, events });
+    setClockOffset(config.testNowOffsetSeconds);
+    const services = createServices({ store, instanceId, sealer, config, events }, { egress: (outbound) => new EgressGuard(config, outbound) });
     const info = readOnly ? await readBootstrap(services) : await bootstrap(services);
     if (!info) throw noData();
     return {
@@ -130,6 +133,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     }
     core.services.requestLogs.start();
     await core.services.approvals.start();
+    // This process sends the instance's notifications (its gateway workers only queue them).
+    core.services.notifications.start();
     const running = { core, api, apiPort: apiServer.port, gateway, gatewayPort };
     let stopped = false;
     const server = apiServer;
@@ -145,10 +150,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
         // New connections are refused at once; in-flight requests share one drain period, then are cut.
         // Held approvals are released with 503 and long-polls answered at once, so they do not hold the drain.
         await core.services.approvals.releaseAll();
+        const notificationsStopped = core.services.notifications.stop();
         const deadline = Date.now() + DRAIN_MS;
         const untilDeadline = (work: Promise<unknown>) => drain(work, Math.max(0, deadline - Date.now()));
         await Promise.all([untilDeadline(server.stop()), gw.stop(untilDeadline), hub?.stop(untilDeadline)]);
         await server.stop(true);
+        await untilDeadline(notificationsStopped);
         await core.services.requestLogs.stop();
         await core.services.budgets.flush().catch(() => {});
         await core.close();

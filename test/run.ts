@@ -13,6 +13,8 @@ const POSTGRES_RUN = [
   "test/e2e/gateway-streaming.test.ts",
   "test/e2e/policy-gateway.test.ts",
   "test/e2e/approval-store.test.ts",
+  "test/e2e/notifications.test.ts",
+  "test/e2e/remembered-approvals.test.ts",
   "test/e2e/apps-gateway.test.ts",
   "test/e2e/llm-metering.test.ts",
   "test/e2e/cloud-accounts.test.ts",

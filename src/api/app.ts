@@ -7,6 +7,7 @@ import { log } from "../observability/log.ts";
 import { answerWithRequestId } from "../observability/requestId.ts";
 import type { Services } from "../services/index.ts";
 import { dashboardResponse } from "../dashboard/serve.ts";
+import { approvalLinkResponse } from "./approvalLinkPage.ts";
 import { errorResponse, unknownRoute } from "./errors.ts";
 import { METRICS_PATH, metricsResponse } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
@@ -30,6 +31,7 @@ import { teamRoutes } from "./routes/team.ts";
 import { partnerBudgetRoutes, partnerMemberRoutes, partnerRoutes } from "./routes/partner.ts";
 import { orgPartnerRoutes } from "./routes/orgPartner.ts";
 import { migrationRoutes } from "./routes/migration.ts";
+import { notificationsRoutes } from "./routes/notifications.ts";
 import { organizationRoutes } from "./routes/organization.ts";
 import { secretsRoutes } from "./routes/secrets.ts";
 import { userRoutes } from "./routes/user.ts";
@@ -38,7 +40,7 @@ import { utilityRoutes } from "./routes/utility.ts";
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...notificationsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes];
 }
 
 /** Routes that serve the gateway's CA certificate (agent setup), built once the CA is loaded. */
@@ -108,8 +110,9 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
   const serve = async (request: Request, client?: ClientInfo): Promise<Response> => {
     const pathname = new URL(request.url).pathname;
     if (request.method === "GET" && pathname === METRICS_PATH) return metricsResponse(request, client?.address, metricsToken);
-    // The dashboard's pages and assets (src/dashboard); everything else, `/v1/…` included, is the API's.
-    return dashboardResponse(request.method, pathname, dashboard) ?? app.handle(request);
+    // The approval link's page; the dashboard's pages and assets (src/dashboard); everything else, `/v1/…`
+    // included, is the API's.
+    return (await approvalLinkResponse(services, request, pathname)) ?? dashboardResponse(request.method, pathname, dashboard) ?? app.handle(request);
   };
   return {
     handle: (request, client) =>

@@ -293,6 +293,45 @@ export const ApprovalRecord = T.Composite([
   }),
 ]);
 
+const DecidedBy = T.Union([T.Object({ userId: Nullable(T.String()), email: Nullable(T.String()) }), T.Object({ kind: T.Literal("link") })]);
+export const DecisionResult = T.Object({
+  success: T.Literal(true),
+  rememberedUntil: T.Optional(Nullable(T.String({ format: "date-time", description: "with `remember`: the end of the remembered approval (null when the approval names no rule)" }))),
+});
+export const RememberedApproval = T.Object(
+  { id: Uuid, agentId: Uuid, ruleId: T.String({ description: "the rule's logicalId" }), ruleName: T.String(), expiresAt: Timestamp, createdBy: DecidedBy },
+  { $id: "RememberedApproval" },
+);
+
+const NotificationEvent = Enum("approval.requested", "approval.decided", "budget.threshold");
+export const NotificationChannel = T.Object(
+  { id: Uuid, kind: Enum("webhook", "slack", "ntfy"), url: T.String(), events: T.Array(NotificationEvent), enabled: T.Boolean(), createdAt: Timestamp },
+  { $id: "NotificationChannel" },
+);
+export const NotificationChannelCreated = T.Composite([
+  NotificationChannel,
+  T.Object({ signingSecret: T.Optional(T.String({ pattern: "^whsec_[0-9a-f]{64}$", description: "webhook channels only; shown once" })) }),
+]);
+export const ChannelTestResult = T.Object({ delivered: T.Boolean(), status: Nullable(T.Integer()), error: Nullable(T.String()) });
+export const DeliveryPage = T.Object(
+  {
+    data: T.Array(
+      T.Object({
+        id: Uuid,
+        channelId: Uuid,
+        event: NotificationEvent,
+        status: Enum("delivered", "retrying", "failed"),
+        attempts: T.Integer(),
+        lastStatus: Nullable(T.Integer()),
+        lastError: Nullable(T.String()),
+        createdAt: Timestamp,
+      }),
+    ),
+    nextCursor: Nullable(T.String()),
+  },
+  { $id: "DeliveryPage" },
+);
+
 const ConnectionStatus = Enum("connected", "expired", "error", "revoked");
 export const Connection = T.Object(
   {
@@ -412,6 +451,7 @@ export const EffectivePermissionsQuery = T.Object({
   connectionId: q("project variant only: evaluate for this connection"),
 });
 export const PendingQuery = T.Object({ exclude: q("comma-separated approval ids to skip") });
+export const DeliveriesQuery = T.Object({ channelId: q("only this channel's deliveries"), limit: q("1-500, default 100"), cursor: q("nextCursor of the previous page") });
 export const AuthorizeQuery = T.Object({
   connectionId: q("reconnect this connection instead of creating one"),
   agent_name: q("agent identifier to grant the new connection to", { maxLength: 128 }),

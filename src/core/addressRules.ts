@@ -135,6 +135,10 @@ export function isLocalAddress(address: Address): boolean {
   return LOCAL.some((c) => inCidr(address, c));
 }
 
+export function isLoopback(address: Address): boolean {
+  return inCidr(address, INTERNAL[0]!) || inCidr(address, INTERNAL[5]!);
+}
+
 export function isLoopbackOrUnspecified(address: Address): boolean {
   return inCidr(address, INTERNAL[0]!) || inCidr(address, INTERNAL[5]!) || inCidr(address, ALWAYS[1]!) || inCidr(address, ALWAYS[5]!);
 }

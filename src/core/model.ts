@@ -59,3 +59,10 @@ export interface ApprovalSummary {
 export type ConnectionStatus = "connected" | "expired" | "error" | "revoked";
 export type ConnectionAccess = "full" | "custom";
 export type BudgetPeriod = "monthly" | "total";
+
+/** Notification channels (docs/policy.md#notifications). */
+export type ChannelKind = "webhook" | "slack" | "ntfy";
+export const CHANNEL_KINDS: readonly ChannelKind[] = ["webhook", "slack", "ntfy"];
+export type NotificationEvent = "approval.requested" | "approval.decided" | "budget.threshold";
+export const NOTIFICATION_EVENTS: readonly NotificationEvent[] = ["approval.requested", "approval.decided", "budget.threshold"];
+export type DeliveryStatus = "delivered" | "retrying" | "failed";

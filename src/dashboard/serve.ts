@@ -16,7 +16,7 @@ export const CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /** Headers every dashboard answer shares. `no-referrer`: claim and connect links carry tokens in their query. */
-const SECURITY_HEADERS = {
+export const SECURITY_HEADERS = {
   "content-security-policy": CONTENT_SECURITY_POLICY,
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
@@ -26,7 +26,12 @@ const SECURITY_HEADERS = {
 /** Paths answered with the shell; the browser-side router decides what each shows. */
 const PAGE_PATHS = [/^\/$/, /^\/(sign-in|sign-up|accept-invite|claim)$/, /^\/app-connect\/[^/]+$/, /^\/p\/[^/]+(\/.*)?$/, /^\/partner(\/.*)?$/];
 
-const escapeAttr = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** Text made safe for HTML content and attribute values. */
+export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The dashboard's stylesheet and icon, for pages the server renders itself (the approval link's). */
+export const STYLESHEET_HREF = `${STYLE_PATH}?v=${version(STYLE)}`;
+export const ICON_HREF = `${ICON_PATH}?v=${version(ICON)}`;
 
 function shell(publicUrl: string, mode: string): string {
   // The public URL lets the page warn when it is opened on another origin, where the API's cross-site
@@ -34,7 +39,7 @@ function shell(publicUrl: string, mode: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>credgate</title>
-<meta name="credgate-public-url" content="${escapeAttr(publicUrl)}"><meta name="credgate-mode" content="${escapeAttr(mode)}">
+<meta name="credgate-public-url" content="${escapeHtml(publicUrl)}"><meta name="credgate-mode" content="${escapeHtml(mode)}">
 <link rel="icon" href="${ICON_PATH}?v=${version(ICON)}" type="image/svg+xml">
 <link rel="stylesheet" href="${STYLE_PATH}?v=${version(STYLE)}">
 <script type="module" src="${SCRIPT_PATH}?v=${version(SCRIPT)}"></script>

@@ -17,6 +17,10 @@ export type ChangeEvent =
   | { kind: "budget"; organizationId: string }
   /** An approval was created or left `pending`. */
   | { kind: "approval"; id: string; projectId: string; organizationId: string }
+  /** Notification deliveries were queued: the sending process looks for work (docs/policy.md#notifications). */
+  | { kind: "delivery" }
+  /** A remembered approval was made (`expiresAt`) or ended (`expiresAt: null`) (docs/policy.md#remembered-approvals). */
+  | { kind: "remembered"; agentId: string; ruleId: string; expiresAt: string | null }
   /** Events may have been missed (a transport reconnected): drop every cached view. */
   | { kind: "reload" };
 

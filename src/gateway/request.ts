@@ -171,6 +171,6 @@ export class ProxyRequest {
 
   /** Whether the request went (or goes) upstream. */
   get forwarded(): boolean {
-    return this.decision === "allowed" || this.decision === "approval_approved";
+    return this.decision === "allowed" || this.decision === "approval_approved" || this.decision === "approved_by_memory";
   }
 }

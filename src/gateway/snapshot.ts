@@ -20,6 +20,7 @@ import { agentRules, compileAgentRules, targetResolver } from "../services/agent
 import type { ConnectionCredential } from "../services/connections.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { log } from "../observability/log.ts";
+import { RememberedApprovals } from "./rememberedApprovals.ts";
 
 export interface AgentEntry {
   id: string;
@@ -103,18 +104,23 @@ export class GatewaySnapshot {
   /** Bumped by every credentials-affecting event: a build that started before it is not kept. */
   #generation = 0;
 
-  private constructor(private readonly services: Services) {}
+  private constructor(
+    private readonly services: Services,
+    /** Which agents may pass which rule's approval hold (docs/policy.md#remembered-approvals). */
+    readonly remembered: RememberedApprovals,
+  ) {}
 
   /** The snapshot with every agent loaded, following the change events from then on. */
   static async create(services: Services): Promise<GatewaySnapshot> {
-    const snapshot = new GatewaySnapshot(services);
+    const snapshot = new GatewaySnapshot(services, await RememberedApprovals.create(services));
     await snapshot.#load(null);
     services.deps.events.on((event) => snapshot.#onEvent(event));
     return snapshot;
   }
 
   #onEvent(event: ChangeEvent): void {
-    if (event.kind === "approval") return;
+    // Not about credentials (remembered approvals are kept by `remembered`, beside them).
+    if (event.kind === "approval" || event.kind === "delivery" || event.kind === "remembered") return;
     if (event.kind === "agent" || event.kind === "reload") {
       // What the change may have invalidated stops working now (a regenerated token gets 407 from the next
       // request on); the rest of the index is read again from the store.

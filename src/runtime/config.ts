@@ -49,6 +49,8 @@ export interface Config {
   egressDeny: Cidr[];
   /** Hosts that may receive credentials over plain HTTP (CREDGATE_PLAINTEXT_HOSTS, docs/guards.md#cleartext-rule). */
   plaintextHosts: string[];
+  /** CREDGATE_TEST_NOW_OFFSET_SECONDS: shifts the clock of expiries (runtime/clock.ts); tests only, never in cloud mode. */
+  testNowOffsetSeconds: number;
 }
 
 /**
@@ -210,6 +212,11 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     if (masterKey === null) throw new ConfigError("CREDGATE_MASTER_KEY is required with CREDGATE_DATABASE_URL (every instance must use the same key)");
   }
 
+  const offsetRaw = nonEmpty(env.CREDGATE_TEST_NOW_OFFSET_SECONDS);
+  const testNowOffsetSeconds = offsetRaw === null ? 0 : Number(offsetRaw);
+  if (!/^-?\d+$/.test(offsetRaw ?? "0")) throw new ConfigError(`CREDGATE_TEST_NOW_OFFSET_SECONDS must be a whole number of seconds, got "${offsetRaw}"`);
+  if (testNowOffsetSeconds !== 0 && modeRaw === "cloud") throw new ConfigError("CREDGATE_TEST_NOW_OFFSET_SECONDS is for tests and is refused in cloud mode");
+
   return {
     mode: modeRaw,
     dataDir: resolvePath(flags.dataDir ?? nonEmpty(env.CREDGATE_DATA_DIR) ?? "./credgate-data"),
@@ -242,5 +249,6 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     egressAllow: parseCidrList("CREDGATE_EGRESS_ALLOW", env.CREDGATE_EGRESS_ALLOW),
     egressDeny: parseCidrList("CREDGATE_EGRESS_DENY", env.CREDGATE_EGRESS_DENY),
     plaintextHosts: (env.CREDGATE_PLAINTEXT_HOSTS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    testNowOffsetSeconds,
   };
 }

@@ -2,15 +2,24 @@
 // hold waits in the process that holds it, for a status change made by any process or instance. Status moves
 // only out of `pending`, by compare-and-swap, so a decision, the timeout, a disconnect and a shutdown can race
 // safely: the first one wins, and every holder reads the winner back from the store.
+// Every held request also gets an approval link (docs/policy.md#approval-links): one random token per approval,
+// stored as its SHA-256 only, that lets whoever holds it decide without another credential while it is pending.
+// People hear of it through notifications (docs/policy.md#notifications), raised here without waiting for them.
+import { timingSafeEqual } from "node:crypto";
 import { and, asc, eq, gt, inArray, isNull, lt, ne, notInArray, or, type SQL } from "drizzle-orm";
 import { ApiError } from "../core/errors.ts";
-import { newId, nowIso } from "../core/ids.ts";
+import { newId, nowIso, randomHex } from "../core/ids.ts";
 import type { ApprovalStatus, ApprovalSummary } from "../core/model.ts";
+import { tokenHash } from "../crypto/hash.ts";
 import { log } from "../observability/log.ts";
 import { metrics } from "../observability/metrics.ts";
+import { clockIso, clockNow } from "../runtime/clock.ts";
 import type { ApprovalRow } from "../store/rows.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import type { ServiceDeps } from "./deps.ts";
+import type { NotificationService } from "./notifications/index.ts";
+import type { DecidedBy } from "./notifications/events.ts";
+import type { RememberedApprovalService } from "./rememberedApprovals.ts";
 
 export type { ApprovalRow };
 export type Outcome = Exclude<ApprovalStatus, "pending">;
@@ -26,7 +35,11 @@ export interface NewApproval {
   headers: Record<string, string>;
   bodyPreview: string | null;
   summary: ApprovalSummary | null;
+  /** The rule whose verdict held the request (remembered approvals are per rule). */
+  rule?: { logicalId: string; name: string } | null;
 }
+
+export type Decision = "approve" | "deny";
 
 export interface PendingScope {
   organizationId: string;
@@ -35,6 +48,12 @@ export interface PendingScope {
 }
 
 const notFoundBody = () => new ApiError(404, "approval_not_found", "flat");
+const expiredBody = () => new ApiError(410, "approval_expired", "flat");
+const linkNotFound = () => ApiError.envelope(404, "Approval not found");
+const linkGone = () => ApiError.envelope(410, "Approval is no longer pending");
+
+/** What an approval link's page shows: the request while it is pending, or why not. */
+export type LinkState = { state: "pending"; row: ApprovalRow } | { state: "gone" } | { state: "not_found" };
 
 /** Held requests re-read their status this often, in case a change event from another instance was lost. */
 const RECHECK_MS = 1500;
@@ -50,7 +69,11 @@ export class ApprovalService {
   /** Since when this process has reached the store without a failure (null: it just failed). */
   #healthySince: number | null = null;
 
-  constructor(private readonly deps: ServiceDeps) {
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly notifications: NotificationService,
+    private readonly remembered: RememberedApprovalService,
+  ) {
     deps.events.on((event) => this.#onEvent(event));
   }
 
@@ -83,6 +106,7 @@ export class ApprovalService {
       setInterval(() => void this.#heartbeat().catch(() => (this.#healthySince = null)), HEARTBEAT_MS),
       setInterval(() => void this.#sweep().catch(() => {}), ORPHAN_AFTER_MS / 2),
       setInterval(() => void this.#recheckHeld().catch(() => {}), RECHECK_MS),
+      setInterval(() => void this.remembered.purge().catch(() => {}), ORPHAN_AFTER_MS * 10),
     );
   }
 
@@ -161,7 +185,8 @@ export class ApprovalService {
    * decision (on any instance), the timeout, `settle(…, "cancelled")` (agent gone) or `releaseAll` (shutdown).
    */
   async hold(input: NewApproval): Promise<{ row: ApprovalRow; outcome: Promise<Outcome> }> {
-    const now = Date.now();
+    const now = clockNow();
+    const token = randomHex(32);
     const row: ApprovalRow = {
       id: newId(),
       organizationId: input.organizationId,
@@ -183,6 +208,9 @@ export class ApprovalService {
       decidedByUserId: null,
       decidedByEmail: null,
       instanceId: this.deps.instanceId,
+      linkTokenHash: tokenHash(token),
+      ruleId: input.rule?.logicalId ?? null,
+      ruleName: input.rule?.name ?? null,
     };
     await this.db.insert(this.t.approvals).values(row);
     const outcome = new Promise<Outcome>((resolve) => {
@@ -196,7 +224,25 @@ export class ApprovalService {
       metrics.heldApprovals.inc();
     });
     this.deps.events.emit({ kind: "approval", id: row.id, projectId: row.projectId, organizationId: row.organizationId });
+    // Not awaited: a slow store or channel must not delay the hold (notify never rejects).
+    void this.notifications.notify({ organizationId: row.organizationId, projectId: row.projectId }, "approval.requested", {
+      approvalId: row.id,
+      projectId: row.projectId,
+      agent: { id: row.agentId, name: row.agentName },
+      method: row.method,
+      host: row.host,
+      path: pathOnly(row.path),
+      summary: row.summary,
+      expiresAt: row.expiresAt,
+      approveUrl: this.#linkUrl(row.id, token, "approve"),
+      denyUrl: this.#linkUrl(row.id, token, "deny"),
+    });
     return { row, outcome };
+  }
+
+  /** `<CREDGATE_PUBLIC_URL>/approve/<id>?t=<token>`, with `&d=deny` for the deny link. */
+  #linkUrl(id: string, token: string, decision: Decision): string {
+    return `${this.deps.config.publicUrl}/approve/${id}?t=${token}${decision === "deny" ? "&d=deny" : ""}`;
   }
 
   #resolve(id: string, outcome: Outcome): void {
@@ -208,20 +254,32 @@ export class ApprovalService {
    * the outcome: at once in this process, through the change event elsewhere.
    */
   async settle(id: string, status: Outcome, by?: { userId: string | null; email: string | null }): Promise<boolean> {
+    const changed = await this.#markSettled(id, status, by);
+    if (changed) {
+      this.deps.events.emit({ kind: "approval", ...changed });
+      this.#settled(id, status);
+      return true;
+    }
+    // Someone else settled it first: a holder here follows the stored outcome.
+    if (this.#holders.has(id)) await this.#followStored([id]);
+    return false;
+  }
+
+  /** The compare-and-swap out of `pending`: what changed, or null when it was no longer pending. */
+  async #markSettled(id: string, status: Outcome, by?: { userId: string | null; email: string | null }): Promise<{ id: string; projectId: string; organizationId: string } | null> {
     const { approvals } = this.t;
     const [changed] = await this.db
       .update(approvals)
       .set({ status, decidedAt: nowIso(), decidedByUserId: by?.userId ?? null, decidedByEmail: by?.email ?? null })
       .where(and(eq(approvals.id, id), eq(approvals.status, "pending")))
       .returning({ id: approvals.id, projectId: approvals.projectId, organizationId: approvals.organizationId });
-    if (changed) {
-      this.#resolve(id, status);
-      this.deps.events.emit({ kind: "approval", ...changed });
-      return true;
-    }
-    // Someone else settled it first: a holder here follows the stored outcome.
-    if (this.#holders.has(id)) await this.#followStored([id]);
-    return false;
+    return changed ?? null;
+  }
+
+  /** After a settle committed: the holder here goes on, and the request's notifications stop. */
+  #settled(id: string, status: Outcome): void {
+    this.#resolve(id, status);
+    void this.notifications.endApproval(id).catch((err: Error) => log.warn("approval deliveries not stopped", { error: err.message }));
   }
 
   /** Resolves the holders of `ids` whose approvals are no longer pending in the store. */
@@ -251,19 +309,68 @@ export class ApprovalService {
     return row;
   }
 
-  async decide(scope: PendingScope, id: string, decision: "approve" | "deny", by: { userId: string | null; email: string | null }): Promise<void> {
-    const row = await this.get(scope, id);
-    if (row.status !== "pending") throw new ApiError(410, "approval_expired", "flat");
-    if (Date.parse(row.expiresAt) <= Date.now()) {
-      await this.settle(id, "expired");
-      throw new ApiError(410, "approval_expired", "flat");
+  /** A reviewer's decision (`POST /approvals/{id}/decision`); the end of the remembered approval it made, or null. */
+  async decide(scope: PendingScope, id: string, decision: Decision, by: { userId: string | null; email: string | null }, rememberMinutes?: number): Promise<string | null> {
+    return this.#decide(await this.get(scope, id), decision, by, rememberMinutes, expiredBody);
+  }
+
+  /** A decision through the approval link (`POST /approvals/{id}/link-decision`): the token is the only credential. */
+  async decideByLink(id: string, token: string, decision: Decision, rememberMinutes?: number): Promise<string | null> {
+    const link = await this.linkState(id, token);
+    if (link.state === "not_found") throw linkNotFound();
+    if (link.state === "gone") throw linkGone();
+    return this.#decide(link.row, decision, { kind: "link" }, rememberMinutes, linkGone);
+  }
+
+  /** What the approval link `id` + `token` opens; the token is compared in constant time (as its hash). */
+  async linkState(id: string, token: string): Promise<LinkState> {
+    const [row] = await this.db.select().from(this.t.approvals).where(eq(this.t.approvals.id, id)).limit(1);
+    if (!row?.linkTokenHash || !timingSafeEqual(Buffer.from(tokenHash(token), "hex"), Buffer.from(row.linkTokenHash, "hex"))) return { state: "not_found" };
+    return row.status === "pending" && Date.parse(row.expiresAt) > clockNow() ? { state: "pending", row } : { state: "gone" };
+  }
+
+  async #decide(row: ApprovalRow, decision: Decision, by: DecidedBy, rememberMinutes: number | undefined, gone: () => ApiError): Promise<string | null> {
+    if (row.status !== "pending") throw gone();
+    if (Date.parse(row.expiresAt) <= clockNow()) {
+      await this.settle(row.id, "expired");
+      throw gone();
     }
-    if (!(await this.settle(id, decision === "approve" ? "approved" : "denied", by))) throw new ApiError(410, "approval_expired", "flat");
+    const status = decision === "approve" ? "approved" : "denied";
+    const person = "kind" in by ? undefined : by;
+    // The remembered approval is in place, and announced before the decision (events go out in order at commit),
+    // so the agent's next request, whichever process or instance takes it, already finds it.
+    const outcome = await this.deps.store.transaction(async () => {
+      const changed = await this.#markSettled(row.id, status, person);
+      if (!changed) return null;
+      const remember = decision === "approve" && rememberMinutes !== undefined && row.ruleId !== null && row.ruleName !== null;
+      const until = remember
+        ? await this.remembered.remember({ organizationId: row.organizationId, projectId: row.projectId, agentId: row.agentId, ruleId: row.ruleId!, ruleName: row.ruleName!, minutes: rememberMinutes!, by })
+        : null;
+      this.deps.events.emit({ kind: "approval", ...changed });
+      return { until };
+    });
+    if (!outcome) {
+      if (this.#holders.has(row.id)) await this.#followStored([row.id]);
+      throw gone();
+    }
+    this.#settled(row.id, status);
+    void this.notifications.notify({ organizationId: row.organizationId, projectId: row.projectId }, "approval.decided", {
+      approvalId: row.id,
+      decision,
+      decidedBy: by,
+      rememberedUntil: outcome.until,
+      projectId: row.projectId,
+      agent: { id: row.agentId, name: row.agentName },
+      method: row.method,
+      host: row.host,
+      path: pathOnly(row.path),
+    });
+    return outcome.until;
   }
 
   pending(scope: PendingScope, exclude: string[]): Promise<ApprovalRow[]> {
     const { approvals } = this.t;
-    const where: SQL[] = [eq(approvals.status, "pending"), eq(approvals.organizationId, scope.organizationId), gt(approvals.expiresAt, nowIso())];
+    const where: SQL[] = [eq(approvals.status, "pending"), eq(approvals.organizationId, scope.organizationId), gt(approvals.expiresAt, clockIso())];
     if (scope.projectId !== undefined) where.push(eq(approvals.projectId, scope.projectId));
     if (exclude.length > 0) where.push(notInArray(approvals.id, exclude));
     return this.db.select().from(approvals).where(and(...where)).orderBy(asc(approvals.createdAt), asc(approvals.id));
@@ -314,4 +421,10 @@ export class ApprovalService {
     }
     for (const id of ids) this.#resolve(id, "cancelled");
   }
+}
+
+/** The path of an approval (which keeps the query: docs/policy.md#approvals) without it, as notifications show it. */
+function pathOnly(path: string): string {
+  const q = path.indexOf("?");
+  return q < 0 ? path : path.slice(0, q);
 }

@@ -27,6 +27,8 @@ import { RateLimitService } from "./rateLimits.ts";
 import { BudgetService } from "./budgets.ts";
 import { loadPriceTable } from "./pricing.ts";
 import type { PriceTable } from "../core/pricing.ts";
+import { NotificationService, type EgressCheck } from "./notifications/index.ts";
+import { RememberedApprovalService } from "./rememberedApprovals.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -44,6 +46,9 @@ export interface Services {
   apps: AppCatalogService;
   policy: PolicyService;
   approvals: ApprovalService;
+  rememberedApprovals: RememberedApprovalService;
+  /** Channels, deliveries and `notify(scope, event, data)` (docs/policy.md#notifications). */
+  notifications: NotificationService;
   requestLogs: RequestLogService;
   outbound: Outbound;
   migration: MigrationService;
@@ -59,7 +64,13 @@ export interface Services {
   prices: PriceTable;
 }
 
-export function createServices(deps: ServiceDeps): Services {
+/** What the composition root hands in from outside the services. */
+export interface ServiceParts {
+  /** The egress guard notifications are sent through (src/gateway/egressGuard.ts). */
+  egress: (outbound: Outbound) => EgressCheck;
+}
+
+export function createServices(deps: ServiceDeps, parts: ServiceParts): Services {
   const agents = new AgentService(deps);
   const secrets = new SecretService(deps);
   const policy = new PolicyService(deps);
@@ -86,6 +97,8 @@ export function createServices(deps: ServiceDeps): Services {
   const requestLogs = new RequestLogService(deps, agents);
   const projects = new ProjectService(deps, orgs, agents, apiKeys, requestLogs);
   const claims = new ClaimService(deps, orgs);
+  const notifications = new NotificationService(deps, outbound, parts.egress(outbound));
+  const rememberedApprovals = new RememberedApprovalService(deps);
   return {
     deps,
     orgs,
@@ -101,7 +114,9 @@ export function createServices(deps: ServiceDeps): Services {
     oauth: new OAuthService(deps, appConfigs, connections, agents, orgs, grants, outbound),
     apps: new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets }),
     policy,
-    approvals: new ApprovalService(deps),
+    approvals: new ApprovalService(deps, notifications, rememberedApprovals),
+    rememberedApprovals,
+    notifications,
     requestLogs,
     outbound,
     migration: new MigrationService(deps, secrets, agents, policy, outbound),

@@ -16,6 +16,8 @@ export interface DialTarget {
   host: string;
 }
 
+const defaultPort = (url: URL) => Number(url.port) || (url.protocol === "https:" ? 443 : 80);
+
 export class Outbound {
   readonly #resolve: Map<string, string>;
   readonly #connectTo: Map<string, { host: string; port: number }>;
@@ -64,8 +66,15 @@ export class Outbound {
    */
   fetch(input: string | URL, init: BunFetchRequestInit = {}): Promise<Response> {
     const url = typeof input === "string" ? new URL(input) : input;
-    const port = Number(url.port) || (url.protocol === "https:" ? 443 : 80);
-    const target = this.dialTarget(url.hostname, port);
+    return this.fetchAt(url, this.dialTarget(url.hostname, defaultPort(url)), init);
+  }
+
+  /**
+   * fetch() that dials exactly `target` (e.g. the address an egress guard checked, so a second lookup cannot
+   * swap it), keeping the URL's Host header and TLS server name.
+   */
+  fetchAt(url: URL, target: DialTarget, init: BunFetchRequestInit = {}): Promise<Response> {
+    const port = defaultPort(url);
     if (target.address === target.host && target.port === port) return this.#session.fetch(url, init);
     const pinned = new URL(url);
     pinned.hostname = net.isIPv6(target.address) ? `[${target.address}]` : target.address;

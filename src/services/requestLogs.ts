@@ -24,6 +24,7 @@ export const LOG_DECISIONS = [
   "approval_denied",
   "approval_expired",
   "approval_cancelled",
+  "approved_by_memory",
   "budget_exceeded",
   "claim_required",
   "error",

@@ -17,3 +17,6 @@ export type ConnectionRow = Row<"appConnections">;
 export type ConnectionGrantRow = Row<"agentConnectionGrants">;
 export type AppConfigRow = Row<"appConfigs">;
 export type BlocklistRow = Row<"blocklistRules">;
+export type NotificationChannelRow = Row<"notificationChannels">;
+export type NotificationDeliveryRow = Row<"notificationDeliveries">;
+export type RememberedApprovalRow = Row<"rememberedApprovals">;

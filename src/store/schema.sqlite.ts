@@ -11,10 +11,13 @@ import type {
   ApiKeyKind,
   ApprovalStatus,
   ApprovalSummary,
+  ChannelKind,
   ConnectionAccess,
   ConnectionStatus,
+  DeliveryStatus,
   InjectionConfig,
   MembershipStatus,
+  NotificationEvent,
   PolicyScope,
   RateWindow,
   Role,
@@ -302,6 +305,11 @@ export const approvals = sqliteTable(
     decidedByEmail: text("decided_by_email"),
     /** The process whose gateway holds the request (see `instances`); null in rows from before 0004. */
     instanceId: text("instance_id"),
+    /** SHA-256 of the approval link's token (docs/policy.md#approval-links); the token itself is never stored. */
+    linkTokenHash: text("link_token_hash"),
+    /** The rule that held the request (its logicalId and name), for remembered approvals; null in older rows. */
+    ruleId: text("rule_id"),
+    ruleName: text("rule_name"),
   },
   (t) => [index("approvals_pending").on(t.status, t.organizationId, t.projectId, t.createdAt)],
 );
@@ -544,4 +552,99 @@ export const loginFailures = sqliteTable(
     failedAt: text("failed_at").notNull(),
   },
   (t) => [index("login_failures_subject").on(t.subject, t.failedAt)],
+);
+
+/**
+ * Notification channels (docs/policy.md#notifications): where a project's (or, with no project, an
+ * organization's) events are sent. The URL is sealed (a Slack or ntfy URL is itself a credential), and so is a
+ * webhook's signing secret.
+ */
+export const notificationChannels = sqliteTable(
+  "notification_channels",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    /** Null for an organization's channel. */
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    kind: text("kind").$type<ChannelKind>().notNull(),
+    urlSealed: text("url_sealed").notNull(),
+    events: text("events", { mode: "json" }).$type<NotificationEvent[]>().notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull(),
+    signingSecretSealed: text("signing_secret_sealed"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("notification_channels_owner").on(t.organizationId, t.projectId)],
+);
+
+/**
+ * One delivery of one event to one channel, written once (unique per event and channel) by the process that
+ * raised the event, and sent by whichever process claims it first (a lease set by compare-and-swap), so an
+ * event reaches each channel once however many processes and instances share the store. The payload is sealed:
+ * an approval's links carry its token.
+ */
+export const notificationDeliveries = sqliteTable(
+  "notification_deliveries",
+  {
+    id: text("id").primaryKey(),
+    eventId: text("event_id").notNull(),
+    channelId: text("channel_id")
+      .notNull()
+      .references(() => notificationChannels.id, { onDelete: "cascade" }),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    /** The channel's project (null for an organization's channel). */
+    projectId: text("project_id"),
+    event: text("event").$type<NotificationEvent>().notNull(),
+    /** For `approval.requested`: the approval whose end stops the retries. */
+    approvalId: text("approval_id"),
+    payloadSealed: text("payload_sealed").notNull(),
+    status: text("status").$type<DeliveryStatus>().notNull(),
+    attempts: integer("attempts").notNull(),
+    lastStatus: integer("last_status"),
+    lastError: text("last_error"),
+    nextAttemptAt: text("next_attempt_at").notNull(),
+    /** Set while a process sends it; another may take it over once this has passed. */
+    leaseUntil: text("lease_until"),
+    leasedBy: text("leased_by"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("notification_deliveries_event_channel").on(t.eventId, t.channelId),
+    index("notification_deliveries_due").on(t.status, t.nextAttemptAt),
+    index("notification_deliveries_owner").on(t.organizationId, t.projectId, t.createdAt),
+    index("notification_deliveries_approval").on(t.approvalId),
+  ],
+);
+
+/**
+ * Remembered approvals (docs/policy.md#remembered-approvals): until `expiresAt`, requests of this agent that
+ * this rule (its logicalId) would hold pass without a hold. One row per agent and rule; a new one replaces it.
+ */
+export const rememberedApprovals = sqliteTable(
+  "remembered_approvals",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    ruleId: text("rule_id").notNull(),
+    ruleName: text("rule_name").notNull(),
+    expiresAt: text("expires_at").notNull(),
+    /** `user` (createdByUserId/createdByEmail) or `link` (an approval link). */
+    createdVia: text("created_via").$type<"user" | "link">().notNull(),
+    createdByUserId: text("created_by_user_id"),
+    createdByEmail: text("created_by_email"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("remembered_approvals_agent_rule").on(t.agentId, t.ruleId), index("remembered_approvals_owner").on(t.organizationId, t.projectId)],
 );

@@ -10,6 +10,7 @@ const TYPE_BY_STATUS: Record<number, string> = {
   403: "authentication_error",
   404: "not_found_error",
   409: "invalid_request_error",
+  410: "invalid_request_error",
   413: "invalid_request_error",
   422: "validation_error",
   429: "rate_limit_error",

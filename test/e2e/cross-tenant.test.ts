@@ -35,6 +35,9 @@ interface Tenant {
   ruleId: string;
   connectionId: string;
   approvalId: string;
+  channelId: string;
+  signingSecret: string;
+  rememberedId: string;
   memberUserId: string;
   partnerKey: string;
   partnerOrgId: string;
@@ -69,6 +72,15 @@ async function makeTenant(label: string): Promise<Tenant> {
   // A held request, so that there is an approval to aim at.
   void curlThroughGateway(cg, `https://${HOST}:${up.port}/held/${tag}`, { caFile, agentToken, maxTime: 60 }).catch(() => {});
   const approval = await eventually(async () => ((await p("GET", "/v1/approvals/pending")).body?.requests ?? []).find((r: any) => r.path === `/held/${tag}`) ?? null, 15_000, 50);
+  // A notification channel (its URL and signing secret are the tenant's) and a remembered approval.
+  const channel = await p("POST", "/v1/notifications/channels", { kind: "webhook", url: `https://hooks-${tag}.example.test/credgate` });
+  expect(channel.status).toBe(201);
+  expect((await o("POST", "/v1/org/notifications/channels", { kind: "ntfy", url: `https://ntfy-${tag}.example.test/topic` })).status).toBe(201);
+  const remembering = curlThroughGateway(cg, `https://${HOST}:${up.port}/held/${tag}-remembered`, { caFile, agentToken, maxTime: 60 });
+  const toRemember = await eventually(async () => ((await p("GET", "/v1/approvals/pending")).body?.requests ?? []).find((r: any) => r.path === `/held/${tag}-remembered`) ?? null, 15_000, 50);
+  expect((await p("POST", `/v1/approvals/${toRemember.id}/decision`, { decision: "approve", remember: { minutes: 60 } })).status).toBe(200);
+  expect((await remembering).status).toBe(200);
+  const remembered = (await p("GET", "/v1/approvals/remembered")).body[0];
 
   const partner = await runCli(["partner", "create", "--name", `Partner ${tag}`, "--owner-email", `partner-${tag}@example.test`, "--data-dir", cg.dataDir, "--json"], { ...cg.env, CREDGATE_MODE: "cloud", CREDGATE_PUBLIC_URL: `http://localhost:${cg.apiPort}` });
   const partnerKey = JSON.parse(partner.stdout).partnerKey as string;
@@ -90,10 +102,13 @@ async function makeTenant(label: string): Promise<Tenant> {
     ruleId: rule.body.id,
     connectionId: connections[0].id,
     approvalId: approval.id,
+    channelId: channel.body.id,
+    signingSecret: channel.body.signingSecret,
+    rememberedId: remembered.id,
     memberUserId: provision.body.userId,
     partnerKey,
     partnerOrgId: partnerOrg.body.organizationId,
-    names: [`Person ${tag}`, `Agent ${tag}`, `agent-${tag}`, `Secret ${tag}`, `OrgSecret ${tag}`, `Rule ${tag}`, `PartnerOrg ${tag}`, secretValue, `re_${tag}`, `${tag}@example.test`],
+    names: [`Person ${tag}`, `Agent ${tag}`, `agent-${tag}`, `Secret ${tag}`, `OrgSecret ${tag}`, `Rule ${tag}`, `PartnerOrg ${tag}`, secretValue, `re_${tag}`, `${tag}@example.test`, `hooks-${tag}`, `ntfy-${tag}`],
   };
 }
 
@@ -136,6 +151,10 @@ function idFor(param: string, t: Tenant): string | null {
       return t.ruleId;
     case "orgId":
       return t.partnerOrgId;
+    case "channelId":
+      return t.channelId;
+    case "rememberedId":
+      return t.rememberedId;
     default:
       return null;
   }
@@ -155,6 +174,9 @@ const VALID_BODIES: Record<string, unknown> = {
   "PATCH /team/members/{userId}": { role: "admin" },
   "PATCH /partner/members/{userId}/role": { role: "admin" },
   "POST /approvals/{approvalId}/decision": { decision: "approve" },
+  "POST /approvals/{approvalId}/link-decision": { token: "0".repeat(64), decision: "approve" },
+  "PATCH /notifications/channels/{channelId}": { enabled: false },
+  "PATCH /org/notifications/channels/{channelId}": { enabled: false },
   "POST /partner/orgs/{orgId}/projects": { name: "Made by A" },
   "POST /partner/orgs/{orgId}/secrets/{secretId}/budget": { limitCents: 100 },
   "PUT /agents/{agentId}/connections": { connections: [] },
@@ -210,6 +232,8 @@ describe("cross-tenant isolation", () => {
     expect((await p("/v1/policy/rules")).body.map((r: any) => r.id)).toContain(b.ruleId);
     expect((await p("/v1/connections")).body.map((c: any) => c.id)).toEqual([b.connectionId]);
     expect((await p("/v1/approvals/pending")).body.requests.map((r: any) => r.id)).toContain(b.approvalId);
+    expect((await p("/v1/notifications/channels")).body).toEqual([expect.objectContaining({ id: b.channelId, enabled: true })]);
+    expect((await p("/v1/approvals/remembered")).body.map((r: any) => r.id)).toEqual([b.rememberedId]);
     expect((await cg.api("GET", "/v1/team/members", { key: b.orgKey })).body.map((m: any) => m.userId)).toContain(b.memberUserId);
     expect((await cg.api("GET", `/v1/partner/orgs/${b.partnerOrgId}`, { key: b.partnerKey })).body.status).toBe("unclaimed");
     const r = await curlThroughGateway(cg, `https://${HOST}:${up.port}/still-works`, { caFile, agentToken: b.agentToken });
@@ -219,7 +243,7 @@ describe("cross-tenant isolation", () => {
 
   test("lists and the X-Project-Id / X-Organization-Id headers never reach the other tenant", async () => {
     for (const [kind, call] of credentialsOf(a)) {
-      for (const path of ["/v1/agents", "/v1/secrets", "/v1/org/secrets", "/v1/policy/rules", "/v1/connections", "/v1/approvals/pending", "/v1/logs", "/v1/projects", "/v1/team/members", "/v1/partner/orgs", "/v1/partner/secrets", "/v1/auth/session"]) {
+      for (const path of ["/v1/agents", "/v1/secrets", "/v1/org/secrets", "/v1/policy/rules", "/v1/connections", "/v1/approvals/pending", "/v1/approvals/remembered", "/v1/notifications/channels", "/v1/org/notifications/channels", "/v1/notifications/deliveries", "/v1/logs", "/v1/projects", "/v1/team/members", "/v1/partner/orgs", "/v1/partner/secrets", "/v1/auth/session"]) {
         const res = await call("GET", path);
         for (const name of b.names) expect({ kind, path, leaked: res.text.includes(name) ? name : null }).toEqual({ kind, path, leaked: null });
       }
@@ -239,7 +263,7 @@ describe("cross-tenant isolation", () => {
   });
 
   test("no key, token, password or secret value in the database files or the process output", async () => {
-    const secrets = [a, b].flatMap((t) => [t.projectKey, t.orgKey, t.agentToken, t.partnerKey, t.secretValue, `org-${t.secretValue}`]);
+    const secrets = [a, b].flatMap((t) => [t.projectKey, t.orgKey, t.agentToken, t.partnerKey, t.secretValue, `org-${t.secretValue}`, t.signingSecret, t.signingSecret.slice(6)]);
     secrets.push("tenant password", "re_a-", "re_b-");
     const places: [string, Buffer][] = [["process output", Buffer.from(cg.output())]];
     if (!cg.env.CREDGATE_DATABASE_URL) {

@@ -13,7 +13,7 @@ import { getTableColumns, getTableName, is, sql, Table } from "drizzle-orm";
 import * as pgSchema from "../../src/store/schema.pg.ts";
 import * as sqliteSchema from "../../src/store/schema.sqlite.ts";
 import { curlThroughGateway } from "../support/curl.ts";
-import { gatewayCa, resolveEntries } from "../support/gateway.ts";
+import { gatewayCa, resolveEntries, until } from "../support/gateway.ts";
 import { oauthFlow } from "../support/oauthFlow.ts";
 import { startOAuthServer, type OAuthTestServer } from "../support/oauthServer.ts";
 import { freePort } from "../support/ports.ts";
@@ -105,6 +105,21 @@ beforeAll(async () => {
   expect((await cg.api("POST", "/v1/apps/resend/connect", { body: { fields: { apiKey: RESEND_KEY } } })).status).toBe(200);
   expect((await cg.api("GET", "/v1/user/api-key")).status).toBe(200);
   expect((await cg.api("POST", "/v1/team/provisions", { key: cg.keys.orgApiKey, body: {} })).status).toBe(201);
+  // A webhook channel (sealed URL and signing secret) and a delivery of a held request (sealed payload).
+  expect((await cg.api("POST", "/v1/notifications/channels", { body: { kind: "webhook", url: "https://hooks.rotate.test/credgate" } })).status).toBe(201);
+  expect((await cg.api("POST", "/v1/policy/rules", { body: { name: "ask", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HOST, pathPattern: "/held" }] } })).status).toBe(201);
+  expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
+  const held = curlThroughGateway(cg, `https://${HOST}:${up.port}/held`, { caFile, method: "POST", data: "{}" });
+  const approval = await until(async () => {
+    const pending = (await cg.api("GET", "/v1/approvals/pending")).body.requests[0];
+    if (!pending) throw new Error("not held yet");
+    return pending;
+  });
+  await until(async () => {
+    if ((await cg.api("GET", "/v1/notifications/deliveries")).body.data.length === 0) throw new Error("not queued yet");
+  });
+  expect((await cg.api("POST", `/v1/approvals/${approval.id}/decision`, { body: { decision: "deny" } })).status).toBe(200);
+  expect((await held).status).toBe(403);
 }, 60_000);
 
 afterAll(async () => {

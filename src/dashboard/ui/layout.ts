@@ -23,6 +23,7 @@ const NAV: [key: string, label: string, rest: string][] = [
   ["policy", "Policy", "/policy"],
   ["approvals", "Approvals", "/approvals"],
   ["logs", "Logs", "/logs"],
+  ["notifications", "Notifications", "/notifications"],
   ["organization", "Organization", "/org"],
 ];
 

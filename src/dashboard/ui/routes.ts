@@ -7,6 +7,7 @@ import { appsPage } from "./pages/apps.ts";
 import { approvalsPage } from "./pages/approvals.ts";
 import { claimPage } from "./pages/claim.ts";
 import { logsPage } from "./pages/logs.ts";
+import { notificationsPage, orgNotificationsPage } from "./pages/notifications.ts";
 import { organizationPage, orgPolicyPage, orgSecretsPage } from "./pages/organization.ts";
 import { overviewPage } from "./pages/overview.ts";
 import { policyPage } from "./pages/policy.ts";
@@ -39,9 +40,11 @@ export const ROUTES: RouteDef[] = [
   { path: "/p/:project/policy", title: "Policy", page: policyPage, nav: "policy" },
   { path: "/p/:project/approvals", title: "Approvals", page: approvalsPage, nav: "approvals" },
   { path: "/p/:project/logs", title: "Logs", page: logsPage, nav: "logs" },
+  { path: "/p/:project/notifications", title: "Notifications", page: notificationsPage, nav: "notifications" },
   { path: "/p/:project/org", title: "Organization", page: organizationPage, nav: "organization" },
   { path: "/p/:project/org/secrets", title: "Organization secrets", page: orgSecretsPage, nav: "organization" },
   { path: "/p/:project/org/policy", title: "Organization policy", page: orgPolicyPage, nav: "organization" },
+  { path: "/p/:project/org/notifications", title: "Organization notifications", page: orgNotificationsPage, nav: "organization" },
   { path: "/p/:project/org/team", title: "Team", page: teamPage, nav: "organization" },
   { path: "/p/:project/org/projects", title: "Projects", page: projectsPage, nav: "organization" },
   { path: "/partner", title: "Partner organizations", page: partnerOrgsPage, nav: "partner-orgs", area: "partner" },

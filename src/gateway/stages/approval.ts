@@ -22,7 +22,13 @@ function reviewerHeaders(agentHeaders: Headers): Record<string, string> {
 
 export function holdForApproval(rq: ProxyRequest, g: GatewayContext): Promise<Response | undefined> | undefined {
   // Synchronous when nothing is held: no promise on every request's path.
-  return rq.needsApproval ? hold(rq, g) : undefined;
+  if (!rq.needsApproval) return undefined;
+  // A person approved this agent under this rule for a while (docs/policy.md#remembered-approvals).
+  if (rq.matchedRule && g.snapshot.remembered.allows(rq.agent.id, rq.matchedRule.logicalId)) {
+    rq.decision = "approved_by_memory";
+    return undefined;
+  }
+  return hold(rq, g);
 }
 
 async function hold(rq: ProxyRequest, g: GatewayContext): Promise<Response | undefined> {
@@ -47,6 +53,7 @@ async function hold(rq: ProxyRequest, g: GatewayContext): Promise<Response | und
       headers: reviewerHeaders(rq.agentHeaders),
       bodyPreview: bodyText === null ? null : summaryPreview(summary, bodyText),
       summary,
+      rule: rq.matchedRule,
     });
   } catch (err) {
     log.error("approval store failed", { error: (err as Error).message });

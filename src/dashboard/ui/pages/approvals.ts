@@ -1,8 +1,10 @@
 // Approvals: requests held at the gateway appear here live. The page keeps one long-poll open
 // (GET /v1/approvals/pending, excluding what it already shows), so a new request shows up within moments
-// without a reload; Approve and Deny release or refuse it. History comes from the request logs.
+// without a reload; Approve and Deny release or refuse it, and "Approve for 15 min / 1 h" also lets the same
+// agent's later requests under the same rule through without asking until then (remembered approvals, listed
+// here with a revoke button: docs/policy.md#remembered-approvals). History comes from the request logs.
 import { queryString } from "../api.ts";
-import { badge, button, empty, errorText, formatTime, loading, notice, table } from "../components.ts";
+import { attempt, badge, button, confirmAction, empty, errorText, formatTime, loading, notice, table } from "../components.ts";
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
 
@@ -25,7 +27,18 @@ const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((r) => {
   signal.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
 });
 
-function card(a: Approval, decide: (a: Approval, decision: "approve" | "deny") => void): HTMLElement {
+interface Remembered {
+  id: string;
+  agentId: string;
+  ruleId: string;
+  ruleName: string;
+  expiresAt: string;
+  createdBy: { userId: string | null; email: string | null } | { kind: "link" };
+}
+
+type Decide = (a: Approval, decision: "approve" | "deny", rememberMinutes?: number) => void;
+
+function card(a: Approval, decide: Decide): HTMLElement {
   const what = `${a.method} ${a.host}${a.path}`;
   return h(
     "article",
@@ -39,6 +52,8 @@ function card(a: Approval, decide: (a: Approval, decision: "approve" | "deny") =
       "div",
       { class: "actions" },
       button("Approve", () => decide(a, "approve"), { kind: "primary", label: `Approve ${what}` }),
+      button("Approve for 15 min", () => decide(a, "approve", 15), { label: `Approve for 15 minutes: ${what} and later ones like it` }),
+      button("Approve for 1 h", () => decide(a, "approve", 60), { label: `Approve for 1 hour: ${what} and later ones like it` }),
       button("Deny", () => decide(a, "deny"), { kind: "danger", label: `Deny ${what}` }),
     ),
   );
@@ -66,12 +81,38 @@ async function history(ctx: PageCtx, where: HTMLElement): Promise<void> {
 const agentNames = new Map<string, string>();
 const agentName = (_ctx: PageCtx, id: string) => agentNames.get(id) ?? id;
 
+const creator = (by: Remembered["createdBy"]) => ("kind" in by ? "an approval link" : (by.email ?? "an API key"));
+
+async function remembered(ctx: PageCtx, where: HTMLElement, status: HTMLElement): Promise<void> {
+  const rows = await ctx.api.get<Remembered[]>("/approvals/remembered");
+  const revoke = async (r: Remembered) => {
+    if (!(await confirmAction("End this remembered approval?", `${agentName(ctx, r.agentId)}'s requests under “${r.ruleName}” wait for a person again from now on.`, "End it"))) return;
+    await attempt(status, async () => {
+      await ctx.api.send("DELETE", `/approvals/remembered/${r.id}`);
+      replace(status, notice("success", "Ended: those requests are held for approval again."));
+      await remembered(ctx, where, status);
+    });
+  };
+  replace(
+    where,
+    rows.length === 0
+      ? empty("None. “Approve for 15 min” or “Approve for 1 h” lets an agent's later requests under the same rule through without asking, until then.")
+      : table(
+          "Remembered approvals",
+          ["Agent", "Rule", "Until", "Approved by", "Actions"],
+          rows.map((r) => [agentName(ctx, r.agentId), r.ruleName, formatTime(r.expiresAt), creator(r.createdBy), button("End now", () => revoke(r), { kind: "danger", label: `End the remembered approval of ${agentName(ctx, r.agentId)} under ${r.ruleName}` })]),
+        ),
+  );
+}
+
 export const approvalsPage: PageFn = async (ctx) => {
   for (const a of await ctx.api.get<any[]>("/agents")) agentNames.set(a.id, a.name);
   const shown = new Map<string, Approval>();
   const list = h("div", { class: "approvals", "aria-live": "polite" }, loading("Waiting for requests…"));
   const status = h("div");
   const historyBox = h("div", null, loading());
+  const rememberedBox = h("div", null, loading());
+  const showRemembered = () => remembered(ctx, rememberedBox, status).catch((err) => replace(rememberedBox, notice("error", errorText(err))));
 
   const draw = () => {
     const now = Date.now();
@@ -79,11 +120,14 @@ export const approvalsPage: PageFn = async (ctx) => {
     replace(list, shown.size === 0 ? empty("No requests are waiting. When an agent's request needs approval it appears here at once.") : [...shown.values()].map((a) => card(a, decide)));
   };
 
-  const decide = async (a: Approval, decision: "approve" | "deny") => {
+  const decide: Decide = async (a, decision, rememberMinutes) => {
     replace(status);
     try {
-      await ctx.api.send("POST", `/approvals/${a.id}/decision`, { decision });
-      replace(status, notice("success", `${decision === "approve" ? "Approved" : "Denied"}: ${a.method} ${a.host}${a.path}`));
+      const remember = rememberMinutes === undefined ? {} : { remember: { minutes: rememberMinutes } };
+      const res = await ctx.api.send<{ rememberedUntil?: string | null }>("POST", `/approvals/${a.id}/decision`, { decision, ...remember });
+      const until = res.rememberedUntil ? ` Later requests like it pass without asking until ${formatTime(res.rememberedUntil)}.` : "";
+      replace(status, notice("success", `${decision === "approve" ? "Approved" : "Denied"}: ${a.method} ${a.host}${a.path}.${until}`));
+      if (res.rememberedUntil) void showRemembered();
     } catch (err) {
       const gone = (err as { status?: number }).status === 410 || (err as { status?: number }).status === 404;
       replace(status, notice("error", gone ? "This request was already decided or has expired." : errorText(err)));
@@ -119,11 +163,13 @@ export const approvalsPage: PageFn = async (ctx) => {
   draw();
   void poll();
   void history(ctx, historyBox);
+  void showRemembered();
   return [
     h("h1", { tabindex: "-1" }, "Approvals"),
     h("p", { class: "lead" }, "Requests held at the gateway by a rule that requires approval. The agent waits until you decide or the request expires."),
     status,
     h("section", { "aria-labelledby": "pending-h" }, h("h2", { id: "pending-h" }, "Pending"), list),
+    h("section", { "aria-labelledby": "remembered-h" }, h("h2", { id: "remembered-h" }, "Remembered approvals"), rememberedBox),
     h("section", { "aria-labelledby": "history-h" }, h("h2", { id: "history-h" }, "History"), historyBox),
   ];
 };

@@ -5,7 +5,7 @@ import { badge, button, empty, errorText, form, formatTime, notice, table } from
 import { h, replace } from "../h.ts";
 import type { PageFn } from "../types.ts";
 
-const DECISIONS = ["allowed", "blocked", "blocked_by_default_policy", "rate_limited", "approval_pending", "approval_approved", "approval_denied", "approval_expired", "approval_cancelled", "budget_exceeded", "claim_required", "error"];
+const DECISIONS = ["allowed", "blocked", "blocked_by_default_policy", "rate_limited", "approval_pending", "approval_approved", "approval_denied", "approval_expired", "approval_cancelled", "approved_by_memory", "budget_exceeded", "claim_required", "error"];
 const FILTERS = ["agentId", "host", "decision", "status", "since", "until"] as const;
 
 const toInput = (iso: string | null) => {

@@ -6,7 +6,7 @@ import { h, replace, svg } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
 
 const GROUPS: [key: string, label: string, test: (d: string) => boolean][] = [
-  ["allowed", "Allowed", (d) => d === "allowed" || d === "approval_approved"],
+  ["allowed", "Allowed", (d) => d === "allowed" || d === "approval_approved" || d === "approved_by_memory"],
   ["blocked", "Blocked", (d) => d.startsWith("blocked") || d === "approval_denied" || d === "budget_exceeded" || d === "claim_required"],
   ["limited", "Rate limited", (d) => d === "rate_limited"],
   ["pending", "Waiting or expired approval", (d) => d === "approval_pending" || d === "approval_expired" || d === "approval_cancelled"],
