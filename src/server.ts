@@ -119,6 +119,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const listener = apiServer;
     apiCertificate?.onChange((pair) => listener.useCertificate(pair));
     gateway = await Gateway.create(config, core.services, ca, api);
+    // Before the first request: what this process held in its previous life is dropped.
+    await core.services.budgetLedger.start();
     let gatewayPort: number;
     try {
       gatewayPort = await gateway.listen(config.host, config.gatewayPort, config.gatewayWorkers > 1 ? "first" : "alone");
@@ -132,6 +134,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       mergePeerMetrics(() => hub.metrics());
     }
     core.services.requestLogs.start();
+    core.services.spend.start();
     await core.services.approvals.start();
     // This process sends the instance's notifications (its gateway workers only queue them).
     core.services.notifications.start();
@@ -157,6 +160,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
         await server.stop(true);
         await untilDeadline(notificationsStopped);
         await core.services.requestLogs.stop();
+        await core.services.budgetLedger.stop();
+        await core.services.spend.stop();
         await core.services.budgets.flush().catch(() => {});
         await core.close();
       },

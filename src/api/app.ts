@@ -29,6 +29,7 @@ import { logsRoutes } from "./routes/logs.ts";
 import { projectRoutes } from "./routes/projects.ts";
 import { teamRoutes } from "./routes/team.ts";
 import { partnerBudgetRoutes, partnerMemberRoutes, partnerRoutes } from "./routes/partner.ts";
+import { budgetsRoutes } from "./routes/budgets.ts";
 import { orgPartnerRoutes } from "./routes/orgPartner.ts";
 import { migrationRoutes } from "./routes/migration.ts";
 import { notificationsRoutes } from "./routes/notifications.ts";
@@ -40,7 +41,7 @@ import { utilityRoutes } from "./routes/utility.ts";
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...notificationsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...notificationsRoutes, ...budgetsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes];
 }
 
 /** Routes that serve the gateway's CA certificate (agent setup), built once the CA is loaded. */

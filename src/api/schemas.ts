@@ -67,6 +67,32 @@ export const SpendBudget = T.Object(
   { secretId: Uuid, organizationId: T.String(), limitCents: T.Integer(), period: Enum("monthly", "total"), spentCents: T.Integer() },
   { $id: "SpendBudget" },
 );
+/** A budget of an organization, a project or an agent (docs/budgets.md#budgets-for-every-scope). */
+export const Budget = T.Object(
+  {
+    id: Uuid,
+    scope: Enum("organization", "project", "agent"),
+    organizationId: T.String(),
+    projectId: Nullable(T.String()),
+    agentId: Nullable(Uuid),
+    secretType: Nullable(Enum("llm_a", "llm_b")),
+    limitCents: T.Integer(),
+    period: Enum("day", "week", "month", "total"),
+    alertPercents: T.Array(T.Integer({ minimum: 1, maximum: 100 })),
+    spentCents: T.Integer({ description: "floor of the current window's spend" }),
+    resetsAt: Nullable(T.String({ format: "date-time", description: "the end of the current window; null for total" })),
+    createdAt: Timestamp,
+  },
+  { $id: "Budget" },
+);
+/** `GET /spend` (docs/budgets.md#spend-report). */
+export const SpendReport = T.Object(
+  {
+    data: T.Array(T.Object({ key: T.String(), requests: T.Integer(), inputTokens: T.Integer(), outputTokens: T.Integer(), costUsd: T.Number() })),
+    totalUsd: T.Number(),
+  },
+  { $id: "SpendReport" },
+);
 export const PartnerMember = T.Object({ userId: Uuid, email: T.String(), role: Enum("owner", "admin", "member"), createdAt: Timestamp }, { $id: "PartnerMember" });
 export const PartnerMemberAdded = T.Object({ userId: Uuid, email: T.String(), role: Enum("owner", "admin", "member"), createdAt: Timestamp, inviteUrl: Nullable(T.String()) });
 export const ClaimLink = T.Object({ claimUrl: T.String() });
@@ -451,6 +477,12 @@ export const EffectivePermissionsQuery = T.Object({
   connectionId: q("project variant only: evaluate for this connection"),
 });
 export const PendingQuery = T.Object({ exclude: q("comma-separated approval ids to skip") });
+export const SpendQuery = T.Object({
+  since: q("timestamp (inclusive); default: the start of the current UTC month"),
+  until: q("timestamp (exclusive); default: the start of the next UTC month"),
+  groupBy: q("agent (default), model or day"),
+});
+export const OrgSpendQuery = T.Object({ ...SpendQuery.properties, groupBy: q("project (default), agent, model or day") });
 export const DeliveriesQuery = T.Object({ channelId: q("only this channel's deliveries"), limit: q("1-500, default 100"), cursor: q("nextCursor of the previous page") });
 export const AuthorizeQuery = T.Object({
   connectionId: q("reconnect this connection instead of creating one"),

@@ -59,6 +59,10 @@ export interface ApprovalSummary {
 export type ConnectionStatus = "connected" | "expired" | "error" | "revoked";
 export type ConnectionAccess = "full" | "custom";
 export type BudgetPeriod = "monthly" | "total";
+/** Budgets for every scope (docs/budgets.md#budgets-for-every-scope): who a budget caps, and its window. */
+export type BudgetScope = "agent" | "project" | "organization";
+export type ScopeBudgetPeriod = "day" | "week" | "month" | "total";
+export const SCOPE_BUDGET_PERIODS: readonly ScopeBudgetPeriod[] = ["day", "week", "month", "total"];
 
 /** Notification channels (docs/policy.md#notifications). */
 export type ChannelKind = "webhook" | "slack" | "ntfy";

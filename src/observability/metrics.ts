@@ -1,7 +1,8 @@
 // The process's Prometheus metrics (docs/operations.md#metrics, `GET /metrics` on the API port): one registry, and every
 // metric defined here so the API, the services, the vault and the gateway increment the same objects.
 // Imports nothing of ours, so any layer may import it. Label values are small fixed sets (decisions,
-// statuses, route templates, providers, reason codes), never ids or hosts: cardinality stays bounded.
+// statuses, route templates, providers, reason codes), never hosts; the one exception, LLM spend by project
+// and model, caps how many distinct values it reports (the rest are `other`): cardinality stays bounded.
 import Counter from "prom-client/lib/counter.js";
 import Gauge from "prom-client/lib/gauge.js";
 import Histogram from "prom-client/lib/histogram.js";
@@ -52,6 +53,19 @@ export const metrics = {
     name: "credgate_budget_spend_usd_total",
     help: "Metered LLM spend charged to secrets, in US dollars, by secret type.",
     labelNames: ["type"] as const,
+    registers,
+  }),
+
+  llmSpend: new Counter({
+    name: "credgate_llm_spend_usd_total",
+    help: "Metered LLM spend of admitted requests, in US dollars, by project id and the model the vendor reported (docs/budgets.md#spend-report).",
+    labelNames: ["project", "model"] as const,
+    registers,
+  }),
+  llmRequests: new Counter({
+    name: "credgate_llm_requests_total",
+    help: "Metered LLM requests that were admitted, by project id and the model the vendor reported.",
+    labelNames: ["project", "model"] as const,
     registers,
   }),
 
@@ -217,4 +231,27 @@ export function exposition(processes: MetricsJson[]): string {
     for (const [key, value] of m.values) out += `${key} ${value}\n`;
   }
   return out;
+}
+
+/** Distinct label values the LLM spend counters report per process; later newcomers are counted as `other`. */
+const PROJECT_LABELS_MAX = 1000;
+const MODEL_LABELS_MAX = 100;
+const projectLabels = new Set<string>();
+const modelLabels = new Set<string>();
+
+function bounded(seen: Set<string>, max: number, value: string): string {
+  if (seen.has(value)) return value;
+  if (seen.size >= max) return "other";
+  seen.add(value);
+  return value;
+}
+
+/** One admitted metered request's spend, by project and model (a model name as reported, in a safe alphabet, at most 64 characters). */
+export function countLlmSpend(projectId: string, model: string, costNanos: number): void {
+  const labels = {
+    project: bounded(projectLabels, PROJECT_LABELS_MAX, projectId),
+    model: bounded(modelLabels, MODEL_LABELS_MAX, model.slice(0, 64).replace(/[^A-Za-z0-9._:/@-]/g, "_")),
+  };
+  metrics.llmRequests.inc(labels);
+  if (costNanos > 0) metrics.llmSpend.inc(labels, costNanos / 1e9);
 }

@@ -10,6 +10,7 @@ import type { BudgetPeriod } from "../core/model.ts";
 import { NANOS_PER_CENT } from "../core/pricing.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import { log } from "../observability/log.ts";
+import { clockNow } from "../runtime/clock.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 export interface Budget {
@@ -41,8 +42,8 @@ export class BudgetService {
 
   constructor(
     private readonly deps: ServiceDeps,
-    /** Milliseconds since the epoch; tests pass their own clock to cross a month boundary. */
-    private readonly now: () => number = Date.now,
+    /** Milliseconds since the epoch (the budget clock, docs/configuration.md); tests pass their own to cross a month boundary. */
+    private readonly now: () => number = clockNow,
   ) {}
 
   private get db() {

@@ -25,6 +25,9 @@ import { TeamService } from "./team.ts";
 import { MigrationService } from "./migration.ts";
 import { RateLimitService } from "./rateLimits.ts";
 import { BudgetService } from "./budgets.ts";
+import { BudgetLedger } from "./budgetLedger.ts";
+import { ScopeBudgetService } from "./scopeBudgets.ts";
+import { SpendService } from "./spend.ts";
 import { loadPriceTable } from "./pricing.ts";
 import type { PriceTable } from "../core/pricing.ts";
 import { NotificationService, type EgressCheck } from "./notifications/index.ts";
@@ -54,6 +57,12 @@ export interface Services {
   migration: MigrationService;
   rateLimits: RateLimitService;
   budgets: BudgetService;
+  /** Budgets for every scope (docs/budgets.md#budgets-for-every-scope): the records. */
+  scopeBudgets: ScopeBudgetService;
+  /** Admission and spend of every budget of a request (docs/budgets.md#admission). */
+  budgetLedger: BudgetLedger;
+  /** Spend records and the spend report (docs/budgets.md#spend-report). */
+  spend: SpendService;
   /** Cloud mode (docs/api.md#projects-and-team, docs/api.md#accounts-and-sessions): projects, the team and its provisions, claim links. */
   projects: ProjectService;
   team: TeamService;
@@ -95,10 +104,13 @@ export function createServices(deps: ServiceDeps, parts: ServiceParts): Services
   const apiKeys = new ApiKeyService(deps);
   const sessions = new SessionService(deps);
   const requestLogs = new RequestLogService(deps, agents);
-  const projects = new ProjectService(deps, orgs, agents, apiKeys, requestLogs);
+  const spend = new SpendService(deps);
+  const projects = new ProjectService(deps, orgs, agents, apiKeys, requestLogs, spend);
   const claims = new ClaimService(deps, orgs);
   const notifications = new NotificationService(deps, outbound, parts.egress(outbound));
   const rememberedApprovals = new RememberedApprovalService(deps);
+  const budgets = new BudgetService(deps);
+  const budgetLedger = new BudgetLedger(deps, budgets, spend, notifications);
   return {
     deps,
     orgs,
@@ -121,7 +133,10 @@ export function createServices(deps: ServiceDeps, parts: ServiceParts): Services
     outbound,
     migration: new MigrationService(deps, secrets, agents, policy, outbound),
     rateLimits: new RateLimitService(deps),
-    budgets: new BudgetService(deps),
+    budgets,
+    scopeBudgets: new ScopeBudgetService(deps, agents, budgetLedger),
+    budgetLedger,
+    spend,
     prices: loadPriceTable(deps.config.pricingFile),
     projects,
     team: new TeamService(deps, orgs, projects, sessions, claims),

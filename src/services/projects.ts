@@ -11,6 +11,7 @@ import type { ApiKeyService } from "./apiKeys.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { slugify, type OrganizationService, type Project } from "./organizations.ts";
 import type { RequestLogService } from "./requestLogs.ts";
+import type { SpendService } from "./spend.ts";
 
 export const PROJECT_NOT_FOUND = "Project not found";
 export const ONLY_PROJECT_MESSAGE = "Cannot delete the only project in the organization";
@@ -37,6 +38,7 @@ export class ProjectService {
     private readonly agents: AgentService,
     private readonly apiKeys: ApiKeyService,
     private readonly requestLogs: RequestLogService,
+    private readonly spend: SpendService,
   ) {}
 
   private get db() {
@@ -101,7 +103,7 @@ export class ProjectService {
   async delete(organizationId: string, projectId: string): Promise<void> {
     await this.get(organizationId, projectId);
     const { projects } = this.t;
-    await this.requestLogs.flush();
+    await Promise.all([this.requestLogs.flush(), this.spend.flush()]);
     await this.deps.store.transaction(async () => {
       await this.deps.store.lockKey(`projects:${organizationId}`);
       const all = await this.db.select({ id: projects.id }).from(projects).where(eq(projects.organizationId, organizationId));
@@ -114,7 +116,7 @@ export class ProjectService {
   /** Deletes an organization with everything in it (its projects, members' keys, secrets, budgets, logs). */
   async deleteOrganization(organizationId: string): Promise<void> {
     const { organizations } = this.t;
-    await this.requestLogs.flush();
+    await Promise.all([this.requestLogs.flush(), this.spend.flush()]);
     await this.deps.store.transaction(async () => {
       const ids = (await this.list(organizationId)).map((p) => p.id);
       await this.#purge(ids, organizationId);
@@ -128,14 +130,15 @@ export class ProjectService {
   }
 
   /**
-   * What the cascades do not reach: the projects' request logs (written in batches: callers flush this
+   * What the cascades do not reach: the projects' request logs and spend records (written in batches: callers flush this
    * process's queue first). The gateway is told about every agent that goes, so their tokens stop working at once.
    */
   async #purge(projectIds: string[], organizationId: string): Promise<void> {
     if (projectIds.length === 0) return;
-    const { agents, requestLogs } = this.t;
+    const { agents, requestLogs, spendRecords } = this.t;
     const gone = await this.db.select({ id: agents.id, projectId: agents.projectId }).from(agents).where(inArray(agents.projectId, projectIds));
     await this.db.delete(requestLogs).where(and(eq(requestLogs.organizationId, organizationId), inArray(requestLogs.projectId, projectIds)));
+    await this.db.delete(spendRecords).where(and(eq(spendRecords.organizationId, organizationId), inArray(spendRecords.projectId, projectIds)));
     for (const a of gone) this.deps.events.emit({ kind: "agent", projectId: a.projectId, agentId: a.id });
   }
 }

@@ -7,6 +7,7 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "driz
 import type {
   AgentMode,
   BudgetPeriod,
+  BudgetScope,
   ClaimKind,
   ApiKeyKind,
   ApprovalStatus,
@@ -27,6 +28,7 @@ import type {
   RuleSource,
   RuleStatus,
   RuleTarget,
+  ScopeBudgetPeriod,
   SecretMetadata,
   SecretScope,
   SecretType,
@@ -479,6 +481,110 @@ export const budgetReservations = sqliteTable(
     expiresAt: text("expires_at").notNull(),
   },
   (t) => [index("budget_reservations_owner").on(t.secretId, t.organizationId, t.expiresAt)],
+);
+
+/**
+ * Budgets for every scope (docs/budgets.md#budgets-for-every-scope): a cap on the metered LLM spend of an
+ * agent, a project or an organization in a window (day, week, month, total), for one LLM key type or both
+ * (null). An agent's budget carries its project too. One budget per (scope owner, key type, period).
+ */
+export const scopeBudgets = sqliteTable(
+  "scope_budgets",
+  {
+    id: text("id").primaryKey(),
+    scope: text("scope").$type<BudgetScope>().notNull(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    agentId: text("agent_id").references(() => agents.id, { onDelete: "cascade" }),
+    /** Whom the budget caps: the agent's, project's or organization's id (by `scope`). */
+    ownerId: text("owner_id").notNull(),
+    secretType: text("secret_type").$type<"llm_a" | "llm_b">(),
+    limitCents: integer("limit_cents").notNull(),
+    period: text("period").$type<ScopeBudgetPeriod>().notNull(),
+    alertPercents: text("alert_percents", { mode: "json" }).$type<number[]>().notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  // NULLs are never equal in a unique index: budgets for both key types (null) have an index of their own.
+  (t) => [
+    uniqueIndex("scope_budgets_owner_type").on(t.ownerId, t.secretType, t.period).where(sql`secret_type IS NOT NULL`),
+    uniqueIndex("scope_budgets_owner_any").on(t.ownerId, t.period).where(sql`secret_type IS NULL`),
+  ],
+);
+
+/**
+ * A scope budget's spend in one window, in nano-USD (docs/budgets.md#budgets-for-every-scope). A window is
+ * named by its start (epoch seconds; 0 for `total`): a new window is a new row, so nothing has to be reset.
+ */
+export const budgetWindows = sqliteTable(
+  "budget_windows",
+  {
+    budgetId: text("budget_id")
+      .notNull()
+      .references(() => scopeBudgets.id, { onDelete: "cascade" }),
+    windowStart: integer("window_start").notNull(),
+    spentNanos: integer("spent_nanos").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.budgetId, t.windowStart] })],
+);
+
+/**
+ * What each process has reserved against a scope budget's window for its admitted requests still in flight
+ * (docs/budgets.md#admission): one row per (process, budget, window), raised at admission and lowered at
+ * settlement. A live process keeps `expiresAt` ahead; the rows of a process that died stop counting then.
+ */
+export const budgetHolds = sqliteTable(
+  "budget_holds",
+  {
+    holder: text("holder").notNull(),
+    budgetId: text("budget_id")
+      .notNull()
+      .references(() => scopeBudgets.id, { onDelete: "cascade" }),
+    windowStart: integer("window_start").notNull(),
+    nanos: integer("nanos").notNull(),
+    expiresAt: text("expires_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.holder, t.budgetId, t.windowStart] }), index("budget_holds_window").on(t.budgetId, t.windowStart)],
+);
+
+/** `budget.threshold` alerts sent (docs/budgets.md#alerts): the key makes each (budget, window, percent) go out once. */
+export const budgetAlerts = sqliteTable(
+  "budget_alerts",
+  {
+    budgetId: text("budget_id")
+      .notNull()
+      .references(() => scopeBudgets.id, { onDelete: "cascade" }),
+    windowStart: integer("window_start").notNull(),
+    percent: integer("percent").notNull(),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.budgetId, t.windowStart, t.percent] })],
+);
+
+/**
+ * One row per metered request that was admitted (docs/budgets.md#spend-report): who spent, on which model, how
+ * many tokens, at what cost. Written in batches, like request logs; the spend report and a new budget window's
+ * opening spend read it.
+ */
+export const spendRecords = sqliteTable(
+  "spend_records",
+  {
+    seq: integer("seq").primaryKey(),
+    organizationId: text("organization_id").notNull(),
+    projectId: text("project_id").notNull(),
+    agentId: text("agent_id").notNull(),
+    secretType: text("secret_type").$type<"llm_a" | "llm_b">().notNull(),
+    /** The model the vendor reported (else the one the request named, else `unknown`). */
+    model: text("model").notNull(),
+    inputTokens: integer("input_tokens").notNull(),
+    outputTokens: integer("output_tokens").notNull(),
+    costNanos: integer("cost_nanos").notNull(),
+    /** When the request was admitted (the budget clock): the window it counts in. */
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [index("spend_records_project_time").on(t.projectId, t.createdAt), index("spend_records_org_time").on(t.organizationId, t.createdAt)],
 );
 
 /** Partner members (docs/api.md#partners): the people of a partner's portal; a user belongs to at most one partner. */

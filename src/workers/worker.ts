@@ -32,6 +32,8 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
     const deadline = Date.now() + DRAIN_MS;
     await gateway.stop((work) => drain(work, Math.max(0, deadline - Date.now())));
     await services.requestLogs.stop();
+    await services.budgetLedger.stop();
+    await services.spend.stop();
     await services.budgets.flush().catch(() => {});
     await core.close();
     process.exit(0);
@@ -53,6 +55,8 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
 
+  // Before the first request: what this worker held in its previous life is dropped.
+  await services.budgetLedger.start();
   await gateway.listen(config.host, config.gatewayPort, "joining");
   services.requestLogs.start();
   await services.approvals.start();

@@ -6,7 +6,8 @@ import { route, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";
 import { returns } from "../responses.ts";
 
-function timestamp(name: string, raw: string | null): string | undefined {
+/** A timestamp query parameter (ISO 8601 or anything Date.parse reads), as ISO; absent when empty. */
+export function timestamp(name: string, raw: string | null): string | undefined {
   if (raw === null || raw === "") return undefined;
   const t = Date.parse(raw);
   if (Number.isNaN(t)) throw ApiError.flat(400, `${name} must be a valid timestamp`);
