@@ -79,6 +79,17 @@ async function readBody(def: RouteDef, request: Request): Promise<unknown> {
 const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /**
+ * A request another site made the browser send (docs/api.md#authentication): its `Origin` is not ours, or the
+ * browser says so in `Sec-Fetch-Site` (sent even where `Origin` is not). `same-site` is not refused: a sibling
+ * subdomain is the operator's own.
+ */
+function isCrossSite(headers: Headers, publicUrl: string): boolean {
+  const origin = headers.get("origin");
+  if (origin && origin !== publicUrl) return true;
+  return headers.get("sec-fetch-site")?.trim().toLowerCase() === "cross-site";
+}
+
+/**
  * A query value as a header value: unchanged when it is one, else percent-encoded — still a value that names
  * no key, project or organization (and so fails like any unknown one), where Headers would throw.
  */
@@ -114,8 +125,7 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
       } else {
         ctx = await resolveContext(services, principal, request.headers, def.access, def.role ?? "any");
       }
-      const origin = request.headers.get("origin");
-      if (principal.via === "session" && MUTATING.has(request.method) && origin && origin !== services.deps.config.publicUrl) {
+      if (principal.via === "session" && MUTATING.has(request.method) && isCrossSite(request.headers, services.deps.config.publicUrl)) {
         throw forbidden("Cross-site request rejected");
       }
     }
