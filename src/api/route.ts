@@ -37,7 +37,7 @@ export const noContent = (): Result => new Result(204, null);
 
 export interface RouteDef<S extends TSchema | undefined = TSchema | undefined> {
   method: Method;
-  /** Path below the version prefix, Elysia syntax (`/agents/:agentId`). */
+  /** Path below the version prefix, parameters as `:name` (`/agents/:agentId`). */
   path: string;
   access: Access;
   role?: RoleGate;
@@ -96,8 +96,8 @@ function isCrossSite(headers: Headers, publicUrl: string): boolean {
 const asHeaderValue = (v: string) => (/^[\x20-\x7e]*$/.test(v) ? v : encodeURIComponent(v));
 
 /** Copies the browser bridge's query parameters into the headers they stand for, when those are absent. */
-function bridgeQuery(request: Request): Request {
-  const query = new URL(request.url).searchParams;
+function bridgeQuery(request: Request, url: URL): Request {
+  const query = url.searchParams;
   const headers = new Headers(request.headers);
   const token = query.get("_token");
   if (token && !headers.has("authorization")) headers.set("authorization", `Bearer ${asHeaderValue(token)}`);
@@ -105,18 +105,19 @@ function bridgeQuery(request: Request): Request {
   if (project && !headers.has("x-project-id")) headers.set("x-project-id", asHeaderValue(project));
   const org = query.get("_org") ?? query.get("org");
   if (org && !headers.has("x-organization-id")) headers.set("x-organization-id", asHeaderValue(org));
-  return new Request(request.url, { method: request.method, headers });
+  return new Request(url.href, { method: request.method, headers });
 }
 
-export async function runRoute(def: RouteDef, services: Services, request: Request, params: Record<string, string>): Promise<Response> {
+/** Runs `def` for a request whose target (requestTarget.ts) is `url` and whose path gave `params`. */
+export async function runRoute(def: RouteDef, services: Services, request: Request, url: URL, params: Record<string, string>): Promise<Response> {
   // A URL holding a NUL byte names nothing we store (and PostgreSQL cannot even compare it): no such route.
-  if (Object.values(params ?? {}).some((p) => typeof p === "string" && p.includes("\u0000")) || new URL(request.url).search.toLowerCase().includes("%00")) {
-    return unknownRoute(request.method, request.url);
+  if (Object.values(params).some((p) => p.includes("\u0000")) || url.search.toLowerCase().includes("%00")) {
+    return unknownRoute(request.method, url);
   }
   try {
     let principal: Principal | null = null;
     let ctx: RequestContext | null = null;
-    if (def.queryBridge) request = bridgeQuery(request);
+    if (def.queryBridge) request = bridgeQuery(request, url);
     if (def.access !== "none") {
       principal = await authenticate(services, request.headers);
       if (def.access === "Pt") ctx = await resolvePartnerContext(services, principal, def.role ?? "any");
@@ -136,7 +137,7 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
       services,
       request,
       params,
-      query: new URL(request.url).searchParams,
+      query: url.searchParams,
       body: body as never,
       ctx: ctx as RequestContext,
       principal,

@@ -1,4 +1,4 @@
-// Route-level validation: request schemas are TypeBox schemas (Elysia's `t`), walked here field by field in
+// Route-level validation: request schemas are TypeBox schemas, walked here field by field in
 // declaration order so the first failure yields the contract's wording (CONTRACT §0.3). Extra schema
 // options understood here: `trim` (trim before checking, store trimmed), `error` (one message for every
 // failure of the field), `refine` (a further check returning a message or null), `label` (the field name

@@ -1,26 +1,25 @@
 // Agents (CONTRACT §5.1 without grants): CRUD, default agent, token regeneration. All P·any.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
 import * as S from "../schemas.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 export const IDENTIFIER_MESSAGE =
   "Identifier must be 1-50 characters, start with a letter or number, and contain only lowercase letters, numbers, and hyphens";
 
-const agentMode = t.Union([t.Literal("all"), t.Literal("grants")]);
+const agentMode = T.Union([T.Literal("all"), T.Literal("grants")]);
 
-export const CreateAgentBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 255, trim: true }),
-  identifier: t.String({ pattern: "^[a-z0-9][a-z0-9-]{0,49}$", error: IDENTIFIER_MESSAGE }),
-  mode: t.Optional(agentMode),
-  parentIdentifier: t.Optional(t.Unknown()),
+export const CreateAgentBody = T.Object({
+  name: T.String({ minLength: 1, maxLength: 255, trim: true }),
+  identifier: T.String({ pattern: "^[a-z0-9][a-z0-9-]{0,49}$", error: IDENTIFIER_MESSAGE }),
+  mode: T.Optional(agentMode),
+  parentIdentifier: T.Optional(T.Unknown()),
 });
 
-export const UpdateAgentBody = t.Object({
-  name: t.Optional(t.String({ minLength: 1, maxLength: 255, trim: true })),
-  mode: t.Optional(agentMode),
+export const UpdateAgentBody = T.Object({
+  name: T.Optional(T.String({ minLength: 1, maxLength: 255, trim: true })),
+  mode: T.Optional(agentMode),
 });
 
 const noFields = ApiError.flat(400, "No fields to update");

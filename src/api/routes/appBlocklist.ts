@@ -1,22 +1,21 @@
 // App blocklists (CONTRACT §5.8 blocklist rows; §5.13 organization variant): list, activate a predefined
 // host or add a custom rule, toggle, delete. Entries are managed block rules, live at once.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { hostPatternError } from "../../core/patterns.ts";
 import { appOrThrow } from "../../services/apps.ts";
 import type { PolicyOwner } from "../../services/policy.ts";
 import type { RequestContext } from "../auth.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
 import * as S from "../schemas.ts";
 import { returns, returnsNothing } from "../responses.ts";
 
 const EITHER = "Provide either { hostId } or { name, hostPattern }";
 
-const AddBody = t.Object({
-  hostId: t.Optional(t.String({ maxLength: 300, trim: true })),
-  name: t.Optional(t.String({ maxLength: 255, trim: true })),
-  hostPattern: t.Optional(t.String({ trim: true })),
+const AddBody = T.Object({
+  hostId: T.Optional(T.String({ maxLength: 300, trim: true })),
+  name: T.Optional(T.String({ maxLength: 255, trim: true })),
+  hostPattern: T.Optional(T.String({ trim: true })),
 });
 
 function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
@@ -55,7 +54,7 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
       response: returns(S.Success),
       access,
       role,
-      body: t.Object({ enabled: t.Boolean() }),
+      body: T.Object({ enabled: T.Boolean() }),
       handler: async ({ services, ctx, params, body }) => {
         const app = appOrThrow(params.provider!);
         await services.blocklist.setEnabled(owner(ctx), app.id, params.ruleId!, body.enabled);

@@ -1,6 +1,6 @@
 // Approvals (CONTRACT §5.4): the reviewer's long-poll, the record and the decision. Served on the API
 // port and the gateway port.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError, forbidden, unauthorized } from "../../core/errors.ts";
 import type { PendingScope } from "../../services/approvals.ts";
 import type { Services } from "../../services/index.ts";
@@ -53,7 +53,7 @@ export const approvalsRoutes: RouteDef[] = [
     path: "/approvals/:approvalId/decision",
     response: returns(S.Success),
     access: "O",
-    body: t.Object({ decision: t.Union([t.Literal("approve"), t.Literal("deny")]) }),
+    body: T.Object({ decision: T.Union([T.Literal("approve"), T.Literal("deny")]) }),
     handler: async ({ services, ctx, params, body, request }) => {
       const scope = await decisionScope(services, ctx, request.headers);
       const user = ctx.userId ? await services.orgs.getUser(ctx.userId) : undefined;

@@ -1,6 +1,6 @@
 // Apps (CONTRACT §5.8) and their organization variants (§5.13): catalog reads, OAuth start and the shared
 // callback, direct-credential connect, and BYOC configuration. Blocklists live in appBlocklist.ts.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { APPS } from "../../apps/index.ts";
 import type { AppDefinition } from "../../apps/types.ts";
 import { ApiError, forbidden } from "../../core/errors.ts";
@@ -11,7 +11,6 @@ import type { PolicyOwner } from "../../services/policy.ts";
 import type { Services } from "../../services/index.ts";
 import { cookieValue, type RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
 import * as S from "../schemas.ts";
 import { redirects, returns } from "../responses.ts";
 
@@ -31,10 +30,10 @@ function apiKeyApp(provider: string): AppDefinition {
   return app;
 }
 
-const ConnectBody = t.Object({
-  fields: t.Optional(t.Unknown()),
-  label: t.Optional(t.String({ maxLength: 255, trim: true })),
-  connectionId: t.Optional(t.String({ maxLength: 255, trim: true })),
+const ConnectBody = T.Object({
+  fields: T.Optional(T.Unknown()),
+  label: T.Optional(T.String({ maxLength: 255, trim: true })),
+  connectionId: T.Optional(T.String({ maxLength: 255, trim: true })),
 });
 
 /** `POST …/connect`: the app's fields, each present and non-blank; unknown keys are dropped. */
@@ -87,7 +86,7 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
       response: returns(S.Success),
       access,
       role,
-      body: t.Unknown({ description: "An object of the app's credential fields as strings (e.g. clientId, clientSecret); unknown keys are stripped" }),
+      body: T.Unknown({ description: "An object of the app's credential fields as strings (e.g. clientId, clientSecret); unknown keys are stripped" }),
       handler: async ({ services, ctx, params, body }) => {
         const app = configurableApp(params.provider!);
         if (body === null || typeof body !== "object" || Array.isArray(body)) throw ApiError.flat(400, INVALID_BODY);
@@ -113,7 +112,7 @@ function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteD
       response: returns(S.Success),
       access,
       role,
-      body: t.Object({ enabled: t.Boolean() }),
+      body: T.Object({ enabled: T.Boolean() }),
       handler: async ({ services, ctx, params, body }) => {
         const app = appOrThrow(params.provider!);
         await services.appConfigs.toggle(owner(ctx), app.id, body.enabled);

@@ -1,6 +1,6 @@
 // Sessions for the dashboard (CONTRACT §5.16): login with an API key (both modes) or, on cloud, with an
 // email and password; logout; the current session.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError, AUTH_FAILED, unauthorized } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import { LoginThrottle } from "../../services/loginThrottle.ts";
@@ -11,22 +11,22 @@ import { noContent, route, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
-export const LoginBody = t.Object({
-  apiKey: t.Optional(t.String({ trim: true })),
-  email: t.Optional(t.String({ trim: true, maxLength: 255 })),
-  password: t.Optional(t.String({ maxLength: 256 })),
+export const LoginBody = T.Object({
+  apiKey: T.Optional(T.String({ trim: true })),
+  email: T.Optional(T.String({ trim: true, maxLength: 255 })),
+  password: T.Optional(T.String({ maxLength: 256 })),
 });
 
-export const SignupBody = t.Object({
-  email: t.String({ trim: true, maxLength: 255, format: "email" }),
-  password: t.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
-  name: t.Optional(t.String({ trim: true, minLength: 1, maxLength: 255 })),
+export const SignupBody = T.Object({
+  email: T.String({ trim: true, maxLength: 255, format: "email" }),
+  password: T.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
+  name: T.Optional(T.String({ trim: true, minLength: 1, maxLength: 255 })),
 });
-export const AcceptInviteBody = t.Object({
-  token: t.String({ trim: true, minLength: 1 }),
-  password: t.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
+export const AcceptInviteBody = T.Object({
+  token: T.String({ trim: true, minLength: 1 }),
+  password: T.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
 });
-export const ClaimBody = t.Object({ token: t.String({ trim: true, minLength: 1 }) });
+export const ClaimBody = T.Object({ token: T.String({ trim: true, minLength: 1 }) });
 
 const TOO_MANY = (): ApiError => ApiError.envelope(429, "Too many attempts, try again later");
 

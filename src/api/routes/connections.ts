@@ -1,11 +1,10 @@
 // App connections as a resource (CONTRACT §5.9) and at organization level (§5.13): list, read, rename,
 // delete. A project sees its own connections and its organization's.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { forbidden } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
 import * as S from "../schemas.ts";
 import { returns, returnsNothing } from "../responses.ts";
 
@@ -26,7 +25,7 @@ async function views<R, V>(rows: R[], view: (row: R) => Promise<V>): Promise<V[]
   return out;
 }
 
-const LabelBody = t.Object({ label: t.String({ minLength: 1, maxLength: 255, trim: true, blankIsAbsent: true, missing: "Label is required" }) });
+const LabelBody = T.Object({ label: T.String({ minLength: 1, maxLength: 255, trim: true, blankIsAbsent: true, missing: "Label is required" }) });
 
 export const connectionsRoutes: RouteDef[] = [
   route({

@@ -1,24 +1,23 @@
 // Agent grants and credential assignments (CONTRACT §5.1 "Grants", effective credentials, the legacy
 // `/agents/{id}/secrets` and `/agents/{id}/connections`). Grant endpoints answer every non-auth failure
 // with a flat body.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { findApp } from "../../apps/index.ts";
 import { ApiError } from "../../core/errors.ts";
 import { credentialStatus } from "../../core/policy.ts";
 import { agentRules } from "../../services/agentRules.ts";
 import type { Services } from "../../services/index.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
 import * as S from "../schemas.ts";
 import { returns, returnsNothing } from "../responses.ts";
 
-const toolIds = t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255 }), { maxItems: 200 }));
-const ConnectionGrantBody = t.Object({
-  access: t.Union([t.Literal("full"), t.Literal("custom")]),
+const toolIds = T.Optional(T.Array(T.String({ minLength: 1, maxLength: 255 }), { maxItems: 200 }));
+const ConnectionGrantBody = T.Object({
+  access: T.Union([T.Literal("full"), T.Literal("custom")]),
   allow: toolIds,
   ask: toolIds,
   // Absent keeps the stored value; null (kept distinct from absent) clears it.
-  resources: t.Optional(t.Union([t.Unknown(), t.Null()])),
+  resources: T.Optional(T.Union([T.Unknown(), T.Null()])),
 });
 
 
@@ -105,7 +104,7 @@ export const grantsRoutes: RouteDef[] = [
     path: "/agents/:agentId/secrets",
     response: returns(S.Success),
     access: "P",
-    body: t.Object({ secretIds: t.Array(t.String(), { maxItems: 10000 }) }),
+    body: T.Object({ secretIds: T.Array(T.String(), { maxItems: 10000 }) }),
     handler: async ({ services, ctx, params, body }) => {
       await services.grants.replaceSecrets(ctx.projectId, ctx.organizationId, params.agentId!, body.secretIds);
       return { success: true };
@@ -126,8 +125,8 @@ export const grantsRoutes: RouteDef[] = [
     path: "/agents/:agentId/connections",
     response: returns(S.Success),
     access: "P",
-    body: t.Object({
-      connections: t.Array(t.Object({ appConnectionId: t.String({ minLength: 1 }), sessionPolicy: t.Optional(t.Union([t.Record(t.String(), t.Unknown()), t.Null()])) }), {
+    body: T.Object({
+      connections: T.Array(T.Object({ appConnectionId: T.String({ minLength: 1 }), sessionPolicy: T.Optional(T.Union([T.Record(T.String(), T.Unknown()), T.Null()])) }), {
         maxItems: 1000,
       }),
     }),

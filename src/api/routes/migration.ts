@@ -1,6 +1,6 @@
 // Migration (CONTRACT §5.12): `POST /migrate/export` on self-hosted, `POST /migrate/import` on the cloud, both
 // P·admin. Import items are validated one by one here: a bad item becomes a skip entry, never a failure.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import type { TSchema } from "@sinclair/typebox";
 import type { ImportAgentItem, ImportEntry, ImportSecretItem } from "../../services/migration.ts";
 import { cloudApiKeyError, cloudUrlError } from "../../services/migration.ts";
@@ -11,42 +11,42 @@ import { CreateSecretBody } from "./secrets.ts";
 import { MigrationResult } from "../schemas.ts";
 import { returns } from "../responses.ts";
 
-export const ExportBody = t.Object({
-  cloudApiKey: t.String({ trim: true, blankIsAbsent: true, refine: cloudApiKeyError }),
-  cloudUrl: t.String({ trim: true, blankIsAbsent: true, refine: cloudUrlError }),
+export const ExportBody = T.Object({
+  cloudApiKey: T.String({ trim: true, blankIsAbsent: true, refine: cloudApiKeyError }),
+  cloudUrl: T.String({ trim: true, blankIsAbsent: true, refine: cloudUrlError }),
 });
 
 const UNSUPPORTED_VERSION = "Unsupported migration version";
 
-export const ImportBody = t.Object({
-  version: t.Unknown({ missing: UNSUPPORTED_VERSION, refine: (v: unknown) => (v === 1 ? null : UNSUPPORTED_VERSION) }),
+export const ImportBody = T.Object({
+  version: T.Unknown({ missing: UNSUPPORTED_VERSION, refine: (v: unknown) => (v === 1 ? null : UNSUPPORTED_VERSION) }),
   // Arrays of anything: each item is checked on its own below, so one bad item cannot fail the request.
-  secrets: t.Optional(t.Unknown({ refine: (v: unknown) => (Array.isArray(v) ? null : "secrets must be an array") })),
-  agents: t.Optional(t.Unknown({ refine: (v: unknown) => (Array.isArray(v) ? null : "agents must be an array") })),
+  secrets: T.Optional(T.Unknown({ refine: (v: unknown) => (Array.isArray(v) ? null : "secrets must be an array") })),
+  agents: T.Optional(T.Unknown({ refine: (v: unknown) => (Array.isArray(v) ? null : "agents must be an array") })),
 });
 
 const S = CreateSecretBody.properties;
 /** An imported secret: the inline create rules of §5.2, plus the account id of an `llm_b` OAuth token. */
-const ImportSecretItemSchema = t.Object({
+const ImportSecretItemSchema = T.Object({
   name: S.name,
   type: S.type,
   value: S.value,
   hostPattern: S.hostPattern,
   pathPattern: S.pathPattern,
   injectionConfig: S.injectionConfig,
-  metadata: t.Optional(
-    t.Union([
-      t.Null(),
-      t.Object({
-        authMode: t.Optional(t.Union([t.Literal("api-key"), t.Literal("oauth")])),
-        accountId: t.Optional(t.String({ minLength: 1, maxLength: 255 })),
+  metadata: T.Optional(
+    T.Union([
+      T.Null(),
+      T.Object({
+        authMode: T.Optional(T.Union([T.Literal("api-key"), T.Literal("oauth")])),
+        accountId: T.Optional(T.String({ minLength: 1, maxLength: 255 })),
       }),
     ]),
   ),
 });
 
 const A = CreateAgentBody.properties;
-const ImportAgentItemSchema = t.Object({ name: A.name, identifier: A.identifier, mode: A.mode, isDefault: t.Optional(t.Boolean()) });
+const ImportAgentItemSchema = T.Object({ name: A.name, identifier: A.identifier, mode: A.mode, isDefault: T.Optional(T.Boolean()) });
 
 const SECRET_TYPES = new Set(["llm_a", "llm_b", "generic"]);
 

@@ -1,5 +1,5 @@
 // Organization settings and the caller's organization API key (CONTRACT §5.13). O·admin.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { notFound } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
@@ -7,7 +7,7 @@ import { route, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";
 import { returns } from "../responses.ts";
 
-export const UpdateOrgBody = t.Object({ name: t.String({ minLength: 1, maxLength: 255, trim: true }) });
+export const UpdateOrgBody = T.Object({ name: T.String({ minLength: 1, maxLength: 255, trim: true }) });
 
 async function organizationView(services: Services, id: string) {
   const org = await services.orgs.getOrganization(id);

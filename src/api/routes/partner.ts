@@ -1,7 +1,6 @@
 // The partner portal's organizations (CONTRACT §5.14, cloud only; access `Pt`): create one for a customer
 // (its credentials and claim link shown once), list and read them with their status, delete one nobody has
 // claimed, replace its claim link, rotate its credentials, and manage its projects.
-import { t } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import { ApiError, badRequest, notFound } from "../../core/errors.ts";
 import { projectView } from "../../services/projects.ts";
@@ -10,8 +9,8 @@ import { created, noContent, route, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
-export const PartnerOrgBody = t.Object({ name: t.String({ trim: true, minLength: 1, maxLength: 255 }) });
-export const PartnerProjectBody = t.Object({ name: t.String({ trim: true }) });
+export const PartnerOrgBody = T.Object({ name: T.String({ trim: true, minLength: 1, maxLength: 255 }) });
+export const PartnerProjectBody = T.Object({ name: T.String({ trim: true }) });
 
 const partner = (ctx: RequestContext) => ctx.partnerId!;
 const PROJECT_NAME = "Name must be 2-50 characters with at least one letter or number";
@@ -103,9 +102,9 @@ export const partnerRoutes: RouteDef[] = [
   }),
 ];
 
-export const BudgetBody = t.Object({
+export const BudgetBody = T.Object({
   limitCents: T.Integer({ minimum: 1, maximum: 100000000, error: "limitCents must be between 1 and 100000000" }),
-  period: t.Optional(t.Union([t.Literal("monthly"), t.Literal("total")], { error: "period must be one of: monthly, total" })),
+  period: T.Optional(T.Union([T.Literal("monthly"), T.Literal("total")], { error: "period must be one of: monthly, total" })),
 });
 
 /** Spend budgets of a partner's LLM keys, per organization (CONTRACT §5.14; metering and admission: §6.11). */
@@ -152,11 +151,11 @@ export const partnerBudgetRoutes: RouteDef[] = [
   }),
 ];
 
-export const PartnerMemberBody = t.Object({
-  email: t.String({ trim: true, maxLength: 255, format: "email" }),
-  role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" })),
+export const PartnerMemberBody = T.Object({
+  email: T.String({ trim: true, maxLength: 255, format: "email" }),
+  role: T.Optional(T.Union([T.Literal("admin"), T.Literal("member")], { error: "role must be one of: admin, member" })),
 });
-export const PartnerRoleBody = t.Object({ role: t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" }) });
+export const PartnerRoleBody = T.Object({ role: T.Union([T.Literal("admin"), T.Literal("member")], { error: "role must be one of: admin, member" }) });
 
 /** The partner's people (CONTRACT §5.14): any member reads the list; owner and admins manage it. */
 export const partnerMemberRoutes: RouteDef[] = [

@@ -1,7 +1,6 @@
 // Policy rules (CONTRACT §5.3) at project scope (`/policy/*`, P·any) and organization scope
 // (`/org/policy/*`, O·admin). Every validation failure is a 422 envelope.
-import { Type } from "@sinclair/typebox";
-import { t, type TSchema } from "elysia";
+import { Type as T, type TSchema } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { HOST_MESSAGES, hostPatternError, pathPatternError } from "../../core/patterns.ts";
 import { findApp } from "../../apps/index.ts";
@@ -13,36 +12,35 @@ import type { RuleTarget } from "../../core/model.ts";
 import type { Access, RequestContext, RoleGate } from "../auth.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
 import { validateAt } from "../validate.ts";
-import { Type as T } from "@sinclair/typebox";
 import * as S from "../schemas.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 const strict = { additionalProperties: false } as const;
-const literals = (...values: string[]) => t.Union(values.map((v) => t.Literal(v)));
-const nullable = <T extends TSchema>(s: T) => t.Union([s, t.Null()]);
+const literals = (...values: string[]) => T.Union(values.map((v) => T.Literal(v)));
+const nullable = <T extends TSchema>(s: T) => T.Union([s, T.Null()]);
 
-const Condition = t.Object(
-  { target: t.Literal("body"), operator: t.Literal("contains"), value: t.String({ minLength: 1, maxLength: 1000 }) },
+const Condition = T.Object(
+  { target: T.Literal("body"), operator: T.Literal("contains"), value: T.String({ minLength: 1, maxLength: 1000 }) },
   strict,
 );
-const Identity = t.Object({ type: t.Literal("agent"), id: t.String({ minLength: 1, maxLength: 255 }) }, strict);
-const tools = t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255 }), { maxItems: 200 }));
+const Identity = T.Object({ type: T.Literal("agent"), id: T.String({ minLength: 1, maxLength: 255 }) }, strict);
+const tools = T.Optional(T.Array(T.String({ minLength: 1, maxLength: 255 }), { maxItems: 200 }));
 
 const TARGETS: Record<RuleTarget["kind"], TSchema> = {
-  network: t.Object(
+  network: T.Object(
     {
-      kind: t.Literal("network"),
+      kind: T.Literal("network"),
       // The secret host rules (§5.2): absent reads like blank; the length check names the nested field.
-      hostPattern: t.String({ trim: true, maxLength: 255, missing: HOST_MESSAGES.required, refine: (v: string) => hostPatternError(v, { allowAny: true }) }),
-      pathPattern: t.Optional(t.String({ trim: true, maxLength: 1000, refine: (v: string) => pathPatternError(v) })),
-      method: t.Optional(literals(...POLICY_METHODS)),
+      hostPattern: T.String({ trim: true, maxLength: 255, missing: HOST_MESSAGES.required, refine: (v: string) => hostPatternError(v, { allowAny: true }) }),
+      pathPattern: T.Optional(T.String({ trim: true, maxLength: 1000, refine: (v: string) => pathPatternError(v) })),
+      method: T.Optional(literals(...POLICY_METHODS)),
     },
     strict,
   ),
-  app: t.Object({ kind: t.Literal("app"), provider: t.String({ minLength: 1, maxLength: 255 }), tools }, strict),
-  connection: t.Object({ kind: t.Literal("connection"), connectionId: t.String({ minLength: 1, maxLength: 255 }), tools }, strict),
-  secret: t.Object(
-    { kind: t.Literal("secret"), secretId: t.Optional(t.String({ minLength: 1, maxLength: 255 })), secretScope: t.Optional(literals("project", "organization")) },
+  app: T.Object({ kind: T.Literal("app"), provider: T.String({ minLength: 1, maxLength: 255 }), tools }, strict),
+  connection: T.Object({ kind: T.Literal("connection"), connectionId: T.String({ minLength: 1, maxLength: 255 }), tools }, strict),
+  secret: T.Object(
+    { kind: T.Literal("secret"), secretId: T.Optional(T.String({ minLength: 1, maxLength: 255 })), secretScope: T.Optional(literals("project", "organization")) },
     strict,
   ),
 };
@@ -69,20 +67,19 @@ function checkTargets(raw: unknown[] | undefined): RuleTarget[] | undefined {
 }
 
 const fields = {
-  name: t.String({ minLength: 1, maxLength: 255, trim: true }),
-  description: t.Optional(nullable(t.String({ maxLength: 1000 }))),
-  enabled: t.Optional(t.Boolean()),
+  name: T.String({ minLength: 1, maxLength: 255, trim: true }),
+  description: T.Optional(nullable(T.String({ maxLength: 1000 }))),
+  enabled: T.Optional(T.Boolean()),
   action: literals("allow", "block"),
-  // Plain TypeBox integer: Elysia's t.Integer is a string|integer union the validator cannot walk (a 500).
-  rateLimit: t.Optional(nullable(Type.Integer({ minimum: 1, maximum: 1_000_000 }))),
-  rateLimitWindow: t.Optional(nullable(literals("minute", "hour", "day"))),
-  requireApproval: t.Optional(t.Boolean()),
-  conditions: t.Optional(nullable(t.Array(Condition, { maxItems: 10 }))),
-  identities: t.Optional(t.Array(Identity, { maxItems: 100 })),
-  targets: t.Optional(t.Array(t.Unknown(), { maxItems: 100 })),
+  rateLimit: T.Optional(nullable(T.Integer({ minimum: 1, maximum: 1_000_000 }))),
+  rateLimitWindow: T.Optional(nullable(literals("minute", "hour", "day"))),
+  requireApproval: T.Optional(T.Boolean()),
+  conditions: T.Optional(nullable(T.Array(Condition, { maxItems: 10 }))),
+  identities: T.Optional(T.Array(Identity, { maxItems: 100 })),
+  targets: T.Optional(T.Array(T.Unknown(), { maxItems: 100 })),
 };
-const CreateRuleBody = t.Object(fields);
-const UpdateRuleBody = t.Object({ ...fields, name: t.Optional(fields.name), action: t.Optional(fields.action) });
+const CreateRuleBody = T.Object(fields);
+const UpdateRuleBody = T.Object({ ...fields, name: T.Optional(fields.name), action: T.Optional(fields.action) });
 
 type Body = Record<string, any>;
 
@@ -174,7 +171,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       response: returns(T.Array(S.PolicyRule), "The full draft list, priorities renumbered 1..N"),
       access,
       role,
-      body: t.Object({ orderedIds: t.Array(t.String(), { minItems: 1, maxItems: 10000 }) }),
+      body: T.Object({ orderedIds: T.Array(T.String(), { minItems: 1, maxItems: 10000 }) }),
       unprocessable: true,
       handler: async ({ services, ctx, body }) => (await services.policy.reorder(ownerOf(ctx), body.orderedIds)).map((r) => services.policy.view(r)),
     }),
@@ -233,7 +230,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       response: returns(S.PolicyRule, "The draft Default Rule"),
       access,
       role,
-      body: t.Object({ action: literals("allow", "block") }),
+      body: T.Object({ action: literals("allow", "block") }),
       unprocessable: true,
       handler: async ({ services, ctx, body }) => services.policy.view(await services.policy.setDefault(ownerOf(ctx), body.action as "allow" | "block")),
     }),

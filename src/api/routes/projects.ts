@@ -1,6 +1,5 @@
 // Projects of the caller's organization (CONTRACT §5.6, cloud only): list, create (with a Default Agent and
 // the creator's project key, returned once), get, rename, delete with everything in it.
-import { t } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { projectView } from "../../services/projects.ts";
@@ -9,7 +8,7 @@ import * as S from "../schemas.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 const NAME_RULE = "Name must be 2-50 characters with at least one letter or number";
-export const ProjectNameBody = t.Object({ name: t.String({ trim: true }) });
+export const ProjectNameBody = T.Object({ name: T.String({ trim: true }) });
 
 /** The name as stored: trimmed, 2-50 characters, with a letter or digit (flat 400 otherwise). */
 function projectName(raw: string): string {

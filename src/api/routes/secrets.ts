@@ -1,12 +1,11 @@
 // Secrets: project routes `/secrets` (P·any) and organization routes `/org/secrets` (O·admin), CONTRACT §5.2.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError, badRequest } from "../../core/errors.ts";
 import { hostPatternError, HOST_MESSAGES, pathPatternError } from "../../core/patterns.ts";
 import { INJECTION_REQUIRED_MESSAGE, injectionConfigError, opRefError } from "../../core/secretRules.ts";
 import { NO_FIELDS_MESSAGE, type SecretOwner } from "../../services/secrets.ts";
 import type { RequestContext } from "../auth.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
 import * as S from "../schemas.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
@@ -14,25 +13,25 @@ type Body = Record<string, unknown>;
 const isInline = (b: Body) => (b.valueSource ?? "inline") === "inline";
 const isVault = (b: Body) => b.valueSource === "external_vault";
 
-const secretType = t.Union([t.Literal("llm_a"), t.Literal("llm_b"), t.Literal("generic")]);
-const valueSource = t.Union([t.Literal("inline"), t.Literal("external_vault")]);
-const opDisplay = t.Object({
-  vault: t.Optional(t.String({ maxLength: 255 })),
-  item: t.Optional(t.String({ maxLength: 255 })),
-  field: t.Optional(t.String({ maxLength: 255 })),
+const secretType = T.Union([T.Literal("llm_a"), T.Literal("llm_b"), T.Literal("generic")]);
+const valueSource = T.Union([T.Literal("inline"), T.Literal("external_vault")]);
+const opDisplay = T.Object({
+  vault: T.Optional(T.String({ maxLength: 255 })),
+  item: T.Optional(T.String({ maxLength: 255 })),
+  field: T.Optional(T.String({ maxLength: 255 })),
 });
-const pathPattern = t.Union([t.String(), t.Null()], { trim: true, refine: (v: string) => pathPatternError(v) });
+const pathPattern = T.Union([T.String(), T.Null()], { trim: true, refine: (v: string) => pathPatternError(v) });
 
 /** Create body, fields in the order the contract checks them (§5.2). */
-export const CreateSecretBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 255, trim: true }),
+export const CreateSecretBody = T.Object({
+  name: T.String({ minLength: 1, maxLength: 255, trim: true }),
   type: secretType,
-  valueSource: t.Optional(valueSource),
-  value: t.Optional(
-    t.String({ minLength: 1, maxLength: 10000, trim: true, blankIsAbsent: true, requiredWhen: isInline, skipWhen: (b: Body) => !isInline(b), missing: "value is required" }),
+  valueSource: T.Optional(valueSource),
+  value: T.Optional(
+    T.String({ minLength: 1, maxLength: 10000, trim: true, blankIsAbsent: true, requiredWhen: isInline, skipWhen: (b: Body) => !isInline(b), missing: "value is required" }),
   ),
-  opRef: t.Optional(
-    t.String({
+  opRef: T.Optional(
+    T.String({
       trim: true,
       blankIsAbsent: true,
       requiredWhen: isVault,
@@ -41,10 +40,10 @@ export const CreateSecretBody = t.Object({
       refine: opRefError,
     }),
   ),
-  opDisplay: t.Optional(opDisplay),
-  metadata: t.Optional(t.Object({ authMode: t.Optional(t.Union([t.Literal("api-key"), t.Literal("oauth")])) })),
-  hostPattern: t.Optional(
-    t.String({
+  opDisplay: T.Optional(opDisplay),
+  metadata: T.Optional(T.Object({ authMode: T.Optional(T.Union([T.Literal("api-key"), T.Literal("oauth")])) })),
+  hostPattern: T.Optional(
+    T.String({
       trim: true,
       blankIsAbsent: true,
       requiredWhen: (b: Body) => b.type === "generic",
@@ -52,9 +51,9 @@ export const CreateSecretBody = t.Object({
       refine: (v: string) => hostPatternError(v),
     }),
   ),
-  pathPattern: t.Optional(pathPattern),
-  injectionConfig: t.Optional(
-    t.Unknown({
+  pathPattern: T.Optional(pathPattern),
+  injectionConfig: T.Optional(
+    T.Unknown({
       requiredWhen: (b: Body) => b.type === "generic",
       skipWhen: (b: Body) => b.type !== "generic",
       missing: badRequest(INJECTION_REQUIRED_MESSAGE),
@@ -63,16 +62,16 @@ export const CreateSecretBody = t.Object({
   ),
 });
 
-export const UpdateSecretBody = t.Object({
-  name: t.Optional(t.String({ minLength: 1, maxLength: 255, trim: true })),
-  type: t.Optional(t.Unknown({ refine: () => "type cannot be changed" })),
-  valueSource: t.Optional(valueSource),
-  value: t.Optional(t.String({ minLength: 1, maxLength: 10000, trim: true })),
-  opRef: t.Optional(t.String({ trim: true, refine: opRefError })),
-  opDisplay: t.Optional(opDisplay),
-  hostPattern: t.Optional(t.String({ trim: true, refine: (v: string) => hostPatternError(v) })),
-  pathPattern: t.Optional(pathPattern),
-  injectionConfig: t.Optional(t.Unknown()),
+export const UpdateSecretBody = T.Object({
+  name: T.Optional(T.String({ minLength: 1, maxLength: 255, trim: true })),
+  type: T.Optional(T.Unknown({ refine: () => "type cannot be changed" })),
+  valueSource: T.Optional(valueSource),
+  value: T.Optional(T.String({ minLength: 1, maxLength: 10000, trim: true })),
+  opRef: T.Optional(T.String({ trim: true, refine: opRefError })),
+  opDisplay: T.Optional(opDisplay),
+  hostPattern: T.Optional(T.String({ trim: true, refine: (v: string) => hostPatternError(v) })),
+  pathPattern: T.Optional(pathPattern),
+  injectionConfig: T.Optional(T.Unknown()),
 });
 
 const noFields = ApiError.flat(400, NO_FIELDS_MESSAGE);

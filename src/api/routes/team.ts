@@ -1,16 +1,15 @@
 // The organization's team (CONTRACT §5.7, cloud only): provisions (a placeholder member with a project and a key
 // that work at once, and a claim link), the member list, role changes and removal.
-import { t } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import { created, noContent, route, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
-export const ProvisionBody = t.Object({
-  role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" })),
-  skipOnboarding: t.Optional(t.Boolean()),
+export const ProvisionBody = T.Object({
+  role: T.Optional(T.Union([T.Literal("admin"), T.Literal("member")], { error: "role must be one of: admin, member" })),
+  skipOnboarding: T.Optional(T.Boolean()),
 });
-export const RoleBody = t.Object({ role: t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" }) });
+export const RoleBody = T.Object({ role: T.Union([T.Literal("admin"), T.Literal("member")], { error: "role must be one of: admin, member" }) });
 
 export const teamRoutes: RouteDef[] = [
   route({

@@ -1,5 +1,5 @@
 // The calling user (CONTRACT §5.5): profile and personal project API key.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { notFound } from "../../core/errors.ts";
 import type { RequestContext } from "../auth.ts";
 import type { Services } from "../../services/index.ts";
@@ -7,7 +7,7 @@ import { route, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";
 import { returns } from "../responses.ts";
 
-export const UpdateUserBody = t.Object({ name: t.String({ minLength: 1, maxLength: 255, trim: true }) });
+export const UpdateUserBody = T.Object({ name: T.String({ minLength: 1, maxLength: 255, trim: true }) });
 
 async function currentUser(services: Services, ctx: RequestContext) {
   const user = ctx.userId ? await services.orgs.getUser(ctx.userId) : undefined;
