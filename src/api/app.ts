@@ -62,7 +62,7 @@ function openApiRoute(routes: () => RouteDef[]): RouteDef {
     path: "/openapi.json",
     access: "none",
     response: returns(OpenApiDocument, "This document (OpenAPI 3.1)"),
-    handler: () => new Response(JSON.stringify(openApiDocument(routes(), VERSION)), { headers: { "content-type": "application/json; charset=utf-8" } }),
+    handler: () => openApiDocument(routes(), VERSION),
   });
 }
 

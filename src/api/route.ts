@@ -5,60 +5,92 @@ import type { TSchema, Static } from "@sinclair/typebox";
 import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
 import type { Mode } from "../runtime/config.ts";
 import type { Services } from "../services/index.ts";
-import { authenticate, resolveContext, resolvePartnerContext, type Access, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
+import { authenticate, resolveContext, resolvePartnerContext, type Access, type PartnerContext, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
 import { readJsonBody } from "./body.ts";
 import { errorResponse, json, unknownRoute } from "./errors.ts";
-import type { ResponseDoc } from "./responses.ts";
+import type { EmptyDoc, JsonDoc, ResponseDoc } from "./responses.ts";
 import { validate } from "./validate.ts";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
-export interface HandlerInput<B> {
+/** The `:name` segments of a path template as an object: `/agents/:agentId` → `{ agentId: string }`. */
+export type PathParams<P extends string> = { [K in ParamName<Segments<P>>]: string };
+type Segments<P extends string> = P extends `${infer Head}/${infer Rest}` ? Head | Segments<Rest> : P;
+type ParamName<S extends string> = S extends `:${infer Name}` ? Name : never;
+
+/** What `ctx` holds on a route of access `A`: nothing on `none` and `session` routes. */
+export type ContextFor<A extends Access> = A extends "none" | "session" ? null : A extends "Pt" ? PartnerContext : RequestContext;
+
+/** The body a route's schema admits, once validated; `undefined` on routes without a body. */
+export type BodyOf<B extends TSchema | undefined> = B extends TSchema ? Static<B> : undefined;
+
+export interface HandlerInput<P extends string, A extends Access, B extends TSchema | undefined> {
   services: Services;
   request: Request;
-  params: Record<string, string>;
+  params: PathParams<P>;
   query: URLSearchParams;
-  body: B;
-  /** Null on `none` and `session` routes. */
-  ctx: RequestContext;
+  body: BodyOf<B>;
+  ctx: ContextFor<A>;
   principal: Principal | null;
 }
 
-/** A non-200 result: `created(x)` → 201, `noContent()` → 204. A Response is returned untouched. */
-export class Result {
+/** An answer with its status and headers: `ok(x, headers)` → 200, `created(x)` → 201, `noContent()` → 204. */
+export class Result<T, S extends 200 | 201 | 204> {
   constructor(
-    readonly status: number,
-    readonly body: unknown,
+    readonly status: S,
+    readonly body: T,
     readonly headers: Record<string, string> = {},
   ) {}
 }
-export const created = (body: unknown): Result => new Result(201, body);
-export const noContent = (): Result => new Result(204, null);
+export const ok = <T>(body: T, headers?: Record<string, string>) => new Result(200 as const, body, headers);
+export const created = <T>(body: T, headers?: Record<string, string>) => new Result(201 as const, body, headers);
+export const noContent = (headers?: Record<string, string>) => new Result(204 as const, null, headers);
 
-export interface RouteDef<S extends TSchema | undefined = TSchema | undefined> {
+/**
+ * What a handler may answer for its response doc: the documented body (or `ok(body)`) for 200, `created(body)`
+ * for 201, `noContent()` for 204, a Response for a redirect or a non-JSON body.
+ */
+export type Reply<R extends ResponseDoc> = R extends JsonDoc<infer S, 200>
+  ? Static<S> | Result<Static<S>, 200>
+  : R extends JsonDoc<infer S, 201>
+    ? Result<Static<S>, 201>
+    : R extends EmptyDoc
+      ? Result<null, 204>
+      : Response;
+
+/** A route as written: its types tie the handler's params, body and ctx to the path, schema and access, and its answer to the response doc. */
+export interface TypedRoute<P extends string, A extends Access, B extends TSchema | undefined, R extends ResponseDoc> {
   method: Method;
   /** Path below the version prefix, parameters as `:name` (`/agents/:agentId`). */
-  path: string;
-  access: Access;
+  path: P;
+  access: A;
   role?: RoleGate;
   /** Deployments that serve the route; elsewhere it does not exist (404 before auth, CONTRACT §0.1). */
   modes?: Mode[];
-  body?: S;
+  body?: B;
   /** The query parameters the route reads (documentation: handlers parse the query themselves). */
   query?: TSchema;
   /** The success answer (src/api/responses.ts), published in /v1/openapi.json and checked by the API tests. */
-  response: ResponseDoc;
+  response: R;
   /** The failure for an absent or `{}` body (e.g. PATCH's `No fields to update`). */
   emptyBody?: ApiError;
   /** Policy routes report every validation failure as a 422 envelope instead of a flat 400. */
   unprocessable?: boolean;
   /** Browser routes (OAuth start): `_token`, `_project`, `_org` query parameters stand in for absent headers (§1.2 step 5). */
   queryBridge?: boolean;
-  handler: (input: HandlerInput<S extends TSchema ? Static<S> : undefined>) => unknown | Promise<unknown>;
+  handler(input: HandlerInput<P, A, B>): NoInfer<Reply<R> | Promise<Reply<R>>>;
 }
 
-export function route<S extends TSchema | undefined = undefined>(def: RouteDef<S>): RouteDef {
-  return def as unknown as RouteDef;
+/** A route in the table, its types erased (the table holds routes of every shape). */
+export interface RouteDef extends Omit<TypedRoute<string, Access, TSchema | undefined, ResponseDoc>, "handler"> {
+  handler(input: HandlerInput<string, Access, TSchema | undefined>): unknown;
+}
+
+/** Declares a route; see docs/architecture.md#routes. */
+export function route<const P extends string, A extends Access, B extends TSchema | undefined = undefined, R extends ResponseDoc = ResponseDoc>(
+  def: TypedRoute<P, A, B, R>,
+): RouteDef {
+  return def;
 }
 
 function hasRequiredFields(schema: TSchema): boolean {
@@ -116,7 +148,7 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
   }
   try {
     let principal: Principal | null = null;
-    let ctx: RequestContext | null = null;
+    let ctx: RequestContext | PartnerContext | null = null;
     if (def.queryBridge) request = bridgeQuery(request, url);
     if (def.access !== "none") {
       principal = await authenticate(services, request.headers);
@@ -133,13 +165,13 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
     const body = await readBody(def, request).catch((err) => {
       throw def.unprocessable && err instanceof ApiError && err.status === 400 && err.shape === "flat" ? ApiError.envelope(422, err.message) : err;
     });
-    const out = await def.handler({
+    const out: unknown = await def.handler({
       services,
       request,
       params,
       query: url.searchParams,
-      body: body as never,
-      ctx: ctx as RequestContext,
+      body,
+      ctx,
       principal,
     });
     // A write is answered once every gateway worker has applied its change events (read-your-writes).

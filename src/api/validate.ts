@@ -5,7 +5,7 @@
 // used in messages, when it differs from the key), and for fields whose rules depend on earlier fields of
 // the same object: `requiredWhen`, `skipWhen` (ignore the field), `blankIsAbsent`, `missing` (the failure,
 // message or ApiError, when a required field is absent).
-import { Kind, OptionalKind, type Static, type TSchema } from "@sinclair/typebox";
+import { Kind, OptionalKind, Type, type Static, type TSchema } from "@sinclair/typebox";
 import { ApiError } from "../core/errors.ts";
 
 type Body = Record<string, any>;
@@ -22,7 +22,8 @@ export interface FieldOptions {
   missing?: string | ApiError;
 }
 
-export type Validated<T extends TSchema> = Static<T>;
+/** A field of any JSON value that its `refine` checks to be a `V` (shapes the walker cannot say, e.g. a union of objects). */
+export const refined = <V>(options: FieldOptions & { refine: Refine }) => Type.Unsafe<V>(Type.Unknown(options));
 
 type Failure = string | ApiError;
 export type ValidationResult<T> = { ok: true; value: T } | { ok: false; message: Failure };

@@ -11,6 +11,7 @@ import { metrics } from "../observability/metrics.ts";
 import type { ApprovalRow } from "../store/rows.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import type { ServiceDeps } from "./deps.ts";
+import type { ApprovalRecord, ApprovalRequest } from "../core/records/approvals.ts";
 
 export type { ApprovalRow };
 export type Outcome = Exclude<ApprovalStatus, "pending">;
@@ -130,7 +131,7 @@ export class ApprovalService {
     await this.db.delete(instances).where(and(lt(instances.heartbeatAt, staleBefore), ne(instances.id, me)));
   }
 
-  requestView(row: ApprovalRow) {
+  requestView(row: ApprovalRow): ApprovalRequest {
     return {
       id: row.id,
       projectId: row.projectId,
@@ -147,7 +148,7 @@ export class ApprovalService {
     };
   }
 
-  recordView(row: ApprovalRow) {
+  recordView(row: ApprovalRow): ApprovalRecord {
     return {
       ...this.requestView(row),
       status: row.status,

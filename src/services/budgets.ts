@@ -11,6 +11,7 @@ import { NANOS_PER_CENT } from "../core/pricing.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import { log } from "../observability/log.ts";
 import type { ServiceDeps } from "./deps.ts";
+import type { SpendBudget } from "../core/records/budgets.ts";
 
 export interface Budget {
   secretId: string;
@@ -20,9 +21,7 @@ export interface Budget {
 }
 
 /** The Spend budget record of the contract. */
-export interface BudgetView extends Budget {
-  spentCents: number;
-}
+export type BudgetView = SpendBudget;
 
 export type Admission = { admitted: true; reservationId: string } | { admitted: false };
 

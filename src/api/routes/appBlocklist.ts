@@ -7,7 +7,7 @@ import { appOrThrow } from "../../services/apps.ts";
 import type { PolicyOwner } from "../../services/policy.ts";
 import type { RequestContext } from "../auth.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsNothing } from "../responses.ts";
 
 const EITHER = "Provide either { hostId } or { name, hostPattern }";
@@ -18,26 +18,26 @@ const AddBody = T.Object({
   hostPattern: T.Optional(T.String({ trim: true })),
 });
 
-function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
+function blocklistRoutes(prefix: "/apps" | "/org/apps", access: "P" | "O", owner: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
   const role = access === "O" ? "admin" : "any";
   return [
     route({
       method: "GET",
       path: `${prefix}/:provider/blocklist`,
-      response: returns(T.Array(S.BlocklistEntry), "Every predefined host plus the custom rules"),
+      response: returns(T.Array(R.BlocklistEntry), "Every predefined host plus the custom rules"),
       access,
       role,
-      handler: ({ services, ctx, params }) => services.blocklist.list(owner(ctx), appOrThrow(params.provider!)),
+      handler: ({ services, ctx, params }) => services.blocklist.list(owner(ctx), appOrThrow(params.provider)),
     }),
     route({
       method: "POST",
       path: `${prefix}/:provider/blocklist`,
-      response: returns(S.BlocklistEntry, "The entry, enabled"),
+      response: returns(R.BlocklistEntry, "The entry, enabled"),
       access,
       role,
       body: AddBody,
       handler: ({ services, ctx, params, body }) => {
-        const app = appOrThrow(params.provider!);
+        const app = appOrThrow(params.provider);
         const hostId = body.hostId || null;
         const name = body.name || null;
         const hostPattern = body.hostPattern || null;
@@ -51,14 +51,14 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
     route({
       method: "PATCH",
       path: `${prefix}/:provider/blocklist/:ruleId`,
-      response: returns(S.Success),
+      response: returns(R.Success),
       access,
       role,
       body: T.Object({ enabled: T.Boolean() }),
       handler: async ({ services, ctx, params, body }) => {
-        const app = appOrThrow(params.provider!);
-        await services.blocklist.setEnabled(owner(ctx), app.id, params.ruleId!, body.enabled);
-        return { success: true };
+        const app = appOrThrow(params.provider);
+        await services.blocklist.setEnabled(owner(ctx), app.id, params.ruleId, body.enabled);
+        return R.SUCCESS;
       },
     }),
     route({
@@ -68,8 +68,8 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
       access,
       role,
       handler: async ({ services, ctx, params }) => {
-        const app = appOrThrow(params.provider!);
-        await services.blocklist.delete(owner(ctx), app.id, params.ruleId!);
+        const app = appOrThrow(params.provider);
+        await services.blocklist.delete(owner(ctx), app.id, params.ruleId);
         return noContent();
       },
     }),

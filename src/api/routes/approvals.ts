@@ -6,6 +6,7 @@ import type { PendingScope } from "../../services/approvals.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
+import * as R from "../../core/records/index.ts";
 import * as S from "../schemas.ts";
 import { returns } from "../responses.ts";
 
@@ -36,36 +37,36 @@ export const approvalsRoutes: RouteDef[] = [
     method: "GET",
     path: "/approvals/pending",
     query: S.PendingQuery,
-    response: returns(S.PendingApprovals, "Long-poll: at once when something is pending, else after CREDGATE_APPROVAL_POLL_SECONDS"),
+    response: returns(R.PendingApprovals, "Long-poll: at once when something is pending, else after CREDGATE_APPROVAL_POLL_SECONDS"),
     access: "P",
     handler: ({ services, ctx, query, request }) => pendingResponse(services, { organizationId: ctx.organizationId, projectId: ctx.projectId }, query, request.signal),
   }),
   route({
     method: "GET",
     path: "/approvals/:approvalId",
-    response: returns(S.ApprovalRecord),
+    response: returns(R.ApprovalRecord),
     access: "P",
     handler: async ({ services, ctx, params }) =>
-      services.approvals.recordView(await services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId!)),
+      services.approvals.recordView(await services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId)),
   }),
   route({
     method: "POST",
     path: "/approvals/:approvalId/decision",
-    response: returns(S.Success),
+    response: returns(R.Success),
     access: "O",
     body: T.Object({ decision: T.Union([T.Literal("approve"), T.Literal("deny")]) }),
     handler: async ({ services, ctx, params, body, request }) => {
       const scope = await decisionScope(services, ctx, request.headers);
       const user = ctx.userId ? await services.orgs.getUser(ctx.userId) : undefined;
-      await services.approvals.decide(scope, params.approvalId!, body.decision as "approve" | "deny", { userId: ctx.userId, email: user?.email ?? null });
-      return { success: true };
+      await services.approvals.decide(scope, params.approvalId, body.decision as "approve" | "deny", { userId: ctx.userId, email: user?.email ?? null });
+      return R.SUCCESS;
     },
   }),
   route({
     method: "GET",
     path: "/org/approvals/pending",
     query: S.PendingQuery,
-    response: returns(S.PendingApprovals, "Long-poll across every project of the organization"),
+    response: returns(R.PendingApprovals, "Long-poll across every project of the organization"),
     access: "O",
     // The key-type check comes first: any project key, whatever its holder's role, gets the same answer.
     handler: ({ services, ctx, query, request }) => {

@@ -4,9 +4,11 @@ import { ApiError, badRequest } from "../../core/errors.ts";
 import { hostPatternError, HOST_MESSAGES, pathPatternError } from "../../core/patterns.ts";
 import { INJECTION_REQUIRED_MESSAGE, injectionConfigError, opRefError } from "../../core/secretRules.ts";
 import { NO_FIELDS_MESSAGE, type SecretOwner } from "../../services/secrets.ts";
-import type { RequestContext } from "../auth.ts";
-import { created, noContent, route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import type { PartnerContext, RequestContext } from "../auth.ts";
+import type { InjectionConfig } from "../../core/records/secrets.ts";
+import { created, noContent, route, type ContextFor, type RouteDef } from "../route.ts";
+import { refined } from "../validate.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 type Body = Record<string, unknown>;
@@ -53,7 +55,7 @@ export const CreateSecretBody = T.Object({
   ),
   pathPattern: T.Optional(pathPattern),
   injectionConfig: T.Optional(
-    T.Unknown({
+    refined<InjectionConfig>({
       requiredWhen: (b: Body) => b.type === "generic",
       skipWhen: (b: Body) => b.type !== "generic",
       missing: badRequest(INJECTION_REQUIRED_MESSAGE),
@@ -79,7 +81,7 @@ const noFields = ApiError.flat(400, NO_FIELDS_MESSAGE);
 /** Partner secrets hold their value here: an external-vault reference would be the partner's vault, read for its customers. */
 export const PARTNER_INLINE_ONLY = "Partner secrets must hold an inline value (valueSource external_vault is not supported)";
 
-function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: RequestContext) => SecretOwner): RouteDef[] {
+function secretRoutes<A extends "P" | "O" | "Pt">(prefix: "/secrets" | "/org/secrets" | "/partner/secrets", access: A, owner: (ctx: ContextFor<A>) => SecretOwner): RouteDef[] {
   const role = access === "O" ? "admin" : "any";
   const modes = access === "Pt" ? (["cloud"] as const) : undefined;
   const inlineOnly = (body: { valueSource?: string }) => {
@@ -89,20 +91,20 @@ function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: Req
     route({
       method: "POST",
       path: prefix,
-      response: returnsCreated(S.SecretCreated),
+      response: returnsCreated(R.SecretCreated),
       access,
       role,
       modes: modes && [...modes],
       body: CreateSecretBody,
       handler: async ({ services, ctx, body }) => {
         inlineOnly(body);
-        return created(await services.secrets.create(owner(ctx), body as never));
+        return created(await services.secrets.create(owner(ctx), body));
       },
     }),
     route({
       method: "PATCH",
       path: `${prefix}/:secretId`,
-      response: returns(S.Success),
+      response: returns(R.Success),
       access,
       role,
       modes: modes && [...modes],
@@ -110,8 +112,8 @@ function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: Req
       emptyBody: noFields,
       handler: async ({ services, ctx, params, body }) => {
         inlineOnly(body);
-        await services.secrets.update(owner(ctx), params.secretId!, body as never);
-        return { success: true };
+        await services.secrets.update(owner(ctx), params.secretId, body);
+        return R.SUCCESS;
       },
     }),
     route({
@@ -122,7 +124,7 @@ function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: Req
       role,
       modes: modes && [...modes],
       handler: async ({ services, ctx, params }) => {
-        await services.secrets.delete(owner(ctx), params.secretId!);
+        await services.secrets.delete(owner(ctx), params.secretId);
         return noContent();
       },
     }),
@@ -131,28 +133,28 @@ function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: Req
 
 const projectOwner = (ctx: RequestContext): SecretOwner => ({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId });
 const orgOwner = (ctx: RequestContext): SecretOwner => ({ scope: "organization", organizationId: ctx.organizationId });
-const partnerOwner = (ctx: RequestContext): SecretOwner => ({ scope: "partner", partnerId: ctx.partnerId! });
+const partnerOwner = (ctx: PartnerContext): SecretOwner => ({ scope: "partner", partnerId: ctx.partnerId });
 
 export const secretsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/secrets",
-    response: returns(T.Array(S.Secret), "The project's secrets and the organization's, newest first"),
+    response: returns(T.Array(R.Secret), "The project's secrets and the organization's, newest first"),
     access: "P",
     handler: ({ services, ctx }) => services.secrets.listForProject(ctx.projectId, ctx.organizationId),
   }),
   route({
     method: "GET",
     path: "/secrets/:secretId",
-    response: returns(S.Secret),
+    response: returns(R.Secret),
     access: "P",
-    handler: ({ services, ctx, params }) => services.secrets.getForProject(ctx.projectId, ctx.organizationId, params.secretId!),
+    handler: ({ services, ctx, params }) => services.secrets.getForProject(ctx.projectId, ctx.organizationId, params.secretId),
   }),
   ...secretRoutes("/secrets", "P", projectOwner),
   route({
     method: "GET",
     path: "/org/secrets",
-    response: returns(T.Array(S.Secret)),
+    response: returns(T.Array(R.Secret)),
     access: "O",
     role: "admin",
     handler: ({ services, ctx }) => services.secrets.list(orgOwner(ctx)),
@@ -160,17 +162,17 @@ export const secretsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/secrets/:secretId",
-    response: returns(S.Secret),
+    response: returns(R.Secret),
     access: "O",
     role: "admin",
-    handler: async ({ services, ctx, params }) => services.secrets.view(await services.secrets.find(orgOwner(ctx), params.secretId!)),
+    handler: async ({ services, ctx, params }) => services.secrets.view(await services.secrets.find(orgOwner(ctx), params.secretId)),
   }),
   ...secretRoutes("/org/secrets", "O", orgOwner),
   route({
     method: "GET",
     path: "/partner/secrets",
     modes: ["cloud"],
-    response: returns(T.Array(S.Secret), "The partner's secrets (scope partner)"),
+    response: returns(T.Array(R.Secret), "The partner's secrets (scope partner)"),
     access: "Pt",
     handler: ({ services, ctx }) => services.secrets.list(partnerOwner(ctx)),
   }),

@@ -2,7 +2,7 @@
 // that work at once, and a claim link), the member list, role changes and removal.
 import { Type as T } from "@sinclair/typebox";
 import { created, noContent, route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 export const ProvisionBody = T.Object({
@@ -16,7 +16,7 @@ export const teamRoutes: RouteDef[] = [
     method: "POST",
     path: "/team/provisions",
     modes: ["cloud"],
-    response: returnsCreated(S.Provision, "A placeholder member, its project `Default`, its key and a claim link (7 days)"),
+    response: returnsCreated(R.Provision, "A placeholder member, its project `Default`, its key and a claim link (7 days)"),
     access: "O",
     role: "admin",
     body: ProvisionBody,
@@ -26,7 +26,7 @@ export const teamRoutes: RouteDef[] = [
     method: "GET",
     path: "/team/members",
     modes: ["cloud"],
-    response: returns(T.Array(S.TeamMember)),
+    response: returns(T.Array(R.TeamMember)),
     access: "O",
     handler: ({ services, ctx }) => services.team.members(ctx.organizationId),
   }),
@@ -34,11 +34,11 @@ export const teamRoutes: RouteDef[] = [
     method: "PATCH",
     path: "/team/members/:userId",
     modes: ["cloud"],
-    response: returns(S.TeamMember),
+    response: returns(R.TeamMember),
     access: "O",
     role: "admin",
     body: RoleBody,
-    handler: ({ services, ctx, params, body }) => services.team.setRole(ctx.organizationId, params.userId!, body.role),
+    handler: ({ services, ctx, params, body }) => services.team.setRole(ctx.organizationId, params.userId, body.role),
   }),
   route({
     method: "DELETE",
@@ -48,7 +48,7 @@ export const teamRoutes: RouteDef[] = [
     access: "O",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
-      await services.team.remove(ctx.organizationId, params.userId!);
+      await services.team.remove(ctx.organizationId, params.userId);
       return noContent();
     },
   }),

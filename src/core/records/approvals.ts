@@ -1,0 +1,35 @@
+// Approval requests and records (CONTRACT §3.5).
+import { Type as T, type Static } from "@sinclair/typebox";
+import { Enum, Nullable, StringMap, Timestamp, Uuid } from "./common.ts";
+
+export const ApprovalRequest = T.Object(
+  {
+    id: Uuid,
+    projectId: T.String(),
+    method: T.String(),
+    url: T.String(),
+    host: T.String(),
+    path: T.String(),
+    headers: StringMap,
+    bodyPreview: Nullable(T.String()),
+    summary: Nullable(T.Object({ action: T.String(), details: T.Array(T.Object({ label: T.String(), value: T.String() })) })),
+    agent: T.Object({ id: Uuid, name: T.String(), externalId: T.String() }),
+    createdAt: Timestamp,
+    expiresAt: Timestamp,
+  },
+  { $id: "ApprovalRequest" },
+);
+export type ApprovalRequest = Static<typeof ApprovalRequest>;
+
+export const PendingApprovals = T.Object({ requests: T.Array(ApprovalRequest), timeoutSeconds: T.Number() });
+export type PendingApprovals = Static<typeof PendingApprovals>;
+
+export const ApprovalRecord = T.Composite([
+  ApprovalRequest,
+  T.Object({
+    status: Enum("pending", "approved", "denied", "expired", "cancelled"),
+    decidedAt: Nullable(Timestamp),
+    decidedBy: Nullable(T.Object({ userId: Nullable(T.String()), email: T.String() })),
+  }),
+]);
+export type ApprovalRecord = Static<typeof ApprovalRecord>;
