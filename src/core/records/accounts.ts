@@ -4,7 +4,7 @@ import { Enum, Nullable, Role, Timestamp, Uuid } from "./common.ts";
 
 export const User = T.Object({ id: Uuid, email: T.String(), name: Nullable(T.String()), createdAt: Timestamp }, { $id: "User" });
 export type User = Static<typeof User>;
-export const UserUpdated = T.Object({ id: Uuid, email: T.String(), name: Nullable(T.String()) });
+export const UserUpdated = T.Object({ id: Uuid, email: T.String(), name: Nullable(T.String()) }, { $id: "UserUpdated" });
 export const ApiKey = T.Object({ apiKey: T.String() }, { $id: "ApiKey" });
 
 export const Session = T.Object(
@@ -17,9 +17,9 @@ export const Session = T.Object(
   { $id: "Session" },
 );
 export type Session = Static<typeof Session>;
-export const Login = T.Object({ user: User });
-export const Signup = T.Object({ user: User, organizationId: T.String(), projectId: T.String() });
-export const Claimed = T.Object({ kind: Enum("organization", "provision"), organizationId: T.String(), projectId: T.String() });
+export const Login = T.Object({ user: User }, { $id: "Login" });
+export const Signup = T.Object({ user: User, organizationId: T.String(), projectId: T.String() }, { $id: "Signup" });
+export const Claimed = T.Object({ kind: Enum("organization", "provision"), organizationId: T.String(), projectId: T.String() }, { $id: "Claimed" });
 export type Claimed = Static<typeof Claimed>;
 
 export const Organization = T.Object(
@@ -41,7 +41,7 @@ export const Project = T.Object(
   { $id: "Project" },
 );
 export type Project = Static<typeof Project>;
-export const ProjectCreated = T.Object({ ...Project.properties, apiKey: T.String() });
+export const ProjectCreated = T.Object({ ...Project.properties, apiKey: T.String() }, { $id: "ProjectCreated" });
 export type ProjectCreated = Static<typeof ProjectCreated>;
 
 export const TeamMember = T.Object(
@@ -50,7 +50,10 @@ export const TeamMember = T.Object(
 );
 export type TeamMember = Static<typeof TeamMember>;
 
-export const Provision = T.Object({ id: Uuid, userId: Uuid, projectId: T.String(), apiKey: T.String(), claimUrl: T.String(), expiresAt: Timestamp }, { $id: "Provision" });
+export const Provision = T.Object(
+  { id: Uuid, userId: Uuid, projectId: T.String(), apiKey: T.String(), claimUrl: T.String(), expiresAt: Timestamp },
+  { $id: "Provision" },
+);
 export type Provision = Static<typeof Provision>;
 
 export const Health = T.Object({ status: T.Literal("ok"), version: T.String(), timestamp: Timestamp }, { $id: "Health" });

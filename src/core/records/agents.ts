@@ -20,7 +20,10 @@ export const Agent = T.Object(
 );
 export type Agent = Static<typeof Agent>;
 
-export const AgentCreated = T.Object({ id: Uuid, name: T.String(), identifier: T.String(), mode: AgentMode, isDefault: T.Boolean(), createdAt: Timestamp });
+export const AgentCreated = T.Object(
+  { id: Uuid, name: T.String(), identifier: T.String(), mode: AgentMode, isDefault: T.Boolean(), createdAt: Timestamp },
+  { $id: "AgentCreated" },
+);
 export type AgentCreated = Static<typeof AgentCreated>;
 
-export const AccessToken = T.Object({ accessToken: T.String() });
+export const AccessToken = T.Object({ accessToken: T.String() }, { $id: "AccessToken" });

@@ -21,15 +21,18 @@ export const ApprovalRequest = T.Object(
 );
 export type ApprovalRequest = Static<typeof ApprovalRequest>;
 
-export const PendingApprovals = T.Object({ requests: T.Array(ApprovalRequest), timeoutSeconds: T.Number() });
+export const PendingApprovals = T.Object({ requests: T.Array(ApprovalRequest), timeoutSeconds: T.Number() }, { $id: "PendingApprovals" });
 export type PendingApprovals = Static<typeof PendingApprovals>;
 
-export const ApprovalRecord = T.Composite([
-  ApprovalRequest,
-  T.Object({
-    status: Enum("pending", "approved", "denied", "expired", "cancelled"),
-    decidedAt: Nullable(Timestamp),
-    decidedBy: Nullable(T.Object({ userId: Nullable(T.String()), email: T.String() })),
-  }),
-]);
+export const ApprovalRecord = T.Composite(
+  [
+    ApprovalRequest,
+    T.Object({
+      status: Enum("pending", "approved", "denied", "expired", "cancelled"),
+      decidedAt: Nullable(Timestamp),
+      decidedBy: Nullable(T.Object({ userId: Nullable(T.String()), email: T.String() })),
+    }),
+  ],
+  { $id: "ApprovalRecord" },
+);
 export type ApprovalRecord = Static<typeof ApprovalRecord>;

@@ -26,7 +26,10 @@ export const OrganizationConnection = T.Object(
 );
 export type OrganizationConnection = Static<typeof OrganizationConnection>;
 
-export const ConnectionRenamed = T.Object({ id: T.String(), provider: T.String(), status: ConnectionStatus, label: Nullable(T.String()) });
+export const ConnectionRenamed = T.Object(
+  { id: T.String(), provider: T.String(), status: ConnectionStatus, label: Nullable(T.String()) },
+  { $id: "ConnectionRenamed" },
+);
 
 export const AppConfig = T.Object(
   { settings: StringMap, hasCredentials: T.Boolean(), enabled: T.Boolean(), source: T.Optional(T.Literal("organization")) },
@@ -60,7 +63,7 @@ export const PermissionDefinition = T.Object(
 );
 export type PermissionDefinition = Static<typeof PermissionDefinition>;
 
-export const Connected = T.Object({ success: T.Literal(true), connection: T.Object({ id: T.String(), label: Nullable(T.String()) }) });
+export const Connected = T.Object({ success: T.Literal(true), connection: T.Object({ id: T.String(), label: Nullable(T.String()) }) }, { $id: "Connected" });
 
 export const BlocklistEntry = T.Object(
   {

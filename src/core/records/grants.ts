@@ -8,19 +8,22 @@ import { SecretScope, SecretType } from "./secrets.ts";
 export const ConnectionAccess = Enum("full", "custom");
 const Resources = Nullable(T.Record(T.String(), T.Array(T.String()), { description: "granular resource scope, e.g. {repositories:[…]}; null = unrestricted" }));
 
-export const ConnectionGrant = T.Object({
-  connectionId: T.String(),
-  provider: T.String(),
-  label: Nullable(T.String()),
-  scope: ConnectionScope,
-  access: ConnectionAccess,
-  allow: T.Array(T.String()),
-  ask: T.Array(T.String()),
-  resources: Resources,
-});
+export const ConnectionGrant = T.Object(
+  {
+    connectionId: T.String(),
+    provider: T.String(),
+    label: Nullable(T.String()),
+    scope: ConnectionScope,
+    access: ConnectionAccess,
+    allow: T.Array(T.String()),
+    ask: T.Array(T.String()),
+    resources: Resources,
+  },
+  { $id: "ConnectionGrant" },
+);
 export type ConnectionGrant = Static<typeof ConnectionGrant>;
 
-export const SecretGrant = T.Object({ secretId: Uuid, name: T.String(), type: SecretType, scope: SecretScope });
+export const SecretGrant = T.Object({ secretId: Uuid, name: T.String(), type: SecretType, scope: SecretScope }, { $id: "SecretGrant" });
 export type SecretGrant = Static<typeof SecretGrant>;
 
 export const GrantSet = T.Object({ agentId: Uuid, mode: AgentMode, connections: T.Array(ConnectionGrant), secrets: T.Array(SecretGrant) }, { $id: "GrantSet" });
@@ -35,7 +38,7 @@ export const ConnectionGrants = T.Object(
 );
 export type ConnectionGrants = Static<typeof ConnectionGrants>;
 
-export const AgentConnectionAssignments = T.Array(T.Object({ appConnectionId: T.String(), sessionPolicy: Resources }));
+export const AgentConnectionAssignments = T.Array(T.Object({ appConnectionId: T.String(), sessionPolicy: Resources }), { $id: "AgentConnectionAssignments" });
 
 /** How usable a credential is for an agent: not granted, blocked by every rule, limited by some, or usable. */
 export const CredentialStatus = Enum("not_granted", "blocked", "limited", "usable");

@@ -1,7 +1,7 @@
 // The result of a migration import (CONTRACT §5.12).
 import { Type as T, type Static } from "@sinclair/typebox";
 
-export const SkippedItem = T.Object({ type: T.String(), name: T.String(), reason: T.String() });
+export const SkippedItem = T.Object({ type: T.String(), name: T.String(), reason: T.String() }, { $id: "SkippedItem" });
 export type SkippedItem = Static<typeof SkippedItem>;
 
 export const MigrationResult = T.Object(

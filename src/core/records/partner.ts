@@ -37,9 +37,9 @@ export type OrgPartnerStatus = Static<typeof OrgPartnerStatus>;
 
 export const PartnerMember = T.Object({ userId: Uuid, email: T.String(), role: Role, createdAt: Timestamp }, { $id: "PartnerMember" });
 export type PartnerMember = Static<typeof PartnerMember>;
-export const PartnerMemberAdded = T.Object({ ...PartnerMember.properties, inviteUrl: Nullable(T.String()) });
+export const PartnerMemberAdded = T.Object({ ...PartnerMember.properties, inviteUrl: Nullable(T.String()) }, { $id: "PartnerMemberAdded" });
 export type PartnerMemberAdded = Static<typeof PartnerMemberAdded>;
 
-export const ClaimLink = T.Object({ claimUrl: T.String() });
-export const RotatedTokens = T.Object({ orgApiKey: T.String(), projectApiKey: T.String(), agentToken: T.String() });
+export const ClaimLink = T.Object({ claimUrl: T.String() }, { $id: "ClaimLink" });
+export const RotatedTokens = T.Object({ orgApiKey: T.String(), projectApiKey: T.String(), agentToken: T.String() }, { $id: "RotatedTokens" });
 export type RotatedTokens = Static<typeof RotatedTokens>;

@@ -5,12 +5,15 @@ import { Enum, Nullable, Timestamp } from "./common.ts";
 export const PolicyScope = Enum("project", "organization");
 export const RateWindow = Enum("minute", "hour", "day");
 
-export const RuleTarget = T.Union([
-  T.Object({ kind: T.Literal("network"), hostPattern: T.String(), pathPattern: T.Optional(T.String()), method: T.Optional(T.String()) }),
-  T.Object({ kind: T.Literal("app"), provider: T.String(), tools: T.Array(T.String()) }),
-  T.Object({ kind: T.Literal("connection"), connectionId: T.String(), tools: T.Array(T.String()) }),
-  T.Object({ kind: T.Literal("secret"), secretId: T.Optional(T.String()), secretScope: T.Optional(PolicyScope) }),
-]);
+export const RuleTarget = T.Union(
+  [
+    T.Object({ kind: T.Literal("network"), hostPattern: T.String(), pathPattern: T.Optional(T.String()), method: T.Optional(T.String()) }),
+    T.Object({ kind: T.Literal("app"), provider: T.String(), tools: T.Array(T.String()) }),
+    T.Object({ kind: T.Literal("connection"), connectionId: T.String(), tools: T.Array(T.String()) }),
+    T.Object({ kind: T.Literal("secret"), secretId: T.Optional(T.String()), secretScope: T.Optional(PolicyScope) }),
+  ],
+  { $id: "RuleTarget" },
+);
 export type RuleTarget = Static<typeof RuleTarget>;
 
 export const PolicyRule = T.Object(
@@ -40,32 +43,39 @@ export const PolicyRule = T.Object(
 );
 export type PolicyRule = Static<typeof PolicyRule>;
 
-export const PublishResult = T.Object({ generation: T.Integer(), ruleCount: T.Integer() });
+export const PublishResult = T.Object({ generation: T.Integer(), ruleCount: T.Integer() }, { $id: "PublishResult" });
 export type PublishResult = Static<typeof PublishResult>;
 
-export const LastPublish = Nullable(
-  T.Object({ generation: T.Integer(), ruleCount: T.Integer(), appliedAt: Timestamp, appliedBy: Nullable(T.Object({ name: Nullable(T.String()), email: T.String() })) }),
+export const LastPublish = T.Union(
+  [
+    T.Object({ generation: T.Integer(), ruleCount: T.Integer(), appliedAt: Timestamp, appliedBy: Nullable(T.Object({ name: Nullable(T.String()), email: T.String() })) }),
+    T.Null(),
+  ],
+  { $id: "LastPublish" },
 );
 export type LastPublish = Static<typeof LastPublish>;
 
 export const ToolVerdict = Enum("allow", "approval", "block", "rate_limited");
-export const EffectiveAppPermissions = T.Object({
-  provider: T.String(),
-  agentId: Nullable(T.String()),
-  connectionId: Nullable(T.String()),
-  groups: T.Array(
-    T.Object({
-      category: Enum("read", "write"),
-      tools: T.Array(
-        T.Object({
-          toolId: T.String(),
-          verdict: ToolVerdict,
-          rateLimit: Nullable(T.Integer()),
-          rateLimitWindow: Nullable(RateWindow),
-          decidedBy: Nullable(T.Object({ scope: PolicyScope, logicalId: T.String(), name: T.String() })),
-        }),
-      ),
-    }),
-  ),
-});
+export const EffectiveAppPermissions = T.Object(
+  {
+    provider: T.String(),
+    agentId: Nullable(T.String()),
+    connectionId: Nullable(T.String()),
+    groups: T.Array(
+      T.Object({
+        category: Enum("read", "write"),
+        tools: T.Array(
+          T.Object({
+            toolId: T.String(),
+            verdict: ToolVerdict,
+            rateLimit: Nullable(T.Integer()),
+            rateLimitWindow: Nullable(RateWindow),
+            decidedBy: Nullable(T.Object({ scope: PolicyScope, logicalId: T.String(), name: T.String() })),
+          }),
+        ),
+      }),
+    ),
+  },
+  { $id: "EffectiveAppPermissions" },
+);
 export type EffectiveAppPermissions = Static<typeof EffectiveAppPermissions>;

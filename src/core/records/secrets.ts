@@ -34,11 +34,14 @@ export const InjectionConfig = T.Unsafe<InjectionFields>(
 );
 export type InjectionConfig = Static<typeof InjectionConfig>;
 
-export const SecretMetadata = T.Object({
-  authMode: T.Optional(Enum("api-key", "oauth")),
-  accountId: T.Optional(T.String()),
-  opDisplay: T.Optional(T.Object({ vault: T.Optional(T.String()), item: T.Optional(T.String()), field: T.Optional(T.String()) })),
-});
+export const SecretMetadata = T.Object(
+  {
+    authMode: T.Optional(Enum("api-key", "oauth")),
+    accountId: T.Optional(T.String()),
+    opDisplay: T.Optional(T.Object({ vault: T.Optional(T.String()), item: T.Optional(T.String()), field: T.Optional(T.String()) })),
+  },
+  { $id: "SecretMetadata" },
+);
 export type SecretMetadata = Static<typeof SecretMetadata>;
 
 export const Secret = T.Object(

@@ -2,7 +2,7 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Enum, StringMap } from "./common.ts";
 
-export const GatewayUrl = T.Object({ url: T.String() });
+export const GatewayUrl = T.Object({ url: T.String() }, { $id: "GatewayUrl" });
 export const ContainerConfig = T.Object(
   {
     env: StringMap,
@@ -14,7 +14,7 @@ export const ContainerConfig = T.Object(
   { $id: "ContainerConfig" },
 );
 export type ContainerConfig = Static<typeof ContainerConfig>;
-export const CredentialStubList = T.Object({ agents: T.Array(T.String()) });
+export const CredentialStubList = T.Object({ agents: T.Array(T.String()) }, { $id: "CredentialStubList" });
 export const CredentialStub = T.Object(
   { agent: T.String(), filePath: T.String(), content: T.String(), authMode: Enum("api-key", "oauth"), permissions: T.String({ pattern: "^0[0-7]{3}$" }) },
   { $id: "CredentialStub" },

@@ -5,27 +5,14 @@ import { queryString } from "../api.ts";
 import { badge, button, empty, errorText, formatTime, loading, notice, table } from "../components.ts";
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
-
-interface Approval {
-  id: string;
-  method: string;
-  url: string;
-  host: string;
-  path: string;
-  headers: Record<string, string>;
-  bodyPreview: string | null;
-  summary: { action: string; details: { label: string; value: string }[] } | null;
-  agent: { id: string; name: string; externalId: string };
-  createdAt: string;
-  expiresAt: string;
-}
+import type { ApprovalRequest, PendingApprovals, RequestLogPage } from "../api-types.ts";
 
 const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((r) => {
   const t = setTimeout(r, ms);
   signal.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
 });
 
-function card(a: Approval, decide: (a: Approval, decision: "approve" | "deny") => void): HTMLElement {
+function card(a: ApprovalRequest, decide: (a: ApprovalRequest, decision: "approve" | "deny") => void): HTMLElement {
   const what = `${a.method} ${a.host}${a.path}`;
   return h(
     "article",
@@ -46,7 +33,7 @@ function card(a: Approval, decide: (a: Approval, decision: "approve" | "deny") =
 
 async function history(ctx: PageCtx, where: HTMLElement): Promise<void> {
   try {
-    const page = await ctx.api.get<{ data: any[] }>(`/logs${queryString({ limit: 200 })}`);
+    const page = await ctx.api.get<RequestLogPage>(`/logs${queryString({ limit: 200 })}`);
     const rows = page.data.filter((r) => r.approvalId);
     replace(
       where,
@@ -68,7 +55,7 @@ const agentName = (_ctx: PageCtx, id: string) => agentNames.get(id) ?? id;
 
 export const approvalsPage: PageFn = async (ctx) => {
   for (const a of await ctx.api.get<any[]>("/agents")) agentNames.set(a.id, a.name);
-  const shown = new Map<string, Approval>();
+  const shown = new Map<string, ApprovalRequest>();
   const list = h("div", { class: "approvals", "aria-live": "polite" }, loading("Waiting for requests…"));
   const status = h("div");
   const historyBox = h("div", null, loading());
@@ -79,7 +66,7 @@ export const approvalsPage: PageFn = async (ctx) => {
     replace(list, shown.size === 0 ? empty("No requests are waiting. When an agent's request needs approval it appears here at once.") : [...shown.values()].map((a) => card(a, decide)));
   };
 
-  const decide = async (a: Approval, decision: "approve" | "deny") => {
+  const decide = async (a: ApprovalRequest, decision: "approve" | "deny") => {
     replace(status);
     try {
       await ctx.api.send("POST", `/approvals/${a.id}/decision`, { decision });
@@ -100,12 +87,12 @@ export const approvalsPage: PageFn = async (ctx) => {
     let first = true;
     while (!ctx.signal.aborted) {
       try {
-        const all = await ctx.api.get<{ requests: Approval[] }>("/approvals/pending");
+        const all = await ctx.api.get<PendingApprovals>("/approvals/pending");
         shown.clear();
         for (const a of all.requests) shown.set(a.id, a);
         draw();
         if (first) first = false;
-        const fresh = await ctx.api.get<{ requests: Approval[] }>(`/approvals/pending${queryString({ exclude: [...shown.keys()].join(",") })}`);
+        const fresh = await ctx.api.get<PendingApprovals>(`/approvals/pending${queryString({ exclude: [...shown.keys()].join(",") })}`);
         for (const a of fresh.requests) shown.set(a.id, a);
         draw();
       } catch (err) {
