@@ -65,7 +65,7 @@ export interface TypedRoute<P extends string, A extends Access, B extends TSchem
   path: P;
   access: A;
   role?: RoleGate;
-  /** Deployments that serve the route; elsewhere it does not exist (404 before auth, CONTRACT §0.1). */
+  /** Deployments that serve the route; elsewhere it does not exist (404 before auth, docs/api.md#base-path-and-modes). */
   modes?: Mode[];
   body?: B;
   /** The query parameters the route reads (documentation: handlers parse the query themselves). */
@@ -76,7 +76,7 @@ export interface TypedRoute<P extends string, A extends Access, B extends TSchem
   emptyBody?: ApiError;
   /** Policy routes report every validation failure as a 422 envelope instead of a flat 400. */
   unprocessable?: boolean;
-  /** Browser routes (OAuth start): `_token`, `_project`, `_org` query parameters stand in for absent headers (§1.2 step 5). */
+  /** Browser routes (OAuth start): `_token`, `_project`, `_org` query parameters stand in for absent headers (docs/api.md#how-a-request-is-authenticated). */
   queryBridge?: boolean;
   handler(input: HandlerInput<P, A, B>): NoInfer<Reply<R> | Promise<Reply<R>>>;
 }
@@ -111,9 +111,9 @@ async function readBody(def: RouteDef, request: Request): Promise<unknown> {
 const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /**
- * A request another site made the browser send (docs/api.md#authentication): its `Origin` is not ours, or the
- * browser says so in `Sec-Fetch-Site` (sent even where `Origin` is not). `same-site` is not refused: a sibling
- * subdomain is the operator's own.
+ * A request another site made the browser send (docs/api.md#how-a-request-is-authenticated): its `Origin` is not
+ * ours, or the browser says so in `Sec-Fetch-Site` (sent even where `Origin` is not). `same-site` is not
+ * refused: a sibling subdomain is the operator's own.
  */
 function isCrossSite(headers: Headers, publicUrl: string): boolean {
   const origin = headers.get("origin");

@@ -1,4 +1,4 @@
-// Who may inject what (docs/injection.md#credential-selection-and-precedence): for one agent, from its mode,
+// Who may inject what (docs/injection.md#agent-modes, docs/injection.md#grants): for one agent, from its mode,
 // its grants and the credentials its project can see — the project's and the organization's secrets and app
 // connections, and the partner's secrets while the organization is partner-managed — which ones it may
 // inject. The one answer the gateway snapshot, the agent setup (container-config) and effective credentials
@@ -39,7 +39,7 @@ export interface Access<S, C, G> {
 }
 
 /**
- * The decision, pure: partner secrets apply in every mode (the partner pays for them, docs/budgets.md);
+ * The decision, pure: partner secrets apply in every mode (the partner pays for them, docs/budgets.md#partner-budgets);
  * the project's and the organization's secrets and connections in mode `all`, or in mode `grants` when
  * granted. Whether a connection can inject at all (its status) is the gateway's concern, not access.
  */

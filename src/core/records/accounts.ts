@@ -1,4 +1,4 @@
-// Users, sessions, organizations, projects and team members (CONTRACT §3.6, §5.5-§5.7, §5.13, §5.16).
+// Users, sessions, organizations, projects and team members (docs/api.md#accounts-and-sessions, docs/api.md#projects-and-team).
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Enum, Nullable, Role, Timestamp, Uuid } from "./common.ts";
 

@@ -1,4 +1,4 @@
-// Agents (CONTRACT §3.1).
+// Agents (docs/api.md#agents-and-tokens).
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Enum, Nullable, Timestamp, Uuid } from "./common.ts";
 

@@ -1,4 +1,4 @@
-// Approval requests and records (CONTRACT §3.5).
+// Approval requests and records (docs/policy.md#approvals).
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Enum, Nullable, StringMap, Timestamp, Uuid } from "./common.ts";
 

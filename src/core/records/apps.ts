@@ -1,4 +1,4 @@
-// Apps, their configuration and connections, permission catalogs and blocklists (CONTRACT §3.6, §5.8, §5.9).
+// Apps, their configuration and connections, permission catalogs and blocklists (docs/injection.md#app-connections, docs/policy.md#app-blocklists).
 import { Type as T, type Static } from "@sinclair/typebox";
 import { AnyObject, Enum, Nullable, StringMap, Timestamp } from "./common.ts";
 

@@ -1,4 +1,4 @@
-// Spend budgets (CONTRACT §3.6 "Spend budget", docs/budgets.md).
+// Spend budgets (docs/budgets.md#partner-budgets).
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Enum, Uuid } from "./common.ts";
 

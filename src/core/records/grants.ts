@@ -1,4 +1,4 @@
-// Grants (CONTRACT §3.2) and what they let an agent use (effective credentials, §5.1).
+// Grants and what they let an agent use, its effective credentials (docs/injection.md#grants).
 import { Type as T, type Static } from "@sinclair/typebox";
 import { AgentMode } from "./agents.ts";
 import { ConnectionScope } from "./apps.ts";

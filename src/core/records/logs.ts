@@ -1,4 +1,4 @@
-// Request logs (CONTRACT §6.16): one row per proxied request, read a page at a time.
+// Request logs (docs/gateway.md#request-logs): one row per proxied request, read a page at a time.
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Nullable, Timestamp, Uuid } from "./common.ts";
 

@@ -1,4 +1,4 @@
-// The result of a migration import (CONTRACT §5.12).
+// The result of a migration import (docs/api.md#migration).
 import { Type as T, type Static } from "@sinclair/typebox";
 
 export const SkippedItem = T.Object({ type: T.String(), name: T.String(), reason: T.String() }, { $id: "SkippedItem" });

@@ -1,4 +1,4 @@
-// Partner organizations, members, claim links and an organization's partner status (CONTRACT §5.14, §5.15).
+// Partner organizations, members, claim links and an organization's partner status (docs/api.md#partners).
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Project } from "./accounts.ts";
 import { Enum, Nullable, Role, Timestamp, Uuid } from "./common.ts";

@@ -1,4 +1,4 @@
-// Policy rules (CONTRACT §3.4), publishing, and the per-tool verdicts of an app (§5.3).
+// Policy rules, publishing, and the per-tool verdicts of an app (docs/policy.md#rules, docs/policy.md#draft-and-publish).
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Enum, Nullable, Timestamp } from "./common.ts";
 

@@ -1,4 +1,4 @@
-// Secrets (CONTRACT §3.3): the list item, and the answer to a creation.
+// Secrets (docs/injection.md#secrets): the list item, and the answer to a creation.
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Enum, Nullable, Timestamp, Uuid } from "./common.ts";
 

@@ -1,4 +1,4 @@
-// Agent setup (CONTRACT §5.11): the container configuration, credential stubs and the gateway URL.
+// Agent setup (docs/api.md#agent-setup): the container configuration, credential stubs and the gateway URL.
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Enum, StringMap } from "./common.ts";
 
