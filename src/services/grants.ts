@@ -3,8 +3,8 @@
 import { and, asc, desc, eq, inArray, or, type SQL } from "drizzle-orm";
 import { findApp } from "../apps/index.ts";
 import { ApiError } from "../core/errors.ts";
-import { creationTime, nowIso } from "../core/ids.ts";
-import type { AgentMode, ConnectionAccess } from "../core/model.ts";
+import { creationTime } from "../core/ids.ts";
+import type { ConnectionAccess } from "../core/model.ts";
 import type { ConnectionGrant, GrantSet, SecretGrant } from "../core/records/grants.ts";
 import { parseResources, type Resources } from "../core/resources.ts";
 import type { ConnectionGrantRow } from "../store/rows.ts";

@@ -19,7 +19,7 @@ import {
   type AuthMode,
   type InjectionConfigShape,
 } from "../core/secretRules.ts";
-import type { SecretScope, SecretType, ValueSource } from "../core/model.ts";
+import type { SecretType, ValueSource } from "../core/model.ts";
 import type { InjectionConfig, Secret, SecretCreated, SecretMetadata } from "../core/records/secrets.ts";
 import type { SecretRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";

@@ -4,7 +4,6 @@
 // check reads the current role on every request).
 import { and, eq } from "drizzle-orm";
 import { badRequest, notFound } from "../core/errors.ts";
-import type { MembershipStatus, Role } from "../core/model.ts";
 import type { ClaimService } from "./claims.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { OrganizationService } from "./organizations.ts";
