@@ -1,5 +1,5 @@
-// Agent grants (CONTRACT §3.2, §5.1 "Grants"): which secrets and app connections an agent in mode `grants`
-// may use, and with which tools. Writes take effect at once: the gateway listens.
+// Agent grants (docs/injection.md#grants): which secrets and app connections an agent in mode `grants` may
+// use, and with which tools. Writes take effect at once: the gateway listens.
 import { and, asc, desc, eq, inArray, or, type SQL } from "drizzle-orm";
 import { findApp } from "../apps/index.ts";
 import { ApiError } from "../core/errors.ts";
@@ -104,7 +104,7 @@ export class GrantService {
   private async secretGrantsWhere(where: SQL): Promise<{ agentId: string; grant: SecretGrant }[]> {
     const { agentSecretGrants, secrets, agents } = this.t;
     const rows = await this.db
-      .select({ agentId: agentSecretGrants.agentId, secretId: secrets.id, name: secrets.name, type: secrets.type, scope: secrets.scope, createdAt: agentSecretGrants.createdAt })
+      .select({ agentId: agentSecretGrants.agentId, secretId: secrets.id, name: secrets.name, type: secrets.type, scope: secrets.scope })
       .from(agentSecretGrants)
       .innerJoin(secrets, eq(agentSecretGrants.secretId, secrets.id))
       .innerJoin(agents, eq(agentSecretGrants.agentId, agents.id))
