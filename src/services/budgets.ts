@@ -11,6 +11,7 @@ import { NANOS_PER_CENT } from "../core/pricing.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import { log } from "../observability/log.ts";
 import type { ServiceDeps } from "./deps.ts";
+import type { SpendBudget } from "../core/records/budgets.ts";
 
 export interface Budget {
   secretId: string;
@@ -19,10 +20,8 @@ export interface Budget {
   period: BudgetPeriod;
 }
 
-/** The Spend budget record the partner API returns (docs/budgets.md#partner-budgets). */
-export interface BudgetView extends Budget {
-  spentCents: number;
-}
+/** The Spend budget record of the contract. */
+export type BudgetView = SpendBudget;
 
 export type Admission = { admitted: true; reservationId: string } | { admitted: false };
 
