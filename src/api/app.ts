@@ -1,7 +1,6 @@
 // The management API application: every route module mounted under `/v1` and its `/api` alias, with the
 // unknown-route 404 and the error mapping of docs/api.md#error-shapes. Routes not served in the running mode are not
 // mounted at all, so they answer exactly like unknown routes (before authentication).
-import { Elysia } from "elysia";
 import { metrics } from "../observability/metrics.ts";
 import { log } from "../observability/log.ts";
 import { answerWithRequestId } from "../observability/requestId.ts";
@@ -14,7 +13,9 @@ import { openApiDocument } from "./openapi.ts";
 import { returns } from "./responses.ts";
 import { OpenApiDocument } from "./schemas.ts";
 import { VERSION } from "../runtime/version.ts";
+import { requestTarget } from "./requestTarget.ts";
 import { route, runRoute, type RouteDef } from "./route.ts";
+import { Router } from "./router.ts";
 import { agentSetupRoutes } from "./routes/agentSetup.ts";
 import { appBlocklistRoutes } from "./routes/appBlocklist.ts";
 import { appsRoutes } from "./routes/apps.ts";
@@ -64,7 +65,7 @@ function openApiRoute(routes: () => RouteDef[]): RouteDef {
     path: "/openapi.json",
     access: "none",
     response: returns(OpenApiDocument, "This document (OpenAPI 3.1)"),
-    handler: () => new Response(JSON.stringify(openApiDocument(routes(), VERSION)), { headers: { "content-type": "application/json; charset=utf-8" } }),
+    handler: () => openApiDocument(routes(), VERSION),
   });
 }
 
@@ -84,42 +85,40 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
   const mode = services.deps.config.mode;
   // The route template each request matched, for the per-route metric and the request's log line.
   const matched = new WeakMap<Request, string>();
-  const app = new Elysia({ normalize: false })
-    .onError(({ code, request, error }) =>
-      code === "NOT_FOUND" ? unknownRoute(request.method, request.url) : errorResponse(error, request, (e) => services.deps.store.isUnavailable(e)),
-    );
+  const router = new Router<{ def: RouteDef; template: string }>();
   const routes = [...allRoutes(), ...extraRoutes];
   routes.push(openApiRoute(() => routes));
   for (const def of routes) {
     if (def.modes && !def.modes.includes(mode)) continue;
-    for (const prefix of API_PREFIXES) {
-      const template = prefix + def.path;
-      app.route(
-        def.method,
-        template,
-        ({ request, params }) => {
-          matched.set(request, template);
-          return runRoute(def, services, request, params as Record<string, string>);
-        },
-        { parse: "none" },
-      );
-    }
+    for (const prefix of API_PREFIXES) router.add(def.method, prefix + def.path, { def, template: prefix + def.path });
   }
-  app.compile();
+  /** The route the path names; HEAD is answered by the GET route, with its length and without its body. */
+  const api = async (request: Request, url: URL): Promise<Response> => {
+    const head = request.method === "HEAD";
+    const found = router.find(head ? "GET" : request.method, url.pathname);
+    if (!found) return unknownRoute(request.method, url);
+    matched.set(request, found.value.template);
+    const response = await runRoute(found.value.def, services, request, url, found.params);
+    if (!head) return response;
+    const length = (await response.arrayBuffer()).byteLength;
+    const headers = new Headers(response.headers);
+    headers.set("content-length", String(length));
+    return new Response(null, { status: response.status, statusText: response.statusText, headers });
+  };
   const metricsToken = services.deps.config.metricsToken;
   const dashboard = { publicUrl: services.deps.config.publicUrl, mode };
   const serve = async (request: Request, client?: ClientInfo): Promise<Response> => {
-    const pathname = new URL(request.url).pathname;
-    if (request.method === "GET" && pathname === METRICS_PATH) return metricsResponse(request, client?.address, metricsToken);
+    const url = requestTarget(request.url);
+    if (request.method === "GET" && url.pathname === METRICS_PATH) return metricsResponse(request, client?.address, metricsToken);
     // The approval link's page; the dashboard's pages and assets (src/dashboard); everything else, `/v1/…`
     // included, is the API's.
-    return (await approvalLinkResponse(services, request, pathname)) ?? dashboardResponse(request.method, pathname, dashboard) ?? app.handle(request);
+    return (await approvalLinkResponse(services, request, url.pathname)) ?? dashboardResponse(request.method, url.pathname, dashboard) ?? api(request, url);
   };
   return {
     handle: (request, client) =>
       answerWithRequestId(request, async () => {
         const started = performance.now();
-        const response = await serve(request, client);
+        const response = await serve(request, client).catch((err) => errorResponse(err, request, (e) => services.deps.store.isUnavailable(e)));
         const seconds = (performance.now() - started) / 1000;
         const route = matched.get(request) ?? (response.status === 404 ? "unmatched" : "other");
         metrics.apiRequests.inc({ route, method: request.method, status: String(response.status) });

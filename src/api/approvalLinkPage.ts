@@ -4,6 +4,7 @@
 // `POST /v1/approvals/{id}/link-decision` and shows the outcome: no script, under the dashboard's strict CSP.
 import { ApiError } from "../core/errors.ts";
 import { log } from "../observability/log.ts";
+import { requestTarget } from "./requestTarget.ts";
 import { escapeHtml as e, ICON_HREF, SECURITY_HEADERS, STYLESHEET_HREF } from "../dashboard/serve.ts";
 import type { ApprovalRow } from "../store/rows.ts";
 import type { Services } from "../services/index.ts";
@@ -104,7 +105,7 @@ export async function approvalLinkResponse(services: Services, request: Request,
 async function answer(services: Services, request: Request, id: string): Promise<Response | null> {
   if (request.method === "POST") return UUID.test(id) ? decide(services, id, request) : notFoundPage();
   if (request.method !== "GET" && request.method !== "HEAD") return null;
-  const query = new URL(request.url).searchParams;
+  const query = requestTarget(request.url).searchParams;
   const token = query.get("t") ?? "";
   if (!UUID.test(id) || token === "") return notFoundPage();
   const link = await services.approvals.linkState(id, token);

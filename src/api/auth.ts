@@ -15,16 +15,25 @@ export type Principal =
   | { via: "partner_key"; keyId: string; partnerId: string }
   | { via: "session"; sessionId: string; userId: string };
 
+/** The context of a project or organization route (`P`, `P*`, `O`). */
 export interface RequestContext {
   principal: Principal;
-  /** The acting user (null for a partner key). */
-  userId: string | null;
+  /** The acting user (every credential that reaches these routes has one). */
+  userId: string;
   organizationId: string;
-  /** Set for project-context routes (P, P*). */
+  /** The project of a project route (`P`, `P*`); empty on organization routes. */
   projectId: string;
   role: Role;
-  /** Set on partner routes (`Pt`): the partner acted for. */
-  partnerId?: string;
+}
+
+/** The context of a partner route (`Pt`). */
+export interface PartnerContext {
+  principal: Principal;
+  /** The acting partner member; null for the partner key itself. */
+  userId: string | null;
+  /** The partner acted for. */
+  partnerId: string;
+  role: Role;
 }
 
 const RANK: Record<Role, number> = { member: 1, admin: 2, owner: 3 };
@@ -129,14 +138,14 @@ async function organizationContext(services: Services, principal: Principal, hea
 
 /** Resolves the route's context and enforces its role gate. */
 export async function resolveContext(services: Services, principal: Principal, headers: Headers, access: "P" | "P*" | "O", gate: RoleGate): Promise<RequestContext> {
-  const userId = principal.via === "partner_key" ? null : principal.userId;
+  if (principal.via === "partner_key") throw unauthorized();
   const c = access === "O" ? { ...(await organizationContext(services, principal, headers)), projectId: "" } : await projectContext(services, principal, headers, access === "P*");
   if (gate !== "any" && RANK[c.role] < RANK[gate]) throw forbidden();
-  return { principal, userId, ...c };
+  return { principal, userId: principal.userId, ...c };
 }
 
 /** `Pt` (docs/api.md#context): a partner key acts as the partner's owner; a partner member's session with their role. */
-export async function resolvePartnerContext(services: Services, principal: Principal, gate: RoleGate): Promise<RequestContext> {
+export async function resolvePartnerContext(services: Services, principal: Principal, gate: RoleGate): Promise<PartnerContext> {
   let c: { partnerId: string; role: Role; userId: string | null };
   if (principal.via === "partner_key") c = { partnerId: principal.partnerId, role: "owner", userId: null };
   else if (principal.via === "session") {
@@ -145,5 +154,5 @@ export async function resolvePartnerContext(services: Services, principal: Princ
     c = { partnerId: member.id, role: member.role, userId: principal.userId };
   } else throw unauthorized();
   if (gate !== "any" && RANK[c.role] < RANK[gate]) throw forbidden();
-  return { principal, userId: c.userId, organizationId: "", projectId: "", role: c.role, partnerId: c.partnerId };
+  return { principal, userId: c.userId, partnerId: c.partnerId, role: c.role };
 }

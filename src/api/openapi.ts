@@ -86,10 +86,10 @@ function errorResponses(): Json {
 
 function successResponse(def: RouteDef, components: Json): Json {
   const r = def.response;
-  if (r.status === 204) return { description: r.description };
+  if ("schema" in r) return { description: r.description, content: { "application/json": { schema: schemaRef(r.schema, components) } } };
+  if ("contentType" in r) return { description: r.description, content: { [r.contentType]: { schema: { type: "string" } } } };
   if (r.status === 302) return { description: r.description, headers: { Location: { schema: { type: "string" } } } };
-  if (r.contentType) return { description: r.description, content: { [r.contentType]: { schema: { type: "string" } } } };
-  return { description: r.description, content: { "application/json": { schema: schemaRef(r.schema!, components) } } };
+  return { description: r.description };
 }
 
 function parameters(def: RouteDef, components: Json): Json[] {
@@ -136,7 +136,7 @@ function operation(def: RouteDef, components: Json): Json {
 }
 
 /** The OpenAPI document for `routes` (paths below the `/v1` server URL). */
-export function openApiDocument(routes: RouteDef[], version: string): Json {
+export function openApiDocument(routes: RouteDef[], version: string) {
   const schemas: Json = {};
   publish(FlatError, schemas, false);
   publish(EnvelopeError, schemas, false);

@@ -5,60 +5,92 @@ import type { TSchema, Static } from "@sinclair/typebox";
 import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
 import type { Mode } from "../runtime/config.ts";
 import type { Services } from "../services/index.ts";
-import { authenticate, resolveContext, resolvePartnerContext, type Access, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
+import { authenticate, resolveContext, resolvePartnerContext, type Access, type PartnerContext, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
 import { readJsonBody } from "./body.ts";
 import { errorResponse, json, unknownRoute } from "./errors.ts";
-import type { ResponseDoc } from "./responses.ts";
+import type { EmptyDoc, JsonDoc, ResponseDoc } from "./responses.ts";
 import { validate } from "./validate.ts";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
-export interface HandlerInput<B> {
+/** The `:name` segments of a path template as an object: `/agents/:agentId` → `{ agentId: string }`. */
+export type PathParams<P extends string> = { [K in ParamName<Segments<P>>]: string };
+type Segments<P extends string> = P extends `${infer Head}/${infer Rest}` ? Head | Segments<Rest> : P;
+type ParamName<S extends string> = S extends `:${infer Name}` ? Name : never;
+
+/** What `ctx` holds on a route of access `A`: nothing on `none` and `session` routes. */
+export type ContextFor<A extends Access> = A extends "none" | "session" ? null : A extends "Pt" ? PartnerContext : RequestContext;
+
+/** The body a route's schema admits, once validated; `undefined` on routes without a body. */
+export type BodyOf<B extends TSchema | undefined> = B extends TSchema ? Static<B> : undefined;
+
+export interface HandlerInput<P extends string, A extends Access, B extends TSchema | undefined> {
   services: Services;
   request: Request;
-  params: Record<string, string>;
+  params: PathParams<P>;
   query: URLSearchParams;
-  body: B;
-  /** Null on `none` and `session` routes. */
-  ctx: RequestContext;
+  body: BodyOf<B>;
+  ctx: ContextFor<A>;
   principal: Principal | null;
 }
 
-/** A non-200 result: `created(x)` → 201, `noContent()` → 204. A Response is returned untouched. */
-export class Result {
+/** An answer with its status and headers: `ok(x, headers)` → 200, `created(x)` → 201, `noContent()` → 204. */
+export class Result<T, S extends 200 | 201 | 204> {
   constructor(
-    readonly status: number,
-    readonly body: unknown,
+    readonly status: S,
+    readonly body: T,
     readonly headers: Record<string, string> = {},
   ) {}
 }
-export const created = (body: unknown): Result => new Result(201, body);
-export const noContent = (): Result => new Result(204, null);
+export const ok = <T>(body: T, headers?: Record<string, string>) => new Result(200 as const, body, headers);
+export const created = <T>(body: T, headers?: Record<string, string>) => new Result(201 as const, body, headers);
+export const noContent = (headers?: Record<string, string>) => new Result(204 as const, null, headers);
 
-export interface RouteDef<S extends TSchema | undefined = TSchema | undefined> {
+/**
+ * What a handler may answer for its response doc: the documented body (or `ok(body)`) for 200, `created(body)`
+ * for 201, `noContent()` for 204, a Response for a redirect or a non-JSON body.
+ */
+export type Reply<R extends ResponseDoc> = R extends JsonDoc<infer S, 200>
+  ? Static<S> | Result<Static<S>, 200>
+  : R extends JsonDoc<infer S, 201>
+    ? Result<Static<S>, 201>
+    : R extends EmptyDoc
+      ? Result<null, 204>
+      : Response;
+
+/** A route as written: its types tie the handler's params, body and ctx to the path, schema and access, and its answer to the response doc. */
+export interface TypedRoute<P extends string, A extends Access, B extends TSchema | undefined, R extends ResponseDoc> {
   method: Method;
-  /** Path below the version prefix, Elysia syntax (`/agents/:agentId`). */
-  path: string;
-  access: Access;
+  /** Path below the version prefix, parameters as `:name` (`/agents/:agentId`). */
+  path: P;
+  access: A;
   role?: RoleGate;
   /** Deployments that serve the route; elsewhere it does not exist (404 before auth, docs/api.md#base-path-and-modes). */
   modes?: Mode[];
-  body?: S;
+  body?: B;
   /** The query parameters the route reads (documentation: handlers parse the query themselves). */
   query?: TSchema;
   /** The success answer (src/api/responses.ts), published in /v1/openapi.json and checked by the API tests. */
-  response: ResponseDoc;
+  response: R;
   /** The failure for an absent or `{}` body (e.g. PATCH's `No fields to update`). */
   emptyBody?: ApiError;
   /** Policy routes report every validation failure as a 422 envelope instead of a flat 400. */
   unprocessable?: boolean;
   /** Browser routes (OAuth start): `_token`, `_project`, `_org` query parameters stand in for absent headers (docs/api.md#how-a-request-is-authenticated). */
   queryBridge?: boolean;
-  handler: (input: HandlerInput<S extends TSchema ? Static<S> : undefined>) => unknown | Promise<unknown>;
+  handler(input: HandlerInput<P, A, B>): NoInfer<Reply<R> | Promise<Reply<R>>>;
 }
 
-export function route<S extends TSchema | undefined = undefined>(def: RouteDef<S>): RouteDef {
-  return def as unknown as RouteDef;
+/** A route in the table, its types erased (the table holds routes of every shape). */
+export interface RouteDef extends Omit<TypedRoute<string, Access, TSchema | undefined, ResponseDoc>, "handler"> {
+  handler(input: HandlerInput<string, Access, TSchema | undefined>): unknown;
+}
+
+/** Declares a route; see docs/architecture.md#routes. */
+export function route<const P extends string, A extends Access, B extends TSchema | undefined = undefined, R extends ResponseDoc = ResponseDoc>(
+  def: TypedRoute<P, A, B, R>,
+): RouteDef {
+  return def;
 }
 
 function hasRequiredFields(schema: TSchema): boolean {
@@ -79,14 +111,25 @@ async function readBody(def: RouteDef, request: Request): Promise<unknown> {
 const MUTATING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /**
+ * A request another site made the browser send (docs/api.md#how-a-request-is-authenticated): its `Origin` is not
+ * ours, or the browser says so in `Sec-Fetch-Site` (sent even where `Origin` is not). `same-site` is not
+ * refused: a sibling subdomain is the operator's own.
+ */
+function isCrossSite(headers: Headers, publicUrl: string): boolean {
+  const origin = headers.get("origin");
+  if (origin && origin !== publicUrl) return true;
+  return headers.get("sec-fetch-site")?.trim().toLowerCase() === "cross-site";
+}
+
+/**
  * A query value as a header value: unchanged when it is one, else percent-encoded — still a value that names
  * no key, project or organization (and so fails like any unknown one), where Headers would throw.
  */
 const asHeaderValue = (v: string) => (/^[\x20-\x7e]*$/.test(v) ? v : encodeURIComponent(v));
 
 /** Copies the browser bridge's query parameters into the headers they stand for, when those are absent. */
-function bridgeQuery(request: Request): Request {
-  const query = new URL(request.url).searchParams;
+function bridgeQuery(request: Request, url: URL): Request {
+  const query = url.searchParams;
   const headers = new Headers(request.headers);
   const token = query.get("_token");
   if (token && !headers.has("authorization")) headers.set("authorization", `Bearer ${asHeaderValue(token)}`);
@@ -94,18 +137,19 @@ function bridgeQuery(request: Request): Request {
   if (project && !headers.has("x-project-id")) headers.set("x-project-id", asHeaderValue(project));
   const org = query.get("_org") ?? query.get("org");
   if (org && !headers.has("x-organization-id")) headers.set("x-organization-id", asHeaderValue(org));
-  return new Request(request.url, { method: request.method, headers });
+  return new Request(url.href, { method: request.method, headers });
 }
 
-export async function runRoute(def: RouteDef, services: Services, request: Request, params: Record<string, string>): Promise<Response> {
+/** Runs `def` for a request whose target (requestTarget.ts) is `url` and whose path gave `params`. */
+export async function runRoute(def: RouteDef, services: Services, request: Request, url: URL, params: Record<string, string>): Promise<Response> {
   // A URL holding a NUL byte names nothing we store (and PostgreSQL cannot even compare it): no such route.
-  if (Object.values(params ?? {}).some((p) => typeof p === "string" && p.includes("\u0000")) || new URL(request.url).search.toLowerCase().includes("%00")) {
-    return unknownRoute(request.method, request.url);
+  if (Object.values(params).some((p) => p.includes("\u0000")) || url.search.toLowerCase().includes("%00")) {
+    return unknownRoute(request.method, url);
   }
   try {
     let principal: Principal | null = null;
-    let ctx: RequestContext | null = null;
-    if (def.queryBridge) request = bridgeQuery(request);
+    let ctx: RequestContext | PartnerContext | null = null;
+    if (def.queryBridge) request = bridgeQuery(request, url);
     if (def.access !== "none") {
       principal = await authenticate(services, request.headers);
       if (def.access === "Pt") ctx = await resolvePartnerContext(services, principal, def.role ?? "any");
@@ -114,21 +158,20 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
       } else {
         ctx = await resolveContext(services, principal, request.headers, def.access, def.role ?? "any");
       }
-      const origin = request.headers.get("origin");
-      if (principal.via === "session" && MUTATING.has(request.method) && origin && origin !== services.deps.config.publicUrl) {
+      if (principal.via === "session" && MUTATING.has(request.method) && isCrossSite(request.headers, services.deps.config.publicUrl)) {
         throw forbidden("Cross-site request rejected");
       }
     }
     const body = await readBody(def, request).catch((err) => {
       throw def.unprocessable && err instanceof ApiError && err.status === 400 && err.shape === "flat" ? ApiError.envelope(422, err.message) : err;
     });
-    const out = await def.handler({
+    const out: unknown = await def.handler({
       services,
       request,
       params,
-      query: new URL(request.url).searchParams,
-      body: body as never,
-      ctx: ctx as RequestContext,
+      query: url.searchParams,
+      body,
+      ctx,
       principal,
     });
     // A write is answered once every gateway worker has applied its change events (read-your-writes).

@@ -1,11 +1,11 @@
-// Route-level validation: request schemas are TypeBox schemas (Elysia's `t`), walked here field by field in
-// declaration order so the first failure yields the documented wording (docs/api.md#validation-messages). Extra schema
+// Route-level validation: request schemas are TypeBox schemas, walked here field by field in
+// declaration order so the first failure yields the contract's wording (docs/api.md#validation-messages). Extra schema
 // options understood here: `trim` (trim before checking, store trimmed), `error` (one message for every
 // failure of the field), `refine` (a further check returning a message or null), `label` (the field name
 // used in messages, when it differs from the key), and for fields whose rules depend on earlier fields of
 // the same object: `requiredWhen`, `skipWhen` (ignore the field), `blankIsAbsent`, `missing` (the failure,
 // message or ApiError, when a required field is absent).
-import { Kind, OptionalKind, type Static, type TSchema } from "@sinclair/typebox";
+import { Kind, OptionalKind, Type, type Static, type TSchema } from "@sinclair/typebox";
 import { ApiError } from "../core/errors.ts";
 
 type Body = Record<string, any>;
@@ -22,7 +22,8 @@ export interface FieldOptions {
   missing?: string | ApiError;
 }
 
-export type Validated<T extends TSchema> = Static<T>;
+/** A field of any JSON value that its `refine` checks to be a `V` (shapes the walker cannot say, e.g. a union of objects). */
+export const refined = <V>(options: FieldOptions & { refine: Refine }) => Type.Unsafe<V>(Type.Unknown(options));
 
 type Failure = string | ApiError;
 export type ValidationResult<T> = { ok: true; value: T } | { ok: false; message: Failure };

@@ -54,3 +54,11 @@ export function connectionGrantRules(agent: GrantAgent, g: ConnectionGrantRef): 
   rules.push(managed(agent, `${g.connectionId}:rest`, `${base} — everything else`, { action: "block", requireApproval: false, targets: on([]) }));
   return rules;
 }
+
+/** Every grant of an agent as managed rules: secrets first, then connections, each in grant order. */
+export function grantSetRules(agent: GrantAgent, grants: { secrets: SecretGrantRef[]; connections: (Omit<ConnectionGrantRef, "display"> & { label: string | null; provider: string })[] }): RuleInput[] {
+  const out: RuleInput[] = [];
+  for (const g of grants.secrets) out.push(secretGrantRule(agent, g));
+  for (const g of grants.connections) out.push(...connectionGrantRules(agent, { ...g, display: g.label ?? g.provider }));
+  return out;
+}

@@ -1,5 +1,6 @@
 // The domain's value types: what records hold, independent of the database engine that stores them.
-// Pure types; the store schemas (SQLite and PostgreSQL) and every layer above use these.
+// Pure types; the store schemas (SQLite and PostgreSQL) and every layer above use these. Shapes that are
+// part of an API record are declared once, by its schema in ./records, and re-exported here.
 
 export type Role = "owner" | "admin" | "member";
 export type AgentMode = "all" | "grants";
@@ -10,21 +11,7 @@ export type ApiKeyKind = "project" | "organization" | "partner";
 export type MembershipStatus = "active" | "pending";
 export type ClaimKind = "organization" | "provision";
 
-export interface InjectionConfig {
-  headerName?: string;
-  valueFormat?: string;
-  paramName?: string;
-  paramFormat?: string;
-  pathTemplate?: string;
-  pathRegex?: string;
-  pathReplacement?: string;
-}
-
-export interface SecretMetadata {
-  authMode?: "api-key" | "oauth";
-  accountId?: string;
-  opDisplay?: { vault?: string; item?: string; field?: string };
-}
+export type { InjectionConfig, SecretMetadata } from "./records/secrets.ts";
 
 export type PolicyScope = "project" | "organization";
 export type RuleStatus = "draft" | "published";
@@ -43,11 +30,7 @@ export interface RuleIdentity {
   id: string;
 }
 
-export type RuleTarget =
-  | { kind: "network"; hostPattern: string; pathPattern?: string; method?: string }
-  | { kind: "app"; provider: string; tools: string[] }
-  | { kind: "connection"; connectionId: string; tools: string[] }
-  | { kind: "secret"; secretId?: string; secretScope?: "project" | "organization" };
+export type { RuleTarget } from "./records/policy.ts";
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
 

@@ -1,18 +1,12 @@
 // Pure rules about secrets (docs/injection.md#secrets): injection-config shape, value safety, LLM
 // normalisation, default hosts and the masked preview.
+import type { InjectionConfig } from "./records/secrets.ts";
 
 export type SecretTypeName = "llm_a" | "llm_b" | "generic";
 export type AuthMode = "api-key" | "oauth";
 
-export interface InjectionConfigShape {
-  headerName?: string;
-  valueFormat?: string;
-  paramName?: string;
-  paramFormat?: string;
-  pathTemplate?: string;
-  pathRegex?: string;
-  pathReplacement?: string;
-}
+/** An injectionConfig read field by field (the record's code view). */
+export type InjectionConfigShape = InjectionConfig;
 
 export const INJECTION_SHAPE_MESSAGE =
   "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}";
@@ -66,8 +60,14 @@ export function injectionConfigError(raw: unknown): string | null {
   return null;
 }
 
+/** A checked injectionConfig: exactly one of the four variants, or the first failure's message. */
+export function parseInjectionConfig(raw: unknown): { ok: true; value: InjectionConfig } | { ok: false; message: string } {
+  const message = injectionConfigError(raw);
+  return message === null ? { ok: true, value: raw as InjectionConfig } : { ok: false, message };
+}
+
 /** The stored form of a valid injectionConfig: header and param formats default to `{value}`. */
-export function normalizeInjectionConfig(cfg: InjectionConfigShape): InjectionConfigShape {
+export function normalizeInjectionConfig(cfg: InjectionConfig): InjectionConfig {
   if (cfg.headerName !== undefined) return { headerName: cfg.headerName, valueFormat: cfg.valueFormat ?? "{value}" };
   if (cfg.paramName !== undefined) return { paramName: cfg.paramName, paramFormat: cfg.paramFormat ?? "{value}" };
   if (cfg.pathTemplate !== undefined) return { pathTemplate: cfg.pathTemplate };

@@ -18,6 +18,7 @@ import { compiledApp, type CompiledApp } from "../apps/match.ts";
 import type { Resources } from "../core/resources.ts";
 import { agentRules, compileAgentRules, targetResolver } from "../services/agentRules.ts";
 import type { ConnectionCredential } from "../services/connections.ts";
+import type { AgentAccess } from "../services/access.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { log } from "../observability/log.ts";
 import { RememberedApprovals } from "./rememberedApprovals.ts";
@@ -219,16 +220,15 @@ export class GatewaySnapshot {
   }
 
   async #build(agent: AgentEntry): Promise<AgentCredentials> {
-    const org = await this.services.orgs.getOrganization(agent.organizationId);
-    const partnerId = org && org.partnerId && !org.partnerDetached ? org.partnerId : null;
-    const rows = await this.services.secrets.rowsForGateway(agent.projectId, agent.organizationId, partnerId);
-    const compiled = rows.map((r) => this.#compile(r)).sort(
+    // Which credentials the agent may inject: services/access.ts, the answer the API gives too.
+    const access = await this.services.access.forAgent(agent);
+    const org = access.organization;
+    const injectableIds = new Set(access.secrets.filter((s) => s.injectable).map((s) => s.secret.id));
+    const compiled = access.secrets.map((s) => this.#compile(s.secret)).sort(
       (a, b) => a.tier - b.tier || Number(b.catchAllPath) - Number(a.catchAllPath) || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
     );
-    // Partner secrets apply in every mode; organization and project secrets in mode `all`, or when granted.
-    const granted = agent.mode === "grants" ? new Set(await this.services.grants.secretIds(agent.id)) : null;
-    const injectable = compiled.filter((s) => s.scope === "partner" || granted === null || granted.has(s.id));
-    const connections = await this.#connections(agent);
+    const injectable = compiled.filter((s) => injectableIds.has(s.id));
+    const connections = this.#connections(access);
     return {
       agent,
       injectable,
@@ -255,14 +255,14 @@ export class GatewaySnapshot {
     return { organization, project, empty, needsBody: needsBody(all) };
   }
 
-  /** Connections of the project and organization that can inject (`connected` or `error`), newest first. */
-  async #connections(agent: AgentEntry): Promise<{ all: CompiledConnection[]; injectable: CompiledConnection[] }> {
-    const grants = new Map((await this.services.grants.connectionGrantRows(agent.id)).map((g) => [g.connectionId, g]));
+  /** Connections of the project and organization (`all`), and those this agent can inject with: usable (`connected` or `error`) and allowed. */
+  #connections(access: AgentAccess): { all: CompiledConnection[]; injectable: CompiledConnection[] } {
     const all: CompiledConnection[] = [];
-    for (const row of await this.services.connections.listForProject(agent.projectId, agent.organizationId)) {
+    const allowed = new Set<string>();
+    for (const { connection: row, grant: g, injectable } of access.connections) {
       const app = compiledApp(row.provider);
       if (!app) continue;
-      const g = grants.get(row.id);
+      if (injectable) allowed.add(row.id);
       all.push({
         id: row.id,
         provider: row.provider,
@@ -275,7 +275,7 @@ export class GatewaySnapshot {
         grant: g ? { access: g.access, resources: g.resources ?? null } : null,
       });
     }
-    const injectable = all.filter((c) => c.usable && (agent.mode === "all" || c.grant !== null));
+    const injectable = all.filter((c) => c.usable && allowed.has(c.id));
     return { all, injectable };
   }
 

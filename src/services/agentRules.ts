@@ -2,7 +2,7 @@
 // blocklist rules → published custom rules → managed grant rules (project only); plus each scope's Default
 // Rule. Used by the gateway snapshot and by the API reads that explain a decision, so both agree.
 import { compiledApp } from "../apps/match.ts";
-import { connectionGrantRules, secretGrantRule } from "../core/grantRules.ts";
+import { grantSetRules } from "../core/grantRules.ts";
 import type { HostMatcher, PathMatcher } from "../core/patterns.ts";
 import { compileRule, type CompiledRule, type RuleInput, type TargetResolver } from "../core/policy.ts";
 import type { BlocklistService } from "./blocklist.ts";
@@ -49,14 +49,8 @@ export async function agentRules(
 }
 
 /** Every grant of the agent as managed rules, secrets first, in grant order. */
-async function agentGrantRules(services: { grants: GrantService; secrets: SecretService }, agent: RulesAgent): Promise<RuleInput[]> {
-  const out: RuleInput[] = [];
-  const grants = await services.grants.grantSet(agent.projectId, agent.id);
-  for (const g of grants.secrets) out.push(secretGrantRule(agent, { secretId: g.secretId, name: g.name }));
-  for (const g of grants.connections) {
-    out.push(...connectionGrantRules(agent, { connectionId: g.connectionId, display: g.label ?? g.provider, access: g.access, allow: g.allow, ask: g.ask }));
-  }
-  return out;
+async function agentGrantRules(services: { grants: GrantService }, agent: RulesAgent): Promise<RuleInput[]> {
+  return grantSetRules(agent, await services.grants.grantSet(agent.projectId, agent.id));
 }
 
 /** A secret as rule targets see it. */

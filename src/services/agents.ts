@@ -3,23 +3,12 @@ import { and, desc, eq } from "drizzle-orm";
 import { ApiError, badRequest, conflict, notFound } from "../core/errors.ts";
 import { creationTime, newId, nowIso } from "../core/ids.ts";
 import type { AgentMode } from "../core/model.ts";
+import type { Agent } from "../core/records/agents.ts";
 import type { AgentRow } from "../store/rows.ts";
 import { issueCredential } from "./credentials.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 export type { AgentRow };
-
-export interface AgentView {
-  id: string;
-  name: string;
-  identifier: string;
-  mode: AgentMode;
-  isDefault: boolean;
-  accessToken?: string;
-  createdAt: string;
-  updatedAt: string;
-  lastSeenAt: string | null;
-}
 
 export const AGENT_NOT_FOUND = "Agent not found";
 
@@ -34,8 +23,8 @@ export class AgentService {
     return this.deps.store.t;
   }
 
-  view(row: AgentRow, withToken: boolean): AgentView {
-    const v: AgentView = {
+  view(row: AgentRow, withToken: boolean): Agent {
+    const v: Agent = {
       id: row.id,
       name: row.name,
       identifier: row.identifier,
@@ -45,11 +34,16 @@ export class AgentService {
       updatedAt: row.updatedAt,
       lastSeenAt: row.lastSeenAt,
     };
-    if (withToken) v.accessToken = this.deps.sealer.open(row.tokenSealed);
+    if (withToken) v.accessToken = this.accessToken(row);
     return v;
   }
 
-  async list(projectId: string): Promise<AgentView[]> {
+  /** The agent's access token (agt_…), opened from its sealed copy. */
+  accessToken(row: AgentRow): string {
+    return this.deps.sealer.open(row.tokenSealed);
+  }
+
+  async list(projectId: string): Promise<Agent[]> {
     const { agents } = this.t;
     const rows = await this.db
       .select()

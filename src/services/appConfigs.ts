@@ -7,15 +7,9 @@ import { newId, nowIso } from "../core/ids.ts";
 import type { AppConfigRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { PolicyOwner } from "./policy.ts";
+import type { AppConfig } from "../core/records/apps.ts";
 
 export type { AppConfigRow };
-
-export interface AppConfigView {
-  settings: Record<string, string>;
-  hasCredentials: boolean;
-  enabled: boolean;
-  source?: "organization";
-}
 
 export interface OAuthClient {
   clientId: string;
@@ -54,12 +48,12 @@ export class AppConfigService {
     return row.secretsSealed ? (JSON.parse(this.deps.sealer.open(row.secretsSealed)) as Record<string, string>) : {};
   }
 
-  private ownView(row: AppConfigRow): AppConfigView {
+  private ownView(row: AppConfigRow): AppConfig {
     return { settings: row.settings, hasCredentials: row.secretsSealed !== null || Object.keys(row.settings).length > 0, enabled: row.enabled };
   }
 
   /** What a scope's config read shows: its own config; for a project without one, the organization's when it applies. */
-  async view(owner: PolicyOwner, provider: string): Promise<AppConfigView | null> {
+  async view(owner: PolicyOwner, provider: string): Promise<AppConfig | null> {
     const own = await this.row(owner, provider);
     if (own?.enabled) return this.ownView(own);
     // A project without an enabled config of its own uses the organization's, when that one is enabled.

@@ -20,6 +20,7 @@ import type { ServiceDeps } from "./deps.ts";
 import type { NotificationService } from "./notifications/index.ts";
 import type { DecidedBy } from "./notifications/events.ts";
 import type { RememberedApprovalService } from "./rememberedApprovals.ts";
+import type { ApprovalRecord, ApprovalRequest } from "../core/records/approvals.ts";
 
 export type { ApprovalRow };
 export type Outcome = Exclude<ApprovalStatus, "pending">;
@@ -154,7 +155,7 @@ export class ApprovalService {
     await this.db.delete(instances).where(and(lt(instances.heartbeatAt, staleBefore), ne(instances.id, me)));
   }
 
-  requestView(row: ApprovalRow) {
+  requestView(row: ApprovalRow): ApprovalRequest {
     return {
       id: row.id,
       projectId: row.projectId,
@@ -171,7 +172,7 @@ export class ApprovalService {
     };
   }
 
-  recordView(row: ApprovalRow) {
+  recordView(row: ApprovalRow): ApprovalRecord {
     return {
       ...this.requestView(row),
       status: row.status,

@@ -14,6 +14,8 @@ import type { ConnectionService } from "./connections.ts";
 import type { GrantService } from "./grants.ts";
 import type { PolicyOwner, PolicyService } from "./policy.ts";
 import type { SecretService } from "./secrets.ts";
+import type { AppItem, PermissionDefinition } from "../core/records/apps.ts";
+import type { EffectiveAppPermissions } from "../core/records/policy.ts";
 
 const unknownProvider = (provider: string) => ApiError.flat(404, `Unknown provider: ${provider}`);
 
@@ -23,7 +25,7 @@ export function appOrThrow(provider: string): AppDefinition {
   return app;
 }
 
-export function permissionDefinition(app: AppDefinition) {
+export function permissionDefinition(app: AppDefinition): PermissionDefinition {
   if (app.tools.length === 0) throw ApiError.flat(404, `No permission definition for provider: ${app.id}`);
   const groups = (["read", "write"] as const)
     .map((category) => ({ category, tools: app.tools.filter((t) => t.category === category).map((t) => ({ id: t.id, name: t.name, description: t.description })) }))
@@ -45,13 +47,13 @@ export class AppCatalogService {
   constructor(private readonly s: Deps) {}
 
   /** App items for a project: availability, its configuration view and the connections it can see. */
-  async items(projectId: string, organizationId: string) {
+  async items(projectId: string, organizationId: string): Promise<AppItem[]> {
     const out = [];
     for (const app of APPS) out.push(await this.item(app, projectId, organizationId));
     return out;
   }
 
-  async item(app: AppDefinition, projectId: string, organizationId: string) {
+  async item(app: AppDefinition, projectId: string, organizationId: string): Promise<AppItem> {
     const owner: PolicyOwner = { scope: "project", projectId, organizationId };
     const oauth = app.connectionType === "oauth";
     const connections = [];
@@ -75,7 +77,7 @@ export class AppCatalogService {
    * How the published rules (and the agent's grants) treat each tool of an app: the verdict of the same
    * evaluation the gateway runs, on a request shaped like the tool.
    */
-  async effectivePermissions(owner: PolicyOwner, provider: string, agentId: string | null, connectionId: string | null) {
+  async effectivePermissions(owner: PolicyOwner, provider: string, agentId: string | null, connectionId: string | null): Promise<EffectiveAppPermissions> {
     const app = appOrThrow(provider);
     permissionDefinition(app);
     const projectId = owner.scope === "project" ? owner.projectId : null;

@@ -8,18 +8,11 @@ import { creationTime, newId, nowIso } from "../core/ids.ts";
 import type { BlocklistRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { PolicyOwner } from "./policy.ts";
+import type { BlocklistEntry } from "../core/records/apps.ts";
+
+export type { BlocklistEntry };
 
 export type { BlocklistRow };
-
-export interface BlocklistEntry {
-  hostId: string;
-  ruleId: string | null;
-  enabled: boolean;
-  custom: boolean;
-  name: string;
-  hostPattern: string;
-  scope: "project" | "organization" | null;
-}
 
 export const RULE_NOT_FOUND = "Blocklist rule not found";
 const ALREADY_BLOCKED = "This host is already blocked";

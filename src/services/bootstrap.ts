@@ -41,7 +41,7 @@ export function bootstrap(services: Services): Promise<BootstrapInfo> {
     const projectApiKey = await services.apiKeys.keyFor({ kind: "project", ...ids }, config.bootstrapApiKey);
     const orgApiKey = await services.apiKeys.keyFor({ kind: "organization", userId: ids.userId, organizationId: ids.organizationId }, config.bootstrapOrgApiKey);
     const agent = (await services.agents.findDefault(ids.projectId)) ?? (await services.agents.createDefault(ids.projectId));
-    const defaultAgentToken = services.agents.view(agent, true).accessToken!;
+    const defaultAgentToken = services.agents.accessToken(agent);
     return { ...ids, projectApiKey, orgApiKey, defaultAgentToken };
   });
 }
@@ -57,7 +57,7 @@ export async function readBootstrap(services: Services): Promise<BootstrapInfo |
   const orgApiKey = await services.apiKeys.storedKey({ kind: "organization", userId: ids.userId, organizationId: ids.organizationId });
   const agent = await services.agents.findDefault(ids.projectId);
   if (!projectApiKey || !orgApiKey || !agent) return null;
-  return { ...ids, projectApiKey, orgApiKey, defaultAgentToken: services.agents.view(agent, true).accessToken! };
+  return { ...ids, projectApiKey, orgApiKey, defaultAgentToken: services.agents.accessToken(agent) };
 }
 
 /** True once, for the first start that serves after the keys were made: that start prints them. */

@@ -12,6 +12,7 @@ import { newId, nowIso } from "../core/ids.ts";
 import { log } from "../observability/log.ts";
 import { clockNow } from "../runtime/clock.ts";
 import type { ServiceDeps } from "./deps.ts";
+import type { SpendBudget } from "../core/records/budgets.ts";
 
 export interface Budget {
   secretId: string;
@@ -20,10 +21,8 @@ export interface Budget {
   period: BudgetPeriod;
 }
 
-/** The Spend budget record the partner API returns (docs/budgets.md#partner-budgets). */
-export interface BudgetView extends Budget {
-  spentCents: number;
-}
+/** The Spend budget record of the contract. */
+export type BudgetView = SpendBudget;
 
 export type Admission = { admitted: true; reservationId: string } | { admitted: false };
 

@@ -7,6 +7,7 @@ import type { ConnectionStatus } from "../core/model.ts";
 import type { ConnectionRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { PolicyOwner } from "./policy.ts";
+import type { Connection } from "../core/records/apps.ts";
 
 export type { ConnectionRow };
 export type ConnectionOwner = PolicyOwner;
@@ -16,17 +17,6 @@ export type ConnectionCredential =
   | { kind: "api_key"; fields: Record<string, string> };
 
 export const CONNECTION_NOT_FOUND = "Connection not found";
-
-export interface ConnectionView {
-  id: string;
-  provider: string;
-  label: string | null;
-  status: ConnectionStatus;
-  scopes: string[];
-  scope: "project" | "organization";
-  metadata: Record<string, unknown> | null;
-  connectedAt: string;
-}
 
 export interface SaveConnection {
   provider: string;
@@ -78,7 +68,7 @@ export class ConnectionService {
     return "expired";
   }
 
-  async view(row: ConnectionRow): Promise<ConnectionView> {
+  async view(row: ConnectionRow): Promise<Connection> {
     return {
       id: row.id,
       provider: row.provider,

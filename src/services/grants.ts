@@ -1,39 +1,24 @@
-// Agent grants (docs/injection.md#grants): which secrets and app connections an agent in mode `grants`
-// may use, and with which tools. Writes take effect at once: the gateway listens.
-import { and, asc, eq, inArray, or } from "drizzle-orm";
+// Agent grants (docs/injection.md#grants): which secrets and app connections an agent in mode `grants` may
+// use, and with which tools. Writes take effect at once: the gateway listens.
+import { and, asc, desc, eq, inArray, or, type SQL } from "drizzle-orm";
 import { findApp } from "../apps/index.ts";
 import { ApiError } from "../core/errors.ts";
-import { creationTime, nowIso } from "../core/ids.ts";
-import type { AgentMode, ConnectionAccess, SecretScope, SecretType } from "../core/model.ts";
+import { creationTime } from "../core/ids.ts";
+import type { ConnectionAccess } from "../core/model.ts";
+import type { ConnectionGrant, GrantSet, SecretGrant } from "../core/records/grants.ts";
 import { parseResources, type Resources } from "../core/resources.ts";
 import type { ConnectionGrantRow } from "../store/rows.ts";
 import type { AgentService } from "./agents.ts";
 import { CONNECTION_NOT_FOUND, type ConnectionService } from "./connections.ts";
 import type { ServiceDeps } from "./deps.ts";
 
-export interface SecretGrant {
-  secretId: string;
-  name: string;
-  type: SecretType;
-  scope: SecretScope;
-}
+export type { ConnectionGrant, GrantSet, SecretGrant };
 
-export interface ConnectionGrant {
-  connectionId: string;
-  provider: string;
-  label: string | null;
-  scope: "project" | "organization";
-  access: ConnectionAccess;
-  allow: string[];
-  ask: string[];
-  resources: Resources | null;
-}
-
-export interface GrantSet {
-  agentId: string;
-  mode: AgentMode;
-  connections: ConnectionGrant[];
+/** An agent with its grants, secrets first: what its managed grant rules are compiled from (core/grantRules.ts). */
+export interface AgentGrants {
+  agent: { id: string; name: string };
   secrets: SecretGrant[];
+  connections: ConnectionGrant[];
 }
 
 /** A grant write: `resources` absent keeps the stored value, null clears it. */
@@ -79,66 +64,77 @@ export class GrantService {
     return new Set(rows.map((r) => r.id));
   }
 
-  /** The secret rows an agent may inject: partner secrets always; the others in mode `all` or when granted. */
-  async injectableRows(agent: { id: string; projectId: string; mode: AgentMode }, organizationId: string, partnerId: string | null) {
-    const { secrets } = this.t;
-    const scopes = [
-      and(eq(secrets.scope, "project"), eq(secrets.projectId, agent.projectId)),
-      and(eq(secrets.scope, "organization"), eq(secrets.organizationId, organizationId)),
-    ];
-    if (partnerId) scopes.push(and(eq(secrets.scope, "partner"), eq(secrets.partnerId, partnerId)));
-    const [rows, granted] = await this.deps.store.transaction(async () => [await this.db.select().from(secrets).where(or(...scopes)), new Set(await this.secretIds(agent.id))] as const);
-    return rows.filter((s) => s.scope === "partner" || agent.mode === "all" || granted.has(s.id));
-  }
-
   async secretIds(agentId: string): Promise<string[]> {
     const { agentSecretGrants } = this.t;
     const rows = await this.db.select({ id: agentSecretGrants.secretId }).from(agentSecretGrants).where(eq(agentSecretGrants.agentId, agentId));
     return rows.map((r) => r.id);
   }
 
-  /** agentId → granted secret ids, for every agent given. */
-  async secretIdsByAgent(agentIds: string[]): Promise<Map<string, Set<string>>> {
-    const out = new Map<string, Set<string>>();
-    if (agentIds.length === 0) return out;
-    const { agentSecretGrants } = this.t;
-    for (const r of await this.db.select().from(agentSecretGrants).where(inArray(agentSecretGrants.agentId, agentIds))) {
-      if (!out.has(r.agentId)) out.set(r.agentId, new Set());
-      out.get(r.agentId)!.add(r.secretId);
-    }
-    return out;
-  }
-
   async grantSet(projectId: string, agentId: string): Promise<GrantSet> {
     const agent = await this.agents.get(projectId, agentId, "flat");
-    const { agentSecretGrants, secrets } = this.t;
-    const rows = (
-      await this.db
-        .select({ secretId: secrets.id, name: secrets.name, type: secrets.type, scope: secrets.scope, createdAt: agentSecretGrants.createdAt })
-        .from(agentSecretGrants)
-        .innerJoin(secrets, eq(agentSecretGrants.secretId, secrets.id))
-        .where(eq(agentSecretGrants.agentId, agentId))
-    ).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.secretId.localeCompare(b.secretId));
-    return { agentId, mode: agent.mode, connections: await this.connectionGrants(agentId), secrets: rows.map(({ createdAt: _c, ...g }) => g) };
+    const { agentSecretGrants } = this.t;
+    const secrets = await this.secretGrantsWhere(eq(agentSecretGrants.agentId, agentId));
+    return { agentId, mode: agent.mode, connections: await this.connectionGrants(agentId), secrets: secrets.map((g) => g.grant) };
   }
 
   async connectionGrants(agentId: string): Promise<ConnectionGrant[]> {
-    const { agentConnectionGrants, appConnections } = this.t;
+    const { agentConnectionGrants } = this.t;
+    return (await this.connectionGrantsWhere(eq(agentConnectionGrants.agentId, agentId))).map((g) => g.grant);
+  }
+
+  /**
+   * Every agent of a project with its grants, agents in list order (default first, then newest) and grants in
+   * grant order: three queries, whatever the number of agents (the managed rules of `?include=managed`).
+   */
+  async grantsOfProject(projectId: string): Promise<AgentGrants[]> {
+    const { agents } = this.t;
+    const inProject = eq(agents.projectId, projectId);
+    const list = await this.db
+      .select({ id: agents.id, name: agents.name })
+      .from(agents)
+      .where(inProject)
+      .orderBy(desc(agents.isDefault), desc(agents.createdAt), desc(agents.id));
+    const out = new Map<string, AgentGrants>(list.map((agent) => [agent.id, { agent, secrets: [], connections: [] }]));
+    for (const g of await this.secretGrantsWhere(inProject)) out.get(g.agentId)?.secrets.push(g.grant);
+    for (const g of await this.connectionGrantsWhere(inProject)) out.get(g.agentId)?.connections.push(g.grant);
+    return [...out.values()];
+  }
+
+  /** Secret grants (with their agent) matching `where`, in grant order. */
+  private async secretGrantsWhere(where: SQL): Promise<{ agentId: string; grant: SecretGrant }[]> {
+    const { agentSecretGrants, secrets, agents } = this.t;
+    const rows = await this.db
+      .select({ agentId: agentSecretGrants.agentId, secretId: secrets.id, name: secrets.name, type: secrets.type, scope: secrets.scope })
+      .from(agentSecretGrants)
+      .innerJoin(secrets, eq(agentSecretGrants.secretId, secrets.id))
+      .innerJoin(agents, eq(agentSecretGrants.agentId, agents.id))
+      .where(where)
+      .orderBy(asc(agentSecretGrants.createdAt), asc(agentSecretGrants.secretId));
+    return rows.map(({ agentId, secretId, name, type, scope }) => ({ agentId, grant: { secretId, name, type, scope } }));
+  }
+
+  /** Connection grants (with their agent) matching `where`, in grant order. */
+  private async connectionGrantsWhere(where: SQL): Promise<{ agentId: string; grant: ConnectionGrant }[]> {
+    const { agentConnectionGrants, appConnections, agents } = this.t;
     const rows = await this.db
       .select({ grant: agentConnectionGrants, provider: appConnections.provider, label: appConnections.label, scope: appConnections.scope })
       .from(agentConnectionGrants)
       .innerJoin(appConnections, eq(agentConnectionGrants.connectionId, appConnections.id))
-      .where(eq(agentConnectionGrants.agentId, agentId))
+      .innerJoin(agents, eq(agentConnectionGrants.agentId, agents.id))
+      .where(where)
       .orderBy(asc(agentConnectionGrants.createdAt), asc(agentConnectionGrants.connectionId));
     return rows.map(({ grant: g, provider, label, scope }) => ({
-      connectionId: g.connectionId,
-      provider,
-      label,
-      scope,
-      access: g.access,
-      allow: g.access === "full" ? [] : g.allow,
-      ask: g.access === "full" ? [] : g.ask,
-      resources: g.resources ?? null,
+      agentId: g.agentId,
+      grant: {
+        connectionId: g.connectionId,
+        provider,
+        label,
+        scope,
+        access: g.access,
+        allow: g.access === "full" ? [] : g.allow,
+        ask: g.access === "full" ? [] : g.ask,
+        resources: g.resources ?? null,
+      },
     }));
   }
 
@@ -146,18 +142,6 @@ export class GrantService {
   connectionGrantRows(agentId: string): Promise<ConnectionGrantRow[]> {
     const { agentConnectionGrants } = this.t;
     return this.db.select().from(agentConnectionGrants).where(eq(agentConnectionGrants.agentId, agentId));
-  }
-
-  /** agentId → its connection grants, for every agent given. */
-  async connectionGrantsByAgent(agentIds: string[]): Promise<Map<string, ConnectionGrantRow[]>> {
-    const out = new Map<string, ConnectionGrantRow[]>();
-    if (agentIds.length === 0) return out;
-    const { agentConnectionGrants } = this.t;
-    for (const r of await this.db.select().from(agentConnectionGrants).where(inArray(agentConnectionGrants.agentId, agentIds))) {
-      if (!out.has(r.agentId)) out.set(r.agentId, []);
-      out.get(r.agentId)!.push(r);
-    }
-    return out;
   }
 
   /**

@@ -1,6 +1,7 @@
 // The services, built once by the composition root and handed to the API and the gateway.
 import { findApp } from "../apps/index.ts";
 import type { ServiceDeps } from "./deps.ts";
+import { AccessService } from "./access.ts";
 import { AgentService } from "./agents.ts";
 import { AppConfigService } from "./appConfigs.ts";
 import { AppCatalogService } from "./apps.ts";
@@ -42,6 +43,8 @@ export interface Services {
   agents: AgentService;
   secrets: SecretService;
   grants: GrantService;
+  /** Which credentials an agent may inject: one answer for the gateway, the agent setup and the API. */
+  access: AccessService;
   connections: ConnectionService;
   appConfigs: AppConfigService;
   blocklist: BlocklistService;
@@ -82,13 +85,13 @@ export interface ServiceParts {
 export function createServices(deps: ServiceDeps, parts: ServiceParts): Services {
   const agents = new AgentService(deps);
   const secrets = new SecretService(deps);
-  const policy = new PolicyService(deps);
   const outbound = new Outbound(deps.config);
   const orgs = new OrganizationService(deps);
   const connections = new ConnectionService(deps);
   const appConfigs = new AppConfigService(deps);
   const grants = new GrantService(deps, agents, connections);
   const blocklist = new BlocklistService(deps);
+  const policy = new PolicyService(deps, blocklist, grants);
   // Rule targets may name app connections and catalog tools: the policy service checks them against these.
   policy.references = {
     connection: async (id) => {
@@ -111,6 +114,7 @@ export function createServices(deps: ServiceDeps, parts: ServiceParts): Services
   const rememberedApprovals = new RememberedApprovalService(deps);
   const budgets = new BudgetService(deps);
   const budgetLedger = new BudgetLedger(deps, budgets, spend, notifications);
+  const apps = new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets });
   return {
     deps,
     orgs,
@@ -124,7 +128,8 @@ export function createServices(deps: ServiceDeps, parts: ServiceParts): Services
     appConfigs,
     blocklist,
     oauth: new OAuthService(deps, appConfigs, connections, agents, orgs, grants, outbound),
-    apps: new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets }),
+    apps,
+    access: new AccessService({ agents, orgs, secrets, grants, connections, apps, policy, blocklist }),
     policy,
     approvals: new ApprovalService(deps, notifications, rememberedApprovals),
     rememberedApprovals,

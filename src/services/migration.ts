@@ -13,19 +13,11 @@ import type { ServiceDeps } from "./deps.ts";
 import type { Outbound } from "./outbound.ts";
 import type { PolicyService } from "./policy.ts";
 import type { SecretService } from "./secrets.ts";
+import type { MigrationResult, SkippedItem } from "../core/records/migration.ts";
+
+export type { MigrationResult, SkippedItem };
 
 export const MIGRATION_VERSION = 1;
-
-export interface SkippedItem {
-  type: string;
-  name: string;
-  reason: string;
-}
-
-export interface MigrationResult {
-  imported: { secrets: number; agents: number; agentSecrets: number; rules: number };
-  skipped: SkippedItem[];
-}
 
 /** One secret as it travels to the cloud: the plaintext value and what is needed to inject it. */
 export interface MigratedSecret {

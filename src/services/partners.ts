@@ -14,33 +14,13 @@ import { issueCredential } from "./credentials.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { Organization, OrganizationService, Project } from "./organizations.ts";
 import { ALREADY_CLAIMED } from "./claims.ts";
-import { projectView, type ProjectService, type ProjectView } from "./projects.ts";
+import { projectView, type ProjectService } from "./projects.ts";
+import type { PartnerMember, PartnerOrganization, PartnerOrgCreated } from "../core/records/partner.ts";
 
 export const ORG_NOT_FOUND = "Organization not found";
 export const PARTNER_MEMBER_NOT_FOUND = "Partner member not found";
 export const PARTNER_OWNER_FIXED = "The partner owner cannot be changed or removed";
 export const INVITE_LIFETIME_MS = 7 * 24 * 3600 * 1000;
-
-export interface PartnerOrganization {
-  id: string;
-  name: string;
-  slug: string;
-  status: "unclaimed" | "claimed" | "detached";
-  claimedByEmail: string | null;
-  claimedAt: string | null;
-  createdAt: string;
-  projects: ProjectView[];
-}
-
-export interface PartnerOrgCreated {
-  organizationId: string;
-  projectId: string;
-  agentId: string;
-  orgApiKey: string;
-  projectApiKey: string;
-  agentToken: string;
-  claimUrl: string;
-}
 
 export class PartnerService {
   constructor(
@@ -121,9 +101,9 @@ export class PartnerService {
       const { project, apiKey } = await this.projects.create(org.id, "Default", { creatorUserId: placeholder.id, automatic: true });
       const orgApiKey = await this.apiKeys.keyFor({ kind: "organization", userId: placeholder.id, organizationId: org.id });
       const agent = (await this.agents.findDefault(project.id))!;
-      const agentToken = this.agents.view(agent, true).accessToken!;
+      const agentToken = this.agents.accessToken(agent);
       const claimUrl = await this.claims.issueOrganizationLink(org.id, placeholder.id);
-      return { organizationId: org.id, projectId: project.id, agentId: agent.id, orgApiKey, projectApiKey: apiKey!, agentToken, claimUrl };
+      return { organizationId: org.id, projectId: project.id, agentId: agent.id, orgApiKey, projectApiKey: apiKey, agentToken, claimUrl };
     });
   }
 
@@ -214,7 +194,7 @@ export class PartnerService {
   }
 
   /** The partner's people, oldest first. */
-  async members(partnerId: string): Promise<{ userId: string; email: string; role: "owner" | "admin" | "member"; createdAt: string }[]> {
+  async members(partnerId: string): Promise<PartnerMember[]> {
     const { partnerMembers, users } = this.t;
     return this.db
       .select({ userId: users.id, email: users.email, role: partnerMembers.role, createdAt: partnerMembers.createdAt })

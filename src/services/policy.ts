@@ -4,8 +4,13 @@ import { and, asc, desc, eq, inArray, isNull, lt, max, type SQL } from "drizzle-
 import { ApiError, conflict, notFound } from "../core/errors.ts";
 import { newId, nowIso } from "../core/ids.ts";
 import type { PolicyScope, RateWindow, RuleAction, RuleCondition, RuleIdentity, RuleTarget } from "../core/model.ts";
+import { grantSetRules } from "../core/grantRules.ts";
+import type { RuleInput } from "../core/policy.ts";
+import type { PolicyRule } from "../core/records/policy.ts";
 import type { PolicyRuleRow } from "../store/rows.ts";
+import type { BlocklistService } from "./blocklist.ts";
 import type { ServiceDeps } from "./deps.ts";
+import type { GrantService } from "./grants.ts";
 
 export type { PolicyRuleRow };
 export type PolicyOwner = { scope: "project"; organizationId: string; projectId: string } | { scope: "organization"; organizationId: string };
@@ -43,7 +48,11 @@ export const noConnections: ReferenceChecker = {
 export class PolicyService {
   references: ReferenceChecker = noConnections;
 
-  constructor(private readonly deps: ServiceDeps) {}
+  constructor(
+    private readonly deps: ServiceDeps,
+    private readonly blocklist: BlocklistService,
+    private readonly grants: GrantService,
+  ) {}
 
   private get db() {
     return this.deps.store.db;
@@ -60,9 +69,20 @@ export class PolicyService {
       : and(eq(policyRules.scope, "organization"), eq(policyRules.organizationId, owner.organizationId), isNull(policyRules.projectId))!;
   }
 
-  view(row: PolicyRuleRow): Omit<PolicyRuleRow, "organizationId" | "projectId"> {
+  view(row: PolicyRuleRow): PolicyRule {
     const { organizationId: _o, projectId: _p, ...rest } = row;
     return rest;
+  }
+
+  /**
+   * The live managed rules of a scope, read-only (`?include=managed`): its blocklist rules and, for a project,
+   * the grant rules of every agent (agents in list order), read with a fixed number of queries.
+   */
+  async managedRules(owner: PolicyOwner): Promise<PolicyRule[]> {
+    const blocklist = await this.blocklist.managedRules(owner.organizationId, owner.scope === "project" ? owner.projectId : null);
+    const rules: RuleInput[] = owner.scope === "project" ? [...blocklist.project] : [...blocklist.organization];
+    if (owner.scope === "project") for (const g of await this.grants.grantsOfProject(owner.projectId)) rules.push(...grantSetRules(g.agent, g));
+    return rules.map((r) => managedRuleView(r, owner.scope));
   }
 
   private emit(owner: PolicyOwner): void {
@@ -323,6 +343,35 @@ export class PolicyService {
     for (const r of live) if (r.projectId) projectsMap.set(r.projectId, [...(projectsMap.get(r.projectId) ?? []), r]);
     return { organization: live.filter((r) => r.projectId === null), projects: projectsMap };
   }
+}
+
+const EPOCH = "1970-01-01T00:00:00.000Z";
+
+/** A managed rule as the rule record shows it: published, unnumbered, without description or conditions. */
+function managedRuleView(r: RuleInput, scope: PolicyScope): PolicyRule {
+  return {
+    id: r.id,
+    logicalId: r.logicalId,
+    scope,
+    status: "published",
+    generation: 0,
+    priority: 0,
+    enabled: r.enabled,
+    isDefault: r.isDefault,
+    source: r.source,
+    name: r.name,
+    description: null,
+    action: r.action,
+    rateLimit: r.rateLimit,
+    rateLimitWindow: r.rateLimitWindow,
+    requireApproval: r.requireApproval,
+    // Managed rules (blocklist hosts, grants) never have body conditions.
+    conditions: null,
+    identities: r.identities.map((i) => ({ type: "agent", id: i.id })),
+    targets: r.targets,
+    createdAt: EPOCH,
+    updatedAt: EPOCH,
+  };
 }
 
 export function pickFields(r: PolicyRuleRow): RuleFields {

@@ -12,20 +12,12 @@ import type { ServiceDeps } from "./deps.ts";
 import { slugify, type OrganizationService, type Project } from "./organizations.ts";
 import type { RequestLogService } from "./requestLogs.ts";
 import type { SpendService } from "./spend.ts";
+import type { Project as ProjectRecord } from "../core/records/accounts.ts";
 
 export const PROJECT_NOT_FOUND = "Project not found";
 export const ONLY_PROJECT_MESSAGE = "Cannot delete the only project in the organization";
 
-export interface ProjectView {
-  id: string;
-  name: string;
-  slug: string;
-  organizationId: string;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export function projectView(p: Project): ProjectView {
+export function projectView(p: Project): ProjectRecord {
   return { id: p.id, name: p.name, slug: p.slug, organizationId: p.organizationId, createdAt: p.createdAt, updatedAt: p.updatedAt };
 }
 
@@ -73,6 +65,8 @@ export class ProjectService {
    * A project named by a person (409 when its slug is taken) or made automatically (`automatic`: a taken slug
    * gets a random suffix), with its Default Agent, and the creator's project key when a person created it.
    */
+  create(organizationId: string, name: string, opts: { creatorUserId: string; automatic?: boolean }): Promise<{ project: Project; apiKey: string }>;
+  create(organizationId: string, name: string, opts?: { automatic?: boolean }): Promise<{ project: Project; apiKey: null }>;
   async create(organizationId: string, name: string, opts: { creatorUserId?: string; automatic?: boolean } = {}): Promise<{ project: Project; apiKey: string | null }> {
     return this.deps.store.transaction(async () => {
       let slug = slugify(name) || "project";

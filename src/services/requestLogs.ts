@@ -9,10 +9,11 @@ import { metrics, watchRequestLogQueue } from "../observability/metrics.ts";
 import type { RequestLogRecord } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { AgentService } from "./agents.ts";
+import type { RequestLog } from "../core/records/logs.ts";
 
 /** A row as the gateway builds it; `seq` is assigned by the insert. */
 export type RequestLogRow = Omit<RequestLogRecord, "seq">;
-export type RequestLogView = Omit<RequestLogRow, "organizationId">;
+export type RequestLogView = RequestLog;
 
 export const LOG_DECISIONS = [
   "allowed",

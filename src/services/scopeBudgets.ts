@@ -8,6 +8,7 @@ import { DEFAULT_ALERT_PERCENTS, normalisePercents, windowOf } from "../core/bud
 import { conflict, notFound } from "../core/errors.ts";
 import { creationTime, newId, nowIso } from "../core/ids.ts";
 import type { BudgetScope, ScopeBudgetPeriod } from "../core/model.ts";
+import type * as R from "../core/records/budgets.ts";
 import { NANOS_PER_CENT } from "../core/pricing.ts";
 import { clockNow } from "../runtime/clock.ts";
 import type { AgentService } from "./agents.ts";
@@ -21,20 +22,7 @@ export type LlmType = "llm_a" | "llm_b";
 export type ScopeBudget = Pick<ScopeBudgetRow, "id" | "scope" | "organizationId" | "projectId" | "agentId" | "secretType" | "limitCents" | "period" | "alertPercents">;
 
 /** The Budget record of the API (docs/budgets.md#budgets-for-every-scope). */
-export interface BudgetView {
-  id: string;
-  scope: BudgetScope;
-  organizationId: string;
-  projectId: string | null;
-  agentId: string | null;
-  secretType: LlmType | null;
-  limitCents: number;
-  period: ScopeBudgetPeriod;
-  alertPercents: number[];
-  spentCents: number;
-  resetsAt: string | null;
-  createdAt: string;
-}
+export type BudgetView = R.Budget;
 
 /** A project's budgets (its own and its agents'), or an organization's own (`projectId: null`). */
 export interface BudgetOwner {

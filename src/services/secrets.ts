@@ -5,20 +5,22 @@ import { ApiError, badRequest, notFound } from "../core/errors.ts";
 import { creationTime, newId, nowIso } from "../core/ids.ts";
 import {
   HEADER_VALUE_MESSAGE,
+  INJECTION_REQUIRED_MESSAGE,
   PATH_VALUE_MESSAGE,
   TYPE_LABELS,
   defaultLlmHost,
-  injectionConfigError,
   injectsIntoPath,
   isHeaderSafeValue,
   isPathSafeValue,
   normalizeInjectionConfig,
+  parseInjectionConfig,
   normalizeLlmValue,
   previewOf,
   type AuthMode,
   type InjectionConfigShape,
 } from "../core/secretRules.ts";
-import type { SecretMetadata, SecretScope, SecretType, ValueSource } from "../core/model.ts";
+import type { SecretType, ValueSource } from "../core/model.ts";
+import type { InjectionConfig, Secret, SecretCreated, SecretMetadata } from "../core/records/secrets.ts";
 import type { SecretRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 
@@ -30,32 +32,7 @@ export type SecretOwner =
   | { scope: "organization"; organizationId: string }
   | { scope: "partner"; partnerId: string };
 
-export interface SecretView {
-  id: string;
-  name: string;
-  type: SecretType;
-  valueSource: ValueSource;
-  opRef: string | null;
-  hostPattern: string;
-  pathPattern: string | null;
-  injectionConfig: InjectionConfigShape | null;
-  metadata: SecretMetadata | null;
-  scope: SecretScope;
-  typeLabel: string;
-  createdAt: string;
-}
-
-export interface SecretCreated {
-  id: string;
-  name: string;
-  type: SecretType;
-  valueSource: ValueSource;
-  opRef: string | null;
-  hostPattern: string;
-  pathPattern: string | null;
-  createdAt: string;
-  preview?: string;
-}
+export type { Secret, SecretCreated };
 
 export interface CreateSecretInput {
   name: string;
@@ -67,8 +44,8 @@ export interface CreateSecretInput {
   /** `accountId` is only passed by the migration import (the API body schema does not carry it). */
   metadata?: { authMode?: AuthMode; accountId?: string };
   hostPattern?: string;
-  pathPattern?: string;
-  injectionConfig?: InjectionConfigShape;
+  pathPattern?: string | null;
+  injectionConfig?: InjectionConfig;
 }
 
 export interface UpdateSecretInput {
@@ -79,7 +56,8 @@ export interface UpdateSecretInput {
   opDisplay?: { vault?: string; item?: string; field?: string };
   hostPattern?: string;
   pathPattern?: string | null;
-  injectionConfig?: InjectionConfigShape;
+  /** Checked here: only the stored type says whether it applies (LLM secrets ignore it). */
+  injectionConfig?: unknown;
 }
 
 export const SECRET_NOT_FOUND = "Secret not found";
@@ -102,7 +80,7 @@ export class SecretService {
     return this.deps.store.t;
   }
 
-  view(row: SecretRow): SecretView {
+  view(row: SecretRow): Secret {
     return {
       id: row.id,
       name: row.name,
@@ -137,12 +115,12 @@ export class SecretService {
     return this.db.select().from(secrets).where(this.ownerFilter(owner)).orderBy(desc(secrets.createdAt), desc(secrets.id));
   }
 
-  async list(owner: SecretOwner): Promise<SecretView[]> {
+  async list(owner: SecretOwner): Promise<Secret[]> {
     return (await this.rows(owner)).map((r) => this.view(r));
   }
 
   /** A project's list: its own secrets plus the organization's, newest first (seed). */
-  async listForProject(projectId: string, organizationId: string): Promise<SecretView[]> {
+  async listForProject(projectId: string, organizationId: string): Promise<Secret[]> {
     const { secrets } = this.t;
     const rows = await this.db
       .select()
@@ -169,7 +147,7 @@ export class SecretService {
   }
 
   /** A secret readable from a project: its own or one of its organization's. */
-  async getForProject(projectId: string, organizationId: string, id: string): Promise<SecretView> {
+  async getForProject(projectId: string, organizationId: string, id: string): Promise<Secret> {
     const { secrets } = this.t;
     const [row] = await this.db.select().from(secrets).where(eq(secrets.id, id)).limit(1);
     const visible =
@@ -208,10 +186,11 @@ export class SecretService {
 
     let value = valueSource === "inline" ? input.value! : null;
     let metadata: SecretMetadata | null = null;
-    let injectionConfig: InjectionConfigShape | null = null;
+    let injectionConfig: InjectionConfig | null = null;
     let hostPattern = blankToNull(input.hostPattern);
     if (input.type === "generic") {
-      injectionConfig = normalizeInjectionConfig(input.injectionConfig!);
+      if (!input.injectionConfig) throw badRequest(INJECTION_REQUIRED_MESSAGE);
+      injectionConfig = normalizeInjectionConfig(input.injectionConfig);
     } else {
       const llm = normalizeLlmValue(input.type, value, input.metadata?.authMode);
       value = llm.value;
@@ -259,10 +238,11 @@ export class SecretService {
 
   async update(owner: SecretOwner, id: string, input: UpdateSecretInput): Promise<void> {
     const row = await this.find(owner, id);
+    let newInjection: InjectionConfig | null = null;
     if (row.type === "generic" && input.injectionConfig !== undefined) {
-      // Validated here because only the stored type says whether it applies (LLM secrets ignore it).
-      const message = injectionConfigError(input.injectionConfig);
-      if (message) throw ApiError.flat(400, message);
+      const parsed = parseInjectionConfig(input.injectionConfig);
+      if (!parsed.ok) throw ApiError.flat(400, parsed.message);
+      newInjection = normalizeInjectionConfig(parsed.value);
     }
     const patch: Partial<SecretRow> = {};
     if (input.name !== undefined) patch.name = input.name;
@@ -282,9 +262,8 @@ export class SecretService {
       patch.metadata = { ...(patch.metadata ?? row.metadata), opDisplay: input.opDisplay };
     }
 
-    const injectionConfig =
-      row.type === "generic" && input.injectionConfig !== undefined ? normalizeInjectionConfig(input.injectionConfig) : row.injectionConfig;
-    if (row.type === "generic" && input.injectionConfig !== undefined) patch.injectionConfig = injectionConfig;
+    const injectionConfig = newInjection ?? row.injectionConfig;
+    if (newInjection) patch.injectionConfig = newInjection;
 
     let newValue: string | null = null;
     if (input.value !== undefined) {

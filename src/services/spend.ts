@@ -4,6 +4,7 @@
 // a budget window opening after spend already happened starts from their sum (budgetLedger.ts).
 import { sql, type SQL } from "drizzle-orm";
 import type { BudgetWindow } from "../core/budgetWindows.ts";
+import type * as R from "../core/records/budgets.ts";
 import { log } from "../observability/log.ts";
 import { countLlmSpend } from "../observability/metrics.ts";
 import { clockNow } from "../runtime/clock.ts";
@@ -23,18 +24,7 @@ export interface SpendQuery {
   groupBy: SpendGroup;
 }
 
-export interface SpendRow {
-  key: string;
-  requests: number;
-  inputTokens: number;
-  outputTokens: number;
-  costUsd: number;
-}
-
-export interface SpendReport {
-  data: SpendRow[];
-  totalUsd: number;
-}
+export type SpendReport = R.SpendReport;
 
 const FLUSH_MS = 1000;
 /** Records kept while the store refuses them; beyond this the oldest are dropped (and said so). */

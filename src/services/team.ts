@@ -4,33 +4,15 @@
 // check reads the current role on every request).
 import { and, eq } from "drizzle-orm";
 import { badRequest, notFound } from "../core/errors.ts";
-import type { MembershipStatus, Role } from "../core/model.ts";
 import type { ClaimService } from "./claims.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { OrganizationService } from "./organizations.ts";
 import type { ProjectService } from "./projects.ts";
 import type { SessionService } from "./sessions.ts";
+import type { Provision, TeamMember } from "../core/records/accounts.ts";
 
 export const MEMBER_NOT_FOUND = "Member not found";
 export const OWNER_IS_FIXED = "The organization owner cannot be changed or removed";
-
-export interface TeamMember {
-  userId: string;
-  email: string;
-  name: string | null;
-  role: Role;
-  status: MembershipStatus;
-  joinedAt: string;
-}
-
-export interface Provision {
-  id: string;
-  userId: string;
-  projectId: string;
-  apiKey: string;
-  claimUrl: string;
-  expiresAt: string;
-}
 
 export class TeamService {
   constructor(
@@ -49,7 +31,7 @@ export class TeamService {
       await this.orgs.addMember(organizationId, placeholder.id, role, "pending");
       const { project, apiKey } = await this.projects.create(organizationId, "Default", { creatorUserId: placeholder.id, automatic: true });
       const link = await this.claims.issueProvisionLink(organizationId, project.id, placeholder.id);
-      return { id: link.id, userId: placeholder.id, projectId: project.id, apiKey: apiKey!, claimUrl: link.url, expiresAt: link.expiresAt };
+      return { id: link.id, userId: placeholder.id, projectId: project.id, apiKey: apiKey, claimUrl: link.url, expiresAt: link.expiresAt };
     });
   }
 

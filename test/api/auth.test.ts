@@ -251,6 +251,42 @@ describe("sessions (docs/api.md#how-a-request-is-authenticated; docs/api.md#acco
     expect(bearer.status).toBe(201);
   });
 
+  test("Sec-Fetch-Site: cross-site on a cookie-authenticated mutation → 403 without an Origin too; same-origin, same-site, none, reads and bearer calls pass", async () => {
+    const cookie = await login(api.projectKey);
+    const headers = { cookie: `credgate_session=${cookie}` };
+    const before = (await api.call("GET", "/v1/agents")).body.map((a: any) => [a.id, a.name, a.updatedAt]);
+    const agentId = before[0][0];
+    const writes: [string, string][] = [
+      ["POST", "/v1/agents"],
+      ["PUT", `/v1/agents/${agentId}/secrets`],
+      ["PATCH", `/v1/agents/${agentId}`],
+      ["DELETE", `/v1/agents/${agentId}`],
+    ];
+    for (const [method, path] of writes) {
+      for (const value of ["cross-site", "Cross-Site", " cross-site "]) {
+        const body = { name: "Fetch", identifier: "fetch-cross", secretIds: [] };
+        const r = await api.call(method, path, { key: null, headers: { ...headers, "sec-fetch-site": value }, body });
+        expectEnvelope(r, 403, "Cross-site request rejected");
+      }
+    }
+    // Either signal is enough: our own Origin does not excuse a cross-site fetch.
+    const both = await api.call("POST", "/v1/agents", {
+      key: null,
+      headers: { ...headers, origin: api.core.config.publicUrl, "sec-fetch-site": "cross-site" },
+      body: { name: "Fetch", identifier: "fetch-cross" },
+    });
+    expectEnvelope(both, 403, "Cross-site request rejected");
+    const list = await api.call("GET", "/v1/agents", { key: null, headers: { ...headers, "sec-fetch-site": "cross-site" } });
+    expect(list.status).toBe(200);
+    expect(list.body.map((a: any) => [a.id, a.name, a.updatedAt])).toEqual(before); // nothing created, renamed or deleted
+    for (const [i, value] of ["same-origin", "same-site", "none"].entries()) {
+      const r = await api.call("POST", "/v1/agents", { key: null, headers: { ...headers, "sec-fetch-site": value }, body: { name: "Fetch", identifier: `fetch-${i}` } });
+      expect(r.status).toBe(201);
+    }
+    const bearer = await api.call("POST", "/v1/agents", { headers: { "sec-fetch-site": "cross-site" }, body: { name: "Bearer", identifier: "bearer-fetch" } });
+    expect(bearer.status).toBe(201);
+  });
+
   test("session X-Project-Id: own project ok, unknown → 401; X-Organization-Id of a non-member → 403", async () => {
     const cookie = await login(api.projectKey);
     const headers = { cookie: `credgate_session=${cookie}` };

@@ -196,6 +196,9 @@ describe("partner secrets and the organization's side (docs/api.md#partners secr
     };
     expect(await send("/partner-secret")).toBe("partner-wide-value");
     const inOrg = as(made.orgApiKey);
+    // Effective credentials list what the gateway injects, the partner's secret included (services/access.ts).
+    const effective = async () => (await as(made.projectApiKey)("GET", `/v1/agents/${made.agentId}/effective-credentials`)).body.secrets.map((s: any) => [s.name, s.scope, s.status]);
+    expect(await effective()).toEqual([["shared", "partner", "usable"]]);
     expect((await inOrg("GET", "/v1/org/partner/status")).body).toEqual({ partnerManaged: true, detached: false, partnerName: "Secret Partner" });
     expect((await inOrg("GET", "/v1/org/partner/inherited-secrets")).body.map((s: any) => s.name)).toEqual(["shared"]);
 
@@ -208,6 +211,7 @@ describe("partner secrets and the organization's side (docs/api.md#partners secr
 
     expect((await inOrg("POST", "/v1/org/partner/detach")).body).toEqual({ success: true });
     expect(await send("/detached")).toBeUndefined();
+    expect(await effective()).toEqual([]);
     expect((await inOrg("GET", "/v1/org/partner/inherited-secrets")).body).toEqual([]);
     expect((await inOrg("GET", "/v1/org/partner/status")).body).toEqual({ partnerManaged: true, detached: true, partnerName: "Secret Partner" });
     const twice = await inOrg("POST", "/v1/org/partner/detach");

@@ -32,6 +32,9 @@ const H = {
   effLimit: "eff-limit.policy.test",
   effPath: "eff-path.policy.test",
   effUsable: "eff-usable.policy.test",
+  eqProjectA: "eq-a.policy.test",
+  eqProjectB: "eq-b.policy.test",
+  eqOrg: "eq-org.policy.test",
   ident: "ident.policy.test",
   secretTarget: "secret-target.policy.test",
 };
@@ -741,6 +744,56 @@ describe("grants", () => {
     // The gateway agrees with "blocked" and "usable".
     expect((await curl(cg, url(H.effBlock, "/x"))).status).toBe(403);
     expect((await curl(cg, url(H.effUsable, "/x"))).status).toBe(200);
+  });
+});
+
+describe("effective credentials are what the gateway injects (services/access.ts)", () => {
+  test("agent by agent, over project and organization secrets, grants and a mode switch", async () => {
+    const hosts = [H.eqProjectA, H.eqProjectB, H.eqOrg];
+    const ids: Record<string, string> = {};
+    for (const host of hosts) {
+      const org = host === H.eqOrg;
+      const r = await api("POST", org ? "/v1/org/secrets" : "/v1/secrets", {
+        key: org ? cg.keys.orgApiKey : undefined,
+        body: { name: `eq ${host}`, type: "generic", value: `eq-value-${host}`, hostPattern: host, injectionConfig: { headerName: "x-eq-key" } },
+      });
+      expect(r.status).toBe(201);
+      ids[host] = r.body.id;
+    }
+    const agent = async (identifier: string, grants: string[]) => {
+      const created = await api("POST", "/v1/agents", { body: { name: identifier, identifier, mode: "grants" } });
+      for (const host of grants) expect((await api("PUT", `/v1/agents/${created.body.id}/grants/secrets/${ids[host]}`)).status).toBe(200);
+      return created.body.id as string;
+    };
+    const agents = { default: (await api("GET", "/v1/agents/default")).body.id as string, b: await agent("eq-b-only", [H.eqProjectB]), orgAndA: await agent("eq-org-a", [H.eqOrg, H.eqProjectA]), none: await agent("eq-none", []) };
+    const tokens = new Map(((await api("GET", "/v1/agents")).body as any[]).map((a) => [a.id, a.accessToken as string]));
+
+    /** The hosts effective credentials call injectable, and the hosts the gateway really injected into. */
+    const both = async (agentId: string) => {
+      const eff = (await api("GET", `/v1/agents/${agentId}/effective-credentials`)).body;
+      const effective = hosts.filter((h) => eff.secrets.find((s: any) => s.id === ids[h]).status !== "not_granted");
+      const injected: string[] = [];
+      for (const host of hosts) {
+        const path = `/eq/${agentId}/${crypto.randomUUID()}`;
+        expect((await curl(cg, url(host, path), { agentToken: tokens.get(agentId) })).status).toBe(200);
+        const key = seen(host, path)[0]!.headers["x-eq-key"];
+        if (key !== undefined) {
+          expect(key).toBe(`eq-value-${host}`);
+          injected.push(host);
+        }
+      }
+      return { effective, injected };
+    };
+    const expected = { default: hosts, b: [H.eqProjectB], orgAndA: [H.eqProjectA, H.eqOrg], none: [] };
+    for (const [name, id] of Object.entries(agents)) {
+      const r = await both(id);
+      expect({ name, ...r }).toEqual({ name, effective: expected[name as keyof typeof expected], injected: expected[name as keyof typeof expected] });
+    }
+    // Revoke one grant and switch another agent to mode all: both views move together.
+    expect((await api("DELETE", `/v1/agents/${agents.orgAndA}/grants/secrets/${ids[H.eqOrg]}`)).status).toBe(204);
+    expect((await api("PATCH", `/v1/agents/${agents.none}`, { body: { mode: "all" } })).status).toBe(200);
+    expect(await both(agents.orgAndA)).toEqual({ effective: [H.eqProjectA], injected: [H.eqProjectA] });
+    expect(await both(agents.none)).toEqual({ effective: hosts, injected: hosts });
   });
 });
 

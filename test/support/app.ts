@@ -1,4 +1,4 @@
-// In-process API for tests: the real services and Elysia app over a fresh store, driven with
+// In-process API for tests: the real services and API app over a fresh store, driven with
 // `app.handle(new Request(...))`. No listener, no mocks. The store is a temp SQLite data dir, or a fresh
 // PostgreSQL database when the suite runs in Postgres mode (test/support/postgres.ts).
 import { readdirSync, readFileSync } from "node:fs";

@@ -68,7 +68,7 @@ export async function checkResponse(loadDocument: () => Promise<unknown>, method
   checker ??= await build((await loadDocument()) as Json);
   if (!(headers.get("content-type") ?? "").startsWith("application/json")) return;
   // As the client sent it (dot segments resolved, like fetch does), and the router serves `/v1/agents/` as
-  // `/v1/agents` (Elysia's non-strict paths).
+  // `/v1/agents` (one trailing slash is ignored, src/api/router.ts).
   const pathname = new URL(path, "http://localhost").pathname.replace(/(.)\/$/, "$1");
   const where = `${method} ${pathname} → ${status}`;
   if (status >= 400) {

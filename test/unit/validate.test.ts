@@ -1,31 +1,29 @@
 // The route-level validator (docs/api.md#validation-messages): only the first failure is reported — fields in declaration
 // order, each field's checks in order — with the generic wording of the docs/api.md#validation-messages table.
 import { describe, expect, test } from "bun:test";
-import { Type } from "@sinclair/typebox";
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError } from "../../src/core/errors.ts";
 import { validate } from "../../src/api/validate.ts";
 
-const Target = t.Object(
+const Target = T.Object(
   {
-    kind: t.Union([t.Literal("network"), t.Literal("app")]),
-    hostPattern: t.String({ minLength: 1, maxLength: 255 }),
-    method: t.Optional(t.Union([t.Literal("GET"), t.Literal("POST")])),
+    kind: T.Union([T.Literal("network"), T.Literal("app")]),
+    hostPattern: T.String({ minLength: 1, maxLength: 255 }),
+    method: T.Optional(T.Union([T.Literal("GET"), T.Literal("POST")])),
   },
   { additionalProperties: false },
 );
 
-const Rule = t.Object({
-  name: t.String({ minLength: 1, maxLength: 255, trim: true }),
-  description: t.Optional(t.Union([t.String({ maxLength: 1000 }), t.Null()])),
-  enabled: t.Optional(t.Boolean()),
-  action: t.Union([t.Literal("allow"), t.Literal("block")]),
-  // TypeBox's own Integer: Elysia's `t.Integer` is a string-or-integer union the validator does not walk.
-  rateLimit: t.Optional(Type.Integer({ minimum: 1, maximum: 1000000 })),
-  email: t.Optional(t.String({ format: "email" })),
-  url: t.Optional(t.String({ format: "uri" })),
-  options: t.Optional(t.Object({ a: t.Optional(t.String()) })),
-  targets: t.Array(Target, { minItems: 1, maxItems: 100 }),
+const Rule = T.Object({
+  name: T.String({ minLength: 1, maxLength: 255, trim: true }),
+  description: T.Optional(T.Union([T.String({ maxLength: 1000 }), T.Null()])),
+  enabled: T.Optional(T.Boolean()),
+  action: T.Union([T.Literal("allow"), T.Literal("block")]),
+  rateLimit: T.Optional(T.Integer({ minimum: 1, maximum: 1000000 })),
+  email: T.Optional(T.String({ format: "email" })),
+  url: T.Optional(T.String({ format: "uri" })),
+  options: T.Optional(T.Object({ a: T.Optional(T.String()) })),
+  targets: T.Array(Target, { minItems: 1, maxItems: 100 }),
 });
 
 const good = () => ({ name: "r", action: "allow", targets: [{ kind: "network", hostPattern: "api.x.com" }] });
@@ -123,12 +121,12 @@ describe("validate: only the first failure, in field order", () => {
 });
 
 describe("validate: field options used by routes", () => {
-  const Schema = t.Object({
-    kind: t.Union([t.Literal("a"), t.Literal("b")]),
-    code: t.Optional(t.String({ pattern: "^[a-z]+$", error: "Code must be lowercase letters" })),
-    value: t.Optional(t.String({ trim: true, blankIsAbsent: true, requiredWhen: (b: any) => b.kind === "a", missing: "value is required" })),
-    extra: t.Optional(t.Unknown({ skipWhen: (b: any) => b.kind === "b", refine: (v: unknown) => (v === "bad" ? "extra is bad" : null) })),
-    envelope: t.Optional(t.Unknown({ requiredWhen: (b: any) => b.kind === "b", missing: new ApiError(400, "Envelope failure") })),
+  const Schema = T.Object({
+    kind: T.Union([T.Literal("a"), T.Literal("b")]),
+    code: T.Optional(T.String({ pattern: "^[a-z]+$", error: "Code must be lowercase letters" })),
+    value: T.Optional(T.String({ trim: true, blankIsAbsent: true, requiredWhen: (b: any) => b.kind === "a", missing: "value is required" })),
+    extra: T.Optional(T.Unknown({ skipWhen: (b: any) => b.kind === "b", refine: (v: unknown) => (v === "bad" ? "extra is bad" : null) })),
+    envelope: T.Optional(T.Unknown({ requiredWhen: (b: any) => b.kind === "b", missing: new ApiError(400, "Envelope failure") })),
   });
 
   test("`error` replaces every message of the field, including 'required'", async () => {

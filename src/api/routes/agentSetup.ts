@@ -5,6 +5,7 @@ import type { Services } from "../../services/index.ts";
 import type { AgentRow } from "../../services/agents.ts";
 import { GATEWAY_SKILL } from "../skill.ts";
 import { route, type RouteDef } from "../route.ts";
+import * as R from "../../core/records/index.ts";
 import * as S from "../schemas.ts";
 import { returns, returnsText } from "../responses.ts";
 
@@ -31,11 +32,6 @@ export function codexStubContent(authMode: AuthMode): string {
   return JSON.stringify(content, null, 2);
 }
 
-async function partnerOf(services: Services, organizationId: string): Promise<string | null> {
-  const org = await services.orgs.getOrganization(organizationId);
-  return org && org.partnerId && !org.partnerDetached ? org.partnerId : null;
-}
-
 /** The agent a container-config request names: `?agent=`, else the default agent (recreated if missing). */
 async function agentFor(services: Services, projectId: string, identifier: string | null): Promise<AgentRow> {
   if (identifier) {
@@ -58,12 +54,12 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
       method: "GET",
       path: "/container-config",
       query: S.ContainerConfigQuery,
-      response: returns(S.ContainerConfig),
+      response: returns(R.ContainerConfig),
       access: "P",
       handler: async ({ services, ctx, query }) => {
         const config = services.deps.config;
         const agent = await agentFor(services, ctx.projectId, query.get("agent")?.trim() || null);
-        const token = services.agents.view(agent, true).accessToken!;
+        const token = services.agents.accessToken(agent);
         // An https:// gateway URL means TLS on the proxy hop too (docs/operations.md#tls); the container's CA file covers it.
         const secure = config.gatewayUrl.startsWith("https:");
         const proxy = `${secure ? "https" : "http"}://x:${token}@${config.containerGatewayHost}`;
@@ -79,8 +75,9 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
           GIT_HTTP_PROXY_AUTHMETHOD: "basic",
           ...(secure ? { GIT_PROXY_SSL_CAINFO: CA_CONTAINER_PATH } : {}),
         };
-        const usable = await services.grants.injectableRows(agent, ctx.organizationId, await partnerOf(services, ctx.organizationId));
-        const modes = (type: string) => new Set(usable.filter((s) => s.type === type).map((s) => (s.metadata?.authMode ?? "api-key") as AuthMode));
+        const access = await services.access.forAgent({ ...agent, organizationId: ctx.organizationId });
+        const usable = access.secrets.filter((s) => s.injectable).map((s) => s.secret);
+        const modes = (type: string) => new Set(usable.filter((s) => s.type === type).map((s) => s.metadata?.authMode ?? "api-key"));
         const llmA = modes("llm_a");
         const llmB = modes("llm_b");
         if (llmA.has("api-key")) env.ANTHROPIC_API_KEY = PLACEHOLDER;
@@ -103,14 +100,14 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
     route({
       method: "GET",
       path: "/credential-stubs",
-      response: returns(S.CredentialStubList),
+      response: returns(R.CredentialStubList),
       access: "P",
       handler: () => ({ agents: ["codex"] }),
     }),
     route({
       method: "GET",
       path: "/credential-stubs/:agent",
-      response: returns(S.CredentialStub),
+      response: returns(R.CredentialStub),
       access: "P",
       handler: async ({ services, ctx, params }) => {
         if (params.agent !== "codex") throw ApiError.flat(404, `No credential stub for agent "${params.agent}"`);

@@ -1,26 +1,25 @@
 // Agents (docs/api.md#agents-and-tokens without grants): CRUD, default agent, token regeneration. All P·any.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 export const IDENTIFIER_MESSAGE =
   "Identifier must be 1-50 characters, start with a letter or number, and contain only lowercase letters, numbers, and hyphens";
 
-const agentMode = t.Union([t.Literal("all"), t.Literal("grants")]);
+const agentMode = T.Union([T.Literal("all"), T.Literal("grants")]);
 
-export const CreateAgentBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 255, trim: true }),
-  identifier: t.String({ pattern: "^[a-z0-9][a-z0-9-]{0,49}$", error: IDENTIFIER_MESSAGE }),
-  mode: t.Optional(agentMode),
-  parentIdentifier: t.Optional(t.Unknown()),
+export const CreateAgentBody = T.Object({
+  name: T.String({ minLength: 1, maxLength: 255, trim: true }),
+  identifier: T.String({ pattern: "^[a-z0-9][a-z0-9-]{0,49}$", error: IDENTIFIER_MESSAGE }),
+  mode: T.Optional(agentMode),
+  parentIdentifier: T.Optional(T.Unknown()),
 });
 
-export const UpdateAgentBody = t.Object({
-  name: t.Optional(t.String({ minLength: 1, maxLength: 255, trim: true })),
-  mode: t.Optional(agentMode),
+export const UpdateAgentBody = T.Object({
+  name: T.Optional(T.String({ minLength: 1, maxLength: 255, trim: true })),
+  mode: T.Optional(agentMode),
 });
 
 const noFields = ApiError.flat(400, "No fields to update");
@@ -29,14 +28,14 @@ export const agentsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/agents",
-    response: returns(T.Array(S.Agent), "Agents with accessToken, default first, then newest first"),
+    response: returns(T.Array(R.Agent), "Agents with accessToken, default first, then newest first"),
     access: "P",
     handler: ({ services, ctx }) => services.agents.list(ctx.projectId),
   }),
   route({
     method: "POST",
     path: "/agents",
-    response: returnsCreated(S.AgentCreated),
+    response: returnsCreated(R.AgentCreated),
     access: "P",
     body: CreateAgentBody,
     handler: async ({ services, ctx, body }) => {
@@ -47,7 +46,7 @@ export const agentsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/agents/default",
-    response: returns(S.Agent, "The default agent, with accessToken"),
+    response: returns(R.Agent, "The default agent, with accessToken"),
     access: "P",
     handler: async ({ services, ctx }) => {
       const row = await services.agents.findDefault(ctx.projectId);
@@ -58,21 +57,21 @@ export const agentsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/agents/:agentId",
-    response: returns(S.Agent, "The agent, without accessToken"),
+    response: returns(R.Agent, "The agent, without accessToken"),
     access: "P",
-    handler: async ({ services, ctx, params }) => services.agents.view(await services.agents.get(ctx.projectId, params.agentId!), false),
+    handler: async ({ services, ctx, params }) => services.agents.view(await services.agents.get(ctx.projectId, params.agentId), false),
   }),
   route({
     method: "PATCH",
     path: "/agents/:agentId",
-    response: returns(S.Agent, "The agent, without accessToken"),
+    response: returns(R.Agent, "The agent, without accessToken"),
     access: "P",
     body: UpdateAgentBody,
     emptyBody: noFields,
     handler: async ({ services, ctx, params, body }) => {
       const patch = { ...(body.name !== undefined && { name: body.name }), ...(body.mode !== undefined && { mode: body.mode }) };
       if (Object.keys(patch).length === 0) throw noFields;
-      return services.agents.view(await services.agents.update(ctx.projectId, params.agentId!, patch), false);
+      return services.agents.view(await services.agents.update(ctx.projectId, params.agentId, patch), false);
     },
   }),
   route({
@@ -81,25 +80,25 @@ export const agentsRoutes: RouteDef[] = [
     response: returnsNothing(),
     access: "P",
     handler: async ({ services, ctx, params }) => {
-      await services.agents.delete(ctx.projectId, params.agentId!);
+      await services.agents.delete(ctx.projectId, params.agentId);
       return noContent();
     },
   }),
   route({
     method: "POST",
     path: "/agents/:agentId/set-default",
-    response: returns(S.Success),
+    response: returns(R.Success),
     access: "P",
     handler: async ({ services, ctx, params }) => {
-      await services.agents.setDefault(ctx.projectId, params.agentId!);
-      return { success: true };
+      await services.agents.setDefault(ctx.projectId, params.agentId);
+      return R.SUCCESS;
     },
   }),
   route({
     method: "POST",
     path: "/agents/:agentId/regenerate-token",
-    response: returns(S.AccessToken, "The new token; the old one is invalid at once"),
+    response: returns(R.AccessToken, "The new token; the old one is invalid at once"),
     access: "P",
-    handler: async ({ services, ctx, params }) => ({ accessToken: await services.agents.regenerateToken(ctx.projectId, params.agentId!) }),
+    handler: async ({ services, ctx, params }) => ({ accessToken: await services.agents.regenerateToken(ctx.projectId, params.agentId) }),
   }),
 ];

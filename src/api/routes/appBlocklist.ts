@@ -1,44 +1,43 @@
 // App blocklists (docs/policy.md#app-blocklists blocklist rows; docs/api.md#organization-level-routes organization variant): list, activate a predefined
 // host or add a custom rule, toggle, delete. Entries are managed block rules, live at once.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { hostPatternError } from "../../core/patterns.ts";
 import { appOrThrow } from "../../services/apps.ts";
 import type { PolicyOwner } from "../../services/policy.ts";
 import type { RequestContext } from "../auth.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsNothing } from "../responses.ts";
 
 const EITHER = "Provide either { hostId } or { name, hostPattern }";
 
-const AddBody = t.Object({
-  hostId: t.Optional(t.String({ maxLength: 300, trim: true })),
-  name: t.Optional(t.String({ maxLength: 255, trim: true })),
-  hostPattern: t.Optional(t.String({ trim: true })),
+const AddBody = T.Object({
+  hostId: T.Optional(T.String({ maxLength: 300, trim: true })),
+  name: T.Optional(T.String({ maxLength: 255, trim: true })),
+  hostPattern: T.Optional(T.String({ trim: true })),
 });
 
-function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
+function blocklistRoutes(prefix: "/apps" | "/org/apps", access: "P" | "O", owner: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
   const role = access === "O" ? "admin" : "any";
   return [
     route({
       method: "GET",
       path: `${prefix}/:provider/blocklist`,
-      response: returns(T.Array(S.BlocklistEntry), "Every predefined host plus the custom rules"),
+      response: returns(T.Array(R.BlocklistEntry), "Every predefined host plus the custom rules"),
       access,
       role,
-      handler: ({ services, ctx, params }) => services.blocklist.list(owner(ctx), appOrThrow(params.provider!)),
+      handler: ({ services, ctx, params }) => services.blocklist.list(owner(ctx), appOrThrow(params.provider)),
     }),
     route({
       method: "POST",
       path: `${prefix}/:provider/blocklist`,
-      response: returns(S.BlocklistEntry, "The entry, enabled"),
+      response: returns(R.BlocklistEntry, "The entry, enabled"),
       access,
       role,
       body: AddBody,
       handler: ({ services, ctx, params, body }) => {
-        const app = appOrThrow(params.provider!);
+        const app = appOrThrow(params.provider);
         const hostId = body.hostId || null;
         const name = body.name || null;
         const hostPattern = body.hostPattern || null;
@@ -52,14 +51,14 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
     route({
       method: "PATCH",
       path: `${prefix}/:provider/blocklist/:ruleId`,
-      response: returns(S.Success),
+      response: returns(R.Success),
       access,
       role,
-      body: t.Object({ enabled: t.Boolean() }),
+      body: T.Object({ enabled: T.Boolean() }),
       handler: async ({ services, ctx, params, body }) => {
-        const app = appOrThrow(params.provider!);
-        await services.blocklist.setEnabled(owner(ctx), app.id, params.ruleId!, body.enabled);
-        return { success: true };
+        const app = appOrThrow(params.provider);
+        await services.blocklist.setEnabled(owner(ctx), app.id, params.ruleId, body.enabled);
+        return R.SUCCESS;
       },
     }),
     route({
@@ -69,8 +68,8 @@ function blocklistRoutes(prefix: string, access: "P" | "O", owner: (ctx: Request
       access,
       role,
       handler: async ({ services, ctx, params }) => {
-        const app = appOrThrow(params.provider!);
-        await services.blocklist.delete(owner(ctx), app.id, params.ruleId!);
+        const app = appOrThrow(params.provider);
+        await services.blocklist.delete(owner(ctx), app.id, params.ruleId);
         return noContent();
       },
     }),

@@ -1,28 +1,29 @@
 // Approvals (docs/policy.md#reviewing-approvals): the reviewer's long-poll, the record and the decision; the
 // approval link's decision (docs/policy.md#approval-links) and remembered approvals
 // (docs/policy.md#remembered-approvals). Served on the API port and the gateway port.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError, forbidden, unauthorized } from "../../core/errors.ts";
 import type { PendingScope } from "../../services/approvals.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
+import * as R from "../../core/records/index.ts";
 import * as S from "../schemas.ts";
 import { returns, returnsNothing } from "../responses.ts";
 import { REMEMBER_MESSAGE } from "../../services/rememberedApprovals.ts";
-import { Type as T } from "@sinclair/typebox";
 
-const decision = t.Union([t.Literal("approve"), t.Literal("deny")]);
+const decision = T.Union([T.Literal("approve"), T.Literal("deny")]);
 /** `remember: {minutes}` with an approve: the same agent passes the same rule's hold for that long. */
-const remember = t.Optional(
-  t.Object(
+const remember = T.Optional(
+  T.Object(
     { minutes: T.Integer({ minimum: 1, maximum: 1440, error: REMEMBER_MESSAGE, missing: REMEMBER_MESSAGE }) },
     { refine: (_v: unknown, body: { decision?: string }) => (body.decision === "approve" ? null : "remember is only allowed with decision approve") },
   ),
 );
 
 /** The answer to a decision: `rememberedUntil` only when the decision asked to remember. */
-const decided = (rememberMinutes: number | undefined, until: string | null) => (rememberMinutes === undefined ? { success: true } : { success: true, rememberedUntil: until });
+const decided = (rememberMinutes: number | undefined, until: string | null): R.DecisionResult =>
+  rememberMinutes === undefined ? R.SUCCESS : { success: true, rememberedUntil: until };
 
 function excludeOf(query: URLSearchParams): string[] {
   return (query.get("exclude") ?? "")
@@ -50,7 +51,7 @@ export const approvalsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/approvals/remembered",
-    response: returns(T.Array(S.RememberedApproval), "The project's remembered approvals still in force, soonest end first"),
+    response: returns(T.Array(R.RememberedApproval), "The project's remembered approvals still in force, soonest end first"),
     access: "P",
     handler: ({ services, ctx }) => services.rememberedApprovals.list({ organizationId: ctx.organizationId, projectId: ctx.projectId }),
   }),
@@ -61,7 +62,7 @@ export const approvalsRoutes: RouteDef[] = [
     access: "P",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
-      await services.rememberedApprovals.revoke({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.rememberedId!);
+      await services.rememberedApprovals.revoke({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.rememberedId);
       return noContent();
     },
   }),
@@ -69,41 +70,41 @@ export const approvalsRoutes: RouteDef[] = [
     method: "GET",
     path: "/approvals/pending",
     query: S.PendingQuery,
-    response: returns(S.PendingApprovals, "Long-poll: at once when something is pending, else after CREDGATE_APPROVAL_POLL_SECONDS"),
+    response: returns(R.PendingApprovals, "Long-poll: at once when something is pending, else after CREDGATE_APPROVAL_POLL_SECONDS"),
     access: "P",
     handler: ({ services, ctx, query, request }) => pendingResponse(services, { organizationId: ctx.organizationId, projectId: ctx.projectId }, query, request.signal),
   }),
   route({
     method: "GET",
     path: "/approvals/:approvalId",
-    response: returns(S.ApprovalRecord),
+    response: returns(R.ApprovalRecord),
     access: "P",
     handler: async ({ services, ctx, params }) =>
-      services.approvals.recordView(await services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId!)),
+      services.approvals.recordView(await services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId)),
   }),
   route({
     method: "POST",
     path: "/approvals/:approvalId/decision",
-    response: returns(S.DecisionResult),
+    response: returns(R.DecisionResult),
     access: "O",
-    body: t.Object({ decision, remember }),
+    body: T.Object({ decision, remember }),
     handler: async ({ services, ctx, params, body, request }) => {
       const scope = await decisionScope(services, ctx, request.headers);
       const user = ctx.userId ? await services.orgs.getUser(ctx.userId) : undefined;
       const minutes = body.remember?.minutes;
-      const until = await services.approvals.decide(scope, params.approvalId!, body.decision as "approve" | "deny", { userId: ctx.userId, email: user?.email ?? null }, minutes);
+      const until = await services.approvals.decide(scope, params.approvalId, body.decision, { userId: ctx.userId, email: user?.email ?? null }, minutes);
       return decided(minutes, until);
     },
   }),
   route({
     method: "POST",
     path: "/approvals/:approvalId/link-decision",
-    response: returns(S.DecisionResult, "Decided with the approval link's token (no other authentication)"),
+    response: returns(R.DecisionResult, "Decided with the approval link's token (no other authentication)"),
     access: "none",
-    body: t.Object({ token: t.String({ minLength: 1, maxLength: 256 }), decision, remember }),
+    body: T.Object({ token: T.String({ minLength: 1, maxLength: 256 }), decision, remember }),
     handler: async ({ services, params, body }) => {
       const minutes = body.remember?.minutes;
-      const until = await services.approvals.decideByLink(params.approvalId!, body.token, body.decision as "approve" | "deny", minutes);
+      const until = await services.approvals.decideByLink(params.approvalId, body.token, body.decision, minutes);
       return decided(minutes, until);
     },
   }),
@@ -111,7 +112,7 @@ export const approvalsRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/approvals/pending",
     query: S.PendingQuery,
-    response: returns(S.PendingApprovals, "Long-poll across every project of the organization"),
+    response: returns(R.PendingApprovals, "Long-poll across every project of the organization"),
     access: "O",
     // The key-type check comes first: any project key, whatever its holder's role, gets the same answer.
     handler: ({ services, ctx, query, request }) => {

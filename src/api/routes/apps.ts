@@ -1,6 +1,6 @@
 // Apps (docs/injection.md#app-connections) and their organization variants (docs/api.md#organization-level-routes): catalog reads, OAuth start and the shared
 // callback, direct-credential connect, and BYOC configuration. Blocklists live in appBlocklist.ts.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { APPS } from "../../apps/index.ts";
 import type { AppDefinition } from "../../apps/types.ts";
 import { ApiError, forbidden } from "../../core/errors.ts";
@@ -11,7 +11,7 @@ import type { PolicyOwner } from "../../services/policy.ts";
 import type { Services } from "../../services/index.ts";
 import { cookieValue, type RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
+import * as R from "../../core/records/index.ts";
 import * as S from "../schemas.ts";
 import { redirects, returns } from "../responses.ts";
 
@@ -31,10 +31,10 @@ function apiKeyApp(provider: string): AppDefinition {
   return app;
 }
 
-const ConnectBody = t.Object({
-  fields: t.Optional(t.Unknown()),
-  label: t.Optional(t.String({ maxLength: 255, trim: true })),
-  connectionId: t.Optional(t.String({ maxLength: 255, trim: true })),
+const ConnectBody = T.Object({
+  fields: T.Optional(T.Unknown()),
+  label: T.Optional(T.String({ maxLength: 255, trim: true })),
+  connectionId: T.Optional(T.String({ maxLength: 255, trim: true })),
 });
 
 /** `POST …/connect`: the app's fields, each present and non-blank; unknown keys are dropped. */
@@ -56,7 +56,7 @@ async function connect(services: Services, owner: PolicyOwner, provider: string,
     scopes: [],
     ...(body.connectionId ? { connectionId: body.connectionId } : {}),
   });
-  return { success: true, connection: { id: row.id, label: row.label } };
+  return { success: true as const, connection: { id: row.id, label: row.label } };
 }
 
 async function authorizeResponse(services: Services, owner: PolicyOwner, provider: string, query: URLSearchParams): Promise<Response> {
@@ -67,67 +67,67 @@ async function authorizeResponse(services: Services, owner: PolicyOwner, provide
 }
 
 /** The config rows shared by project (`/apps`) and organization (`/org/apps`) scope. */
-function configRoutes(prefix: string, access: "P" | "O", owner: OwnerOf): RouteDef[] {
+function configRoutes(prefix: "/apps" | "/org/apps", access: "P" | "O", owner: OwnerOf): RouteDef[] {
   const role = access === "O" ? "admin" : "any";
   return [
     route({
       method: "GET",
       path: `${prefix}/:provider/config`,
-      response: returns(S.AppConfig),
+      response: returns(R.AppConfig),
       access,
       role,
       handler: async ({ services, ctx, params }) => {
-        const app = appOrThrow(params.provider!);
+        const app = appOrThrow(params.provider);
         return (await services.appConfigs.view(owner(ctx), app.id)) ?? { settings: {}, hasCredentials: false, enabled: false };
       },
     }),
     route({
       method: "POST",
       path: `${prefix}/:provider/config`,
-      response: returns(S.Success),
+      response: returns(R.Success),
       access,
       role,
-      body: t.Unknown({ description: "An object of the app's credential fields as strings (e.g. clientId, clientSecret); unknown keys are stripped" }),
+      body: T.Unknown({ description: "An object of the app's credential fields as strings (e.g. clientId, clientSecret); unknown keys are stripped" }),
       handler: async ({ services, ctx, params, body }) => {
-        const app = configurableApp(params.provider!);
+        const app = configurableApp(params.provider);
         if (body === null || typeof body !== "object" || Array.isArray(body)) throw ApiError.flat(400, INVALID_BODY);
         await services.appConfigs.save(owner(ctx), app, body as Record<string, unknown>);
-        return { success: true };
+        return R.SUCCESS;
       },
     }),
     route({
       method: "DELETE",
       path: `${prefix}/:provider/config`,
-      response: returns(S.Success),
+      response: returns(R.Success),
       access,
       role,
       handler: async ({ services, ctx, params }) => {
-        const app = appOrThrow(params.provider!);
+        const app = appOrThrow(params.provider);
         await services.appConfigs.delete(owner(ctx), app.id);
-        return { success: true };
+        return R.SUCCESS;
       },
     }),
     route({
       method: "PATCH",
       path: `${prefix}/:provider/config/toggle`,
-      response: returns(S.Success),
+      response: returns(R.Success),
       access,
       role,
-      body: t.Object({ enabled: t.Boolean() }),
+      body: T.Object({ enabled: T.Boolean() }),
       handler: async ({ services, ctx, params, body }) => {
-        const app = appOrThrow(params.provider!);
+        const app = appOrThrow(params.provider);
         await services.appConfigs.toggle(owner(ctx), app.id, body.enabled);
-        return { success: true };
+        return R.SUCCESS;
       },
     }),
     route({
       method: "POST",
       path: `${prefix}/:provider/connect`,
-      response: returns(S.Connected),
+      response: returns(R.Connected),
       access: access === "P" ? "P*" : "O",
       role,
       body: ConnectBody,
-      handler: ({ services, ctx, params, body }) => connect(services, owner(ctx), params.provider!, body),
+      handler: ({ services, ctx, params, body }) => connect(services, owner(ctx), params.provider, body),
     }),
   ];
 }
@@ -136,30 +136,30 @@ export const appsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/apps",
-    response: returns(T.Array(S.AppItem)),
+    response: returns(T.Array(R.AppItem)),
     access: "P",
     handler: ({ services, ctx }) => services.apps.items(ctx.projectId, ctx.organizationId),
   }),
   route({
     method: "GET",
     path: "/apps/permission-definitions",
-    response: returns(T.Array(S.PermissionDefinition)),
+    response: returns(T.Array(R.PermissionDefinition)),
     access: "O",
     handler: () => APPS.filter((a) => a.tools.length > 0).map(permissionDefinition),
   }),
   route({
     method: "GET",
     path: "/apps/:provider",
-    response: returns(S.AppItem),
+    response: returns(R.AppItem),
     access: "P",
-    handler: ({ services, ctx, params }) => services.apps.item(appOrThrow(params.provider!), ctx.projectId, ctx.organizationId),
+    handler: ({ services, ctx, params }) => services.apps.item(appOrThrow(params.provider), ctx.projectId, ctx.organizationId),
   }),
   route({
     method: "GET",
     path: "/apps/:provider/permission-definition",
-    response: returns(S.PermissionDefinition),
+    response: returns(R.PermissionDefinition),
     access: "O",
-    handler: ({ params }) => permissionDefinition(appOrThrow(params.provider!)),
+    handler: ({ params }) => permissionDefinition(appOrThrow(params.provider)),
   }),
   route({
     method: "GET",
@@ -168,7 +168,7 @@ export const appsRoutes: RouteDef[] = [
     response: redirects("To the provider's consent page; sets the credgate_oauth_state cookie"),
     access: "P*",
     queryBridge: true,
-    handler: ({ services, ctx, params, query }) => authorizeResponse(services, projectOwner(ctx), params.provider!, query),
+    handler: ({ services, ctx, params, query }) => authorizeResponse(services, projectOwner(ctx), params.provider, query),
   }),
   route({
     method: "GET",
@@ -181,7 +181,7 @@ export const appsRoutes: RouteDef[] = [
     handler: ({ services, ctx, params, query }) => {
       const org = query.get("org")?.trim();
       if (org && org !== ctx.organizationId) throw forbidden("Not a member of this organization");
-      return authorizeResponse(services, orgOwner(ctx), params.provider!, query);
+      return authorizeResponse(services, orgOwner(ctx), params.provider, query);
     },
   }),
   route({
@@ -191,7 +191,7 @@ export const appsRoutes: RouteDef[] = [
     response: redirects("To /app-connect/{provider}?status=success&connectionId=… or ?status=error&message=…"),
     access: "none",
     handler: async ({ services, params, query, request }) => {
-      const provider = params.provider!;
+      const provider = params.provider;
       const location = await services.oauth.callback(provider, query, cookieValue(request.headers.get("cookie"), STATE_COOKIE));
       // The flow is over either way: the state cookie is cleared.
       const clear = `${STATE_COOKIE}=; HttpOnly; SameSite=Lax; Path=/v1/apps/${encodeURIComponent(provider)}/callback; Max-Age=0`;

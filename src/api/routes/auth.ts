@@ -1,32 +1,32 @@
 // Sessions for the dashboard (docs/api.md#accounts-and-sessions): login with an API key (both modes) or, on cloud, with an
 // email and password; logout; the current session.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError, AUTH_FAILED, unauthorized } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import { LoginThrottle } from "../../services/loginThrottle.ts";
 import { SESSION_COOKIE, SESSION_LIFETIME_MS } from "../../services/sessions.ts";
 import { authenticateKey } from "../auth.ts";
-import { json } from "../errors.ts";
-import { noContent, route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import type { User } from "../../core/records/accounts.ts";
+import { created, noContent, ok, route, type RouteDef } from "../route.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
-export const LoginBody = t.Object({
-  apiKey: t.Optional(t.String({ trim: true })),
-  email: t.Optional(t.String({ trim: true, maxLength: 255 })),
-  password: t.Optional(t.String({ maxLength: 256 })),
+export const LoginBody = T.Object({
+  apiKey: T.Optional(T.String({ trim: true })),
+  email: T.Optional(T.String({ trim: true, maxLength: 255 })),
+  password: T.Optional(T.String({ maxLength: 256 })),
 });
 
-export const SignupBody = t.Object({
-  email: t.String({ trim: true, maxLength: 255, format: "email" }),
-  password: t.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
-  name: t.Optional(t.String({ trim: true, minLength: 1, maxLength: 255 })),
+export const SignupBody = T.Object({
+  email: T.String({ trim: true, maxLength: 255, format: "email" }),
+  password: T.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
+  name: T.Optional(T.String({ trim: true, minLength: 1, maxLength: 255 })),
 });
-export const AcceptInviteBody = t.Object({
-  token: t.String({ trim: true, minLength: 1 }),
-  password: t.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
+export const AcceptInviteBody = T.Object({
+  token: T.String({ trim: true, minLength: 1 }),
+  password: T.String({ minLength: 8, maxLength: 256, error: "password must be 8-256 characters" }),
 });
-export const ClaimBody = t.Object({ token: t.String({ trim: true, minLength: 1 }) });
+export const ClaimBody = T.Object({ token: T.String({ trim: true, minLength: 1 }) });
 
 const TOO_MANY = (): ApiError => ApiError.envelope(429, "Too many attempts, try again later");
 
@@ -35,14 +35,21 @@ function sessionCookie(services: Services, value: string, maxAgeSeconds: number)
   return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure}`;
 }
 
-async function userView(services: Services, userId: string) {
-  const u = (await services.orgs.getUser(userId))!;
+async function userView(services: Services, userId: string): Promise<User> {
+  const u = await services.orgs.getUser(userId);
+  if (!u) throw unauthorized();
   return { id: u.id, email: u.email, name: u.name, createdAt: u.createdAt };
 }
 
-async function startSession(services: Services, userId: string): Promise<Response> {
+/** A new session for the user: its cookie, to go with the answer. */
+async function sessionHeaders(services: Services, userId: string): Promise<Record<string, string>> {
   const { token } = await services.sessions.create(userId);
-  return json({ user: await userView(services, userId) }, 200, { "set-cookie": sessionCookie(services, token, SESSION_LIFETIME_MS / 1000) });
+  return { "set-cookie": sessionCookie(services, token, SESSION_LIFETIME_MS / 1000) };
+}
+
+async function startSession(services: Services, userId: string) {
+  const headers = await sessionHeaders(services, userId);
+  return ok({ user: await userView(services, userId) }, headers);
 }
 
 async function passwordUser(services: Services, email: string, password: string): Promise<string | null> {
@@ -56,20 +63,20 @@ export const authRoutes: RouteDef[] = [
     method: "POST",
     path: "/auth/signup",
     modes: ["cloud"],
-    response: returnsCreated(S.Signup, "Signed up and signed in; sets the credgate_session cookie"),
+    response: returnsCreated(R.Signup, "Signed up and signed in; sets the credgate_session cookie"),
     access: "none",
     body: SignupBody,
     handler: async ({ services, body }) => {
       const { user, organizationId, projectId } = await services.accounts.signUp(body.email, await Bun.password.hash(body.password, "argon2id"), body.name ?? null);
-      const { token } = await services.sessions.create(user.id);
-      return json({ user: await userView(services, user.id), organizationId, projectId }, 201, { "set-cookie": sessionCookie(services, token, SESSION_LIFETIME_MS / 1000) });
+      const headers = await sessionHeaders(services, user.id);
+      return created({ user: await userView(services, user.id), organizationId, projectId }, headers);
     },
   }),
   route({
     method: "POST",
     path: "/auth/accept-invite",
     modes: ["cloud"],
-    response: returns(S.Login, "The password is set; signed in (sets the credgate_session cookie)"),
+    response: returns(R.Login, "The password is set; signed in (sets the credgate_session cookie)"),
     access: "none",
     body: AcceptInviteBody,
     handler: async ({ services, body }) => {
@@ -82,7 +89,7 @@ export const authRoutes: RouteDef[] = [
     method: "POST",
     path: "/claim",
     modes: ["cloud"],
-    response: returns(S.Claimed, "The signed-in user took the placeholder's place: its membership and keys"),
+    response: returns(R.Claimed, "The signed-in user took the placeholder's place: its membership and keys"),
     access: "session",
     body: ClaimBody,
     handler: async ({ services, principal, body }) => {
@@ -93,7 +100,7 @@ export const authRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/auth/login",
-    response: returns(S.Login, "Signed in; sets the credgate_session cookie"),
+    response: returns(R.Login, "Signed in; sets the credgate_session cookie"),
     access: "none",
     body: LoginBody,
     handler: async ({ services, body }) => {
@@ -130,15 +137,13 @@ export const authRoutes: RouteDef[] = [
     handler: async ({ services, principal }) => {
       if (principal?.via !== "session") throw unauthorized();
       await services.sessions.revoke(principal.sessionId);
-      const r = noContent();
-      r.headers["set-cookie"] = sessionCookie(services, "", 0);
-      return r;
+      return noContent({ "set-cookie": sessionCookie(services, "", 0) });
     },
   }),
   route({
     method: "GET",
     path: "/auth/session",
-    response: returns(S.Session),
+    response: returns(R.Session),
     access: "session",
     handler: async ({ services, principal }) => {
       if (principal?.via !== "session") throw unauthorized();

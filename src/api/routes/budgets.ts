@@ -1,15 +1,14 @@
 // Budgets for every scope and the spend report (docs/budgets.md#budgets-for-every-scope,
 // docs/budgets.md#spend-report): `/budgets` for a project and its agents (read P·any, write P·admin),
 // `/org/budgets` for the organization's own (O·admin); `/spend` (P·any) and `/org/spend` (O·admin).
-import { t } from "elysia";
-import { Type as T } from "@sinclair/typebox";
+import { Type as T, type TObject } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { SCOPE_BUDGET_PERIODS } from "../../core/model.ts";
+import * as R from "../../core/records/index.ts";
 import type { BudgetOwner } from "../../services/scopeBudgets.ts";
 import { currentMonth, type SpendGroup } from "../../services/spend.ts";
-import type { RequestContext } from "../auth.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
-import { created, noContent, route, type RouteDef } from "../route.ts";
+import { created, noContent, route, type ContextFor, type RouteDef } from "../route.ts";
 import * as S from "../schemas.ts";
 import { timestamp } from "./logs.ts";
 
@@ -22,50 +21,50 @@ const limitCents = T.Integer({
   refine: (v: number) => (v > LIMIT_MAX ? `limitCents must be at most ${LIMIT_MAX}` : null),
   description: `1-${LIMIT_MAX}`,
 });
-const period = t.Union(SCOPE_BUDGET_PERIODS.map((p) => t.Literal(p)));
-const secretType = t.Union([t.Literal("llm_a"), t.Literal("llm_b"), t.Null()], { description: "null: both LLM key types" });
+const period = T.Union(SCOPE_BUDGET_PERIODS.map((p) => T.Literal(p)));
+const secretType = T.Union([T.Literal("llm_a"), T.Literal("llm_b"), T.Null()], { description: "null: both LLM key types" });
 const alertPercents = T.Array(T.Integer({ minimum: 1, maximum: 100 }), { error: "alertPercents must be integers from 1 to 100", description: "default [80, 100]" });
-const unchangeable = (name: string) => t.Optional(t.Unknown({ refine: () => `${name} cannot be changed` }));
+const unchangeable = (name: string) => T.Optional(T.Unknown({ refine: () => `${name} cannot be changed` }));
 
-const CreateBudgetBody = t.Object({
-  scope: t.Union([t.Literal("project"), t.Literal("agent")]),
-  agentId: t.Optional(
-    t.String({
+const CreateBudgetBody = T.Object({
+  scope: T.Union([T.Literal("project"), T.Literal("agent")]),
+  agentId: T.Optional(
+    T.String({
       requiredWhen: (body: Record<string, unknown>) => body.scope === "agent",
       refine: (_v: string, body: Record<string, unknown>) => (body.scope === "agent" ? null : "agentId is only for agent budgets"),
     }),
   ),
-  secretType: t.Optional(secretType),
+  secretType: T.Optional(secretType),
   limitCents,
   period,
-  alertPercents: t.Optional(alertPercents),
+  alertPercents: T.Optional(alertPercents),
 });
 
-const CreateOrgBudgetBody = t.Object({
-  scope: t.Optional(t.Union([t.Literal("organization")])),
-  agentId: t.Optional(t.Unknown({ refine: () => "agentId is only for agent budgets" })),
-  secretType: t.Optional(secretType),
+const CreateOrgBudgetBody = T.Object({
+  scope: T.Optional(T.Union([T.Literal("organization")])),
+  agentId: T.Optional(T.Unknown({ refine: () => "agentId is only for agent budgets" })),
+  secretType: T.Optional(secretType),
   limitCents,
   period,
-  alertPercents: t.Optional(alertPercents),
+  alertPercents: T.Optional(alertPercents),
 });
 
-const UpdateBudgetBody = t.Object({
-  limitCents: t.Optional(limitCents),
-  alertPercents: t.Optional(alertPercents),
+const UpdateBudgetBody = T.Object({
+  limitCents: T.Optional(limitCents),
+  alertPercents: T.Optional(alertPercents),
   scope: unchangeable("scope"),
   agentId: unchangeable("agentId"),
   secretType: unchangeable("secretType"),
   period: unchangeable("period"),
 });
 
-function budgetRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestContext) => BudgetOwner): RouteDef[] {
+function budgetRoutes<A extends "P" | "O">(prefix: "/budgets" | "/org/budgets", access: A, owner: (ctx: ContextFor<A>) => BudgetOwner, create: TObject): RouteDef[] {
   const org = access === "O";
   return [
     route({
       method: "GET",
       path: prefix,
-      response: returns(T.Array(S.Budget), org ? "The organization's own budgets, oldest first" : "The project's budgets and its agents', oldest first"),
+      response: returns(T.Array(R.Budget), org ? "The organization's own budgets, oldest first" : "The project's budgets and its agents', oldest first"),
       access,
       role: org ? "admin" : "any",
       handler: ({ services, ctx }) => services.scopeBudgets.list(owner(ctx)),
@@ -73,24 +72,24 @@ function budgetRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
     route({
       method: "POST",
       path: prefix,
-      response: returnsCreated(S.Budget),
+      response: returnsCreated(R.Budget),
       access,
       role: "admin",
-      body: org ? CreateOrgBudgetBody : CreateBudgetBody,
+      body: create,
       handler: async ({ services, ctx, body }) => {
-        const input = body as { scope?: "project" | "agent" | "organization"; agentId?: string; secretType?: "llm_a" | "llm_b" | null; limitCents: number; period: (typeof SCOPE_BUDGET_PERIODS)[number]; alertPercents?: number[] };
-        return created(await services.scopeBudgets.create(owner(ctx), { ...input, scope: org ? "organization" : input.scope! }));
+        const input = body as { scope?: "project" | "agent"; agentId?: string; secretType?: "llm_a" | "llm_b" | null; limitCents: number; period: (typeof SCOPE_BUDGET_PERIODS)[number]; alertPercents?: number[] };
+        return created(await services.scopeBudgets.create(owner(ctx), { ...input, scope: input.scope ?? "organization" }));
       },
     }),
     route({
       method: "PATCH",
       path: `${prefix}/:budgetId`,
-      response: returns(S.Budget),
+      response: returns(R.Budget),
       access,
       role: "admin",
       body: UpdateBudgetBody,
       emptyBody: ApiError.flat(400, "No fields to update"),
-      handler: ({ services, ctx, params, body }) => services.scopeBudgets.update(owner(ctx), params.budgetId!, body as { limitCents?: number; alertPercents?: number[] }),
+      handler: ({ services, ctx, params, body }) => services.scopeBudgets.update(owner(ctx), params.budgetId, body),
     }),
     route({
       method: "DELETE",
@@ -99,7 +98,7 @@ function budgetRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCon
       access,
       role: "admin",
       handler: async ({ services, ctx, params }) => {
-        await services.scopeBudgets.delete(owner(ctx), params.budgetId!);
+        await services.scopeBudgets.delete(owner(ctx), params.budgetId);
         return noContent();
       },
     }),
@@ -116,13 +115,13 @@ function spendQuery(q: URLSearchParams, groups: readonly SpendGroup[]): { since:
 }
 
 export const budgetsRoutes: RouteDef[] = [
-  ...budgetRoutes("/budgets", "P", (ctx) => ({ organizationId: ctx.organizationId, projectId: ctx.projectId })),
-  ...budgetRoutes("/org/budgets", "O", (ctx) => ({ organizationId: ctx.organizationId, projectId: null })),
+  ...budgetRoutes("/budgets", "P", (ctx) => ({ organizationId: ctx.organizationId, projectId: ctx.projectId }), CreateBudgetBody),
+  ...budgetRoutes("/org/budgets", "O", (ctx) => ({ organizationId: ctx.organizationId, projectId: null }), CreateOrgBudgetBody),
   route({
     method: "GET",
     path: "/spend",
     query: S.SpendQuery,
-    response: returns(S.SpendReport, "Metered requests that were admitted, per key; days in order, other keys by cost"),
+    response: returns(R.SpendReport, "Metered requests that were admitted, per key; days in order, other keys by cost"),
     access: "P",
     handler: ({ services, ctx, query }) => services.spend.report({ organizationId: ctx.organizationId, projectId: ctx.projectId, ...spendQuery(query, ["agent", "model", "day"]) }),
   }),
@@ -130,7 +129,7 @@ export const budgetsRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/spend",
     query: S.OrgSpendQuery,
-    response: returns(S.SpendReport, "Across the organization's projects"),
+    response: returns(R.SpendReport, "Across the organization's projects"),
     access: "O",
     role: "admin",
     handler: ({ services, ctx, query }) => services.spend.report({ organizationId: ctx.organizationId, projectId: null, ...spendQuery(query, ["project", "agent", "model", "day"]) }),

@@ -1,11 +1,11 @@
 // App connections as a resource (docs/injection.md#app-connections) and at organization level (docs/api.md#organization-level-routes): list, read, rename,
 // delete. A project sees its own connections and its organization's.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { forbidden } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
+import * as R from "../../core/records/index.ts";
 import * as S from "../schemas.ts";
 import { returns, returnsNothing } from "../responses.ts";
 
@@ -26,31 +26,31 @@ async function views<R, V>(rows: R[], view: (row: R) => Promise<V>): Promise<V[]
   return out;
 }
 
-const LabelBody = t.Object({ label: t.String({ minLength: 1, maxLength: 255, trim: true, blankIsAbsent: true, missing: "Label is required" }) });
+const LabelBody = T.Object({ label: T.String({ minLength: 1, maxLength: 255, trim: true, blankIsAbsent: true, missing: "Label is required" }) });
 
 export const connectionsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/connections",
     query: S.ProviderFilterQuery,
-    response: returns(T.Array(S.Connection), "The project's and the organization's connections, newest first"),
+    response: returns(T.Array(R.Connection), "The project's and the organization's connections, newest first"),
     access: "P",
     handler: async ({ services, ctx, query }) => views(await services.connections.listForProject(ctx.projectId, ctx.organizationId, query.get("provider")), (r) => services.connections.view(r)),
   }),
   route({
     method: "GET",
     path: "/connections/:connectionId",
-    response: returns(S.Connection),
+    response: returns(R.Connection),
     access: "P",
-    handler: async ({ services, ctx, params }) => services.connections.view(await services.connections.visibleToProject(ctx.projectId, ctx.organizationId, params.connectionId!)),
+    handler: async ({ services, ctx, params }) => services.connections.view(await services.connections.visibleToProject(ctx.projectId, ctx.organizationId, params.connectionId)),
   }),
   route({
     method: "PATCH",
     path: "/connections/:connectionId",
-    response: returns(S.ConnectionRenamed),
+    response: returns(R.ConnectionRenamed),
     access: "P",
     body: LabelBody,
-    handler: async ({ services, ctx, params, body }) => services.connections.rename(await changeable(services, ctx, params.connectionId!), body.label),
+    handler: async ({ services, ctx, params, body }) => services.connections.rename(await changeable(services, ctx, params.connectionId), body.label),
   }),
   route({
     method: "DELETE",
@@ -58,7 +58,7 @@ export const connectionsRoutes: RouteDef[] = [
     response: returnsNothing("Deleted, with its grants"),
     access: "P",
     handler: async ({ services, ctx, params }) => {
-      await services.connections.delete(await changeable(services, ctx, params.connectionId!));
+      await services.connections.delete(await changeable(services, ctx, params.connectionId));
       return noContent();
     },
   }),
@@ -66,7 +66,7 @@ export const connectionsRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/connections",
     query: S.ProviderFilterQuery,
-    response: returns(T.Array(S.OrganizationConnection)),
+    response: returns(T.Array(R.OrganizationConnection)),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx, query }) =>
@@ -76,20 +76,20 @@ export const connectionsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/connections/:key",
-    response: returns(T.Array(S.OrganizationConnection), "The organization's connections of the provider named by {key}"),
+    response: returns(T.Array(R.OrganizationConnection), "The organization's connections of the provider named by {key}"),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx, params }) =>
-      views(await services.connections.listForOwner({ scope: "organization", organizationId: ctx.organizationId }, params.key!), (r) => services.connections.orgView(r)),
+      views(await services.connections.listForOwner({ scope: "organization", organizationId: ctx.organizationId }, params.key), (r) => services.connections.orgView(r)),
   }),
   route({
     method: "PATCH",
     path: "/org/connections/:key",
-    response: returns(S.ConnectionRenamed, "{key} is the connection id"),
+    response: returns(R.ConnectionRenamed, "{key} is the connection id"),
     access: "O",
     role: "admin",
     body: LabelBody,
-    handler: async ({ services, ctx, params, body }) => services.connections.rename(await services.connections.owned({ scope: "organization", organizationId: ctx.organizationId }, params.key!), body.label),
+    handler: async ({ services, ctx, params, body }) => services.connections.rename(await services.connections.owned({ scope: "organization", organizationId: ctx.organizationId }, params.key), body.label),
   }),
   route({
     method: "DELETE",
@@ -98,7 +98,7 @@ export const connectionsRoutes: RouteDef[] = [
     access: "O",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
-      await services.connections.delete(await services.connections.owned({ scope: "organization", organizationId: ctx.organizationId }, params.key!));
+      await services.connections.delete(await services.connections.owned({ scope: "organization", organizationId: ctx.organizationId }, params.key));
       return noContent();
     },
   }),

@@ -1,7 +1,7 @@
 // The two unauthenticated agent-setup reads the gateway port serves too (docs/api.md#agent-setup): the gateway's
 // CA certificate and its URL.
 import { route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsText } from "../responses.ts";
 
 export function gatewayRoutes(caPem: string): RouteDef[] {
@@ -22,7 +22,7 @@ export function gatewayRoutes(caPem: string): RouteDef[] {
     route({
       method: "GET",
       path: "/gateway-url",
-      response: returns(S.GatewayUrl),
+      response: returns(R.GatewayUrl),
       access: "none",
       handler: ({ services }) => ({ url: services.deps.config.gatewayUrl }),
     }),

@@ -3,6 +3,7 @@ import { ApiError } from "../../core/errors.ts";
 import { LOG_DECISIONS, type LogQuery } from "../../services/requestLogs.ts";
 import type { RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
+import * as R from "../../core/records/index.ts";
 import * as S from "../schemas.ts";
 import { returns } from "../responses.ts";
 
@@ -50,7 +51,7 @@ export const logsRoutes: RouteDef[] = [
     method: "GET",
     path: "/logs",
     query: S.LogsQuery,
-    response: returns(S.RequestLogPage, "Newest first"),
+    response: returns(R.RequestLogPage, "Newest first"),
     access: "P",
     handler: ({ services, ctx, query }) => services.requestLogs.query(parseLogQuery(query, ctx, "project")),
   }),
@@ -58,7 +59,7 @@ export const logsRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/logs",
     query: S.OrgLogsQuery,
-    response: returns(S.RequestLogPage, "Newest first, across the organization's projects"),
+    response: returns(R.RequestLogPage, "Newest first, across the organization's projects"),
     access: "O",
     role: "admin",
     handler: ({ services, ctx, query }) => services.requestLogs.query(parseLogQuery(query, ctx, "organization")),

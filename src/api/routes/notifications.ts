@@ -1,31 +1,30 @@
 // Notification channels and their delivery log (docs/policy.md#notifications): `/notifications/*` for a
 // project (P·admin), `/org/notifications/*` for the organization's own channels (O·admin), which receive the
 // events of every project of the organization.
-import { t } from "elysia";
 import { ApiError } from "../../core/errors.ts";
 import { CHANNEL_KINDS, NOTIFICATION_EVENTS } from "../../core/model.ts";
 import { channelUrlError, EVENTS_MESSAGE, URL_MAX, type ChannelOwner } from "../../services/notifications/channels.ts";
-import type { RequestContext } from "../auth.ts";
-import { created, noContent, route, type RouteDef } from "../route.ts";
+import { created, noContent, route, type ContextFor, type RouteDef } from "../route.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { Type as T } from "@sinclair/typebox";
 
 // Mode-independent here; the service also refuses plain http in cloud mode.
-const url = t.String({ maxLength: URL_MAX, trim: true, refine: (v: string) => channelUrlError(v, null) });
-const events = t.Array(t.Union(NOTIFICATION_EVENTS.map((e) => t.Literal(e))), { minItems: 1, error: EVENTS_MESSAGE });
+const url = T.String({ maxLength: URL_MAX, trim: true, refine: (v: string) => channelUrlError(v, null) });
+const events = T.Array(T.Union(NOTIFICATION_EVENTS.map((e) => T.Literal(e))), { minItems: 1, error: EVENTS_MESSAGE });
 
-const CreateChannelBody = t.Object({
-  kind: t.Union(CHANNEL_KINDS.map((k) => t.Literal(k))),
+const CreateChannelBody = T.Object({
+  kind: T.Union(CHANNEL_KINDS.map((k) => T.Literal(k))),
   url,
-  events: t.Optional(events),
+  events: T.Optional(events),
 });
 
-const UpdateChannelBody = t.Object({
-  kind: t.Optional(t.Unknown({ refine: () => "kind cannot be changed" })),
-  url: t.Optional(url),
-  events: t.Optional(events),
-  enabled: t.Optional(t.Boolean()),
+const UpdateChannelBody = T.Object({
+  kind: T.Optional(T.Unknown({ refine: () => "kind cannot be changed" })),
+  url: T.Optional(url),
+  events: T.Optional(events),
+  enabled: T.Optional(T.Boolean()),
 });
 
 function limitOf(raw: string | null): number {
@@ -35,13 +34,13 @@ function limitOf(raw: string | null): number {
   return n;
 }
 
-function channelRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestContext) => ChannelOwner): RouteDef[] {
+function channelRoutes<A extends "P" | "O">(prefix: "/notifications" | "/org/notifications", access: A, owner: (ctx: ContextFor<A>) => ChannelOwner): RouteDef[] {
   const role = "admin" as const;
   return [
     route({
       method: "GET",
       path: `${prefix}/channels`,
-      response: returns(T.Array(S.NotificationChannel), "Oldest first"),
+      response: returns(T.Array(R.NotificationChannel), "Oldest first"),
       access,
       role,
       handler: async ({ services, ctx }) => (await services.notifications.channels.list(owner(ctx))).map((r) => services.notifications.channels.view(r)),
@@ -49,21 +48,21 @@ function channelRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCo
     route({
       method: "POST",
       path: `${prefix}/channels`,
-      response: returnsCreated(S.NotificationChannelCreated, "A webhook channel's signingSecret is shown here only"),
+      response: returnsCreated(R.NotificationChannelCreated, "A webhook channel's signingSecret is shown here only"),
       access,
       role,
       body: CreateChannelBody,
-      handler: async ({ services, ctx, body }) => created(await services.notifications.channels.create(owner(ctx), body as never)),
+      handler: async ({ services, ctx, body }) => created(await services.notifications.channels.create(owner(ctx), body)),
     }),
     route({
       method: "PATCH",
       path: `${prefix}/channels/:channelId`,
-      response: returns(S.NotificationChannel),
+      response: returns(R.NotificationChannel),
       access,
       role,
       body: UpdateChannelBody,
       emptyBody: ApiError.flat(400, "No fields to update"),
-      handler: ({ services, ctx, params, body }) => services.notifications.channels.update(owner(ctx), params.channelId!, body as never),
+      handler: ({ services, ctx, params, body }) => services.notifications.channels.update(owner(ctx), params.channelId, body),
     }),
     route({
       method: "DELETE",
@@ -72,23 +71,23 @@ function channelRoutes(prefix: string, access: "P" | "O", owner: (ctx: RequestCo
       access,
       role,
       handler: async ({ services, ctx, params }) => {
-        await services.notifications.channels.delete(owner(ctx), params.channelId!);
+        await services.notifications.channels.delete(owner(ctx), params.channelId);
         return noContent();
       },
     }),
     route({
       method: "POST",
       path: `${prefix}/channels/:channelId/test`,
-      response: returns(S.ChannelTestResult, "Sent now (even when the channel is disabled); not recorded as a delivery"),
+      response: returns(R.ChannelTestResult, "Sent now (even when the channel is disabled); not recorded as a delivery"),
       access,
       role,
-      handler: ({ services, ctx, params }) => services.notifications.test(owner(ctx), params.channelId!),
+      handler: ({ services, ctx, params }) => services.notifications.test(owner(ctx), params.channelId),
     }),
     route({
       method: "GET",
       path: `${prefix}/deliveries`,
       query: S.DeliveriesQuery,
-      response: returns(S.DeliveryPage, "Newest first"),
+      response: returns(R.DeliveryPage, "Newest first"),
       access,
       role,
       handler: ({ services, ctx, query }) =>

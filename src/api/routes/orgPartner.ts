@@ -4,7 +4,7 @@ import { Type as T } from "@sinclair/typebox";
 import { badRequest, notFound } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import { route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns } from "../responses.ts";
 
 async function organization(services: Services, id: string) {
@@ -18,7 +18,7 @@ export const orgPartnerRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/partner/inherited-secrets",
     modes: ["cloud"],
-    response: returns(T.Array(S.Secret), "The partner's secrets that apply to this organization ([] without a partner, or detached)"),
+    response: returns(T.Array(R.Secret), "The partner's secrets that apply to this organization ([] without a partner, or detached)"),
     access: "O",
     handler: async ({ services, ctx }) => {
       const org = await organization(services, ctx.organizationId);
@@ -30,7 +30,7 @@ export const orgPartnerRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/partner/status",
     modes: ["cloud"],
-    response: returns(S.OrgPartnerStatus),
+    response: returns(R.OrgPartnerStatus),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx }) => {
@@ -43,7 +43,7 @@ export const orgPartnerRoutes: RouteDef[] = [
     method: "POST",
     path: "/org/partner/detach",
     modes: ["cloud"],
-    response: returns(S.Success, "Detached: the partner's secrets stop applying"),
+    response: returns(R.Success, "Detached: the partner's secrets stop applying"),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx }) => {
@@ -52,7 +52,7 @@ export const orgPartnerRoutes: RouteDef[] = [
       if (!org.claimed) throw badRequest("Organization must be claimed before detaching");
       if (org.partnerDetached) throw badRequest("Partner already detached");
       await services.orgs.detachFromPartner(org.id);
-      return { success: true };
+      return R.SUCCESS;
     },
   }),
 ];

@@ -1,13 +1,13 @@
 // Organization settings and the caller's organization API key (docs/api.md#organization-level-routes). O·admin.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { notFound } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns } from "../responses.ts";
 
-export const UpdateOrgBody = t.Object({ name: t.String({ minLength: 1, maxLength: 255, trim: true }) });
+export const UpdateOrgBody = T.Object({ name: T.String({ minLength: 1, maxLength: 255, trim: true }) });
 
 async function organizationView(services: Services, id: string) {
   const org = await services.orgs.getOrganization(id);
@@ -23,13 +23,13 @@ async function organizationView(services: Services, id: string) {
   };
 }
 
-const orgKeyHolder = (ctx: RequestContext) => ({ kind: "organization" as const, userId: ctx.userId!, organizationId: ctx.organizationId });
+const orgKeyHolder = (ctx: RequestContext) => ({ kind: "organization" as const, userId: ctx.userId, organizationId: ctx.organizationId });
 
 export const organizationRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/settings",
-    response: returns(S.Organization),
+    response: returns(R.Organization),
     access: "O",
     role: "admin",
     handler: ({ services, ctx }) => organizationView(services, ctx.organizationId),
@@ -37,7 +37,7 @@ export const organizationRoutes: RouteDef[] = [
   route({
     method: "PATCH",
     path: "/org/settings",
-    response: returns(S.Organization),
+    response: returns(R.Organization),
     access: "O",
     role: "admin",
     body: UpdateOrgBody,
@@ -49,7 +49,7 @@ export const organizationRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/api-key",
-    response: returns(S.ApiKey, "The caller's organization key, created if missing"),
+    response: returns(R.ApiKey, "The caller's organization key, created if missing"),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.keyFor(orgKeyHolder(ctx)) }),
@@ -57,7 +57,7 @@ export const organizationRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/org/api-key/regenerate",
-    response: returns(S.ApiKey, "The new key; the old one is invalid at once"),
+    response: returns(R.ApiKey, "The new key; the old one is invalid at once"),
     access: "O",
     role: "admin",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.regenerate(orgKeyHolder(ctx)) }),

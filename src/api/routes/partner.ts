@@ -1,19 +1,18 @@
 // The partner portal's organizations (docs/api.md#partners, cloud only; access `Pt`): create one for a customer
 // (its credentials and claim link shown once), list and read them with their status, delete one nobody has
 // claimed, replace its claim link, rotate its credentials, and manage its projects.
-import { t } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import { ApiError, badRequest, notFound } from "../../core/errors.ts";
 import { projectView } from "../../services/projects.ts";
-import type { RequestContext } from "../auth.ts";
+import type { PartnerContext } from "../auth.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
-export const PartnerOrgBody = t.Object({ name: t.String({ trim: true, minLength: 1, maxLength: 255 }) });
-export const PartnerProjectBody = t.Object({ name: t.String({ trim: true }) });
+export const PartnerOrgBody = T.Object({ name: T.String({ trim: true, minLength: 1, maxLength: 255 }) });
+export const PartnerProjectBody = T.Object({ name: T.String({ trim: true }) });
 
-const partner = (ctx: RequestContext) => ctx.partnerId!;
+const partner = (ctx: PartnerContext) => ctx.partnerId;
 const PROJECT_NAME = "Name must be 2-50 characters with at least one letter or number";
 
 export const partnerRoutes: RouteDef[] = [
@@ -21,7 +20,7 @@ export const partnerRoutes: RouteDef[] = [
     method: "GET",
     path: "/partner/orgs",
     modes: ["cloud"],
-    response: returns(T.Array(S.PartnerOrganization)),
+    response: returns(T.Array(R.PartnerOrganization)),
     access: "Pt",
     handler: ({ services, ctx }) => services.partners.listOrganizations(partner(ctx)),
   }),
@@ -29,7 +28,7 @@ export const partnerRoutes: RouteDef[] = [
     method: "POST",
     path: "/partner/orgs",
     modes: ["cloud"],
-    response: returnsCreated(S.PartnerOrgCreated, "The organization, its credentials and claim link (shown only here)"),
+    response: returnsCreated(R.PartnerOrgCreated, "The organization, its credentials and claim link (shown only here)"),
     access: "Pt",
     body: PartnerOrgBody,
     handler: async ({ services, ctx, body }) => created(await services.partners.createOrganization(partner(ctx), body.name)),
@@ -38,9 +37,9 @@ export const partnerRoutes: RouteDef[] = [
     method: "GET",
     path: "/partner/orgs/:orgId",
     modes: ["cloud"],
-    response: returns(S.PartnerOrganization),
+    response: returns(R.PartnerOrganization),
     access: "Pt",
-    handler: async ({ services, ctx, params }) => services.partners.view(await services.partners.organization(partner(ctx), params.orgId!)),
+    handler: async ({ services, ctx, params }) => services.partners.view(await services.partners.organization(partner(ctx), params.orgId)),
   }),
   route({
     method: "DELETE",
@@ -49,7 +48,7 @@ export const partnerRoutes: RouteDef[] = [
     response: returnsNothing("Deleted with everything in it (only while unclaimed)"),
     access: "Pt",
     handler: async ({ services, ctx, params }) => {
-      await services.partners.deleteOrganization(partner(ctx), params.orgId!);
+      await services.partners.deleteOrganization(partner(ctx), params.orgId);
       return noContent();
     },
   }),
@@ -57,37 +56,37 @@ export const partnerRoutes: RouteDef[] = [
     method: "POST",
     path: "/partner/orgs/:orgId/claim-link",
     modes: ["cloud"],
-    response: returns(S.ClaimLink, "A new claim link; the previous one dies"),
+    response: returns(R.ClaimLink, "A new claim link; the previous one dies"),
     access: "Pt",
-    handler: async ({ services, ctx, params }) => ({ claimUrl: await services.partners.reissueClaimLink(partner(ctx), params.orgId!) }),
+    handler: async ({ services, ctx, params }) => ({ claimUrl: await services.partners.reissueClaimLink(partner(ctx), params.orgId) }),
   }),
   route({
     method: "POST",
     path: "/partner/orgs/:orgId/rotate-tokens",
     modes: ["cloud"],
-    response: returns(S.RotatedTokens, "New org key, project key and agent token; the old ones die at once"),
+    response: returns(R.RotatedTokens, "New org key, project key and agent token; the old ones die at once"),
     access: "Pt",
-    handler: ({ services, ctx, params }) => services.partners.rotateTokens(partner(ctx), params.orgId!),
+    handler: ({ services, ctx, params }) => services.partners.rotateTokens(partner(ctx), params.orgId),
   }),
   route({
     method: "GET",
     path: "/partner/orgs/:orgId/projects",
     modes: ["cloud"],
-    response: returns(T.Array(S.Project)),
+    response: returns(T.Array(R.Project)),
     access: "Pt",
-    handler: async ({ services, ctx, params }) => (await services.partners.projectsOf(partner(ctx), params.orgId!)).map(projectView),
+    handler: async ({ services, ctx, params }) => (await services.partners.projectsOf(partner(ctx), params.orgId)).map(projectView),
   }),
   route({
     method: "POST",
     path: "/partner/orgs/:orgId/projects",
     modes: ["cloud"],
-    response: returnsCreated(S.Project, "The project, with a Default Agent"),
+    response: returnsCreated(R.Project, "The project, with a Default Agent"),
     access: "Pt",
     body: PartnerProjectBody,
     handler: async ({ services, ctx, params, body }) => {
       const name = body.name.trim();
       if (name.length < 2 || name.length > 50 || !/[\p{L}\p{N}]/u.test(name)) throw ApiError.flat(400, PROJECT_NAME);
-      return created(projectView(await services.partners.createProject(partner(ctx), params.orgId!, name)));
+      return created(projectView(await services.partners.createProject(partner(ctx), params.orgId, name)));
     },
   }),
   route({
@@ -97,15 +96,15 @@ export const partnerRoutes: RouteDef[] = [
     response: returnsNothing(),
     access: "Pt",
     handler: async ({ services, ctx, params }) => {
-      await services.partners.deleteProject(partner(ctx), params.orgId!, params.projectId!);
+      await services.partners.deleteProject(partner(ctx), params.orgId, params.projectId);
       return noContent();
     },
   }),
 ];
 
-export const BudgetBody = t.Object({
+export const BudgetBody = T.Object({
   limitCents: T.Integer({ minimum: 1, maximum: 100000000, error: "limitCents must be between 1 and 100000000" }),
-  period: t.Optional(t.Union([t.Literal("monthly"), t.Literal("total")], { error: "period must be one of: monthly, total" })),
+  period: T.Optional(T.Union([T.Literal("monthly"), T.Literal("total")], { error: "period must be one of: monthly, total" })),
 });
 
 /** Spend budgets of a partner's LLM keys, per organization (docs/budgets.md#partner-budgets; metering and admission: docs/budgets.md#admission). */
@@ -114,10 +113,10 @@ export const partnerBudgetRoutes: RouteDef[] = [
     method: "GET",
     path: "/partner/orgs/:orgId/budgets",
     modes: ["cloud"],
-    response: returns(T.Array(S.SpendBudget), "The organization's budgets, each with its spend this period"),
+    response: returns(T.Array(R.SpendBudget), "The organization's budgets, each with its spend this period"),
     access: "Pt",
     handler: async ({ services, ctx, params }) => {
-      const org = await services.partners.organization(partner(ctx), params.orgId!);
+      const org = await services.partners.organization(partner(ctx), params.orgId);
       return services.budgets.list(org.id);
     },
   }),
@@ -125,13 +124,13 @@ export const partnerBudgetRoutes: RouteDef[] = [
     method: "POST",
     path: "/partner/orgs/:orgId/secrets/:secretId/budget",
     modes: ["cloud"],
-    response: returns(S.SpendBudget, "The budget, created or replaced"),
+    response: returns(R.SpendBudget, "The budget, created or replaced"),
     access: "Pt",
     role: "admin",
     body: BudgetBody,
     handler: async ({ services, ctx, params, body }) => {
-      const org = await services.partners.organization(partner(ctx), params.orgId!);
-      const secret = await services.secrets.find({ scope: "partner", partnerId: partner(ctx) }, params.secretId!);
+      const org = await services.partners.organization(partner(ctx), params.orgId);
+      const secret = await services.secrets.find({ scope: "partner", partnerId: partner(ctx) }, params.secretId);
       if (secret.type === "generic") throw badRequest("Budgets are only supported for LLM keys");
       return services.budgets.set(secret.id, org.id, body.limitCents, body.period ?? "monthly");
     },
@@ -144,19 +143,19 @@ export const partnerBudgetRoutes: RouteDef[] = [
     access: "Pt",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
-      const org = await services.partners.organization(partner(ctx), params.orgId!);
-      const secret = await services.secrets.find({ scope: "partner", partnerId: partner(ctx) }, params.secretId!);
+      const org = await services.partners.organization(partner(ctx), params.orgId);
+      const secret = await services.secrets.find({ scope: "partner", partnerId: partner(ctx) }, params.secretId);
       if (!(await services.budgets.delete(secret.id, org.id))) throw notFound("Budget not found");
       return noContent();
     },
   }),
 ];
 
-export const PartnerMemberBody = t.Object({
-  email: t.String({ trim: true, maxLength: 255, format: "email" }),
-  role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" })),
+export const PartnerMemberBody = T.Object({
+  email: T.String({ trim: true, maxLength: 255, format: "email" }),
+  role: T.Optional(T.Union([T.Literal("admin"), T.Literal("member")], { error: "role must be one of: admin, member" })),
 });
-export const PartnerRoleBody = t.Object({ role: t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" }) });
+export const PartnerRoleBody = T.Object({ role: T.Union([T.Literal("admin"), T.Literal("member")], { error: "role must be one of: admin, member" }) });
 
 /** The partner's people (docs/api.md#partners): any member reads the list; owner and admins manage it. */
 export const partnerMemberRoutes: RouteDef[] = [
@@ -164,7 +163,7 @@ export const partnerMemberRoutes: RouteDef[] = [
     method: "GET",
     path: "/partner/members",
     modes: ["cloud"],
-    response: returns(T.Array(S.PartnerMember)),
+    response: returns(T.Array(R.PartnerMember)),
     access: "Pt",
     handler: ({ services, ctx }) => services.partners.members(partner(ctx)),
   }),
@@ -172,7 +171,7 @@ export const partnerMemberRoutes: RouteDef[] = [
     method: "POST",
     path: "/partner/members",
     modes: ["cloud"],
-    response: returns(S.PartnerMemberAdded, "The member, with an invite URL when the person has no password yet"),
+    response: returns(R.PartnerMemberAdded, "The member, with an invite URL when the person has no password yet"),
     access: "Pt",
     role: "admin",
     body: PartnerMemberBody,
@@ -182,13 +181,13 @@ export const partnerMemberRoutes: RouteDef[] = [
     method: "PATCH",
     path: "/partner/members/:userId/role",
     modes: ["cloud"],
-    response: returns(S.Success),
+    response: returns(R.Success),
     access: "Pt",
     role: "admin",
     body: PartnerRoleBody,
     handler: async ({ services, ctx, params, body }) => {
-      await services.partners.setMemberRole(partner(ctx), params.userId!, body.role);
-      return { success: true };
+      await services.partners.setMemberRole(partner(ctx), params.userId, body.role);
+      return R.SUCCESS;
     },
   }),
   route({
@@ -199,7 +198,7 @@ export const partnerMemberRoutes: RouteDef[] = [
     access: "Pt",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
-      await services.partners.removeMember(partner(ctx), params.userId!);
+      await services.partners.removeMember(partner(ctx), params.userId);
       return noContent();
     },
   }),

@@ -1,92 +1,86 @@
 // Policy rules (docs/policy.md#rules) at project scope (`/policy/*`, P·any) and organization scope
 // (`/org/policy/*`, O·admin). Every validation failure is a 422 envelope.
-import { Type } from "@sinclair/typebox";
-import { t, type TSchema } from "elysia";
+import { Type as T, type Static } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { HOST_MESSAGES, hostPatternError, pathPatternError } from "../../core/patterns.ts";
 import { findApp } from "../../apps/index.ts";
-import { POLICY_METHODS, type RuleInput } from "../../core/policy.ts";
-import { agentRules } from "../../services/agentRules.ts";
-import type { Services } from "../../services/index.ts";
+import { POLICY_METHODS } from "../../core/policy.ts";
 import type { PolicyOwner, RuleFields } from "../../services/policy.ts";
-import type { RuleTarget } from "../../core/model.ts";
-import type { Access, RequestContext, RoleGate } from "../auth.ts";
+import type { PolicyScope, RuleTarget } from "../../core/model.ts";
+import { Enum, Nullable } from "../../core/records/common.ts";
+import type { PolicyRule } from "../../core/records/policy.ts";
+import type { RequestContext, RoleGate } from "../auth.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
 import { validateAt } from "../validate.ts";
-import { Type as T } from "@sinclair/typebox";
+import * as R from "../../core/records/index.ts";
 import * as S from "../schemas.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 const strict = { additionalProperties: false } as const;
-const literals = (...values: string[]) => t.Union(values.map((v) => t.Literal(v)));
-const nullable = <T extends TSchema>(s: T) => t.Union([s, t.Null()]);
 
-const Condition = t.Object(
-  { target: t.Literal("body"), operator: t.Literal("contains"), value: t.String({ minLength: 1, maxLength: 1000 }) },
+const Condition = T.Object(
+  { target: T.Literal("body"), operator: T.Literal("contains"), value: T.String({ minLength: 1, maxLength: 1000 }) },
   strict,
 );
-const Identity = t.Object({ type: t.Literal("agent"), id: t.String({ minLength: 1, maxLength: 255 }) }, strict);
-const tools = t.Optional(t.Array(t.String({ minLength: 1, maxLength: 255 }), { maxItems: 200 }));
+const Identity = T.Object({ type: T.Literal("agent"), id: T.String({ minLength: 1, maxLength: 255 }) }, strict);
+const tools = T.Optional(T.Array(T.String({ minLength: 1, maxLength: 255 }), { maxItems: 200 }));
 
-const TARGETS: Record<RuleTarget["kind"], TSchema> = {
-  network: t.Object(
+const TARGETS = {
+  network: T.Object(
     {
-      kind: t.Literal("network"),
+      kind: T.Literal("network"),
       // The secret host rules (docs/injection.md#secrets): absent reads like blank; the length check names the nested field.
-      hostPattern: t.String({ trim: true, maxLength: 255, missing: HOST_MESSAGES.required, refine: (v: string) => hostPatternError(v, { allowAny: true }) }),
-      pathPattern: t.Optional(t.String({ trim: true, maxLength: 1000, refine: (v: string) => pathPatternError(v) })),
-      method: t.Optional(literals(...POLICY_METHODS)),
+      hostPattern: T.String({ trim: true, maxLength: 255, missing: HOST_MESSAGES.required, refine: (v: string) => hostPatternError(v, { allowAny: true }) }),
+      pathPattern: T.Optional(T.String({ trim: true, maxLength: 1000, refine: (v: string) => pathPatternError(v) })),
+      method: T.Optional(Enum(...POLICY_METHODS)),
     },
     strict,
   ),
-  app: t.Object({ kind: t.Literal("app"), provider: t.String({ minLength: 1, maxLength: 255 }), tools }, strict),
-  connection: t.Object({ kind: t.Literal("connection"), connectionId: t.String({ minLength: 1, maxLength: 255 }), tools }, strict),
-  secret: t.Object(
-    { kind: t.Literal("secret"), secretId: t.Optional(t.String({ minLength: 1, maxLength: 255 })), secretScope: t.Optional(literals("project", "organization")) },
+  app: T.Object({ kind: T.Literal("app"), provider: T.String({ minLength: 1, maxLength: 255 }), tools }, strict),
+  connection: T.Object({ kind: T.Literal("connection"), connectionId: T.String({ minLength: 1, maxLength: 255 }), tools }, strict),
+  secret: T.Object(
+    { kind: T.Literal("secret"), secretId: T.Optional(T.String({ minLength: 1, maxLength: 255 })), secretScope: T.Optional(Enum("project", "organization")) },
     strict,
   ),
 };
 const KINDS = Object.keys(TARGETS);
+const isKind = (kind: string): kind is RuleTarget["kind"] => KINDS.includes(kind);
 
 function checkTargets(raw: unknown[] | undefined): RuleTarget[] | undefined {
   if (raw === undefined) return undefined;
   return raw.map((item, i) => {
     const path = `targets[${i}]`;
     if (typeof item !== "object" || item === null || Array.isArray(item)) throw ApiError.envelope(422, `${path} must be an object`);
-    const kind = (item as { kind?: unknown }).kind;
+    const kind: unknown = "kind" in item ? item.kind : undefined;
     if (kind === undefined || kind === null) throw ApiError.envelope(422, `${path}.kind is required`);
-    if (typeof kind !== "string" || !KINDS.includes(kind)) throw ApiError.envelope(422, `${path}.kind must be one of: ${KINDS.join(", ")}`);
-    const r = validateAt(TARGETS[kind as RuleTarget["kind"]], item, path);
+    if (typeof kind !== "string" || !isKind(kind)) throw ApiError.envelope(422, `${path}.kind must be one of: ${KINDS.join(", ")}`);
+    const r = validateAt(TARGETS[kind], item, path);
     if (!r.ok) {
       // The shared path-pattern messages name the bare field; here it sits inside targets[i].
       const m = r.message;
       throw typeof m === "string" ? ApiError.envelope(422, m.startsWith("pathPattern ") ? `${path}.${m}` : m) : m;
     }
-    const target = r.value as RuleTarget;
-    if ((target.kind === "app" || target.kind === "connection") && !target.tools) target.tools = [];
-    return target;
+    const target = r.value;
+    return target.kind === "app" || target.kind === "connection" ? { ...target, tools: target.tools ?? [] } : target;
   });
 }
 
 const fields = {
-  name: t.String({ minLength: 1, maxLength: 255, trim: true }),
-  description: t.Optional(nullable(t.String({ maxLength: 1000 }))),
-  enabled: t.Optional(t.Boolean()),
-  action: literals("allow", "block"),
-  // Plain TypeBox integer: Elysia's t.Integer is a string|integer union the validator cannot walk (a 500).
-  rateLimit: t.Optional(nullable(Type.Integer({ minimum: 1, maximum: 1_000_000 }))),
-  rateLimitWindow: t.Optional(nullable(literals("minute", "hour", "day"))),
-  requireApproval: t.Optional(t.Boolean()),
-  conditions: t.Optional(nullable(t.Array(Condition, { maxItems: 10 }))),
-  identities: t.Optional(t.Array(Identity, { maxItems: 100 })),
-  targets: t.Optional(t.Array(t.Unknown(), { maxItems: 100 })),
+  name: T.String({ minLength: 1, maxLength: 255, trim: true }),
+  description: T.Optional(Nullable(T.String({ maxLength: 1000 }))),
+  enabled: T.Optional(T.Boolean()),
+  action: Enum("allow", "block"),
+  rateLimit: T.Optional(Nullable(T.Integer({ minimum: 1, maximum: 1_000_000 }))),
+  rateLimitWindow: T.Optional(Nullable(Enum("minute", "hour", "day"))),
+  requireApproval: T.Optional(T.Boolean()),
+  conditions: T.Optional(Nullable(T.Array(Condition, { maxItems: 10 }))),
+  identities: T.Optional(T.Array(Identity, { maxItems: 100 })),
+  targets: T.Optional(T.Array(T.Unknown(), { maxItems: 100 })),
 };
-const CreateRuleBody = t.Object(fields);
-const UpdateRuleBody = t.Object({ ...fields, name: t.Optional(fields.name), action: t.Optional(fields.action) });
+const CreateRuleBody = T.Object(fields);
+const UpdateRuleBody = T.Object({ ...fields, name: T.Optional(fields.name), action: T.Optional(fields.action) });
 
-type Body = Record<string, any>;
-
-function createFields(b: Body): RuleFields {
+function createFields(b: Static<typeof CreateRuleBody>): RuleFields {
   return {
     name: b.name,
     description: b.description ?? null,
@@ -101,14 +95,11 @@ function createFields(b: Body): RuleFields {
   };
 }
 
-function patchFields(b: Body): Partial<RuleFields> {
-  const out: Partial<RuleFields> = {};
-  for (const key of ["name", "description", "enabled", "action", "rateLimit", "rateLimitWindow", "requireApproval", "conditions", "identities"] as const) {
-    if (b[key] !== undefined) (out as Body)[key] = b[key];
-  }
-  const targets = checkTargets(b.targets);
-  if (targets !== undefined) out.targets = targets;
-  return out;
+/** The fields a PATCH names (the validated body holds only those). */
+function patchFields(b: Static<typeof UpdateRuleBody>): Partial<RuleFields> {
+  const { targets, ...named } = b;
+  const checked = checkTargets(targets);
+  return checked === undefined ? named : { ...named, targets: checked };
 }
 
 const statusOf = (query: URLSearchParams): "draft" | "published" => {
@@ -118,10 +109,11 @@ const statusOf = (query: URLSearchParams): "draft" | "published" => {
   return s;
 };
 
-const VIRTUAL_DEFAULT = {
+/** The Default Rule of a scope that has none stored: allow, with an empty id. */
+const virtualDefault = (scope: PolicyScope): PolicyRule => ({
   id: "",
   logicalId: "",
-  scope: null,
+  scope,
   status: "draft",
   generation: 0,
   priority: 0,
@@ -139,29 +131,29 @@ const VIRTUAL_DEFAULT = {
   targets: [],
   createdAt: "1970-01-01T00:00:00.000Z",
   updatedAt: "1970-01-01T00:00:00.000Z",
-};
+});
 
-function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
+function policyRoutesFor(prefix: "/policy" | "/org/policy", access: "P" | "O", role: RoleGate, ownerOf: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
   const noFields = ApiError.envelope(422, "At least one field must be provided");
   return [
     route({
       method: "GET",
       path: `${prefix}/rules`,
       query: S.RulesQuery,
-      response: returns(T.Array(S.PolicyRule), "Custom rules by priority"),
+      response: returns(T.Array(R.PolicyRule), "Custom rules by priority"),
       access,
       role,
       handler: async ({ services, ctx, query }) => {
         const owner = ownerOf(ctx);
         const rules = (await services.policy.customRules(owner, statusOf(query))).map((r) => services.policy.view(r));
         if (query.get("include") !== "managed") return rules;
-        return [...rules, ...(await managedRules(services, owner))];
+        return [...rules, ...(await services.policy.managedRules(owner))];
       },
     }),
     route({
       method: "POST",
       path: `${prefix}/rules`,
-      response: returnsCreated(S.PolicyRule, "The draft rule"),
+      response: returnsCreated(R.PolicyRule, "The draft rule"),
       access,
       role,
       body: CreateRuleBody,
@@ -171,25 +163,25 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "PUT",
       path: `${prefix}/rules/order`,
-      response: returns(T.Array(S.PolicyRule), "The full draft list, priorities renumbered 1..N"),
+      response: returns(T.Array(R.PolicyRule), "The full draft list, priorities renumbered 1..N"),
       access,
       role,
-      body: t.Object({ orderedIds: t.Array(t.String(), { minItems: 1, maxItems: 10000 }) }),
+      body: T.Object({ orderedIds: T.Array(T.String(), { minItems: 1, maxItems: 10000 }) }),
       unprocessable: true,
       handler: async ({ services, ctx, body }) => (await services.policy.reorder(ownerOf(ctx), body.orderedIds)).map((r) => services.policy.view(r)),
     }),
     route({
       method: "GET",
       path: `${prefix}/rules/:ruleId`,
-      response: returns(S.PolicyRule),
+      response: returns(R.PolicyRule),
       access,
       role,
-      handler: async ({ services, ctx, params }) => services.policy.view(await services.policy.getDraft(ownerOf(ctx), params.ruleId!)),
+      handler: async ({ services, ctx, params }) => services.policy.view(await services.policy.getDraft(ownerOf(ctx), params.ruleId)),
     }),
     route({
       method: "PATCH",
       path: `${prefix}/rules/:ruleId`,
-      response: returns(S.PolicyRule),
+      response: returns(R.PolicyRule),
       access,
       role,
       body: UpdateRuleBody,
@@ -197,10 +189,10 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       unprocessable: true,
       handler: async ({ services, ctx, params, body }) => {
         const owner = ownerOf(ctx);
-        await services.policy.getDraft(owner, params.ruleId!);
+        await services.policy.getDraft(owner, params.ruleId);
         const patch = patchFields(body);
         if (Object.keys(patch).length === 0) throw noFields;
-        return services.policy.view(await services.policy.update(owner, params.ruleId!, patch));
+        return services.policy.view(await services.policy.update(owner, params.ruleId, patch));
       },
     }),
     route({
@@ -210,7 +202,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       access,
       role,
       handler: async ({ services, ctx, params }) => {
-        await services.policy.delete(ownerOf(ctx), params.ruleId!);
+        await services.policy.delete(ownerOf(ctx), params.ruleId);
         return noContent();
       },
     }),
@@ -218,29 +210,29 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       method: "GET",
       path: `${prefix}/default`,
       query: S.StatusQuery,
-      response: returns(S.PolicyRule, "The Default Rule (virtual, with an empty id, when none is stored)"),
+      response: returns(R.PolicyRule, "The Default Rule (virtual, with an empty id, when none is stored)"),
       access,
       role,
       handler: async ({ services, ctx, query }) => {
         const owner = ownerOf(ctx);
         const row = await services.policy.defaultRule(owner, statusOf(query));
-        return row ? services.policy.view(row) : { ...VIRTUAL_DEFAULT, scope: owner.scope };
+        return row ? services.policy.view(row) : virtualDefault(owner.scope);
       },
     }),
     route({
       method: "PATCH",
       path: `${prefix}/default`,
-      response: returns(S.PolicyRule, "The draft Default Rule"),
+      response: returns(R.PolicyRule, "The draft Default Rule"),
       access,
       role,
-      body: t.Object({ action: literals("allow", "block") }),
+      body: T.Object({ action: Enum("allow", "block") }),
       unprocessable: true,
-      handler: async ({ services, ctx, body }) => services.policy.view(await services.policy.setDefault(ownerOf(ctx), body.action as "allow" | "block")),
+      handler: async ({ services, ctx, body }) => services.policy.view(await services.policy.setDefault(ownerOf(ctx), body.action)),
     }),
     route({
       method: "POST",
       path: `${prefix}/publish`,
-      response: returns(S.PublishResult),
+      response: returns(R.PublishResult),
       access,
       role,
       handler: async ({ services, ctx }) => {
@@ -252,7 +244,7 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
       method: "GET",
       path: `${prefix}/effective-app-permissions`,
       query: S.EffectivePermissionsQuery,
-      response: returns(S.EffectiveAppPermissions),
+      response: returns(R.EffectiveAppPermissions),
       access,
       role,
       handler: ({ services, ctx, query }) => {
@@ -268,37 +260,12 @@ function policyRoutesFor(prefix: string, access: Access, role: RoleGate, ownerOf
     route({
       method: "GET",
       path: `${prefix}/last-publish`,
-      response: returns(S.LastPublish, "The last publish, or null"),
+      response: returns(R.LastPublish, "The last publish, or null"),
       access,
       role,
       handler: ({ services, ctx }) => services.policy.lastPublish(ownerOf(ctx)),
     }),
   ];
-}
-
-/** The live managed rules of a scope, read-only: blocklist rules, and the grant rules of the project's agents. */
-async function managedRules(services: Services, owner: PolicyOwner) {
-  const blocklist = await services.blocklist.managedRules(owner.organizationId, owner.scope === "project" ? owner.projectId : null);
-  const rules: RuleInput[] = owner.scope === "project" ? [...blocklist.project] : [...blocklist.organization];
-  if (owner.scope === "project") {
-    for (const agent of await services.agents.list(owner.projectId)) {
-      const agentScope = await agentRules(services, owner.organizationId, owner.projectId, { ...agent, projectId: owner.projectId, organizationId: owner.organizationId });
-      rules.push(...agentScope.project.ordered.filter((r) => r.source === "grant"));
-    }
-  }
-  const epoch = "1970-01-01T00:00:00.000Z";
-  return rules.map((r) => ({
-    ...VIRTUAL_DEFAULT,
-    ...r,
-    scope: owner.scope,
-    status: "published",
-    generation: 0,
-    priority: 0,
-    description: null,
-    identities: r.identities.map((i) => ({ type: "agent", id: i.id })),
-    createdAt: epoch,
-    updatedAt: epoch,
-  }));
 }
 
 export const policyRoutes: RouteDef[] = [

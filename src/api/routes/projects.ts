@@ -1,15 +1,14 @@
 // Projects of the caller's organization (docs/api.md#projects-and-team, cloud only): list, create (with a Default Agent and
 // the creator's project key, returned once), get, rename, delete with everything in it.
-import { t } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { projectView } from "../../services/projects.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 const NAME_RULE = "Name must be 2-50 characters with at least one letter or number";
-export const ProjectNameBody = t.Object({ name: t.String({ trim: true }) });
+export const ProjectNameBody = T.Object({ name: T.String({ trim: true }) });
 
 /** The name as stored: trimmed, 2-50 characters, with a letter or digit (flat 400 otherwise). */
 function projectName(raw: string): string {
@@ -23,7 +22,7 @@ export const projectRoutes: RouteDef[] = [
     method: "GET",
     path: "/projects",
     modes: ["cloud"],
-    response: returns(T.Array(S.Project), "The organization's projects, oldest first (a project key sees only its own)"),
+    response: returns(T.Array(R.Project), "The organization's projects, oldest first (a project key sees only its own)"),
     access: "O",
     handler: async ({ services, ctx, principal }) => {
       const all = await services.projects.list(ctx.organizationId);
@@ -35,12 +34,12 @@ export const projectRoutes: RouteDef[] = [
     method: "POST",
     path: "/projects",
     modes: ["cloud"],
-    response: returnsCreated(S.ProjectCreated, "The project, with the creator's new project key (returned only here)"),
+    response: returnsCreated(R.ProjectCreated, "The project, with the creator's new project key (returned only here)"),
     access: "O",
     role: "admin",
     body: ProjectNameBody,
     handler: async ({ services, ctx, body }) => {
-      const { project, apiKey } = await services.projects.create(ctx.organizationId, projectName(body.name), { creatorUserId: ctx.userId! });
+      const { project, apiKey } = await services.projects.create(ctx.organizationId, projectName(body.name), { creatorUserId: ctx.userId });
       return created({ ...projectView(project), apiKey });
     },
   }),
@@ -48,19 +47,19 @@ export const projectRoutes: RouteDef[] = [
     method: "GET",
     path: "/projects/:projectId",
     modes: ["cloud"],
-    response: returns(S.Project),
+    response: returns(R.Project),
     access: "O",
-    handler: async ({ services, ctx, params }) => projectView(await services.projects.get(ctx.organizationId, params.projectId!)),
+    handler: async ({ services, ctx, params }) => projectView(await services.projects.get(ctx.organizationId, params.projectId)),
   }),
   route({
     method: "PATCH",
     path: "/projects/:projectId",
     modes: ["cloud"],
-    response: returns(S.Project, "The renamed project; its slug derived again"),
+    response: returns(R.Project, "The renamed project; its slug derived again"),
     access: "O",
     role: "admin",
     body: ProjectNameBody,
-    handler: async ({ services, ctx, params, body }) => projectView(await services.projects.rename(ctx.organizationId, params.projectId!, projectName(body.name))),
+    handler: async ({ services, ctx, params, body }) => projectView(await services.projects.rename(ctx.organizationId, params.projectId, projectName(body.name))),
   }),
   route({
     method: "DELETE",
@@ -70,7 +69,7 @@ export const projectRoutes: RouteDef[] = [
     access: "O",
     role: "owner",
     handler: async ({ services, ctx, params }) => {
-      await services.projects.delete(ctx.organizationId, params.projectId!);
+      await services.projects.delete(ctx.organizationId, params.projectId);
       return noContent();
     },
   }),

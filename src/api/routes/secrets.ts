@@ -1,38 +1,39 @@
 // Secrets: project routes `/secrets` (P·any) and organization routes `/org/secrets` (O·admin), docs/injection.md#secrets.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { ApiError, badRequest } from "../../core/errors.ts";
 import { hostPatternError, HOST_MESSAGES, pathPatternError } from "../../core/patterns.ts";
 import { INJECTION_REQUIRED_MESSAGE, injectionConfigError, opRefError } from "../../core/secretRules.ts";
 import { NO_FIELDS_MESSAGE, type SecretOwner } from "../../services/secrets.ts";
-import type { RequestContext } from "../auth.ts";
-import { created, noContent, route, type RouteDef } from "../route.ts";
-import { Type as T } from "@sinclair/typebox";
-import * as S from "../schemas.ts";
+import type { PartnerContext, RequestContext } from "../auth.ts";
+import type { InjectionConfig } from "../../core/records/secrets.ts";
+import { created, noContent, route, type ContextFor, type RouteDef } from "../route.ts";
+import { refined } from "../validate.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
 type Body = Record<string, unknown>;
 const isInline = (b: Body) => (b.valueSource ?? "inline") === "inline";
 const isVault = (b: Body) => b.valueSource === "external_vault";
 
-const secretType = t.Union([t.Literal("llm_a"), t.Literal("llm_b"), t.Literal("generic")]);
-const valueSource = t.Union([t.Literal("inline"), t.Literal("external_vault")]);
-const opDisplay = t.Object({
-  vault: t.Optional(t.String({ maxLength: 255 })),
-  item: t.Optional(t.String({ maxLength: 255 })),
-  field: t.Optional(t.String({ maxLength: 255 })),
+const secretType = T.Union([T.Literal("llm_a"), T.Literal("llm_b"), T.Literal("generic")]);
+const valueSource = T.Union([T.Literal("inline"), T.Literal("external_vault")]);
+const opDisplay = T.Object({
+  vault: T.Optional(T.String({ maxLength: 255 })),
+  item: T.Optional(T.String({ maxLength: 255 })),
+  field: T.Optional(T.String({ maxLength: 255 })),
 });
-const pathPattern = t.Union([t.String(), t.Null()], { trim: true, refine: (v: string) => pathPatternError(v) });
+const pathPattern = T.Union([T.String(), T.Null()], { trim: true, refine: (v: string) => pathPatternError(v) });
 
-/** Create body, fields in the order they are checked (docs/injection.md#secrets). */
-export const CreateSecretBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 255, trim: true }),
+/** Create body, fields in the order the contract checks them (docs/injection.md#secrets). */
+export const CreateSecretBody = T.Object({
+  name: T.String({ minLength: 1, maxLength: 255, trim: true }),
   type: secretType,
-  valueSource: t.Optional(valueSource),
-  value: t.Optional(
-    t.String({ minLength: 1, maxLength: 10000, trim: true, blankIsAbsent: true, requiredWhen: isInline, skipWhen: (b: Body) => !isInline(b), missing: "value is required" }),
+  valueSource: T.Optional(valueSource),
+  value: T.Optional(
+    T.String({ minLength: 1, maxLength: 10000, trim: true, blankIsAbsent: true, requiredWhen: isInline, skipWhen: (b: Body) => !isInline(b), missing: "value is required" }),
   ),
-  opRef: t.Optional(
-    t.String({
+  opRef: T.Optional(
+    T.String({
       trim: true,
       blankIsAbsent: true,
       requiredWhen: isVault,
@@ -41,10 +42,10 @@ export const CreateSecretBody = t.Object({
       refine: opRefError,
     }),
   ),
-  opDisplay: t.Optional(opDisplay),
-  metadata: t.Optional(t.Object({ authMode: t.Optional(t.Union([t.Literal("api-key"), t.Literal("oauth")])) })),
-  hostPattern: t.Optional(
-    t.String({
+  opDisplay: T.Optional(opDisplay),
+  metadata: T.Optional(T.Object({ authMode: T.Optional(T.Union([T.Literal("api-key"), T.Literal("oauth")])) })),
+  hostPattern: T.Optional(
+    T.String({
       trim: true,
       blankIsAbsent: true,
       requiredWhen: (b: Body) => b.type === "generic",
@@ -52,9 +53,9 @@ export const CreateSecretBody = t.Object({
       refine: (v: string) => hostPatternError(v),
     }),
   ),
-  pathPattern: t.Optional(pathPattern),
-  injectionConfig: t.Optional(
-    t.Unknown({
+  pathPattern: T.Optional(pathPattern),
+  injectionConfig: T.Optional(
+    refined<InjectionConfig>({
       requiredWhen: (b: Body) => b.type === "generic",
       skipWhen: (b: Body) => b.type !== "generic",
       missing: badRequest(INJECTION_REQUIRED_MESSAGE),
@@ -63,16 +64,16 @@ export const CreateSecretBody = t.Object({
   ),
 });
 
-export const UpdateSecretBody = t.Object({
-  name: t.Optional(t.String({ minLength: 1, maxLength: 255, trim: true })),
-  type: t.Optional(t.Unknown({ refine: () => "type cannot be changed" })),
-  valueSource: t.Optional(valueSource),
-  value: t.Optional(t.String({ minLength: 1, maxLength: 10000, trim: true })),
-  opRef: t.Optional(t.String({ trim: true, refine: opRefError })),
-  opDisplay: t.Optional(opDisplay),
-  hostPattern: t.Optional(t.String({ trim: true, refine: (v: string) => hostPatternError(v) })),
-  pathPattern: t.Optional(pathPattern),
-  injectionConfig: t.Optional(t.Unknown()),
+export const UpdateSecretBody = T.Object({
+  name: T.Optional(T.String({ minLength: 1, maxLength: 255, trim: true })),
+  type: T.Optional(T.Unknown({ refine: () => "type cannot be changed" })),
+  valueSource: T.Optional(valueSource),
+  value: T.Optional(T.String({ minLength: 1, maxLength: 10000, trim: true })),
+  opRef: T.Optional(T.String({ trim: true, refine: opRefError })),
+  opDisplay: T.Optional(opDisplay),
+  hostPattern: T.Optional(T.String({ trim: true, refine: (v: string) => hostPatternError(v) })),
+  pathPattern: T.Optional(pathPattern),
+  injectionConfig: T.Optional(T.Unknown()),
 });
 
 const noFields = ApiError.flat(400, NO_FIELDS_MESSAGE);
@@ -80,7 +81,7 @@ const noFields = ApiError.flat(400, NO_FIELDS_MESSAGE);
 /** Partner secrets hold their value here: an external-vault reference would be the partner's vault, read for its customers. */
 export const PARTNER_INLINE_ONLY = "Partner secrets must hold an inline value (valueSource external_vault is not supported)";
 
-function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: RequestContext) => SecretOwner): RouteDef[] {
+function secretRoutes<A extends "P" | "O" | "Pt">(prefix: "/secrets" | "/org/secrets" | "/partner/secrets", access: A, owner: (ctx: ContextFor<A>) => SecretOwner): RouteDef[] {
   const role = access === "O" ? "admin" : "any";
   const modes = access === "Pt" ? (["cloud"] as const) : undefined;
   const inlineOnly = (body: { valueSource?: string }) => {
@@ -90,20 +91,20 @@ function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: Req
     route({
       method: "POST",
       path: prefix,
-      response: returnsCreated(S.SecretCreated),
+      response: returnsCreated(R.SecretCreated),
       access,
       role,
       modes: modes && [...modes],
       body: CreateSecretBody,
       handler: async ({ services, ctx, body }) => {
         inlineOnly(body);
-        return created(await services.secrets.create(owner(ctx), body as never));
+        return created(await services.secrets.create(owner(ctx), body));
       },
     }),
     route({
       method: "PATCH",
       path: `${prefix}/:secretId`,
-      response: returns(S.Success),
+      response: returns(R.Success),
       access,
       role,
       modes: modes && [...modes],
@@ -111,8 +112,8 @@ function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: Req
       emptyBody: noFields,
       handler: async ({ services, ctx, params, body }) => {
         inlineOnly(body);
-        await services.secrets.update(owner(ctx), params.secretId!, body as never);
-        return { success: true };
+        await services.secrets.update(owner(ctx), params.secretId, body);
+        return R.SUCCESS;
       },
     }),
     route({
@@ -123,7 +124,7 @@ function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: Req
       role,
       modes: modes && [...modes],
       handler: async ({ services, ctx, params }) => {
-        await services.secrets.delete(owner(ctx), params.secretId!);
+        await services.secrets.delete(owner(ctx), params.secretId);
         return noContent();
       },
     }),
@@ -132,28 +133,28 @@ function secretRoutes(prefix: string, access: "P" | "O" | "Pt", owner: (ctx: Req
 
 const projectOwner = (ctx: RequestContext): SecretOwner => ({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId });
 const orgOwner = (ctx: RequestContext): SecretOwner => ({ scope: "organization", organizationId: ctx.organizationId });
-const partnerOwner = (ctx: RequestContext): SecretOwner => ({ scope: "partner", partnerId: ctx.partnerId! });
+const partnerOwner = (ctx: PartnerContext): SecretOwner => ({ scope: "partner", partnerId: ctx.partnerId });
 
 export const secretsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/secrets",
-    response: returns(T.Array(S.Secret), "The project's secrets and the organization's, newest first"),
+    response: returns(T.Array(R.Secret), "The project's secrets and the organization's, newest first"),
     access: "P",
     handler: ({ services, ctx }) => services.secrets.listForProject(ctx.projectId, ctx.organizationId),
   }),
   route({
     method: "GET",
     path: "/secrets/:secretId",
-    response: returns(S.Secret),
+    response: returns(R.Secret),
     access: "P",
-    handler: ({ services, ctx, params }) => services.secrets.getForProject(ctx.projectId, ctx.organizationId, params.secretId!),
+    handler: ({ services, ctx, params }) => services.secrets.getForProject(ctx.projectId, ctx.organizationId, params.secretId),
   }),
   ...secretRoutes("/secrets", "P", projectOwner),
   route({
     method: "GET",
     path: "/org/secrets",
-    response: returns(T.Array(S.Secret)),
+    response: returns(T.Array(R.Secret)),
     access: "O",
     role: "admin",
     handler: ({ services, ctx }) => services.secrets.list(orgOwner(ctx)),
@@ -161,17 +162,17 @@ export const secretsRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/org/secrets/:secretId",
-    response: returns(S.Secret),
+    response: returns(R.Secret),
     access: "O",
     role: "admin",
-    handler: async ({ services, ctx, params }) => services.secrets.view(await services.secrets.find(orgOwner(ctx), params.secretId!)),
+    handler: async ({ services, ctx, params }) => services.secrets.view(await services.secrets.find(orgOwner(ctx), params.secretId)),
   }),
   ...secretRoutes("/org/secrets", "O", orgOwner),
   route({
     method: "GET",
     path: "/partner/secrets",
     modes: ["cloud"],
-    response: returns(T.Array(S.Secret), "The partner's secrets (scope partner)"),
+    response: returns(T.Array(R.Secret), "The partner's secrets (scope partner)"),
     access: "Pt",
     handler: ({ services, ctx }) => services.secrets.list(partnerOwner(ctx)),
   }),

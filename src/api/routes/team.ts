@@ -1,23 +1,22 @@
 // The organization's team (docs/api.md#projects-and-team, cloud only): provisions (a placeholder member with a project and a key
 // that work at once, and a claim link), the member list, role changes and removal.
-import { t } from "elysia";
 import { Type as T } from "@sinclair/typebox";
 import { created, noContent, route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 
-export const ProvisionBody = t.Object({
-  role: t.Optional(t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" })),
-  skipOnboarding: t.Optional(t.Boolean()),
+export const ProvisionBody = T.Object({
+  role: T.Optional(T.Union([T.Literal("admin"), T.Literal("member")], { error: "role must be one of: admin, member" })),
+  skipOnboarding: T.Optional(T.Boolean()),
 });
-export const RoleBody = t.Object({ role: t.Union([t.Literal("admin"), t.Literal("member")], { error: "role must be one of: admin, member" }) });
+export const RoleBody = T.Object({ role: T.Union([T.Literal("admin"), T.Literal("member")], { error: "role must be one of: admin, member" }) });
 
 export const teamRoutes: RouteDef[] = [
   route({
     method: "POST",
     path: "/team/provisions",
     modes: ["cloud"],
-    response: returnsCreated(S.Provision, "A placeholder member, its project `Default`, its key and a claim link (7 days)"),
+    response: returnsCreated(R.Provision, "A placeholder member, its project `Default`, its key and a claim link (7 days)"),
     access: "O",
     role: "admin",
     body: ProvisionBody,
@@ -27,7 +26,7 @@ export const teamRoutes: RouteDef[] = [
     method: "GET",
     path: "/team/members",
     modes: ["cloud"],
-    response: returns(T.Array(S.TeamMember)),
+    response: returns(T.Array(R.TeamMember)),
     access: "O",
     handler: ({ services, ctx }) => services.team.members(ctx.organizationId),
   }),
@@ -35,11 +34,11 @@ export const teamRoutes: RouteDef[] = [
     method: "PATCH",
     path: "/team/members/:userId",
     modes: ["cloud"],
-    response: returns(S.TeamMember),
+    response: returns(R.TeamMember),
     access: "O",
     role: "admin",
     body: RoleBody,
-    handler: ({ services, ctx, params, body }) => services.team.setRole(ctx.organizationId, params.userId!, body.role),
+    handler: ({ services, ctx, params, body }) => services.team.setRole(ctx.organizationId, params.userId, body.role),
   }),
   route({
     method: "DELETE",
@@ -49,7 +48,7 @@ export const teamRoutes: RouteDef[] = [
     access: "O",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
-      await services.team.remove(ctx.organizationId, params.userId!);
+      await services.team.remove(ctx.organizationId, params.userId);
       return noContent();
     },
   }),

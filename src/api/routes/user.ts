@@ -1,13 +1,13 @@
 // The calling user (docs/api.md#users-and-keys): profile and personal project API key.
-import { t } from "elysia";
+import { Type as T } from "@sinclair/typebox";
 import { notFound } from "../../core/errors.ts";
 import type { RequestContext } from "../auth.ts";
 import type { Services } from "../../services/index.ts";
 import { route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns } from "../responses.ts";
 
-export const UpdateUserBody = t.Object({ name: t.String({ minLength: 1, maxLength: 255, trim: true }) });
+export const UpdateUserBody = T.Object({ name: T.String({ minLength: 1, maxLength: 255, trim: true }) });
 
 async function currentUser(services: Services, ctx: RequestContext) {
   const user = ctx.userId ? await services.orgs.getUser(ctx.userId) : undefined;
@@ -15,13 +15,13 @@ async function currentUser(services: Services, ctx: RequestContext) {
   return user;
 }
 
-const projectKeyHolder = (ctx: RequestContext) => ({ kind: "project" as const, userId: ctx.userId!, projectId: ctx.projectId, organizationId: ctx.organizationId });
+const projectKeyHolder = (ctx: RequestContext) => ({ kind: "project" as const, userId: ctx.userId, projectId: ctx.projectId, organizationId: ctx.organizationId });
 
 export const userRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/user",
-    response: returns(S.User),
+    response: returns(R.User),
     access: "O",
     handler: async ({ services, ctx }) => {
       const u = await currentUser(services, ctx);
@@ -31,7 +31,7 @@ export const userRoutes: RouteDef[] = [
   route({
     method: "PATCH",
     path: "/user",
-    response: returns(S.UserUpdated),
+    response: returns(R.UserUpdated),
     access: "O",
     body: UpdateUserBody,
     handler: async ({ services, ctx, body }) => {
@@ -42,14 +42,14 @@ export const userRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/user/api-key",
-    response: returns(S.ApiKey, "The caller's key for the project, created if missing"),
+    response: returns(R.ApiKey, "The caller's key for the project, created if missing"),
     access: "P*",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.keyFor(projectKeyHolder(ctx)) }),
   }),
   route({
     method: "POST",
     path: "/user/api-key/regenerate",
-    response: returns(S.ApiKey, "The new key; the old one is invalid at once"),
+    response: returns(R.ApiKey, "The new key; the old one is invalid at once"),
     access: "P*",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.regenerate(projectKeyHolder(ctx)) }),
   }),

@@ -1,21 +1,21 @@
 // Health and the project's resource counts (docs/api.md#utility-endpoints).
 import { VERSION } from "../../runtime/version.ts";
 import { route, type RouteDef } from "../route.ts";
-import * as S from "../schemas.ts";
+import * as R from "../../core/records/index.ts";
 import { returns } from "../responses.ts";
 
 export const utilityRoutes: RouteDef[] = [
   route({
     method: "GET",
     path: "/health",
-    response: returns(S.Health),
+    response: returns(R.Health),
     access: "none",
-    handler: () => ({ status: "ok", version: VERSION, timestamp: new Date().toISOString() }),
+    handler: () => ({ status: "ok" as const, version: VERSION, timestamp: new Date().toISOString() }),
   }),
   route({
     method: "GET",
     path: "/counts",
-    response: returns(S.Counts),
+    response: returns(R.Counts),
     access: "P",
     handler: async ({ services, ctx }) => {
       const secrets = await services.secrets.listForProject(ctx.projectId, ctx.organizationId);

@@ -2,25 +2,11 @@
 // client bound to that project (the session cookie authenticates; the project travels in X-Project-Id).
 import type { Api } from "./api.ts";
 import type { Child } from "./h.ts";
+import type { Session } from "./api-types.ts";
 
-export interface ProjectInfo {
-  id: string;
-  name: string;
-  organizationId: string;
-}
-
-export interface OrganizationInfo {
-  id: string;
-  name: string;
-  role: "owner" | "admin" | "member";
-}
-
-export interface Session {
-  user: { id: string; email: string; name: string | null };
-  organizations: OrganizationInfo[];
-  projects: ProjectInfo[];
-  partner: { id: string; name: string; role: string } | null;
-}
+export type { Session };
+export type ProjectInfo = Session["projects"][number];
+export type OrganizationInfo = Session["organizations"][number];
 
 export interface PageCtx {
   session: Session | null;

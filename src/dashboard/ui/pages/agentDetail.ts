@@ -3,17 +3,12 @@
 import { attempt, badge, button, confirmAction, copyButton, empty, errorText, form, notice, openDialog, table } from "../components.ts";
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
-import { MODES, type AgentRecord } from "./agents.ts";
-import { openAccessDialog, type ConnectionGrant } from "./connectionAccess.ts";
+import { MODES } from "./agents.ts";
+import { openAccessDialog } from "./connectionAccess.ts";
 import { effectiveCredentials } from "./effectiveCredentials.ts";
+import type { AccessToken, Agent, GatewayUrl, GrantSet } from "../api-types.ts";
 
-interface GrantSet {
-  mode: string;
-  connections: (ConnectionGrant & { scope: string })[];
-  secrets: { secretId: string; name: string; type: string; scope: string }[];
-}
-
-function connectPanel(ctx: PageCtx, agent: AgentRecord & { accessToken?: string }, gatewayUrl: string): HTMLElement {
+function connectPanel(ctx: PageCtx, agent: Agent, gatewayUrl: string): HTMLElement {
   const proxy = (token: string) => {
     const u = new URL(gatewayUrl);
     return `${u.protocol}//x:${token}@${u.host}`;
@@ -44,7 +39,7 @@ function showToken(token: string): void {
   ]);
 }
 
-async function grantsSection(ctx: PageCtx, agent: AgentRecord): Promise<HTMLElement> {
+async function grantsSection(ctx: PageCtx, agent: Agent): Promise<HTMLElement> {
   const box = h("section", { "aria-labelledby": "grants-h" });
   const status = h("div");
   const draw = async () => {
@@ -110,9 +105,9 @@ async function grantsSection(ctx: PageCtx, agent: AgentRecord): Promise<HTMLElem
 export const agentDetailPage: PageFn = async (ctx) => {
   const id = ctx.params.agentId!;
   const [agent, list, gateway] = await Promise.all([
-    ctx.api.get<AgentRecord>(`/agents/${id}`),
-    ctx.api.get<(AgentRecord & { accessToken: string })[]>("/agents"),
-    ctx.api.get<{ url: string }>("/gateway-url"),
+    ctx.api.get<Agent>(`/agents/${id}`),
+    ctx.api.get<Agent[]>("/agents"),
+    ctx.api.get<GatewayUrl>("/gateway-url"),
   ]);
   const withToken = list.find((a) => a.id === id) ?? agent;
   const status = h("div");
@@ -132,7 +127,7 @@ export const agentDetailPage: PageFn = async (ctx) => {
   const regenerate = button("Regenerate token", async () => {
     if (!(await confirmAction("Regenerate the token?", "The current token stops working at once; running agents must be given the new one.", "Regenerate"))) return;
     await attempt(status, async () => {
-      const r = await ctx.api.send<{ accessToken: string }>("POST", `/agents/${id}/regenerate-token`);
+      const r = await ctx.api.send<AccessToken>("POST", `/agents/${id}/regenerate-token`);
       showToken(r.accessToken);
       (withToken as { accessToken?: string }).accessToken = r.accessToken;
     });

@@ -2,16 +2,7 @@
 import { badge, button, empty, form, formatTime, openDialog, table } from "../components.ts";
 import { h, replace } from "../h.ts";
 import type { PageFn } from "../types.ts";
-
-export interface AgentRecord {
-  id: string;
-  name: string;
-  identifier: string;
-  mode: "all" | "grants";
-  isDefault: boolean;
-  createdAt: string;
-  lastSeenAt: string | null;
-}
+import type { Agent } from "../api-types.ts";
 
 export const MODES: [string, string][] = [
   ["grants", "Only granted secrets and connections"],
@@ -21,7 +12,7 @@ export const MODES: [string, string][] = [
 export const agentsPage: PageFn = async (ctx) => {
   const list = h("div");
   const load = async () => {
-    const agents = await ctx.api.get<AgentRecord[]>("/agents");
+    const agents = await ctx.api.get<Agent[]>("/agents");
     replace(
       list,
       agents.length === 0
@@ -50,7 +41,7 @@ export const agentsPage: PageFn = async (ctx) => {
         submitLabel: "Create agent",
         onCancel: close,
         async onSubmit(v) {
-          const a = await ctx.api.send<AgentRecord>("POST", "/agents", { name: String(v.name).trim(), identifier: String(v.identifier).trim(), mode: v.mode });
+          const a = await ctx.api.send<Agent>("POST", "/agents", { name: String(v.name).trim(), identifier: String(v.identifier).trim(), mode: v.mode });
           close();
           ctx.navigate(ctx.link(`/agents/${a.id}`));
         },

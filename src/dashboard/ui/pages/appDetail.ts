@@ -5,19 +5,10 @@ import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
 import { connectionsTable, type ConnectionRecord } from "./apps.ts";
 import { openConnect, startOAuth, type AppItem } from "./connect.ts";
-
-interface BlockEntry {
-  hostId: string;
-  ruleId: string | null;
-  enabled: boolean;
-  custom: boolean;
-  name: string;
-  hostPattern: string;
-  scope: string | null;
-}
+import type { AppConfig, BlocklistEntry } from "../api-types.ts";
 
 async function byocSection(ctx: PageCtx, app: AppItem, reload: () => void): Promise<HTMLElement> {
-  const config = await ctx.api.get<{ settings: Record<string, string>; hasCredentials: boolean; enabled: boolean; source?: string }>(`/apps/${app.id}/config`);
+  const config = await ctx.api.get<AppConfig>(`/apps/${app.id}/config`);
   const status = h("div");
   const fromOrg = config.source === "organization";
   return h(
@@ -63,8 +54,8 @@ async function blocklistSection(ctx: PageCtx, app: AppItem): Promise<HTMLElement
   const box = h("section", { class: "card", "aria-labelledby": "block-h" });
   const status = h("div");
   const draw = async () => {
-    const entries = await ctx.api.get<BlockEntry[]>(`/apps/${app.id}/blocklist`);
-    const act = (e: BlockEntry) =>
+    const entries = await ctx.api.get<BlocklistEntry[]>(`/apps/${app.id}/blocklist`);
+    const act = (e: BlocklistEntry) =>
       attempt(status, async () => {
         if (!e.ruleId) await ctx.api.send("POST", `/apps/${app.id}/blocklist`, { hostId: e.hostId });
         else if (e.custom) await ctx.api.send("DELETE", `/apps/${app.id}/blocklist/${e.ruleId}`);

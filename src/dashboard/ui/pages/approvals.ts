@@ -7,38 +7,18 @@ import { queryString } from "../api.ts";
 import { attempt, badge, button, confirmAction, empty, errorText, formatTime, loading, notice, table } from "../components.ts";
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
-
-interface Approval {
-  id: string;
-  method: string;
-  url: string;
-  host: string;
-  path: string;
-  headers: Record<string, string>;
-  bodyPreview: string | null;
-  summary: { action: string; details: { label: string; value: string }[] } | null;
-  agent: { id: string; name: string; externalId: string };
-  createdAt: string;
-  expiresAt: string;
-}
+import type { ApprovalRequest, PendingApprovals, RememberedApproval, RequestLogPage } from "../api-types.ts";
 
 const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((r) => {
   const t = setTimeout(r, ms);
   signal.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
 });
 
-interface Remembered {
-  id: string;
-  agentId: string;
-  ruleId: string;
-  ruleName: string;
-  expiresAt: string;
-  createdBy: { userId: string | null; email: string | null } | { kind: "link" };
-}
+type Remembered = RememberedApproval;
 
-type Decide = (a: Approval, decision: "approve" | "deny", rememberMinutes?: number) => void;
+type Decide = (a: ApprovalRequest, decision: "approve" | "deny", rememberMinutes?: number) => void;
 
-function card(a: Approval, decide: Decide): HTMLElement {
+function card(a: ApprovalRequest, decide: Decide): HTMLElement {
   const what = `${a.method} ${a.host}${a.path}`;
   return h(
     "article",
@@ -61,7 +41,7 @@ function card(a: Approval, decide: Decide): HTMLElement {
 
 async function history(ctx: PageCtx, where: HTMLElement): Promise<void> {
   try {
-    const page = await ctx.api.get<{ data: any[] }>(`/logs${queryString({ limit: 200 })}`);
+    const page = await ctx.api.get<RequestLogPage>(`/logs${queryString({ limit: 200 })}`);
     const rows = page.data.filter((r) => r.approvalId);
     replace(
       where,
@@ -107,7 +87,7 @@ async function remembered(ctx: PageCtx, where: HTMLElement, status: HTMLElement)
 
 export const approvalsPage: PageFn = async (ctx) => {
   for (const a of await ctx.api.get<any[]>("/agents")) agentNames.set(a.id, a.name);
-  const shown = new Map<string, Approval>();
+  const shown = new Map<string, ApprovalRequest>();
   const list = h("div", { class: "approvals", "aria-live": "polite" }, loading("Waiting for requests…"));
   const status = h("div");
   const historyBox = h("div", null, loading());
@@ -144,12 +124,12 @@ export const approvalsPage: PageFn = async (ctx) => {
     let first = true;
     while (!ctx.signal.aborted) {
       try {
-        const all = await ctx.api.get<{ requests: Approval[] }>("/approvals/pending");
+        const all = await ctx.api.get<PendingApprovals>("/approvals/pending");
         shown.clear();
         for (const a of all.requests) shown.set(a.id, a);
         draw();
         if (first) first = false;
-        const fresh = await ctx.api.get<{ requests: Approval[] }>(`/approvals/pending${queryString({ exclude: [...shown.keys()].join(",") })}`);
+        const fresh = await ctx.api.get<PendingApprovals>(`/approvals/pending${queryString({ exclude: [...shown.keys()].join(",") })}`);
         for (const a of fresh.requests) shown.set(a.id, a);
         draw();
       } catch (err) {

@@ -5,15 +5,10 @@ import { badge, button, confirmAction, empty, errorText, form, formatTime, notic
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
 import { openConnect, type AppItem } from "./connect.ts";
+import type { Connection, OrganizationConnection } from "../api-types.ts";
 
-export interface ConnectionRecord {
-  id: string;
-  provider: string;
-  label: string | null;
-  status: string;
-  scope: string;
-  connectedAt: string;
-}
+/** A project's connection (`/connections`) or an organization's (`/org/connections`). */
+export type ConnectionRecord = Connection | OrganizationConnection;
 
 /** The connections table with rename and delete (project or organization endpoints). */
 export function connectionsTable(ctx: PageCtx, rows: ConnectionRecord[], base: "/connections" | "/org/connections", scope: string, status: HTMLElement, reload: () => Promise<void>): HTMLElement {

@@ -4,6 +4,7 @@ import { call } from "../api.ts";
 import { button, errorText, notice } from "../components.ts";
 import { h, replace } from "../h.ts";
 import type { PageFn } from "../types.ts";
+import type { Claimed } from "../api-types.ts";
 
 export const claimPage: PageFn = (ctx) => {
   const token = ctx.query.get("token") ?? "";
@@ -17,7 +18,7 @@ export const claimPage: PageFn = (ctx) => {
     async () => {
       claim.disabled = true;
       try {
-        const r = await call<{ projectId: string }>("POST", "/claim", { body: { token } });
+        const r = await call<Claimed>("POST", "/claim", { body: { token } });
         await ctx.signedIn();
         ctx.navigate(`/p/${r.projectId}`, { replace: true });
       } catch (err) {

@@ -5,18 +5,9 @@ import { button, form, notice, openDialog } from "../components.ts";
 import { h } from "../h.ts";
 import type { PageCtx } from "../types.ts";
 import { CONNECT_PROJECT_KEY } from "./appConnect.ts";
+import type { Agent, AppItem, Connected } from "../api-types.ts";
 
-export interface AppItem {
-  id: string;
-  name: string;
-  description: string;
-  available: boolean;
-  connectionType: "oauth" | "api_key";
-  fields: { name: string; label: string; secret: boolean }[];
-  configurable: boolean;
-  config: { settings: Record<string, string>; hasCredentials: boolean; enabled: boolean; source?: string } | null;
-  connections: { id: string; label: string | null; status: string; scopes: string[]; connectedAt: string }[];
-}
+export type { AppItem };
 
 /** Starts the OAuth flow in this tab; the session cookie authenticates and `_project` names the project. */
 export function startOAuth(ctx: PageCtx, app: AppItem, opts: { agentName?: string | null; connectionId?: string } = {}): void {
@@ -28,7 +19,7 @@ export function startOAuth(ctx: PageCtx, app: AppItem, opts: { agentName?: strin
 }
 
 async function grantToAgent(ctx: PageCtx, identifier: string, connectionId: string): Promise<string | null> {
-  const agent = (await ctx.api.get<{ id: string; identifier: string; name: string }[]>("/agents")).find((a) => a.identifier === identifier);
+  const agent = (await ctx.api.get<Agent[]>("/agents")).find((a) => a.identifier === identifier);
   if (!agent) return null;
   await ctx.api.send("PUT", `/agents/${agent.id}/grants/connections/${connectionId}`, { access: "full" });
   return agent.name;
@@ -61,7 +52,7 @@ export function openConnect(ctx: PageCtx, app: AppItem, opts: { agentName?: stri
       async onSubmit(v) {
         const fields = Object.fromEntries(app.fields.map((f) => [f.name, String(v[f.name] ?? "")]));
         const label = String(v.label ?? "").trim();
-        const r = await ctx.api.send<{ connection: { id: string; label: string } }>("POST", `/apps/${app.id}/connect`, { fields, ...(label ? { label } : {}) });
+        const r = await ctx.api.send<Connected>("POST", `/apps/${app.id}/connect`, { fields, ...(label ? { label } : {}) });
         const granted = opts.agentName ? await grantToAgent(ctx, opts.agentName, r.connection.id) : null;
         close();
         opts.onDone(`${app.name} is connected as ${r.connection.label}.${granted ? ` Granted to agent ${granted}.` : ""}`);

@@ -3,17 +3,10 @@
 // Dropbox, the repositories or folders it may reach.
 import { form, openDialog, type FieldSpec } from "../components.ts";
 import type { PageCtx } from "../types.ts";
-import type { PermissionDefinition } from "./policyTargets.ts";
+import type { PermissionDefinition } from "../api-types.ts";
+import type { GrantSet } from "../api-types.ts";
 
-export interface ConnectionGrant {
-  connectionId: string;
-  provider: string;
-  label: string | null;
-  access: "full" | "custom";
-  allow: string[];
-  ask: string[];
-  resources: Record<string, string[]> | null;
-}
+export type ConnectionGrant = GrantSet["connections"][number];
 
 /** The resource scope each provider supports, as the grant's `resources` key. */
 const RESOURCES: Record<string, { key: string; label: string; hint: string }> = {

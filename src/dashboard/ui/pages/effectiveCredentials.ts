@@ -3,12 +3,9 @@
 import { badge, empty, table } from "../components.ts";
 import { h } from "../h.ts";
 import type { PageCtx } from "../types.ts";
+import type { EffectiveCredentials } from "../api-types.ts";
 
-interface Effective {
-  secrets: { id: string; name: string; type: string; scope: string; hostPattern: string; status: Status }[];
-  connections: { id: string; provider: string; label: string | null; scope: string; status: Status; access: "full" | "custom" | null }[];
-}
-type Status = "usable" | "limited" | "blocked" | "not_granted";
+type Status = EffectiveCredentials["secrets"][number]["status"];
 
 const STATUS: Record<Status, [text: string, kind: string]> = {
   usable: ["usable", "connected"],
@@ -20,7 +17,7 @@ const STATUS: Record<Status, [text: string, kind: string]> = {
 const statusBadge = (s: Status) => badge(...STATUS[s]);
 
 export async function effectiveCredentials(ctx: PageCtx, agentId: string): Promise<HTMLElement> {
-  const e = await ctx.api.get<Effective>(`/agents/${agentId}/effective-credentials`);
+  const e = await ctx.api.get<EffectiveCredentials>(`/agents/${agentId}/effective-credentials`);
   const rows = [
     ...e.secrets.map((s) => [s.name, "Secret", h("code", null, s.hostPattern), s.scope, statusBadge(s.status)]),
     ...e.connections.map((c) => [c.label ?? c.provider, `Connection (${c.provider})`, c.access === "custom" ? "Chosen tools" : c.access === "full" ? "Every tool" : "—", c.scope, statusBadge(c.status)]),

@@ -4,6 +4,7 @@ import { queryString } from "../api.ts";
 import { badge, button, empty, errorText, form, formatTime, notice, table } from "../components.ts";
 import { h, replace } from "../h.ts";
 import type { PageFn } from "../types.ts";
+import type { Agent, RequestLogPage } from "../api-types.ts";
 
 const DECISIONS = ["allowed", "blocked", "blocked_by_default_policy", "rate_limited", "approval_pending", "approval_approved", "approval_denied", "approval_expired", "approval_cancelled", "approved_by_memory", "budget_exceeded", "claim_required", "error"];
 const FILTERS = ["agentId", "host", "decision", "status", "since", "until"] as const;
@@ -18,7 +19,7 @@ const toInput = (iso: string | null) => {
 const fromInput = (v: string) => (v ? new Date(v).toISOString() : null);
 
 export const logsPage: PageFn = async (ctx) => {
-  const agents = await ctx.api.get<{ id: string; name: string }[]>("/agents");
+  const agents = await ctx.api.get<Agent[]>("/agents");
   const names = new Map(agents.map((a) => [a.id, a.name]));
   const q = ctx.query;
   const results = h("div");
@@ -49,7 +50,7 @@ export const logsPage: PageFn = async (ctx) => {
   const load = async (cursor: string | null) => {
     const params: Record<string, string | null> = {};
     for (const k of FILTERS) params[k] = q.get(k);
-    const page = await ctx.api.get<{ data: any[]; nextCursor: string | null }>(`/logs${queryString({ ...params, limit: 50, cursor })}`);
+    const page = await ctx.api.get<RequestLogPage>(`/logs${queryString({ ...params, limit: 50, cursor })}`);
     rows.push(...page.data);
     draw();
     replace(

@@ -4,27 +4,10 @@
 import { attempt, badge, button, confirmAction, empty, errorText, form, formatTime, notice, openDialog, shownOnce, table } from "../components.ts";
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
+import type { Delivery, NotificationChannel } from "../api-types.ts";
 import { isAdmin, orgTabs } from "./orgTabs.ts";
 
-interface Channel {
-  id: string;
-  kind: "webhook" | "slack" | "ntfy";
-  url: string;
-  events: string[];
-  enabled: boolean;
-  createdAt: string;
-}
-
-interface Delivery {
-  id: string;
-  channelId: string;
-  event: string;
-  status: "delivered" | "retrying" | "failed";
-  attempts: number;
-  lastStatus: number | null;
-  lastError: string | null;
-  createdAt: string;
-}
+type Channel = NotificationChannel;
 
 const EVENTS: [string, string][] = [
   ["approval.requested", "A request waits for approval"],

@@ -5,16 +5,11 @@ import { attempt, badge, button, confirmAction, notice, table } from "../compone
 import { h, replace } from "../h.ts";
 import type { PageCtx } from "../types.ts";
 import type { SecretRecord } from "./secretForm.ts";
-
-interface PartnerStatus {
-  partnerManaged: boolean;
-  detached: boolean;
-  partnerName: string | null;
-}
+import type { OrgPartnerStatus } from "../api-types.ts";
 
 export async function orgPartnerSection(ctx: PageCtx): Promise<HTMLElement | null> {
   if (ctx.mode !== "cloud") return null;
-  const [st, inherited] = await Promise.all([ctx.api.get<PartnerStatus>("/org/partner/status"), ctx.api.get<SecretRecord[]>("/org/partner/inherited-secrets")]);
+  const [st, inherited] = await Promise.all([ctx.api.get<OrgPartnerStatus>("/org/partner/status"), ctx.api.get<SecretRecord[]>("/org/partner/inherited-secrets")]);
   if (!st.partnerManaged) return null;
   const status = h("div");
   const partner = st.partnerName ?? "a partner";

@@ -8,12 +8,13 @@ import { isAdmin, orgTabs } from "./orgTabs.ts";
 import { orgPartnerSection } from "./orgPartner.ts";
 import { policyView } from "./policy.ts";
 import { secretsView } from "./secrets.ts";
+import type { ApiKey, Organization } from "../api-types.ts";
 
 const notAdmin = (ctx: PageCtx, title: string) => [h("h1", { tabindex: "-1" }, title), orgTabs(ctx), notice("info", "Only organization admins and owners manage the organization.")];
 
 export const organizationPage: PageFn = async (ctx) => {
   if (!isAdmin(ctx)) return notAdmin(ctx, "Organization");
-  const [org, conns] = await Promise.all([ctx.api.get<{ name: string; id: string }>("/org/settings"), ctx.api.get<ConnectionRecord[]>("/org/connections")]);
+  const [org, conns] = await Promise.all([ctx.api.get<Organization>("/org/settings"), ctx.api.get<ConnectionRecord[]>("/org/connections")]);
   const status = h("div");
   const keyBox = h("div");
   const keyStatus = h("div");
@@ -26,11 +27,11 @@ export const organizationPage: PageFn = async (ctx) => {
       h(
         "div",
         { class: "actions" },
-        key ? copyButton(() => key!, "Copy key") : button("Show key", () => attempt(keyStatus, async () => ((key = (await ctx.api.get<{ apiKey: string }>("/org/api-key")).apiKey), drawKey()))),
+        key ? copyButton(() => key!, "Copy key") : button("Show key", () => attempt(keyStatus, async () => ((key = (await ctx.api.get<ApiKey>("/org/api-key")).apiKey), drawKey()))),
         button("Regenerate key", async () => {
           if (!(await confirmAction("Regenerate the organization key?", "The current key stops working at once.", "Regenerate"))) return;
           await attempt(keyStatus, async () => {
-            key = (await ctx.api.send<{ apiKey: string }>("POST", "/org/api-key/regenerate")).apiKey;
+            key = (await ctx.api.send<ApiKey>("POST", "/org/api-key/regenerate")).apiKey;
             drawKey();
             replace(keyStatus, notice("success", "New key created; the old one no longer works."));
           });

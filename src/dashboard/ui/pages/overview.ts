@@ -4,6 +4,7 @@ import { queryString } from "../api.ts";
 import { empty, loading, errorText, notice } from "../components.ts";
 import { h, replace, svg } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
+import type { Counts } from "../api-types.ts";
 
 const GROUPS: [key: string, label: string, test: (d: string) => boolean][] = [
   ["allowed", "Allowed", (d) => d === "allowed" || d === "approval_approved" || d === "approved_by_memory"],
@@ -66,7 +67,7 @@ function chart(rows: { createdAt: string; decision: string }[], start: number): 
 }
 
 export const overviewPage: PageFn = async (ctx) => {
-  const counts = await ctx.api.get<{ agents: number; apps: number; llms: number; secrets: number }>("/counts");
+  const counts = await ctx.api.get<Counts>("/counts");
   const chartBox = h("section", { "aria-labelledby": "chart-h" }, h("h2", { id: "chart-h" }, "Gateway requests, last 24 hours"), loading());
   const start = Math.floor(Date.now() / 3600_000) * 3600_000 - (HOURS - 1) * 3600_000;
   recentLogs(ctx, new Date(start).toISOString())

@@ -5,32 +5,16 @@ import { attempt, badge, button, confirmAction, empty, errorText, form, formatTi
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
 import { loadTargetChoices, targetFields, targetsFrom, targetText, type Target } from "./policyTargets.ts";
+import type { Agent, LastPublish, PolicyRule, PublishResult } from "../api-types.ts";
 
-interface Rule {
-  id: string;
-  logicalId: string;
-  name: string;
-  description: string | null;
-  enabled: boolean;
-  action: "allow" | "block";
-  rateLimit: number | null;
-  rateLimitWindow: string | null;
-  requireApproval: boolean;
-  conditions: { target: string; operator: string; value: string }[] | null;
-  identities: { type: string; id: string }[];
-  targets: Target[];
-  priority: number;
-  isDefault: boolean;
-}
-
-function describe(r: Rule): string {
+function describe(r: PolicyRule): string {
   const mods = [r.requireApproval ? "needs approval" : "", r.rateLimit ? `${r.rateLimit} per ${r.rateLimitWindow}` : "", r.enabled ? "" : "disabled"].filter(Boolean);
   return `${r.action}${mods.length ? ` (${mods.join(", ")})` : ""}`;
 }
 
 /** What publishing would change: rules added, removed or edited since the published generation. */
-function diff(draft: Rule[], published: Rule[], draftDefault: Rule, publishedDefault: Rule): HTMLElement {
-  const key = (r: Rule) => JSON.stringify([r.name, r.description, r.enabled, r.action, r.rateLimit, r.rateLimitWindow, r.requireApproval, r.conditions, r.identities, r.targets, r.priority]);
+function diff(draft: PolicyRule[], published: PolicyRule[], draftDefault: PolicyRule, publishedDefault: PolicyRule): HTMLElement {
+  const key = (r: PolicyRule) => JSON.stringify([r.name, r.description, r.enabled, r.action, r.rateLimit, r.rateLimitWindow, r.requireApproval, r.conditions, r.identities, r.targets, r.priority]);
   const before = new Map(published.map((r) => [r.logicalId, r]));
   const after = new Map(draft.map((r) => [r.logicalId, r]));
   const items: HTMLElement[] = [];
@@ -49,16 +33,16 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
   const list = h("div");
   const last = h("p", { class: "meta" });
   const [agents, choices] = await Promise.all([
-    base === "/policy" ? ctx.api.get<{ id: string; name: string }[]>("/agents") : Promise.resolve([]),
+    base === "/policy" ? ctx.api.get<Agent[]>("/agents") : Promise.resolve([]),
     loadTargetChoices(ctx, base === "/policy" ? "project" : "organization"),
   ]);
   const agentName = (id: string) => agents.find((a) => a.id === id)?.name ?? id;
-  let rules: Rule[] = [];
-  let defaultRule: Rule;
+  let rules: PolicyRule[] = [];
+  let defaultRule: PolicyRule;
 
   const load = async () => {
-    [rules, defaultRule] = await Promise.all([ctx.api.get<Rule[]>(`${base}/rules`), ctx.api.get<Rule>(`${base}/default`)]);
-    const lp = await ctx.api.get<{ generation: number; ruleCount: number; appliedAt: string; appliedBy: { name: string | null; email: string } | null } | null>(`${base}/last-publish`);
+    [rules, defaultRule] = await Promise.all([ctx.api.get<PolicyRule[]>(`${base}/rules`), ctx.api.get<PolicyRule>(`${base}/default`)]);
+    const lp = await ctx.api.get<LastPublish>(`${base}/last-publish`);
     replace(last, lp ? `Last published: generation ${lp.generation}, ${lp.ruleCount} rules, ${formatTime(lp.appliedAt)}${lp.appliedBy ? ` by ${lp.appliedBy.email}` : ""}.` : "Not published yet: no custom rule is enforced.");
     const defaultSelect = h("select", { id: "default-action", "aria-label": "Default rule action" }, h("option", { value: "allow", selected: defaultRule.action === "allow" }, "Allow"), h("option", { value: "block", selected: defaultRule.action === "block" }, "Block"));
     defaultSelect.addEventListener("change", () => void attempt(status, async () => {
@@ -100,7 +84,7 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
       await load();
     });
 
-  const remove = async (r: Rule) => {
+  const remove = async (r: PolicyRule) => {
     if (!(await confirmAction(`Delete ${r.name}?`, "The rule leaves the draft; it stops applying at the next publish.", "Delete rule"))) return;
     await attempt(status, async () => {
       await ctx.api.send("DELETE", `${base}/rules/${r.id}`);
@@ -108,7 +92,7 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
     });
   };
 
-  const edit = (r?: Rule) => {
+  const edit = (r?: PolicyRule) => {
     openDialog(r ? `Edit ${r.name}` : "Add rule", (close) =>
       form({
         fields: [
@@ -156,7 +140,7 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
 
   const publish = () =>
     attempt(status, async () => {
-      const [published, publishedDefault] = await Promise.all([ctx.api.get<Rule[]>(`${base}/rules?status=published`), ctx.api.get<Rule>(`${base}/default?status=published`)]);
+      const [published, publishedDefault] = await Promise.all([ctx.api.get<PolicyRule[]>(`${base}/rules?status=published`), ctx.api.get<PolicyRule>(`${base}/default?status=published`)]);
       openDialog("Publish policy", (close) => [
         h("p", null, "These changes take effect at the gateway as soon as you publish:"),
         diff(rules, published, defaultRule, publishedDefault),
@@ -165,7 +149,7 @@ export async function policyView(ctx: PageCtx, base: "/policy" | "/org/policy"):
           { class: "actions" },
           button("Publish", () =>
             attempt(status, async () => {
-              const r = await ctx.api.send<{ generation: number; ruleCount: number }>("POST", `${base}/publish`);
+              const r = await ctx.api.send<PublishResult>("POST", `${base}/publish`);
               close();
               replace(status, notice("success", `Published generation ${r.generation} (${r.ruleCount} rules).`));
               await load();

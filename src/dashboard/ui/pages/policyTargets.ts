@@ -5,25 +5,16 @@ import type { FieldSpec } from "../components.ts";
 import type { PageCtx } from "../types.ts";
 import type { ConnectionRecord } from "./apps.ts";
 import type { SecretRecord } from "./secretForm.ts";
+import type { AppItem, PermissionDefinition, PolicyRule } from "../api-types.ts";
 
-export interface Target {
-  kind: string;
-  hostPattern?: string;
-  pathPattern?: string;
-  method?: string;
-  provider?: string;
-  connectionId?: string;
-  secretId?: string;
-  secretScope?: string;
-  tools?: string[];
-}
+export type Target = PolicyRule["targets"][number];
+type TargetOf<K extends Target["kind"]> = Extract<Target, { kind: K }>;
+const ofKind =
+  <K extends Target["kind"]>(kind: K) =>
+  (t: Target): t is TargetOf<K> =>
+    t.kind === kind;
 
 /** An app's tools by category (docs/api.md#records Permission definition). */
-export interface PermissionDefinition {
-  provider: string;
-  groups: { category: string; tools: { id: string; name: string; description: string }[] }[];
-}
-
 export interface TargetChoices {
   scope: "project" | "organization";
   apps: { id: string; name: string }[];
@@ -36,7 +27,7 @@ export interface TargetChoices {
 export async function loadTargetChoices(ctx: PageCtx, scope: TargetChoices["scope"]): Promise<TargetChoices> {
   const org = scope === "organization";
   const [apps, definitions, connections, secrets] = await Promise.all([
-    ctx.api.get<{ id: string; name: string }[]>("/apps"),
+    ctx.api.get<AppItem[]>("/apps"),
     ctx.api.get<PermissionDefinition[]>("/apps/permission-definitions"),
     ctx.api.get<ConnectionRecord[]>(org ? "/org/connections" : "/connections"),
     ctx.api.get<SecretRecord[]>(org ? "/org/secrets" : "/secrets"),
@@ -56,21 +47,19 @@ const secretName = (c: TargetChoices, id: string) => c.secrets.find((s) => s.id 
 /** A target as a person reads it: names, not ids. */
 export function targetText(t: Target, c: TargetChoices): string {
   if (t.kind === "network") return [t.method, `${t.hostPattern}${t.pathPattern ?? ""}`].filter(Boolean).join(" ");
-  const tools = (provider: string) => (t.tools?.length ? `: ${t.tools.map((id) => toolName(c, provider, id)).join(", ")}` : "");
-  if (t.kind === "app") return `${appName(c, t.provider!)}${tools(t.provider!)}`;
-  if (t.kind === "connection") {
-    const provider = c.connections.find((x) => x.id === t.connectionId)?.provider ?? "";
-    return `connection ${connectionName(c, t.connectionId!)}${tools(provider)}`;
-  }
-  return t.secretId ? `secret ${secretName(c, t.secretId)}` : `every ${t.secretScope} secret`;
+  if (t.kind === "secret") return t.secretId ? `secret ${secretName(c, t.secretId)}` : `every ${t.secretScope} secret`;
+  const tools = (provider: string) => (t.tools.length ? `: ${t.tools.map((id) => toolName(c, provider, id)).join(", ")}` : "");
+  if (t.kind === "app") return `${appName(c, t.provider)}${tools(t.provider)}`;
+  const provider = c.connections.find((x) => x.id === t.connectionId)?.provider ?? "";
+  return `connection ${connectionName(c, t.connectionId)}${tools(provider)}`;
 }
 
-const networkLine = (t: Target) => [t.hostPattern, t.pathPattern, t.method].filter(Boolean).join(" ");
+const networkLine = (t: TargetOf<"network">) => [t.hostPattern, t.pathPattern, t.method].filter(Boolean).join(" ");
 
 /** One network target per line: `host [path] [METHOD]`, e.g. `api.example.com /v1/* POST`. */
 function parseNetwork(text: string): Target[] {
   return lines(text).map((line) => {
-    const t: Target = { kind: "network", hostPattern: "" };
+    const t: TargetOf<"network"> = { kind: "network", hostPattern: "" };
     for (const part of line.split(/\s+/)) {
       if (/^[A-Z]+$/.test(part)) t.method = part;
       else if (part.startsWith("/")) t.pathPattern = part;
@@ -81,10 +70,10 @@ function parseNetwork(text: string): Target[] {
 }
 
 const lines = (text: string) => text.split("\n").map((l) => l.trim()).filter(Boolean);
-const isKept = (t: Target) => t.kind === "connection" && (t.tools?.length ?? 0) > 0;
+const isKept = (t: Target) => t.kind === "connection" && t.tools.length > 0;
 
 export function targetFields(c: TargetChoices, targets: Target[]): FieldSpec[] {
-  const apps = targets.filter((t) => t.kind === "app");
+  const apps = targets.filter(ofKind("app"));
   const kept = targets.filter(isKept);
   const secretOptions: [string, string][] = [
     [`scope:${c.scope}`, `Every ${c.scope} secret`],
@@ -95,7 +84,7 @@ export function targetFields(c: TargetChoices, targets: Target[]): FieldSpec[] {
       name: "targets",
       label: "Hosts",
       type: "textarea",
-      value: targets.filter((t) => t.kind === "network").map(networkLine).join("\n"),
+      value: targets.filter(ofKind("network")).map(networkLine).join("\n"),
       placeholder: "api.example.com /admin/* DELETE",
       hint: "One per line: host, then optionally a path and a method. * matches any host.",
       match: /target|host|wildcard|pathPattern|method/i,
@@ -106,7 +95,7 @@ export function targetFields(c: TargetChoices, targets: Target[]): FieldSpec[] {
       type: "select",
       multiple: true,
       options: c.apps.map((a): [string, string] => [a.id, a.name]),
-      values: apps.filter((t) => !t.tools?.length).map((t) => t.provider!),
+      values: apps.filter((t) => !t.tools.length).map((t) => t.provider),
       match: /provider/i,
     },
     {
@@ -115,7 +104,7 @@ export function targetFields(c: TargetChoices, targets: Target[]): FieldSpec[] {
       type: "select",
       multiple: true,
       options: c.definitions.flatMap((d) => d.groups.flatMap((g) => g.tools.map((t): [string, string] => [`${d.provider} ${t.id}`, `${appName(c, d.provider)} · ${t.name} (${g.category})`]))),
-      values: apps.flatMap((t) => (t.tools ?? []).map((id) => `${t.provider} ${id}`)),
+      values: apps.flatMap((t) => t.tools.map((id) => `${t.provider} ${id}`)),
       hint: "Matches the requests of those tools only (their method, host and path).",
       match: /tool/i,
     },
@@ -125,7 +114,7 @@ export function targetFields(c: TargetChoices, targets: Target[]): FieldSpec[] {
       type: "select",
       multiple: true,
       options: c.connections.map((x): [string, string] => [x.id, connectionName(c, x.id)]),
-      values: targets.filter((t) => t.kind === "connection" && !isKept(t)).map((t) => t.connectionId!),
+      values: targets.filter(ofKind("connection")).filter((t) => !isKept(t)).map((t) => t.connectionId),
       hint: kept.length ? `Also kept: ${kept.map((t) => targetText(t, c)).join("; ")}.` : "Requests that use that connection's credential.",
       match: /connection/i,
     },
@@ -135,7 +124,7 @@ export function targetFields(c: TargetChoices, targets: Target[]): FieldSpec[] {
       type: "select",
       multiple: true,
       options: secretOptions,
-      values: targets.filter((t) => t.kind === "secret").map((t) => (t.secretId ? `id:${t.secretId}` : `scope:${t.secretScope}`)),
+      values: targets.filter(ofKind("secret")).map((t) => (t.secretId ? `id:${t.secretId}` : `scope:${t.secretScope}`)),
       hint: "Requests into which that secret would be injected.",
       match: /secret/i,
     },
@@ -155,7 +144,7 @@ export function targetsFrom(v: Record<string, string | boolean>, previous: Targe
     ...picked("apps").map((provider): Target => ({ kind: "app", provider, tools: [] })),
     ...[...tools].map(([provider, ids]): Target => ({ kind: "app", provider, tools: ids })),
     ...picked("connections").map((connectionId): Target => ({ kind: "connection", connectionId, tools: [] })),
-    ...picked("secrets").map((s): Target => (s.startsWith("id:") ? { kind: "secret", secretId: s.slice(3) } : { kind: "secret", secretScope: s.slice(6) })),
+    ...picked("secrets").map((s): Target => (s.startsWith("id:") ? { kind: "secret", secretId: s.slice(3) } : { kind: "secret", secretScope: s.slice(6) === "organization" ? "organization" : "project" })),
     ...previous.filter(isKept),
   ];
 }

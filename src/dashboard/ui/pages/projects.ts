@@ -4,7 +4,7 @@ import { attempt, button, confirmAction, form, formatTime, notice, openDialog, s
 import { h, replace } from "../h.ts";
 import type { PageFn } from "../types.ts";
 import { isAdmin, orgTabs } from "./orgTabs.ts";
-import type { ProjectRecord } from "./partner/shared.ts";
+import type { Project, ProjectCreated } from "../api-types.ts";
 
 export const projectsPage: PageFn = async (ctx) => {
   const title = h("h1", { tabindex: "-1" }, "Projects");
@@ -14,7 +14,7 @@ export const projectsPage: PageFn = async (ctx) => {
   const status = h("div");
   const list = h("div");
   const load = async () => {
-    const rows = await ctx.api.get<ProjectRecord[]>("/projects");
+    const rows = await ctx.api.get<Project[]>("/projects");
     replace(
       list,
       table(
@@ -44,7 +44,7 @@ export const projectsPage: PageFn = async (ctx) => {
         submitLabel: "Create project",
         onCancel: close,
         async onSubmit(v) {
-          const r = await ctx.api.send<ProjectRecord & { apiKey: string }>("POST", "/projects", { name: String(v.name).trim() });
+          const r = await ctx.api.send<ProjectCreated>("POST", "/projects", { name: String(v.name).trim() });
           close();
           await ctx.signedIn();
           replace(status, h("div", null, shownOnce(`Created ${r.name} with a Default agent. Your key for it is shown only once:`, [["Project API key", r.apiKey]]), h("p", null, h("a", { href: `/p/${r.id}` }, `Open ${r.name}`))));
@@ -52,7 +52,7 @@ export const projectsPage: PageFn = async (ctx) => {
         },
       }),
     );
-  const rename = (p: ProjectRecord) =>
+  const rename = (p: Project) =>
     openDialog(`Rename ${p.name}`, (close) =>
       form({
         fields: [nameField(p.name)],
@@ -66,7 +66,7 @@ export const projectsPage: PageFn = async (ctx) => {
         },
       }),
     );
-  const remove = (p: ProjectRecord) =>
+  const remove = (p: Project) =>
     attempt(status, async () => {
       if (!(await confirmAction(`Delete ${p.name}?`, "Its agents, secrets, connections, rules and logs are deleted.", "Delete project"))) return;
       await ctx.api.send("DELETE", `/projects/${p.id}`);

@@ -2,6 +2,9 @@
 // secret (header, query parameter, URL path template, URL path regex), the LLM key types, and an external
 // vault reference. It builds the request body of POST and PATCH /secrets (docs/injection.md#secrets).
 import type { FieldSpec } from "../components.ts";
+import type { Secret } from "../api-types.ts";
+
+export type SecretRecord = Secret;
 
 export const TYPES: [string, string][] = [
   ["generic", "Generic secret (header, query or path)"],
@@ -16,22 +19,7 @@ const INJECTIONS: [string, string][] = [
   ["pathRegex", "URL path regex"],
 ];
 
-export interface SecretRecord {
-  id: string;
-  name: string;
-  type: string;
-  valueSource: "inline" | "external_vault";
-  opRef: string | null;
-  hostPattern: string;
-  pathPattern: string | null;
-  injectionConfig: Record<string, string> | null;
-  metadata: Record<string, unknown> | null;
-  scope: string;
-  typeLabel: string;
-  createdAt: string;
-}
-
-function injectionKind(c: Record<string, string> | null): string {
+function injectionKind(c: Partial<Record<string, string>> | null): string {
   if (!c) return "header";
   if ("paramName" in c) return "query";
   if ("pathTemplate" in c) return "pathTemplate";
@@ -55,7 +43,8 @@ const isVault = (v: Values) => v.valueSource === "external_vault";
 export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?: string; host?: string }; allowVault: boolean }): FieldSpec[] {
   const s = opts.existing;
   const type = s?.type ?? (TYPES.some(([t]) => t === opts.prefill?.type) ? opts.prefill!.type! : "generic");
-  const c = s?.injectionConfig ?? null;
+  // Read field by field: whichever variant it is, the form shows its fields.
+  const c: Partial<Record<string, string>> | null = s?.injectionConfig ?? null;
   const kind = injectionKind(c);
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true, value: s?.name ?? "", match: /^name /i },

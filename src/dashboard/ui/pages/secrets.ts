@@ -6,6 +6,7 @@ import { badge, button, confirmAction, empty, errorText, form, formatTime, notic
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
 import { describeInjection, secretBody, secretFields, type SecretRecord } from "./secretForm.ts";
+import type { SecretCreated } from "../api-types.ts";
 
 const BASES = { project: "/secrets", organization: "/org/secrets", partner: "/partner/secrets" };
 const CAPTIONS = { project: "Secrets of this project", organization: "Secrets of the organization", partner: "Secrets of the partner" };
@@ -70,7 +71,7 @@ export function secretsView(ctx: PageCtx, scope: "project" | "organization" | "p
             await ctx.api.send("PATCH", `${base}/${existing.id}`, secretBody(v, true));
             replace(status, notice("success", `Saved ${existing.name}.`));
           } else {
-            const created = await ctx.api.send<{ name: string; preview?: string }>("POST", base, secretBody(v, false));
+            const created = await ctx.api.send<SecretCreated>("POST", base, secretBody(v, false));
             replace(status, notice("success", `Added ${created.name}.`, created.preview ? [" Stored value: ", h("code", null, created.preview)] : null));
           }
           close();

@@ -6,15 +6,7 @@ import { removeControl, roleControl, type MemberRow } from "./memberControls.ts"
 import { h, replace } from "../h.ts";
 import type { PageFn } from "../types.ts";
 import { isAdmin, orgTabs } from "./orgTabs.ts";
-
-interface TeamMember {
-  userId: string;
-  email: string;
-  name: string | null;
-  role: "owner" | "admin" | "member";
-  status: "active" | "pending";
-  joinedAt: string;
-}
+import type { Provision, TeamMember } from "../api-types.ts";
 
 const ROLES: [string, string][] = [
   ["member", "Member"],
@@ -58,7 +50,7 @@ export const teamPage: PageFn = async (ctx) => {
         submitLabel: "Provision",
         onCancel: close,
         async onSubmit(v) {
-          const r = await ctx.api.send<{ apiKey: string; claimUrl: string; expiresAt: string }>("POST", "/team/provisions", { role: v.role });
+          const r = await ctx.api.send<Provision>("POST", "/team/provisions", { role: v.role });
           close();
           replace(status, shownOnce(`Copy these now: they are shown only once. The claim link works until ${formatTime(r.expiresAt)}.`, [["Claim link", r.claimUrl], ["Project API key", r.apiKey]]));
           await load();

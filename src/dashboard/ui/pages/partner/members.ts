@@ -5,13 +5,7 @@ import { removeControl, roleControl, type MemberRow } from "../memberControls.ts
 import { h, replace } from "../../h.ts";
 import type { PageFn } from "../../types.ts";
 import { managesPartner, partnerGate } from "./shared.ts";
-
-interface Member {
-  userId: string;
-  email: string;
-  role: "owner" | "admin" | "member";
-  createdAt: string;
-}
+import type { PartnerMember, PartnerMemberAdded } from "../../api-types.ts";
 
 const ROLES: [string, string][] = [
   ["member", "Member: organizations, secrets and projects"],
@@ -25,7 +19,7 @@ export const partnerMembersPage: PageFn = async (ctx) => {
   const status = h("div");
   const list = h("div");
   const load = async () => {
-    const rows = await ctx.api.get<Member[]>("/partner/members");
+    const rows = await ctx.api.get<PartnerMember[]>("/partner/members");
     replace(
       list,
       rows.length === 0
@@ -55,7 +49,7 @@ export const partnerMembersPage: PageFn = async (ctx) => {
         submitLabel: "Add member",
         onCancel: close,
         async onSubmit(v) {
-          const r = await ctx.api.send<Member & { inviteUrl: string | null }>("POST", "/partner/members", { email: String(v.email).trim(), role: v.role });
+          const r = await ctx.api.send<PartnerMemberAdded>("POST", "/partner/members", { email: String(v.email).trim(), role: v.role });
           close();
           replace(
             status,

@@ -4,8 +4,8 @@
 import { attempt, badge, button, confirmAction, empty, form, formatTime, notice, openDialog, shownOnce, spendBar, table } from "../../components.ts";
 import { h, replace } from "../../h.ts";
 import type { PageCtx, PageFn } from "../../types.ts";
-import type { SecretRecord } from "../secretForm.ts";
-import { managesPartner, partnerGate, STATUS_TEXT, type PartnerOrg, type ProjectRecord, type SpendBudget } from "./shared.ts";
+import { managesPartner, partnerGate, STATUS_TEXT } from "./shared.ts";
+import type { ClaimLink, PartnerOrganization, Project, RotatedTokens, Secret, SpendBudget } from "../../api-types.ts";
 
 const PERIODS: [string, string][] = [
   ["monthly", "Monthly (resets on the 1st, UTC)"],
@@ -16,7 +16,7 @@ export const partnerOrgPage: PageFn = async (ctx) => {
   const gate = partnerGate(ctx, "Organization");
   if (gate) return gate;
   const id = ctx.params.orgId!;
-  const org = await ctx.api.get<PartnerOrg>(`/partner/orgs/${id}`);
+  const org = await ctx.api.get<PartnerOrganization>(`/partner/orgs/${id}`);
   const status = h("div");
   const reveal = h("div");
   const unclaimed = org.status === "unclaimed";
@@ -24,13 +24,13 @@ export const partnerOrgPage: PageFn = async (ctx) => {
   const claimLink = () =>
     attempt(status, async () => {
       if (!(await confirmAction("Issue a new claim link?", "The previous link stops working at once.", "Issue new link"))) return;
-      const r = await ctx.api.send<{ claimUrl: string }>("POST", `/partner/orgs/${id}/claim-link`);
+      const r = await ctx.api.send<ClaimLink>("POST", `/partner/orgs/${id}/claim-link`);
       replace(reveal, shownOnce("Give this link to your customer. It is shown only once; the previous link no longer works.", [["Claim link", r.claimUrl]]));
     });
   const rotate = () =>
     attempt(status, async () => {
       if (!(await confirmAction("Rotate the credentials?", "The organization key, the project key and the agent token are replaced; the old ones stop working at once.", "Rotate"))) return;
-      const r = await ctx.api.send<{ orgApiKey: string; projectApiKey: string; agentToken: string }>("POST", `/partner/orgs/${id}/rotate-tokens`);
+      const r = await ctx.api.send<RotatedTokens>("POST", `/partner/orgs/${id}/rotate-tokens`);
       replace(reveal, shownOnce("Copy these now: they are shown only once. The old values no longer work.", [["Organization API key", r.orgApiKey], ["Project API key", r.projectApiKey], ["Agent token", r.agentToken]]));
     });
   const remove = () =>
@@ -68,13 +68,13 @@ export const partnerOrgPage: PageFn = async (ctx) => {
   ];
 };
 
-async function projectsSection(ctx: PageCtx, org: PartnerOrg): Promise<HTMLElement> {
+async function projectsSection(ctx: PageCtx, org: PartnerOrganization): Promise<HTMLElement> {
   const status = h("div");
   const list = h("div");
   const base = `/partner/orgs/${org.id}/projects`;
   const editable = org.status === "unclaimed";
   const load = async () => {
-    const rows = await ctx.api.get<ProjectRecord[]>(base);
+    const rows = await ctx.api.get<Project[]>(base);
     replace(
       list,
       rows.length === 0
@@ -115,12 +115,12 @@ async function projectsSection(ctx: PageCtx, org: PartnerOrg): Promise<HTMLEleme
   return h("section", { "aria-labelledby": "projects-h" }, h("h2", { id: "projects-h" }, "Projects"), status, editable ? h("div", { class: "toolbar" }, button("Add project", create)) : null, list);
 }
 
-async function budgetsSection(ctx: PageCtx, org: PartnerOrg): Promise<HTMLElement> {
+async function budgetsSection(ctx: PageCtx, org: PartnerOrganization): Promise<HTMLElement> {
   const status = h("div");
   const list = h("div");
   const manage = managesPartner(ctx);
   const load = async () => {
-    const [secrets, budgets] = await Promise.all([ctx.api.get<SecretRecord[]>("/partner/secrets"), ctx.api.get<SpendBudget[]>(`/partner/orgs/${org.id}/budgets`)]);
+    const [secrets, budgets] = await Promise.all([ctx.api.get<Secret[]>("/partner/secrets"), ctx.api.get<SpendBudget[]>(`/partner/orgs/${org.id}/budgets`)]);
     const keys = secrets.filter((s) => s.type === "llm_a" || s.type === "llm_b");
     replace(
       list,
@@ -148,7 +148,7 @@ async function budgetsSection(ctx: PageCtx, org: PartnerOrg): Promise<HTMLElemen
           ),
     );
   };
-  const edit = (s: SecretRecord, existing?: SpendBudget) =>
+  const edit = (s: Secret, existing?: SpendBudget) =>
     openDialog(`Budget for ${s.name}`, (close) =>
       form({
         fields: [
@@ -167,7 +167,7 @@ async function budgetsSection(ctx: PageCtx, org: PartnerOrg): Promise<HTMLElemen
         },
       }),
     );
-  const removeBudget = (s: SecretRecord) =>
+  const removeBudget = (s: Secret) =>
     attempt(status, async () => {
       if (!(await confirmAction(`Remove the budget of ${s.name}?`, "The organization's spend through this key is no longer limited.", "Remove budget"))) return;
       await ctx.api.send("DELETE", `/partner/orgs/${org.id}/secrets/${s.id}/budget`);

@@ -3,17 +3,8 @@
 import { badge, button, empty, form, formatTime, openDialog, shownOnce, table } from "../../components.ts";
 import { h, replace } from "../../h.ts";
 import type { PageFn } from "../../types.ts";
-import { partnerGate, STATUS_TEXT, type PartnerOrg } from "./shared.ts";
-
-interface Created {
-  organizationId: string;
-  projectId: string;
-  agentId: string;
-  orgApiKey: string;
-  projectApiKey: string;
-  agentToken: string;
-  claimUrl: string;
-}
+import { partnerGate, STATUS_TEXT } from "./shared.ts";
+import type { PartnerOrganization, PartnerOrgCreated } from "../../api-types.ts";
 
 export const partnerOrgsPage: PageFn = async (ctx) => {
   const gate = partnerGate(ctx, "Organizations");
@@ -21,7 +12,7 @@ export const partnerOrgsPage: PageFn = async (ctx) => {
   const created = h("div");
   const list = h("div");
   const load = async () => {
-    const orgs = await ctx.api.get<PartnerOrg[]>("/partner/orgs");
+    const orgs = await ctx.api.get<PartnerOrganization[]>("/partner/orgs");
     replace(
       list,
       orgs.length === 0
@@ -46,7 +37,7 @@ export const partnerOrgsPage: PageFn = async (ctx) => {
         submitLabel: "Create organization",
         onCancel: close,
         async onSubmit(v) {
-          const r = await ctx.api.send<Created>("POST", "/partner/orgs", { name: String(v.name).trim() });
+          const r = await ctx.api.send<PartnerOrgCreated>("POST", "/partner/orgs", { name: String(v.name).trim() });
           close();
           replace(
             created,

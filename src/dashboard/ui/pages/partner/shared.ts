@@ -1,37 +1,11 @@
-// What the partner portal's pages share: the records of docs/api.md#partners they show, and the gate for people who are
-// not members of a partner.
+// What the partner portal's pages share: the status texts of a partner organization, and the gate for
+// people who are not members of a partner.
 import { notice } from "../../components.ts";
 import { h } from "../../h.ts";
 import type { PageCtx } from "../../types.ts";
+import type { PartnerOrganization } from "../../api-types.ts";
 
-export interface ProjectRecord {
-  id: string;
-  name: string;
-  slug: string;
-  organizationId: string;
-  createdAt: string;
-}
-
-export interface PartnerOrg {
-  id: string;
-  name: string;
-  slug: string;
-  status: "unclaimed" | "claimed" | "detached";
-  claimedByEmail: string | null;
-  claimedAt: string | null;
-  createdAt: string;
-  projects: ProjectRecord[];
-}
-
-export interface SpendBudget {
-  secretId: string;
-  organizationId: string;
-  limitCents: number;
-  period: "monthly" | "total";
-  spentCents: number;
-}
-
-export const STATUS_TEXT: Record<PartnerOrg["status"], string> = {
+export const STATUS_TEXT: Record<PartnerOrganization["status"], string> = {
   unclaimed: "Waiting for the customer to claim it",
   claimed: "Claimed by the customer",
   detached: "Detached: your partner secrets no longer apply",

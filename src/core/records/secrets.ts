@@ -1,0 +1,80 @@
+// Secrets (docs/injection.md#secrets): the list item, and the answer to a creation.
+import { Type as T, type Static } from "@sinclair/typebox";
+import { Enum, Nullable, Timestamp, Uuid } from "./common.ts";
+
+export const SecretType = Enum("llm_a", "llm_b", "generic");
+export const SecretScope = Enum("project", "organization", "partner");
+export const ValueSource = Enum("inline", "external_vault");
+
+/** An injectionConfig as code reads it: field by field (the injector asks which one is set). */
+interface InjectionFields {
+  headerName?: string;
+  valueFormat?: string;
+  paramName?: string;
+  paramFormat?: string;
+  pathTemplate?: string;
+  pathRegex?: string;
+  pathReplacement?: string;
+}
+
+/**
+ * Where a generic secret goes (docs/injection.md): on the wire exactly one of the four variants (what the
+ * schema publishes); stored and read as the fields of whichever it is (core/secretRules.ts keeps it one).
+ */
+export const InjectionConfig = T.Unsafe<InjectionFields>(
+  T.Union(
+    [
+      T.Object({ headerName: T.String(), valueFormat: T.Optional(T.String()) }),
+      T.Object({ paramName: T.String(), paramFormat: T.Optional(T.String()) }),
+      T.Object({ pathTemplate: T.String() }),
+      T.Object({ pathRegex: T.String(), pathReplacement: T.String() }),
+    ],
+    { $id: "InjectionConfig" },
+  ),
+);
+export type InjectionConfig = Static<typeof InjectionConfig>;
+
+export const SecretMetadata = T.Object(
+  {
+    authMode: T.Optional(Enum("api-key", "oauth")),
+    accountId: T.Optional(T.String()),
+    opDisplay: T.Optional(T.Object({ vault: T.Optional(T.String()), item: T.Optional(T.String()), field: T.Optional(T.String()) })),
+  },
+  { $id: "SecretMetadata" },
+);
+export type SecretMetadata = Static<typeof SecretMetadata>;
+
+export const Secret = T.Object(
+  {
+    id: Uuid,
+    name: T.String(),
+    type: SecretType,
+    valueSource: ValueSource,
+    opRef: Nullable(T.String()),
+    hostPattern: T.String(),
+    pathPattern: Nullable(T.String()),
+    injectionConfig: Nullable(InjectionConfig),
+    metadata: Nullable(SecretMetadata),
+    scope: SecretScope,
+    typeLabel: T.String(),
+    createdAt: Timestamp,
+  },
+  { $id: "Secret" },
+);
+export type Secret = Static<typeof Secret>;
+
+export const SecretCreated = T.Object(
+  {
+    id: Uuid,
+    name: T.String(),
+    type: SecretType,
+    valueSource: ValueSource,
+    opRef: Nullable(T.String()),
+    hostPattern: T.String(),
+    pathPattern: Nullable(T.String()),
+    createdAt: Timestamp,
+    preview: T.Optional(T.String({ description: "inline secrets only: first 4 + •••••••• + last 4, or •••••••• for short values" })),
+  },
+  { $id: "SecretCreated" },
+);
+export type SecretCreated = Static<typeof SecretCreated>;
