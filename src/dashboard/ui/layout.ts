@@ -23,6 +23,7 @@ const NAV: [key: string, label: string, rest: string][] = [
   ["policy", "Policy", "/policy"],
   ["approvals", "Approvals", "/approvals"],
   ["logs", "Logs", "/logs"],
+  ["budgets", "Budgets", "/budgets"],
   ["notifications", "Notifications", "/notifications"],
   ["organization", "Organization", "/org"],
 ];

@@ -5,6 +5,7 @@ import { appConnectPage } from "./pages/appConnect.ts";
 import { appDetailPage } from "./pages/appDetail.ts";
 import { appsPage } from "./pages/apps.ts";
 import { approvalsPage } from "./pages/approvals.ts";
+import { budgetsPage, orgBudgetsPage } from "./pages/budgets.ts";
 import { claimPage } from "./pages/claim.ts";
 import { logsPage } from "./pages/logs.ts";
 import { notificationsPage, orgNotificationsPage } from "./pages/notifications.ts";
@@ -40,11 +41,13 @@ export const ROUTES: RouteDef[] = [
   { path: "/p/:project/policy", title: "Policy", page: policyPage, nav: "policy" },
   { path: "/p/:project/approvals", title: "Approvals", page: approvalsPage, nav: "approvals" },
   { path: "/p/:project/logs", title: "Logs", page: logsPage, nav: "logs" },
+  { path: "/p/:project/budgets", title: "Budgets", page: budgetsPage, nav: "budgets" },
   { path: "/p/:project/notifications", title: "Notifications", page: notificationsPage, nav: "notifications" },
   { path: "/p/:project/org", title: "Organization", page: organizationPage, nav: "organization" },
   { path: "/p/:project/org/secrets", title: "Organization secrets", page: orgSecretsPage, nav: "organization" },
   { path: "/p/:project/org/policy", title: "Organization policy", page: orgPolicyPage, nav: "organization" },
   { path: "/p/:project/org/notifications", title: "Organization notifications", page: orgNotificationsPage, nav: "organization" },
+  { path: "/p/:project/org/budgets", title: "Organization budgets", page: orgBudgetsPage, nav: "organization" },
   { path: "/p/:project/org/team", title: "Team", page: teamPage, nav: "organization" },
   { path: "/p/:project/org/projects", title: "Projects", page: projectsPage, nav: "organization" },
   { path: "/partner", title: "Partner organizations", page: partnerOrgsPage, nav: "partner-orgs", area: "partner" },

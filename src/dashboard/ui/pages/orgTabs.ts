@@ -1,4 +1,4 @@
-// The organization area's tabs and its gate: settings, secrets, policy and notifications for admins; team and projects on
+// The organization area's tabs and its gate: settings, secrets, policy, notifications and budgets for admins; team and projects on
 // cloud, where an organization has several people and projects.
 import { h } from "../h.ts";
 import type { PageCtx } from "../types.ts";
@@ -11,6 +11,7 @@ export function orgTabs(ctx: PageCtx): HTMLElement {
     ["/org/secrets", "Secrets"],
     ["/org/policy", "Policy"],
     ["/org/notifications", "Notifications"],
+    ["/org/budgets", "Budgets"],
     ...(ctx.mode === "cloud" ? ([["/org/team", "Team"], ["/org/projects", "Projects"]] as [string, string][]) : []),
   ];
   const here = location.pathname;
