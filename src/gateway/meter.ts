@@ -1,15 +1,15 @@
 // The response side of metering (docs/budgets.md#metering): the body passes through to the agent chunk by chunk, and a
 // copy of each chunk feeds the usage reader. When the body ends (or the agent goes away) the cost is known:
 // a 2xx is charged what the vendor reported (the estimate when it reported nothing usable; on an abort,
-// what it reported so far); anything else is charged nothing. A budgeted key settles its reservation at
-// once; other spend is batched. The cost is left on the request for its log row.
-import { costOf } from "../core/pricing.ts";
+// what it reported so far); anything else is charged nothing. What admission held against the request's
+// budgets is settled (batched by the ledger), the key's spend and the spend record (docs/budgets.md#spend-report)
+// are queued; the gateway waits for none of it. The cost is left on the request for its log row.
+import { costOf, type Usage } from "../core/pricing.ts";
 import { UsageReader } from "../core/usage.ts";
-import { log } from "../observability/log.ts";
 import { metrics } from "../observability/metrics.ts";
 import type { GatewayContext } from "./context.ts";
 import type { Reply } from "./reply.ts";
-import type { ProxyRequest } from "./request.ts";
+import type { Meter, ProxyRequest } from "./request.ts";
 
 export function meterReply(rq: ProxyRequest, g: GatewayContext, reply: Reply): void {
   const meter = rq.meter!;
@@ -27,20 +27,39 @@ export function meterReply(rq: ProxyRequest, g: GatewayContext, reply: Reply): v
   }
   reply.onEnd((complete) => {
     let cost = 0;
+    let usage: Usage | null = null;
     if (ok) {
-      const usage = reader.result(complete || !reply.body);
+      usage = reader.result(complete || !reply.body);
       cost = usage ? costOf(g.services.prices, meter.type, usage) : meter.estimateNanos;
     }
     rq.costNanos = cost;
     if (cost > 0) metrics.budgetSpend.inc({ type: meter.type }, cost / 1e9);
-    const budgets = g.services.budgets;
-    if (meter.reservationId === null) budgets.record(meter.secretId, rq.agent.organizationId, cost);
-    else budgets.charge(meter.secretId, rq.agent.organizationId, cost, meter.reservationId).catch((err: Error) => log.warn("LLM spend not recorded", { secretId: meter.secretId, costNanos: cost, error: err.message }));
+    record(rq, g, meter, cost, usage);
   });
 }
 
-/** Admitted but never forwarded (denied, held and released, unreachable): the reservation is dropped. */
+/** Where an admitted request's cost goes: its budgets' windows (and a partner's reservation), the key's spend, the spend records. */
+function record(rq: ProxyRequest, g: GatewayContext, meter: Meter, cost: number, usage: Usage | null): void {
+  const { budgetLedger, budgets, spend } = g.services;
+  if (meter.hold) budgetLedger.settle(meter.hold, cost);
+  // A partner's reserved key is charged by the settlement; every other key's spend is batched.
+  if (!meter.hold?.partner) budgets.record(meter.secretId, rq.agent.organizationId, cost);
+  spend.record({
+    organizationId: rq.agent.organizationId,
+    projectId: rq.agent.projectId,
+    agentId: rq.agent.id,
+    secretType: meter.type,
+    model: usage?.model ?? meter.model ?? "unknown",
+    // Every input token the vendor reported: Anthropic counts cache writes and reads apart, OpenAI within.
+    inputTokens: usage ? usage.inputTokens + (meter.type === "llm_a" ? usage.cacheWriteTokens + usage.cacheReadTokens : 0) : 0,
+    outputTokens: usage?.outputTokens ?? 0,
+    costNanos: cost,
+    createdAt: new Date(meter.at).toISOString(),
+  });
+}
+
+/** Admitted but never forwarded (denied, held and released, unreachable): what it held is dropped, nothing charged. */
 export function releaseReservation(rq: ProxyRequest, g: GatewayContext): void {
-  const reservation = rq.meter?.reservationId;
-  if (reservation) g.services.budgets.release(reservation).catch((err: Error) => log.warn("budget reservation not released", { error: err.message }));
+  const hold = rq.meter?.hold;
+  if (hold) g.services.budgetLedger.settle(hold, 0);
 }

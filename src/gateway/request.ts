@@ -5,6 +5,7 @@ import { headerValue } from "./http1/head.ts";
 import type { HeaderList } from "./http1/headerList.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
 import type { DialTarget } from "../services/outbound.ts";
+import type { Hold } from "../services/budgetLedger.ts";
 import type { AgentPresence, IncomingRequest } from "./client/agentConnection.ts";
 import type { AgentSocket } from "./client/socket.ts";
 import type { AgentCredentials, AgentEntry, CompiledConnection, CompiledSecret } from "./snapshot.ts";
@@ -38,10 +39,14 @@ export interface Meter {
   secretId: string;
   type: "llm_a" | "llm_b";
   api: "messages" | "chat_completions" | "responses";
+  /** The model the request named (the spend record's when the answer reports none). */
+  model: string | null;
   /** nano-USD; charged when a 2xx reports no usage. */
   estimateNanos: number;
-  /** The budget reservation to drop when the request ends (null: no budget applies). */
-  reservationId: string | null;
+  /** The budget clock when the request was admitted: the windows and the spend record's time. */
+  at: number;
+  /** What admission holds against the request's budgets, settled when it ends (null: no budget applies). */
+  hold: Hold | null;
 }
 
 /** How the agent reached the gateway: inside a CONNECT tunnel (its token given once), or a proxy request. */

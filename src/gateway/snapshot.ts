@@ -13,6 +13,7 @@ import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
 import type { AgentRow } from "../services/agents.ts";
 import type { Budget } from "../services/budgets.ts";
+import type { ScopeBudget } from "../services/scopeBudgets.ts";
 import { needsBody, type CompiledRule } from "../core/policy.ts";
 import { compiledApp, type CompiledApp } from "../apps/match.ts";
 import type { Resources } from "../core/resources.ts";
@@ -61,6 +62,11 @@ export interface AgentCredentials {
   policy: AgentPolicy;
   /** Spend budgets on the partner LLM secrets this agent may inject, by secret id (docs/budgets.md#partner-budgets). */
   budgets: Map<string, Budget>;
+  /**
+   * The agent's, its project's and its organization's budgets that apply to a call with each LLM key type, in
+   * refusal order (docs/budgets.md#budgets-for-every-scope): no query, nor any filtering, per request.
+   */
+  scopeBudgets: Record<"llm_a" | "llm_b", readonly ScopeBudget[]>;
   /** Set while the organization is an unclaimed partner organization (docs/guards.md#claim-required). */
   claim: ClaimPending | null;
 }
@@ -92,6 +98,7 @@ export interface AgentPolicy {
 }
 
 const TOKEN_CACHE_MAX = 10_000;
+const NO_SCOPE_BUDGETS: AgentCredentials["scopeBudgets"] = { llm_a: [], llm_b: [] };
 const TIER: Record<SecretScope, number> = { partner: 1, organization: 2, project: 3 };
 
 export class GatewaySnapshot {
@@ -237,6 +244,7 @@ export class GatewaySnapshot {
       visibleConnections: connections.all,
       policy: await this.#policy(agent, compiled, connections.all),
       budgets: await this.#budgets(agent, injectable),
+      scopeBudgets: await this.#scopeBudgets(agent),
       claim: org && !org.claimed ? await this.services.claims.pending(org.id) : null,
     };
   }
@@ -245,6 +253,12 @@ export class GatewaySnapshot {
     const partnerLlm = injectable.filter((s) => s.scope === "partner" && s.type !== "generic").map((s) => s.id);
     const rows = await this.services.budgets.forSecrets(partnerLlm, agent.organizationId);
     return new Map(rows.map((b) => [b.secretId, b]));
+  }
+
+  async #scopeBudgets(agent: AgentEntry): Promise<AgentCredentials["scopeBudgets"]> {
+    const all = await this.services.scopeBudgets.forAgent(agent);
+    if (all.length === 0) return NO_SCOPE_BUDGETS;
+    return { llm_a: all.filter((b) => b.secretType !== "llm_b"), llm_b: all.filter((b) => b.secretType !== "llm_a") };
   }
 
   async #policy(agent: AgentEntry, secrets: CompiledSecret[], connections: CompiledConnection[]): Promise<AgentPolicy> {

@@ -47,6 +47,7 @@ export function credentials(parts: Partial<Omit<AgentCredentials, "agent">>): Ag
     visibleConnections: [],
     policy: { organization: { ordered: [], fallback: null }, project: { ordered: [], fallback: null }, empty: true, needsBody: false },
     budgets: new Map(),
+    scopeBudgets: { llm_a: [], llm_b: [] },
     claim: null,
     ...parts,
   };

@@ -1,7 +1,8 @@
 // A real client of the LLM vendors for the metering suites: the official Node SDKs (@anthropic-ai/sdk,
 // openai), unmodified, with their fetch going through credgate's gateway (undici ProxyAgent, the agent's
 // token in the proxy URL, the gateway CA from NODE_EXTRA_CA_CERTS). Prints one JSON line: what the SDK
-// returned, or the HTTP error it raised.
+// returned, or the HTTP error it raised. With `concurrent: N`, N such calls at once (spread over `proxies`
+// when several gateways are given), printed as `{"results": [...]}`.
 //
 //   node client.mjs '{"sdk":"anthropic","call":"stream","baseURL":"https://…","model":"…","proxy":"http://x:agt_…@127.0.0.1:10255"}'
 import Anthropic from "@anthropic-ai/sdk";
@@ -9,12 +10,9 @@ import OpenAI from "openai";
 import { fetch as undiciFetch, ProxyAgent } from "undici";
 
 const opts = JSON.parse(process.argv[2]);
-const dispatcher = new ProxyAgent(opts.proxy);
-const fetch = (url, init) => undiciFetch(url, { ...init, dispatcher });
-const controller = new AbortController();
-const out = { text: "", usage: null, events: 0, aborted: false };
+const dispatchers = (opts.proxies ?? [opts.proxy]).map((p) => new ProxyAgent(p));
 
-async function main() {
+async function main(out, controller, fetch) {
   if (opts.sdk === "anthropic") {
     const client = new Anthropic({ apiKey: "credgate-managed", baseURL: opts.baseURL, fetch, maxRetries: 0 });
     const params = { model: opts.model, max_tokens: opts.maxTokens ?? 256, messages: [{ role: "user", content: opts.prompt ?? "Say hello." }] };
@@ -79,14 +77,20 @@ async function main() {
   }
 }
 
-try {
-  await main();
-  console.log(JSON.stringify(out));
-} catch (err) {
-  if (out.aborted || err?.name === "AbortError" || err?.constructor?.name === "APIUserAbortError") {
-    console.log(JSON.stringify({ ...out, aborted: true }));
-  } else {
-    console.log(JSON.stringify({ error: { status: err?.status ?? null, body: err?.error ?? null, message: String(err?.message ?? err) } }));
+/** One call through the i-th gateway: what the SDK returned, or the error it raised. */
+async function one(i) {
+  const dispatcher = dispatchers[i % dispatchers.length];
+  const fetch = (url, init) => undiciFetch(url, { ...init, dispatcher });
+  const controller = new AbortController();
+  const out = { text: "", usage: null, events: 0, aborted: false };
+  try {
+    await main(out, controller, fetch);
+    return out;
+  } catch (err) {
+    if (out.aborted || err?.name === "AbortError" || err?.constructor?.name === "APIUserAbortError") return { ...out, aborted: true };
+    return { error: { status: err?.status ?? null, body: err?.error ?? null, message: String(err?.message ?? err) } };
   }
 }
+
+console.log(JSON.stringify(opts.concurrent ? { results: await Promise.all(Array.from({ length: opts.concurrent }, (_, i) => one(i))) } : await one(0)));
 process.exit(0);
