@@ -17,6 +17,7 @@ const POSTGRES_RUN = [
   "test/e2e/remembered-approvals.test.ts",
   "test/e2e/apps-gateway.test.ts",
   "test/e2e/llm-metering.test.ts",
+  "test/e2e/budgets.test.ts",
   "test/e2e/cloud-accounts.test.ts",
   "test/e2e/claim-required.test.ts",
   "test/e2e/partner-orgs.test.ts",
