@@ -1,8 +1,8 @@
 // Budgets and spend (docs/budgets.md#budgets-for-every-scope, docs/budgets.md#spend-report): the project's
 // budgets and its agents' (`/budgets`), or the organization's own (`/org/budgets`), each with its spend in the
 // current window against the limit and when the window resets; admins create, edit and delete them. Below, the
-// spend of a chosen range: a chart per day (inline SVG) and the totals per agent and model (per project too,
-// for the organization).
+// spend of a chosen range: a chart per day (inline SVG) and the totals per agent and model (per project and
+// model for the organization).
 import { queryString } from "../api.ts";
 import { attempt, badge, button, confirmAction, empty, errorText, form, formatTime, loading, notice, openDialog, spendBar, table } from "../components.ts";
 import { h, replace, svg } from "../h.ts";
@@ -224,17 +224,18 @@ function spendView(ctx: PageCtx, scope: Scope): HTMLElement {
     h("option", { value: "last-month" }, "Last month"),
     h("option", { value: "30d" }, "Last 30 days"),
   );
-  const groupTable = (caption: string, what: string, report: SpendReport, name: (key: string) => string) =>
-    report.data.length === 0
+  const groupTable = (caption: string, what: string, report: SpendReport | null, name: (key: string) => string) =>
+    !report || report.data.length === 0
       ? null
-      : table(caption, [what, "Requests", "Input tokens", "Output tokens", "Cost"], report.data.map((r) => [name(r.key), String(r.requests), r.inputTokens.toLocaleString(), r.outputTokens.toLocaleString(), usd(r.costUsd)]));
+      : [h("h3", null, caption), table(caption, [what, "Requests", "Input tokens", "Output tokens", "Cost"], report.data.map((r) => [name(r.key), String(r.requests), r.inputTokens.toLocaleString(), r.outputTokens.toLocaleString(), usd(r.costUsd)]))];
 
   const load = async () => {
     const range = rangeOf(rangeSelect.value);
     const q = (groupBy: string) => `${scope.spend}${queryString({ groupBy, since: range.since, until: range.until })}`;
+    // The organization's spend is told per project (its agents live in the projects' own pages).
     const [days, byAgent, byModel, byProject, agents] = await Promise.all([
       ctx.api.get<SpendReport>(q("day")),
-      ctx.api.get<SpendReport>(q("agent")),
+      scope.org ? null : ctx.api.get<SpendReport>(q("agent")),
       ctx.api.get<SpendReport>(q("model")),
       scope.org ? ctx.api.get<SpendReport>(q("project")) : null,
       scope.org ? ([] as Agent[]) : ctx.api.get<Agent[]>("/agents"),
@@ -248,7 +249,7 @@ function spendView(ctx: PageCtx, scope: Scope): HTMLElement {
         ? empty("No metered LLM spend in this range. Requests of agents through credgate with an LLM key appear here within seconds.")
         : [
             spendChart(days, range.days),
-            byProject ? groupTable("Spend per project", "Project", byProject, projectName) : null,
+            groupTable("Spend per project", "Project", byProject, projectName),
             groupTable("Spend per agent", "Agent", byAgent, agentName),
             groupTable("Spend per model", "Model (as reported)", byModel, (k) => k),
           ],
