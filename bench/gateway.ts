@@ -26,6 +26,8 @@ const TARGETS = {
   rssAfterRatio: 1.2,
   addedP50Ms: 0.3,
   sseAddedMs: 5,
+  /** Agent + project + organization budgets on metered requests: less than this share of their throughput. */
+  budgetCost: 0.1,
 };
 
 // ---- options ----------------------------------------------------------------------------------------
@@ -184,6 +186,14 @@ async function main(): Promise<void> {
     },
   };
 
+  // Budgets for every scope (docs/budgets.md#budgets-for-every-scope): the same metered requests once the agent, its
+  // project and its organization each have a budget (large enough never to refuse), so every request is admitted
+  // against three budgets and settled in the store. Measured after the metered run above, which had none.
+  progress(`LLM budgets: ${opts.connections}-connection throughput, metered with agent + project + organization budgets`);
+  const budgetIds = await activateBudgets(env.credgate);
+  const budgeted = await runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/v1/messages", watch, ...llm, body: json1 }, peerCpus);
+  const budgets = { ...metering.throughput, budgeted, spentCents: await spentOf(env.credgate, budgetIds) };
+
   const ratio = many.mitm.rps / many.direct.rps;
   const addedP50 = one.mitm.latencyMs.p50 - one.direct.latencyMs.p50;
   const sseAdded = stream.mitm.firstEventMs.p50 - stream.direct.firstEventMs.p50;
@@ -213,6 +223,7 @@ async function main(): Promise<void> {
     checks,
     unpinned: ip,
     metering,
+    budgets,
     errors,
   };
 
@@ -225,7 +236,27 @@ async function main(): Promise<void> {
     printCredentialCost(uncredentialedRun, many);
     printAllCores(allCores);
     printMetering(metering);
+    printBudgets(budgets);
   }
+}
+
+/** An agent, a project and an organization budget on the LLM path's agent, each $1,000,000 a period: they admit every request. */
+async function activateBudgets(cg: RunningCredgate): Promise<string[]> {
+  const agentId = (await cg.api("GET", "/v1/agents")).body.find((a: { isDefault: boolean }) => a.isDefault).id;
+  const made = [
+    await cg.api("POST", "/v1/budgets", { body: { scope: "agent", agentId, limitCents: 100_000_000, period: "day" } }),
+    await cg.api("POST", "/v1/budgets", { body: { scope: "project", limitCents: 100_000_000, period: "month" } }),
+    await cg.api("POST", "/v1/org/budgets", { key: cg.keys.orgApiKey, body: { limitCents: 100_000_000, period: "total" } }),
+  ];
+  for (const r of made) if (r.status !== 201) throw new Error(`creating a budget failed: ${r.status} ${r.text}`);
+  return made.map((r) => r.body.id);
+}
+
+/** What each budget counted: proof that the budgeted run went through them (read once settlement caught up). */
+async function spentOf(cg: RunningCredgate, ids: string[]): Promise<number[]> {
+  await Bun.sleep(2000);
+  const all = [...(await cg.api("GET", "/v1/budgets")).body, ...(await cg.api("GET", "/v1/org/budgets", { key: cg.keys.orgApiKey })).body];
+  return ids.map((id) => all.find((b: { id: string; spentCents: number }) => b.id === id)?.spentCents ?? 0);
 }
 
 // ---- output -------------------------------------------------------------------------------------------
@@ -345,6 +376,19 @@ function printMetering(m: { sse: Record<"unmetered" | "metered", SseResult>; thr
   rows.push(`  metering adds: ${f(m.sse.metered.firstEventMs.p50 - m.sse.unmetered.firstEventMs.p50)} ms to the first event; throughput ratio metered/unmetered ${f(m.throughput.metered.rps / m.throughput.unmetered.rps)}`);
   rows.push("");
   console.log(rows.join("\n"));
+}
+
+function printBudgets(b: { metered: LoadResult; budgeted: LoadResult; spentCents: number[] }): void {
+  const cost = 1 - b.budgeted.rps / b.metered.rps;
+  console.log(
+    [
+      "LLM budgets (docs/budgets.md#budgets-for-every-scope): the same metered JSON requests, first without budgets, then under an agent, a project and an organization budget",
+      `  no budgets ${fi(b.metered.rps).padStart(7)} req/s   p50 ${f(b.metered.latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(b.metered), 0)} µs cpu/req`,
+      `  3 budgets  ${fi(b.budgeted.rps).padStart(7)} req/s   p50 ${f(b.budgeted.latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(b.budgeted), 0)} µs cpu/req   errors ${b.budgeted.errors}`,
+      `  budgets cost ${f(cost * 100, 1)} % of throughput   [${mark(cost < TARGETS.budgetCost)}] < ${TARGETS.budgetCost * 100} %   (spent: agent ${b.spentCents[0]}¢, project ${b.spentCents[1]}¢, organization ${b.spentCents[2]}¢)`,
+      "",
+    ].join("\n"),
+  );
 }
 
 try {

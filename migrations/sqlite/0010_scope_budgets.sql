@@ -7,25 +7,18 @@ CREATE TABLE `budget_alerts` (
 	FOREIGN KEY (`budget_id`) REFERENCES `scope_budgets`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
-CREATE TABLE `budget_holds` (
-	`holder` text NOT NULL,
-	`budget_id` text NOT NULL,
-	`window_start` integer NOT NULL,
-	`nanos` integer NOT NULL,
-	`expires_at` text NOT NULL,
-	PRIMARY KEY(`holder`, `budget_id`, `window_start`),
-	FOREIGN KEY (`budget_id`) REFERENCES `scope_budgets`(`id`) ON UPDATE no action ON DELETE cascade
-);
---> statement-breakpoint
-CREATE INDEX `budget_holds_window` ON `budget_holds` (`budget_id`,`window_start`);--> statement-breakpoint
 CREATE TABLE `budget_windows` (
 	`budget_id` text NOT NULL,
 	`window_start` integer NOT NULL,
+	`holder` text NOT NULL,
 	`spent_nanos` integer NOT NULL,
-	PRIMARY KEY(`budget_id`, `window_start`),
+	`held_nanos` integer NOT NULL,
+	`expires_at` text NOT NULL,
+	PRIMARY KEY(`budget_id`, `window_start`, `holder`),
 	FOREIGN KEY (`budget_id`) REFERENCES `scope_budgets`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
+CREATE INDEX `budget_windows_holder` ON `budget_windows` (`holder`);--> statement-breakpoint
 CREATE TABLE `scope_budgets` (
 	`id` text PRIMARY KEY NOT NULL,
 	`scope` text NOT NULL,

@@ -56,17 +56,20 @@ export const metrics = {
     registers,
   }),
 
+  // Fed through llmTally (below), like the gateway's counters.
   llmSpend: new Counter({
     name: "credgate_llm_spend_usd_total",
     help: "Metered LLM spend of admitted requests, in US dollars, by project id and the model the vendor reported (docs/budgets.md#spend-report).",
     labelNames: ["project", "model"] as const,
     registers,
+    collect: () => llmTally.flush(),
   }),
   llmRequests: new Counter({
     name: "credgate_llm_requests_total",
     help: "Metered LLM requests that were admitted, by project id and the model the vendor reported.",
     labelNames: ["project", "model"] as const,
     registers,
+    collect: () => llmTally.flush(),
   }),
 
   // ── services, vault, API (incremented outside the gateway) ──
@@ -236,22 +239,42 @@ export function exposition(processes: MetricsJson[]): string {
 /** Distinct label values the LLM spend counters report per process; later newcomers are counted as `other`. */
 const PROJECT_LABELS_MAX = 1000;
 const MODEL_LABELS_MAX = 100;
-const projectLabels = new Set<string>();
-const modelLabels = new Set<string>();
 
-function bounded(seen: Set<string>, max: number, value: string): string {
-  if (seen.has(value)) return value;
-  if (seen.size >= max) return "other";
-  seen.add(value);
-  return value;
+/** LLM spend per (project, model), handed to prom-client before every read (as GatewayTally, to keep labelled `inc` off the request path). */
+class LlmTally {
+  readonly #projects = new Set<string>();
+  readonly #models = new Map<string, string>();
+  readonly #counts = new Map<string, { project: string; model: string; requests: number; usd: number }>();
+
+  count(projectId: string, model: string, costNanos: number): void {
+    const project = this.#projects.has(projectId) || this.#projects.size < PROJECT_LABELS_MAX ? (this.#projects.add(projectId), projectId) : "other";
+    let label = this.#models.get(model);
+    if (label === undefined) {
+      label = this.#models.size < MODEL_LABELS_MAX ? model.slice(0, 64).replace(/[^A-Za-z0-9._:/@-]/g, "_") : "other";
+      if (this.#models.size < MODEL_LABELS_MAX) this.#models.set(model, label);
+    }
+    const key = `${project}\u0000${label}`;
+    const c = this.#counts.get(key);
+    if (c) {
+      c.requests++;
+      c.usd += costNanos / 1e9;
+    } else this.#counts.set(key, { project, model: label, requests: 1, usd: costNanos / 1e9 });
+    if (this.#counts.size >= TALLY_BATCH) this.flush();
+  }
+
+  flush(): void {
+    for (const c of this.#counts.values()) {
+      const labels = { project: c.project, model: c.model };
+      metrics.llmRequests.inc(labels, c.requests);
+      if (c.usd > 0) metrics.llmSpend.inc(labels, c.usd);
+    }
+    this.#counts.clear();
+  }
 }
+
+const llmTally = new LlmTally();
 
 /** One admitted metered request's spend, by project and model (a model name as reported, in a safe alphabet, at most 64 characters). */
 export function countLlmSpend(projectId: string, model: string, costNanos: number): void {
-  const labels = {
-    project: bounded(projectLabels, PROJECT_LABELS_MAX, projectId),
-    model: bounded(modelLabels, MODEL_LABELS_MAX, model.slice(0, 64).replace(/[^A-Za-z0-9._:/@-]/g, "_")),
-  };
-  metrics.llmRequests.inc(labels);
-  if (costNanos > 0) metrics.llmSpend.inc(labels, costNanos / 1e9);
+  llmTally.count(projectId, model, costNanos);
 }

@@ -8,10 +8,11 @@ import type * as R from "../core/records/budgets.ts";
 import { log } from "../observability/log.ts";
 import { countLlmSpend } from "../observability/metrics.ts";
 import { clockNow } from "../runtime/clock.ts";
+import type { SpendRecordInsert } from "../store/store.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { ScopeBudget } from "./scopeBudgets.ts";
 
-export type SpendRecord = Omit<ServiceDeps["store"]["t"]["spendRecords"]["$inferInsert"], "seq">;
+export type SpendRecord = SpendRecordInsert;
 
 export type SpendGroup = "agent" | "model" | "day" | "project";
 
@@ -79,7 +80,7 @@ export class SpendService {
   async #write(batch: SpendRecord[]): Promise<void> {
     if (batch.length === 0) return;
     try {
-      await this.deps.store.db.insert(this.deps.store.t.spendRecords).values(batch);
+      await this.deps.store.insertSpendRecords(batch);
     } catch (err) {
       log.warn("LLM spend records not written yet, will retry", { rows: batch.length, error: (err as Error).message });
       this.#queue = batch.concat(this.#queue);

@@ -9,7 +9,7 @@ import { postgresMigrations } from "../../migrations/postgres/index.ts";
 import type { EmbeddedMigration } from "../../migrations/types.ts";
 import { applyPending } from "./migrate.ts";
 import * as schema from "./schema.pg.ts";
-import type { Db, Notifier, RequestLogInsert, Store, Tables } from "./store.ts";
+import type { Db, Notifier, RequestLogInsert, SpendRecordInsert, Store, Tables } from "./store.ts";
 
 interface TxContext {
   tx: Db;
@@ -24,6 +24,9 @@ const REQUEST_LOG_INSERT = `INSERT INTO request_logs (id, organization_id, proje
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
     $9::int[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[])
   RETURNING id, seq`;
+
+const SPEND_RECORD_INSERT = `INSERT INTO spend_records (organization_id, project_id, agent_id, secret_type, model, input_tokens, output_tokens, cost_nanos, created_at)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])`;
 
 /** Error codes of Bun's PostgreSQL client (and the socket below it) that mean the server cannot be reached. */
 const UNAVAILABLE_CODES = new Set([
@@ -142,8 +145,31 @@ export class PostgresStore implements Store {
     return rows.map((r) => seqOf.get(r.id)!);
   }
 
+  async insertSpendRecords(rows: SpendRecordInsert[]): Promise<void> {
+    if (rows.length === 0) return;
+    const column = <K extends keyof SpendRecordInsert>(k: K) => rows.map((r) => r[k]);
+    await this.client.unsafe(SPEND_RECORD_INSERT, [
+      column("organizationId"),
+      column("projectId"),
+      column("agentId"),
+      column("secretType"),
+      column("model"),
+      column("inputTokens"),
+      column("outputTokens"),
+      column("costNanos"),
+      column("createdAt"),
+    ]);
+  }
+
   async query<R>(statement: SQL): Promise<R[]> {
     return (await this.db.execute(statement)) as unknown as R[];
+  }
+
+  async execute<R>(text: string, params: unknown[]): Promise<R[]> {
+    // Through drizzle, so that it joins the open transaction (a round trip costs far more than the building here).
+    const parts = text.split(/\$(\d+)/);
+    const chunks = parts.map((part, i) => (i % 2 === 0 ? sql.raw(part) : sql`${params[Number(part) - 1]}`));
+    return (await this.db.execute(sql.join(chunks))) as unknown as R[];
   }
 
   isUnavailable(err: unknown): boolean {

@@ -515,8 +515,12 @@ export const scopeBudgets = sqliteTable(
 );
 
 /**
- * A scope budget's spend in one window, in nano-USD (docs/budgets.md#budgets-for-every-scope). A window is
- * named by its start (epoch seconds; 0 for `total`): a new window is a new row, so nothing has to be reset.
+ * A scope budget's spend and holds in one window, in nano-USD (docs/budgets.md#admission). A window is named by
+ * its start (epoch seconds; 0 for `total`): a new window is a new set of rows, so nothing has to be reset. Each
+ * gateway process writes its own row (`holder`): what it charged and what it holds for its admitted requests
+ * still in flight, kept from expiring while it lives. The row of holder '' opens the window with the spend
+ * recorded before it (and is the row admission locks); the window's spend is the sum of its rows, what is
+ * reserved the sum of the live holds.
  */
 export const budgetWindows = sqliteTable(
   "budget_windows",
@@ -525,28 +529,12 @@ export const budgetWindows = sqliteTable(
       .notNull()
       .references(() => scopeBudgets.id, { onDelete: "cascade" }),
     windowStart: integer("window_start").notNull(),
-    spentNanos: integer("spent_nanos").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.budgetId, t.windowStart] })],
-);
-
-/**
- * What each process has reserved against a scope budget's window for its admitted requests still in flight
- * (docs/budgets.md#admission): one row per (process, budget, window), raised at admission and lowered at
- * settlement. A live process keeps `expiresAt` ahead; the rows of a process that died stop counting then.
- */
-export const budgetHolds = sqliteTable(
-  "budget_holds",
-  {
     holder: text("holder").notNull(),
-    budgetId: text("budget_id")
-      .notNull()
-      .references(() => scopeBudgets.id, { onDelete: "cascade" }),
-    windowStart: integer("window_start").notNull(),
-    nanos: integer("nanos").notNull(),
+    spentNanos: integer("spent_nanos").notNull(),
+    heldNanos: integer("held_nanos").notNull(),
     expiresAt: text("expires_at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.holder, t.budgetId, t.windowStart] }), index("budget_holds_window").on(t.budgetId, t.windowStart)],
+  (t) => [primaryKey({ columns: [t.budgetId, t.windowStart, t.holder] }), index("budget_windows_holder").on(t.holder)],
 );
 
 /** `budget.threshold` alerts sent (docs/budgets.md#alerts): the key makes each (budget, window, percent) go out once. */

@@ -12,7 +12,7 @@ import type { EmbeddedMigration } from "../../migrations/types.ts";
 import { OwnedLock } from "./lock.ts";
 import { applyPending } from "./migrate.ts";
 import * as schema from "./schema.sqlite.ts";
-import type { Db, RequestLogInsert, Store, Tables } from "./store.ts";
+import type { Db, RequestLogInsert, SpendRecordInsert, Store, Tables } from "./store.ts";
 
 export const DB_FILE = "credgate.db";
 
@@ -36,6 +36,7 @@ export class SqliteStore implements Store {
   readonly #context = new AsyncLocalStorage<TxContext>();
   readonly #dialect = new SQLiteAsyncDialect();
   #insertLog: ((rows: RequestLogInsert[]) => number[]) | null = null;
+  #insertSpend: ((rows: SpendRecordInsert[]) => unknown) | null = null;
 
   private constructor(file: string, create = true) {
     this.client = new Database(file, { create, strict: true });
@@ -151,6 +152,18 @@ export class SqliteStore implements Store {
     return this.#insertLog(rows);
   }
 
+  async insertSpendRecords(rows: SpendRecordInsert[]): Promise<void> {
+    await this.#turn();
+    if (!this.#insertSpend) {
+      const columns = Object.entries(getTableColumns(schema.spendRecords)).filter(([key]) => key !== "seq");
+      const insert = this.client.prepare(`INSERT INTO "${getTableName(schema.spendRecords)}" (${columns.map(([, c]) => `"${c.name}"`).join(", ")}) VALUES (${columns.map(([key]) => `$${key}`).join(", ")})`);
+      this.#insertSpend = this.client.transaction((batch: SpendRecordInsert[]) => {
+        for (const row of batch) insert.run(row as never);
+      });
+    }
+    this.#insertSpend(rows);
+  }
+
   #prepareLogInsert(): (rows: RequestLogInsert[]) => number[] {
     const columns = Object.entries(getTableColumns(schema.requestLogs)).filter(([key]) => key !== "seq");
     const names = columns.map(([, c]) => `"${c.name}"`).join(", ");
@@ -165,6 +178,12 @@ export class SqliteStore implements Store {
     await this.#turn();
     const q = this.#dialect.sqlToQuery(statement);
     return this.client.query(q.sql).all(...(q.params as never[])) as R[];
+  }
+
+  async execute<R>(text: string, params: unknown[]): Promise<R[]> {
+    await this.#turn();
+    // `$1`, `$2`, … are SQLite parameters numbered in order of first use: bound by position.
+    return this.client.query(text).all(...(params as never[])) as R[];
   }
 
   isUnavailable(): boolean {

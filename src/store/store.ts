@@ -18,6 +18,8 @@ export type Engine = "sqlite" | "postgres";
 
 /** A whole row (every column present, null where empty): the SQLite insert binds each column by name. */
 export type RequestLogInsert = Omit<Tables["requestLogs"]["$inferSelect"], "seq">;
+/** A spend record as the gateway queues it (docs/budgets.md#spend-report). */
+export type SpendRecordInsert = Omit<Tables["spendRecords"]["$inferSelect"], "seq">;
 
 export interface Store {
   readonly engine: Engine;
@@ -40,8 +42,15 @@ export interface Store {
   lockKey(key: string): Promise<void>;
   /** Inserts request-log rows in one batch; returns each row's `seq`, in order. */
   insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]>;
+  /** Inserts spend records in one batch (as request logs: a prepared statement, not a query built per batch). */
+  insertSpendRecords(rows: SpendRecordInsert[]): Promise<void>;
   /** Raw SQL for store-level statements and tests: rows as objects keyed by column name. */
   query<R = Record<string, unknown>>(statement: SQL): Promise<R[]>;
+  /**
+   * A statement written for both engines, parameters `$1`, `$2`, … in order of first use: for the few statements
+   * run so often that building them through drizzle would cost more than running them (the budget ledger's).
+   */
+  execute<R = Record<string, unknown>>(text: string, params: unknown[]): Promise<R[]>;
   /** Cross-instance notifications (PostgreSQL LISTEN/NOTIFY); null with SQLite (one process owns the file). */
   readonly notifier: Notifier | null;
   /** True when `err` means the database cannot be reached (the API answers 503, the gateway keeps serving). */

@@ -199,7 +199,7 @@ describe("holds", () => {
     expect((await ledger.admit(budgets, null, cents(4), Date.now())).admitted).toBe(true);
     const soon = new Date(Date.now() + 60_000).toISOString();
     const past = new Date(Date.now() - 1000).toISOString();
-    await deps.store.query(sql`INSERT INTO budget_holds (holder, budget_id, window_start, nanos, expires_at) VALUES ('live', ${id}, 0, ${cents(5)}, ${soon}), ('dead', ${id}, 0, ${cents(5)}, ${past})`);
+    await deps.store.query(sql`INSERT INTO budget_windows (budget_id, window_start, holder, spent_nanos, held_nanos, expires_at) VALUES (${id}, 0, 'live', 0, ${cents(5)}, ${soon}), (${id}, 0, 'dead', 0, ${cents(5)}, ${past})`);
     // 4 (ours) + 5 (live) held: 1 fits, 2 do not; the dead process's 5 are not counted.
     expect((await ledger.admit(budgets, null, cents(2), Date.now())).admitted).toBe(false);
     expect((await ledger.admit(budgets, null, cents(1), Date.now())).admitted).toBe(true);
