@@ -40,7 +40,7 @@ Every gateway error is JSON: \`{"error": "<code>", "message": "...", ...}\`. Res
 | \`manual_approval_denied\` | 403 | A human reviewer denied the request, or did not answer in time. Do not retry without asking. |
 | \`gateway_restarting\` | 503 | The gateway restarted while the request waited for approval. Retry after \`Retry-After\`. |
 | \`approval_store_unavailable\` | 502 | Approvals are temporarily unavailable. Retry later. |
-| \`budget_exceeded\` | 403 | The organization's spend budget for this LLM key is used up. The user can add their own key (\`add_key_url\`). |
+| \`budget_exceeded\` | 403 | A spend budget is used up: this agent's, its project's or its organization's (\`scope\`; do not retry before \`resets_at\`), or the partner's on this LLM key (the user can add their own key: \`add_key_url\`). Tell the user. |
 | \`claim_required\` | 403 | The organization must be claimed first (\`claim_url\`). LLM calls still work. |
 | \`resource_access_denied\` | 403 | The connection is limited to certain repositories or folders (\`allowed\`). Stay within them. |
 | \`connection_not_found\` | 404 | The \`x-credgate-connection-id\` you sent is not available. Pick one from \`connections\`. |
