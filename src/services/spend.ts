@@ -33,6 +33,8 @@ const QUEUE_MAX = 50_000;
 const DAY_MS = 86_400_000;
 /** Spend records outlive request logs: a year of monthly reports, and a little more. */
 export const SPEND_RETENTION_DAYS = 400;
+/** Budget windows that started this long ago have ended (a month is the longest); their rows go. */
+const WINDOWS_KEPT_DAYS = 62;
 
 const GROUP_KEY: Record<SpendGroup, SQL> = {
   agent: sql`agent_id`,
@@ -92,7 +94,7 @@ export class SpendService {
     }
   }
 
-  /** The serving process purges records past the retention once a day. */
+  /** The serving process purges old records once a day. */
   start(): void {
     const purge = () => void this.purge().catch((err: Error) => log.warn("spend record purge failed", { error: err.message }));
     purge();
@@ -105,9 +107,14 @@ export class SpendService {
     await this.flush();
   }
 
+  /** Spend records past the retention; budget windows and alert markers of windows long over (a month is the longest). */
   async purge(): Promise<void> {
-    const before = new Date(clockNow() - Math.max(SPEND_RETENTION_DAYS, this.deps.config.logRetentionDays) * DAY_MS).toISOString();
+    const now = clockNow();
+    const before = new Date(now - Math.max(SPEND_RETENTION_DAYS, this.deps.config.logRetentionDays) * DAY_MS).toISOString();
     await this.deps.store.query(sql`DELETE FROM spend_records WHERE created_at < ${before}`);
+    const endedBefore = Math.floor((now - WINDOWS_KEPT_DAYS * DAY_MS) / 1000);
+    await this.deps.store.query(sql`DELETE FROM budget_windows WHERE window_start > 0 AND window_start < ${endedBefore}`);
+    await this.deps.store.query(sql`DELETE FROM budget_alerts WHERE window_start > 0 AND window_start < ${endedBefore}`);
   }
 
   /** `GET /spend` (docs/budgets.md#spend-report): requests, tokens and cost per key; days in order, others by cost. */

@@ -188,6 +188,25 @@ describe("windows", () => {
     expect(refusedBy(await ledger.admit(budgets.filter((b) => b.id !== project), null, cents(2), Date.now()))).toBe(agentAny);
     expect(refusedBy(await ledger.admit(budgets.filter((b) => b.id === agentB), null, cents(3), Date.now()))).toBeNull();
   });
+
+  test("windows long over are purged with the old spend records; the current one and a total budget's stay", async () => {
+    const f = await fixture();
+    const { budgetLedger: ledger, spend, deps } = f.api.core.services;
+    await create(f, { scope: "project", limitCents: 10, period: "day" });
+    await create(f, { scope: "project", limitCents: 10, period: "total" });
+    const budgets = await budgetsOf(f);
+    for (const at of [Date.now() - 70 * DAY, Date.now()]) {
+      const a = await ledger.admit(budgets, null, cents(1), at);
+      if (!a.admitted) throw new Error("not admitted");
+      ledger.settle(a.hold, cents(1));
+      await ledger.drained();
+    }
+    const starts = async () => (await deps.store.query<{ s: number | string }>(sql`SELECT DISTINCT window_start AS s FROM budget_windows ORDER BY 1`)).map((r) => Number(r.s));
+    const today = Math.floor(windowOf("day", Date.now()).start / 1000);
+    expect(await starts()).toEqual([0, Math.floor(windowOf("day", Date.now() - 70 * DAY).start / 1000), today]);
+    await spend.purge();
+    expect(await starts()).toEqual([0, today]);
+  });
 });
 
 describe("holds", () => {
