@@ -52,5 +52,7 @@ ALTER TABLE "scope_budgets" ADD CONSTRAINT "scope_budgets_agent_id_agents_id_fk"
 CREATE INDEX "budget_windows_holder" ON "budget_windows" USING btree ("holder");--> statement-breakpoint
 CREATE UNIQUE INDEX "scope_budgets_owner_type" ON "scope_budgets" USING btree ("owner_id","secret_type","period") WHERE secret_type IS NOT NULL;--> statement-breakpoint
 CREATE UNIQUE INDEX "scope_budgets_owner_any" ON "scope_budgets" USING btree ("owner_id","period") WHERE secret_type IS NULL;--> statement-breakpoint
+CREATE INDEX "scope_budgets_owner" ON "scope_budgets" USING btree ("owner_id");--> statement-breakpoint
+CREATE INDEX "scope_budgets_project" ON "scope_budgets" USING btree ("organization_id","project_id");--> statement-breakpoint
 CREATE INDEX "spend_records_project_time" ON "spend_records" USING btree ("project_id","created_at");--> statement-breakpoint
 CREATE INDEX "spend_records_org_time" ON "spend_records" USING btree ("organization_id","created_at");

@@ -15,5 +15,5 @@ export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0003_cloud_accounts", when: 1795589397871, breakpoints: true, sql: m3 },
   { tag: "0004_request_log_one_index", when: 1795642036138, breakpoints: true, sql: m4 },
   { tag: "0005_notifications", when: 1795701749319, breakpoints: true, sql: m5 },
-  { tag: "0006_scope_budgets", when: 1795706835660, breakpoints: true, sql: m6 },
+  { tag: "0006_scope_budgets", when: 1795707664236, breakpoints: true, sql: m6 },
 ];

@@ -39,6 +39,8 @@ CREATE TABLE `scope_budgets` (
 --> statement-breakpoint
 CREATE UNIQUE INDEX `scope_budgets_owner_type` ON `scope_budgets` (`owner_id`,`secret_type`,`period`) WHERE secret_type IS NOT NULL;--> statement-breakpoint
 CREATE UNIQUE INDEX `scope_budgets_owner_any` ON `scope_budgets` (`owner_id`,`period`) WHERE secret_type IS NULL;--> statement-breakpoint
+CREATE INDEX `scope_budgets_owner` ON `scope_budgets` (`owner_id`);--> statement-breakpoint
+CREATE INDEX `scope_budgets_project` ON `scope_budgets` (`organization_id`,`project_id`);--> statement-breakpoint
 CREATE TABLE `spend_records` (
 	`seq` integer PRIMARY KEY NOT NULL,
 	`organization_id` text NOT NULL,

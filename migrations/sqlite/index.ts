@@ -23,5 +23,5 @@ export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0007_cloud_accounts", when: 1795589397485, breakpoints: true, sql: m7 },
   { tag: "0008_request_log_one_index", when: 1795642035799, breakpoints: true, sql: m8 },
   { tag: "0009_notifications", when: 1795701745966, breakpoints: true, sql: m9 },
-  { tag: "0010_scope_budgets", when: 1795706832690, breakpoints: true, sql: m10 },
+  { tag: "0010_scope_budgets", when: 1795707659870, breakpoints: true, sql: m10 },
 ];

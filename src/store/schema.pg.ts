@@ -512,6 +512,9 @@ export const scopeBudgets = pgTable(
   (t) => [
     uniqueIndex("scope_budgets_owner_type").on(t.ownerId, t.secretType, t.period).where(sql`secret_type IS NOT NULL`),
     uniqueIndex("scope_budgets_owner_any").on(t.ownerId, t.period).where(sql`secret_type IS NULL`),
+    // The gateway reads an agent's budgets by owner; the API lists a project's or an organization's.
+    index("scope_budgets_owner").on(t.ownerId),
+    index("scope_budgets_project").on(t.organizationId, t.projectId),
   ],
 );
 
