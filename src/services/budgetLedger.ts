@@ -170,7 +170,8 @@ export class BudgetLedger {
     const paced = now ? 0 : this.#lastTick + TICK_GAP_MS - performance.now();
     const wait = Math.max(paced, urgent ? 0 : TICK_GAP_MS, this.#admissions.length === 0 && !now ? this.#backoffUntil - Date.now() : 0);
     if (wait > 0) {
-      const t = setTimeout(run, wait);
+      // Never what keeps a process alive: a stopping one drains the ledger itself (stop()).
+      const t = setTimeout(run, wait).unref();
       this.#scheduled = { urgent, cancel: () => clearTimeout(t) };
     } else {
       // Everything that arrives in this turn of the event loop joins the tick.
@@ -425,7 +426,7 @@ export class BudgetLedger {
    */
   async start(): Promise<void> {
     await this.deps.store.query(sql`UPDATE budget_windows SET held_nanos = 0 WHERE holder = ${this.holder} AND held_nanos <> 0`);
-    this.#heartbeat = setInterval(() => void this.#beat().catch((err: Error) => log.warn("budget holds not refreshed", { error: err.message })), HEARTBEAT_MS);
+    this.#heartbeat = setInterval(() => void this.#beat().catch((err: Error) => log.warn("budget holds not refreshed", { error: err.message })), HEARTBEAT_MS).unref();
   }
 
   async #beat(): Promise<void> {
