@@ -27,6 +27,7 @@ import { RateLimitService } from "./rateLimits.ts";
 import { BudgetService } from "./budgets.ts";
 import { loadPriceTable } from "./pricing.ts";
 import type { PriceTable } from "../core/pricing.ts";
+import { SharedCaches } from "../core/sharedCache.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -57,13 +58,16 @@ export interface Services {
   partners: PartnerService;
   /** What the gateway meters LLM usage with (CREDGATE_PRICING_FILE over the defaults). */
   prices: PriceTable;
+  /** The caches the instance's gateway processes share (docs/operations.md#gateway-workers-and-caches). */
+  caches: SharedCaches;
 }
 
 export function createServices(deps: ServiceDeps): Services {
   const agents = new AgentService(deps);
   const secrets = new SecretService(deps);
   const policy = new PolicyService(deps);
-  const outbound = new Outbound(deps.config);
+  const caches = new SharedCaches();
+  const outbound = new Outbound(deps.config, caches);
   const orgs = new OrganizationService(deps);
   const connections = new ConnectionService(deps);
   const appConfigs = new AppConfigService(deps);
@@ -98,7 +102,7 @@ export function createServices(deps: ServiceDeps): Services {
     connections,
     appConfigs,
     blocklist,
-    oauth: new OAuthService(deps, appConfigs, connections, agents, orgs, grants, outbound),
+    oauth: new OAuthService(deps, appConfigs, connections, agents, orgs, grants, outbound, caches),
     apps: new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets }),
     policy,
     approvals: new ApprovalService(deps),
@@ -113,5 +117,6 @@ export function createServices(deps: ServiceDeps): Services {
     claims,
     accounts: new AccountService(deps, orgs, projects),
     partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
+    caches,
   };
 }
