@@ -114,7 +114,8 @@ class HttpConnect implements ProxyHandshake {
     const code = Number(status[1]);
     if (code < 200 || code > 299) {
       const reason = (status[2] ?? "").replace(/[^\x20-\x7e]/g, "").slice(0, 100);
-      const hint = code === 407 ? (this.proxy.user === null ? " (the proxy wants credentials: put them in CREDGATE_UPSTREAM_PROXY)" : " (the proxy refused the credentials of CREDGATE_UPSTREAM_PROXY)") : "";
+      // 407 is the standard answer; tinyproxy answers a CONNECT with 401.
+      const hint = code === 407 || code === 401 ? (this.proxy.user === null ? " (the proxy wants credentials: put them in CREDGATE_UPSTREAM_PROXY)" : " (the proxy refused the credentials of CREDGATE_UPSTREAM_PROXY)") : "";
       return { failed: `the upstream proxy refused the tunnel: ${code}${reason ? ` ${reason}` : ""}${hint}` };
     }
     return { send: null, done: true, rest: this.#buf.subarray(end + 4) };
