@@ -10,6 +10,7 @@ import * as http from "node:http";
 import * as net from "node:net";
 import * as tls from "node:tls";
 import type { Config } from "../runtime/config.ts";
+import { log } from "../observability/log.ts";
 import { SharedCaches, type Fresh, type SharedCache } from "../core/sharedCache.ts";
 import { bypassesProxy, NO_RULES, type NoProxyRules, type UpstreamProxy } from "../core/upstreamProxy.ts";
 import { NameResolver, type DnsAnswer } from "./dns.ts";
@@ -30,6 +31,8 @@ export type OutboundConfig = Pick<Config, "resolve" | "upstreamCaFile"> & Partia
 const FETCH_CONNECT_TIMEOUT_MS = 10_000;
 /** Sessions kept for TLS server names (one per host and port dialled by address). */
 const MAX_SESSIONS = 256;
+/** The operator hears of tunnels the proxy would not open at most this often (agents get each reason in their 502). */
+const PROXY_WARNING_MS = 60_000;
 
 export class Outbound {
   readonly #resolve: Map<string, string>;
@@ -45,6 +48,7 @@ export class Outbound {
   readonly #names: SharedCache<DnsAnswer>;
   readonly #proxy: UpstreamProxy | null;
   readonly #noProxy: NoProxyRules;
+  #proxyWarnedAt = -Infinity;
 
   constructor(config: OutboundConfig, caches: SharedCaches = new SharedCaches()) {
     this.#resolve = config.resolve;
@@ -104,7 +108,29 @@ export class Outbound {
 
   /** A tunnel through `proxy` to the resolved target on a Bun socket (the gateway's pooled connections). */
   async openTunnel(proxy: UpstreamProxy, target: DialTarget, timeoutMs: number): Promise<Socket<unknown>> {
-    return tunnelOnBunSocket(proxy, await this.#proxyAddress(proxy), target.address, target.port, timeoutMs);
+    try {
+      return await tunnelOnBunSocket(proxy, await this.#proxyAddress(proxy), target.address, target.port, timeoutMs);
+    } catch (err) {
+      throw this.#tunnelFailed(proxy, target, err as Error);
+    }
+  }
+
+  async #nodeTunnel(proxy: UpstreamProxy, target: DialTarget, timeoutMs: number): Promise<net.Socket> {
+    try {
+      return await tunnelOnNodeSocket(proxy, await this.#proxyAddress(proxy), target.address, target.port, timeoutMs);
+    } catch (err) {
+      throw this.#tunnelFailed(proxy, target, err as Error);
+    }
+  }
+
+  /** Logs a tunnel the proxy did not open (its URL without credentials), at most once a minute. */
+  #tunnelFailed(proxy: UpstreamProxy, target: DialTarget, err: Error): Error {
+    const now = performance.now();
+    if (now - this.#proxyWarnedAt >= PROXY_WARNING_MS) {
+      this.#proxyWarnedAt = now;
+      log.warn("upstream proxy did not open a tunnel", { proxy: proxy.shown, host: target.host, address: target.address, port: target.port, reason: err.message });
+    }
+    return err;
   }
 
   #namedSession(host: string, port: number): Bun.FetchSession {
@@ -196,7 +222,7 @@ export class Outbound {
     const target = opts.target ?? (await this.resolved(this.dialTarget(host, port)));
     const proxy = this.proxyFor(target);
     const started = performance.now();
-    const tunnel = proxy ? await tunnelOnNodeSocket(proxy, await this.#proxyAddress(proxy), target.address, target.port, opts.timeoutMs) : null;
+    const tunnel = proxy ? await this.#nodeTunnel(proxy, target, opts.timeoutMs) : null;
     const timeoutMs = Math.max(1, opts.timeoutMs - (performance.now() - started));
     return new Promise((resolve, reject) => {
       const sock: net.Socket = opts.tls

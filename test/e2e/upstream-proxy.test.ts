@@ -191,8 +191,12 @@ describe("through an HTTP CONNECT proxy (tinyproxy, Basic auth)", () => {
       message: `credgate could not connect to ${HOST}:${up.port}: the upstream proxy refused the tunnel: 401 Unauthorized (the proxy refused the credentials of CREDGATE_UPSTREAM_PROXY)`,
     });
     expect(seen("/wrong-http/1")).toHaveLength(0);
-    // Neither the proxy's password nor the attempted one is in the agent's answer or credgate's output.
+    // The operator is told once, with the proxy's URL without its credentials; neither password is in the
+    // agent's answer or credgate's output.
+    expect(wrongHttp.output()).toContain("upstream proxy did not open a tunnel");
+    expect(wrongHttp.output()).toContain(`"proxy":"http://127.0.0.1:${tiny.port}"`);
     expect(r.text + wrongHttp.output()).not.toContain("not-the-password");
+    expect(r.text + wrongHttp.output()).not.toContain(PROXY_PASSWORD);
   });
 });
 
