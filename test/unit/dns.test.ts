@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { clampTtlMs, parseHosts, pickAddress } from "../../src/core/dnsRules.ts";
 import { FAILURE_TTL_MS, FIXED_TTL_MS, NameResolver, NEGATIVE_TTL_MS } from "../../src/services/dns.ts";
 import { Outbound } from "../../src/services/outbound.ts";
+import { EgressGuard } from "../../src/gateway/egressGuard.ts";
 import { parseDnsServers } from "../../src/runtime/config.ts";
 import { startDnsServer, type TestDnsServer } from "../support/dnsServer.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -144,5 +145,35 @@ describe("Outbound's cache of answers", () => {
     } finally {
       server.stop(true);
     }
+  });
+});
+
+describe("the egress guard on names (docs/guards.md#egress-guard)", () => {
+  const guard = () => {
+    const outbound = new Outbound({ resolve: new Map(), upstreamCaFile: null, dnsServers: [dns.address] });
+    return new EgressGuard({ mode: "self-hosted", egressAllow: [], egressDeny: [], port: 1, gatewayPort: 2 }, outbound);
+  };
+
+  test("a cached answer's verdict comes synchronously, the same object every time, until the answer expires", async () => {
+    dns.set("guard.dns.test", { addresses: ["203.0.113.9"], ttl: 1 });
+    const g = guard();
+    const first = g.check("guard.dns.test", 443);
+    expect(first instanceof Promise).toBe(true);
+    const verdict = await first;
+    expect(verdict).toEqual({ kind: "dial", target: { address: "203.0.113.9", port: 443, host: "guard.dns.test" } });
+    for (let i = 0; i < 10; i++) expect(g.check("guard.dns.test", 443)).toBe(verdict);
+    // The name now points at the metadata address: once the 1-s answer expired it is judged again, and refused.
+    dns.set("guard.dns.test", { addresses: ["169.254.169.254"], ttl: 1 });
+    await Bun.sleep(1_100);
+    const again = g.check("guard.dns.test", 443);
+    expect(again instanceof Promise).toBe(true);
+    expect(await again).toEqual({ kind: "denied", address: "169.254.169.254", reason: "internal or reserved address" });
+  });
+
+  test("a name that does not resolve: unresolved with the resolver's code, kept briefly too", async () => {
+    const g = guard();
+    const verdict = await g.check("nowhere.dns.test", 443);
+    expect(verdict).toEqual({ kind: "unresolved", reason: "ENOTFOUND" });
+    expect(g.check("nowhere.dns.test", 443)).toBe(verdict);
   });
 });
