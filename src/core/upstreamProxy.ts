@@ -115,7 +115,8 @@ class HttpConnect implements ProxyHandshake {
     if (code < 200 || code > 299) {
       const reason = (status[2] ?? "").replace(/[^\x20-\x7e]/g, "").slice(0, 100);
       // 407 is the standard answer; tinyproxy answers a CONNECT with 401.
-      const hint = code === 407 || code === 401 ? (this.proxy.user === null ? " (the proxy wants credentials: put them in CREDGATE_UPSTREAM_PROXY)" : " (the proxy refused the credentials of CREDGATE_UPSTREAM_PROXY)") : "";
+      const auth = code === 407 || code === 401;
+      const hint = !auth ? "" : this.proxy.user === null ? " (the proxy wants credentials: put them in CREDGATE_UPSTREAM_PROXY)" : " (the proxy refused the credentials of CREDGATE_UPSTREAM_PROXY)";
       return { failed: `the upstream proxy refused the tunnel: ${code}${reason ? ` ${reason}` : ""}${hint}` };
     }
     return { send: null, done: true, rest: this.#buf.subarray(end + 4) };
@@ -167,7 +168,8 @@ class Socks5 implements ProxyHandshake {
           const password = Buffer.from(this.proxy.password ?? "");
           return { send: Buffer.concat([Uint8Array.from([1, user.length]), user, Uint8Array.from([password.length]), password]), done: false };
         }
-        return { failed: this.proxy.user === null ? "the upstream proxy wants credentials: put them in CREDGATE_UPSTREAM_PROXY" : "the upstream proxy accepted none of the offered authentication methods" };
+        if (this.proxy.user === null) return { failed: "the upstream proxy wants credentials: put them in CREDGATE_UPSTREAM_PROXY" };
+        return { failed: "the upstream proxy accepted none of the offered authentication methods" };
       }
       case "auth": {
         if (b.length < 2) return { send: null, done: false };

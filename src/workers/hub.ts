@@ -4,8 +4,9 @@
 // worker (but the one it came from), numbered, and a worker says when it applied it: an API write is answered
 // once all have (`settled`), so the next request sees it whichever process takes it. Whatever must be exact
 // across processes (rate-limit counters, approvals, budget spend) lives in the store. What is fetched from
-// elsewhere and cached (DNS answers, vault values, OAuth refreshes) the primary fetches and workers ask it for
-// (docs/operations.md#gateway-workers-and-caches). A worker that dies is started again; a worker whose primary dies stops.
+// elsewhere and cached (DNS answers, vault values, OAuth refreshes) the primary fetches, and workers ask it
+// for (docs/operations.md#gateway-workers-and-caches). A worker that dies is started again; a worker whose
+// primary dies stops.
 import type { Subprocess } from "bun";
 import type { SharedCaches } from "../core/sharedCache.ts";
 import type { EventBus, EventRelay, ChangeEvent } from "../events/bus.ts";

@@ -1,8 +1,8 @@
 // A gateway worker (started by the primary, `credgate gateway-worker`): this executable's gateway on the
 // shared gateway port, with its own snapshot, request-log queue and held approvals, on the same store, and the
-// primary's shared caches (DNS, external vault, OAuth refreshes). Change
-// events come from the primary over IPC (each one acknowledged once applied) and its own go back there. It stops
-// when asked, on SIGTERM, or when the primary is gone.
+// primary's shared caches (DNS, external vault, OAuth refreshes). Change events come from the primary over IPC
+// (each one acknowledged once applied) and its own go back there. It stops when asked, on SIGTERM, or when the
+// primary is gone.
 import type { Config } from "../runtime/config.ts";
 import { caRoutes, createApiApp } from "../api/app.ts";
 import { Gateway } from "../gateway/index.ts";
