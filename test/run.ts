@@ -21,6 +21,8 @@ const POSTGRES_RUN = [
   "test/e2e/claim-required.test.ts",
   "test/e2e/partner-orgs.test.ts",
   "test/e2e/cross-tenant.test.ts",
+  // OAuth refresh shared by two gateway processes, stored with compare-and-swap.
+  "test/e2e/upstream-proxy.test.ts",
   "test/multi",
 ];
 
