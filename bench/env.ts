@@ -3,6 +3,7 @@
 // reach the upstream. Shared by bench/gateway.ts and bench/anatomy.ts.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { startDnsServer } from "../test/support/dnsServer.ts";
 import { startCredgate, type RunningCredgate } from "../test/support/process.ts";
 import { tempDir } from "../test/support/tmp.ts";
 import { makePki, type TestPki } from "../test/support/upstream.ts";
@@ -14,6 +15,8 @@ export const HOST = "bench.example.com";
 export const LLM_HOST = "llm.bench.example.com";
 /** No secret applies to this host: the agent sends its own header, so neither injection nor the echo guard runs. */
 export const PLAIN_HOST = "plain.bench.example.com";
+/** Not pinned: resolved through the bench's own DNS server (CREDGATE_DNS_SERVERS, TTL 300 s, docs/operations.md#dns). */
+export const DNS_HOST = "dns.bench.example.com";
 export const SECRET_VALUE = "bench-secret-4f1c2a9e";
 
 export interface UpstreamEnv {
@@ -32,6 +35,8 @@ export interface GatewayEnv {
   mitm: Target;
   /** CONNECT 127.0.0.1 through the gateway: no pin, the gateway's plain outbound fetch path. */
   mitmIp: Target;
+  /** CONNECT dns.bench.example.com: not pinned, resolved through the bench's DNS server and cached. */
+  mitmDns: Target;
   /** CONNECT llm.bench.example.com: an llm_a key is injected and POST /v1/messages is metered. */
   llm: Target;
   /** CONNECT plain.bench.example.com: no credential, the agent's own header passes (what credentials cost). */
@@ -52,7 +57,7 @@ export interface GatewayOptions {
 
 export async function startUpstreamEnv(log: (msg: string) => void = () => {}): Promise<UpstreamEnv> {
   log("making the upstream PKI (openssl)");
-  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, "127.0.0.1"]);
+  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, "127.0.0.1"]);
   const upstream = await startServer("upstream.ts", [pki.certFile, pki.keyFile]);
   log(`upstream on 127.0.0.1:${upstream.port} (pid ${upstream.proc.pid})`);
   const direct: Target = { host: HOST, port: upstream.port, caFile: pki.caFile, headers: { authorization: `Bearer ${SECRET_VALUE}` } };
@@ -71,9 +76,12 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
     ...(opts.profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${opts.profileDir}`] : []),
     ...(opts.whatIf?.length ? ["--preload", join(import.meta.dir, "anatomy/whatif.ts")] : []),
   ];
+  const dns = await startDnsServer({ [DNS_HOST]: { addresses: ["127.0.0.1"], ttl: 300 } });
+  onCleanup(() => void dns.stop());
   const credgate = await startCredgate({
     env: {
       CREDGATE_GATEWAY_WORKERS: String(opts.workers ?? 1),
+      CREDGATE_DNS_SERVERS: dns.address,
       CREDGATE_UPSTREAM_CA_FILE: up.pki.caFile,
       CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
@@ -85,8 +93,8 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   });
   log(`credgate gateway on ${credgate.gatewayUrl} (pid ${credgate.proc.pid})${opts.whatIf?.length ? ` with what-if ${opts.whatIf.join(", ")}` : ""}`);
 
-  // One secret for the pinned name, one for the IP literal (docs/injection.md#secrets create body).
-  for (const hostPattern of [HOST, "127.0.0.1"]) {
+  // One secret for the pinned name, one for the IP literal, one for the DNS name (docs/injection.md#secrets create body).
+  for (const hostPattern of [HOST, "127.0.0.1", DNS_HOST]) {
     const created = await credgate.api("POST", "/v1/secrets", {
       body: {
         name: `bench ${hostPattern}`,
@@ -111,9 +119,10 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   const proxy = { host: "127.0.0.1", port: credgate.gatewayPort, token: credgate.keys.defaultAgentToken };
   const mitm: Target = { host: HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy };
   const mitmIp: Target = { host: "127.0.0.1", port: up.upstream.port, caFile: gatewayCaFile, proxy };
+  const mitmDns: Target = { host: DNS_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy };
 
   // The injected header must really reach the upstream (the agent sends none).
-  for (const t of [mitm, mitmIp]) {
+  for (const t of [mitm, mitmIp, mitmDns]) {
     const probe = await requestOnce(t, "/echo");
     const seen = probe.status === 200 ? (JSON.parse(probe.body) as { authorizationSha256: string | null }) : null;
     const expected = new Bun.CryptoHasher("sha256").update(`Bearer ${SECRET_VALUE}`).digest("hex");
@@ -122,7 +131,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   log("verified: the upstream received the injected Authorization header through the MITM path");
   const llm: Target = { host: LLM_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { "x-api-key": "credgate-managed" } };
   const uncredentialed: Target = { host: PLAIN_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: up.direct.headers };
-  return { credgate, gatewayCaFile, mitm, mitmIp, llm, uncredentialed };
+  return { credgate, gatewayCaFile, mitm, mitmIp, mitmDns, llm, uncredentialed };
 }
 
 export async function startBenchEnv(opts: GatewayOptions = {}): Promise<BenchEnv> {

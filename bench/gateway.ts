@@ -12,7 +12,7 @@
 // Targets are printed with pass/fail markers; a miss never changes the exit code (only a broken setup does).
 // When one is missed, bench/anatomy.ts says where the time goes (bench/README.md).
 import type { RunningCredgate } from "../test/support/process.ts";
-import { HOST, startBenchEnv, startGateway } from "./env.ts";
+import { DNS_HOST, HOST, startBenchEnv, startGateway } from "./env.ts";
 import { RssWatch } from "./rss.ts";
 import type { LoadResult, SseResult, Target } from "./load.ts";
 import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
@@ -91,7 +91,7 @@ function medianRound(runs: Run[]): Run & { roundP50s: number[] } {
 async function main(): Promise<void> {
   const env = await startBenchEnv({ profileDir: opts.profileDir, whatIf: opts.whatIf, log: progress });
   credgate = env.credgate;
-  const { direct, mitm, mitmIp, llm, uncredentialed, upstream, upstreamStats } = env;
+  const { direct, mitm, mitmIp, mitmDns, llm, uncredentialed, upstream, upstreamStats } = env;
   const cpus = opts.cpus;
   if (cpus) {
     pinProcess(env.credgate.proc.pid, cpus.gateway);
@@ -130,6 +130,9 @@ async function main(): Promise<void> {
   await Bun.sleep(2000);
   // Read here, 2 s after the load as the table says (it was read after the later runs, under their load).
   const afterMb = rss.now();
+  // The same MITM path to a name that is not pinned: resolved through DNS once, then from the cache (docs/operations.md#dns).
+  progress(`DNS name: ${opts.connections} connections, ${secs} s`);
+  const dnsNameRun = await load(mitmDns, opts.connections);
   // The same MITM path without a credential: what injection and the echo guard (docs/guards.md#echo-guard) cost together.
   progress(`no credential: ${opts.connections} connections, ${secs} s`);
   const uncredentialedRun = await load(uncredentialed, opts.connections);
@@ -219,6 +222,7 @@ async function main(): Promise<void> {
     memory,
     httpsProxy,
     uncredentialed: uncredentialedRun,
+    dnsName: dnsNameRun,
     allCores,
     checks,
     unpinned: ip,
@@ -234,6 +238,7 @@ async function main(): Promise<void> {
     printMemory(memory);
     printHttpsProxy(httpsProxy, many, one);
     printCredentialCost(uncredentialedRun, many);
+    printDnsName(dnsNameRun, many);
     printAllCores(allCores);
     printMetering(metering);
     printBudgets(budgets);
@@ -285,6 +290,14 @@ function printCredentialCost(plain: Run, many: Runs<Run>): void {
   console.log(
     `  no credential  ${fi(plain.rps)} req/s   gateway ${f(cpuPerRequestUs(plain), 0)} µs cpu/req   ratio to direct ${f(plain.rps / many.direct.rps)}` +
       ` (with one ${f(many.mitm.rps / many.direct.rps)}): ${f(cost * 100, 1)}% of the throughput`,
+  );
+}
+
+function printDnsName(run: Run, many: Runs<Run>): void {
+  console.log(`A name that is not pinned (${DNS_HOST}, CREDGATE_DNS_SERVERS, TTL 300 s, docs/operations.md#dns): the MITM row's path with the name resolved and cached`);
+  console.log(
+    `  DNS name      ${fi(run.rps)} req/s   gateway ${f(cpuPerRequestUs(run), 0)} µs cpu/req   ratio to direct ${f(run.rps / many.direct.rps)}` +
+      ` (pinned ${f(many.mitm.rps / many.direct.rps)}): ${f((run.rps / many.mitm.rps) * 100, 1)}% of the pinned row`,
   );
 }
 

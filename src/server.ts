@@ -129,7 +129,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     }
     if (config.gatewayWorkers > 1) {
       const ports = { port: apiServer.port, gatewayPort };
-      workers = await GatewayWorkers.start(config.gatewayWorkers - 1, (index) => workerCommand(config, ports, index), core.services.deps.events);
+      workers = await GatewayWorkers.start(config.gatewayWorkers - 1, (index) => workerCommand(config, ports, index), core.services.deps.events, core.services.caches);
       const hub = workers;
       mergePeerMetrics(() => hub.metrics());
     }

@@ -22,10 +22,14 @@ const POSTGRES_RUN = [
   "test/e2e/claim-required.test.ts",
   "test/e2e/partner-orgs.test.ts",
   "test/e2e/cross-tenant.test.ts",
+  // OAuth refresh shared by two gateway processes, stored with compare-and-swap.
+  "test/e2e/upstream-proxy.test.ts",
   "test/multi",
 ];
 
-const extra = process.argv.slice(2);
+// e2e suites start real processes and TLS servers: each test gets 60 s (bunfig.toml's `timeout` is not read by
+// this Bun, whose default is 5 s — too tight for a loaded CI machine).
+const extra = ["--timeout", "60000", ...process.argv.slice(2)];
 
 async function run(label: string, paths: string[], env: Record<string, string>): Promise<{ pass: number; fail: number; code: number }> {
   console.log(`\n── ${label} ──`);

@@ -30,12 +30,13 @@ export class Gateway {
       config,
       services,
       snapshot,
-      upstreams: new UpstreamPool(services.outbound.ca),
+      upstreams: new UpstreamPool(services.outbound),
       egress: new EgressGuard(config, services.outbound),
       vault: new VaultResolver({
         host: config.opConnectHost,
         token: config.opConnectToken,
         fetch: (url, init) => services.outbound.fetch(url, init),
+        caches: services.caches,
       }),
     };
     const selfLeaf = new SelfLeaf(ca, selfNames(config));

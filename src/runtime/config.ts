@@ -1,6 +1,7 @@
 // Every setting of the process (command-line flags + CREDGATE_* environment) becomes one typed,
 // validated Config here. Nothing else in the program reads process.env.
 import { parseCidr, type Cidr } from "../core/addressRules.ts";
+import { parseNoProxy, parseUpstreamProxy, type NoProxyRules, type UpstreamProxy } from "../core/upstreamProxy.ts";
 import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import { resolve as resolvePath } from "node:path";
@@ -51,6 +52,12 @@ export interface Config {
   plaintextHosts: string[];
   /** CREDGATE_TEST_NOW_OFFSET_SECONDS: shifts the clock of expiries (runtime/clock.ts); tests only, never in cloud mode. */
   testNowOffsetSeconds: number;
+  /** DNS servers for outbound names (CREDGATE_DNS_SERVERS, docs/operations.md#dns), `ip` or `ip:port`; null: the system's. */
+  dnsServers: string[] | null;
+  /** The proxy for credgate's outbound connections (CREDGATE_UPSTREAM_PROXY, docs/operations.md#upstream-proxy). */
+  upstreamProxy: UpstreamProxy | null;
+  /** Destinations that go around it (CREDGATE_UPSTREAM_NO_PROXY). */
+  upstreamNoProxy: NoProxyRules;
 }
 
 /**
@@ -132,6 +139,33 @@ function parseCidrList(name: string, raw: string | undefined): Cidr[] {
     out.push(cidr);
   }
   return out;
+}
+
+/** CREDGATE_DNS_SERVERS: `ip`, `ip:port`, `[ipv6]:port`, comma-separated, in the form node:dns `setServers` takes. */
+export function parseDnsServers(raw: string | undefined): string[] | null {
+  const items = (raw ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) return null;
+  return items.map((item) => {
+    const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(item) ?? /^([^:]+)(?::(\d+))?$/.exec(item) ?? (isIP(item) === 6 ? [item, item, undefined] : null);
+    const address = m?.[1];
+    const port = m?.[2] === undefined ? 53 : Number(m[2]);
+    if (!address || !isIP(address) || !(port >= 1 && port <= 65535)) throw new ConfigError(`CREDGATE_DNS_SERVERS: "${item}" is not an IP address with an optional port (e.g. 10.0.0.2, 10.0.0.2:5353, [fd00::53]:53)`);
+    return isIP(address) === 6 ? `[${address}]:${port}` : `${address}:${port}`;
+  });
+}
+
+function parseProxySetting(raw: string | undefined): UpstreamProxy | null {
+  const value = nonEmpty(raw);
+  if (value === null) return null;
+  const proxy = parseUpstreamProxy(value);
+  if (typeof proxy === "string") throw new ConfigError(`CREDGATE_UPSTREAM_PROXY: ${proxy}`);
+  return proxy;
+}
+
+function parseNoProxySetting(raw: string | undefined): NoProxyRules {
+  const rules = parseNoProxy(raw ?? "");
+  if (typeof rules === "string") throw new ConfigError(`CREDGATE_UPSTREAM_NO_PROXY: ${rules}`);
+  return rules;
 }
 
 export function parseResolve(raw: string | undefined): Map<string, string> {
@@ -250,5 +284,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     egressDeny: parseCidrList("CREDGATE_EGRESS_DENY", env.CREDGATE_EGRESS_DENY),
     plaintextHosts: (env.CREDGATE_PLAINTEXT_HOSTS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
     testNowOffsetSeconds,
+    dnsServers: parseDnsServers(env.CREDGATE_DNS_SERVERS),
+    upstreamProxy: parseProxySetting(env.CREDGATE_UPSTREAM_PROXY),
+    upstreamNoProxy: parseNoProxySetting(env.CREDGATE_UPSTREAM_NO_PROXY),
   };
 }

@@ -33,6 +33,7 @@ import { loadPriceTable } from "./pricing.ts";
 import type { PriceTable } from "../core/pricing.ts";
 import { NotificationService, type EgressCheck } from "./notifications/index.ts";
 import { RememberedApprovalService } from "./rememberedApprovals.ts";
+import { SharedCaches } from "../core/sharedCache.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -74,6 +75,8 @@ export interface Services {
   partners: PartnerService;
   /** What the gateway meters LLM usage with (CREDGATE_PRICING_FILE over the defaults). */
   prices: PriceTable;
+  /** The caches the instance's gateway processes share (docs/operations.md#gateway-workers-and-caches). */
+  caches: SharedCaches;
 }
 
 /** What the composition root hands in from outside the services. */
@@ -85,7 +88,8 @@ export interface ServiceParts {
 export function createServices(deps: ServiceDeps, parts: ServiceParts): Services {
   const agents = new AgentService(deps);
   const secrets = new SecretService(deps);
-  const outbound = new Outbound(deps.config);
+  const caches = new SharedCaches();
+  const outbound = new Outbound(deps.config, caches);
   const orgs = new OrganizationService(deps);
   const connections = new ConnectionService(deps);
   const appConfigs = new AppConfigService(deps);
@@ -127,7 +131,7 @@ export function createServices(deps: ServiceDeps, parts: ServiceParts): Services
     connections,
     appConfigs,
     blocklist,
-    oauth: new OAuthService(deps, appConfigs, connections, agents, orgs, grants, outbound),
+    oauth: new OAuthService(deps, appConfigs, connections, agents, orgs, grants, outbound, caches),
     apps,
     access: new AccessService({ agents, orgs, secrets, grants, connections, apps, policy, blocklist }),
     policy,
@@ -148,5 +152,6 @@ export function createServices(deps: ServiceDeps, parts: ServiceParts): Services
     claims,
     accounts: new AccountService(deps, orgs, projects),
     partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
+    caches,
   };
 }

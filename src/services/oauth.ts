@@ -16,6 +16,7 @@ import type { ServiceDeps } from "./deps.ts";
 import type { GrantService } from "./grants.ts";
 import type { OrganizationService } from "./organizations.ts";
 import type { Outbound } from "./outbound.ts";
+import type { SharedCache, SharedCaches } from "../core/sharedCache.ts";
 import type { PolicyOwner } from "./policy.ts";
 
 export const STATE_COOKIE = "credgate_oauth_state";
@@ -63,7 +64,8 @@ export class TokenEndpointError extends Error {
 
 export class OAuthService {
   readonly #stateKey: Buffer;
-  readonly #refreshing = new Map<string, Promise<ConnectionCredential | null>>();
+  /** Refreshes in flight, one per connection for the whole instance (docs/operations.md#gateway-workers-and-caches). */
+  readonly #refreshing: SharedCache<ConnectionCredential | null>;
   readonly #retryAt = new Map<string, number>();
 
   constructor(
@@ -74,8 +76,14 @@ export class OAuthService {
     private readonly orgs: OrganizationService,
     private readonly grants: GrantService,
     private readonly outbound: Outbound,
+    caches: SharedCaches,
   ) {
     this.#stateKey = deps.sealer.deriveKey("oauth-state");
+    // Kept 0 s: only the callers waiting share a refresh; the next one finds the stored token fresh and stops there.
+    this.#refreshing = caches.define<ConnectionCredential | null>("oauth-refresh", {
+      load: (connectionId) => this.refresh(connectionId).then((value) => ({ value, ttlMs: 0 })),
+      failed: () => null,
+    });
   }
 
   private get publicUrl(): string {
@@ -290,16 +298,12 @@ export class OAuthService {
   }
 
   /**
-   * The credential to inject for a connection whose token is due: refreshed once for all concurrent callers
-   * (single flight per connection). Null when the connection can no longer be used (revoked or expired).
+   * The credential to inject for a connection whose token is due: refreshed once for all concurrent callers of
+   * every gateway process (a worker asks the primary). Null when the connection can no longer be used (revoked or
+   * expired).
    */
   fresh(connectionId: string): Promise<ConnectionCredential | null> {
-    let flight = this.#refreshing.get(connectionId);
-    if (!flight) {
-      flight = this.refresh(connectionId).finally(() => this.#refreshing.delete(connectionId));
-      this.#refreshing.set(connectionId, flight);
-    }
-    return flight;
+    return this.#refreshing.get(connectionId).then((entry) => entry.value);
   }
 
   private async refresh(connectionId: string): Promise<ConnectionCredential | null> {
@@ -335,6 +339,12 @@ export class OAuthService {
       log.warn("oauth refresh failed", { connectionId: row.id, provider: row.provider, error: (err as Error).message });
       // GitHub answers a dead refresh token with `bad_refresh_token` instead of the standard `invalid_grant`.
       const revoked = code === "invalid_grant" || code === "bad_refresh_token";
+      if (revoked) {
+        // Another instance may have refreshed with this refresh token first (providers that rotate refresh tokens
+        // refuse the old one): its stored token is the one to use, and the connection is not revoked.
+        const now = await this.connections.byId(row.id).catch(() => null);
+        if (now && now.version !== row.version && (now.status === "connected" || now.status === "error")) return this.connections.credential(now);
+      }
       metrics.oauthRefreshFailures.inc({ provider: row.provider, outcome: revoked ? "revoked" : "retry" });
       if (revoked) {
         await this.connections.setStatus(row.id, "revoked", row.refreshFailures + 1).catch(() => null);

@@ -1,12 +1,16 @@
 // External vault values for the gateway (docs/injection.md#external-vault): `op://` references resolved
 // against the 1Password Connect server, cached 60 s per reference (failures 30 s), one in-flight lookup per
-// reference, 15 s per lookup. Logs name the reference and a reason code, never a value.
+// reference, 15 s per lookup. The cache is one per instance (docs/operations.md#gateway-workers-and-caches):
+// the primary process looks values up and every gateway worker asks it, so a Connect outage within the cache
+// lifetime is invisible whichever process serves, and Connect is asked once per reference per minute. Values
+// cross to a worker only over the IPC pipe, never a file; logs name the reference and a reason code, never a value.
 import { log } from "../observability/log.ts";
 import { metrics } from "../observability/metrics.ts";
-import { LookupCache, type Lookup } from "./cache.ts";
+import { SharedCaches, type SharedCache } from "../core/sharedCache.ts";
 import { connectBaseUrl, OnePasswordConnect, parseOpRef, VaultLookupError, type ConnectFetch } from "./onePasswordConnect.ts";
 
-export type { Lookup } from "./cache.ts";
+/** The outcome of one lookup. `reason` is a short code for logs, never a value. */
+export type Lookup = { ok: true; value: string } | { ok: false; reason: string };
 
 export const VAULT_SUCCESS_TTL_MS = 60_000;
 export const VAULT_FAILURE_TTL_MS = 30_000;
@@ -16,21 +20,27 @@ export interface VaultResolverOptions {
   /** CREDGATE_OP_CONNECT_HOST and CREDGATE_OP_CONNECT_TOKEN; either unset means "not configured". */
   host: string | null;
   token: string | null;
-  /** The process's outbound fetch (CREDGATE_RESOLVE, CREDGATE_UPSTREAM_CA_FILE). */
+  /** The process's outbound fetch (CREDGATE_RESOLVE, CREDGATE_UPSTREAM_CA_FILE, the upstream proxy). */
   fetch: ConnectFetch;
+  /** The process's shared caches (a worker's ask the primary); a private set when not given. */
+  caches?: SharedCaches;
   now?: () => number;
   timeoutMs?: number;
 }
 
 export class VaultResolver {
-  readonly #cache: LookupCache;
+  readonly #cache: SharedCache<Lookup>;
   readonly #client: OnePasswordConnect | null;
   /** The answer for every reference when no usable Connect server is configured. */
   readonly #unavailable: Lookup | null;
   readonly #timeoutMs: number;
 
   constructor(opts: VaultResolverOptions) {
-    this.#cache = new LookupCache({ successTtlMs: VAULT_SUCCESS_TTL_MS, failureTtlMs: VAULT_FAILURE_TTL_MS, ...(opts.now ? { now: opts.now } : {}) });
+    this.#cache = (opts.caches ?? new SharedCaches()).define<Lookup>("vault", {
+      load: (ref) => this.#load(ref).then((value) => ({ value, ttlMs: value.ok ? VAULT_SUCCESS_TTL_MS : VAULT_FAILURE_TTL_MS })),
+      failed: () => ({ ok: false, reason: "internal_error" }),
+      ...(opts.now ? { now: opts.now } : {}),
+    });
     this.#timeoutMs = opts.timeoutMs ?? VAULT_TIMEOUT_MS;
     const base = opts.host === null ? null : connectBaseUrl(opts.host);
     if (opts.host !== null && base === null) log.warn("CREDGATE_OP_CONNECT_HOST is not a usable http(s) URL; external vault secrets are unavailable");
@@ -45,13 +55,13 @@ export class VaultResolver {
 
   /** The known answer for `ref` (fresh cache entry, or "not configured"), synchronously; undefined when a lookup is needed. */
   peek(ref: string): Lookup | undefined {
-    return this.#unavailable ?? this.#cache.peek(ref);
+    return this.#unavailable ?? this.#cache.peek(ref)?.value;
   }
 
-  /** The answer for `ref`, looking it up when not cached. Never rejects. */
+  /** The answer for `ref`, looking it up (or asking the primary) when not cached. Never rejects. */
   resolve(ref: string): Promise<Lookup> {
     if (this.#unavailable) return Promise.resolve(this.#unavailable);
-    return this.#cache.get(ref, () => this.#load(ref));
+    return this.#cache.get(ref).then((entry) => entry.value);
   }
 
   async #load(ref: string): Promise<Lookup> {

@@ -3,9 +3,12 @@
 // own snapshot. Every change event this process sees — its own, another instance's, a worker's — goes to every
 // worker (but the one it came from), numbered, and a worker says when it applied it: an API write is answered
 // once all have (`settled`), so the next request sees it whichever process takes it. Whatever must be exact
-// across processes (rate-limit counters, approvals, budget spend) lives in the store. A worker that dies is
-// started again; a worker whose primary dies stops.
+// across processes (rate-limit counters, approvals, budget spend) lives in the store. What is fetched from
+// elsewhere and cached (DNS answers, vault values, OAuth refreshes) the primary fetches, and workers ask it
+// for (docs/operations.md#gateway-workers-and-caches). A worker that dies is started again; a worker whose
+// primary dies stops.
 import type { Subprocess } from "bun";
+import type { SharedCaches } from "../core/sharedCache.ts";
 import type { EventBus, EventRelay, ChangeEvent } from "../events/bus.ts";
 import { log } from "../observability/log.ts";
 import type { MetricsJson } from "../observability/metrics.ts";
@@ -37,11 +40,12 @@ export class GatewayWorkers implements EventRelay {
   private constructor(
     private readonly command: (index: number) => string[],
     private readonly bus: EventBus,
+    private readonly caches: SharedCaches,
   ) {}
 
   /** Starts `count` workers and resolves once each listens on the gateway port. */
-  static async start(count: number, command: (index: number) => string[], bus: EventBus): Promise<GatewayWorkers> {
-    const hub = new GatewayWorkers(command, bus);
+  static async start(count: number, command: (index: number) => string[], bus: EventBus, caches: SharedCaches): Promise<GatewayWorkers> {
+    const hub = new GatewayWorkers(command, bus, caches);
     try {
       await Promise.all(Array.from({ length: count }, (_, i) => hub.#spawn(i + 1)));
     } catch (err) {
@@ -144,6 +148,12 @@ export class GatewayWorkers implements EventRelay {
       case "metrics":
         this.#metricsWaiting.get(message.id)?.(message.metrics);
         return;
+      case "cache-get": {
+        const answer = this.caches.answer(message.cache, message.key);
+        if (!answer) return this.#send(w, { type: "cache-value", id: message.id, entry: null });
+        void answer.then((entry) => this.#send(w, { type: "cache-value", id: message.id, entry }));
+        return;
+      }
       case "event":
         // Here (the primary's own listeners, other instances) and to the other workers.
         this.#origin = w.index;

@@ -1,7 +1,8 @@
 // A gateway worker (started by the primary, `credgate gateway-worker`): this executable's gateway on the
-// shared gateway port, with its own snapshot, request-log queue and held approvals, on the same store. Change
-// events come from the primary over IPC (each one acknowledged once applied) and its own go back there. It stops
-// when asked, on SIGTERM, or when the primary is gone.
+// shared gateway port, with its own snapshot, request-log queue and held approvals, on the same store, and the
+// primary's shared caches (DNS, external vault, OAuth refreshes). Change events come from the primary over IPC
+// (each one acknowledged once applied) and its own go back there. It stops when asked, on SIGTERM, or when the
+// primary is gone.
 import type { Config } from "../runtime/config.ts";
 import { caRoutes, createApiApp } from "../api/app.ts";
 import { Gateway } from "../gateway/index.ts";
@@ -9,6 +10,7 @@ import { log } from "../observability/log.ts";
 import { metricsJson } from "../observability/metrics.ts";
 import { DRAIN_MS, drain, openCore } from "../server.ts";
 import { loadGatewayCa } from "../services/gatewayCa.ts";
+import { PrimaryCaches } from "./cacheLink.ts";
 import type { ToPrimary, ToWorker } from "./messages.ts";
 
 function tell(message: ToPrimary): void {
@@ -20,6 +22,9 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
   const core = await openCore(config, { instance: `worker-${index}` });
   const { services } = core;
   services.deps.events.attach({ publish: (event) => tell({ type: "event", event }), stop: async () => {} });
+  // DNS answers, vault values and OAuth refreshes come from the primary's caches (one set per instance).
+  const primaryCaches = new PrimaryCaches(tell);
+  services.caches.attach(primaryCaches);
   const ca = await loadGatewayCa(services.deps);
   const gateway = await Gateway.create(config, services, ca, createApiApp(services, caRoutes(ca.certPem)));
 
@@ -46,6 +51,9 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
         return;
       case "metrics":
         void metricsJson().then((metrics) => tell({ type: "metrics", id: message.id, metrics }));
+        return;
+      case "cache-value":
+        primaryCaches.answered(message.id, message.entry);
         return;
       case "stop":
         void stop("asked by the primary");

@@ -11,6 +11,7 @@ const SCENARIO = join(import.meta.dir, "../support/egressScenario.ts");
 interface Scenario {
   results: Record<string, { status: number; error: string | null }>;
   heard: { metadata80: number; metadata443: number; metadataHeads: string[]; private: number; publicBeforeAllowing: string[]; publicAll: string[] };
+  dnsQueries: { metadata: number; rebind: number };
 }
 
 let scenario: Promise<Scenario> | null = null;
@@ -97,5 +98,32 @@ describe("egress guard, cloud mode", () => {
     const { results, heard } = await outcome();
     expect(results["cloud public"]).toEqual({ status: 200, error: null });
     expect(heard.publicAll.some((h) => h.startsWith("GET /cloud-public "))).toBe(true);
+  });
+});
+
+describe("egress guard on names resolved through DNS (docs/operations.md#dns)", () => {
+  test("a name whose DNS answer is the metadata address → 403 egress_denied (absolute-form and CONNECT), nothing dialled", async () => {
+    await refused("dns metadata absolute");
+    await refused("dns metadata connect");
+    await refused("dns metadata again");
+    const { heard, dnsQueries } = await outcome();
+    // The listeners' only connections are the allowed and pinned ones counted above.
+    expect(heard.metadata80).toBe(1);
+    expect(heard.metadata443).toBe(1);
+    // Three requests, one query: the verdict is kept with the answer.
+    expect(dnsQueries.metadata).toBe(1);
+  });
+  test("a name with a public answer is reached", async () => {
+    const { results, heard } = await outcome();
+    expect(results["dns public"]).toEqual({ status: 200, error: null });
+    expect(heard.publicAll.some((h) => h.startsWith("GET /dns-public "))).toBe(true);
+  });
+  test("a name that changes to the metadata address after its TTL is judged again and refused", async () => {
+    const { results, heard, dnsQueries } = await outcome();
+    expect(results["rebind before"]).toEqual({ status: 200, error: null });
+    expect(heard.publicAll.some((h) => h.startsWith("GET /rebind-1 "))).toBe(true);
+    await refused("rebind after");
+    expect(heard.metadataHeads.some((h) => h.includes("rebind"))).toBe(false);
+    expect(dnsQueries.rebind).toBe(2);
   });
 });

@@ -4,12 +4,16 @@
 // CREDGATE_UPSTREAM_CA_FILE, like any outbound call), injects the value into requests curl sends to a real
 // TLS upstream, caches it (Connect is asked once per reference per minute, once for concurrent requests),
 // and refuses with 502 — forwarding nothing — when the value cannot be obtained. Cache expiry is covered
-// at unit level (test/unit/vault.test.ts) with an injectable clock.
+// at unit level (test/unit/vault.test.ts) with an injectable clock. With two gateway processes the cache is the
+// instance's (docs/operations.md#gateway-workers-and-caches): one lookup for both, and a Connect outage within
+// the minute is invisible on either process (tunnels are placed on both, checked with `ss`).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { eventually, gatewayCa, resolveEntries, run } from "../support/gateway.ts";
+import { spawnSync } from "node:child_process";
+import * as tls from "node:tls";
+import { basic, eventually, gatewayCa, openConnect, rawRequest, resolveEntries, ResponseReader, run } from "../support/gateway.ts";
 import { FakeConnect, startOpConnect, type RunningConnect } from "../support/opConnect.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
-import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
+import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 
 const HOST = "api.vault.test";
 const CONNECT_HOST = "op-connect.test";
@@ -28,6 +32,7 @@ fake.item(prod, "Pasted", { credential: "ghp_abc\u2026" });
 fake.item(prod, "Multiline", { credential: "ghp_first\nsecond" });
 
 let connect: RunningConnect;
+let pki: TestPki;
 let up: TestUpstream;
 let cg: RunningCredgate;
 let wrongToken: RunningCredgate;
@@ -36,7 +41,7 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   // openssl runs (spawnSync) before any in-process server starts.
-  const pki = makePki([HOST, CONNECT_HOST]);
+  pki = makePki([HOST, CONNECT_HOST]);
   up = startUpstream(pki);
   connect = startOpConnect(fake, pki);
   env = {
@@ -211,4 +216,105 @@ describe("the value stays secret", () => {
     expect(out).not.toContain(CONNECT_TOKEN);
     expect(cg.output()).toContain('"reason":"item_not_found"');
   }, 20_000);
+});
+
+describe("two gateway processes share one vault cache (docs/operations.md#gateway-workers-and-caches)", () => {
+  const OUTAGE_VALUE = `sk_vault_outage_${crypto.randomUUID().replace(/-/g, "")}`;
+  const outageFake = new FakeConnect(CONNECT_TOKEN);
+  outageFake.item(outageFake.vault("Prod"), "Outage", { credential: OUTAGE_VALUE });
+  let outageConnect: RunningConnect;
+  let multi: RunningCredgate;
+  let multiCa: string;
+
+  beforeAll(async () => {
+    outageConnect = startOpConnect(outageFake, pki);
+    multi = await startCredgate({
+      env: {
+        CREDGATE_GATEWAY_WORKERS: "2",
+        CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
+        CREDGATE_RESOLVE: `${resolveEntries([HOST], up.port)},${resolveEntries([CONNECT_HOST], outageConnect.port)}`,
+        CREDGATE_OP_CONNECT_HOST: `https://${CONNECT_HOST}:${outageConnect.port}`,
+        CREDGATE_OP_CONNECT_TOKEN: CONNECT_TOKEN,
+      },
+    });
+    multiCa = (await gatewayCa(multi)).pem;
+  }, 40_000);
+
+  afterAll(async () => {
+    await multi?.stop();
+    await outageConnect?.stop();
+  });
+
+  /** The pid of the gateway process holding the connection from the client port `clientPort`. */
+  const servingPid = (clientPort: number): number | null => {
+    const r = spawnSync("ss", ["-Htnp", "state", "established", `( sport = :${multi.gatewayPort} and dport = :${clientPort} )`], { encoding: "utf8" });
+    const m = /pid=(\d+)/.exec(r.stdout);
+    return m ? Number(m[1]) : null;
+  };
+
+  /** A CONNECT tunnel with TLS inside, the process that holds it, and a request function. */
+  async function tunnel(): Promise<{ pid: number | null; get(path: string): Promise<number>; close(): void }> {
+    const t = await openConnect(multi.gatewayPort, `${HOST}:${up.port}`, basic(multi.keys.defaultAgentToken));
+    expect(t.connect.status).toBe(200);
+    const pid = servingPid(t.socket.localPort!);
+    const secure = tls.connect({ socket: t.socket, ca: multiCa, servername: HOST, ALPNProtocols: ["http/1.1"] });
+    await new Promise<void>((resolve, reject) => {
+      secure.once("secureConnect", resolve);
+      secure.once("error", reject);
+    });
+    secure.on("error", () => {});
+    const reader = new ResponseReader(secure);
+    return {
+      pid,
+      async get(path) {
+        secure.write(rawRequest("GET", path, `${HOST}:${up.port}`));
+        return (await reader.response()).status;
+      },
+      close: () => secure.destroy(),
+    };
+  }
+
+  test("one Connect lookup for both processes; Connect stopped: every request on either process within the minute still gets the value", async () => {
+    await vaultSecret(multi, "Outage", "op://Prod/Outage/credential", "/outage/*");
+    // Tunnels until each of the two processes holds at least three.
+    const tunnels: Awaited<ReturnType<typeof tunnel>>[] = [];
+    const perPid = new Map<number, number>();
+    for (let i = 0; i < 200 && (perPid.size < 2 || [...perPid.values()].some((n) => n < 3)); i++) {
+      const t = await tunnel();
+      tunnels.push(t);
+      if (t.pid !== null) perPid.set(t.pid, (perPid.get(t.pid) ?? 0) + 1);
+    }
+    expect(perPid.size).toBe(2);
+    try {
+      const paths: string[] = [];
+      let n = 0;
+      const everywhere = async () => {
+        const statuses = await Promise.all(
+          tunnels.map((t) => {
+            const path = `/outage/${++n}`;
+            paths.push(path);
+            return t.get(path);
+          }),
+        );
+        expect(statuses.every((s) => s === 200)).toBe(true);
+      };
+      await everywhere();
+      // Three Connect calls (vault by name, item by title, the item): one lookup for the instance.
+      expect(outageFake.requests.length).toBe(3);
+      await everywhere();
+      expect(outageFake.requests.length).toBe(3);
+
+      await outageConnect.stop();
+      await everywhere();
+      await everywhere();
+      for (const path of paths) expect(seenAt(path)[0]?.headers.authorization).toBe(`Bearer ${OUTAGE_VALUE}`);
+      expect(outageFake.requests.length).toBe(3);
+      // Neither process logged a lookup failure: the outage was invisible. The value crossed to the worker over
+      // IPC, never into a log line.
+      expect(multi.output()).not.toContain('"opRef":"op://Prod/Outage/credential","reason"');
+      expect(multi.output()).not.toContain(OUTAGE_VALUE);
+    } finally {
+      for (const t of tunnels) t.close();
+    }
+  }, 60_000);
 });

@@ -24,7 +24,7 @@ beforeAll(async () => {
   up = startUpstream(pki);
   cg = await startCredgate({ env: { CREDGATE_GATEWAY_WORKERS: String(PROCESSES), CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([HOST], up.port) } });
   ca = await gatewayCa(cg);
-});
+}, 40_000);
 
 afterAll(async () => {
   await cg?.stop("SIGKILL");
@@ -211,7 +211,7 @@ describe("stopping", () => {
     expect(workers.length).toBe(1);
     expect(await other.stop("SIGTERM")).toBe(0);
     await eventually(() => (workers.every((p) => !alive(p)) ? true : null), 10_000, 50);
-  });
+  }, 30_000);
 
   test("workers stop when their primary is killed", async () => {
     const other = await startCredgate({ env: { CREDGATE_GATEWAY_WORKERS: "2" } });
@@ -219,5 +219,5 @@ describe("stopping", () => {
     expect(workers.length).toBe(1);
     await other.stop("SIGKILL");
     await eventually(() => (workers.every((p) => !alive(p)) ? true : null), 10_000, 50);
-  });
+  }, 30_000);
 });

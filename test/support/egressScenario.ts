@@ -2,8 +2,10 @@
 // up, 169.254.169.254 (cloud metadata), 10.1.2.3 (private) and 203.0.113.7 (a public-looking address) added to
 // `lo`, each with a listener that records every connection. Nothing here can leave the namespace. It starts
 // credgate instances with the settings named on the command line, sends the attempts through their gateway
-// port and prints one JSON document: each attempt's answer and what each listener received.
+// port and prints one JSON document: each attempt's answer and what each listener received. A DNS server on
+// loopback (test/support/dnsServer.ts) gives names for these addresses to an instance with CREDGATE_DNS_SERVERS.
 import * as net from "node:net";
+import { startDnsServer } from "./dnsServer.ts";
 import { startCredgate, type RunningCredgate } from "./process.ts";
 
 interface Listener {
@@ -46,8 +48,11 @@ function attempt(cg: RunningCredgate, head: string): Promise<{ status: number; e
     };
     sock.on("data", (d: Buffer) => {
       buf += d.toString("latin1");
-      // A CONNECT answered 200 stays open: that answer is all there is to see.
-      if (/^HTTP\/1\.1 200 Connection Established\r\n\r\n/.test(buf)) done();
+      // A CONNECT answered 200 stays open, and so does a keep-alive answer: its head and body are all there is to see.
+      if (/^HTTP\/1\.1 200 Connection Established\r\n\r\n/.test(buf)) return done();
+      const end = buf.indexOf("\r\n\r\n");
+      const length = /\r\ncontent-length: *(\d+)/i.exec(buf.slice(0, end));
+      if (end >= 0 && length && buf.length - end - 4 >= Number(length[1])) done();
     });
     sock.on("end", done);
     sock.on("error", done);
@@ -129,7 +134,27 @@ results["cloud pinned private"] = await attempt(cloud, get(cloud, "http://pinned
 results["cloud passthrough pinned to metadata"] = await attempt(cloud, connect(cloud, "metadata.pt.test:443"));
 results["cloud public"] = await attempt(cloud, get(cloud, "http://203.0.113.7/cloud-public"));
 
-for (const cg of [selfHosted, allowing, cloud]) await cg.stop();
+// Names resolved through DNS (docs/operations.md#dns): the verdict is the answer's, kept as long as the answer.
+const dns = await startDnsServer({
+  "metadata.dns.test": { addresses: ["169.254.169.254"], ttl: 60 },
+  "public.dns.test": { addresses: ["203.0.113.7"], ttl: 60 },
+  "rebind.dns.test": { addresses: ["203.0.113.7"], ttl: 1 },
+});
+const resolving = await startCredgate({ env: { CREDGATE_DNS_SERVERS: dns.address } });
+const r = resolving;
+results["dns metadata absolute"] = await attempt(r, get(r, "http://metadata.dns.test/latest/meta-data/"));
+results["dns metadata connect"] = await attempt(r, connect(r, "metadata.dns.test:443"));
+results["dns metadata again"] = await attempt(r, get(r, "http://metadata.dns.test/again"));
+results["dns public"] = await attempt(r, get(r, "http://public.dns.test/dns-public"));
+results["rebind before"] = await attempt(r, get(r, "http://rebind.dns.test/rebind-1"));
+// The name now points at the metadata address: once its 1-s answer expired, the new answer is judged.
+dns.set("rebind.dns.test", { addresses: ["169.254.169.254"], ttl: 1 });
+await Bun.sleep(1_100);
+results["rebind after"] = await attempt(r, get(r, "http://rebind.dns.test/rebind-2"));
+const dnsQueries = { metadata: dns.count("metadata.dns.test", "A"), rebind: dns.count("rebind.dns.test", "A") };
+await dns.stop();
+
+for (const cg of [selfHosted, allowing, cloud, resolving]) await cg.stop();
 console.log(
   JSON.stringify({
     results,
@@ -141,6 +166,7 @@ console.log(
       publicBeforeAllowing: listeners.public80.heads.slice(0, heardBefore),
       publicAll: listeners.public80.heads,
     },
+    dnsQueries,
   }),
 );
 process.exit(0);

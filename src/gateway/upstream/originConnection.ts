@@ -1,8 +1,8 @@
 // One HTTP/1.1 connection to an upstream, on Bun's native sockets (TLS in native code): dialled with the
-// outbound rules (CREDGATE_RESOLVE/CONNECT_TO, upstream CA), verified against the real host name, and reused
-// for one exchange after another while the upstream keeps it alive.
-import type { Socket } from "bun";
-import * as tls from "node:tls";
+// outbound rules (CREDGATE_RESOLVE/CONNECT_TO, upstream CA, the upstream proxy), verified against the real host
+// name, and reused for one exchange after another while the upstream keeps it alive.
+import type { Socket, SocketHandler } from "bun";
+import { checkServerIdentity, type PeerCertificate } from "node:tls";
 import type { DialTarget } from "../../services/outbound.ts";
 import { BATCH_HIGH_WATER, OutgoingBytes, type BatchedSocket, type Outgoing } from "../writeBatch.ts";
 
@@ -20,6 +20,8 @@ export interface DialOptions {
   tls: boolean;
   /** Extra trusted CAs (with the system roots), or undefined for the defaults. */
   ca: string[] | undefined;
+  /** Opens a tunnel to the target through the upstream proxy (docs/operations.md#upstream-proxy); null: dial it directly. */
+  tunnel: (() => Promise<Socket<unknown>>) | null;
 }
 
 export class UpstreamConnection implements BatchedSocket {
@@ -52,50 +54,62 @@ export class UpstreamConnection implements BatchedSocket {
       const timer = setTimeout(() => fail(`connect timed out after ${CONNECT_TIMEOUT_MS / 1000} s`), CONNECT_TIMEOUT_MS);
       // Bun checks the certificate against serverName (or else the dialled address): always the real host,
       // an IP literal included, so that a pinned address is verified as the name it stands for.
-      const serverName = target.host;
-      Bun.connect<UpstreamConnection | null>({
-        hostname: target.address,
-        port: target.port,
-        data: null,
-        tls: opts.tls ? { serverName, ca: opts.ca, rejectUnauthorized: true } : undefined,
-        socket: {
-          open(socket) {
-            socket.setNoDelay(true);
-            if (!opts.tls) ready(socket);
-          },
-          handshake(socket, success, authorizationError) {
-            if (!success || authorizationError) {
-              socket.end();
-              return fail(authorizationError?.message ?? "TLS handshake failed");
-            }
-            // Bun verifies the chain; the name is checked here, as node:tls would.
-            const identity = tls.checkServerIdentity(target.host, socket.getPeerCertificate() as tls.PeerCertificate);
-            if (identity) {
-              socket.end();
-              return fail(identity.message);
-            }
-            ready(socket);
-          },
-          data(socket, buf) {
-            socket.data?.user?.data(buf);
-          },
-          drain(socket) {
-            socket.data?.flush();
-          },
-          close(socket, err) {
-            const conn = socket.data;
-            if (!conn) return fail(err?.message ?? "connection closed during the handshake");
-            conn.closed = true;
-            conn.user?.closed();
-          },
-          error(socket, err) {
-            if (!socket.data) fail(err.message);
-          },
-          connectError(_socket, err) {
-            fail((err as NodeJS.ErrnoException).code ?? err.message);
-          },
+      const tls = opts.tls ? { serverName: target.host, ca: opts.ca, rejectUnauthorized: true } : undefined;
+      const handlers: SocketHandler<UpstreamConnection | null> = {
+        open(socket) {
+          socket.setNoDelay(true);
+          if (!opts.tls) ready(socket);
         },
-      }).catch((err: NodeJS.ErrnoException) => fail(err.code ?? err.message));
+        handshake(socket, success, authorizationError) {
+          if (!success || authorizationError) {
+            socket.end();
+            return fail(authorizationError?.message ?? "TLS handshake failed");
+          }
+          // Bun verifies the chain; the name is checked here, as node:tls would.
+          const identity = checkServerIdentity(target.host, socket.getPeerCertificate() as PeerCertificate);
+          if (identity) {
+            socket.end();
+            return fail(identity.message);
+          }
+          ready(socket);
+        },
+        data(socket, buf) {
+          socket.data?.user?.data(buf);
+        },
+        drain(socket) {
+          socket.data?.flush();
+        },
+        close(socket, err) {
+          const conn = socket.data;
+          if (!conn) return fail(err?.message ?? "connection closed during the handshake");
+          conn.closed = true;
+          conn.user?.closed();
+        },
+        error(socket, err) {
+          if (!socket.data) fail(err.message);
+        },
+        connectError(_socket, err) {
+          fail((err as NodeJS.ErrnoException).code ?? err.message);
+        },
+      };
+      if (opts.tunnel) {
+        // Through the proxy: the tunnel's socket is taken over, TLS started on it in place, or used as it is.
+        opts.tunnel().then(
+          (raw) => {
+            if (settled) return void raw.end();
+            if (tls) return void raw.upgradeTLS<UpstreamConnection | null>({ data: null, tls, socket: handlers });
+            const plain = raw as Socket<UpstreamConnection | null>;
+            plain.data = null;
+            plain.reload({ socket: handlers });
+            ready(plain);
+          },
+          (err: Error) => fail(err.message),
+        );
+        return;
+      }
+      Bun.connect<UpstreamConnection | null>({ hostname: target.address, port: target.port, data: null, tls, socket: handlers }).catch((err: NodeJS.ErrnoException) =>
+        fail(err.code ?? err.message),
+      );
     });
   }
 

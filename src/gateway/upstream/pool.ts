@@ -1,8 +1,10 @@
 // Idle upstream connections kept per (scheme, dialled address, port, TLS name): an agent's next request to
 // the same upstream skips the TCP and TLS handshakes. A connection is only pooled after a complete exchange
-// on a keep-alive response, and dropped after a while idle (before most servers drop it themselves).
-import type { DialTarget } from "../../services/outbound.ts";
-import { UpstreamConnection } from "./originConnection.ts";
+// on a keep-alive response, and dropped after a while idle (before most servers drop it themselves). The key holds
+// the dialled address, so a connection only ever serves requests whose current DNS answer names its address
+// (docs/operations.md#dns); under an upstream proxy it is a tunnel to that address (docs/operations.md#upstream-proxy).
+import type { DialTarget, Outbound } from "../../services/outbound.ts";
+import { CONNECT_TIMEOUT_MS, UpstreamConnection } from "./originConnection.ts";
 
 const IDLE_MS = 4_000;
 const MAX_IDLE_PER_KEY = 64;
@@ -26,7 +28,7 @@ export class UpstreamPool {
   readonly #idle = new Map<string, UpstreamConnection[]>();
   readonly #sweeper: ReturnType<typeof setInterval>;
 
-  constructor(private readonly ca: string[] | undefined) {
+  constructor(private readonly outbound: Outbound) {
     this.#sweeper = setInterval(() => this.#sweep(), IDLE_MS);
     this.#sweeper.unref();
   }
@@ -43,7 +45,9 @@ export class UpstreamPool {
       if (!conn.closed && performance.now() - conn.idleSince < IDLE_MS) return { conn, reused: true, key };
       conn.close();
     }
-    return UpstreamConnection.dial({ target, tls: scheme === "https", ca: this.ca }).then((conn) => ({ conn, reused: false, key }));
+    const proxy = this.outbound.proxyFor(target);
+    const tunnel = proxy ? () => this.outbound.openTunnel(proxy, target, CONNECT_TIMEOUT_MS) : null;
+    return UpstreamConnection.dial({ target, tls: scheme === "https", ca: this.outbound.ca, tunnel }).then((conn) => ({ conn, reused: false, key }));
   }
 
   release(key: string, conn: UpstreamConnection): void {
