@@ -11,9 +11,10 @@
 // process keeps its rows' expiry ahead; the holds of one that died stop counting HOLD_TTL_MS later).
 //
 // How it stays cheap: everything queued — admissions and settlements — is decided in one transaction per
-// tick (one read, one write), and under load ticks are at least TICK_GAP_MS apart, so each commit is shared
-// by all that arrived meanwhile. A request waits that much at most for its admission; an LLM call is slower
-// than that by orders of magnitude.
+// tick (one read, one write), and under load the next tick waits until the last one's duration has been
+// repaid GAP_FACTOR times over (within GAP_MIN_MS and GAP_MAX_MS): a transaction costs the same for one
+// request or a hundred, so the store's share of the process's time stays small however busy it is. A request
+// waits that gap at most for its admission; an LLM call is slower than that by orders of magnitude.
 import { sql } from "drizzle-orm";
 import { periodAdjective, reachedPercents, windowOf, type BudgetWindow } from "../core/budgetWindows.ts";
 import { NANOS_PER_CENT } from "../core/pricing.ts";
@@ -71,8 +72,10 @@ const HOLD_TTL_MS = 120_000;
 const HEARTBEAT_MS = 30_000;
 /** A tick the store refused: its settlements are tried again this much later (their holds still count meanwhile). */
 const RETRY_MS = 1000;
-/** Under load, ticks start at least this far apart; settlements alone wait as long for admissions to join. */
-const TICK_GAP_MS = 5;
+/** Under load, ticks start at least GAP_FACTOR × the last one's duration apart, within these bounds; settlements alone wait as long. */
+const GAP_FACTOR = 20;
+const GAP_MIN_MS = 2;
+const GAP_MAX_MS = 20;
 /** Windows known to be open, and alerts known to be sent, are remembered up to this many (then forgotten). */
 const MEMORY_MAX = 10_000;
 
@@ -112,6 +115,8 @@ export class BudgetLedger {
   #scheduled: { urgent: boolean; cancel: () => void } | null = null;
   /** When the last tick started (performance.now()). */
   #lastTick = -Infinity;
+  /** The gap after the last tick (ms). */
+  #gap = GAP_MIN_MS;
   /** After the store refused a tick, settlements wait until then (admissions never wait). */
   #backoffUntil = 0;
   #heartbeat: Timer | null = null;
@@ -167,8 +172,8 @@ export class BudgetLedger {
       this.#scheduled = null;
       void this.#loop();
     };
-    const paced = now ? 0 : this.#lastTick + TICK_GAP_MS - performance.now();
-    const wait = Math.max(paced, urgent ? 0 : TICK_GAP_MS, this.#admissions.length === 0 && !now ? this.#backoffUntil - Date.now() : 0);
+    const paced = now ? 0 : this.#lastTick + this.#gap - performance.now();
+    const wait = Math.max(paced, urgent ? 0 : this.#gap, this.#admissions.length === 0 && !now ? this.#backoffUntil - Date.now() : 0);
     if (wait > 0) {
       // Never what keeps a process alive: a stopping one drains the ledger itself (stop()).
       const t = setTimeout(run, wait).unref();
@@ -191,6 +196,7 @@ export class BudgetLedger {
       if (settling) this.#settlements = [];
       if (admissions.length > 0 || settlements.length > 0) await this.#tick(admissions, settlements);
     } finally {
+      this.#gap = Math.min(GAP_MAX_MS, Math.max(GAP_MIN_MS, GAP_FACTOR * (performance.now() - this.#lastTick)));
       this.#running = false;
       if (this.#admissions.length > 0) this.#schedule(true);
       else if (this.#settlements.length > 0) this.#schedule(false);
