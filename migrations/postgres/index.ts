@@ -5,6 +5,7 @@ import m1 from "./0001_budgets.sql" with { type: "text" };
 import m2 from "./0002_request_log_request_id.sql" with { type: "text" };
 import m3 from "./0003_cloud_accounts.sql" with { type: "text" };
 import m4 from "./0004_request_log_one_index.sql" with { type: "text" };
+import m5 from "./0005_audit_log.sql" with { type: "text" };
 
 export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795568033987, breakpoints: true, sql: m0 },
@@ -12,4 +13,5 @@ export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0002_request_log_request_id", when: 1795582334000, breakpoints: true, sql: m2 },
   { tag: "0003_cloud_accounts", when: 1795589397871, breakpoints: true, sql: m3 },
   { tag: "0004_request_log_one_index", when: 1795642036138, breakpoints: true, sql: m4 },
+  { tag: "0005_audit_log", when: 1795700157773, breakpoints: true, sql: m5 },
 ];

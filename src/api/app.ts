@@ -21,6 +21,7 @@ import { connectionsRoutes } from "./routes/connections.ts";
 import { agentsRoutes } from "./routes/agents.ts";
 import { gatewayRoutes } from "./routes/gateway.ts";
 import { approvalsRoutes } from "./routes/approvals.ts";
+import { auditRoutes } from "./routes/audit.ts";
 import { grantsRoutes } from "./routes/grants.ts";
 import { policyRoutes } from "./routes/policy.ts";
 import { authRoutes } from "./routes/auth.ts";
@@ -38,7 +39,7 @@ import { utilityRoutes } from "./routes/utility.ts";
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes, ...auditRoutes];
 }
 
 /** Routes that serve the gateway's CA certificate (agent setup), built once the CA is loaded. */
@@ -71,6 +72,8 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
   const mode = services.deps.config.mode;
   // The route template each request matched, for the per-route metric and the request's log line.
   const matched = new WeakMap<Request, string>();
+  // The client's address, for the audit events of writes.
+  const addresses = new WeakMap<Request, string>();
   const app = new Elysia({ normalize: false })
     .onError(({ code, request, error }) =>
       code === "NOT_FOUND" ? unknownRoute(request.method, request.url) : errorResponse(error, request, (e) => services.deps.store.isUnavailable(e)),
@@ -86,7 +89,7 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
         template,
         ({ request, params }) => {
           matched.set(request, template);
-          return runRoute(def, services, request, params as Record<string, string>);
+          return runRoute(def, services, request, params as Record<string, string>, addresses.get(request) ?? null);
         },
         { parse: "none" },
       );
@@ -104,6 +107,7 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
   return {
     handle: (request, client) =>
       answerWithRequestId(request, async () => {
+        if (client) addresses.set(request, client.address);
         const started = performance.now();
         const response = await serve(request, client);
         const seconds = (performance.now() - started) / 1000;

@@ -258,7 +258,10 @@ export class ApprovalService {
       await this.settle(id, "expired");
       throw new ApiError(410, "approval_expired", "flat");
     }
-    if (!(await this.settle(id, decision === "approve" ? "approved" : "denied", by))) throw new ApiError(410, "approval_expired", "flat");
+    const status = decision === "approve" ? "approved" : "denied";
+    if (!(await this.settle(id, status, by))) throw new ApiError(410, "approval_expired", "flat");
+    // After the decision, not in its transaction: settling releases the held request in this process at once.
+    await this.deps.audit.record({ targetType: "approval", targetId: id, projectId: row.projectId, before: { status: row.status }, after: { status } });
   }
 
   pending(scope: PendingScope, exclude: string[]): Promise<ApprovalRow[]> {

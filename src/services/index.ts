@@ -1,6 +1,7 @@
 // The services, built once by the composition root and handed to the API and the gateway.
 import { findApp } from "../apps/index.ts";
 import type { ServiceDeps } from "./deps.ts";
+import { AuditService } from "./audit.ts";
 import { AgentService } from "./agents.ts";
 import { AppConfigService } from "./appConfigs.ts";
 import { AppCatalogService } from "./apps.ts";
@@ -59,7 +60,8 @@ export interface Services {
   prices: PriceTable;
 }
 
-export function createServices(deps: ServiceDeps): Services {
+export function createServices(base: Omit<ServiceDeps, "audit">): Services {
+  const deps: ServiceDeps = { ...base, audit: new AuditService(base.store) };
   const agents = new AgentService(deps);
   const secrets = new SecretService(deps);
   const policy = new PolicyService(deps);

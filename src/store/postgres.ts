@@ -13,6 +13,7 @@ import type { Db, Notifier, RequestLogInsert, Store, Tables } from "./store.ts";
 
 interface TxContext {
   tx: Db;
+  before: (() => Promise<void>)[];
   after: (() => void)[];
 }
 
@@ -88,9 +89,22 @@ export class PostgresStore implements Store {
   async transaction<T>(work: () => Promise<T>): Promise<T> {
     if (this.#context.getStore()) return work();
     const after: (() => void)[] = [];
-    const result = await this.#root.transaction((tx) => this.#context.run({ tx, after }, work));
+    const result = await this.#root.transaction((tx) => {
+      const ctx: TxContext = { tx, before: [], after };
+      return this.#context.run(ctx, async () => {
+        const value = await work();
+        for (let i = 0; i < ctx.before.length; i++) await ctx.before[i]!();
+        return value;
+      });
+    });
     for (const fn of after) fn();
     return result;
+  }
+
+  async beforeCommit(work: () => Promise<void>): Promise<void> {
+    const ctx = this.#context.getStore();
+    if (ctx) ctx.before.push(work);
+    else await this.transaction(work);
   }
 
   afterCommit(fn: () => void): void {

@@ -31,6 +31,11 @@ export interface Store {
   transaction<T>(work: () => Promise<T>): Promise<T>;
   /** Runs `fn` once the current transaction commits (dropped on rollback); at once outside a transaction. */
   afterCommit(fn: () => void): void;
+  /**
+   * Runs `work` inside the current transaction just before it commits (after everything else it does, so locks
+   * `work` takes are held only for the commit); outside a transaction, in a transaction of its own, now.
+   */
+  beforeCommit(work: () => Promise<void>): Promise<void>;
   /** Like `transaction`, holding the database-wide startup lock (PostgreSQL advisory lock): migrations, bootstrap. */
   exclusive<T>(work: () => Promise<T>): Promise<T>;
   /**
