@@ -19,6 +19,7 @@ const POSTGRES_RUN = [
   "test/e2e/claim-required.test.ts",
   "test/e2e/partner-orgs.test.ts",
   "test/e2e/cross-tenant.test.ts",
+  "test/e2e/audit.test.ts",
   "test/multi",
 ];
 

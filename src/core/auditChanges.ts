@@ -5,8 +5,8 @@
 
 export const REDACTED = "<redacted>";
 
-/** Field names whose values are credentials, or sealed or hashed forms of one. */
-const SECRET_FIELD = /(^value$|sealed|secret|token|password|passphrase|apikey|api_key|privatekey|private_key|signing|credential|hash$|^key$)/i;
+/** Field names whose values are credentials, or sealed or hashed forms of one (`apiKey`, `masterKey`, `private_key`, …). */
+const SECRET_FIELD = /(^value$|sealed|secret|token|password|passphrase|signing|credential|hash$|key$)/i;
 /** credgate's own credential formats (agent tokens, API keys) and session ids, wherever they turn up. */
 const CREDENTIAL_TEXT = /\b(agt|svc)_[A-Za-z0-9_]{16,}/;
 /** Not changes anyone asked for: timestamps of the write itself and the target's own id (the event names it). */

@@ -25,15 +25,8 @@ export class SessionService {
     const id = newId();
     await this.deps.store.transaction(async () => {
       await this.db.insert(this.t.sessions).values({ id, tokenHash: tokenHash(token), userId, createdAt: nowIso(), expiresAt, revokedAt: null });
-      // Signing in is done by the user it signs in; the event belongs to the organization a session acts in first.
-      const { memberships } = this.t;
-      const [first] = await this.db
-        .select({ organizationId: memberships.organizationId })
-        .from(memberships)
-        .where(and(eq(memberships.userId, userId), eq(memberships.status, "active")))
-        .orderBy(asc(memberships.createdAt), asc(memberships.organizationId))
-        .limit(1);
-      this.deps.audit.actAs({ kind: "user", id: userId, userId }, first?.organizationId);
+      // Signing in is done by the user it signs in.
+      this.deps.audit.actAs({ kind: "user", id: userId, userId }, await this.#firstOrganization(userId));
       await this.deps.audit.record({ targetType: "session", targetId: id, projectId: null, before: null, after: { userId, expiresAt } });
     });
     return { token, expiresAt };
@@ -49,9 +42,23 @@ export class SessionService {
   async revoke(id: string): Promise<void> {
     const revokedAt = nowIso();
     await this.deps.store.transaction(async () => {
-      await this.db.update(this.t.sessions).set({ revokedAt }).where(eq(this.t.sessions.id, id));
+      const [session] = await this.db.update(this.t.sessions).set({ revokedAt }).where(eq(this.t.sessions.id, id)).returning({ userId: this.t.sessions.userId });
+      const organizationId = session && (await this.#firstOrganization(session.userId));
+      if (organizationId) this.deps.audit.setOrganization(organizationId);
       await this.deps.audit.record({ targetType: "session", targetId: id, projectId: null, before: { revokedAt: null }, after: { revokedAt } });
     });
+  }
+
+  /** The organization a session acts in without X-Organization-Id: the user's first (its sign-in events belong there). */
+  async #firstOrganization(userId: string): Promise<string | undefined> {
+    const { memberships } = this.t;
+    const [first] = await this.db
+      .select({ organizationId: memberships.organizationId })
+      .from(memberships)
+      .where(and(eq(memberships.userId, userId), eq(memberships.status, "active")))
+      .orderBy(asc(memberships.createdAt), asc(memberships.organizationId))
+      .limit(1);
+    return first?.organizationId;
   }
 
   async revokeAllOf(userId: string): Promise<void> {
