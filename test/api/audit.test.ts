@@ -7,6 +7,7 @@ import { sql } from "drizzle-orm";
 import { allRoutes } from "../../src/api/app.ts";
 import { actionOf } from "../../src/api/auditedWrite.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
+import { makePki } from "../support/upstream.ts";
 import { addMember, addOrganization, expectFlat } from "./helpers.ts";
 
 type Res = { status: number; body: any; headers: Headers; text: string };
@@ -254,7 +255,38 @@ describe("every management write is recorded (cloud mode, every mutating route)"
     // The chain holds every event.
     const all = await events(api);
     expect(await services.deps.audit.verify()).toEqual({ intact: true, events: all.length });
-  });
+  }, 60_000);
+});
+
+describe("the self-hosted-only write", () => {
+  test("POST /v1/migrate/export is recorded; the cloud key it was given is not", async () => {
+    const pki = makePki(["cloud.test"]);
+    const cloud = await createTestApi({ CREDGATE_MODE: "cloud" });
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      tls: { cert: Bun.file(pki.certFile), key: Bun.file(pki.keyFile) },
+      fetch: async (req) => cloud.app.handle(new Request(req.url, { method: req.method, headers: req.headers, body: await req.arrayBuffer() })),
+    });
+    try {
+      const sh = await createTestApi({ CREDGATE_RESOLVE: `cloud.test:${server.port}:127.0.0.1`, CREDGATE_UPSTREAM_CA_FILE: pki.caFile });
+      const selfHostedWrites = allRoutes()
+        .filter((r) => r.method !== "GET" && (!r.modes || r.modes.includes("self-hosted")) && r.modes && !r.modes.includes("cloud"))
+        .map((r) => actionOf(r.method, r.path));
+      expect(selfHostedWrites).toEqual(["POST /v1/migrate/export"]);
+      const res = await sh.call("POST", "/v1/migrate/export", { body: { cloudApiKey: cloud.projectKey, cloudUrl: `https://cloud.test:${server.port}` } });
+      expect(res.status).toBe(200);
+      const rows = await events(sh);
+      expect(rows.map((r) => [r.action, r.actor_kind, r.target_type])).toEqual([["POST /v1/migrate/export", "project_key", "migrate"]]);
+      expect(JSON.stringify(rows)).not.toContain(cloud.projectKey);
+      // The import on the cloud side is the cloud's own write, by the key the export used.
+      const imported = await events(cloud);
+      expect(imported.length).toBeGreaterThan(0);
+      expect(imported.filter((r) => r.action !== "POST /v1/migrate/import")).toEqual([]);
+    } finally {
+      server.stop(true);
+    }
+  }, 60_000);
 });
 
 describe("GET /v1/org/audit", () => {
