@@ -1,5 +1,5 @@
-// The organization area's tabs and its gate: settings, secrets and policy for admins; team and projects on
-// cloud, where an organization has several people and projects.
+// The organization area's tabs and its gate: settings, secrets, policy and the audit log for admins; team and
+// projects on cloud, where an organization has several people and projects.
 import { h } from "../h.ts";
 import type { PageCtx } from "../types.ts";
 
@@ -11,6 +11,7 @@ export function orgTabs(ctx: PageCtx): HTMLElement {
     ["/org/secrets", "Secrets"],
     ["/org/policy", "Policy"],
     ...(ctx.mode === "cloud" ? ([["/org/team", "Team"], ["/org/projects", "Projects"]] as [string, string][]) : []),
+    ["/org/audit", "Audit log"],
   ];
   const here = location.pathname;
   return h("nav", { "aria-label": "Organization", class: "tabs" }, ...tabs.map(([rest, label]) => h("a", { href: ctx.link(rest), "aria-current": here === ctx.link(rest) ? "page" : null }, label)));
