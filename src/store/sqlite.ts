@@ -159,6 +159,10 @@ export class SqliteStore implements Store {
     return this.#insertLog(rows);
   }
 
+  async appendRequestLogs(rows: RequestLogInsert[]): Promise<void> {
+    await this.insertRequestLogs(rows);
+  }
+
   #prepareLogInsert(): (rows: RequestLogInsert[]) => number[] {
     const columns = Object.entries(getTableColumns(schema.requestLogs)).filter(([key]) => key !== "seq");
     const names = columns.map(([, c]) => `"${c.name}"`).join(", ");

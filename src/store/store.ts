@@ -45,6 +45,11 @@ export interface Store {
   lockKey(key: string): Promise<void>;
   /** Inserts request-log rows in one batch; returns each row's `seq`, in order. */
   insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]>;
+  /**
+   * Inserts request-log rows in one batch whose `seq` nobody needs (the bulk of them): the fastest way the engine
+   * takes rows (PostgreSQL: COPY). All or nothing, like `insertRequestLogs`.
+   */
+  appendRequestLogs(rows: RequestLogInsert[]): Promise<void>;
   /** Raw SQL for store-level statements and tests: rows as objects keyed by column name. */
   query<R = Record<string, unknown>>(statement: SQL): Promise<R[]>;
   /** Cross-instance notifications (PostgreSQL LISTEN/NOTIFY); null with SQLite (one process owns the file). */
