@@ -72,7 +72,8 @@ test("the audit log: tab, events with their changes, redaction, an action filter
   await page.getByLabel("Action").fill("PATCH /v1/secrets/{secretId}");
   await page.getByRole("button", { name: "Apply filters" }).click();
   await page.waitForURL((url) => url.searchParams.get("action") === "PATCH /v1/secrets/{secretId}");
-  await page.waitForFunction('document.querySelectorAll("table tbody tr").length === 1');
+  // The filtered page replaces the table: wait until the new one has its one row.
+  for (let i = 0; i < 200 && (await table.locator("tbody tr").count()) !== 1; i++) await Bun.sleep(25);
   expect(await table.locator("tbody tr").innerText()).toContain("PATCH /v1/secrets/{secretId}");
   await page.reload();
   await page.getByRole("table", { name: "Audit log" }).waitFor();
