@@ -23,6 +23,7 @@ const POSTGRES_RUN = [
   "test/e2e/cross-tenant.test.ts",
   // OAuth refresh shared by two gateway processes, stored with compare-and-swap.
   "test/e2e/upstream-proxy.test.ts",
+  "test/e2e/audit.test.ts",
   "test/multi",
 ];
 

@@ -31,6 +31,11 @@ export interface Store {
   transaction<T>(work: () => Promise<T>): Promise<T>;
   /** Runs `fn` once the current transaction commits (dropped on rollback); at once outside a transaction. */
   afterCommit(fn: () => void): void;
+  /**
+   * Runs `work` inside the current transaction just before it commits (after everything else it does, so locks
+   * `work` takes are held only for the commit); outside a transaction, in a transaction of its own, now.
+   */
+  beforeCommit(work: () => Promise<void>): Promise<void>;
   /** Like `transaction`, holding the database-wide startup lock (PostgreSQL advisory lock): migrations, bootstrap. */
   exclusive<T>(work: () => Promise<T>): Promise<T>;
   /**
@@ -40,6 +45,11 @@ export interface Store {
   lockKey(key: string): Promise<void>;
   /** Inserts request-log rows in one batch; returns each row's `seq`, in order. */
   insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]>;
+  /**
+   * Inserts request-log rows in one batch whose `seq` nobody needs (the bulk of them): the fastest way the engine
+   * takes rows (PostgreSQL: COPY). All or nothing, like `insertRequestLogs`.
+   */
+  appendRequestLogs(rows: RequestLogInsert[]): Promise<void>;
   /** Raw SQL for store-level statements and tests: rows as objects keyed by column name. */
   query<R = Record<string, unknown>>(statement: SQL): Promise<R[]>;
   /** Cross-instance notifications (PostgreSQL LISTEN/NOTIFY); null with SQLite (one process owns the file). */

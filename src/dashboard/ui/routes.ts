@@ -4,6 +4,7 @@ import { agentsPage } from "./pages/agents.ts";
 import { appConnectPage } from "./pages/appConnect.ts";
 import { appDetailPage } from "./pages/appDetail.ts";
 import { appsPage } from "./pages/apps.ts";
+import { auditPage } from "./pages/audit.ts";
 import { approvalsPage } from "./pages/approvals.ts";
 import { claimPage } from "./pages/claim.ts";
 import { logsPage } from "./pages/logs.ts";
@@ -47,6 +48,7 @@ export const ROUTES: RouteDef[] = [
   { path: "/p/:project/org/notifications", title: "Organization notifications", page: orgNotificationsPage, nav: "organization" },
   { path: "/p/:project/org/team", title: "Team", page: teamPage, nav: "organization" },
   { path: "/p/:project/org/projects", title: "Projects", page: projectsPage, nav: "organization" },
+  { path: "/p/:project/org/audit", title: "Audit log", page: auditPage, nav: "organization" },
   { path: "/partner", title: "Partner organizations", page: partnerOrgsPage, nav: "partner-orgs", area: "partner" },
   { path: "/partner/orgs/:orgId", title: "Partner organization", page: partnerOrgPage, nav: "partner-orgs", area: "partner" },
   { path: "/partner/secrets", title: "Partner secrets", page: partnerSecretsPage, nav: "partner-secrets", area: "partner" },

@@ -1,5 +1,5 @@
-// The organization area's tabs and its gate: settings, secrets, policy and notifications for admins; team and projects on
-// cloud, where an organization has several people and projects.
+// The organization area's tabs and its gate: settings, secrets, policy, notifications and the audit log for
+// admins; team and projects on cloud, where an organization has several people and projects.
 import { h } from "../h.ts";
 import type { PageCtx } from "../types.ts";
 
@@ -12,6 +12,7 @@ export function orgTabs(ctx: PageCtx): HTMLElement {
     ["/org/policy", "Policy"],
     ["/org/notifications", "Notifications"],
     ...(ctx.mode === "cloud" ? ([["/org/team", "Team"], ["/org/projects", "Projects"]] as [string, string][]) : []),
+    ["/org/audit", "Audit log"],
   ];
   const here = location.pathname;
   return h("nav", { "aria-label": "Organization", class: "tabs" }, ...tabs.map(([rest, label]) => h("a", { href: ctx.link(rest), "aria-current": here === ctx.link(rest) ? "page" : null }, label)));
