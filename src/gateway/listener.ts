@@ -12,6 +12,7 @@ import type { ApiApp } from "../api/app.ts";
 import type { Services } from "../services/index.ts";
 import { log } from "../observability/log.ts";
 import { metrics } from "../observability/metrics.ts";
+import { randomUUID } from "node:crypto";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
 import { claimRequiredBody, isLlmRequest } from "./claim.ts";
 import { ClientConnection } from "./client/agentConnection.ts";
@@ -20,7 +21,7 @@ import { pipeRaw } from "./client/pipe.ts";
 import { agentSocketHandlers, BunAgentSocket, type AgentSocket } from "./client/socket.ts";
 import type { GatewayContext } from "./context.ts";
 import type { EgressVerdict } from "./egressGuard.ts";
-import { egressDeniedBody, proxyAuthRequiredRaw, rawResponse } from "./errors.ts";
+import { egressDeniedAnswer, headTooLarge, invalidConnectTarget, malformedRequest, PROXY_AUTH_REQUIRED, rawAnswer, upstreamUnreachableAnswer } from "./errors.ts";
 import { requestHandler, type Tunnel } from "./handler.ts";
 import { writeLog } from "./requestLog.ts";
 import { logHostOf } from "./request.ts";
@@ -183,7 +184,7 @@ export class GatewayListener {
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
       const end = buf.indexOf("\r\n\r\n");
       if (end === -1) {
-        if (buf.length > MAX_HEAD_BYTES) sock.end(rawResponse(431, "Request Header Fields Too Large", { error: "bad_request", message: "Request head too large." }));
+        if (buf.length > MAX_HEAD_BYTES) sock.end(rawAnswer(headTooLarge(), randomUUID()));
         return;
       }
       sock.events = null;
@@ -191,7 +192,7 @@ export class GatewayListener {
       clearTimeout(timer);
       const head = parseHead(buf, end);
       if (!head) {
-        sock.end(rawResponse(400, "Bad Request", { error: "bad_request", message: "Malformed HTTP request." }));
+        sock.end(rawAnswer(malformedRequest(), randomUUID()));
         return;
       }
       if (head.method === "CONNECT") void this.#connect(sock, head);
@@ -211,12 +212,12 @@ export class GatewayListener {
       agent = null;
     }
     if (!token || !agent) {
-      sock.end(proxyAuthRequiredRaw(requestId));
+      sock.end(rawAnswer(PROXY_AUTH_REQUIRED, requestId));
       return;
     }
     const authority = parseAuthority(head.target);
     if (!authority) {
-      sock.end(rawResponse(400, "Bad Request", { error: "bad_request", message: `Invalid CONNECT target "${head.target}".` }, requestId));
+      sock.end(rawAnswer(invalidConnectTarget(head.target), requestId));
       return;
     }
     const host = normalizeHost(authority.host);
@@ -225,7 +226,7 @@ export class GatewayListener {
     const logHost = logHostOf("https", host, authority.port);
     if (verdict.kind === "denied") {
       writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 403, started: performance.now(), injectionCount: 0, decision: "blocked", requestId });
-      sock.end(rawResponse(403, "Forbidden", egressDeniedBody(host, verdict.address), requestId));
+      sock.end(rawAnswer(egressDeniedAnswer(host, verdict.address), requestId));
       return;
     }
     if (this.#passthrough.some((match) => match(host))) {
@@ -233,7 +234,7 @@ export class GatewayListener {
       const credentials = await this.deps.snapshot.credentials(agent);
       if (credentials.claim && !isLlmRequest(host, null, credentials.injectable)) {
         writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 403, started: performance.now(), injectionCount: 0, decision: "claim_required", requestId });
-        sock.end(rawResponse(403, "Forbidden", claimRequiredBody(credentials.claim), requestId));
+        sock.end(rawAnswer({ status: 403, body: claimRequiredBody(credentials.claim) }, requestId));
         return;
       }
       await this.#passthroughTunnel(sock, head, agent, host, authority.port, verdict, requestId);
@@ -324,7 +325,7 @@ export class GatewayListener {
     const logHost = logHostOf("https", host, port);
     if (verdict.kind !== "dial") {
       writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error", requestId });
-      sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${verdict.reason}` }, requestId));
+      sock.end(rawAnswer(upstreamUnreachableAnswer(host, port, verdict.reason), requestId));
       return;
     }
     let upstream: net.Socket;
@@ -332,7 +333,7 @@ export class GatewayListener {
       upstream = await this.deps.services.outbound.connect(host, port, { tls: false, timeoutMs: 10_000, target: verdict.target });
     } catch (err) {
       writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error", requestId });
-      sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${(err as Error).message}` }, requestId));
+      sock.end(rawAnswer(upstreamUnreachableAnswer(host, port, (err as Error).message), requestId));
       return;
     }
     writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 200, started, injectionCount: 0, decision: "allowed", requestId });

@@ -3,7 +3,9 @@
 // requests). HTTP/1.1 is read here, in JS, request after request (CONTRACT §6.3): the request line is kept
 // byte for byte, bodies are streamed with backpressure both ways, and each request's answer is written
 // before the next pipelined request is read.
+import { randomUUID } from "node:crypto";
 import { log } from "../../observability/log.ts";
+import { badGateway, headTooLarge, malformedRequest, rawAnswer, type JsonAnswer } from "../errors.ts";
 import { BodyFramer } from "../http1/body.ts";
 import { connectionTokens, framingOf, headerValue, MAX_HEAD_BYTES, parseRequestHead, type HeaderLines, type RequestHead } from "../http1/head.ts";
 import { Reply } from "../reply.ts";
@@ -206,12 +208,12 @@ export class ClientConnection implements AgentSocketEvents {
     if (this.#busy || this.#closed || this.#detached || this.#buf.length === 0) return;
     const end = this.#buf.indexOf("\r\n\r\n");
     if (end < 0) {
-      if (this.#buf.length > MAX_HEAD_BYTES) this.#refuse(431, "Request Header Fields Too Large", "Request head too large.");
+      if (this.#buf.length > MAX_HEAD_BYTES) this.#refuse(headTooLarge());
       return;
     }
     const head = parseRequestHead(this.#buf, end);
     const framing = head ? framingOf(head.headers) : undefined;
-    if (!head || framing === undefined) return this.#refuse(400, "Bad Request", "Malformed HTTP request.");
+    if (!head || framing === undefined) return this.#refuse(malformedRequest());
     // Most requests come alone: no view made of nothing.
     const rest = end + 4 < this.#buf.length ? this.#buf.subarray(end + 4) : null;
     this.#buf = EMPTY;
@@ -283,7 +285,7 @@ export class ClientConnection implements AgentSocketEvents {
       (r) => this.#answer(head, r),
       (err: Error) => {
         log.error("gateway request failed", { error: err.message });
-        this.#answer(head, Reply.of(Response.json({ error: "bad_gateway", message: "credgate gateway internal error." }, { status: 502 })));
+        this.#answer(head, Reply.of(badGateway()));
       },
     );
   }
@@ -329,9 +331,9 @@ export class ClientConnection implements AgentSocketEvents {
     if (this.socket.paused) this.socket.resume();
   }
 
-  #refuse(status: number, reason: string, message: string): void {
-    const text = JSON.stringify({ error: "bad_request", message });
+  /** A head that could not be read: answered raw (there is no request to give a Reply to) and the connection closed. */
+  #refuse(answer: JsonAnswer): void {
     this.#closed = true;
-    this.socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+    this.socket.end(rawAnswer(answer, randomUUID()));
   }
 }
