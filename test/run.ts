@@ -7,6 +7,7 @@ import { spawn } from "bun";
 const SQLITE_RUN = ["test/unit", "test/api", "test/e2e"];
 const POSTGRES_RUN = [
   "test/api",
+  "test/unit/stages",
   "test/e2e/gateway-clients.test.ts",
   "test/e2e/gateway-injection.test.ts",
   "test/e2e/gateway-lifecycle.test.ts",

@@ -53,7 +53,12 @@ export class TestAgentSide implements AgentSide {
     readonly chunked = false,
     private readonly socket: { socket: AgentSocket; buffered: Buffer } | null = null,
   ) {
-    this.headerLines = linesOf(headers);
+    const lines = linesOf(headers);
+    // A body of known bytes is framed as a client frames it: with its Content-Length, unless sent chunked.
+    if (body !== null && !(body instanceof ReadableStream) && !chunked && !lines.some(([n]) => /^(content-length|transfer-encoding)$/i.test(n))) {
+      lines.push(["content-length", String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength)]);
+    }
+    this.headerLines = lines;
     this.body = body === null || body instanceof ReadableStream ? body : streamOf(body);
   }
 
