@@ -12,6 +12,7 @@ const POSTGRES_RUN = [
   "test/e2e/gateway-injection.test.ts",
   "test/e2e/gateway-lifecycle.test.ts",
   "test/e2e/gateway-streaming.test.ts",
+  "test/e2e/gateway-tunnels.test.ts",
   "test/e2e/policy-gateway.test.ts",
   "test/e2e/approval-store.test.ts",
   "test/e2e/apps-gateway.test.ts",

@@ -2,7 +2,7 @@
 // CREDGATE_TUNNEL_IDLE_SECONDS (120 s) is closed, a passthrough tunnel after CREDGATE_PASSTHROUGH_IDLE_SECONDS
 // (600 s) without bytes. One timer sweeps them all: whoever moves bytes only sets a flag (no timer is made,
 // reset or cleared per request or per chunk), and the sweep counts the sweeps in a row that found it unset.
-// A tunnel is closed between its idle time and one sweep interval (an eighth of the shortest) later.
+// A tunnel is closed between its idle time and two sweep intervals (a sixteenth of the shortest each) later.
 
 /** What the sweep watches: a tunnel's connection, or a raw pipe. */
 export interface Idle {
@@ -27,12 +27,13 @@ export class IdleSweeper {
 
   /** `shortestMs`: the shortest idle time it will be asked to watch for. */
   constructor(shortestMs: number) {
-    this.#everyMs = Math.max(25, Math.floor(shortestMs / 8));
+    this.#everyMs = Math.max(25, Math.floor(shortestMs / 16));
   }
 
   /** Closes `item` once it has been idle for `idleMs`; `forget` the entry when it closes on its own. */
   watch(item: Idle, idleMs: number): IdleEntry {
-    const entry: IdleEntry = { item, limit: Math.max(1, Math.ceil(idleMs / this.#everyMs)), sweeps: 0 };
+    // The first sweep that finds it idle may come right after its last byte: one more than the time needs.
+    const entry: IdleEntry = { item, limit: Math.ceil(idleMs / this.#everyMs) + 1, sweeps: 0 };
     this.#entries.add(entry);
     if (this.#timer === null) {
       this.#timer = setInterval(() => this.#sweep(), this.#everyMs);
