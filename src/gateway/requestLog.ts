@@ -1,4 +1,4 @@
-// Request-log rows (docs/gateway.md#logs): one per authenticated proxied request, WebSocket upgrade and
+// Request-log rows (docs/gateway.md#request-logs): one per authenticated proxied request, WebSocket upgrade and
 // passthrough tunnel; never a secret: the path is logged without its query, as the agent sent it.
 import { newId } from "../core/ids.ts";
 import type { LogDecision, RequestLogService } from "../services/requestLogs.ts";

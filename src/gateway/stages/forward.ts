@@ -1,4 +1,4 @@
-// Forward upstream (docs/gateway.md#upstream): the request goes out on a pooled HTTP/1.1 connection with the
+// Forward upstream (docs/gateway.md#forwarding): the request goes out on a pooled HTTP/1.1 connection with the
 // request-target as the agent sent it (plus the documented injection rewrites), no redirects followed, no
 // decompression, bodies streamed both ways, hop-by-hop headers stripped, a header timeout. A WebSocket upgrade
 // gets a fresh connection of its own (websocket.ts). Always the last stage: it always answers.

@@ -1,4 +1,4 @@
-// The guidance rewrite (docs/agent-errors.md#guidance): when nothing was injected and the upstream refuses the
+// The guidance rewrite (docs/gateway.md#guidance-rewrite): when nothing was injected and the upstream refuses the
 // request for lack of credentials, the agent gets JSON that says what the user has to do. Credentialed
 // responses, and 400s that do not look like an auth failure, pass through byte-identical.
 import { appsServingHost, hostRuleFor } from "../../apps/match.ts";

@@ -1,4 +1,4 @@
-// The request log (docs/gateway.md#logs): one row per authenticated proxied request (a metered one once its
+// The request log (docs/gateway.md#request-logs): one row per authenticated proxied request (a metered one once its
 // cost is known, when its body has ended; a held one updates the row the approval stage wrote), and one per
 // passthrough tunnel or CONNECT refused after authentication. An intercepted tunnel has no row of its own:
 // each request inside it has one. First in the list, so its response hook sees the final reply.

@@ -1,4 +1,4 @@
-// The request head that leaves the gateway, and where it is dialled (docs/gateway.md#upstream): the
+// The request head that leaves the gateway, and where it is dialled (docs/gateway.md#forwarding): the
 // request-target byte for byte as the stages left it, exactly one Host (from the destination), the outgoing
 // header lines as the stages edited them.
 import type { DialTarget } from "../../services/outbound.ts";

@@ -1,4 +1,4 @@
-// The forward stage (docs/gateway.md#upstream) against a real TLS upstream (a throwaway CA made with openssl),
+// The forward stage (docs/gateway.md#forwarding) against a real TLS upstream (a throwaway CA made with openssl),
 // dialled where the real egress stage said: the request goes out as the stages left it (injected header,
 // rewritten target, one Host) and the upstream's reply comes back as it is, the decision untouched; an
 // upstream that cannot be reached is 502 upstream_unreachable and one that sends no head in time 504

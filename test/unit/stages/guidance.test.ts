@@ -1,4 +1,4 @@
-// The guidance stage (docs/agent-errors.md#guidance): an uncredentialed request the upstream refuses for lack
+// The guidance stage (docs/gateway.md#guidance-rewrite): an uncredentialed request the upstream refuses for lack
 // of credentials (401, 403, or a 400 that reads like an auth failure) gets JSON saying what the user has to
 // do — access_restricted, app_not_connected or credential_not_found, in that order — with the status kept and
 // x-should-retry: false. Credentialed replies and other 400s pass through untouched.

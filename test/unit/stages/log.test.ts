@@ -1,4 +1,4 @@
-// The log stage (docs/gateway.md#logs) with the real request-log service on a real store: one row per
+// The log stage (docs/gateway.md#request-logs) with the real request-log service on a real store: one row per
 // authenticated request (method, host with its port, path without query, status, decision, injection count,
 // provider, request id; a WebSocket as GET), written once a metered reply's body has ended (with its cost);
 // one row per passthrough tunnel and per CONNECT refused after authentication, none for an intercepted tunnel

@@ -68,7 +68,7 @@ const API = "api.dropboxapi.com";
 const CONTENT = "content.dropboxapi.com";
 
 describe("github", () => {
-  test("another repository → 403 with the §6.15 body; the grant's repositories as allowed", async () => {
+  test("another repository → 403 with the documented body; the grant's repositories as allowed", async () => {
     const r = rq({ provider: "github", resources: { repositories: ["acme/api"] }, host: "api.github.com", method: "GET", target: "/repos/acme/other/issues?state=open" });
     expect(denied(await guardResources(r))).toEqual({
       error: "resource_access_denied",
