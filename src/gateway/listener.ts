@@ -326,6 +326,8 @@ export class GatewayListener {
       return this.#refuse(sock, tunnel, answer("error", upstreamUnreachableAnswer(host, port, (err as Error).message)));
     }
     this.deps.pipeline.connected(tunnel, 200);
+    // The agent went away during the dial: nothing to pipe.
+    if (sock.closed) return void upstream.destroy();
     countTunnel(sock);
     this.#passthroughSockets.add(sock);
     sock.write(ESTABLISHED);
