@@ -31,6 +31,8 @@ export const LOG_DECISIONS = [
   "error",
 ] as const;
 
+export type LogDecision = (typeof LOG_DECISIONS)[number];
+
 export interface LogQuery {
   organizationId: string;
   projectId?: string;

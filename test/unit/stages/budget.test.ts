@@ -1,0 +1,152 @@
+// The budget stage (docs/budgets.md) with the real budget service on a real store: a request to a metered
+// endpoint that an LLM key was injected into is metered (an estimate from its body, an uncompressed answer
+// asked for, the body still forwarded whole); a partner key's budget must admit the estimate or the request is
+// answered 403 budget_exceeded; on the way back the vendor's reported usage is charged once the body has
+// ended, and a reservation whose request never went upstream is dropped.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { costOf, estimateOf, NANOS_PER_CENT } from "../../../src/core/pricing.ts";
+import { Pipeline } from "../../../src/gateway/pipeline.ts";
+import { Reply, StreamBody } from "../../../src/gateway/reply.ts";
+import type { ProxyRequest } from "../../../src/gateway/request.ts";
+import type { CompiledSecret } from "../../../src/gateway/snapshot.ts";
+import { answer } from "../../../src/gateway/stage.ts";
+import { budgetStage } from "../../../src/gateway/stages/budget.ts";
+import { injectStage } from "../../../src/gateway/stages/inject.ts";
+import { agentCredentials, agentEntry, compiledSecret, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
+import type { Budget } from "../../../src/services/budgets.ts";
+import { VaultResolver } from "../../../src/vault/resolver.ts";
+import { createTestApi, type TestApi } from "../../support/app.ts";
+import { until } from "../../support/gateway.ts";
+import { outcome } from "./helpers.ts";
+
+const HOST = "llm.budget.test";
+const MODEL = "gpt-4o-mini";
+const BODY = JSON.stringify({ model: MODEL, max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+let api: TestApi;
+let stage: ReturnType<typeof budgetStage>;
+const inject = injectStage({ vault: new VaultResolver({ host: null, token: null, fetch: fetch }) });
+
+beforeAll(async () => {
+  api = await createTestApi();
+  const s = api.core.services;
+  stage = budgetStage({ prices: s.prices, budgets: s.budgets, publicUrl: "https://credgate.test" });
+});
+afterAll(() => api.core.close());
+
+const agent = () => agentEntry({ organizationId: api.organizationId, projectId: "project-9" });
+
+function llmKey(id: string, scope: CompiledSecret["scope"]): CompiledSecret {
+  return compiledSecret({ id, scope, tier: scope === "partner" ? 1 : 3, hostPattern: HOST, type: "llm_b", injection: null, value: `sk-${id}` });
+}
+
+/** A request whose key the inject stage applied. */
+async function request(key: CompiledSecret, budgets: Budget[] = [], init: { method?: string; target?: string; body?: string } = {}): Promise<ProxyRequest> {
+  const body = init.body ?? BODY;
+  const rq = testRequest({ tunnel: HOST, method: init.method ?? "POST", target: init.target ?? "/v1/chat/completions", headers: { "content-type": "application/json", "accept-encoding": "gzip", "content-length": String(body.length) }, body });
+  signIn(rq, agentCredentials({ agent: agent(), injectable: [key], budgets: new Map(budgets.map((b) => [b.secretId, b])) }));
+  expect(await outcome(inject.request!(rq))).toBe("pass");
+  return rq;
+}
+
+function upstreamReply(status: number, json: unknown): Reply {
+  const text = JSON.stringify(json);
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      c.enqueue(new TextEncoder().encode(text));
+      c.close();
+    },
+  });
+  const reply = new Reply(status, "", [["content-type", "application/json"]], new StreamBody(stream, text.length));
+  reply.fromUpstream = true;
+  return reply;
+}
+
+const estimate = () => estimateOf(api.core.services.prices, "llm_b", MODEL, BODY.length, 100);
+
+describe("request", () => {
+  test("not a metered endpoint, or no LLM key: passes synchronously, unmetered", async () => {
+    for (const rq of [await request(llmKey("k-get", "project"), [], { method: "GET", target: "/v1/models" }), await request(compiledSecret({ hostPattern: HOST }))]) {
+      const verdict = stage.request!(rq);
+      expect(verdict).not.toBeInstanceOf(Promise);
+      expect(await outcome(verdict)).toBe("pass");
+      expect(rq.meter).toBeNull();
+    }
+  });
+
+  test("metered without a budget: the estimate is taken from the body, identity asked for, the body kept", async () => {
+    const rq = await request(llmKey("k-own", "project"));
+    expect(await outcome(stage.request!(rq))).toBe("pass");
+    expect(rq.meter).toEqual({ secretId: "k-own", type: "llm_b", api: "chat_completions", estimateNanos: estimate(), reservationId: null, costNanos: null });
+    expect(rq.headers.get("accept-encoding")).toBeNull();
+    expect(await new Response(rq.body).text()).toBe(BODY);
+  });
+
+  test("a partner key whose budget cannot take the estimate → 403 budget_exceeded with the link to add an own key", async () => {
+    const budget: Budget = { secretId: "k-small", organizationId: api.organizationId, limitCents: 1, period: "monthly" };
+    // The whole cent is spent already.
+    await api.core.services.budgets.charge("k-small", api.organizationId, NANOS_PER_CENT);
+    const rq = await request(llmKey("k-small", "partner"), [budget]);
+    expect(await outcome(stage.request!(rq))).toEqual({
+      decision: "budget_exceeded",
+      status: 403,
+      headers: expect.objectContaining({ "x-should-retry": "false" }),
+      body: {
+        error: "budget_exceeded",
+        message:
+          "This organization's spend budget for the llm_b key ($0.01 this month) has been reached, so the key is paused. The user can add their own key in the credgate dashboard to keep going: https://credgate.test/p/project-9/secrets?create=llm_b",
+        limit_usd: 0.01,
+        period: "monthly",
+        add_key_url: "https://credgate.test/p/project-9/secrets?create=llm_b",
+      },
+    });
+    expect(rq.meter).toBeNull();
+  });
+});
+
+describe("response", () => {
+  test("a 2xx is charged what the vendor reported, once the body has ended; the reply passes unchanged", async () => {
+    const budget: Budget = { secretId: "k-charged", organizationId: api.organizationId, limitCents: 100, period: "total" };
+    const rq = await request(llmKey("k-charged", "partner"), [budget]);
+    expect(await outcome(stage.request!(rq))).toBe("pass");
+    expect(rq.meter?.reservationId).toEqual(expect.any(String));
+    const usage = { model: MODEL, usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 } };
+    const reply = await stage.response!(rq, upstreamReply(200, usage));
+    expect(rq.meter?.costNanos).toBeNull();
+    expect(JSON.parse(await replyText(reply))).toEqual(usage);
+    const cost = costOf(api.core.services.prices, "llm_b", { model: MODEL, inputTokens: 10, outputTokens: 20, cacheWriteTokens: 0, cacheReadTokens: 0 });
+    expect(rq.meter?.costNanos).toBe(cost);
+    await until(async () => expect(await api.core.services.budgets.spentNanos("k-charged", api.organizationId, "total")).toBe(cost));
+  });
+
+  test("a non-2xx is charged nothing", async () => {
+    const rq = await request(llmKey("k-failed", "project"));
+    await outcome(stage.request!(rq));
+    await replyText(await stage.response!(rq, upstreamReply(500, { error: "boom" })));
+    expect(rq.meter?.costNanos).toBe(0);
+  });
+
+  test("admitted but never forwarded: the reservation is dropped, so the next request fits again", async () => {
+    // One cent, of which all but one and a half estimates is spent: room for one request at a time.
+    const budget: Budget = { secretId: "k-released", organizationId: api.organizationId, limitCents: 1, period: "total" };
+    await api.core.services.budgets.charge("k-released", api.organizationId, NANOS_PER_CENT - Math.floor(1.5 * estimate()));
+    const key = llmKey("k-released", "partner");
+    // The budget stage, then a stage after it that refuses the request (as the approval stage may).
+    const refusing = new Pipeline([stage, { name: "refuses", request: () => answer("approval_denied", new Response("no", { status: 403 })) }]);
+    const first = await request(key, [budget]);
+    expect((await refusing.request(first)).status).toBe(403);
+    // Had its reservation stayed, this one would not fit beside it (the release is on its way to the store).
+    const second = await until(async () => {
+      const rq = await request(key, [budget]);
+      expect(await outcome(stage.request!(rq))).toBe("pass");
+      return rq;
+    });
+    expect(second.meter?.reservationId).toEqual(expect.any(String));
+    // With the second's reservation held, a third does not fit.
+    const third = await request(key, [budget]);
+    const refused = await refusing.request(third);
+    expect(third.decision).toBe("budget_exceeded");
+    expect(JSON.parse(await replyText(refused)).error).toBe("budget_exceeded");
+    const reply = await stage.response!(second, upstreamReply(200, {}));
+    await replyText(reply);
+  });
+});
