@@ -2,6 +2,8 @@
 // Entry of the credgate executable: one commander program, one file per command group.
 import { Command } from "commander";
 import { VERSION } from "../src/runtime/version.ts";
+import { registerAudit } from "./audit.ts";
+import { registerBackup } from "./backup.ts";
 import { registerDoctor } from "./doctor.ts";
 import { registerGatewayWorker } from "./gatewayWorker.ts";
 import { registerPartner } from "./partner.ts";
@@ -23,6 +25,8 @@ registerRun(program);
 registerMigrate(program);
 registerDoctor(program);
 registerRotateMasterKey(program);
+registerBackup(program);
+registerAudit(program);
 registerPartner(program);
 registerGatewayWorker(program);
 

@@ -4,6 +4,7 @@
 import type { Command } from "commander";
 import { loadConfig } from "../src/runtime/config.ts";
 import { openCore } from "../src/server.ts";
+import { cliAuditScope } from "./audit.ts";
 import { fail } from "./fail.ts";
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -27,7 +28,11 @@ export function registerPartner(program: Command): void {
         const core = await openCore(config);
         let made;
         try {
-          made = await core.services.partners.create(name, flags.ownerEmail.trim());
+          made = await core.services.deps.audit.write(
+            cliAuditScope("partner create"),
+            (m) => ({ targetType: "partner", targetId: m.partnerId }),
+            () => core.services.partners.create(name, flags.ownerEmail.trim()),
+          );
         } finally {
           await core.close();
         }

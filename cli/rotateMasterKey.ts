@@ -11,9 +11,12 @@ import { loadConfig } from "../src/runtime/config.ts";
 import { Sealer } from "../src/crypto/seal.ts";
 import { rotateSealedValues } from "../src/services/masterKeyRotation.ts";
 import { DB_FILE, openStore } from "../src/store/open.ts";
+import { AuditService } from "../src/services/audit.ts";
+import { cliAuditScope } from "./audit.ts";
 import { fail } from "./fail.ts";
 
 const KEY_FILE = "master.key";
+const MASTER_KEY_TARGET = { targetType: "master_key", targetId: null };
 
 function decodeKey(name: string, value: string): Buffer {
   const key = Buffer.from(value.trim(), "base64");
@@ -46,7 +49,15 @@ export function registerRotateMasterKey(program: Command): void {
         const store = await openStore(config);
         let rotated;
         try {
-          rotated = await rotateSealedValues(store, new Sealer(oldKey), new Sealer(newKey));
+          // One audit event, in the rotation's transaction (docs/operations.md#audit-log).
+          const audit = new AuditService(store);
+          rotated = await audit.write(cliAuditScope("rotate-master-key"), () => MASTER_KEY_TARGET, () =>
+            store.transaction(async () => {
+              const done = await rotateSealedValues(store, new Sealer(oldKey), new Sealer(newKey));
+              await audit.record({ ...MASTER_KEY_TARGET, before: { masterKey: "old" }, after: { masterKey: "new" } });
+              return done;
+            }),
+          );
         } catch (err) {
           if (!fromEnv) rmSync(pending, { force: true });
           throw err;

@@ -22,6 +22,8 @@ export function firstStartBanner(config: Config, info: BootstrapInfo): string {
     `  Organization API key:  ${info.orgApiKey}`,
     `  Default agent token:   ${info.defaultAgentToken}`,
     "",
+    `Dashboard: ${config.publicUrl}/  (sign in with the organization API key)`,
+    "",
     "Send an agent through the gateway:",
     `  curl -s ${caUrl} -o credgate-ca.pem`,
     `  export HTTPS_PROXY=${gateway.protocol}//x:${info.defaultAgentToken}@${gateway.host}`,

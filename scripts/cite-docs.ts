@@ -1,7 +1,6 @@
 // `npm run docs:cite`: rewrites references to the old external specification — `CONTRACT §6.11`, a bare
 // `(§5.2)`, `§1.2 step 5`, `§9 example 23`, ranges like `§6.9–6.10` — in src/, cli/, test/ and bench/ into
-// citations of this repository's pages (`docs/budgets.md#metering`), and drops the stage numbers that followed
-// that specification's pipeline numbering (`Stage 9 —` → ``The `budget` stage —``). Standards citations
+// citations of this repository's pages (`docs/budgets.md#metering`). Standards citations
 // (`RFC 9110 §5.5`) are left alone. Idempotent: what it writes contains nothing it would rewrite. It prints
 // every rewrite count and every reference it could not map (file:line), and exits 1 when there were some.
 // `--check` only reports. test/unit/docsCitations.test.ts keeps the tree clean afterwards.
@@ -428,42 +427,6 @@ export function rewriteLine(line: string, unmapped: (text: string) => void, prev
   return { line: dedupeLists(out).replace(/,\s*pipeline step \d+/g, ""), count };
 }
 
-/** Stage names by file, from pipeline.ts: `{ name: "budget", request: meterAndAdmit }` and its import. */
-export function stageNames(pipelineSource: string): Map<string, string[]> {
-  const fileOf = new Map<string, string>();
-  for (const m of pipelineSource.matchAll(/import \{([^}]+)\} from "\.\/(stages\/[A-Za-z]+|websocket)\.ts"/g)) {
-    for (const id of m[1]!.split(",").map((s) => s.trim()).filter(Boolean)) fileOf.set(id, m[2]!);
-  }
-  const names = new Map<string, string[]>();
-  const blocks = pipelineSource.split(/\{\s*(?:\/\/[^\n]*\n\s*)*name: "/).slice(1);
-  for (const block of blocks) {
-    const name = block.slice(0, block.indexOf('"'));
-    const end = block.indexOf("\n];");
-    // The entry's code without its own name (\`inject-connection\` is not a use of \`inject\`).
-    const body = (end === -1 ? block : block.slice(0, end)).slice(name.length + 1);
-    for (const [id, file] of fileOf) {
-      // A use of the imported function, not a property of the same name (\`rq.websocket\`).
-      if (!new RegExp(`(?<![.\\w-])${id}(?![\\w-])`).test(body)) continue;
-      const list = names.get(file) ?? [];
-      if (!list.includes(name)) list.push(name);
-      names.set(file, list);
-    }
-  }
-  return names;
-}
-
-/** `Stage 9 —`, `Stage 7 (apps half) —`, `Stage —` at the head of a stage file → ``The `budget` stage —``. */
-export function renameStage(text: string, names: string[] | undefined, fallback: string): { text: string; count: number } {
-  let count = 0;
-  const list = names && names.length > 0 ? names : [fallback];
-  const label = list.length === 1 ? `The \`${list[0]}\` stage` : `The ${list.map((n) => `\`${n}\``).join(" and ")} stages`;
-  const out = text.replace(/\bStage(?: \d+[a-z]?)?(?: \([^)\n]*\))? —/g, () => {
-    count++;
-    return `${label} —`;
-  });
-  return { text: out, count };
-}
-
 function walk(dir: string, out: string[]): void {
   for (const entry of readdirSync(dir)) {
     if (entry === "node_modules" || entry.startsWith(".")) continue;
@@ -482,15 +445,12 @@ export function scannedFiles(root = ROOT): string[] {
 export interface Report {
   files: number;
   rewrites: number;
-  stages: number;
   unmapped: Unmapped[];
 }
 
 /** Rewrites every scanned file (or only counts, with `write` false). */
 export function citeDocs(root = ROOT, write = true): Report {
-  const pipeline = readFileSync(join(root, "src/gateway/pipeline.ts"), "utf8");
-  const stages = stageNames(pipeline);
-  const report: Report = { files: 0, rewrites: 0, stages: 0, unmapped: [] };
+  const report: Report = { files: 0, rewrites: 0, unmapped: [] };
   for (const file of scannedFiles(root)) {
     const rel = relative(root, file);
     const source = readFileSync(file, "utf8");
@@ -501,14 +461,7 @@ export function citeDocs(root = ROOT, write = true): Report {
       changed += count;
       return out;
     });
-    let text = lines.join("\n");
-    const stage = /^src\/gateway\/stages\/([A-Za-z]+)\.ts$/.exec(rel);
-    if (stage) {
-      const renamed = renameStage(text, stages.get(`stages/${stage[1]}`), stage[1]!);
-      text = renamed.text;
-      report.stages += renamed.count;
-      changed += renamed.count;
-    }
+    const text = lines.join("\n");
     if (changed === 0) continue;
     report.files++;
     report.rewrites += changed;
@@ -521,7 +474,7 @@ if (import.meta.main) {
   const check = process.argv.includes("--check");
   const report = citeDocs(ROOT, !check);
   const verb = check ? "would rewrite" : "rewrote";
-  process.stdout.write(`${verb} ${report.rewrites} references in ${report.files} files (${report.stages} stage numbers)\n`);
+  process.stdout.write(`${verb} ${report.rewrites} references in ${report.files} files\n`);
   for (const u of report.unmapped) process.stdout.write(`unmapped: ${u.file}:${u.line}: ${u.text}\n`);
   if (report.unmapped.length > 0) {
     process.stdout.write(`${report.unmapped.length} references could not be mapped: add their sections to SECTIONS in scripts/cite-docs.ts\n`);

@@ -7,10 +7,12 @@ import { spawn } from "bun";
 const SQLITE_RUN = ["test/unit", "test/api", "test/e2e"];
 const POSTGRES_RUN = [
   "test/api",
+  "test/unit/stages",
   "test/e2e/gateway-clients.test.ts",
   "test/e2e/gateway-injection.test.ts",
   "test/e2e/gateway-lifecycle.test.ts",
   "test/e2e/gateway-streaming.test.ts",
+  "test/e2e/gateway-tunnels.test.ts",
   "test/e2e/policy-gateway.test.ts",
   "test/e2e/approval-store.test.ts",
   "test/e2e/notifications.test.ts",
@@ -24,6 +26,7 @@ const POSTGRES_RUN = [
   "test/e2e/cross-tenant.test.ts",
   // OAuth refresh shared by two gateway processes, stored with compare-and-swap.
   "test/e2e/upstream-proxy.test.ts",
+  "test/e2e/audit.test.ts",
   "test/multi",
 ];
 

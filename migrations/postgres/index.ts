@@ -6,7 +6,8 @@ import m2 from "./0002_request_log_request_id.sql" with { type: "text" };
 import m3 from "./0003_cloud_accounts.sql" with { type: "text" };
 import m4 from "./0004_request_log_one_index.sql" with { type: "text" };
 import m5 from "./0005_notifications.sql" with { type: "text" };
-import m6 from "./0006_scope_budgets.sql" with { type: "text" };
+import m6 from "./0006_audit_log.sql" with { type: "text" };
+import m7 from "./0007_scope_budgets.sql" with { type: "text" };
 
 export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795568033987, breakpoints: true, sql: m0 },
@@ -15,5 +16,6 @@ export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0003_cloud_accounts", when: 1795589397871, breakpoints: true, sql: m3 },
   { tag: "0004_request_log_one_index", when: 1795642036138, breakpoints: true, sql: m4 },
   { tag: "0005_notifications", when: 1795701749319, breakpoints: true, sql: m5 },
-  { tag: "0006_scope_budgets", when: 1795707664236, breakpoints: true, sql: m6 },
+  { tag: "0006_audit_log", when: 1795709097278, breakpoints: true, sql: m6 },
+  { tag: "0007_scope_budgets", when: 1795710363186, breakpoints: true, sql: m7 },
 ];

@@ -23,6 +23,7 @@ import { connectionsRoutes } from "./routes/connections.ts";
 import { agentsRoutes } from "./routes/agents.ts";
 import { gatewayRoutes } from "./routes/gateway.ts";
 import { approvalsRoutes } from "./routes/approvals.ts";
+import { auditRoutes } from "./routes/audit.ts";
 import { grantsRoutes } from "./routes/grants.ts";
 import { policyRoutes } from "./routes/policy.ts";
 import { authRoutes } from "./routes/auth.ts";
@@ -42,7 +43,7 @@ import { utilityRoutes } from "./routes/utility.ts";
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...notificationsRoutes, ...budgetsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...notificationsRoutes, ...budgetsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes, ...auditRoutes];
 }
 
 /** Routes that serve the gateway's CA certificate (agent setup), built once the CA is loaded. */
@@ -86,6 +87,8 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
   // The route template each request matched, for the per-route metric and the request's log line.
   const matched = new WeakMap<Request, string>();
   const router = new Router<{ def: RouteDef; template: string }>();
+  // The client's address, for the audit events of writes.
+  const addresses = new WeakMap<Request, string>();
   const routes = [...allRoutes(), ...extraRoutes];
   routes.push(openApiRoute(() => routes));
   for (const def of routes) {
@@ -98,7 +101,7 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
     const found = router.find(head ? "GET" : request.method, url.pathname);
     if (!found) return unknownRoute(request.method, url);
     matched.set(request, found.value.template);
-    const response = await runRoute(found.value.def, services, request, url, found.params);
+    const response = await runRoute(found.value.def, services, request, url, found.params, addresses.get(request) ?? null);
     if (!head) return response;
     const length = (await response.arrayBuffer()).byteLength;
     const headers = new Headers(response.headers);
@@ -117,6 +120,7 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
   return {
     handle: (request, client) =>
       answerWithRequestId(request, async () => {
+        if (client) addresses.set(request, client.address);
         const started = performance.now();
         const response = await serve(request, client).catch((err) => errorResponse(err, request, (e) => services.deps.store.isUnavailable(e)));
         const seconds = (performance.now() - started) / 1000;

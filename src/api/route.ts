@@ -3,6 +3,7 @@
 // read and validate the body → handler → response.
 import type { TSchema, Static } from "@sinclair/typebox";
 import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
+import { auditedWrite } from "./auditedWrite.ts";
 import type { Mode } from "../runtime/config.ts";
 import type { Services } from "../services/index.ts";
 import { authenticate, resolveContext, resolvePartnerContext, type Access, type PartnerContext, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
@@ -140,8 +141,11 @@ function bridgeQuery(request: Request, url: URL): Request {
   return new Request(url.href, { method: request.method, headers });
 }
 
-/** Runs `def` for a request whose target (requestTarget.ts) is `url` and whose path gave `params`. */
-export async function runRoute(def: RouteDef, services: Services, request: Request, url: URL, params: Record<string, string>): Promise<Response> {
+/**
+ * Runs `def` for a request whose target (requestTarget.ts) is `url` and whose path gave `params`. `address`: the
+ * client's IP address, when the listener knows it (recorded in audit events).
+ */
+export async function runRoute(def: RouteDef, services: Services, request: Request, url: URL, params: Record<string, string>, address: string | null = null): Promise<Response> {
   // A URL holding a NUL byte names nothing we store (and PostgreSQL cannot even compare it): no such route.
   if (Object.values(params).some((p) => p.includes("\u0000")) || url.search.toLowerCase().includes("%00")) {
     return unknownRoute(request.method, url);
@@ -165,15 +169,18 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
     const body = await readBody(def, request).catch((err) => {
       throw def.unprocessable && err instanceof ApiError && err.status === 400 && err.shape === "flat" ? ApiError.envelope(422, err.message) : err;
     });
-    const out: unknown = await def.handler({
-      services,
-      request,
-      params,
-      query: url.searchParams,
-      body,
-      ctx,
-      principal,
-    });
+    const handle = async (): Promise<unknown> =>
+      def.handler({
+        services,
+        request,
+        params,
+        query: url.searchParams,
+        body,
+        ctx,
+        principal,
+      });
+    // Every successful write is an audit event (docs/operations.md#audit-log).
+    const out = MUTATING.has(request.method) ? await auditedWrite(services, def, request, principal, ctx, params, address, handle) : await handle();
     // A write is answered once every gateway worker has applied its change events (read-your-writes).
     if (MUTATING.has(request.method)) await services.deps.events.settled();
     if (out instanceof Response) return out;

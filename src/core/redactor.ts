@@ -9,7 +9,7 @@ const NOTHING = Buffer.alloc(0);
 const REPLACEMENT = Buffer.from(REDACTED);
 
 /** A value as it may appear in a response: raw, base64 (a Basic-auth pair) and percent-encoded. */
-export function needlesFor(values: string[]): string[] {
+export function needlesFor(values: readonly string[]): string[] {
   const out = new Set<string>();
   for (const v of values) {
     for (const form of [v, Buffer.from(v).toString("base64"), encodeURIComponent(v)]) if (form.length >= MIN_LENGTH) out.add(form);

@@ -1,66 +1,85 @@
-// Agent-facing gateway errors (docs/agent-errors.md#summary): JSON `{error, message, …}`. 403/404/409 and guidance
-// rewrites carry `x-should-retry: false`; 429 and 503 carry `Retry-After` instead.
-import { randomUUID } from "node:crypto";
+// Agent-facing gateway errors (docs/agent-errors.md): JSON `{error, message, …}`. 403/404/409 and guidance
+// rewrites carry `x-should-retry: false`; 429 and 503 carry `Retry-After` instead. Every answer is described
+// once (a JsonAnswer) and written one of two ways: as a Response for the pipeline's reply writer, or as raw
+// bytes by `rawAnswer` for what has no Reply (a refused CONNECT, a head that could not be read).
+import { STATUS_CODES } from "node:http";
+import { REQUEST_ID_HEADER } from "../observability/requestId.ts";
+
+/** An answer of the gateway's own, before it is written. */
+export interface JsonAnswer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  /** Beyond content-type, content-length and x-should-retry (lowercase names). */
+  readonly headers?: Record<string, string>;
+}
 
 export const PROXY_AUTH_BODY = {
   error: "proxy_authentication_required",
   message: "credgate requires a valid agent token: set the proxy URL to http://x:<agent token>@<gateway>.",
 };
 
+const PROXY_AUTHENTICATE = 'Basic realm="credgate"';
+
+const noRetry = (status: number): boolean => status === 403 || status === 404 || status === 409;
+
 export function gatewayJson(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): Response {
-  const noRetry = status === 403 || status === 404 || status === 409 ? { "x-should-retry": "false" } : {};
   const text = JSON.stringify(body);
   // The length is known: the answer goes out with Content-Length, not chunked.
   return new Response(text, {
     status,
-    headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), ...noRetry, ...headers },
+    headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), ...(noRetry(status) ? { "x-should-retry": "false" } : {}), ...headers },
   });
 }
 
+/**
+ * The one writer of raw answers: status line, JSON body, `x-request-id` always, and `connection: close`, for
+ * the socket is ended after it.
+ */
+export function rawAnswer(answer: JsonAnswer, requestId: string): string {
+  const text = JSON.stringify(answer.body);
+  let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ""}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\n`;
+  if (noRetry(answer.status)) head += "x-should-retry: false\r\n";
+  if (answer.headers) for (const name in answer.headers) head += `${name}: ${answer.headers[name]}\r\n`;
+  return `${head}${REQUEST_ID_HEADER}: ${requestId}\r\nconnection: close\r\n\r\n${text}`;
+}
+
+/** 407 on a CONNECT, before any tunnel exists. */
+export const PROXY_AUTH_REQUIRED: JsonAnswer = { status: 407, body: PROXY_AUTH_BODY, headers: { "proxy-authenticate": PROXY_AUTHENTICATE } };
+
+/** 407 inside a tunnel closes the tunnel (its token no longer holds); on a proxy connection it does not. */
 export function proxyAuthRequired(closeConnection: boolean): Response {
-  return gatewayJson(407, PROXY_AUTH_BODY, {
-    "proxy-authenticate": 'Basic realm="credgate"',
-    ...(closeConnection ? { connection: "close" } : {}),
-  });
+  return gatewayJson(407, PROXY_AUTH_BODY, { "proxy-authenticate": PROXY_AUTHENTICATE, ...(closeConnection ? { connection: "close" } : {}) });
 }
 
-/** The raw 407 written on a CONNECT, before any tunnel exists. */
-export function proxyAuthRequiredRaw(requestId: string): string {
-  const body = JSON.stringify(PROXY_AUTH_BODY);
-  return [
-    "HTTP/1.1 407 Proxy Authentication Required",
-    'Proxy-Authenticate: Basic realm="credgate"',
-    "Content-Type: application/json",
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    `X-Request-Id: ${requestId}`,
-    "Connection: close",
-    "",
-    body,
-  ].join("\r\n");
-}
+export const malformedRequest = (): JsonAnswer => ({ status: 400, body: { error: "bad_request", message: "Malformed HTTP request." } });
 
-/** An answer written straight on the socket (before a tunnel, or to a request that could not be read). */
-export function rawResponse(status: number, reason: string, body: Record<string, unknown>, requestId: string = randomUUID()): string {
-  const text = JSON.stringify(body);
-  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${text}`;
-}
+export const headTooLarge = (): JsonAnswer => ({ status: 431, body: { error: "bad_request", message: "Request head too large." } });
 
-/** `reason`, when given, is appended to the docs/agent-errors.md#summary message: what the operator must fix (never a value). */
+export const invalidConnectTarget = (target: string): JsonAnswer => ({ status: 400, body: { error: "bad_request", message: `Invalid CONNECT target "${target}".` } });
+
+/** `reason`, when given, is appended to the message: what the operator must fix (never a value). */
 export const credentialUnavailable = (host: string, reason?: string): Response =>
   gatewayJson(502, {
     error: "credential_unavailable",
     message: `credgate could not obtain the credential for ${host}, so the request was not forwarded.${reason ? ` ${reason}` : ""}`,
   });
 
-export const upstreamUnreachable = (host: string, port: number, reason: string): Response =>
-  gatewayJson(502, { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${reason}` });
+const upstreamUnreachableBody = (host: string, port: number, reason: string) => ({ error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${reason}` });
+
+export const upstreamUnreachable = (host: string, port: number, reason: string): Response => gatewayJson(502, upstreamUnreachableBody(host, port, reason));
+
+export const upstreamUnreachableAnswer = (host: string, port: number, reason: string): JsonAnswer => ({ status: 502, body: upstreamUnreachableBody(host, port, reason) });
 
 export const upstreamTimeout = (host: string, seconds: number): Response =>
   gatewayJson(504, { error: "upstream_timeout", message: `${host} did not send response headers within ${seconds} seconds.` });
 
-export const badGateway = (): Response => gatewayJson(502, { error: "bad_gateway", message: "credgate gateway internal error." });
+const BAD_GATEWAY_BODY = { error: "bad_gateway", message: "credgate gateway internal error." };
 
-export const egressDeniedBody = (host: string, address: string) => ({
+export const badGateway = (): Response => gatewayJson(502, BAD_GATEWAY_BODY);
+
+export const BAD_GATEWAY: JsonAnswer = { status: 502, body: BAD_GATEWAY_BODY };
+
+const egressDeniedBody = (host: string, address: string) => ({
   error: "egress_denied",
   message: `credgate does not connect to ${address} (${host}): the destination is an internal or reserved address.`,
   host,
@@ -68,6 +87,8 @@ export const egressDeniedBody = (host: string, address: string) => ({
 });
 
 export const egressDenied = (host: string, address: string): Response => gatewayJson(403, egressDeniedBody(host, address));
+
+export const egressDeniedAnswer = (host: string, address: string): JsonAnswer => ({ status: 403, body: egressDeniedBody(host, address) });
 
 export const insecureTransport = (host: string): Response =>
   gatewayJson(403, {

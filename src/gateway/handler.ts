@@ -1,29 +1,21 @@
-// What answers each request the agent's connection carries: inside a tunnel, the pipeline for the CONNECT
-// authority; on a plain connection, the pipeline for an absolute-form target, or the gateway's control routes
-// for an origin-form one (docs/gateway.md#listener).
+// What answers each request a client connection carries (docs/gateway.md#listener): inside a tunnel, the
+// pipeline for the tunnel's host; on a plain connection, the pipeline for an absolute-form target, or the
+// gateway's control routes for an origin-form one.
 import type { ApiApp } from "../api/app.ts";
 import { API_PREFIXES } from "../api/app.ts";
 import { unknownRoute } from "../api/errors.ts";
 import { normalizeHost } from "../core/patterns.ts";
 import { VERSION } from "../runtime/version.ts";
-import type { ClientConnection, IncomingRequest, RequestHandler } from "./client/agentConnection.ts";
-import type { GatewayContext } from "./context.ts";
+import type { AgentSide } from "./agentSide.ts";
+import type { RequestHandler } from "./client/agentConnection.ts";
 import { gatewayJson } from "./errors.ts";
-import { isWebSocketUpgrade, requestHeadersForUpstream } from "./headers.ts";
-import { runStages } from "./pipeline.ts";
+import { isWebSocketUpgrade } from "./headers.ts";
+import type { Pipeline } from "./pipeline.ts";
 import { Reply } from "./reply.ts";
-import { logHostOf, ProxyRequest, type Destination, type Via } from "./request.ts";
+import { logHostOf, ProxyRequest, type Destination } from "./request.ts";
+import type { Tunnel } from "./tunnel.ts";
 
-/** What the front learnt from a CONNECT. */
-export interface Tunnel {
-  scheme: "https" | "http";
-  host: string;
-  port: number;
-  authority: string;
-  token: string;
-}
-
-/** Origin-form paths the gateway port serves (docs/gateway.md#listener), below each API prefix. */
+/** Origin-form paths the gateway port serves, below each API prefix. */
 const CONTROL_PATHS = [/^\/approvals(\/|$)/, /^\/org\/approvals\/pending$/, /^\/health$/, /^\/gateway\/ca$/, /^\/gateway-url$/];
 
 export function isControlPath(path: string): boolean {
@@ -39,7 +31,8 @@ function originPart(rest: string): string {
   return rest.startsWith("?") || rest === "" ? `/${rest}` : rest;
 }
 
-function absoluteDestination(target: string): Destination | null {
+/** Where an absolute-form request on a plain proxy connection goes; null for anything but an http(s) URL. */
+export function absoluteDestination(target: string): Destination | null {
   const m = ABSOLUTE.exec(target);
   if (!m) return null;
   const scheme = m[1]!.toLowerCase() as "https" | "http";
@@ -54,30 +47,41 @@ function absoluteDestination(target: string): Destination | null {
   return { scheme, host, port, authority: url.host, target: originPart(m[3]!), logHost: logHostOf(scheme, host, port) };
 }
 
-export function requestHandler(g: GatewayContext, api: ApiApp, tunnel: Tunnel | null): RequestHandler {
-  if (tunnel) {
-    const via: Via = { kind: "tunnel", token: tunnel.token };
-    const logHost = logHostOf(tunnel.scheme, tunnel.host, tunnel.port);
-    return (incoming, client) => {
-      const m = ABSOLUTE.exec(incoming.target);
-      const target = m ? originPart(m[3]!) : incoming.target;
-      return proxied(incoming, client, via, { scheme: tunnel.scheme, host: tunnel.host, port: tunnel.port, authority: tunnel.authority, target, logHost }, g);
-    };
-  }
-  const via: Via = { kind: "forward" };
-  return async (incoming, client) => {
-    if (incoming.target.startsWith("/")) return Reply.of(await control(incoming, api));
-    const to = absoluteDestination(incoming.target);
-    if (!to) return Reply.of(gatewayJson(400, { error: "bad_request", message: "Only http and https URLs can be proxied." }));
-    return proxied(incoming, client, via, to, g);
+/**
+ * Where each request inside `tunnel` goes, by its target as the agent sent it (`scheme`: what the agent speaks
+ * inside the tunnel): always the tunnel's host; an absolute-form target gives its path and query.
+ */
+export function destinationsIn(tunnel: Tunnel, scheme: "https" | "http"): (target: string) => Destination {
+  const { host, port } = tunnel;
+  const authority = tunnel.authorityFor(scheme);
+  const logHost = logHostOf(scheme, host, port);
+  return (raw) => {
+    const m = raw.charCodeAt(0) === 0x2f ? null : ABSOLUTE.exec(raw);
+    return { scheme, host, port, authority, target: m ? originPart(m[3]!) : raw, logHost };
   };
 }
 
-function proxied(incoming: IncomingRequest, client: ClientConnection, via: Via, to: Destination, g: GatewayContext): Promise<Reply | null> {
+/**
+ * The handler of one client connection. `tunnel`: the tunnel it carries, with `scheme` what the agent speaks
+ * inside it; every request goes to the tunnel's host (the target stage refuses one that names another).
+ */
+export function requestHandler(pipeline: Pipeline, api: ApiApp, tunnel: { tunnel: Tunnel; scheme: "https" | "http" } | null): RequestHandler {
+  if (tunnel) {
+    const destination = destinationsIn(tunnel.tunnel, tunnel.scheme);
+    return (side) => proxied(pipeline, side, tunnel.tunnel, destination(side.target));
+  }
+  return async (side) => {
+    if (side.target.startsWith("/")) return Reply.of(await control(side, api));
+    const to = absoluteDestination(side.target);
+    if (!to) return Reply.of(gatewayJson(400, { error: "bad_request", message: "Only http and https URLs can be proxied." }));
+    return proxied(pipeline, side, null, to);
+  };
+}
+
+function proxied(pipeline: Pipeline, side: AgentSide, tunnel: Tunnel | null, to: Destination): Promise<Reply | null> {
   // Absolute-form requests never upgrade: Upgrade/Connection are stripped and it goes as plain HTTP.
-  const websocket = via.kind === "tunnel" && isWebSocketUpgrade(incoming.headerLines);
-  const rq = new ProxyRequest(incoming, via, client, to, requestHeadersForUpstream(incoming.headerLines), websocket);
-  const reply = runStages(rq, g);
+  const websocket = tunnel !== null && isWebSocketUpgrade(side.headerLines);
+  const reply = pipeline.request(new ProxyRequest(side, tunnel, to, websocket));
   return reply instanceof Promise ? reply.then(takenOverOrReply) : Promise.resolve(takenOverOrReply(reply));
 }
 
@@ -88,22 +92,22 @@ function takenOverOrReply(reply: Reply): Reply | null {
   return null;
 }
 
-function control(incoming: IncomingRequest, api: ApiApp): Response | Promise<Response> {
+function control(side: AgentSide, api: ApiApp): Response | Promise<Response> {
   let request: Request;
   try {
-    const hasBody = incoming.body !== null && incoming.method !== "GET" && incoming.method !== "HEAD";
-    request = new Request(`http://${incoming.headers.get("host") || "localhost"}${incoming.target}`, {
-      method: incoming.method,
-      headers: incoming.headers,
-      body: hasBody ? incoming.body : null,
-      signal: incoming.signal,
+    const hasBody = side.body !== null && side.method !== "GET" && side.method !== "HEAD";
+    request = new Request(`http://${side.headers.get("host") || "localhost"}${side.target}`, {
+      method: side.method,
+      headers: side.headers,
+      body: hasBody ? side.body : null,
+      signal: side.signal,
     });
   } catch {
     return gatewayJson(400, { error: "bad_request", message: "Malformed HTTP request." });
   }
   // The path as the API will route it (dot segments resolved), so no route outside the list is reachable.
   const path = new URL(request.url).pathname;
-  if (path === "/healthz" && incoming.method === "GET") return Response.json({ status: "ok", version: VERSION });
+  if (path === "/healthz" && side.method === "GET") return Response.json({ status: "ok", version: VERSION });
   if (isControlPath(path)) return api.handle(request);
   return unknownRoute(request.method, request.url);
 }

@@ -1,22 +1,39 @@
-// The gateway, assembled: CA and leaf cache, snapshot, upstream connection pool, the front listener on the
-// gateway port, and the memory keeper.
+// The gateway, assembled: CA and leaf cache, snapshot, upstream connection pool, the stages and their runner,
+// the front listener on the gateway port, and the memory keeper.
 import type { ApiApp } from "../api/app.ts";
 import type { Config } from "../runtime/config.ts";
 import type { CertificateAuthority } from "../crypto/ca.ts";
 import type { Services } from "../services/index.ts";
-import type { GatewayContext } from "./context.ts";
 import { EgressGuard } from "./egressGuard.ts";
 import { GatewayListener, type GatewaySharing } from "./listener.ts";
 import { MemoryKeeper } from "./memory.ts";
+import { gatewayStages, Pipeline, type PipelineDeps } from "./pipeline.ts";
 import { GatewaySnapshot } from "./snapshot.ts";
 import { LeafCache, SelfLeaf } from "./tls.ts";
 import { selfNames } from "../listen/selfNames.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { VaultResolver } from "../vault/resolver.ts";
 
+/** What the stages share, over these services: the egress guard, the vault cache and the upstream pool are one each. */
+export function pipelineDeps(config: Config, services: Services, snapshot: GatewaySnapshot): PipelineDeps {
+  return {
+    config,
+    services,
+    snapshot,
+    upstreams: new UpstreamPool(services.outbound),
+    egress: new EgressGuard(config, services.outbound),
+    vault: new VaultResolver({
+      host: config.opConnectHost,
+      token: config.opConnectToken,
+      fetch: (url, init) => services.outbound.fetch(url, init),
+      caches: services.caches,
+    }),
+  };
+}
+
 export class Gateway {
-  readonly context: GatewayContext;
   readonly #listener: GatewayListener;
+  readonly #upstreams: UpstreamPool;
   readonly #memory = new MemoryKeeper();
   port = 0;
 
@@ -26,21 +43,19 @@ export class Gateway {
   }
 
   private constructor(config: Config, services: Services, ca: CertificateAuthority, api: ApiApp, snapshot: GatewaySnapshot) {
-    this.context = {
-      config,
-      services,
-      snapshot,
-      upstreams: new UpstreamPool(services.outbound),
-      egress: new EgressGuard(config, services.outbound),
-      vault: new VaultResolver({
-        host: config.opConnectHost,
-        token: config.opConnectToken,
-        fetch: (url, init) => services.outbound.fetch(url, init),
-        caches: services.caches,
-      }),
-    };
-    const selfLeaf = new SelfLeaf(ca, selfNames(config));
-    this.#listener = new GatewayListener({ services, snapshot, leaves: new LeafCache(ca), selfLeaf, context: this.context, api, memory: this.#memory });
+    const deps = pipelineDeps(config, services, snapshot);
+    this.#upstreams = deps.upstreams;
+    const pipeline = new Pipeline(gatewayStages(deps));
+    this.#listener = new GatewayListener({
+      pipeline,
+      outbound: services.outbound,
+      leaves: new LeafCache(ca),
+      selfLeaf: new SelfLeaf(ca, selfNames(config)),
+      api,
+      memory: this.#memory,
+      tunnelIdleSeconds: config.tunnelIdleSeconds,
+      passthroughIdleSeconds: config.passthroughIdleSeconds,
+    });
   }
 
   async listen(host: string, port: number, sharing: GatewaySharing = "alone"): Promise<number> {
@@ -53,7 +68,7 @@ export class Gateway {
     this.#listener.close();
     await drain(this.#listener.settled());
     this.#listener.destroyAll();
-    this.context.upstreams.close();
+    this.#upstreams.close();
     this.#memory.stop();
   }
 }

@@ -1,79 +1,52 @@
-// The gateway's one port (docs/gateway.md#listener, docs/gateway.md#proxy-authentication, docs/gateway.md#interception-and-passthrough), on Bun's native sockets. It reads the first request head of
-// each connection: CONNECT is authenticated here (407 before anything else), then the tunnel is
-// TLS-terminated on the same socket (upgradeTLS, with a leaf for the CONNECT host) or kept plain, and handed
-// to a ClientConnection, which reads HTTP/1.1 and runs the pipeline per request. Other connections go to one
-// too, as proxy connections (absolute-form or origin-form control requests). Passthrough hosts get a raw
-// tunnel. No node stream sits on the path of an intercepted request: that layer cost more than the TLS.
+// The gateway's one port (docs/gateway.md#listener), on Bun's native sockets. It reads the first request head
+// of each connection with the one strict parser (http1/head.ts). A CONNECT becomes a Tunnel and goes through
+// the stages' connect hooks (auth → 407, egress guard → 403, passthrough decision, claim check); refused, it is
+// answered raw; passed, it is opened: passthrough hosts get a raw pipe to the host, every other tunnel is
+// intercepted — TLS terminated on the same socket (upgradeTLS, with a leaf for the host) or kept plain — and
+// handed to a ClientConnection, which reads HTTP/1.1 and runs the pipeline per request. Any other first head
+// is handed, parsed, to a ClientConnection as a proxy connection (absolute-form or origin-form control
+// requests). No node stream sits on the path of an intercepted request: that layer cost more than the TLS.
 import type { TCPSocketListener } from "bun";
+import { randomUUID } from "node:crypto";
 import * as net from "node:net";
 import * as tls from "node:tls";
-import { compileHostPattern, normalizeHost } from "../core/patterns.ts";
 import type { ApiApp } from "../api/app.ts";
-import type { Services } from "../services/index.ts";
 import { log } from "../observability/log.ts";
 import { metrics } from "../observability/metrics.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
-import { claimRequiredBody, isLlmRequest } from "./claim.ts";
+import type { Outbound } from "../services/outbound.ts";
 import { ClientConnection } from "./client/agentConnection.ts";
 import { DuplexAgentSocket, duplexOver } from "./client/duplexSocket.ts";
 import { pipeRaw } from "./client/pipe.ts";
 import { agentSocketHandlers, BunAgentSocket, type AgentSocket } from "./client/socket.ts";
-import type { GatewayContext } from "./context.ts";
-import type { EgressVerdict } from "./egressGuard.ts";
-import { egressDeniedBody, proxyAuthRequiredRaw, rawResponse } from "./errors.ts";
-import { requestHandler, type Tunnel } from "./handler.ts";
-import { writeLog } from "./requestLog.ts";
-import { logHostOf } from "./request.ts";
-import { proxyToken } from "./proxyAuth.ts";
-import type { AgentEntry, GatewaySnapshot } from "./snapshot.ts";
+import { headTooLarge, invalidConnectTarget, malformedRequest, rawAnswer, upstreamUnreachableAnswer } from "./errors.ts";
+import { requestHandler } from "./handler.ts";
+import { headerValue, MAX_HEAD_BYTES, parseAuthority, parseRequestHead, type RequestHead } from "./http1/head.ts";
+import { IdleSweeper, type Idle } from "./idle.ts";
 import type { MemoryKeeper } from "./memory.ts";
+import type { Pipeline } from "./pipeline.ts";
+import { answer, type ConnectVerdict } from "./stage.ts";
 import type { LeafCache, LeafPem, SelfLeaf } from "./tls.ts";
+import { Tunnel } from "./tunnel.ts";
 
-const MAX_HEAD_BYTES = 64 * 1024;
 const HEAD_TIMEOUT_MS = 30_000;
 const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
-const TUNNEL_IDLE_MS = 600_000;
+const PASSTHROUGH_CONNECT_TIMEOUT_MS = 10_000;
+const ESTABLISHED = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
 export interface ListenerDeps {
-  services: Services;
-  snapshot: GatewaySnapshot;
+  pipeline: Pipeline;
+  /** Dials passthrough tunnels. */
+  outbound: Pick<Outbound, "connect">;
   leaves: LeafCache;
   /** The certificate of the proxy itself (HTTPS proxy, docs/gateway.md#listener). */
   selfLeaf: SelfLeaf;
-  context: GatewayContext;
   api: ApiApp;
   /** Hears of every request (full collections follow the load, memory.ts). */
   memory: MemoryKeeper;
-}
-
-interface Head {
-  method: string;
-  target: string;
-  headers: Map<string, string>;
-  /** Bytes of the head itself, and whatever arrived after it. */
-  raw: Buffer;
-  rest: Buffer;
-}
-
-function parseHead(buf: Buffer, end: number): Head | null {
-  const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
-  const m = /^([A-Z]+) (\S+) HTTP\/1\.[01]$/.exec(lines[0] ?? "");
-  if (!m) return null;
-  const headers = new Map<string, string>();
-  for (const line of lines.slice(1)) {
-    const colon = line.indexOf(":");
-    if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
-  }
-  return { method: m[1]!, target: m[2]!, headers, raw: buf.subarray(0, end + 4), rest: buf.subarray(end + 4) };
-}
-
-/** `host:port` of a CONNECT target (IPv6 in brackets); null when malformed. */
-export function parseAuthority(target: string): { host: string; port: number } | null {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+)(?::(\d{1,5}))?$/.exec(target);
-  if (!m) return null;
-  const port = m[2] ? Number(m[2]) : 443;
-  if (port < 1 || port > 65535) return null;
-  return { host: m[1]!, port };
+  /** Idle limits of intercepted and passthrough tunnels (docs/gateway.md#tunnels). */
+  tunnelIdleSeconds: number;
+  passthroughIdleSeconds: number;
 }
 
 export type GatewaySharing = "alone" | "first" | "joining";
@@ -98,11 +71,15 @@ export class GatewayListener {
   readonly #connections = new Set<ClientConnection>();
   /** (agent, host) pairs already warned about a failed MITM handshake: one line each, not one per attempt. */
   readonly #handshakeWarned = new Set<string>();
+  readonly #idle: IdleSweeper;
+  readonly #tunnelIdleMs: number;
+  readonly #passthroughIdleMs: number;
   #stopping = false;
-  readonly #passthrough: ((host: string) => boolean)[];
 
   constructor(private readonly deps: ListenerDeps) {
-    this.#passthrough = deps.services.deps.config.passthroughHosts.map(compileHostPattern);
+    this.#tunnelIdleMs = deps.tunnelIdleSeconds * 1000;
+    this.#passthroughIdleMs = deps.passthroughIdleSeconds * 1000;
+    this.#idle = new IdleSweeper(Math.min(this.#tunnelIdleMs, this.#passthroughIdleMs));
   }
 
   /**
@@ -130,6 +107,7 @@ export class GatewayListener {
   close(): void {
     this.#stopping = true;
     this.#server?.stop(false);
+    this.#idle.stop();
     for (const s of this.#passthroughSockets) s.destroy();
     for (const c of this.#connections) c.closeWhenIdle();
   }
@@ -156,7 +134,7 @@ export class GatewayListener {
     sock.onceClosed(() => clearTimeout(timer));
     sock.events = {
       data: (first) => {
-        // The first byte says what the connection is: a TLS handshake is TLS to the proxy itself (docs/gateway.md#listener).
+        // The first byte says what the connection is: a TLS handshake is TLS to the proxy itself.
         if (first[0] === 0x16) void this.#secureFront(sock, first, timer);
         else this.#readHead(sock, first, timer);
       },
@@ -176,92 +154,105 @@ export class GatewayListener {
     sock.resume();
   }
 
-  /** Reads the connection's first request head and hands the connection to what it asks for. */
+  /** Reads the connection's first request head (once, strictly) and hands the connection to what it asks for. */
   #readHead(sock: AgentSocket, first: Buffer | null, timer: ReturnType<typeof setTimeout>): void {
     let buf: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
       const end = buf.indexOf("\r\n\r\n");
       if (end === -1) {
-        if (buf.length > MAX_HEAD_BYTES) sock.end(rawResponse(431, "Request Header Fields Too Large", { error: "bad_request", message: "Request head too large." }));
+        if (buf.length > MAX_HEAD_BYTES) sock.end(rawAnswer(headTooLarge(), randomUUID()));
         return;
       }
       sock.events = null;
       sock.pause();
       clearTimeout(timer);
-      const head = parseHead(buf, end);
+      const head = parseRequestHead(buf, end);
       if (!head) {
-        sock.end(rawResponse(400, "Bad Request", { error: "bad_request", message: "Malformed HTTP request." }));
+        sock.end(rawAnswer(malformedRequest(), randomUUID()));
         return;
       }
-      if (head.method === "CONNECT") void this.#connect(sock, head);
-      else this.#serve(sock, null, buf);
+      const rest = buf.subarray(end + 4);
+      if (head.method === "CONNECT") void this.#connect(sock, head, rest);
+      else this.#serve(sock, null).start(head, rest);
     };
     sock.events = { data: onData, drain() {}, close() {} };
     if (first) onData(first);
   }
 
-  async #connect(sock: AgentSocket, head: Head): Promise<void> {
-    const requestId = requestIdFor(head.headers.get(REQUEST_ID_HEADER));
-    const token = proxyToken(head.headers.get("proxy-authorization"));
-    let agent: AgentEntry | null;
-    try {
-      agent = token ? await this.deps.snapshot.agentForToken(token) : null;
-    } catch {
-      agent = null;
-    }
-    if (!token || !agent) {
-      sock.end(proxyAuthRequiredRaw(requestId));
-      return;
-    }
+  /** A CONNECT: the connect hooks decide; then the tunnel is refused, passed through or intercepted. */
+  async #connect(sock: AgentSocket, head: RequestHead, early: Buffer): Promise<void> {
     const authority = parseAuthority(head.target);
     if (!authority) {
-      sock.end(rawResponse(400, "Bad Request", { error: "bad_request", message: `Invalid CONNECT target "${head.target}".` }, requestId));
+      sock.end(rawAnswer(invalidConnectTarget(head.target), requestIdFor(headerValue(head.headers, REQUEST_ID_HEADER))));
       return;
     }
-    const host = normalizeHost(authority.host);
-    // The egress guard answers before the tunnel opens (docs/guards.md#egress-guard); in-tunnel requests are checked again.
-    const verdict = await this.deps.context.egress.check(host, authority.port);
-    const logHost = logHostOf("https", host, authority.port);
-    if (verdict.kind === "denied") {
-      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 403, started: performance.now(), injectionCount: 0, decision: "blocked", requestId });
-      sock.end(rawResponse(403, "Forbidden", egressDeniedBody(host, verdict.address), requestId));
-      return;
-    }
-    if (this.#passthrough.some((match) => match(host))) {
-      // A raw tunnel carries anything: an unclaimed organization's is refused unless it goes to an LLM (docs/guards.md#claim-required).
-      const credentials = await this.deps.snapshot.credentials(agent);
-      if (credentials.claim && !isLlmRequest(host, null, credentials.injectable)) {
-        writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 403, started: performance.now(), injectionCount: 0, decision: "claim_required", requestId });
-        sock.end(rawResponse(403, "Forbidden", claimRequiredBody(credentials.claim), requestId));
-        return;
-      }
-      await this.#passthroughTunnel(sock, head, agent, host, authority.port, verdict, requestId);
-      return;
-    }
-    sock.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    const tunnel = new Tunnel(head, authority, early);
+    const pending = this.deps.pipeline.connect(tunnel);
+    const verdict = pending instanceof Promise ? await pending : pending;
+    // The agent went away while the hooks waited: there is nobody to answer.
+    if (sock.closed) return;
+    if (verdict.response !== null) return this.#refuse(sock, tunnel, verdict);
+    if (tunnel.passthrough) return this.#passthrough(sock, tunnel);
+    return this.#intercept(sock, tunnel);
+  }
+
+  /** The CONNECT is answered with the verdict's answer, and the connection closed. */
+  #refuse(sock: AgentSocket, tunnel: Tunnel, verdict: ConnectVerdict): void {
+    const response = verdict.response!;
+    sock.end(rawAnswer(response, tunnel.requestId));
+    this.deps.pipeline.connected(tunnel, response.status, verdict);
+  }
+
+  /** 200, then TLS with a leaf for the host when the agent's first byte is a handshake, else plain HTTP. */
+  async #intercept(sock: AgentSocket, tunnel: Tunnel): Promise<void> {
+    sock.write(ESTABLISHED);
+    this.deps.pipeline.connected(tunnel, 200);
     countTunnel(sock);
-    const first = head.rest.length > 0 ? head.rest : await firstChunk(sock);
+    const first = tunnel.early.length > 0 ? tunnel.early : await this.#firstChunk(sock);
     if (!first) return;
     const scheme = first[0] === 0x16 ? "https" : "http";
     let client: AgentSocket = sock;
     if (scheme === "https") {
-      const leaf = await this.deps.leaves.get(host);
+      const leaf = await this.deps.leaves.get(tunnel.host);
       if (sock.closed) return;
-      client = this.#terminateTls(sock, leaf, first, agent, host);
+      client = this.#terminateTls(sock, leaf, first, tunnel);
     }
-    const defaultPort = scheme === "https" ? 443 : 80;
-    const bracketed = net.isIPv6(host) ? `[${host}]` : host;
-    this.#serve(
-      client,
-      { scheme, host, port: authority.port, authority: authority.port === defaultPort ? bracketed : `${bracketed}:${authority.port}`, token },
-      scheme === "https" ? null : first,
-    );
+    const connection = this.#serve(client, { tunnel, scheme });
+    const watched = this.#idle.watch(connection, this.#tunnelIdleMs);
+    client.onceClosed(() => this.#idle.forget(watched));
+    if (scheme === "http") connection.feed(first);
     sock.resume();
   }
 
+  /** The first bytes inside a tunnel (they say whether it is TLS); null when the agent went away, or stayed silent too long. */
+  #firstChunk(sock: AgentSocket): Promise<Buffer | null> {
+    return new Promise((resolve) => {
+      const waiting: Idle = {
+        active: false,
+        busy: false,
+        closeIdle: () => sock.destroy(),
+      };
+      const watched = this.#idle.watch(waiting, this.#tunnelIdleMs);
+      sock.events = {
+        data: (chunk) => {
+          this.#idle.forget(watched);
+          sock.events = null;
+          sock.pause();
+          resolve(chunk);
+        },
+        drain() {},
+        close: () => {
+          this.#idle.forget(watched);
+          resolve(null);
+        },
+      };
+      sock.resume();
+    });
+  }
+
   /** TLS with the leaf for the CONNECT host, on the tunnel's socket; `hello` is the agent's ClientHello. */
-  #terminateTls(sock: AgentSocket, leaf: LeafPem, hello: Buffer, agent: AgentEntry, host: string): AgentSocket {
+  #terminateTls(sock: AgentSocket, leaf: LeafPem, hello: Buffer, tunnel: Tunnel): AgentSocket {
     let secure: AgentSocket;
     let handshaken: () => boolean;
     if (sock instanceof BunAgentSocket && !sock.tls) {
@@ -281,7 +272,7 @@ export class GatewayListener {
     }, TLS_HANDSHAKE_TIMEOUT_MS);
     secure.onceClosed(() => {
       clearTimeout(timer);
-      if (!handshaken()) this.#warnHandshakeFailed(agent, host);
+      if (!handshaken()) this.#warnHandshakeFailed(tunnel);
       sock.destroy();
     });
     return secure;
@@ -291,57 +282,68 @@ export class GatewayListener {
    * The agent's client gave up on the TLS handshake with the MITM leaf: almost always because it does not
    * trust the gateway CA (the client's alert does not reach us, so that is the likely cause, said as such).
    */
-  #warnHandshakeFailed(agent: AgentEntry, host: string): void {
-    const key = `${agent.id}|${host}`;
+  #warnHandshakeFailed(tunnel: Tunnel): void {
+    const agent = tunnel.agent;
+    const key = `${agent.id}|${tunnel.host}`;
     if (this.#handshakeWarned.has(key)) return;
     if (this.#handshakeWarned.size >= 10_000) this.#handshakeWarned.clear();
     this.#handshakeWarned.add(key);
     log.warn("an agent's client did not complete the TLS handshake with the gateway; it probably does not trust the gateway CA", {
       agentId: agent.id,
       agent: agent.identifier,
-      host,
+      host: tunnel.host,
       hint: "install the gateway CA (GET /v1/gateway/ca) in the agent's trust store; credgate run and /v1/container-config set it up",
     });
   }
 
   /** Hands a client socket to a ClientConnection that reads its requests. */
-  #serve(client: AgentSocket, tunnel: Tunnel | null, initial: Buffer | null): void {
-    const handler = requestHandler(this.deps.context, this.deps.api, tunnel);
+  #serve(client: AgentSocket, tunnel: { tunnel: Tunnel; scheme: "https" | "http" } | null): ClientConnection {
+    const handler = requestHandler(this.deps.pipeline, this.deps.api, tunnel);
     const memory = this.deps.memory;
-    const connection = new ClientConnection(client, (request, c) => {
+    const connection = new ClientConnection(client, (request) => {
       memory.noteRequest();
-      return handler(request, c);
+      return handler(request);
     });
     this.#connections.add(connection);
     client.onceClosed(() => this.#connections.delete(connection));
     if (this.#stopping) connection.closeWhenIdle();
-    if (initial) connection.feed(initial);
     client.resume();
+    return connection;
   }
 
-  async #passthroughTunnel(sock: AgentSocket, head: Head, agent: AgentEntry, host: string, port: number, verdict: EgressVerdict, requestId: string): Promise<void> {
-    const started = performance.now();
-    const logHost = logHostOf("https", host, port);
-    if (verdict.kind !== "dial") {
-      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error", requestId });
-      sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${verdict.reason}` }, requestId));
-      return;
+  /** A raw pipe to the host the egress guard judged, once the CONNECT is answered 200; 502 when it cannot be dialled. */
+  async #passthrough(sock: AgentSocket, tunnel: Tunnel): Promise<void> {
+    const { host, port } = tunnel;
+    const verdict = tunnel.egress;
+    if (verdict === null || verdict.kind !== "dial") {
+      const reason = verdict?.kind === "unresolved" ? verdict.reason : "no egress verdict";
+      return this.#refuse(sock, tunnel, answer("error", upstreamUnreachableAnswer(host, port, reason)));
     }
     let upstream: net.Socket;
     try {
-      upstream = await this.deps.services.outbound.connect(host, port, { tls: false, timeoutMs: 10_000, target: verdict.target });
+      upstream = await this.deps.outbound.connect(host, port, { tls: false, timeoutMs: PASSTHROUGH_CONNECT_TIMEOUT_MS, target: verdict.target });
     } catch (err) {
-      writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 502, started, injectionCount: 0, decision: "error", requestId });
-      sock.end(rawResponse(502, "Bad Gateway", { error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${(err as Error).message}` }, requestId));
-      return;
+      return this.#refuse(sock, tunnel, answer("error", upstreamUnreachableAnswer(host, port, (err as Error).message)));
     }
-    writeLog(this.deps.services, { agent, method: "CONNECT", host: logHost, path: "", status: 200, started, injectionCount: 0, decision: "allowed", requestId });
+    this.deps.pipeline.connected(tunnel, 200);
+    // The agent went away during the dial: nothing to pipe.
+    if (sock.closed) return void upstream.destroy();
     countTunnel(sock);
     this.#passthroughSockets.add(sock);
-    sock.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-    if (head.rest.length > 0) upstream.write(head.rest);
-    upstream.setTimeout(TUNNEL_IDLE_MS);
-    pipeRaw(sock, upstream, () => this.#passthroughSockets.delete(sock));
+    sock.write(ESTABLISHED);
+    if (tunnel.early.length > 0) upstream.write(tunnel.early);
+    // Destroying the upstream closes the pipe both ways.
+    const idle: Idle = { active: false, busy: false, closeIdle: () => upstream.destroy() };
+    const watched = this.#idle.watch(idle, this.#passthroughIdleMs);
+    pipeRaw(
+      sock,
+      upstream,
+      () => {
+        this.#passthroughSockets.delete(sock);
+        this.#idle.forget(watched);
+      },
+      idle,
+    );
   }
 }
 
@@ -349,22 +351,4 @@ export class GatewayListener {
 function countTunnel(sock: AgentSocket): void {
   metrics.openTunnels.inc();
   sock.onceClosed(() => metrics.openTunnels.dec());
-}
-
-/** The first bytes inside a tunnel (they say whether it is TLS); null when the agent went away first. */
-function firstChunk(sock: AgentSocket): Promise<Buffer | null> {
-  return new Promise((resolve) => {
-    sock.events = {
-      data(chunk) {
-        sock.events = null;
-        sock.pause();
-        resolve(chunk);
-      },
-      drain() {},
-      close() {
-        resolve(null);
-      },
-    };
-    sock.resume();
-  });
 }

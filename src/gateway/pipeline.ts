@@ -1,139 +1,200 @@
-// The per-request pipeline (docs/gateway.md#order-of-checks): every gateway concern is a stage (stage.ts), in this one list,
-// in the documented order. Request hooks run top to bottom until one answers (the forward stage always does);
-// response hooks run bottom to top for the stages that were reached. Adding a feature adds a stage here.
+// The gateway's stages in order (docs/gateway.md#pipeline), and the runner that moves a flow through them.
+// Every concern is a stage (stage.ts, stages/); this file holds the list and the runner, nothing else. A
+// CONNECT runs the connect hooks top to bottom until one answers, then every connected hook bottom to top. A
+// request runs the request hooks top to bottom until one answers (the forward stage always does), then the
+// response hooks of the stages it reached, bottom to top.
 import { log } from "../observability/log.ts";
 import { REQUEST_ID_HEADER } from "../observability/requestId.ts";
-import type { GatewayContext } from "./context.ts";
-import { badGateway } from "./errors.ts";
-import { latencyOf, logFieldsOf, writeLog } from "./requestLog.ts";
-import { countGatewayRequest, observeGatewayLatency } from "../observability/metrics.ts";
-import { meterReply, releaseReservation } from "./meter.ts";
+import type { Config } from "../runtime/config.ts";
+import type { Services } from "../services/index.ts";
+import type { VaultResolver } from "../vault/resolver.ts";
+import type { EgressGuard } from "./egressGuard.ts";
+import { BAD_GATEWAY, badGateway } from "./errors.ts";
 import { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
-import type { Stage } from "./stage.ts";
-import { holdForApproval } from "./stages/approval.ts";
-import { authenticate } from "./stages/auth.ts";
-import { meterAndAdmit } from "./stages/budget.ts";
-import { describeConnections, selectConnection } from "./stages/appConnection.ts";
-import { forward } from "./stages/forward.ts";
-import { guidance } from "./stages/guidance.ts";
-import { inject } from "./stages/inject.ts";
-import { injectConnection } from "./stages/injectConnection.ts";
-import { interceptPlaceholderRefresh } from "./stages/intercept.ts";
-import { enforcePolicy } from "./stages/policy.ts";
-import { askForIdentity, redactEcho } from "./stages/echo.ts";
-import { guardCleartext, guardEgress } from "./stages/egress.ts";
-import { guardResources } from "./stages/resources.ts";
-import { requireClaim } from "./stages/claim.ts";
-import { websocket } from "./websocket.ts";
+import type { GatewaySnapshot } from "./snapshot.ts";
+import { answer, PASS, type ConnectVerdict, type RequestVerdict, type Stage } from "./stage.ts";
+import { approvalStage } from "./stages/approval.ts";
+import { authStage } from "./stages/auth.ts";
+import { budgetStage } from "./stages/budget.ts";
+import { claimStage } from "./stages/claim.ts";
+import { cleartextStage } from "./stages/cleartext.ts";
+import { connectionStage } from "./stages/appConnection.ts";
+import { echoStage } from "./stages/echo.ts";
+import { egressStage } from "./stages/egress.ts";
+import { forwardStage } from "./stages/forward.ts";
+import { guidanceStage } from "./stages/guidance.ts";
+import { injectStage } from "./stages/inject.ts";
+import { injectConnectionStage } from "./stages/injectConnection.ts";
+import { interceptStage } from "./stages/intercept.ts";
+import { logStage } from "./stages/log.ts";
+import { passthroughStage } from "./stages/passthrough.ts";
+import { policyStage } from "./stages/policy.ts";
+import { resourcesStage } from "./stages/resources.ts";
+import { targetStage } from "./stages/target.ts";
+import type { Tunnel } from "./tunnel.ts";
+import type { UpstreamPool } from "./upstream/pool.ts";
 
-const STAGES: Stage[] = [
-  {
-    // One request-log row per authenticated request (docs/gateway.md#request-logs); a metered one once its cost is known.
-    name: "log",
-    response(rq, g, reply) {
-      if (!rq.authenticated) return reply;
-      const status = rq.status ?? reply.status;
-      const latencyMs = latencyOf(rq.started);
-      if (rq.meter && rq.forwarded) reply.onEnd(() => recordLog(rq, g, status, latencyMs));
-      else recordLog(rq, g, status, latencyMs);
-      return reply;
-    },
-  },
-  { name: "auth", request: authenticate },
-  { name: "egress", request: guardEgress },
-  { name: "intercept", request: (rq) => interceptPlaceholderRefresh(rq) },
-  {
-    name: "connection",
-    request: (rq) => selectConnection(rq),
-    response(rq, _g, reply) {
-      if (rq.forwarded && !rq.websocket && rq.connectionCandidates.length > 0) {
-        reply.headers.set("x-credgate-connections", JSON.stringify(describeConnections(rq.connectionCandidates)));
-      }
-      return reply;
-    },
-  },
-  { name: "policy", request: enforcePolicy },
-  { name: "resources", request: (rq) => guardResources(rq) },
-  { name: "inject-connection", request: injectConnection },
-  { name: "inject", request: inject },
-  { name: "cleartext", request: guardCleartext },
-  { name: "claim", request: requireClaim },
-  { name: "echo-guard", request: askForIdentity, response: redactEcho },
-  {
-    name: "budget",
-    request: meterAndAdmit,
-    response(rq, g, reply) {
-      if (rq.meter && rq.forwarded) meterReply(rq, g, reply);
-      else releaseReservation(rq, g);
-      return reply;
-    },
-  },
-  { name: "approval", request: holdForApproval },
-  { name: "guidance", response: guidance },
-  { name: "forward", request: (rq, g) => (rq.websocket ? websocket(rq, g) : forward(rq, g)) },
-];
+/** Everything some stage uses; each stage is handed its own part. */
+export interface PipelineDeps {
+  config: Config;
+  services: Services;
+  snapshot: GatewaySnapshot;
+  upstreams: UpstreamPool;
+  egress: EgressGuard;
+  /** External vault values (1Password Connect), cached per reference. */
+  vault: VaultResolver;
+}
 
-function recordLog(rq: ProxyRequest, g: GatewayContext, status: number, latencyMs: number): void {
-  if (rq.logId) {
-    g.services.requestLogs.update(rq.logId, { status, decision: rq.decision, latencyMs, injectionCount: rq.injectionCount, costNanos: rq.costNanos });
-    countGatewayRequest(rq.decision, status);
-  } else {
-    writeLog(g.services, logFieldsOf(rq, status, latencyMs));
+/** The stages in order (docs/gateway.md#stages). Adding a feature adds a stage here. */
+export function gatewayStages(d: PipelineDeps): Stage[] {
+  const { config, services } = d;
+  return [
+    logStage({ requestLogs: services.requestLogs }),
+    authStage({ snapshot: d.snapshot }),
+    targetStage(),
+    egressStage({ egress: d.egress }),
+    passthroughStage({ passthroughHosts: config.passthroughHosts }),
+    interceptStage(),
+    connectionStage(),
+    policyStage({ rateLimits: services.rateLimits }),
+    resourcesStage(),
+    injectConnectionStage({ oauth: services.oauth }),
+    injectStage({ vault: d.vault }),
+    cleartextStage({ plaintextHosts: config.plaintextHosts }),
+    claimStage(),
+    echoStage(),
+    budgetStage({ prices: services.prices, ledger: services.budgetLedger, keySpend: services.budgets, spend: services.spend, publicUrl: config.publicUrl }),
+    approvalStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered }),
+    guidanceStage({ publicUrl: config.publicUrl }),
+    forwardStage({ upstreams: d.upstreams, outbound: services.outbound, headerTimeoutSeconds: config.upstreamHeaderTimeoutSeconds }),
+  ];
+}
+
+export class Pipeline {
+  constructor(readonly stages: readonly Stage[]) {}
+
+  /** The request's reply, once the stages have answered it and the response hooks have run. */
+  request(rq: ProxyRequest): Reply | Promise<Reply> {
+    // Every log line written while the request is handled carries its id.
+    return log.withContext({ requestId: rq.requestId }, requestFrom, this.stages, rq, 0);
   }
-  if (rq.upstreamMs !== null) observeGatewayLatency(rq.upstreamMs / 1000, Math.max(0, performance.now() - rq.started - rq.upstreamMs) / 1000);
+
+  /** The connect hooks' verdict on a CONNECT: PASS opens the tunnel; an answer refuses it. */
+  connect(tunnel: Tunnel): ConnectVerdict | Promise<ConnectVerdict> {
+    return connectFrom(this.stages, tunnel, 0);
+  }
+
+  /**
+   * The CONNECT has been answered with `status` — `verdict` says why when it was refused (by a connect hook,
+   * or a passthrough dial that failed) — and every connected hook hears it, last stage first.
+   */
+  connected(tunnel: Tunnel, status: number, verdict: ConnectVerdict = PASS): void {
+    settleConnect(tunnel, verdict);
+    tunnel.status = status;
+    for (let i = this.stages.length - 1; i >= 0; i--) {
+      const stage = this.stages[i]!;
+      if (!stage.connected) continue;
+      try {
+        stage.connected(tunnel);
+      } catch (err) {
+        log.error("gateway stage failed", { stage: stage.name, hook: "connected", host: tunnel.host, error: (err as Error).message });
+      }
+    }
+  }
 }
 
-export function runStages(rq: ProxyRequest, g: GatewayContext): Reply | Promise<Reply> {
-  // Every log line written while the request is handled carries its id.
-  return log.withContext({ requestId: rq.requestId }, requestFrom, rq, g, 0);
+type Stages = readonly Stage[];
+
+function connectFrom(stages: Stages, tunnel: Tunnel, i: number): ConnectVerdict | Promise<ConnectVerdict> {
+  for (; i < stages.length; i++) {
+    const stage = stages[i]!;
+    if (!stage.connect) continue;
+    let verdict: ConnectVerdict | Promise<ConnectVerdict>;
+    try {
+      verdict = stage.connect(tunnel);
+    } catch (err) {
+      verdict = connectFailed(tunnel, stage, err as Error);
+    }
+    if (verdict === PASS) continue;
+    if (verdict instanceof Promise) {
+      const at = i;
+      return verdict.then(
+        (v) => (settleConnect(tunnel, v) ? v : connectFrom(stages, tunnel, at + 1)),
+        (err: Error) => settled(tunnel, connectFailed(tunnel, stage, err)),
+      );
+    }
+    if (settleConnect(tunnel, verdict)) return verdict;
+  }
+  return PASS;
 }
 
-type Outcome = Response | Reply | undefined;
+/** Takes the verdict's decision; true when it answers the CONNECT. */
+function settleConnect(tunnel: Tunnel, verdict: ConnectVerdict): boolean {
+  if (verdict.decision !== null) tunnel.decision = verdict.decision;
+  return verdict.response !== null;
+}
+
+function settled(tunnel: Tunnel, verdict: ConnectVerdict): ConnectVerdict {
+  settleConnect(tunnel, verdict);
+  return verdict;
+}
+
+function connectFailed(tunnel: Tunnel, stage: Stage, err: Error): ConnectVerdict {
+  log.error("gateway stage failed", { stage: stage.name, hook: "connect", host: tunnel.host, error: err.message });
+  return answer("error", BAD_GATEWAY);
+}
 
 /**
- * The request hooks from stage `i` on, synchronously until one returns a promise (then from its answer on);
+ * The request hooks from stage `i` on, synchronously until one returns a promise (then from its verdict on);
  * then the response hooks back from the stage that answered. Plain calls and promise callbacks rather than an
  * async function: this runs for every request.
  */
-function requestFrom(rq: ProxyRequest, g: GatewayContext, i: number): Reply | Promise<Reply> {
-  for (; i < STAGES.length; i++) {
-    const stage = STAGES[i]!;
+function requestFrom(stages: Stages, rq: ProxyRequest, i: number): Reply | Promise<Reply> {
+  for (; i < stages.length; i++) {
+    const stage = stages[i]!;
     if (!stage.request) continue;
-    let outcome: Outcome | Promise<Outcome>;
+    let verdict: RequestVerdict | Promise<RequestVerdict>;
     try {
-      outcome = stage.request(rq, g);
+      verdict = stage.request(rq);
     } catch (err) {
-      outcome = stageFailed(rq, stage, err as Error);
+      verdict = requestFailed(rq, stage, err as Error);
     }
-    if (outcome instanceof Promise) {
+    if (verdict === PASS) continue;
+    if (verdict instanceof Promise) {
       const at = i;
-      return outcome.then(
-        (o) => (o ? responseFrom(rq, g, at, o) : requestFrom(rq, g, at + 1)),
-        (err: Error) => responseFrom(rq, g, at, stageFailed(rq, stage, err)),
+      return verdict.then(
+        (v) => afterVerdict(stages, rq, at, v),
+        (err: Error) => afterVerdict(stages, rq, at, requestFailed(rq, stage, err)),
       );
     }
-    if (outcome) return responseFrom(rq, g, i, outcome);
+    if (verdict.decision !== null) rq.decision = verdict.decision;
+    if (verdict.response !== null) return responseFrom(stages, rq, i, verdict.response);
   }
   // The forward stage always answers: reaching the end is a gap in the list.
-  return responseFrom(rq, g, STAGES.length - 1, undefined);
+  rq.decision = "error";
+  return responseFrom(stages, rq, stages.length - 1, badGateway());
 }
 
-function stageFailed(rq: ProxyRequest, stage: Stage, err: Error): Response {
+function afterVerdict(stages: Stages, rq: ProxyRequest, at: number, verdict: RequestVerdict): Reply | Promise<Reply> {
+  if (verdict.decision !== null) rq.decision = verdict.decision;
+  return verdict.response !== null ? responseFrom(stages, rq, at, verdict.response) : requestFrom(stages, rq, at + 1);
+}
+
+function requestFailed(rq: ProxyRequest, stage: Stage, err: Error): RequestVerdict {
   log.error("gateway stage failed", { stage: stage.name, host: rq.host, error: err.message });
-  rq.decision = "error";
-  return badGateway();
+  return answer("error", badGateway());
 }
 
 /** The response hooks from stage `i` down to the first, each given the reply the one after it left. */
-function responseFrom(rq: ProxyRequest, g: GatewayContext, i: number, outcome: Outcome): Reply | Promise<Reply> {
-  let reply = outcome instanceof Reply ? outcome : Reply.of(outcome ?? badGateway());
+function responseFrom(stages: Stages, rq: ProxyRequest, i: number, response: Response | Reply): Reply | Promise<Reply> {
+  let reply = response instanceof Reply ? response : Reply.of(response);
   for (; i >= 0; i--) {
-    const stage = STAGES[i]!;
+    const stage = stages[i]!;
     if (!stage.response) continue;
     let next: Reply | Promise<Reply>;
     try {
-      next = stage.response(rq, g, reply);
+      next = stage.response(rq, reply);
     } catch (err) {
       responseStageFailed(rq, stage, err as Error);
       continue;
@@ -142,10 +203,10 @@ function responseFrom(rq: ProxyRequest, g: GatewayContext, i: number, outcome: O
       const at = i;
       const before = reply;
       return next.then(
-        (r) => responseFrom(rq, g, at - 1, r),
+        (r) => responseFrom(stages, rq, at - 1, r),
         (err: Error) => {
           responseStageFailed(rq, stage, err);
-          return responseFrom(rq, g, at - 1, before);
+          return responseFrom(stages, rq, at - 1, before);
         },
       );
     }

@@ -1,14 +1,21 @@
-// The context of one proxied request as it moves through the stages (pipeline.ts): what the agent sent,
-// what will go upstream, and what each stage decided. Fields a stage sets are typed here, not bolted on.
+// One proxied request as it moves through the stages (docs/gateway.md#pipeline): what the agent sent (through
+// its AgentSide, whatever carries it), what will go upstream, and what the stages found out on the way. Each
+// field is set in one place: the stage named beside it, or a method here.
 import { pathWithoutQuery } from "../core/patterns.ts";
-import { headerValue } from "./http1/head.ts";
-import type { HeaderList } from "./http1/headerList.ts";
+import { applyInjection, type Injectable } from "../core/inject.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
 import type { DialTarget } from "../services/outbound.ts";
 import type { Hold } from "../services/budgetLedger.ts";
-import type { AgentPresence, IncomingRequest } from "./client/agentConnection.ts";
-import type { AgentSocket } from "./client/socket.ts";
-import type { AgentCredentials, AgentEntry, CompiledConnection, CompiledSecret } from "./snapshot.ts";
+import type { AgentPresence, AgentSide } from "./agentSide.ts";
+import { Flow } from "./flow.ts";
+import { requestHeadersForUpstream } from "./headers.ts";
+import { headerValue } from "./http1/head.ts";
+import type { HeaderList } from "./http1/headerList.ts";
+import { peekStream } from "./peek.ts";
+import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
+import type { Tunnel } from "./tunnel.ts";
+
+export { logHostOf } from "./flow.ts";
 
 /** Where the request goes, from the tunnel's CONNECT authority or the absolute-form target. */
 export interface Destination {
@@ -24,17 +31,7 @@ export interface Destination {
   logHost: string;
 }
 
-/** Host with its port unless it is the scheme's default. */
-export function logHostOf(scheme: "https" | "http", host: string, port: number): string {
-  return port === (scheme === "https" ? 443 : 80) ? host : `${host}:${port}`;
-}
-
-/** The agent's connection, as far as a stage may touch it: a WebSocket takes it over after 101. */
-export interface AgentConnection {
-  detach(): { socket: AgentSocket; buffered: Buffer };
-}
-
-/** A metered LLM request (docs/budgets.md#metering): what the budget stage reserved and the response side charges (meter.ts). */
+/** A metered LLM request (docs/budgets.md): what the budget stage admitted, and what its response cost. */
 export interface Meter {
   secretId: string;
   type: "llm_a" | "llm_b";
@@ -47,135 +44,124 @@ export interface Meter {
   at: number;
   /** What admission holds against the request's budgets, settled when it ends (null: no budget applies). */
   hold: Hold | null;
+  /** The cost, known when the response body has ended (set by the budget stage's response hook). */
+  costNanos: number | null;
 }
 
-/** How the agent reached the gateway: inside a CONNECT tunnel (its token given once), or a proxy request. */
-export type Via = { kind: "tunnel"; token: string } | { kind: "forward" };
-
-/** The empty list every request starts with (stages assign their own lists; none is edited in place). */
+/** The empty list every request starts with (lists are replaced, never edited in place while shared). */
 const NONE: readonly never[] = [];
 
-export class ProxyRequest {
-  readonly started = performance.now();
+export class ProxyRequest extends Flow {
   readonly method: string;
   readonly scheme: "https" | "http";
-  readonly host: string;
-  readonly port: number;
   readonly authority: string;
+  /** Path and query as the agent sent them (an absolute-form target's origin part). */
   readonly target: string;
-  /** Path without query: what patterns, policy and logs see (raw, undecoded: docs/injection.md#host-and-path-patterns). */
+  /** Path without query: what patterns, policy and logs see (raw, undecoded: docs/gateway.md#request-targets). */
   readonly path: string;
-  /** Host with its non-default port, as logs and approvals show it. */
-  readonly logHost: string;
   /** The agent sent its body chunked (it goes upstream chunked too). */
   readonly chunked: boolean;
   /** A WebSocket upgrade inside a tunnel (absolute-form requests never upgrade). */
   readonly websocket: boolean;
-  /** The agent's x-request-id when sane, else a new one (docs/operations.md#request-ids): on gateway answers, log lines and the log row. */
-  readonly requestId: string;
+  /** The tunnel the request came through; null for a request on a plain proxy connection. */
+  readonly tunnel: Tunnel | null;
+  readonly #side: AgentSide;
 
-  readonly #incoming: IncomingRequest;
-  #agent: AgentEntry | null = null;
-  #credentials: AgentCredentials | null = null;
-
-  /** Outgoing headers: the agent's, cleaned, then injected. */
-  headers: HeaderList;
-  /** Outgoing path and query (after path/param injection). */
+  /** Outgoing headers: the agent's, cleaned, then edited by the stages (injection, accept-encoding). */
+  readonly headers: HeaderList;
+  /** Outgoing path and query (after path and parameter injection: `inject`). */
   upstreamTarget: string;
-  /** The body still to be forwarded (peeking stages put back an equivalent stream). */
+  /** The body still to be forwarded (`peekBody` puts back an equivalent stream). */
   body: ReadableStream<Uint8Array> | null;
-  matched: readonly CompiledSecret[] = NONE;
-  /** The connections whose app serves this host and path (docs/injection.md#app-connections), and the winning one. */
+  /** Where the request will be dialled (egress stage). */
+  dial: DialTarget | null = null;
+  /** The connections whose app serves this host and path, and the winning one (connection stage). */
   connectionCandidates: readonly CompiledConnection[] = NONE;
   connection: CompiledConnection | null = null;
-  injectionCount = 0;
-  decision = "allowed";
+  /** The app the request is for, as the log shows it (connection stage). */
   provider: string | null = null;
-  /** The status the log records when it differs from the answer's (a WebSocket 101). */
-  status: number | null = null;
-  /** The policy rule that decided, if any. */
+  /** The policy rule that decided, if any (policy stage). */
   matchedRule: { logicalId: string; name: string } | null = null;
-  /** Set by the policy stage when the request must be held for approval. */
+  /** The policy wants a human to approve the request (policy stage; the approval stage holds it). */
   needsApproval = false;
-  approvalId: string | null = null;
-  /** The request-log row already written (an approval), updated in place at the end. */
-  logId: string | null = null;
-  /** Where the request will be dialled, set by the egress stage (docs/guards.md#egress-guard). */
-  dial: DialTarget | null = null;
-  /** Every value injected into the request, for the echo guard (docs/guards.md#echo-guard). */
-  injectedValues: string[] = [];
-  /** Set by the budget stage for a metered LLM request (docs/budgets.md#metering). */
+  /** The secrets that match this request, in application order (inject stage). */
+  matched: readonly CompiledSecret[] = NONE;
+  /** How many places were injected, and every value injected, for the echo guard (`inject`). */
+  injectionCount = 0;
+  injectedValues: readonly string[] = NONE;
+  /** A metered LLM request (budget stage). */
   meter: Meter | null = null;
-  /** Time from sending upstream to the response head (ms), when the request went upstream. */
+  /** The approval that held the request, and its log row, updated in place at the end (approval stage). */
+  approval: { id: string; logId: string } | null = null;
+  /** Time from sending upstream to the response head (ms), when the request went upstream (forward stage). */
   upstreamMs: number | null = null;
-  /** The metered cost, known when the response body has ended. */
-  costNanos: number | null = null;
 
-  constructor(
-    incoming: IncomingRequest,
-    readonly via: Via,
-    readonly client: AgentConnection,
-    to: Destination,
-    cleanHeaders: HeaderList,
-    websocket: boolean,
-  ) {
-    this.#incoming = incoming;
-    this.method = incoming.method;
+  constructor(side: AgentSide, tunnel: Tunnel | null, to: Destination, websocket: boolean) {
+    super(requestIdFor(headerValue(side.headerLines, REQUEST_ID_HEADER)), to.host, to.port, to.logHost);
+    this.#side = side;
+    this.tunnel = tunnel;
+    this.method = side.method;
     this.scheme = to.scheme;
-    this.host = to.host;
-    this.port = to.port;
     this.authority = to.authority;
     this.target = to.target;
     this.path = pathWithoutQuery(to.target);
-    this.logHost = to.logHost;
-    this.chunked = incoming.chunked;
+    this.chunked = side.chunked;
     this.websocket = websocket;
-    this.requestId = requestIdFor(headerValue(incoming.headerLines, REQUEST_ID_HEADER));
-    this.headers = cleanHeaders;
+    this.headers = requestHeadersForUpstream(side.headerLines);
     this.upstreamTarget = to.target;
-    this.body = incoming.body;
+    this.body = side.body;
+  }
+
+  /** The request-target exactly as the agent sent it (absolute-form included). */
+  get agentTarget(): string {
+    return this.#side.target;
   }
 
   /** The agent's headers as received (a Headers object is built on the first read: most requests need none). */
   get agentHeaders(): Headers {
-    return this.#incoming.headers;
+    return this.#side.headers;
   }
 
   /** Aborted when the agent goes away (made on first use; the upstream exchange watches `presence` instead). */
   get signal(): AbortSignal {
-    return this.#incoming.signal;
+    return this.#side.signal;
   }
 
   /** Whether the agent is still there for the answer. */
   get presence(): AgentPresence {
-    return this.#incoming;
-  }
-
-  /** Set by the auth stage, which runs before every stage that reads it. */
-  get agent(): AgentEntry {
-    if (!this.#agent) throw new Error("the agent is read before the auth stage ran");
-    return this.#agent;
-  }
-
-  set agent(agent: AgentEntry) {
-    this.#agent = agent;
-  }
-
-  get authenticated(): boolean {
-    return this.#agent !== null;
-  }
-
-  get credentials(): AgentCredentials {
-    if (!this.#credentials) throw new Error("the credentials are read before the auth stage ran");
-    return this.#credentials;
-  }
-
-  set credentials(credentials: AgentCredentials) {
-    this.#credentials = credentials;
+    return this.#side;
   }
 
   /** Whether the request went (or goes) upstream. */
   get forwarded(): boolean {
     return this.decision === "allowed" || this.decision === "approval_approved" || this.decision === "approved_by_memory";
+  }
+
+  /** Takes the agent's connection over (a WebSocket after 101). */
+  takeOver(): ReturnType<AgentSide["takeOver"]> {
+    return this.#side.takeOver();
+  }
+
+  /**
+   * The first `limit` bytes of the body (fewer when it is shorter), read without losing any: the body to
+   * forward becomes an equivalent stream that gives them again.
+   */
+  async peekBody(limit: number): Promise<Uint8Array> {
+    if (!this.body) return new Uint8Array(0);
+    const { head, stream } = await peekStream(this.body, limit);
+    this.body = stream;
+    return head;
+  }
+
+  /** Applies one credential to the outgoing request (docs/injection.md); false when it cannot be applied safely. */
+  inject(secret: Injectable, value: string): boolean {
+    const out = applyInjection(secret, value, this.headers, this.upstreamTarget);
+    if (!out.ok) return false;
+    this.upstreamTarget = out.pathAndQuery;
+    if (out.count > 0) {
+      this.injectionCount += out.count;
+      this.injectedValues = this.injectedValues === NONE ? [value] : [...this.injectedValues, value];
+    }
+    return true;
   }
 }

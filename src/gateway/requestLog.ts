@@ -1,7 +1,7 @@
-// One request-log row per authenticated proxied request (docs/gateway.md#request-logs); never a secret: the path is
-// logged without its query, as the agent sent it.
+// Request-log rows (docs/gateway.md#request-logs): one per authenticated proxied request, WebSocket upgrade and
+// passthrough tunnel; never a secret: the path is logged without its query, as the agent sent it.
 import { newId } from "../core/ids.ts";
-import type { Services } from "../services/index.ts";
+import type { LogDecision, RequestLogService } from "../services/requestLogs.ts";
 import type { ProxyRequest } from "./request.ts";
 import type { AgentEntry } from "./snapshot.ts";
 import { countGatewayRequest } from "../observability/metrics.ts";
@@ -16,7 +16,7 @@ export interface LogFields {
   /** performance.now() at the start; latency runs until the upstream response headers. */
   started: number;
   injectionCount: number;
-  decision: string;
+  decision: LogDecision;
   provider?: string | null;
   matchedRule?: { logicalId: string; name: string } | null;
   approvalId?: string | null;
@@ -43,9 +43,9 @@ export function logFieldsOf(rq: ProxyRequest, status: number, latencyMs?: number
     decision: rq.decision,
     provider: rq.provider,
     matchedRule: rq.matchedRule,
-    approvalId: rq.approvalId,
+    approvalId: rq.approval?.id ?? null,
     latencyMs,
-    costNanos: rq.costNanos,
+    costNanos: rq.meter?.costNanos ?? null,
     requestId: rq.requestId,
   };
 }
@@ -66,11 +66,11 @@ export function latencyOf(started: number): number {
   return Math.max(0, Math.round(performance.now() - started));
 }
 
-export function writeLog(services: Services, f: LogFields): string {
+export function writeLog(requestLogs: RequestLogService, f: LogFields): string {
   const id = newId();
   // A held request's row is written at 202 and updated once decided: that final answer is what is counted.
   if (f.decision !== "approval_pending") countGatewayRequest(f.decision, f.status);
-  services.requestLogs.enqueue({
+  requestLogs.enqueue({
     id,
     organizationId: f.agent.organizationId,
     projectId: f.agent.projectId,

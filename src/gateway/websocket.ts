@@ -5,44 +5,41 @@ import type * as net from "node:net";
 import { log } from "../observability/log.ts";
 import { metrics } from "../observability/metrics.ts";
 import { pipeRaw } from "./client/pipe.ts";
-import type { GatewayContext } from "./context.ts";
 import { upstreamTimeout, upstreamUnreachable } from "./errors.ts";
 import { MAX_HEAD_BYTES, parseResponseHead, type ResponseHead } from "./http1/head.ts";
 import { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
-import { upstreamHead } from "./stages/forward.ts";
+import { answer, relay, type RequestVerdict } from "./stage.ts";
+import type { ForwardDeps } from "./stages/forward.ts";
+import { dialTarget, upstreamHead } from "./upstream/requestHead.ts";
 import { CONNECT_TIMEOUT_MS } from "./upstream/originConnection.ts";
 
 const IDLE_MS = 600_000;
 const KEPT_ON_101 = ["upgrade", "connection", "sec-websocket-accept", "sec-websocket-protocol", "sec-websocket-extensions"];
 
-export async function websocket(rq: ProxyRequest, g: GatewayContext): Promise<Response | Reply> {
+export async function websocket(rq: ProxyRequest, deps: Pick<ForwardDeps, "outbound" | "headerTimeoutSeconds">): Promise<RequestVerdict> {
   let upstream: net.Socket;
   try {
-    if (!rq.dial) throw new Error("WebSocket dial reached without an egress verdict");
-    upstream = await g.services.outbound.connect(rq.host, rq.port, { tls: rq.scheme === "https", timeoutMs: CONNECT_TIMEOUT_MS, target: rq.dial });
+    upstream = await deps.outbound.connect(rq.host, rq.port, { tls: rq.scheme === "https", timeoutMs: CONNECT_TIMEOUT_MS, target: dialTarget(rq) });
   } catch (err) {
-    rq.decision = "error";
     const e = err as NodeJS.ErrnoException;
-    return upstreamUnreachable(rq.host, rq.port, e.code ?? e.message);
+    return answer("error", upstreamUnreachable(rq.host, rq.port, e.code ?? e.message));
   }
   upstream.setNoDelay(true);
   upstream.write(Buffer.from(upstreamHead(rq, "upgrade: websocket\r\nconnection: Upgrade\r\n"), "latin1"));
-  const seconds = g.config.upstreamHeaderTimeoutSeconds;
+  const seconds = deps.headerTimeoutSeconds;
   const head = await readHead(upstream, seconds * 1000);
   if (head === "timeout" || head === null) {
     upstream.destroy();
-    rq.decision = "error";
-    return head === "timeout" ? upstreamTimeout(rq.host, seconds) : upstreamUnreachable(rq.host, rq.port, "connection closed before the upgrade response");
+    return answer("error", head === "timeout" ? upstreamTimeout(rq.host, seconds) : upstreamUnreachable(rq.host, rq.port, "connection closed before the upgrade response"));
   }
-  rq.status = head.status;
   if (head.status !== 101) {
     upstream.destroy();
-    return new Response(`WebSocket upgrade rejected by upstream (${head.status})`, { status: head.status, headers: { "content-type": "text/plain" } });
+    return relay(new Response(`WebSocket upgrade rejected by upstream (${head.status})`, { status: head.status, headers: { "content-type": "text/plain" } }));
   }
   const lines = ["HTTP/1.1 101 Switching Protocols"];
   for (const [name, value] of head.headers) if (KEPT_ON_101.includes(name.toLowerCase())) lines.push(`${name}: ${value}`);
-  const { socket, buffered } = rq.client.detach();
+  const { socket, buffered } = rq.takeOver();
   socket.write(Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1"), head.rest]));
   if (buffered.length > 0) upstream.write(buffered);
   metrics.openWebSockets.inc();
@@ -53,7 +50,7 @@ export async function websocket(rq: ProxyRequest, g: GatewayContext): Promise<Re
   });
   const reply = new Reply(101, "Switching Protocols", new Headers(), null);
   reply.takenOver = true;
-  return reply;
+  return relay(reply);
 }
 
 function readHead(sock: net.Socket, timeoutMs: number): Promise<(ResponseHead & { rest: Buffer }) | null | "timeout"> {

@@ -31,6 +31,10 @@ export interface Config {
   /** curl --connect-to entries: "host:port" → the host and port dialled instead (Host and TLS name kept). */
   connectTo: Map<string, { host: string; port: number }>;
   upstreamHeaderTimeoutSeconds: number;
+  /** An intercepted tunnel with no request in flight is closed after this long without bytes (docs/gateway.md#tunnels). */
+  tunnelIdleSeconds: number;
+  /** A passthrough tunnel is closed after this long without bytes either way. */
+  passthroughIdleSeconds: number;
   approvalPollSeconds: number;
   approvalTimeoutSeconds: number;
   logRetentionDays: number;
@@ -271,6 +275,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     resolve: parseResolve(env.CREDGATE_RESOLVE),
     connectTo: parseConnectTo(env.CREDGATE_CONNECT_TO),
     upstreamHeaderTimeoutSeconds: parsePositive("CREDGATE_UPSTREAM_HEADER_TIMEOUT", env.CREDGATE_UPSTREAM_HEADER_TIMEOUT, 300),
+    tunnelIdleSeconds: parsePositive("CREDGATE_TUNNEL_IDLE_SECONDS", env.CREDGATE_TUNNEL_IDLE_SECONDS, 120),
+    passthroughIdleSeconds: parsePositive("CREDGATE_PASSTHROUGH_IDLE_SECONDS", env.CREDGATE_PASSTHROUGH_IDLE_SECONDS, 600),
     approvalPollSeconds: parsePositive("CREDGATE_APPROVAL_POLL_SECONDS", env.CREDGATE_APPROVAL_POLL_SECONDS, 30),
     approvalTimeoutSeconds: parsePositive("CREDGATE_APPROVAL_TIMEOUT_SECONDS", env.CREDGATE_APPROVAL_TIMEOUT_SECONDS, 180),
     logRetentionDays: parsePositive("CREDGATE_LOG_RETENTION_DAYS", env.CREDGATE_LOG_RETENTION_DAYS, 30),

@@ -21,6 +21,9 @@ export class AccountService {
       const user = await this.orgs.createUser(email, name, passwordHash);
       // Named after the person; renamed at will (PATCH /org).
       const org = await this.orgs.createOrganization(`${name ?? email.split("@")[0]}'s organization`);
+      this.deps.audit.actAs({ kind: "user", id: user.id, userId: user.id }, org.id);
+      await this.deps.audit.record({ targetType: "user", targetId: user.id, organizationId: org.id, projectId: null, before: null, after: { email, name, passwordHash } });
+      await this.deps.audit.record({ targetType: "organization", targetId: org.id, organizationId: org.id, projectId: null, before: null, after: org });
       await this.orgs.addMember(org.id, user.id, "owner");
       const { project } = await this.projects.create(org.id, "Default", { creatorUserId: user.id, automatic: true });
       return { user, organizationId: org.id, projectId: project.id };

@@ -66,7 +66,10 @@ export class AgentService {
       updatedAt: now,
       lastSeenAt: null,
     };
-    await this.db.insert(this.t.agents).values(row);
+    await this.deps.store.transaction(async () => {
+      await this.db.insert(this.t.agents).values(row);
+      await this.#audit(row, null, row);
+    });
     this.deps.events.emit({ kind: "agent", projectId, agentId: row.id });
     return row;
   }
@@ -136,19 +139,27 @@ export class AgentService {
   }
 
   async update(projectId: string, agentId: string, patch: { name?: string; mode?: AgentMode }): Promise<AgentRow> {
-    await this.get(projectId, agentId);
-    await this.db
-      .update(this.t.agents)
-      .set({ ...patch, updatedAt: nowIso() })
-      .where(eq(this.t.agents.id, agentId));
+    const before = await this.get(projectId, agentId);
+    const after = await this.deps.store.transaction(async () => {
+      await this.db
+        .update(this.t.agents)
+        .set({ ...patch, updatedAt: nowIso() })
+        .where(eq(this.t.agents.id, agentId));
+      const row = await this.get(projectId, agentId);
+      await this.#audit(row, before, row);
+      return row;
+    });
     this.deps.events.emit({ kind: "agent", projectId, agentId });
-    return this.get(projectId, agentId);
+    return after;
   }
 
   async delete(projectId: string, agentId: string): Promise<void> {
     const row = await this.get(projectId, agentId);
     if (row.isDefault) throw badRequest("Cannot delete the default agent");
-    await this.db.delete(this.t.agents).where(eq(this.t.agents.id, agentId));
+    await this.deps.store.transaction(async () => {
+      await this.db.delete(this.t.agents).where(eq(this.t.agents.id, agentId));
+      await this.#audit(row, row, null);
+    });
     this.deps.events.emit({ kind: "agent", projectId, agentId });
   }
 
@@ -159,16 +170,25 @@ export class AgentService {
     await this.deps.store.transaction(async () => {
       await this.db.update(agents).set({ isDefault: false }).where(eq(agents.projectId, projectId));
       await this.db.update(agents).set({ isDefault: true, updatedAt: nowIso() }).where(eq(agents.id, agentId));
+      await this.#audit(row, { isDefault: false }, { isDefault: true });
     });
     this.deps.events.emit({ kind: "agent", projectId, agentId });
   }
 
   /** A new access token; the previous one is invalid from the next gateway request on. */
   async regenerateToken(projectId: string, agentId: string): Promise<string> {
-    await this.get(projectId, agentId);
+    const row = await this.get(projectId, agentId);
     const cred = issueCredential(this.deps.sealer, "agent");
-    await this.db.update(this.t.agents).set({ tokenHash: cred.tokenHash, tokenSealed: cred.tokenSealed, updatedAt: nowIso() }).where(eq(this.t.agents.id, agentId));
+    await this.deps.store.transaction(async () => {
+      await this.db.update(this.t.agents).set({ tokenHash: cred.tokenHash, tokenSealed: cred.tokenSealed, updatedAt: nowIso() }).where(eq(this.t.agents.id, agentId));
+      await this.#audit(row, { tokenHash: row.tokenHash }, { tokenHash: cred.tokenHash });
+    });
     this.deps.events.emit({ kind: "agent", projectId, agentId });
     return cred.token;
+  }
+
+  /** The agent's change in the current write's audit event (docs/operations.md#audit-log). */
+  #audit(agent: AgentRow, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "agent", targetId: agent.id, projectId: agent.projectId, before, after });
   }
 }

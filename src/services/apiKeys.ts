@@ -51,7 +51,7 @@ export class ApiKeyService {
     if (existing && (fixed === null || existing.tokenHash === tokenHash(fixed))) return this.deps.sealer.open(existing.tokenSealed);
     if (existing) return this.replace(existing, fixed);
     const cred = issueCredential(this.deps.sealer, holder.kind, fixed);
-    await this.db.insert(this.t.apiKeys).values({
+    const row: ApiKeyRow = {
       id: newId(),
       kind: holder.kind,
       tokenHash: cred.tokenHash,
@@ -61,6 +61,10 @@ export class ApiKeyService {
       projectId: holder.kind === "project" ? holder.projectId : null,
       partnerId: null,
       createdAt: nowIso(),
+    };
+    await this.deps.store.transaction(async () => {
+      await this.db.insert(this.t.apiKeys).values(row);
+      await this.#audit(row, null, row);
     });
     return cred.token;
   }
@@ -73,7 +77,15 @@ export class ApiKeyService {
 
   private async replace(existing: ApiKeyRecord, fixed: string | null): Promise<string> {
     const cred = issueCredential(this.deps.sealer, existing.kind, fixed);
-    await this.db.update(this.t.apiKeys).set({ tokenHash: cred.tokenHash, tokenSealed: cred.tokenSealed }).where(eq(this.t.apiKeys.id, existing.id));
+    await this.deps.store.transaction(async () => {
+      await this.db.update(this.t.apiKeys).set({ tokenHash: cred.tokenHash, tokenSealed: cred.tokenSealed }).where(eq(this.t.apiKeys.id, existing.id));
+      await this.#audit(existing, { tokenHash: existing.tokenHash }, { tokenHash: cred.tokenHash });
+    });
     return cred.token;
+  }
+
+  /** An API key's change in the current write's audit event (docs/operations.md#audit-log); the key reads "<redacted>". */
+  #audit(key: ApiKeyRow, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "api_key", targetId: key.id, projectId: key.projectId, before, after });
   }
 }

@@ -89,36 +89,50 @@ export class AppConfigService {
     }
     const now = nowIso();
     const secretsSealed = Object.keys(secrets).length > 0 ? this.deps.sealer.seal(JSON.stringify(secrets)) : null;
-    if (existing) {
-      await this.db.update(appConfigs).set({ settings, secretsSealed, enabled: true, updatedAt: now }).where(eq(appConfigs.id, existing.id));
-    } else {
-      await this.db
-        .insert(appConfigs)
-        .values({
-          id: newId(),
-          scope: owner.scope,
-          organizationId: owner.organizationId,
-          projectId: owner.scope === "project" ? owner.projectId : null,
-          provider: app.id,
-          settings,
-          secretsSealed,
-          enabled: true,
-          createdAt: now,
-          updatedAt: now,
-        });
-    }
+    await this.deps.store.transaction(async () => {
+      if (existing) {
+        await this.db.update(appConfigs).set({ settings, secretsSealed, enabled: true, updatedAt: now }).where(eq(appConfigs.id, existing.id));
+        await this.#audit(existing, existing, { ...existing, settings, secretsSealed, enabled: true });
+        return;
+      }
+      const row = {
+        id: newId(),
+        scope: owner.scope,
+        organizationId: owner.organizationId,
+        projectId: owner.scope === "project" ? owner.projectId : null,
+        provider: app.id,
+        settings,
+        secretsSealed,
+        enabled: true,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await this.db.insert(appConfigs).values(row);
+      await this.#audit(row, null, row);
+    });
+  }
+
+  /** An app configuration's change in the current write's audit event (docs/operations.md#audit-log). */
+  #audit(config: { id: string; projectId: string | null }, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "app_config", targetId: config.id, projectId: config.projectId, before, after });
   }
 
   async delete(owner: PolicyOwner, provider: string): Promise<void> {
     const row = await this.row(owner, provider);
     if (!row) throw ApiError.envelope(404, APP_CONFIG_NOT_FOUND);
-    await this.db.delete(this.t.appConfigs).where(eq(this.t.appConfigs.id, row.id));
+    await this.deps.store.transaction(async () => {
+      await this.db.delete(this.t.appConfigs).where(eq(this.t.appConfigs.id, row.id));
+      await this.#audit(row, row, null);
+    });
   }
 
   async toggle(owner: PolicyOwner, provider: string, enabled: boolean): Promise<void> {
     const row = await this.row(owner, provider);
     if (!row) throw ApiError.envelope(404, APP_CONFIG_NOT_FOUND);
-    await this.db.update(this.t.appConfigs).set({ enabled, updatedAt: nowIso() }).where(eq(this.t.appConfigs.id, row.id));
+    await this.deps.store.transaction(async () => {
+      await this.db.update(this.t.appConfigs).set({ enabled, updatedAt: nowIso() }).where(eq(this.t.appConfigs.id, row.id));
+      await this.#audit(row, row, { ...row, enabled });
+    });
   }
 
   /** The OAuth client for a scope: enabled project config → enabled organization config → env → null. */

@@ -355,6 +355,8 @@ export class ApprovalService {
       throw gone();
     }
     this.#settled(row.id, status);
+    // After the decision, not in its transaction: settling releases the held request in this process at once.
+    await this.deps.audit.record({ targetType: "approval", targetId: row.id, projectId: row.projectId, before: { status: row.status }, after: { status } });
     void this.notifications.notify({ organizationId: row.organizationId, projectId: row.projectId }, "approval.decided", {
       approvalId: row.id,
       decision,

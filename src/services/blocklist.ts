@@ -80,26 +80,30 @@ export class BlocklistService {
     const { blocklistRules } = this.t;
     const existing = (await this.rows(owner, provider)).find((r) => r.hostId === fields.hostId);
     const now = creationTime();
-    let row: BlocklistRow;
-    if (existing) {
-      if (existing.enabled) throw ApiError.envelope(409, ALREADY_BLOCKED);
-      [row] = (await this.db.update(blocklistRules).set({ enabled: true, name: fields.name, updatedAt: now }).where(eq(blocklistRules.id, existing.id)).returning()) as [BlocklistRow];
-    } else {
-      [row] = (await this.db
-        .insert(blocklistRules)
-        .values({
-          id: newId(),
-          scope: owner.scope,
-          organizationId: owner.organizationId,
-          projectId: owner.scope === "project" ? owner.projectId : null,
-          provider,
-          ...fields,
-          enabled: true,
-          createdAt: now,
-          updatedAt: now,
-        })
-        .returning()) as [BlocklistRow];
-    }
+    if (existing?.enabled) throw ApiError.envelope(409, ALREADY_BLOCKED);
+    const row = await this.deps.store.transaction(async () => {
+      let row: BlocklistRow;
+      if (existing) {
+        [row] = (await this.db.update(blocklistRules).set({ enabled: true, name: fields.name, updatedAt: now }).where(eq(blocklistRules.id, existing.id)).returning()) as [BlocklistRow];
+      } else {
+        [row] = (await this.db
+          .insert(blocklistRules)
+          .values({
+            id: newId(),
+            scope: owner.scope,
+            organizationId: owner.organizationId,
+            projectId: owner.scope === "project" ? owner.projectId : null,
+            provider,
+            ...fields,
+            enabled: true,
+            createdAt: now,
+            updatedAt: now,
+          })
+          .returning()) as [BlocklistRow];
+      }
+      await this.#audit(row, existing ?? null, row);
+      return row;
+    });
     this.changed(owner.organizationId);
     return this.entry(row);
   }
@@ -117,14 +121,25 @@ export class BlocklistService {
 
   async setEnabled(owner: PolicyOwner, provider: string, ruleId: string, enabled: boolean): Promise<void> {
     const row = await this.owned(owner, provider, ruleId);
-    await this.db.update(this.t.blocklistRules).set({ enabled, updatedAt: nowIso() }).where(eq(this.t.blocklistRules.id, row.id));
+    await this.deps.store.transaction(async () => {
+      await this.db.update(this.t.blocklistRules).set({ enabled, updatedAt: nowIso() }).where(eq(this.t.blocklistRules.id, row.id));
+      await this.#audit(row, row, { ...row, enabled });
+    });
     this.changed(owner.organizationId);
   }
 
   async delete(owner: PolicyOwner, provider: string, ruleId: string): Promise<void> {
     const row = await this.owned(owner, provider, ruleId);
-    await this.db.delete(this.t.blocklistRules).where(eq(this.t.blocklistRules.id, row.id));
+    await this.deps.store.transaction(async () => {
+      await this.db.delete(this.t.blocklistRules).where(eq(this.t.blocklistRules.id, row.id));
+      await this.#audit(row, row, null);
+    });
     this.changed(owner.organizationId);
+  }
+
+  /** A blocklist rule's change in the current write's audit event (docs/operations.md#audit-log). */
+  #audit(rule: BlocklistRow, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "blocklist_rule", targetId: rule.id, projectId: rule.projectId, before, after });
   }
 
   /**

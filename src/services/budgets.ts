@@ -109,10 +109,14 @@ export class BudgetService {
   async set(secretId: string, organizationId: string, limitCents: number, period: BudgetPeriod): Promise<BudgetView> {
     const { budgets: b } = this.t;
     const now = nowIso();
-    await this.db
-      .insert(b)
-      .values({ secretId, organizationId, limitCents, period, createdAt: now, updatedAt: now })
-      .onConflictDoUpdate({ target: [b.secretId, b.organizationId], set: { limitCents, period, updatedAt: now } });
+    await this.deps.store.transaction(async () => {
+      const before = await this.find(secretId, organizationId);
+      await this.db
+        .insert(b)
+        .values({ secretId, organizationId, limitCents, period, createdAt: now, updatedAt: now })
+        .onConflictDoUpdate({ target: [b.secretId, b.organizationId], set: { limitCents, period, updatedAt: now } });
+      await this.#audit(secretId, organizationId, before && { limitCents: before.limitCents, period: before.period }, { limitCents, period });
+    });
     this.#changed(organizationId);
     return this.#view({ secretId, organizationId, limitCents, period });
   }
@@ -120,12 +124,21 @@ export class BudgetService {
   /** Removes a budget; false when there was none. */
   async delete(secretId: string, organizationId: string): Promise<boolean> {
     const { budgets: b } = this.t;
-    const gone = await this.db
-      .delete(b)
-      .where(and(eq(b.secretId, secretId), eq(b.organizationId, organizationId)))
-      .returning({ secretId: b.secretId });
+    const gone = await this.deps.store.transaction(async () => {
+      const gone = await this.db
+        .delete(b)
+        .where(and(eq(b.secretId, secretId), eq(b.organizationId, organizationId)))
+        .returning({ limitCents: b.limitCents, period: b.period });
+      if (gone[0]) await this.#audit(secretId, organizationId, gone[0], null);
+      return gone;
+    });
     if (gone.length > 0) this.#changed(organizationId);
     return gone.length > 0;
+  }
+
+  /** A budget's change in the current write's audit event (docs/operations.md#audit-log); the target is the secret it limits. */
+  #audit(secretId: string, organizationId: string, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "budget", targetId: secretId, organizationId, projectId: null, before, after });
   }
 
   #changed(organizationId: string): void {

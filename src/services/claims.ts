@@ -46,9 +46,9 @@ export class ClaimService {
     const token = randomHex(32);
     const expiresAt = new Date(Date.now() + PROVISION_LIFETIME_MS).toISOString();
     const id = newId();
-    await this.db.insert(this.t.claimLinks).values({
+    const row = {
       id,
-      kind: "provision",
+      kind: "provision" as const,
       tokenHash: tokenHash(token),
       tokenSealed: this.deps.sealer.seal(token),
       organizationId,
@@ -56,6 +56,10 @@ export class ClaimService {
       userId: placeholderId,
       expiresAt,
       createdAt: nowIso(),
+    };
+    await this.deps.store.transaction(async () => {
+      await this.db.insert(this.t.claimLinks).values(row);
+      await this.deps.audit.record({ targetType: "claim_link", targetId: id, organizationId, projectId, before: null, after: row });
     });
     return { id, url: this.urlOf(token), expiresAt };
   }
@@ -67,8 +71,13 @@ export class ClaimService {
     const sealed = { tokenHash: tokenHash(token), tokenSealed: this.deps.sealer.seal(token) };
     // Replaced, not upserted: SQLite cannot match a parameterised WHERE to the partial unique index.
     await this.deps.store.transaction(async () => {
-      await this.db.delete(claimLinks).where(and(eq(claimLinks.organizationId, organizationId), eq(claimLinks.kind, "organization")));
-      await this.db.insert(claimLinks).values({ id: newId(), kind: "organization", ...sealed, organizationId, projectId: null, userId: placeholderId, expiresAt: null, createdAt: nowIso() });
+      const gone = await this.db
+        .delete(claimLinks)
+        .where(and(eq(claimLinks.organizationId, organizationId), eq(claimLinks.kind, "organization")))
+        .returning({ tokenHash: claimLinks.tokenHash });
+      const id = newId();
+      await this.db.insert(claimLinks).values({ id, kind: "organization", ...sealed, organizationId, projectId: null, userId: placeholderId, expiresAt: null, createdAt: nowIso() });
+      await this.deps.audit.record({ targetType: "claim_link", targetId: id, organizationId, projectId: null, before: gone[0] ?? null, after: { tokenHash: sealed.tokenHash } });
     });
     this.deps.events.emit({ kind: "organization", organizationId });
     return this.urlOf(token);
@@ -113,8 +122,12 @@ export class ClaimService {
       if (link.kind === "organization") await this.db.update(claimLinks).set({ userId }).where(eq(claimLinks.id, link.id));
       await this.#takeOver(org.id, link.userId, userId, placeholder?.role ?? "member");
       if (link.kind === "organization") {
-        await this.db.update(organizations).set({ claimed: true, claimedAt: nowIso(), claimedByUserId: userId }).where(eq(organizations.id, org.id));
+        const claimed = { claimed: true, claimedAt: nowIso(), claimedByUserId: userId };
+        await this.db.update(organizations).set(claimed).where(eq(organizations.id, org.id));
         this.deps.events.emit({ kind: "organization", organizationId: org.id });
+        await this.deps.audit.record({ targetType: "organization", targetId: org.id, organizationId: org.id, projectId: null, before: org, after: { ...org, ...claimed } });
+      } else {
+        await this.deps.audit.record({ targetType: "claim_link", targetId: link.id, organizationId: org.id, projectId: link.projectId, before: { claimedByUserId: null }, after: { claimedByUserId: userId } });
       }
       const projectId = link.projectId ?? (await this.orgs.firstProject(org.id))?.id ?? "";
       return { kind: link.kind, organizationId: org.id, projectId };

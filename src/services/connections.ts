@@ -122,14 +122,25 @@ export class ConnectionService {
 
   async rename(row: ConnectionRow, label: string) {
     const { appConnections } = this.t;
-    await this.db.update(appConnections).set({ label, updatedAt: nowIso() }).where(eq(appConnections.id, row.id));
+    await this.deps.store.transaction(async () => {
+      await this.db.update(appConnections).set({ label, updatedAt: nowIso() }).where(eq(appConnections.id, row.id));
+      await this.#audit(row, row, { ...row, label });
+    });
     this.changed(row.organizationId);
     return { id: row.id, provider: row.provider, status: await this.effectiveStatus(row), label };
   }
 
   async delete(row: ConnectionRow): Promise<void> {
-    await this.db.delete(this.t.appConnections).where(eq(this.t.appConnections.id, row.id));
+    await this.deps.store.transaction(async () => {
+      await this.db.delete(this.t.appConnections).where(eq(this.t.appConnections.id, row.id));
+      await this.#audit(row, row, null);
+    });
     this.changed(row.organizationId);
+  }
+
+  /** A connection's change in the current write's audit event (docs/operations.md#audit-log); its credential reads "<redacted>". */
+  #audit(row: ConnectionRow, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "connection", targetId: row.id, projectId: row.projectId, before, after });
   }
 
   /**
@@ -190,6 +201,7 @@ export class ConnectionService {
           })
           .returning()) as [ConnectionRow];
       }
+      await this.#audit(row, target ?? null, row);
       this.changed(owner.organizationId);
       return row;
     });

@@ -3,6 +3,7 @@ import type { Config } from "../runtime/config.ts";
 import type { Sealer } from "../crypto/seal.ts";
 import type { EventBus } from "../events/bus.ts";
 import type { Store } from "../store/store.ts";
+import type { AuditService } from "./audit.ts";
 
 export interface ServiceDeps {
   store: Store;
@@ -11,4 +12,6 @@ export interface ServiceDeps {
   sealer: Sealer;
   config: Config;
   events: EventBus;
+  /** Services that write record the change here, inside the transaction that writes it (services/audit.ts). */
+  audit: AuditService;
 }

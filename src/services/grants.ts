@@ -33,6 +33,8 @@ export type { ConnectionGrantRow };
 
 export { CONNECTION_NOT_FOUND };
 
+type ConnectionGrantInputRow = Pick<ConnectionGrantRow, "access" | "allow" | "ask" | "resources">;
+
 export class GrantService {
   constructor(
     private readonly deps: ServiceDeps,
@@ -173,13 +175,16 @@ export class GrantService {
       resources = parsed.value;
     }
     const now = creationTime();
-    await this.db
-      .insert(agentConnectionGrants)
-      .values({ agentId, connectionId, access: input.access, allow, ask, resources, createdAt: now, updatedAt: now })
-      .onConflictDoUpdate({
-        target: [agentConnectionGrants.agentId, agentConnectionGrants.connectionId],
-        set: { access: input.access, allow, ask, resources, updatedAt: now },
-      });
+    await this.deps.store.transaction(async () => {
+      await this.db
+        .insert(agentConnectionGrants)
+        .values({ agentId, connectionId, access: input.access, allow, ask, resources, createdAt: now, updatedAt: now })
+        .onConflictDoUpdate({
+          target: [agentConnectionGrants.agentId, agentConnectionGrants.connectionId],
+          set: { access: input.access, allow, ask, resources, updatedAt: now },
+        });
+      await this.#auditConnection(projectId, agentId, connectionId, existing ?? null, { access: input.access, allow, ask, resources });
+    });
     this.changed(agentId);
     return this.grantSet(projectId, agentId);
   }
@@ -187,7 +192,13 @@ export class GrantService {
   async revokeConnection(projectId: string, agentId: string, connectionId: string): Promise<void> {
     await this.agents.get(projectId, agentId, "flat");
     const { agentConnectionGrants } = this.t;
-    await this.db.delete(agentConnectionGrants).where(and(eq(agentConnectionGrants.agentId, agentId), eq(agentConnectionGrants.connectionId, connectionId)));
+    await this.deps.store.transaction(async () => {
+      const gone = await this.db
+        .delete(agentConnectionGrants)
+        .where(and(eq(agentConnectionGrants.agentId, agentId), eq(agentConnectionGrants.connectionId, connectionId)))
+        .returning();
+      await this.#auditConnection(projectId, agentId, connectionId, gone[0] ?? null, null);
+    });
     this.changed(agentId);
   }
 
@@ -230,6 +241,9 @@ export class GrantService {
     }
     await this.deps.store.transaction(async () => {
       const keep = new Map((await this.db.select().from(agentConnectionGrants).where(eq(agentConnectionGrants.agentId, agentId))).map((g) => [g.connectionId, g]));
+      const after = Object.fromEntries(rows.map((r) => [r.connectionId, { access: keep.get(r.connectionId)?.access ?? "full", resources: r.resources }]));
+      const before = Object.fromEntries([...keep.values()].map((g) => [g.connectionId, { access: g.access, resources: g.resources }]));
+      await this.deps.audit.record({ targetType: "agent", targetId: agentId, projectId, before: { connectionGrants: before }, after: { connectionGrants: after } });
       await this.db.delete(agentConnectionGrants).where(eq(agentConnectionGrants.agentId, agentId));
       for (const r of rows) {
         const old = keep.get(r.connectionId);
@@ -255,7 +269,11 @@ export class GrantService {
   async grantSecret(projectId: string, organizationId: string, agentId: string, secretId: string): Promise<GrantSet> {
     await this.agents.get(projectId, agentId, "flat");
     if (!(await this.attachable(projectId, organizationId, [secretId])).has(secretId)) throw ApiError.flat(404, "Secret not found");
-    await this.db.insert(this.t.agentSecretGrants).values({ agentId, secretId, createdAt: creationTime() }).onConflictDoNothing();
+    await this.deps.store.transaction(async () => {
+      const before = await this.secretIds(agentId);
+      await this.db.insert(this.t.agentSecretGrants).values({ agentId, secretId, createdAt: creationTime() }).onConflictDoNothing();
+      await this.#auditSecrets(projectId, agentId, before, [...before, secretId]);
+    });
     this.changed(agentId);
     return this.grantSet(projectId, agentId);
   }
@@ -263,7 +281,11 @@ export class GrantService {
   async revokeSecret(projectId: string, agentId: string, secretId: string): Promise<void> {
     await this.agents.get(projectId, agentId, "flat");
     const { agentSecretGrants } = this.t;
-    await this.db.delete(agentSecretGrants).where(and(eq(agentSecretGrants.agentId, agentId), eq(agentSecretGrants.secretId, secretId)));
+    await this.deps.store.transaction(async () => {
+      const before = await this.secretIds(agentId);
+      await this.db.delete(agentSecretGrants).where(and(eq(agentSecretGrants.agentId, agentId), eq(agentSecretGrants.secretId, secretId)));
+      await this.#auditSecrets(projectId, agentId, before, before.filter((id) => id !== secretId));
+    });
     this.changed(agentId);
   }
 
@@ -275,10 +297,29 @@ export class GrantService {
     if (found.size !== unique.length) throw ApiError.envelope(400, "One or more secrets not found");
     const { agentSecretGrants } = this.t;
     await this.deps.store.transaction(async () => {
+      const before = await this.secretIds(agentId);
       await this.db.delete(agentSecretGrants).where(eq(agentSecretGrants.agentId, agentId));
       for (const secretId of unique) await this.db.insert(agentSecretGrants).values({ agentId, secretId, createdAt: creationTime() });
+      await this.#auditSecrets(projectId, agentId, before, unique);
     });
     this.changed(agentId);
+  }
+
+  /** An agent's secret grants before and after, in the current write's audit event (docs/operations.md#audit-log). */
+  #auditSecrets(projectId: string, agentId: string, before: string[], after: string[]): Promise<void> {
+    return this.deps.audit.record({ targetType: "agent", targetId: agentId, projectId, before: { secretIds: [...new Set(before)].sort() }, after: { secretIds: [...new Set(after)].sort() } });
+  }
+
+  /** One connection grant of an agent before and after (null: none). */
+  #auditConnection(projectId: string, agentId: string, connectionId: string, before: ConnectionGrantInputRow | null, after: ConnectionGrantInputRow | null): Promise<void> {
+    const shape = (g: ConnectionGrantInputRow | null) => (g ? { access: g.access, allow: g.allow, ask: g.ask, resources: g.resources } : null);
+    return this.deps.audit.record({
+      targetType: "agent",
+      targetId: agentId,
+      projectId,
+      before: { connectionGrants: { [connectionId]: shape(before) } },
+      after: { connectionGrants: { [connectionId]: shape(after) } },
+    });
   }
 
   private changed(agentId: string): void {

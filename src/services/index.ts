@@ -2,6 +2,7 @@
 import { findApp } from "../apps/index.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { AccessService } from "./access.ts";
+import { AuditService } from "./audit.ts";
 import { AgentService } from "./agents.ts";
 import { AppConfigService } from "./appConfigs.ts";
 import { AppCatalogService } from "./apps.ts";
@@ -85,7 +86,8 @@ export interface ServiceParts {
   egress: (outbound: Outbound) => EgressCheck;
 }
 
-export function createServices(deps: ServiceDeps, parts: ServiceParts): Services {
+export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceParts): Services {
+  const deps: ServiceDeps = { ...base, audit: new AuditService(base.store) };
   const agents = new AgentService(deps);
   const secrets = new SecretService(deps);
   const caches = new SharedCaches();

@@ -57,7 +57,11 @@ export class OrganizationService {
   }
 
   async rename(id: string, name: string): Promise<void> {
-    await this.db.update(this.t.organizations).set({ name }).where(eq(this.t.organizations.id, id));
+    await this.deps.store.transaction(async () => {
+      const before = await this.getOrganization(id);
+      await this.db.update(this.t.organizations).set({ name }).where(eq(this.t.organizations.id, id));
+      await this.deps.audit.record({ targetType: "organization", targetId: id, organizationId: id, projectId: null, before: { name: before?.name ?? null }, after: { name } });
+    });
   }
 
   async partnerName(partnerId: string): Promise<string | null> {
@@ -67,7 +71,18 @@ export class OrganizationService {
 
   /** The partner's secrets stop applying to the organization (its gateway views are rebuilt). */
   async detachFromPartner(organizationId: string): Promise<void> {
-    await this.db.update(this.t.organizations).set({ partnerDetached: true }).where(eq(this.t.organizations.id, organizationId));
+    await this.deps.store.transaction(async () => {
+      const before = await this.getOrganization(organizationId);
+      await this.db.update(this.t.organizations).set({ partnerDetached: true }).where(eq(this.t.organizations.id, organizationId));
+      await this.deps.audit.record({
+        targetType: "organization",
+        targetId: organizationId,
+        organizationId,
+        projectId: null,
+        before: { partnerDetached: before?.partnerDetached ?? false },
+        after: { partnerDetached: true },
+      });
+    });
     this.deps.events.emit({ kind: "organization", organizationId });
   }
 
@@ -128,25 +143,48 @@ export class OrganizationService {
   }
 
   async updateUserName(id: string, name: string): Promise<User | undefined> {
-    await this.db.update(this.t.users).set({ name }).where(eq(this.t.users.id, id));
+    await this.deps.store.transaction(async () => {
+      const before = await this.getUser(id);
+      await this.db.update(this.t.users).set({ name }).where(eq(this.t.users.id, id));
+      await this.deps.audit.record({ targetType: "user", targetId: id, projectId: null, before: { name: before?.name ?? null }, after: { name } });
+    });
     return this.getUser(id);
   }
 
   async addMember(organizationId: string, userId: string, role: Role, status: "active" | "pending" = "active"): Promise<void> {
-    await this.db.insert(this.t.memberships).values({ organizationId, userId, role, status, createdAt: nowIso() });
+    await this.deps.store.transaction(async () => {
+      await this.db.insert(this.t.memberships).values({ organizationId, userId, role, status, createdAt: nowIso() });
+      await this.#auditMembership(organizationId, userId, null, { role, status });
+    });
     this.deps.events.emit({ kind: "membership", organizationId });
   }
 
   async setRole(organizationId: string, userId: string, role: Role): Promise<void> {
     const { memberships } = this.t;
-    await this.db.update(memberships).set({ role }).where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)));
+    const where = and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId));
+    await this.deps.store.transaction(async () => {
+      const [before] = await this.db.select({ role: memberships.role }).from(memberships).where(where).limit(1);
+      await this.db.update(memberships).set({ role }).where(where);
+      await this.#auditMembership(organizationId, userId, before ?? null, { role });
+    });
     this.deps.events.emit({ kind: "membership", organizationId });
   }
 
   async removeMember(organizationId: string, userId: string): Promise<void> {
     const { memberships } = this.t;
-    await this.db.delete(memberships).where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)));
+    await this.deps.store.transaction(async () => {
+      const gone = await this.db
+        .delete(memberships)
+        .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
+        .returning({ role: memberships.role, status: memberships.status });
+      if (gone[0]) await this.#auditMembership(organizationId, userId, gone[0], null);
+    });
     this.deps.events.emit({ kind: "membership", organizationId });
+  }
+
+  /** A membership's change in the current write's audit event (docs/operations.md#audit-log); the target is the user. */
+  #auditMembership(organizationId: string, userId: string, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "membership", targetId: userId, organizationId, projectId: null, before, after });
   }
 
   /** The user's membership of the organization, whatever its status. */

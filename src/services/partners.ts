@@ -57,6 +57,7 @@ export class PartnerService {
       if (taken) throw conflict("This user already belongs to another partner");
       await this.db.insert(partnerMembers).values({ partnerId, userId: owner.id, role: "owner", createdAt: now });
       const inviteUrl = owner.passwordHash ? null : await this.invite(owner.id, partnerId);
+      await this.deps.audit.record({ targetType: "partner", targetId: partnerId, projectId: null, before: null, after: { name, ownerEmail, partnerKey: cred.tokenHash } });
       return { partnerId, partnerKey: cred.token, inviteUrl };
     });
   }
@@ -76,6 +77,8 @@ export class PartnerService {
       if (!invite || !invite.userId || invite.expiresAt <= nowIso()) return null;
       await this.orgs.setPassword(invite.userId, passwordHash);
       await this.db.delete(invites).where(eq(invites.id, invite.id));
+      this.deps.audit.actAs({ kind: "user", id: invite.userId, userId: invite.userId });
+      await this.deps.audit.record({ targetType: "user", targetId: invite.userId, projectId: null, before: { password: null }, after: { password: passwordHash } });
       return invite.userId;
     });
   }
@@ -96,6 +99,8 @@ export class PartnerService {
   async createOrganization(partnerId: string, name: string): Promise<PartnerOrgCreated> {
     return this.deps.store.transaction(async () => {
       const org = await this.orgs.createOrganization(name, { partnerId, claimed: false });
+      this.deps.audit.setOrganization(org.id);
+      await this.deps.audit.record({ targetType: "organization", targetId: org.id, organizationId: org.id, projectId: null, before: null, after: org });
       const placeholder = await this.orgs.createPlaceholderUser();
       await this.orgs.addMember(org.id, placeholder.id, "owner", "pending");
       const { project, apiKey } = await this.projects.create(org.id, "Default", { creatorUserId: placeholder.id, automatic: true });
@@ -213,6 +218,7 @@ export class PartnerService {
       if (existing) throw conflict(existing.partnerId === partnerId ? "This user is already a partner member" : "This user already belongs to another partner");
       const createdAt = nowIso();
       await this.db.insert(partnerMembers).values({ partnerId, userId: user.id, role, createdAt });
+      await this.#auditMember(user.id, null, { email: user.email, role });
       const inviteUrl = user.passwordHash ? null : await this.invite(user.id, partnerId);
       return { userId: user.id, email: user.email, role, createdAt, inviteUrl };
     });
@@ -226,14 +232,25 @@ export class PartnerService {
   }
 
   async setMemberRole(partnerId: string, userId: string, role: "admin" | "member"): Promise<void> {
-    await this.#member(partnerId, userId);
+    const member = await this.#member(partnerId, userId);
     const { partnerMembers } = this.t;
-    await this.db.update(partnerMembers).set({ role }).where(and(eq(partnerMembers.partnerId, partnerId), eq(partnerMembers.userId, userId)));
+    await this.deps.store.transaction(async () => {
+      await this.db.update(partnerMembers).set({ role }).where(and(eq(partnerMembers.partnerId, partnerId), eq(partnerMembers.userId, userId)));
+      await this.#auditMember(userId, { role: member.role }, { role });
+    });
   }
 
   async removeMember(partnerId: string, userId: string): Promise<void> {
-    await this.#member(partnerId, userId);
+    const member = await this.#member(partnerId, userId);
     const { partnerMembers } = this.t;
-    await this.db.delete(partnerMembers).where(and(eq(partnerMembers.partnerId, partnerId), eq(partnerMembers.userId, userId)));
+    await this.deps.store.transaction(async () => {
+      await this.db.delete(partnerMembers).where(and(eq(partnerMembers.partnerId, partnerId), eq(partnerMembers.userId, userId)));
+      await this.#auditMember(userId, { email: member.email, role: member.role }, null);
+    });
+  }
+
+  /** A partner member's change in the current write's audit event (docs/operations.md#audit-log). */
+  #auditMember(userId: string, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "partner_member", targetId: userId, organizationId: null, projectId: null, before, after });
   }
 }

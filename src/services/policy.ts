@@ -85,6 +85,18 @@ export class PolicyService {
     return rules.map((r) => managedRuleView(r, owner.scope));
   }
 
+  /** A draft rule's change in the current write's audit event (docs/operations.md#audit-log). */
+  #audit(rule: PolicyRuleRow, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "policy_rule", targetId: rule.id, projectId: rule.projectId, before, after });
+  }
+
+  /** The rule set of a project or an organization, as the target of a reorder or a publish. */
+  #ownerTarget(owner: PolicyOwner) {
+    return owner.scope === "project"
+      ? { targetType: "project_policy", targetId: owner.projectId, projectId: owner.projectId }
+      : { targetType: "organization_policy", targetId: owner.organizationId, projectId: null };
+  }
+
   private emit(owner: PolicyOwner): void {
     this.deps.events.emit({ kind: "policy", organizationId: owner.organizationId });
   }
@@ -232,7 +244,10 @@ export class PolicyService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.db.insert(this.t.policyRules).values(row);
+    await this.deps.store.transaction(async () => {
+      await this.db.insert(this.t.policyRules).values(row);
+      await this.#audit(row, null, row);
+    });
     return row;
   }
 
@@ -240,13 +255,20 @@ export class PolicyService {
     const current = await this.getDraft(owner, id);
     const merged: RuleFields = { ...pickFields(current), ...patch };
     await this.check(owner, merged);
-    await this.db.update(this.t.policyRules).set({ ...patch, updatedAt: nowIso() }).where(eq(this.t.policyRules.id, id));
-    return this.getDraft(owner, id);
+    return this.deps.store.transaction(async () => {
+      await this.db.update(this.t.policyRules).set({ ...patch, updatedAt: nowIso() }).where(eq(this.t.policyRules.id, id));
+      const after = await this.getDraft(owner, id);
+      await this.#audit(after, current, after);
+      return after;
+    });
   }
 
   async delete(owner: PolicyOwner, id: string): Promise<void> {
-    await this.getDraft(owner, id);
-    await this.db.delete(this.t.policyRules).where(eq(this.t.policyRules.id, id));
+    const row = await this.getDraft(owner, id);
+    await this.deps.store.transaction(async () => {
+      await this.db.delete(this.t.policyRules).where(eq(this.t.policyRules.id, id));
+      await this.#audit(row, row, null);
+    });
   }
 
   async reorder(owner: PolicyOwner, orderedIds: string[]): Promise<PolicyRuleRow[]> {
@@ -258,17 +280,24 @@ export class PolicyService {
     }
     await this.deps.store.transaction(async () => {
       for (const [i, id] of orderedIds.entries()) await this.db.update(policyRules).set({ priority: i + 1 }).where(eq(policyRules.id, id));
+      const order = (rows: PolicyRuleRow[]) => [...rows].sort((a, b) => a.priority - b.priority).map((r) => r.id);
+      await this.deps.audit.record({ ...this.#ownerTarget(owner), before: { order: order(custom) }, after: { order: orderedIds } });
     });
     return this.customRules(owner, "draft");
   }
 
   async setDefault(owner: PolicyOwner, action: RuleAction): Promise<PolicyRuleRow> {
     const existing = await this.defaultRule(owner, "draft");
-    if (existing) {
+    return this.deps.store.transaction(async () => {
+      if (!existing) {
+        const row = await this.insertDefault(owner, action);
+        await this.#audit(row, null, row);
+        return row;
+      }
       await this.db.update(this.t.policyRules).set({ action, updatedAt: nowIso() }).where(eq(this.t.policyRules.id, existing.id));
+      await this.#audit(existing, existing, { ...existing, action });
       return { ...existing, action };
-    }
-    return this.insertDefault(owner, action);
+    });
   }
 
   private async insertDefault(owner: PolicyOwner, action: RuleAction): Promise<PolicyRuleRow> {
@@ -325,6 +354,7 @@ export class PolicyService {
           appliedByName: by?.name ?? null,
           appliedByEmail: by?.email ?? null,
         });
+      await this.deps.audit.record({ ...this.#ownerTarget(owner), before: null, after: { generation, ruleCount: drafts.length } });
       return { generation, ruleCount: drafts.length };
     });
     this.emit(owner);

@@ -77,6 +77,7 @@ export class ProjectService {
       const now = nowIso();
       const project: Project = { id: newShortId(), organizationId, name, slug, createdAt: now, updatedAt: now };
       await this.db.insert(this.t.projects).values(project);
+      await this.#audit(organizationId, project.id, null, project);
       await this.agents.createDefault(project.id);
       const apiKey = opts.creatorUserId ? await this.apiKeys.keyFor({ kind: "project", userId: opts.creatorUserId, projectId: project.id, organizationId }) : null;
       return { project, apiKey };
@@ -85,17 +86,20 @@ export class ProjectService {
 
   /** Renames a project; its slug is derived again (409 when another project of the organization has it). */
   async rename(organizationId: string, projectId: string, name: string): Promise<Project> {
-    await this.get(organizationId, projectId);
+    const before = await this.get(organizationId, projectId);
     const slug = slugify(name) || "project";
     if (await this.#slugOwner(organizationId, slug, projectId)) throw slugTaken(slug);
     const { projects } = this.t;
-    await this.db.update(projects).set({ name, slug, updatedAt: nowIso() }).where(eq(projects.id, projectId));
+    await this.deps.store.transaction(async () => {
+      await this.db.update(projects).set({ name, slug, updatedAt: nowIso() }).where(eq(projects.id, projectId));
+      await this.#audit(organizationId, projectId, before, { ...before, name, slug });
+    });
     return this.get(organizationId, projectId);
   }
 
   /** Deletes a project and everything in it; the organization keeps at least one project. */
   async delete(organizationId: string, projectId: string): Promise<void> {
-    await this.get(organizationId, projectId);
+    const before = await this.get(organizationId, projectId);
     const { projects } = this.t;
     await Promise.all([this.requestLogs.flush(), this.spend.flush()]);
     await this.deps.store.transaction(async () => {
@@ -104,7 +108,13 @@ export class ProjectService {
       if (all.length <= 1) throw badRequest(ONLY_PROJECT_MESSAGE);
       await this.#purge([projectId], organizationId);
       await this.db.delete(projects).where(eq(projects.id, projectId));
+      await this.#audit(organizationId, projectId, before, null);
     });
+  }
+
+  /** A project's change in the current write's audit event (docs/operations.md#audit-log). */
+  #audit(organizationId: string, projectId: string, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "project", targetId: projectId, organizationId, projectId, before, after });
   }
 
   /** Deletes an organization with everything in it (its projects, members' keys, secrets, budgets, logs). */
@@ -118,7 +128,8 @@ export class ProjectService {
       const { budgetSpend, budgetReservations } = this.t;
       await this.db.delete(budgetSpend).where(eq(budgetSpend.organizationId, organizationId));
       await this.db.delete(budgetReservations).where(eq(budgetReservations.organizationId, organizationId));
-      await this.db.delete(organizations).where(eq(organizations.id, organizationId));
+      const [gone] = await this.db.delete(organizations).where(eq(organizations.id, organizationId)).returning();
+      await this.deps.audit.record({ targetType: "organization", targetId: organizationId, organizationId, projectId: null, before: gone ?? null, after: null });
       this.deps.events.emit({ kind: "organization", organizationId });
     });
   }

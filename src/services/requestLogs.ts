@@ -31,6 +31,8 @@ export const LOG_DECISIONS = [
   "error",
 ] as const;
 
+export type LogDecision = (typeof LOG_DECISIONS)[number];
+
 export interface LogQuery {
   organizationId: string;
   projectId?: string;
@@ -144,20 +146,25 @@ export class RequestLogService {
 
   async #write({ rows, seen, updates }: { rows: RequestLogRow[]; seen: Map<string, string>; updates: Map<string, Partial<RequestLogRow>> }): Promise<void> {
     if (rows.length === 0 && seen.size === 0 && updates.size === 0) return;
+    // Only held requests' rows are updated later, by their seq; the rest go the engine's fastest way (COPY).
+    const held = rows.filter((r) => r.decision === PENDING);
+    const done = held.length === 0 ? rows : rows.filter((r) => r.decision !== PENDING);
+    let stored = 0;
     try {
-      if (rows.length > 0) {
-        const seqs = await this.deps.store.insertRequestLogs(rows);
-        rows.forEach((r, i) => {
-          if (r.decision === PENDING) this.#pendingSeq.set(r.id, seqs[i]!);
-        });
+      if (done.length > 0) await this.deps.store.appendRequestLogs(done);
+      stored = done.length;
+      if (held.length > 0) {
+        const seqs = await this.deps.store.insertRequestLogs(held);
+        held.forEach((r, i) => this.#pendingSeq.set(r.id, seqs[i]!));
       }
     } catch (err) {
-      // Kept for the next flush, ahead of what arrived meanwhile.
-      this.#queue = rows.concat(this.#queue);
+      // Kept for the next flush, ahead of what arrived meanwhile (the rows of a statement that failed only).
+      const kept = stored === 0 ? rows : held;
+      this.#queue = kept.concat(this.#queue);
       for (const [id, at] of seen) if (!this.#lastSeen.has(id)) this.#lastSeen.set(id, at);
       for (const [id, patch] of updates) this.#updates.set(id, { ...patch, ...this.#updates.get(id) });
       if (this.#queue.length > QUEUE_MAX) this.#drop(this.#queue.length - QUEUE_MAX);
-      log.warn("request logs not written, will retry", { rows: rows.length, queued: this.#queue.length, error: (err as Error).message });
+      log.warn("request logs not written, will retry", { rows: kept.length, queued: this.#queue.length, error: (err as Error).message });
       return;
     }
     const { requestLogs } = this.deps.store.t;

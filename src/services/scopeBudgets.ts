@@ -124,6 +124,7 @@ export class ScopeBudgetService {
         .limit(1);
       if (taken) throw conflict(BUDGET_EXISTS);
       await this.db.insert(b).values(row);
+      await this.#audit(row, null, row);
       this.#changed(owner.organizationId);
     });
     return this.view(row);
@@ -137,16 +138,29 @@ export class ScopeBudgetService {
       ...(patch.alertPercents !== undefined ? { alertPercents: normalisePercents(patch.alertPercents) } : {}),
       updatedAt: nowIso(),
     };
-    const [updated] = await this.db.update(this.t).set(set).where(eq(this.t.id, row.id)).returning();
-    if (!updated) throw notFound(BUDGET_NOT_FOUND);
+    const updated = await this.deps.store.transaction(async () => {
+      const [after] = await this.db.update(this.t).set(set).where(eq(this.t.id, row.id)).returning();
+      if (!after) throw notFound(BUDGET_NOT_FOUND);
+      await this.#audit(row, row, after);
+      return after;
+    });
     this.#changed(owner.organizationId);
     return this.view(updated);
   }
 
   async delete(owner: BudgetOwner, id: string): Promise<void> {
     const row = await this.find(owner, id);
-    await this.db.delete(this.t).where(eq(this.t.id, row.id));
+    await this.deps.store.transaction(async () => {
+      await this.db.delete(this.t).where(eq(this.t.id, row.id));
+      await this.#audit(row, row, null);
+    });
     this.#changed(owner.organizationId);
+  }
+
+  /** The budget's change in the current write's audit event (docs/operations.md#audit-log). */
+  #audit(row: ScopeBudgetRow, before: ScopeBudgetRow | null, after: ScopeBudgetRow | null): Promise<void> {
+    const state = (r: ScopeBudgetRow | null) => r && { scope: r.scope, agentId: r.agentId, secretType: r.secretType, limitCents: r.limitCents, period: r.period, alertPercents: r.alertPercents };
+    return this.deps.audit.record({ targetType: "budget", targetId: row.id, organizationId: row.organizationId, projectId: row.projectId, before: state(before), after: state(after) });
   }
 
   /** Every budget that applies to an agent (its own, its project's, its organization's), in refusal order: for the gateway snapshot. */

@@ -220,7 +220,10 @@ export class SecretService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.db.insert(this.t.secrets).values(row);
+    await this.deps.store.transaction(async () => {
+      await this.db.insert(this.t.secrets).values(row);
+      await this.#audit(row, null, row);
+    });
     this.deps.events.emit({ kind: "secret", scope: owner.scope, id: row.id });
     const created: SecretCreated = {
       id: row.id,
@@ -287,14 +290,25 @@ export class SecretService {
 
     if (Object.keys(patch).length === 0) throw badRequest(NO_FIELDS_MESSAGE);
     patch.updatedAt = nowIso();
-    await this.db.update(this.t.secrets).set(patch).where(eq(this.t.secrets.id, id));
+    await this.deps.store.transaction(async () => {
+      await this.db.update(this.t.secrets).set(patch).where(eq(this.t.secrets.id, id));
+      await this.#audit(row, row, { ...row, ...patch });
+    });
     this.deps.events.emit({ kind: "secret", scope: owner.scope, id });
   }
 
   async delete(owner: SecretOwner, id: string): Promise<void> {
-    await this.find(owner, id);
-    await this.db.delete(this.t.secrets).where(eq(this.t.secrets.id, id));
+    const row = await this.find(owner, id);
+    await this.deps.store.transaction(async () => {
+      await this.db.delete(this.t.secrets).where(eq(this.t.secrets.id, id));
+      await this.#audit(row, row, null);
+    });
     this.deps.events.emit({ kind: "secret", scope: owner.scope, id });
+  }
+
+  /** The secret's change in the current write's audit event (docs/operations.md#audit-log); its value reads "<redacted>". */
+  #audit(secret: SecretRow, before: object | null, after: object | null): Promise<void> {
+    return this.deps.audit.record({ targetType: "secret", targetId: secret.id, projectId: secret.projectId, before, after });
   }
 
   /** The plaintext of an inline secret, for the gateway snapshot and migration export only. */

@@ -1,5 +1,5 @@
 // Dashboard sessions: `credgate_session` cookie, 30-day absolute lifetime, revocable server-side.
-import { eq } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import { tokenHash } from "../crypto/hash.ts";
 import { newId, nowIso, randomHex } from "../core/ids.ts";
 import type { ServiceDeps } from "./deps.ts";
@@ -22,7 +22,13 @@ export class SessionService {
   async create(userId: string): Promise<{ token: string; expiresAt: string }> {
     const token = randomHex(32);
     const expiresAt = new Date(Date.now() + SESSION_LIFETIME_MS).toISOString();
-    await this.db.insert(this.t.sessions).values({ id: newId(), tokenHash: tokenHash(token), userId, createdAt: nowIso(), expiresAt, revokedAt: null });
+    const id = newId();
+    await this.deps.store.transaction(async () => {
+      await this.db.insert(this.t.sessions).values({ id, tokenHash: tokenHash(token), userId, createdAt: nowIso(), expiresAt, revokedAt: null });
+      // Signing in is done by the user it signs in.
+      this.deps.audit.actAs({ kind: "user", id: userId, userId }, await this.#firstOrganization(userId));
+      await this.deps.audit.record({ targetType: "session", targetId: id, projectId: null, before: null, after: { userId, expiresAt } });
+    });
     return { token, expiresAt };
   }
 
@@ -34,7 +40,25 @@ export class SessionService {
   }
 
   async revoke(id: string): Promise<void> {
-    await this.db.update(this.t.sessions).set({ revokedAt: nowIso() }).where(eq(this.t.sessions.id, id));
+    const revokedAt = nowIso();
+    await this.deps.store.transaction(async () => {
+      const [session] = await this.db.update(this.t.sessions).set({ revokedAt }).where(eq(this.t.sessions.id, id)).returning({ userId: this.t.sessions.userId });
+      const organizationId = session && (await this.#firstOrganization(session.userId));
+      if (organizationId) this.deps.audit.setOrganization(organizationId);
+      await this.deps.audit.record({ targetType: "session", targetId: id, projectId: null, before: { revokedAt: null }, after: { revokedAt } });
+    });
+  }
+
+  /** The organization a session acts in without X-Organization-Id: the user's first (its sign-in events belong there). */
+  async #firstOrganization(userId: string): Promise<string | undefined> {
+    const { memberships } = this.t;
+    const [first] = await this.db
+      .select({ organizationId: memberships.organizationId })
+      .from(memberships)
+      .where(and(eq(memberships.userId, userId), eq(memberships.status, "active")))
+      .orderBy(asc(memberships.createdAt), asc(memberships.organizationId))
+      .limit(1);
+    return first?.organizationId;
   }
 
   async revokeAllOf(userId: string): Promise<void> {

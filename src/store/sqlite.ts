@@ -17,6 +17,7 @@ import type { Db, RequestLogInsert, SpendRecordInsert, Store, Tables } from "./s
 export const DB_FILE = "credgate.db";
 
 interface TxContext {
+  before: (() => Promise<void>)[];
   after: (() => void)[];
 }
 
@@ -106,7 +107,7 @@ export class SqliteStore implements Store {
 
   async transaction<T>(work: () => Promise<T>): Promise<T> {
     if (this.#context.getStore()) return work();
-    const ctx: TxContext = { after: [] };
+    const ctx: TxContext = { before: [], after: [] };
     await this.#lock.acquire(ctx);
     let result: T;
     try {
@@ -114,6 +115,7 @@ export class SqliteStore implements Store {
         this.client.run("BEGIN IMMEDIATE");
         try {
           const value = await work();
+          for (let i = 0; i < ctx.before.length; i++) await ctx.before[i]!();
           this.client.run("COMMIT");
           return value;
         } catch (err) {
@@ -132,6 +134,12 @@ export class SqliteStore implements Store {
     const ctx = this.#context.getStore();
     if (ctx) ctx.after.push(fn);
     else fn();
+  }
+
+  async beforeCommit(work: () => Promise<void>): Promise<void> {
+    const ctx = this.#context.getStore();
+    if (ctx) ctx.before.push(work);
+    else await this.transaction(work);
   }
 
   exclusive<T>(work: () => Promise<T>): Promise<T> {
@@ -162,6 +170,10 @@ export class SqliteStore implements Store {
       });
     }
     this.#insertSpend(rows);
+  }
+
+  async appendRequestLogs(rows: RequestLogInsert[]): Promise<void> {
+    await this.insertRequestLogs(rows);
   }
 
   #prepareLogInsert(): (rows: RequestLogInsert[]) => number[] {

@@ -33,6 +33,11 @@ export interface Store {
   transaction<T>(work: () => Promise<T>): Promise<T>;
   /** Runs `fn` once the current transaction commits (dropped on rollback); at once outside a transaction. */
   afterCommit(fn: () => void): void;
+  /**
+   * Runs `work` inside the current transaction just before it commits (after everything else it does, so locks
+   * `work` takes are held only for the commit); outside a transaction, in a transaction of its own, now.
+   */
+  beforeCommit(work: () => Promise<void>): Promise<void>;
   /** Like `transaction`, holding the database-wide startup lock (PostgreSQL advisory lock): migrations, bootstrap. */
   exclusive<T>(work: () => Promise<T>): Promise<T>;
   /**
@@ -44,6 +49,11 @@ export interface Store {
   insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]>;
   /** Inserts spend records in one batch (as request logs: a prepared statement, not a query built per batch). */
   insertSpendRecords(rows: SpendRecordInsert[]): Promise<void>;
+  /**
+   * Inserts request-log rows in one batch whose `seq` nobody needs (the bulk of them): the fastest way the engine
+   * takes rows (PostgreSQL: COPY). All or nothing, like `insertRequestLogs`.
+   */
+  appendRequestLogs(rows: RequestLogInsert[]): Promise<void>;
   /** Raw SQL for store-level statements and tests: rows as objects keyed by column name. */
   query<R = Record<string, unknown>>(statement: SQL): Promise<R[]>;
   /**

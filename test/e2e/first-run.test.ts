@@ -51,7 +51,8 @@ function snapshot(dir: string): Record<string, string> {
 
 /** A data dir with data in it (a secret), the server stopped again. */
 async function dataDirWithData(): Promise<{ dir: string; keys: RunningCredgate["keys"]; secretId: string }> {
-  const dir = tempDir();
+  // In a parent of the test's own: some tests open the parent to other users, which must never be /tmp itself.
+  const dir = join(tempDir(), "data");
   const c = await start(dir);
   const secret = await c.api("POST", "/v1/secrets", { body: { name: "kept", type: "llm_a", value: "sk-ant-api03-kept-value" } });
   expect(secret.status).toBe(201);
@@ -169,6 +170,12 @@ describe("the first-start keys cannot be lost", () => {
     expect(banner).toContain(`Organization API key:  ${keys.orgApiKey}`);
     expect(banner).toContain(`Default agent token:   ${keys.defaultAgentToken}`);
     expect(banner.split(keys.projectApiKey).length - 1).toBe(1);
+    // The dashboard's address beside the keys, and it serves the dashboard there.
+    const dashboardUrl = `http://localhost:${served.apiPort}/`;
+    expect(banner).toContain(`Dashboard: ${dashboardUrl}  (sign in with the organization API key)`);
+    const page = await fetch(`http://127.0.0.1:${served.apiPort}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<div id="app"');
     expect(await served.stop()).toBe(0);
 
     const third = await start(dir);

@@ -36,7 +36,10 @@ function attempt(cg: RunningCredgate, head: string): Promise<{ status: number; e
   return new Promise((resolve) => {
     const sock = net.connect({ host: "127.0.0.1", port: cg.gatewayPort });
     let buf = "";
+    let finished = false;
     const done = () => {
+      if (finished) return;
+      finished = true;
       sock.destroy();
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(buf)?.[1] ?? 0);
       const body = buf.slice(buf.indexOf("\r\n\r\n") + 4);
@@ -48,11 +51,12 @@ function attempt(cg: RunningCredgate, head: string): Promise<{ status: number; e
     };
     sock.on("data", (d: Buffer) => {
       buf += d.toString("latin1");
-      // A CONNECT answered 200 stays open, and so does a keep-alive answer: its head and body are all there is to see.
+      // A CONNECT answered 200 stays open: that answer is all there is to see.
       if (/^HTTP\/1\.1 200 Connection Established\r\n\r\n/.test(buf)) return done();
+      // A kept-alive answer is complete once its Content-Length has arrived (no waiting for a close).
       const end = buf.indexOf("\r\n\r\n");
-      const length = /\r\ncontent-length: *(\d+)/i.exec(buf.slice(0, end));
-      if (end >= 0 && length && buf.length - end - 4 >= Number(length[1])) done();
+      const length = /\r\ncontent-length: *(\d+)/i.exec(buf.slice(0, end))?.[1];
+      if (end >= 0 && length !== undefined && Buffer.byteLength(buf.slice(end + 4), "latin1") >= Number(length)) done();
     });
     sock.on("end", done);
     sock.on("error", done);

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { slug } from "../../scripts/gen-api-reference.ts";
-import { REFERENCE, renameStage, rewriteLine, ROOT, scannedFiles, stageNames } from "../../scripts/cite-docs.ts";
+import { REFERENCE, rewriteLine, ROOT, scannedFiles } from "../../scripts/cite-docs.ts";
 
 const DOCS = join(ROOT, "docs");
 
@@ -165,13 +165,4 @@ describe("scripts/cite-docs.ts", () => {
     expect(once.match(REFERENCE)).toBeNull();
   });
 
-  test("stage numbers become the stage's name in pipeline.ts", () => {
-    const names = stageNames(readFileSync(join(ROOT, "src/gateway/pipeline.ts"), "utf8"));
-    expect(names.get("stages/budget")).toEqual(["budget"]);
-    expect(names.get("stages/injectConnection")).toEqual(["inject-connection"]);
-    expect(names.get("stages/egress")).toEqual(["egress", "cleartext"]);
-    expect(renameStage("// Stage 9 — LLM metering", ["budget"], "budget").text).toBe("// The `budget` stage — LLM metering");
-    expect(renameStage("// Stage 7 (apps half) — the winning", ["inject-connection"], "x").text).toBe("// The `inject-connection` stage — the winning");
-    expect(renameStage("// The `budget` stage — LLM metering", ["budget"], "budget").count).toBe(0);
-  });
 });

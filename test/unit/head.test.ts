@@ -2,7 +2,7 @@
 // against a plain reference reading (split into lines, trim, a regex for the status line, which is what the
 // parser did before it read in place) on fixed cases and on thousands of generated heads, valid and broken.
 import { describe, expect, test } from "bun:test";
-import { FORBIDDEN_IN_VALUE, hasNamePrefix, isNamed, parseRequestHead, parseResponseHead, TOKEN, type HeaderLines } from "../../src/gateway/http1/head.ts";
+import { FORBIDDEN_IN_VALUE, hasNamePrefix, isNamed, parseAuthority, parseRequestHead, parseResponseHead, TOKEN, type HeaderLines } from "../../src/gateway/http1/head.ts";
 
 const TARGET = /^[\x21-\x7e\x80-\xff]+$/;
 
@@ -80,6 +80,26 @@ describe("request heads", () => {
       expect(request(bad)).toBeNull();
     }
   });
+});
+
+describe("CONNECT targets (authority-form)", () => {
+  test.each([
+    ["api.example.test:443", { host: "api.example.test", port: 443 }],
+    ["api.example.test:8443", { host: "api.example.test", port: 8443 }],
+    ["api.example.test", { host: "api.example.test", port: 443 }],
+    ["127.0.0.1:80", { host: "127.0.0.1", port: 80 }],
+    ["[::1]:8443", { host: "[::1]", port: 8443 }],
+    ["[::ffff:169.254.169.254]:443", { host: "[::ffff:169.254.169.254]", port: 443 }],
+  ])("%s", (target, authority) => {
+    expect(parseAuthority(target)).toEqual(authority);
+  });
+
+  test.each(["", ":443", "host:0", "host:65536", "host:123456", "host:-1", "user@host:443", "host/path:443", "host:443/x", "[::1", "::1:443", "host?:443", "http://host:443"])(
+    "%p is refused",
+    (target) => {
+      expect(parseAuthority(target)).toBeNull();
+    },
+  );
 });
 
 describe("response heads", () => {

@@ -129,6 +129,31 @@ export interface ApprovalRequest {
   expiresAt: string;
 }
 
+export interface AuditEvent {
+  id: string;
+  at: string;
+  actor: {
+    kind: "user" | "project_key" | "org_key" | "partner_key" | "cli";
+    id: string;
+    email: string | null;
+  };
+  /** METHOD /v1/path/{param} as in this document, or `credgate <command>` */
+  action: string;
+  targetType: string;
+  targetId: string | null;
+  projectId: string | null;
+  address: string | null;
+  /** {field: [before, after]}; secret values read "<redacted>" */
+  changes: Record<string, unknown[]>;
+  /** SHA-256 of the previous event's hash and this event's canonical JSON */
+  hash: string;
+}
+
+export interface AuditEventPage {
+  data: AuditEvent[];
+  nextCursor: string | null;
+}
+
 export interface BlocklistEntry {
   hostId: string;
   ruleId: string | null;

@@ -4,6 +4,7 @@ import { agentsPage } from "./pages/agents.ts";
 import { appConnectPage } from "./pages/appConnect.ts";
 import { appDetailPage } from "./pages/appDetail.ts";
 import { appsPage } from "./pages/apps.ts";
+import { auditPage } from "./pages/audit.ts";
 import { approvalsPage } from "./pages/approvals.ts";
 import { budgetsPage, orgBudgetsPage } from "./pages/budgets.ts";
 import { claimPage } from "./pages/claim.ts";
@@ -50,6 +51,7 @@ export const ROUTES: RouteDef[] = [
   { path: "/p/:project/org/budgets", title: "Organization budgets", page: orgBudgetsPage, nav: "organization" },
   { path: "/p/:project/org/team", title: "Team", page: teamPage, nav: "organization" },
   { path: "/p/:project/org/projects", title: "Projects", page: projectsPage, nav: "organization" },
+  { path: "/p/:project/org/audit", title: "Audit log", page: auditPage, nav: "organization" },
   { path: "/partner", title: "Partner organizations", page: partnerOrgsPage, nav: "partner-orgs", area: "partner" },
   { path: "/partner/orgs/:orgId", title: "Partner organization", page: partnerOrgPage, nav: "partner-orgs", area: "partner" },
   { path: "/partner/secrets", title: "Partner secrets", page: partnerSecretsPage, nav: "partner-secrets", area: "partner" },

@@ -1,61 +1,41 @@
 // One agent connection on the gateway port after the front has read what it is: an intercepted tunnel
 // (TLS-terminated or plain) or a plain proxy connection (absolute-form requests, or origin-form control
-// requests). HTTP/1.1 is read here, in JS, request after request (docs/gateway.md#interception-and-passthrough): the request line is kept
+// requests). HTTP/1.1 is read here, in JS, request after request (docs/gateway.md#tunnels): the request line is kept
 // byte for byte, bodies are streamed with backpressure both ways, and each request's answer is written
 // before the next pipelined request is read.
+import { randomUUID } from "node:crypto";
 import { log } from "../../observability/log.ts";
+import type { AgentSide, GoneWatcher } from "../agentSide.ts";
+import { badGateway, headTooLarge, malformedRequest, rawAnswer, type JsonAnswer } from "../errors.ts";
+import type { Idle } from "../idle.ts";
 import { BodyFramer } from "../http1/body.ts";
 import { connectionTokens, framingOf, headerValue, MAX_HEAD_BYTES, parseRequestHead, type HeaderLines, type RequestHead } from "../http1/head.ts";
 import { Reply } from "../reply.ts";
 import type { AgentSocket, AgentSocketEvents } from "./socket.ts";
 import { writeReply, type ReplyInFlight } from "./write.ts";
 
-/** Who wants to hear that the agent went away (an object, not a closure: one is made per request). */
-export interface GoneWatcher {
-  agentGone(): void;
-}
-
-/** Whether the agent is still there for its answer, told by plain calls (no AbortSignal on the hot path). */
-export interface AgentPresence {
-  /** The agent went away before the answer was complete. */
-  readonly gone: boolean;
-  /** `watcher` hears it once if the agent goes away. */
-  watchGone(watcher: GoneWatcher): void;
-  unwatchGone(watcher: GoneWatcher): void;
-}
-
-/** A request as the stages get it. */
-export interface IncomingRequest extends AgentPresence {
-  readonly method: string;
-  /** The request-target exactly as sent. */
-  readonly target: string;
-  readonly headers: Headers;
-  /** The same headers as the lines of the head (names as sent, repeats kept). */
-  readonly headerLines: HeaderLines;
-  readonly body: ReadableStream<Uint8Array> | null;
-  /** The agent sent its body chunked. */
-  readonly chunked: boolean;
-  /** Aborted when the agent goes away before the answer is complete. */
-  readonly signal: AbortSignal;
-}
-
 /**
  * A request read off the connection. Its Headers object and its AbortSignal are made only if something asks
  * for them: the upstream exchange listens for the agent going away through a plain callback instead.
  */
-class ReadRequest implements IncomingRequest {
+class ReadRequest implements AgentSide {
   #headers: Headers | null = null;
   #controller: AbortController | null = null;
   #watchers: GoneWatcher[] | null = null;
   #gone = false;
 
   constructor(
+    private readonly connection: ClientConnection,
     readonly method: string,
     readonly target: string,
     readonly headerLines: HeaderLines,
     readonly body: ReadableStream<Uint8Array> | null,
     readonly chunked: boolean,
   ) {}
+
+  takeOver(): { socket: AgentSocket; buffered: Buffer } {
+    return this.connection.detach();
+  }
 
   get headers(): Headers {
     // The head parser refused every value Headers would (NUL, CR, LF): this cannot throw.
@@ -95,7 +75,7 @@ class ReadRequest implements IncomingRequest {
 }
 
 /** What answers requests: a Reply, or null when the handler took the connection over (a WebSocket). */
-export type RequestHandler = (request: IncomingRequest, connection: ClientConnection) => Promise<Reply | null>;
+export type RequestHandler = (request: AgentSide) => Promise<Reply | null>;
 
 /** A request body as the connection reads it: `continue` until the agent has had its 100 Continue. */
 interface RequestBodyState {
@@ -110,7 +90,9 @@ const MAX_BUFFERED = 1024 * 1024;
 const LINGER_MS = 5_000;
 const EMPTY = Buffer.alloc(0);
 
-export class ClientConnection implements AgentSocketEvents {
+export class ClientConnection implements AgentSocketEvents, Idle {
+  /** Bytes came since the idle sweep last looked (idle.ts). */
+  active = false;
   #buf: Buffer = EMPTY;
   #busy = false;
   #closed = false;
@@ -144,8 +126,19 @@ export class ClientConnection implements AgentSocketEvents {
     if (initial.length > 0) this.data(initial);
   }
 
-  get idle(): boolean {
-    return !this.#busy;
+  /** The first request, its head already read by the front (`rest`: the bytes after it). */
+  start(head: RequestHead, rest: Buffer): void {
+    this.#begin(head, rest.length > 0 ? rest : null);
+  }
+
+  /** A request is in flight (or the connection was taken over): it is not idle, whatever the bytes say. */
+  get busy(): boolean {
+    return this.#busy;
+  }
+
+  /** Idle for too long (idle.ts): closed like a stopping gateway closes it. */
+  closeIdle(): void {
+    this.closeWhenIdle();
   }
 
   /** Closes now when no request is in flight, otherwise right after its answer. */
@@ -165,6 +158,7 @@ export class ClientConnection implements AgentSocketEvents {
 
   data(chunk: Buffer): void {
     if (this.#closed) return;
+    this.active = true;
     if (this.#body && !this.#body.done) {
       this.#readBody(chunk);
       return;
@@ -206,18 +200,24 @@ export class ClientConnection implements AgentSocketEvents {
     if (this.#busy || this.#closed || this.#detached || this.#buf.length === 0) return;
     const end = this.#buf.indexOf("\r\n\r\n");
     if (end < 0) {
-      if (this.#buf.length > MAX_HEAD_BYTES) this.#refuse(431, "Request Header Fields Too Large", "Request head too large.");
+      if (this.#buf.length > MAX_HEAD_BYTES) this.#refuse(headTooLarge());
       return;
     }
     const head = parseRequestHead(this.#buf, end);
-    const framing = head ? framingOf(head.headers) : undefined;
-    if (!head || framing === undefined) return this.#refuse(400, "Bad Request", "Malformed HTTP request.");
+    if (!head) return this.#refuse(malformedRequest());
     // Most requests come alone: no view made of nothing.
     const rest = end + 4 < this.#buf.length ? this.#buf.subarray(end + 4) : null;
     this.#buf = EMPTY;
+    this.#begin(head, rest);
+  }
+
+  /** Reads `head`'s body off the connection and has the request answered; `rest` is what came after the head. */
+  #begin(head: RequestHead, rest: Buffer | null): void {
+    const framing = framingOf(head.headers);
+    if (framing === undefined) return this.#refuse(malformedRequest());
     this.#busy = true;
     const body = framing === null || framing === 0 ? null : this.#bodyStream(framing, headerValue(head.headers, "expect")?.toLowerCase() === "100-continue");
-    const request = (this.#request = new ReadRequest(head.method, head.target, head.headers, body, framing !== null && framing < 0));
+    const request = (this.#request = new ReadRequest(this, head.method, head.target, head.headers, body, framing !== null && framing < 0));
     this.#serve(head, request);
     if (rest) this.data(rest);
   }
@@ -272,10 +272,10 @@ export class ClientConnection implements AgentSocketEvents {
   }
 
   /** Answers one request: its handler's reply is written, then the next request is read. Plain calls and promise callbacks (this runs per request). */
-  #serve(head: RequestHead, request: IncomingRequest): void {
+  #serve(head: RequestHead, request: AgentSide): void {
     let reply: Promise<Reply | null>;
     try {
-      reply = this.handler(request, this);
+      reply = this.handler(request);
     } catch (err) {
       reply = Promise.reject(err as Error);
     }
@@ -283,7 +283,7 @@ export class ClientConnection implements AgentSocketEvents {
       (r) => this.#answer(head, r),
       (err: Error) => {
         log.error("gateway request failed", { error: err.message });
-        this.#answer(head, Reply.of(Response.json({ error: "bad_gateway", message: "credgate gateway internal error." }, { status: 502 })));
+        this.#answer(head, Reply.of(badGateway()));
       },
     );
   }
@@ -329,9 +329,9 @@ export class ClientConnection implements AgentSocketEvents {
     if (this.socket.paused) this.socket.resume();
   }
 
-  #refuse(status: number, reason: string, message: string): void {
-    const text = JSON.stringify({ error: "bad_request", message });
+  /** A head that could not be read: answered raw (there is no request to give a Reply to) and the connection closed. */
+  #refuse(answer: JsonAnswer): void {
     this.#closed = true;
-    this.socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+    this.socket.end(rawAnswer(answer, randomUUID()));
   }
 }

@@ -1,10 +1,10 @@
 // A raw byte pipe both ways between the agent's socket and an upstream node socket, with backpressure each
 // way: a WebSocket after 101, or a passthrough tunnel. `closed` runs once, when either side has gone (both are
-// closed then).
+// closed then). `activity`, when given, is told of every chunk either way (the idle sweep, idle.ts).
 import type * as net from "node:net";
 import type { AgentSocket } from "./socket.ts";
 
-export function pipeRaw(agent: AgentSocket, upstream: net.Socket, closed: (why: string) => void): void {
+export function pipeRaw(agent: AgentSocket, upstream: net.Socket, closed: (why: string) => void, activity: { active: boolean } | null = null): void {
   let open = true;
   const close = (why: string) => {
     if (!open) return;
@@ -15,6 +15,7 @@ export function pipeRaw(agent: AgentSocket, upstream: net.Socket, closed: (why: 
   };
   agent.events = {
     data(chunk) {
+      if (activity) activity.active = true;
       if (!upstream.write(chunk)) agent.pause();
     },
     drain() {
@@ -26,6 +27,7 @@ export function pipeRaw(agent: AgentSocket, upstream: net.Socket, closed: (why: 
   };
   upstream.on("drain", () => agent.resume());
   upstream.on("data", (chunk: Buffer) => {
+    if (activity) activity.active = true;
     if (!agent.write(chunk)) upstream.pause();
   });
   upstream.on("end", () => close("upstream closed"));

@@ -85,6 +85,18 @@ export function parseRequestHead(buf: Buffer, end: number): RequestHead | null {
   return headers ? { method, target, http10: version === "HTTP/1.0", headers } : null;
 }
 
+/**
+ * A CONNECT's authority-form target (RFC 9112 §3.2.3): `host:port`, an IPv6 literal in brackets; the port
+ * defaults to 443. Null when it is anything else.
+ */
+export function parseAuthority(target: string): { host: string; port: number } | null {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]@?#]+)(?::(\d{1,5}))?$/.exec(target);
+  if (!m) return null;
+  const port = m[2] ? Number(m[2]) : 443;
+  if (port < 1 || port > 65535) return null;
+  return { host: m[1]!, port };
+}
+
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 
 /** `HTTP/1.x NNN[ reason]`: the reason may hold anything but CR and LF. */

@@ -1,22 +1,16 @@
-// The echo guard (docs/guards.md#echo-guard): an upstream that reflects the request must not hand the injected credential
-// to the agent. Credentialed requests ask for an identity encoding (so bodies can be read), and their responses
-// have every injected value — raw, base64 and percent-encoded — replaced in header values and in the body
-// while it streams. WebSocket frames are not scanned.
+// The echo guard (docs/guards.md#echo-guard): an upstream that reflects the request must not hand the injected
+// credential to the agent. Credentialed requests ask for an identity encoding (so bodies can be read), and
+// their responses have every injected value — raw, base64 and percent-encoded — replaced in header values and
+// in the body while it streams. WebSocket frames are not scanned.
 import { needlesFor, redactText, StreamRedactor } from "../../core/redactor.ts";
-import type { GatewayContext } from "../context.ts";
-import type { BodyTransform, Reply } from "../reply.ts";
-import type { ProxyRequest } from "../request.ts";
-
-export function askForIdentity(rq: ProxyRequest): undefined {
-  if (rq.injectionCount > 0 && !rq.websocket) rq.headers.set("accept-encoding", "identity");
-  return undefined;
-}
+import type { BodyTransform } from "../reply.ts";
+import { PASS, type Stage } from "../stage.ts";
 
 /** The needles of a set of values, kept: the same secrets are injected request after request. */
 const needleCache = new Map<string, { text: string[]; bytes: Buffer[] }>();
 const NEEDLE_CACHE_MAX = 1000;
 
-function needlesOf(values: string[]): { text: string[]; bytes: Buffer[] } {
+function needlesOf(values: readonly string[]): { text: string[]; bytes: Buffer[] } {
   const key = values.length === 1 ? values[0]! : values.join("\u0000");
   let entry = needleCache.get(key);
   if (!entry) {
@@ -37,11 +31,20 @@ class EchoRedactor extends StreamRedactor implements BodyTransform {
   }
 }
 
-export function redactEcho(rq: ProxyRequest, _g: GatewayContext, reply: Reply): Reply {
-  if (rq.injectionCount === 0 || rq.websocket || rq.injectedValues.length === 0) return reply;
-  const { text: needles, bytes } = needlesOf(rq.injectedValues);
-  if (needles.length === 0) return reply;
-  reply.mapHeaderValues((value) => redactText(value, needles));
-  if (reply.body) reply.transforms.push(new EchoRedactor(bytes));
-  return reply;
+export function echoStage(): Stage {
+  return {
+    name: "echo-guard",
+    request(rq) {
+      if (rq.injectionCount > 0 && !rq.websocket) rq.headers.set("accept-encoding", "identity");
+      return PASS;
+    },
+    response(rq, reply) {
+      if (rq.injectionCount === 0 || rq.websocket || rq.injectedValues.length === 0) return reply;
+      const { text: needles, bytes } = needlesOf(rq.injectedValues);
+      if (needles.length === 0) return reply;
+      reply.mapHeaderValues((value) => redactText(value, needles));
+      if (reply.body) reply.transforms.push(new EchoRedactor(bytes));
+      return reply;
+    },
+  };
 }

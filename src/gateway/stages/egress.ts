@@ -1,42 +1,44 @@
-// The egress guard and the cleartext rule (docs/guards.md#egress-guard, docs/guards.md#cleartext-rule), both answered before any connection is made.
-import { compileHostPattern } from "../../core/patterns.ts";
-import { isLocalAddress, parseAddress } from "../../core/addressRules.ts";
-import type { GatewayContext } from "../context.ts";
-import type { EgressVerdict } from "../egressGuard.ts";
-import { egressDenied, insecureTransport, upstreamUnreachable } from "../errors.ts";
+// The egress guard (docs/guards.md#egress-guard): the destination is resolved once and the address that will be
+// dialled is judged before any connection — for a CONNECT before the tunnel opens (a passthrough tunnel then
+// dials exactly that address), and again for every request (whatever tunnel or URL it came by).
+import type { EgressGuard, EgressVerdict } from "../egressGuard.ts";
+import { egressDenied, egressDeniedAnswer, upstreamUnreachable } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
+import { answer, PASS, type ConnectVerdict, type RequestVerdict, type Stage } from "../stage.ts";
+import type { Tunnel } from "../tunnel.ts";
 
-function settle(rq: ProxyRequest, verdict: EgressVerdict): Response | undefined {
+export interface EgressDeps {
+  egress: Pick<EgressGuard, "check">;
+}
+
+function settleRequest(rq: ProxyRequest, verdict: EgressVerdict): RequestVerdict {
   switch (verdict.kind) {
     case "dial":
       rq.dial = verdict.target;
-      return undefined;
+      return PASS;
     case "denied":
-      rq.decision = "blocked";
-      return egressDenied(rq.host, verdict.address);
+      return answer("blocked", egressDenied(rq.host, verdict.address));
     case "unresolved":
-      rq.decision = "error";
-      return upstreamUnreachable(rq.host, rq.port, verdict.reason);
+      return answer("error", upstreamUnreachable(rq.host, rq.port, verdict.reason));
   }
 }
 
-/** Resolves the destination once and checks the address that will be dialled. */
-export function guardEgress(rq: ProxyRequest, g: GatewayContext): Response | undefined | Promise<Response | undefined> {
-  const verdict = g.egress.check(rq.host, rq.port);
-  return verdict instanceof Promise ? verdict.then((v) => settle(rq, v)) : settle(rq, verdict);
+/** Only a refused address answers a CONNECT: a name that does not resolve fails the tunnel's requests (or dial). */
+function settleConnect(tunnel: Tunnel, verdict: EgressVerdict): ConnectVerdict {
+  tunnel.egress = verdict;
+  return verdict.kind === "denied" ? answer("blocked", egressDeniedAnswer(tunnel.host, verdict.address)) : PASS;
 }
 
-const plaintextMatchers = new WeakMap<string[], ((host: string) => boolean)[]>();
-
-/** A credential goes over plain HTTP only to a loopback or private address, or a host the operator listed. */
-export function guardCleartext(rq: ProxyRequest, g: GatewayContext): Response | undefined {
-  if (rq.scheme !== "http" || rq.injectionCount === 0) return undefined;
-  const address = rq.dial ? parseAddress(rq.dial.address) : null;
-  if (address && isLocalAddress(address)) return undefined;
-  const hosts = g.config.plaintextHosts;
-  let matchers = plaintextMatchers.get(hosts);
-  if (!matchers) plaintextMatchers.set(hosts, (matchers = hosts.map(compileHostPattern)));
-  if (matchers.some((match) => match(rq.host))) return undefined;
-  rq.decision = "blocked";
-  return insecureTransport(rq.host);
+export function egressStage({ egress }: EgressDeps): Stage {
+  return {
+    name: "egress",
+    connect(tunnel) {
+      const verdict = egress.check(tunnel.host, tunnel.port);
+      return verdict instanceof Promise ? verdict.then((v) => settleConnect(tunnel, v)) : settleConnect(tunnel, verdict);
+    },
+    request(rq) {
+      const verdict = egress.check(rq.host, rq.port);
+      return verdict instanceof Promise ? verdict.then((v) => settleRequest(rq, v)) : settleRequest(rq, verdict);
+    },
+  };
 }

@@ -1,13 +1,18 @@
-// The `guidance` stage — guidance rewrite (docs/gateway.md#guidance-rewrite): when nothing was injected and the upstream refuses the
+// The guidance rewrite (docs/gateway.md#guidance-rewrite): when nothing was injected and the upstream refuses the
 // request for lack of credentials, the agent gets JSON that says what the user has to do. Credentialed
 // responses, and 400s that do not look like an auth failure, pass through byte-identical.
 import { appsServingHost, hostRuleFor } from "../../apps/match.ts";
-import type { GatewayContext } from "../context.ts";
 import { gatewayJson } from "../errors.ts";
 import { peekStream } from "../peek.ts";
 import { Reply } from "../reply.ts";
 import type { ProxyRequest } from "../request.ts";
 import { matchingCredentials } from "../snapshot.ts";
+import type { Stage } from "../stage.ts";
+
+export interface GuidanceDeps {
+  /** The dashboard's base URL, for the links the agent is given. */
+  publicUrl: string;
+}
 
 const SCAN_BYTES = 8 * 1024;
 const AUTH_WORDS = [
@@ -30,14 +35,20 @@ export function looksLikeAuthFailure(text: string): boolean {
   return AUTH_WORDS.some((w) => lower.includes(w));
 }
 
-export function guidance(rq: ProxyRequest, g: GatewayContext, reply: Reply): Reply | Promise<Reply> {
-  // Synchronous for every answer it leaves alone: no promise on every request's path.
-  if (rq.injectionCount > 0 || !rq.forwarded || rq.websocket) return reply;
-  const status = reply.status;
-  return status === 400 || status === 401 || status === 403 ? rewrite(rq, g, reply, status) : reply;
+export function guidanceStage({ publicUrl }: GuidanceDeps): Stage {
+  const base = publicUrl.replace(/\/+$/, "");
+  return {
+    name: "guidance",
+    response(rq, reply) {
+      // Synchronous for every answer it leaves alone: no promise on every request's path.
+      if (rq.injectionCount > 0 || !rq.forwarded || rq.websocket) return reply;
+      const status = reply.status;
+      return status === 400 || status === 401 || status === 403 ? rewrite(rq, base, reply, status) : reply;
+    },
+  };
 }
 
-async function rewrite(rq: ProxyRequest, g: GatewayContext, reply: Reply, status: number): Promise<Reply> {
+async function rewrite(rq: ProxyRequest, base: string, reply: Reply, status: number): Promise<Reply> {
   if (status === 400) {
     if (!reply.body) return reply;
     const response = reply.toResponse();
@@ -51,11 +62,10 @@ async function rewrite(rq: ProxyRequest, g: GatewayContext, reply: Reply, status
   } else {
     return reply;
   }
-  return Reply.of(gatewayJson(status, guidanceBody(rq, g), { "x-should-retry": "false" }));
+  return Reply.of(gatewayJson(status, guidanceBody(rq, base), { "x-should-retry": "false" }));
 }
 
-function guidanceBody(rq: ProxyRequest, g: GatewayContext): Record<string, unknown> {
-  const base = g.config.publicUrl.replace(/\/+$/, "");
+function guidanceBody(rq: ProxyRequest, base: string): Record<string, unknown> {
   const { agent } = rq;
   const injectable = new Set(rq.credentials.injectable.map((s) => s.id));
   const restricted = matchingCredentials(rq.credentials.visible, rq.host, rq.path).find((s) => !injectable.has(s.id));

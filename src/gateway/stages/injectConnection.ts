@@ -1,23 +1,18 @@
-// The `inject-connection` stage — the winning connection's credential goes on first (docs/injection.md#precedence order: connection →
-// partner → organization → project, later writes win), the way its app's host rule says. An OAuth token
-// inside its refresh window is refreshed first (single flight per connection, in the OAuth service).
+// The winning connection's credential goes on first (docs/injection.md: connection → partner → organization →
+// project, later writes win), the way its app's host rule says. An OAuth token inside its refresh window is
+// refreshed first (single flight per connection, in the OAuth service).
 import { hostRuleFor } from "../../apps/match.ts";
 import type { AppInjection } from "../../apps/types.ts";
-import { applyInjection, type Injectable } from "../../core/inject.ts";
+import type { Injectable } from "../../core/inject.ts";
 import { isHeaderSafeValue, type InjectionConfigShape } from "../../core/secretRules.ts";
 import { OAuthService } from "../../services/oauth.ts";
 import type { ConnectionCredential } from "../../services/connections.ts";
-import type { GatewayContext } from "../context.ts";
 import type { ProxyRequest } from "../request.ts";
+import { PASS, type RequestVerdict, type Stage } from "../stage.ts";
 import { credentialUnavailableFor } from "./inject.ts";
 
-export function injectConnection(rq: ProxyRequest, g: GatewayContext): Response | undefined | Promise<Response | undefined> {
-  const c = rq.connection;
-  if (!c?.credential) return undefined;
-  const rule = hostRuleFor(c.app, rq.host, rq.path);
-  if (!rule) return undefined;
-  if (!OAuthService.needsRefresh(c.credential)) return apply(rq, rule.rule.inject, c.credential);
-  return g.services.oauth.fresh(c.id).then((fresh) => (fresh ? apply(rq, rule.rule.inject, fresh) : credentialUnavailableFor(rq)));
+export interface InjectConnectionDeps {
+  oauth: Pick<OAuthService, "fresh">;
 }
 
 function valueOf(credential: ConnectionCredential, field: string | undefined): string | null {
@@ -26,7 +21,7 @@ function valueOf(credential: ConnectionCredential, field: string | undefined): s
   return name !== undefined ? (credential.fields[name] ?? null) : null;
 }
 
-/** An app's injection as the generic secret variant it amounts to (docs/injection.md#injection-variants), and the value that goes in. */
+/** An app's injection as the generic secret variant it amounts to, and the value that goes in. */
 function asGenericSecret(inj: AppInjection, value: string): { secret: Injectable; value: string } {
   const generic = (injection: InjectionConfigShape): Injectable => ({ type: "generic", authMode: "api-key", injection });
   switch (inj.kind) {
@@ -41,18 +36,28 @@ function asGenericSecret(inj: AppInjection, value: string): { secret: Injectable
   }
 }
 
-function apply(rq: ProxyRequest, injections: AppInjection[], credential: ConnectionCredential): Response | undefined {
+function apply(rq: ProxyRequest, injections: AppInjection[], credential: ConnectionCredential): RequestVerdict {
   for (const inj of injections) {
     const value = valueOf(credential, inj.field);
     if (!value) return credentialUnavailableFor(rq);
     // Stored values are checked when saved; a token from a provider only now: a header must not break.
     if (inj.kind !== "query" && !isHeaderSafeValue(value)) return credentialUnavailableFor(rq);
     const { secret, value: injected } = asGenericSecret(inj, value);
-    const out = applyInjection(secret, injected, rq.headers, rq.upstreamTarget);
-    if (!out.ok) return credentialUnavailableFor(rq);
-    rq.upstreamTarget = out.pathAndQuery;
-    rq.injectionCount += out.count;
-    if (out.count > 0) rq.injectedValues.push(injected);
+    if (!rq.inject(secret, injected)) return credentialUnavailableFor(rq);
   }
-  return undefined;
+  return PASS;
+}
+
+export function injectConnectionStage({ oauth }: InjectConnectionDeps): Stage {
+  return {
+    name: "inject-connection",
+    request(rq) {
+      const c = rq.connection;
+      if (!c?.credential) return PASS;
+      const rule = hostRuleFor(c.app, rq.host, rq.path);
+      if (!rule) return PASS;
+      if (!OAuthService.needsRefresh(c.credential)) return apply(rq, rule.rule.inject, c.credential);
+      return oauth.fresh(c.id).then((fresh) => (fresh ? apply(rq, rule.rule.inject, fresh) : credentialUnavailableFor(rq)));
+    },
+  };
 }

@@ -1,7 +1,7 @@
-// The `intercept` stage — default interception (docs/gateway.md#token-refresh-interception): a Codex-style token refresh whose refresh_token is the
-// `credgate-managed` placeholder is answered locally, so agents holding the stub never reach the vendor.
+// Default interception (docs/gateway.md#pipeline, step 3): a Codex-style token refresh whose refresh_token is
+// the `credgate-managed` placeholder is answered locally, so agents holding the stub never reach the vendor.
 import type { ProxyRequest } from "../request.ts";
-import { peekStream } from "../peek.ts";
+import { answer, PASS, type RequestVerdict, type Stage } from "../stage.ts";
 
 const PLACEHOLDER = "credgate-managed";
 const MAX_BODY = 64 * 1024;
@@ -14,20 +14,26 @@ function refreshTokenOf(text: string): string | null {
   return new URLSearchParams(text).get("refresh_token");
 }
 
-export function interceptPlaceholderRefresh(rq: ProxyRequest): Promise<Response | undefined> | undefined {
-  // Synchronous for every other request: no promise on every request's path.
-  if (rq.method !== "POST" || rq.host !== "auth.openai.com" || rq.path !== "/oauth/token" || !rq.body) return undefined;
-  return intercept(rq, rq.body);
+async function intercept(rq: ProxyRequest): Promise<RequestVerdict> {
+  const head = await rq.peekBody(MAX_BODY + 1);
+  if (head.byteLength > MAX_BODY || refreshTokenOf(new TextDecoder().decode(head)) !== PLACEHOLDER) return PASS;
+  await rq.body?.cancel().catch(() => {});
+  return answer(
+    "allowed",
+    new Response(JSON.stringify({ access_token: PLACEHOLDER, refresh_token: PLACEHOLDER, token_type: "Bearer", expires_in: 2592000 }), {
+      status: 200,
+      headers: { "content-type": "application/json" },
+    }),
+  );
 }
 
-async function intercept(rq: ProxyRequest, body: ReadableStream<Uint8Array>): Promise<Response | undefined> {
-  const { head, stream } = await peekStream(body, MAX_BODY + 1);
-  rq.body = stream;
-  if (head.byteLength > MAX_BODY || refreshTokenOf(new TextDecoder().decode(head)) !== PLACEHOLDER) return undefined;
-  await stream.cancel().catch(() => {});
-  rq.decision = "allowed";
-  return new Response(
-    JSON.stringify({ access_token: PLACEHOLDER, refresh_token: PLACEHOLDER, token_type: "Bearer", expires_in: 2592000 }),
-    { status: 200, headers: { "content-type": "application/json" } },
-  );
+export function interceptStage(): Stage {
+  return {
+    name: "intercept",
+    request(rq) {
+      // Synchronous for every other request: no promise on every request's path.
+      if (rq.method !== "POST" || rq.host !== "auth.openai.com" || rq.path !== "/oauth/token" || !rq.body) return PASS;
+      return intercept(rq);
+    },
+  };
 }

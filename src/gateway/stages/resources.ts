@@ -1,38 +1,46 @@
-// The `resources` stage — resources guard (docs/injection.md#resource-limits): a grant limited to some GitHub repositories or Dropbox folders
-// lets through only requests that name one of them (requests naming none pass; GitHub GraphQL is denied).
+// The resources guard (docs/injection.md#app-connections): a grant limited to some GitHub repositories or
+// Dropbox folders lets through only requests that name one of them (requests naming none pass; GitHub GraphQL
+// is denied).
 import { checkFolders, checkRepositories, dropboxPaths, type GuardVerdict, type ResourceKind } from "../../core/resources.ts";
 import { gatewayJson } from "../errors.ts";
-import { peekStream } from "../peek.ts";
 import type { ProxyRequest } from "../request.ts";
 import type { CompiledConnection } from "../snapshot.ts";
+import { answer, PASS, type RequestVerdict, type Stage } from "../stage.ts";
 
 /** Dropbox's content endpoints: the body is file content, the arguments travel in the header or `arg`. */
 const DROPBOX_CONTENT_HOST = "content.dropboxapi.com";
 /** The most of an RPC body read for its arguments; a larger body cannot be checked and is denied. */
 export const DROPBOX_ARGS_LIMIT = 1024 * 1024;
 
-export function guardResources(rq: ProxyRequest): Promise<Response | undefined> | undefined {
-  const connection = rq.connection;
-  const resources = connection?.grant?.resources;
-  const kind = connection?.app.app.resources;
-  if (!connection || !resources || !kind) return undefined;
-  const allowed = resources[kind];
-  // Synchronous without a resource limit: no promise on most requests' path.
-  return allowed ? guard(rq, connection, kind, allowed) : undefined;
+export function resourcesStage(): Stage {
+  return {
+    name: "resources",
+    request(rq) {
+      const connection = rq.connection;
+      const resources = connection?.grant?.resources;
+      const kind = connection?.app.app.resources;
+      if (!connection || !resources || !kind) return PASS;
+      const allowed = resources[kind];
+      // Synchronous without a resource limit: no promise on most requests' path.
+      return allowed ? guard(rq, connection, kind, allowed) : PASS;
+    },
+  };
 }
 
-async function guard(rq: ProxyRequest, connection: CompiledConnection, kind: ResourceKind, allowed: string[]): Promise<Response | undefined> {
+async function guard(rq: ProxyRequest, connection: CompiledConnection, kind: ResourceKind, allowed: string[]): Promise<RequestVerdict> {
   const method = rq.websocket ? "GET" : rq.method;
   const verdict: GuardVerdict =
     kind === "repositories" ? checkRepositories(allowed, rq.host, method, rq.path) : checkFolders(allowed, await dropboxRequestPaths(rq));
-  if (verdict.ok) return undefined;
-  rq.decision = "blocked";
-  return gatewayJson(403, {
-    error: "resource_access_denied",
-    message: `This ${connection.displayName} connection is limited to specific ${kind}; ${verdict.resource} is not one of them.`,
-    provider: connection.provider,
-    allowed,
-  });
+  if (verdict.ok) return PASS;
+  return answer(
+    "blocked",
+    gatewayJson(403, {
+      error: "resource_access_denied",
+      message: `This ${connection.displayName} connection is limited to specific ${kind}; ${verdict.resource} is not one of them.`,
+      provider: connection.provider,
+      allowed,
+    }),
+  );
 }
 
 /**
@@ -50,8 +58,7 @@ async function dropboxRequestPaths(rq: ProxyRequest): Promise<string[] | "unread
   const q = rq.target.indexOf("?");
   if (q >= 0) args.push(...new URLSearchParams(rq.target.slice(q + 1)).getAll("arg"));
   if (rq.body && rq.host !== DROPBOX_CONTENT_HOST) {
-    const { head, stream } = await peekStream(rq.body, DROPBOX_ARGS_LIMIT + 1);
-    rq.body = stream;
+    const head = await rq.peekBody(DROPBOX_ARGS_LIMIT + 1);
     if (head.byteLength > DROPBOX_ARGS_LIMIT) return "unreadable";
     args.push(new TextDecoder().decode(head));
   }

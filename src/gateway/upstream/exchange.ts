@@ -8,7 +8,7 @@ import { Reply, type BodySink, type BodySource } from "../reply.ts";
 import type { ConnectionUser, UpstreamConnection } from "./originConnection.ts";
 import type { Acquired, UpstreamPool } from "./pool.ts";
 import type { DialTarget } from "../../services/outbound.ts";
-import type { AgentPresence, GoneWatcher } from "../client/agentConnection.ts";
+import type { AgentPresence, GoneWatcher } from "../agentSide.ts";
 import { responseLinesForAgent } from "../headers.ts";
 
 export interface UpstreamRequest {

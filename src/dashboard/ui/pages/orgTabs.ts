@@ -1,5 +1,5 @@
-// The organization area's tabs and its gate: settings, secrets, policy, notifications and budgets for admins; team and projects on
-// cloud, where an organization has several people and projects.
+// The organization area's tabs and its gate: settings, secrets, policy, notifications, budgets and the audit
+// log for admins; team and projects on cloud, where an organization has several people and projects.
 import { h } from "../h.ts";
 import type { PageCtx } from "../types.ts";
 
@@ -13,6 +13,7 @@ export function orgTabs(ctx: PageCtx): HTMLElement {
     ["/org/notifications", "Notifications"],
     ["/org/budgets", "Budgets"],
     ...(ctx.mode === "cloud" ? ([["/org/team", "Team"], ["/org/projects", "Projects"]] as [string, string][]) : []),
+    ["/org/audit", "Audit log"],
   ];
   const here = location.pathname;
   return h("nav", { "aria-label": "Organization", class: "tabs" }, ...tabs.map(([rest, label]) => h("a", { href: ctx.link(rest), "aria-current": here === ctx.link(rest) ? "page" : null }, label)));

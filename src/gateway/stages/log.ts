@@ -1,0 +1,53 @@
+// The request log (docs/gateway.md#request-logs): one row per authenticated proxied request (a metered one once its
+// cost is known, when its body has ended; a held one updates the row the approval stage wrote), and one per
+// passthrough tunnel or CONNECT refused after authentication. An intercepted tunnel has no row of its own:
+// each request inside it has one. First in the list, so its response hook sees the final reply.
+import type { RequestLogService } from "../../services/requestLogs.ts";
+import { countGatewayRequest, observeGatewayLatency } from "../../observability/metrics.ts";
+import { latencyOf, logFieldsOf, writeLog } from "../requestLog.ts";
+import type { ProxyRequest } from "../request.ts";
+import type { Stage } from "../stage.ts";
+import type { Tunnel } from "../tunnel.ts";
+
+export interface LogDeps {
+  requestLogs: RequestLogService;
+}
+
+export function logStage({ requestLogs }: LogDeps): Stage {
+  function record(rq: ProxyRequest, status: number, latencyMs: number): void {
+    const approval = rq.approval;
+    if (approval) {
+      requestLogs.update(approval.logId, { status, decision: rq.decision, latencyMs, injectionCount: rq.injectionCount, costNanos: rq.meter?.costNanos ?? null });
+      countGatewayRequest(rq.decision, status);
+    } else {
+      writeLog(requestLogs, logFieldsOf(rq, status, latencyMs));
+    }
+    if (rq.upstreamMs !== null) observeGatewayLatency(rq.upstreamMs / 1000, Math.max(0, performance.now() - rq.started - rq.upstreamMs) / 1000);
+  }
+
+  return {
+    name: "log",
+    connected(tunnel: Tunnel) {
+      if (!tunnel.authenticated || (tunnel.status === 200 && !tunnel.passthrough)) return;
+      writeLog(requestLogs, {
+        agent: tunnel.agent,
+        method: "CONNECT",
+        host: tunnel.logHost,
+        path: "",
+        status: tunnel.status,
+        started: tunnel.started,
+        injectionCount: 0,
+        decision: tunnel.decision,
+        requestId: tunnel.requestId,
+      });
+    },
+    response(rq, reply) {
+      if (!rq.authenticated) return reply;
+      const status = reply.status;
+      const latencyMs = latencyOf(rq.started);
+      if (rq.meter && rq.forwarded) reply.onEnd(() => record(rq, status, latencyMs));
+      else record(rq, status, latencyMs);
+      return reply;
+    },
+  };
+}

@@ -1,0 +1,41 @@
+// A CONNECT and the tunnel it opens (docs/gateway.md#tunnels): the connect hooks of the stages run on it
+// before anything is answered (auth, egress guard, passthrough decision, claim), the listener then opens it —
+// intercepted (TLS terminated with a leaf for the host, or plain) or passthrough (raw bytes to the host) — and
+// every request inside an intercepted tunnel is a ProxyRequest that refers back to it.
+import * as net from "node:net";
+import { normalizeHost } from "../core/patterns.ts";
+import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
+import type { EgressVerdict } from "./egressGuard.ts";
+import { Flow, logHostOf } from "./flow.ts";
+import { headerValue, type RequestHead } from "./http1/head.ts";
+import { proxyToken } from "./proxyAuth.ts";
+
+export class Tunnel extends Flow {
+  /** The agent token of the CONNECT's Proxy-Authorization; every request inside is checked against it again. */
+  readonly token: string | null;
+  /** Bytes the agent sent after the CONNECT head: already the tunnel's. */
+  readonly early: Buffer;
+  /** The egress guard's verdict on the host (egress stage); a passthrough tunnel dials what it says. */
+  egress: EgressVerdict | null = null;
+  /** Raw bytes to the host instead of interception (passthrough stage). */
+  passthrough = false;
+  /** The status the CONNECT was answered with (0 until it is; set by Pipeline.connected). */
+  status = 0;
+
+  constructor(
+    head: RequestHead,
+    authority: { host: string; port: number },
+    early: Buffer,
+  ) {
+    const host = normalizeHost(authority.host);
+    super(requestIdFor(headerValue(head.headers, REQUEST_ID_HEADER)), host, authority.port, logHostOf("https", host, authority.port));
+    this.token = proxyToken(headerValue(head.headers, "proxy-authorization"));
+    this.early = early;
+  }
+
+  /** `host[:port]` for the Host header of the requests inside: brackets kept, the scheme's default port dropped. */
+  authorityFor(scheme: "https" | "http"): string {
+    const bracketed = net.isIPv6(this.host) ? `[${this.host}]` : this.host;
+    return this.port === (scheme === "https" ? 443 : 80) ? bracketed : `${bracketed}:${this.port}`;
+  }
+}

@@ -1,0 +1,295 @@
+// The audit log (docs/operations.md#audit-log). A management write (a successful mutating API route, or a CLI
+// command that writes) runs inside an audit scope that says who acts, what the action is and from where. The
+// services that write call `record` with the target's state before and after, inside the transaction that
+// writes it: the event is appended just before that transaction commits, so a change and its event are stored
+// together or not at all. A write whose services recorded nothing still gets one event (no changes) when it
+// succeeds. Events form one hash chain over the whole store: appends take a lock (PostgreSQL advisory lock;
+// SQLite's single writer) and read the head under it, so the chain stays linear across instances and processes.
+import { AsyncLocalStorage } from "node:async_hooks";
+import { createHash } from "node:crypto";
+import { and, asc, desc, eq, gte, lt, lte, type SQL } from "drizzle-orm";
+import { diffChanges, type Changes } from "../core/auditChanges.ts";
+import { canonicalJson } from "../core/canonicalJson.ts";
+import { ApiError } from "../core/errors.ts";
+import { newId, nowIso } from "../core/ids.ts";
+import type { Store } from "../store/store.ts";
+
+export type ActorKind = "user" | "project_key" | "org_key" | "partner_key" | "cli";
+
+export interface AuditActor {
+  kind: ActorKind;
+  /** The user's id (session), the API key's id, or the CLI's operating-system user. */
+  id: string;
+  /** The user behind the actor (a session's user, a key's holder), whose email the event carries. */
+  userId: string | null;
+}
+
+/** Who performs a write, what it is and where it comes from; the tenant fields default the events' own. */
+export interface AuditScopeInit {
+  /** Null when the write itself establishes it (sign-in, sign-up): see `actAs`. */
+  actor: AuditActor | null;
+  /** `METHOD /v1/path/{param}` as in the OpenAPI document, or `credgate <command>`. */
+  action: string;
+  address: string | null;
+  organizationId: string | null;
+  projectId: string | null;
+  partnerId: string | null;
+}
+
+interface AuditScope extends AuditScopeInit {
+  recorded: boolean;
+  email?: Promise<string | null>;
+}
+
+/** One target's change, as a service reports it. */
+export interface AuditChange {
+  targetType: string;
+  targetId: string | null;
+  /** The target's state before the write (null on a create) and after it (null on a delete). */
+  before: object | null;
+  after: object | null;
+  /** Where the target lives, when it is not where the scope acts (e.g. a partner creating an organization). */
+  organizationId?: string | null;
+  projectId?: string | null;
+}
+
+/** The record of the contract (GET /v1/org/audit). */
+export interface AuditEventView {
+  id: string;
+  at: string;
+  actor: { kind: ActorKind; id: string; email: string | null };
+  action: string;
+  targetType: string;
+  targetId: string | null;
+  projectId: string | null;
+  address: string | null;
+  changes: Changes;
+  hash: string;
+}
+
+export interface AuditQuery {
+  organizationId: string;
+  actorId?: string;
+  targetId?: string;
+  action?: string;
+  since?: string;
+  until?: string;
+  limit: number;
+  cursor?: string;
+}
+
+export type ChainCheck = { intact: true; events: number } | { intact: false; events: number; brokenAt: string };
+
+/** The `hash` before the first event. */
+export const GENESIS_HASH = "0".repeat(64);
+
+/** What an event's hash covers: every stored field but `seq` and `hash` itself. */
+interface HashedEvent {
+  id: string;
+  at: string;
+  organizationId: string | null;
+  partnerId: string | null;
+  projectId: string | null;
+  actor: { kind: string; id: string; email: string | null };
+  action: string;
+  targetType: string;
+  targetId: string | null;
+  address: string | null;
+  changes: unknown;
+}
+
+/** SHA-256 (lowercase hex) of the previous event's hash followed by this event's canonical JSON (UTF-8). */
+export function chainHash(previous: string, event: HashedEvent): string {
+  return createHash("sha256").update(previous).update(canonicalJson(event)).digest("hex");
+}
+
+type EventRow = {
+  seq: number;
+  id: string;
+  at: string;
+  organizationId: string | null;
+  partnerId: string | null;
+  projectId: string | null;
+  actorKind: string;
+  actorId: string;
+  actorEmail: string | null;
+  action: string;
+  targetType: string;
+  targetId: string | null;
+  address: string | null;
+  changes: string;
+  hash: string;
+};
+
+function hashedOf(row: Omit<EventRow, "seq" | "hash">): HashedEvent {
+  return {
+    id: row.id,
+    at: row.at,
+    organizationId: row.organizationId,
+    partnerId: row.partnerId,
+    projectId: row.projectId,
+    actor: { kind: row.actorKind, id: row.actorId, email: row.actorEmail },
+    action: row.action,
+    targetType: row.targetType,
+    targetId: row.targetId,
+    address: row.address,
+    changes: JSON.parse(row.changes),
+  };
+}
+
+function encodeCursor(seq: number): string {
+  return Buffer.from(JSON.stringify([seq])).toString("base64url");
+}
+
+function decodeCursor(cursor: string): number | null {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+    if (Array.isArray(v) && Number.isSafeInteger(v[0])) return v[0];
+  } catch {}
+  return null;
+}
+
+/** The lock key appends take (PostgreSQL advisory lock; SQLite's writer lock serialises them already). */
+const CHAIN_LOCK = "audit-chain";
+const VERIFY_PAGE = 1000;
+
+export class AuditService {
+  readonly #scopes = new AsyncLocalStorage<AuditScope>();
+
+  constructor(private readonly store: Store) {}
+
+  /**
+   * Runs `work` as the management write `init` describes. When it succeeds and none of the services recorded a
+   * change, one event without changes is recorded for `fallback(result)`; a failure records nothing itself.
+   */
+  async write<T>(init: AuditScopeInit, fallback: (result: T) => { targetType: string; targetId: string | null }, work: () => Promise<T>): Promise<T> {
+    const scope: AuditScope = { ...init, recorded: false };
+    const result = await this.#scopes.run(scope, work);
+    if (!scope.recorded) await this.#scopes.run(scope, () => this.record({ ...fallback(result), before: null, after: null }));
+    return result;
+  }
+
+  /** Names the actor of the current write when the route had none (sign-in and sign-up establish it). */
+  actAs(actor: AuditActor, organizationId?: string): void {
+    const scope = this.#scopes.getStore();
+    if (!scope || scope.actor) return;
+    scope.actor = actor;
+    if (organizationId) this.setOrganization(organizationId);
+  }
+
+  /** The organization the rest of the current write acts in, when its route could not name one (a partner creating it). */
+  setOrganization(organizationId: string): void {
+    const scope = this.#scopes.getStore();
+    if (scope && !scope.organizationId) scope.organizationId = organizationId;
+  }
+
+  /**
+   * Records one target's change in the current write. Call it inside the transaction that makes the change: the
+   * event is appended just before that commits. Outside any write scope (the gateway, background work) nothing
+   * is recorded.
+   */
+  async record(change: AuditChange): Promise<void> {
+    const scope = this.#scopes.getStore();
+    if (!scope) return;
+    scope.recorded = true;
+    const changes = diffChanges(change.before, change.after);
+    const at = nowIso();
+    const organizationId = change.organizationId !== undefined ? change.organizationId : scope.organizationId;
+    const projectId = change.projectId !== undefined ? change.projectId : scope.projectId;
+    const actor = scope.actor;
+    await this.store.beforeCommit(async () => {
+      const email = actor?.userId ? await (scope.email ??= this.#emailOf(actor.userId)) : null;
+      await this.#append({
+        id: newId(),
+        at,
+        organizationId,
+        partnerId: scope.partnerId,
+        projectId: projectId || null,
+        actorKind: actor?.kind ?? "user",
+        actorId: actor?.id ?? "unknown",
+        actorEmail: email,
+        action: scope.action,
+        targetType: change.targetType,
+        targetId: change.targetId,
+        address: scope.address,
+        changes: canonicalJson(changes),
+      });
+    });
+  }
+
+  async #emailOf(userId: string): Promise<string | null> {
+    const { users } = this.store.t;
+    const [row] = await this.store.db.select({ email: users.email }).from(users).where(eq(users.id, userId)).limit(1);
+    return row?.email ?? null;
+  }
+
+  /** Appends one event at the head of the chain; runs inside a transaction (store.beforeCommit). */
+  async #append(row: Omit<EventRow, "seq" | "hash">): Promise<void> {
+    const { auditEvents: a } = this.store.t;
+    await this.store.lockKey(CHAIN_LOCK);
+    const [head] = await this.store.db.select({ hash: a.hash }).from(a).orderBy(desc(a.seq)).limit(1);
+    const hash = chainHash(head?.hash ?? GENESIS_HASH, hashedOf(row));
+    await this.store.db.insert(a).values({ ...row, hash });
+  }
+
+  /** One page of an organization's events, newest first. */
+  async list(q: AuditQuery): Promise<{ data: AuditEventView[]; nextCursor: string | null }> {
+    const { auditEvents: a } = this.store.t;
+    const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    if (cursor === null) throw ApiError.flat(400, "cursor is invalid");
+    const where: SQL[] = [eq(a.organizationId, q.organizationId)];
+    if (q.actorId) where.push(eq(a.actorId, q.actorId));
+    if (q.targetId) where.push(eq(a.targetId, q.targetId));
+    if (q.action) where.push(eq(a.action, q.action));
+    if (q.since) where.push(gte(a.at, q.since));
+    if (q.until) where.push(lte(a.at, q.until));
+    if (cursor !== undefined) where.push(lt(a.seq, cursor));
+    const rows = await this.store.db
+      .select()
+      .from(a)
+      .where(and(...where))
+      .orderBy(desc(a.seq))
+      .limit(q.limit + 1);
+    const page = rows.slice(0, q.limit);
+    return { data: page.map(viewOf), nextCursor: rows.length > q.limit ? encodeCursor(page[page.length - 1]!.seq) : null };
+  }
+
+  /** Walks the whole chain in order; the first event whose hash does not follow from its predecessor breaks it. */
+  async verify(): Promise<ChainCheck> {
+    const { auditEvents: a } = this.store.t;
+    let previous = GENESIS_HASH;
+    let events = 0;
+    let after = -1;
+    for (;;) {
+      const rows = await this.store.db.select().from(a).where(gte(a.seq, after + 1)).orderBy(asc(a.seq)).limit(VERIFY_PAGE);
+      for (const row of rows) {
+        let expected: string | null;
+        try {
+          expected = chainHash(previous, hashedOf(row));
+        } catch {
+          expected = null; // `changes` is no longer JSON: edited.
+        }
+        if (expected !== row.hash) return { intact: false, events, brokenAt: row.id };
+        previous = row.hash;
+        events++;
+      }
+      if (rows.length < VERIFY_PAGE) return { intact: true, events };
+      after = rows[rows.length - 1]!.seq;
+    }
+  }
+}
+
+function viewOf(row: EventRow): AuditEventView {
+  return {
+    id: row.id,
+    at: row.at,
+    actor: { kind: row.actorKind as ActorKind, id: row.actorId, email: row.actorEmail },
+    action: row.action,
+    targetType: row.targetType,
+    targetId: row.targetId,
+    projectId: row.projectId,
+    address: row.address,
+    changes: JSON.parse(row.changes) as Changes,
+    hash: row.hash,
+  };
+}

@@ -1,0 +1,73 @@
+// The echo stage (docs/guards.md#echo-guard): a request that received a credential asks for an identity
+// encoding, and its reply has every injected value (raw, base64, percent-encoded) replaced in header values
+// and in the body as it streams, also across chunk boundaries. Uncredentialed requests and WebSockets are
+// left alone.
+import { describe, expect, test } from "bun:test";
+import { Reply, StreamBody } from "../../../src/gateway/reply.ts";
+import type { ProxyRequest } from "../../../src/gateway/request.ts";
+import { echoStage } from "../../../src/gateway/stages/echo.ts";
+import { injectStage } from "../../../src/gateway/stages/inject.ts";
+import { agentCredentials, compiledSecret, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
+import { VaultResolver } from "../../../src/vault/resolver.ts";
+import { outcome } from "./helpers.ts";
+
+const SECRET = "sk-echo-0123456789";
+const stage = echoStage();
+const inject = injectStage({ vault: new VaultResolver({ host: null, token: null, fetch: fetch }) });
+
+async function credentialed(headers: Record<string, string> = {}): Promise<ProxyRequest> {
+  const rq = testRequest({ tunnel: "api.echo.test", target: "/x", headers: { "accept-encoding": "gzip, br", ...headers } });
+  signIn(rq, agentCredentials({ injectable: [compiledSecret({ hostPattern: "api.echo.test", value: SECRET, injection: { headerName: "authorization", valueFormat: "Bearer {value}" } })] }));
+  expect(await outcome(inject.request!(rq))).toBe("pass");
+  return rq;
+}
+
+/** An upstream-like reply whose body comes in the given chunks. */
+function replyOf(chunks: string[], headers: [string, string][] = []): Reply {
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      for (const chunk of chunks) c.enqueue(new TextEncoder().encode(chunk));
+      c.close();
+    },
+  });
+  return new Reply(200, "OK", headers, new StreamBody(stream, null));
+}
+
+describe("request", () => {
+  test("credentialed: accept-encoding becomes identity; otherwise untouched", async () => {
+    const rq = await credentialed();
+    expect(stage.request!(rq)).toEqual({ decision: null, response: null });
+    expect(rq.headers.get("accept-encoding")).toBe("identity");
+    const plain = testRequest({ tunnel: "api.echo.test", target: "/x", headers: { "accept-encoding": "gzip" } });
+    signIn(plain, agentCredentials());
+    stage.request!(plain);
+    expect(plain.headers.get("accept-encoding")).toBe("gzip");
+  });
+});
+
+describe("response", () => {
+  test("every form of the value is redacted in headers and in a body split across chunks; the length header is dropped", async () => {
+    const rq = await credentialed();
+    const b64 = Buffer.from(SECRET).toString("base64");
+    const reply = replyOf([`{"echo":"Bearer ${SECRET.slice(0, 7)}`, `${SECRET.slice(7)}","b64":"${b64}"}`], [["x-echo", `token=${SECRET}`]]);
+    const out = (await stage.response!(rq, reply)) as Reply;
+    expect(out.header("x-echo")).toBe("token=credgate-redacted");
+    expect(out.transforms.some((t) => t.resizes)).toBe(true);
+    const body = await replyText(out);
+    expect(body).toBe('{"echo":"Bearer credgate-redacted","b64":"credgate-redacted"}');
+    expect(body).not.toContain(SECRET);
+  });
+
+  test("an uncredentialed request's reply, and a WebSocket's, are left as they are", async () => {
+    const plain = testRequest({ tunnel: "api.echo.test", target: "/x" });
+    signIn(plain, agentCredentials());
+    const reply = replyOf([SECRET], [["x-echo", SECRET]]);
+    expect(await stage.response!(plain, reply)).toBe(reply);
+    expect(reply.transforms).toHaveLength(0);
+    const ws = await credentialed({ upgrade: "websocket", connection: "Upgrade" });
+    expect(ws.websocket).toBe(true);
+    const wsReply = replyOf([], [["x-echo", SECRET]]);
+    await stage.response!(ws, wsReply);
+    expect(wsReply.header("x-echo")).toBe(SECRET);
+  });
+});
