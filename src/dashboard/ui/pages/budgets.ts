@@ -94,8 +94,8 @@ function budgetsView(ctx: PageCtx, scope: Scope): HTMLElement[] {
     if (!(await confirmAction("Delete this budget?", `${whose}'s ${periodLabel(b.period).toLowerCase()} budget stops limiting spend at once.`, "Delete budget"))) return;
     await attempt(status, async () => {
       await ctx.api.send("DELETE", `${scope.base}/${b.id}`);
-      replace(status, notice("success", "Budget deleted."));
       await load();
+      replace(status, notice("success", "Budget deleted."));
     });
   };
 
@@ -111,8 +111,8 @@ function budgetsView(ctx: PageCtx, scope: Scope): HTMLElement[] {
         async onSubmit(v) {
           await ctx.api.send("PATCH", `${scope.base}/${b.id}`, { limitCents: cents(String(v.limit)), alertPercents: percents(String(v.alerts)) });
           close();
-          replace(status, notice("success", "Budget saved."));
           await load();
+          replace(status, notice("success", "Budget saved."));
         },
       }),
     );
@@ -154,8 +154,8 @@ function budgetsView(ctx: PageCtx, scope: Scope): HTMLElement[] {
             alertPercents: percents(String(v.alerts)),
           });
           close();
-          replace(status, notice("success", "Budget added."));
           await load();
+          replace(status, notice("success", "Budget added."));
         },
       }),
     );
