@@ -283,7 +283,8 @@ export class BudgetLedger {
         st.holding -= s.hold.estimateNanos;
       }
       const p = s.hold.partner;
-      if (p) await this.partner.charge(p.budget.secretId, p.budget.organizationId, s.costNanos, p.reservationId);
+      if (p && s.costNanos > 0) await this.partner.charge(p.budget.secretId, p.budget.organizationId, s.costNanos, p.reservationId);
+      else if (p) await this.partner.release(p.reservationId);
     }
 
     const results: Admission[] = [];
