@@ -225,9 +225,8 @@ describe("partner keys with spend budgets", () => {
     // Each call reports 10 input and 90 output tokens (its cap is 100) on the default llm_b rates: a little
     // below its estimate, and 40 of them cost almost twice the budget, so some must be refused.
     fake.setUsage("burst.openai.test", { input: 10, output: 90, delayMs: 50 });
-    const results = await Promise.all(
-      Array.from({ length: 40 }, () => sdk({ sdk: "openai", call: "chat-stream", baseURL: "https://burst.openai.test/v1", model: "burst-model", maxTokens: 100 }, token)),
-    );
+    // 40 calls at once from one Node process (40 processes would measure the machine, not the budget).
+    const results = (await sdk({ sdk: "openai", call: "chat-stream", baseURL: "https://burst.openai.test/v1", model: "burst-model", maxTokens: 100, concurrent: 40 }, token)).results!;
     const admitted = results.filter((r) => !r.error).length;
     // The openai SDK surfaces the body's `error` field (OpenAI's own errors nest there).
     const refused = results.filter((r) => r.error?.status === 403 && r.error.body === "budget_exceeded").length;

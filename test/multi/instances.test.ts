@@ -15,9 +15,8 @@ import { queryStore } from "../support/storeQuery.ts";
 import { tempDir } from "../support/tmp.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
 import { SQL } from "bun";
-import { join } from "node:path";
 import { costOf, DEFAULT_PRICES, NANOS_PER_CENT } from "../../src/core/pricing.ts";
-import { run, ROOT } from "../support/gateway.ts";
+import { sdk } from "../support/llm/sdk.ts";
 import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
 import { addPartnerLlmKey, spendOf } from "../support/partnerFixture.ts";
 
@@ -203,16 +202,8 @@ describe("budgets across instances", () => {
     const token = (await a.api("GET", "/v1/agents")).body.find((x: { id: string }) => x.id === created.body.id).accessToken;
     fake.setUsage(BURST_HOST, { input: 10, output: 90, delayMs: 50 });
     await Bun.sleep(1000); // the new agent reaches B's index
-    const call = (c: RunningCredgate) =>
-      run(
-        [
-          "node",
-          join(ROOT, "test/support/llm/client.mjs"),
-          JSON.stringify({ sdk: "openai", call: "chat-stream", baseURL: `https://${BURST_HOST}/v1`, model: "burst-model", maxTokens: 100, proxy: `http://x:${token}@127.0.0.1:${c.gatewayPort}` }),
-        ],
-        { env: { NODE_EXTRA_CA_CERTS: caFile }, timeoutMs: 60_000 },
-      ).then((r) => JSON.parse(r.stdout.trim().split("\n").pop()!) as { error?: { status: number; body: unknown } });
-    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => call(i % 2 ? b : a)));
+    // 40 calls at once from one Node process, alternating between the two instances.
+    const results = await sdk([a, b], caFile, token, { sdk: "openai", call: "chat-stream", baseURL: `https://${BURST_HOST}/v1`, model: "burst-model", maxTokens: 100 }, 40);
     const admitted = results.filter((r) => !r.error).length;
     const refused = results.filter((r) => r.error?.status === 403 && r.error.body === "budget_exceeded").length;
     expect(admitted + refused).toBe(40);
