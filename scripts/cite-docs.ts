@@ -127,7 +127,7 @@ export const SECTIONS: Record<string, Section> = {
   "6": { cite: "gateway#order-of-checks" },
   "6.1": { cite: "gateway#listener", refine: [[/shut ?down|drain|SIGTERM/i, "gateway#shutdown"]] },
   "6.2": { cite: "gateway#proxy-authentication" },
-  "6.3": { cite: "gateway#interception-and-passthrough", refine: [[/request.?target/i, "gateway#request-targets"]] },
+  "6.3": { cite: "gateway#tunnels", refine: [[/request.?target/i, "gateway#request-targets"]] },
   "6.4": { cite: "gateway#order-of-checks", refine: [[/default interception|token refresh|refresh_token/i, "gateway#token-refresh-interception"]] },
   "6.5": { cite: "injection#host-and-path-patterns" },
   "6.6": { cite: "injection#precedence", refine: [[/candidate/i, "injection#candidates"]] },

@@ -1,4 +1,4 @@
-// Where the gateway CA lives (docs/gateway.md#interception-and-passthrough): with the embedded store, `ca.pem` + `ca.key` in the data dir;
+// Where the gateway CA lives (docs/gateway.md#certificates): with the embedded store, `ca.pem` + `ca.key` in the data dir;
 // with PostgreSQL, one sealed settings row shared by every instance, created by whichever starts first.
 import { eq } from "drizzle-orm";
 import { CertificateAuthority, type CaMaterial } from "../crypto/ca.ts";

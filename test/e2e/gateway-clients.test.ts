@@ -1,4 +1,4 @@
-// Real clients through the real MITM gateway (docs/gateway.md#listener, docs/gateway.md#proxy-authentication, docs/gateway.md#interception-and-passthrough, docs/injection.md#injection-variants): curl, a Node
+// Real clients through the real MITM gateway (docs/gateway.md#listener, docs/gateway.md#proxy-authentication, docs/gateway.md#tunnels, docs/injection.md#injection-variants): curl, a Node
 // client (undici ProxyAgent) and Python urllib each get the secret injected at the upstream while nothing
 // they receive contains it; proxy authentication answers 407 before any egress; absolute-form requests
 // (http:// and https://) and plain CONNECT tunnels are injected too.
@@ -264,7 +264,7 @@ describe("407 before egress (docs/gateway.md#proxy-authentication)", () => {
   });
 });
 
-describe("absolute-form and plain tunnels (docs/gateway.md#listener, docs/gateway.md#interception-and-passthrough)", () => {
+describe("absolute-form and plain tunnels (docs/gateway.md#listener, docs/gateway.md#tunnels)", () => {
   test("curl --proxy http://… (absolute-form, no CONNECT): injected, Proxy-Authorization not forwarded", async () => {
     const url = `/abs/${crypto.randomUUID()}?q=1`;
     const r = await run(["curl", "-sS", "-i", "--proxy", proxy, "-H", "Authorization: Bearer credgate-managed", `http://${PLAIN_HOST}:${plain.port}${url}`]);

@@ -400,7 +400,7 @@ describe("host patterns and adversarial hosts (docs/injection.md#host-and-path-p
   });
 });
 
-// ————— changes inside an open tunnel (docs/gateway.md#proxy-authentication, docs/gateway.md#interception-and-passthrough) —————
+// ————— changes inside an open tunnel (docs/gateway.md#proxy-authentication, docs/gateway.md#tunnels) —————
 
 describe("changes apply to the next request inside an already-open tunnel", () => {
   test("PATCH value, then DELETE: the same tunnel sees the new value, then none", async () => {

@@ -1,4 +1,4 @@
-// The gateway as a long-running service (docs/gateway.md#listener, docs/gateway.md#interception-and-passthrough, docs/api.md#utility-endpoints, docs/api.md#agent-setup, docs/gateway.md#request-logs): its CA persists across
+// The gateway as a long-running service (docs/gateway.md#listener, docs/gateway.md#tunnels, docs/api.md#utility-endpoints, docs/api.md#agent-setup, docs/gateway.md#request-logs): its CA persists across
 // restarts, the gateway port's own routes, passthrough tunnels, request logs through /v1/logs and
 // /v1/org/logs, and graceful shutdown with a request in flight.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -110,7 +110,7 @@ async function getText(url: string): Promise<{ status: number; text: string; hea
 
 
 /**
- * Where the gateway CA is kept (docs/gateway.md#interception-and-passthrough): `ca.pem` + `ca.key` (0600) in the data dir with SQLite; with PostgreSQL
+ * Where the gateway CA is kept (docs/gateway.md#certificates): `ca.pem` + `ca.key` (0600) in the data dir with SQLite; with PostgreSQL
  * one settings row, sealed (no PEM in the clear), and nothing in the data dir.
  */
 async function caRow(c: RunningCredgate): Promise<string | null> {
@@ -240,7 +240,7 @@ describe("the gateway port's own routes (docs/gateway.md#listener, docs/api.md#a
   });
 });
 
-describe("passthrough (docs/gateway.md#interception-and-passthrough)", () => {
+describe("passthrough (docs/gateway.md#tunnels)", () => {
   test("the client sees the upstream's own certificate; nothing is injected", async () => {
     const s = await cg.api("POST", "/v1/secrets", { body: { name: "pass", type: "generic", value: "PASS-S3CR3T", hostPattern: PASS_HOST, injectionConfig: { headerName: "x-pass" } } });
     expect(s.status).toBe(201);

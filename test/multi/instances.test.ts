@@ -1,4 +1,4 @@
-// Several credgate instances on one PostgreSQL database (docs/gateway.md#interception-and-passthrough, docs/policy.md#rate-limits, docs/policy.md#approvals, docs/operations.md#several-instances-on-postgresql; issue "scale-out"):
+// Several credgate instances on one PostgreSQL database (docs/gateway.md#tunnels, docs/policy.md#rate-limits, docs/policy.md#approvals, docs/operations.md#several-instances-on-postgresql; issue "scale-out"):
 // two real processes with the same CREDGATE_DATABASE_URL and master key, each with its own data dir and
 // ports, against a PostgreSQL server this suite owns (so it can stop and restart it). What one instance
 // writes, the other's gateway applies; rate limits and approvals are exact across both; request logs of

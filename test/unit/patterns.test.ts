@@ -1,4 +1,4 @@
-// Host and path patterns (docs/injection.md#host-and-path-patterns host checks, docs/injection.md#host-and-path-patterns matching tables, docs/gateway.md#interception-and-passthrough IPv6 host normalisation).
+// Host and path patterns (docs/injection.md#host-and-path-patterns host checks, docs/injection.md#host-and-path-patterns matching tables, docs/gateway.md#tunnels IPv6 host normalisation).
 import { describe, expect, test } from "bun:test";
 import { compileHostPattern, compilePathPattern, hostPatternError, matchHostPattern, matchPathPattern, normalizeHost } from "../../src/core/patterns.ts";
 
