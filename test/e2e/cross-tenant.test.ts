@@ -38,6 +38,8 @@ interface Tenant {
   channelId: string;
   signingSecret: string;
   rememberedId: string;
+  budgetId: string;
+  orgBudgetId: string;
   memberUserId: string;
   partnerKey: string;
   partnerOrgId: string;
@@ -81,6 +83,9 @@ async function makeTenant(label: string): Promise<Tenant> {
   expect((await p("POST", `/v1/approvals/${toRemember.id}/decision`, { decision: "approve", remember: { minutes: 60 } })).status).toBe(200);
   expect((await remembering).status).toBe(200);
   const remembered = (await p("GET", "/v1/approvals/remembered")).body[0];
+  const budget = await p("POST", "/v1/budgets", { scope: "agent", agentId: agent.body.id, limitCents: 500, period: "day" });
+  const orgBudget = await o("POST", "/v1/org/budgets", { limitCents: 5000, period: "month" });
+  for (const r of [budget, orgBudget]) expect(r.status).toBe(201);
 
   const partner = await runCli(["partner", "create", "--name", `Partner ${tag}`, "--owner-email", `partner-${tag}@example.test`, "--data-dir", cg.dataDir, "--json"], { ...cg.env, CREDGATE_MODE: "cloud", CREDGATE_PUBLIC_URL: `http://localhost:${cg.apiPort}` });
   const partnerKey = JSON.parse(partner.stdout).partnerKey as string;
@@ -105,6 +110,8 @@ async function makeTenant(label: string): Promise<Tenant> {
     channelId: channel.body.id,
     signingSecret: channel.body.signingSecret,
     rememberedId: remembered.id,
+    budgetId: budget.body.id,
+    orgBudgetId: orgBudget.body.id,
     memberUserId: provision.body.userId,
     partnerKey,
     partnerOrgId: partnerOrg.body.organizationId,
@@ -130,9 +137,11 @@ afterAll(async () => {
   await up?.stop();
 });
 
-/** The other tenant's id for a path parameter, by its name. */
-function idFor(param: string, t: Tenant): string | null {
+/** The other tenant's id for a path parameter, by its name (and the route's template where a name is shared). */
+function idFor(param: string, t: Tenant, template: string): string | null {
   switch (param) {
+    case "budgetId":
+      return template.startsWith("/org/") ? t.orgBudgetId : t.budgetId;
     case "agentId":
       return t.agentId;
     case "secretId":
@@ -163,6 +172,8 @@ function idFor(param: string, t: Tenant): string | null {
 /** A body that passes each write route's validation, so the refusal comes from the ownership check. */
 const VALID_BODIES: Record<string, unknown> = {
   "PATCH /agents/{agentId}": { name: "Renamed by A" },
+  "PATCH /budgets/{budgetId}": { limitCents: 100 },
+  "PATCH /org/budgets/{budgetId}": { limitCents: 100 },
   "PATCH /connections/{connectionId}": { label: "relabelled by A" },
   "PATCH /org/connections/{key}": { label: "relabelled by A" },
   "PATCH /policy/rules/{ruleId}": { name: "Renamed by A" },
@@ -202,7 +213,7 @@ describe("cross-tenant isolation", () => {
       const params = [...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
       // {provider} and {agent} name catalog entries (github, codex), not records of a tenant.
       if (params.length === 0 || params.includes("provider") || params.includes("agent")) continue;
-      const ids = params.map((p) => idFor(p, b));
+      const ids = params.map((p) => idFor(p, b, template));
       if (ids.some((id) => id === null)) throw new Error(`no id of the other tenant for ${template}`);
       // The document's paths are below the version prefix.
       let path = `/v1${template}`;
