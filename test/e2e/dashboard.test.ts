@@ -652,7 +652,7 @@ describe("cloud pages on a self-hosted instance", () => {
     await page.goto(`${base}/p/${projectId}/org`);
     const tabs = page.getByRole("navigation", { name: "Organization" });
     await tabs.getByRole("link", { name: "Policy" }).waitFor();
-    expect(await tabs.getByRole("link").allInnerTexts()).toEqual(["Settings", "Secrets", "Policy", "Notifications", "Audit log"]);
+    expect(await tabs.getByRole("link").allInnerTexts()).toEqual(["Settings", "Secrets", "Policy", "Notifications", "Budgets", "Audit log"]);
   }, 30_000);
 });
 
