@@ -1,0 +1,257 @@
+// A batch of finished spans as an OTLP/HTTP trace export body (docs/operations.md#traces): the
+// `ExportTraceServiceRequest` of opentelemetry-proto's collector/trace/v1, binary protobuf
+// (`application/x-protobuf`, OTLP's default) or its JSON mapping (`application/json`: ids as hex, 64-bit
+// integers as strings). Written by hand for the few fields credgate records: measured against the official
+// SDK's transformer, this is what keeps tracing cheap enough to leave on (bench/README.md#traces).
+// Imports nothing of ours.
+
+/** An attribute value: strings, whole numbers (int), other numbers (double), booleans. */
+export type AttributeValue = string | number | boolean;
+/** Attributes as a flat list: key, value, key, value… (no object per attribute). */
+export type Attributes = (string | AttributeValue)[];
+
+export const SpanKind = { INTERNAL: 1, SERVER: 2, CLIENT: 3 } as const;
+export type SpanKind = (typeof SpanKind)[keyof typeof SpanKind];
+
+/** Status codes of opentelemetry-proto: UNSET, OK, ERROR. */
+export const StatusCode = { UNSET: 0, OK: 1, ERROR: 2 } as const;
+
+export interface SpanRecord {
+  /** 32 lowercase hex digits. */
+  readonly traceId: string;
+  /** 16 lowercase hex digits. */
+  readonly spanId: string;
+  readonly parentSpanId: string | null;
+  /** The parent is another process's span (an agent's or API client's `traceparent`). */
+  readonly remoteParent: boolean;
+  readonly name: string;
+  readonly kind: SpanKind;
+  /** `performance.now()` milliseconds. */
+  readonly start: number;
+  readonly end: number;
+  readonly attributes: Attributes;
+  readonly status: number;
+}
+
+export interface ExportScope {
+  /** The process's resource (service.name, service.instance.id, …). */
+  resource: Attributes;
+  scopeName: string;
+  scopeVersion: string;
+}
+
+/** Span flags (opentelemetry-proto Span.flags): sampled, and whether the parent is known to be remote. */
+const SAMPLED = 0x01;
+const HAS_IS_REMOTE = 0x100;
+const IS_REMOTE = 0x200;
+const flagsOf = (s: SpanRecord) => SAMPLED | (s.parentSpanId === null ? 0 : HAS_IS_REMOTE | (s.remoteParent ? IS_REMOTE : 0));
+
+// Epoch nanoseconds of a performance.now() reading: the whole milliseconds and the nanoseconds within one
+// apart, so no digit is lost to a double's 53 bits (epoch nanoseconds need 61).
+const ORIGIN = performance.timeOrigin;
+
+function nanoParts(t: number): [ms: number, ns: number] {
+  const epochMs = ORIGIN + t;
+  const ms = Math.floor(epochMs);
+  const ns = Math.min(999_999, Math.round((epochMs - ms) * 1e6));
+  return [ms, ns];
+}
+
+/** Epoch nanoseconds of a performance.now() reading, as the decimal string OTLP/JSON wants. */
+export function unixNanosString(t: number): string {
+  const [ms, ns] = nanoParts(t);
+  return `${ms}${String(ns).padStart(6, "0")}`;
+}
+
+/** Epoch nanoseconds of a performance.now() reading, as a 64-bit integer. */
+export function unixNanos(t: number): bigint {
+  const [ms, ns] = nanoParts(t);
+  return BigInt(ms) * 1_000_000n + BigInt(ns);
+}
+
+const isInt = (v: number) => Number.isSafeInteger(v);
+
+// ---- JSON -----------------------------------------------------------------------------------------------
+
+function jsonValue(v: AttributeValue): string {
+  if (typeof v === "string") return `{"stringValue":${JSON.stringify(v)}}`;
+  if (typeof v === "boolean") return `{"boolValue":${v}}`;
+  return isInt(v) ? `{"intValue":"${v}"}` : `{"doubleValue":${Number.isFinite(v) ? v : 0}}`;
+}
+
+function jsonAttributes(attrs: Attributes): string {
+  let out = "[";
+  for (let i = 0; i < attrs.length; i += 2) {
+    if (i > 0) out += ",";
+    out += `{"key":${JSON.stringify(attrs[i] as string)},"value":${jsonValue(attrs[i + 1]!)}}`;
+  }
+  return `${out}]`;
+}
+
+function jsonSpan(s: SpanRecord): string {
+  return (
+    `{"traceId":"${s.traceId}","spanId":"${s.spanId}"` +
+    (s.parentSpanId === null ? "" : `,"parentSpanId":"${s.parentSpanId}"`) +
+    `,"flags":${flagsOf(s)},"name":${JSON.stringify(s.name)},"kind":${s.kind}` +
+    `,"startTimeUnixNano":"${unixNanosString(s.start)}","endTimeUnixNano":"${unixNanosString(s.end)}"` +
+    `,"attributes":${jsonAttributes(s.attributes)},"status":{"code":${s.status}}}`
+  );
+}
+
+/** The export body as OTLP/JSON. */
+export function otlpJson(scope: ExportScope, spans: readonly SpanRecord[]): string {
+  let out =
+    `{"resourceSpans":[{"resource":{"attributes":${jsonAttributes(scope.resource)}},"scopeSpans":[{"scope":` +
+    `{"name":${JSON.stringify(scope.scopeName)},"version":${JSON.stringify(scope.scopeVersion)}},"spans":[`;
+  for (let i = 0; i < spans.length; i++) out += (i > 0 ? "," : "") + jsonSpan(spans[i]!);
+  return `${out}]}]}]}`;
+}
+
+// ---- protobuf -------------------------------------------------------------------------------------------
+
+const VARINT = 0;
+const FIXED64 = 1;
+const LEN = 2;
+const FIXED32 = 5;
+
+/**
+ * A protobuf writer for one message. A nested message is written in place after a one-byte length; when it
+ * turns out longer than 127 bytes its content is moved along to make room for the longer length.
+ */
+class ProtoWriter {
+  buf: Buffer<ArrayBuffer> = Buffer.allocUnsafe(64 * 1024);
+  pos = 0;
+
+  #room(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    this.buf.copy(bigger, 0, 0, this.pos);
+    this.buf = bigger;
+  }
+
+  varint(n: number): void {
+    this.#room(10);
+    while (n >= 0x80) {
+      this.buf[this.pos++] = (n % 0x80) | 0x80;
+      n = Math.floor(n / 0x80);
+    }
+    this.buf[this.pos++] = n;
+  }
+
+  tag(field: number, wire: number): void {
+    this.varint(field * 8 + wire);
+  }
+
+  uint(field: number, n: number): void {
+    this.tag(field, VARINT);
+    this.varint(n);
+  }
+
+  fixed32(field: number, n: number): void {
+    this.tag(field, FIXED32);
+    this.#room(4);
+    this.pos = this.buf.writeUInt32LE(n, this.pos);
+  }
+
+  fixed64(field: number, n: bigint): void {
+    this.tag(field, FIXED64);
+    this.#room(8);
+    this.pos = this.buf.writeBigUInt64LE(n, this.pos);
+  }
+
+  double(field: number, n: number): void {
+    this.tag(field, FIXED64);
+    this.#room(8);
+    this.pos = this.buf.writeDoubleLE(n, this.pos);
+  }
+
+  string(field: number, s: string): void {
+    const len = Buffer.byteLength(s);
+    this.tag(field, LEN);
+    this.varint(len);
+    this.#room(len);
+    this.pos += this.buf.write(s, this.pos, len, "utf8");
+  }
+
+  hex(field: number, hex: string): void {
+    this.tag(field, LEN);
+    this.varint(hex.length / 2);
+    this.#room(hex.length / 2);
+    this.pos += this.buf.write(hex, this.pos, "hex");
+  }
+
+  /** Starts a nested message; `close` with what this returns. */
+  open(field: number): number {
+    this.tag(field, LEN);
+    this.#room(1);
+    return this.pos++;
+  }
+
+  close(at: number): void {
+    const len = this.pos - at - 1;
+    if (len < 0x80) {
+      this.buf[at] = len;
+      return;
+    }
+    let extra = 0;
+    for (let n = len; n >= 0x80; n = Math.floor(n / 0x80)) extra++;
+    this.#room(extra);
+    this.buf.copy(this.buf, at + 1 + extra, at + 1, this.pos);
+    const end = this.pos + extra;
+    this.pos = at;
+    this.varint(len);
+    this.pos = end;
+  }
+}
+
+function protoAttributes(w: ProtoWriter, field: number, attrs: Attributes): void {
+  for (let i = 0; i < attrs.length; i += 2) {
+    const kv = w.open(field);
+    w.string(1, attrs[i] as string);
+    const any = w.open(2);
+    const v = attrs[i + 1]!;
+    if (typeof v === "string") w.string(1, v);
+    else if (typeof v === "boolean") w.uint(2, v ? 1 : 0);
+    else if (isInt(v) && v >= 0) w.uint(3, v);
+    else w.double(4, Number.isFinite(v) ? v : 0);
+    w.close(any);
+    w.close(kv);
+  }
+}
+
+function protoSpan(w: ProtoWriter, s: SpanRecord): void {
+  const span = w.open(2);
+  w.hex(1, s.traceId);
+  w.hex(2, s.spanId);
+  if (s.parentSpanId !== null) w.hex(4, s.parentSpanId);
+  w.string(5, s.name);
+  w.uint(6, s.kind);
+  w.fixed64(7, unixNanos(s.start));
+  w.fixed64(8, unixNanos(s.end));
+  protoAttributes(w, 9, s.attributes);
+  if (s.status !== 0) {
+    const status = w.open(15);
+    w.uint(3, s.status);
+    w.close(status);
+  }
+  w.fixed32(16, flagsOf(s));
+  w.close(span);
+}
+
+/** The export body as binary protobuf. */
+export function otlpProtobuf(scope: ExportScope, spans: readonly SpanRecord[]): Uint8Array<ArrayBuffer> {
+  const w = new ProtoWriter();
+  const resourceSpans = w.open(1);
+  const resource = w.open(1);
+  protoAttributes(w, 1, scope.resource);
+  w.close(resource);
+  const scopeSpans = w.open(2);
+  const instrumentation = w.open(1);
+  w.string(1, scope.scopeName);
+  w.string(2, scope.scopeVersion);
+  w.close(instrumentation);
+  for (const s of spans) protoSpan(w, s);
+  w.close(scopeSpans);
+  w.close(resourceSpans);
+  return w.buf.subarray(0, w.pos);
+}
