@@ -138,6 +138,18 @@ class ProtoWriter {
     this.buf[this.pos++] = n;
   }
 
+  /** A negative int64: its two's complement as a ten-byte varint. */
+  negative(field: number, n: number): void {
+    this.tag(field, VARINT);
+    this.#room(10);
+    let u = BigInt.asUintN(64, BigInt(n));
+    while (u >= 0x80n) {
+      this.buf[this.pos++] = Number(u & 0x7fn) | 0x80;
+      u >>= 7n;
+    }
+    this.buf[this.pos++] = Number(u);
+  }
+
   tag(field: number, wire: number): void {
     this.varint(field * 8 + wire);
   }
@@ -213,6 +225,7 @@ function protoAttributes(w: ProtoWriter, field: number, attrs: Attributes): void
     if (typeof v === "string") w.string(1, v);
     else if (typeof v === "boolean") w.uint(2, v ? 1 : 0);
     else if (isInt(v) && v >= 0) w.uint(3, v);
+    else if (isInt(v)) w.negative(3, v);
     else w.double(4, Number.isFinite(v) ? v : 0);
     w.close(any);
     w.close(kv);
