@@ -8,7 +8,7 @@ import { otlpJson, otlpProtobuf, SpanKind, unixNanos, unixNanosString, type Span
 import { formatTraceparent, parseTraceparent } from "../../src/observability/traceContext.ts";
 import { Tracer } from "../../src/observability/tracing.ts";
 import { decodeOtlpJson, decodeOtlpProtobuf, decodeOtlpProtobufMessage, startOtlpCollector, type OtlpCollector } from "../support/otlpCollector.ts";
-import { until } from "../support/gateway.ts";
+import { untilTrue } from "../support/gateway.ts";
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT = "00f067aa0ba902b7";
@@ -241,7 +241,7 @@ describe("the tracer", () => {
     expect(fresh.parentSpanId).toBeNull();
     fresh.finish();
     for (let i = 0; i < 25; i++) tracer.serverSpan(`n${i}`, null, performance.now())!.finish();
-    await until(() => collector.spans.length >= 28 || undefined);
+    await untilTrue(() => collector.spans.length >= 28);
     await tracer.stop(1000);
     expect(collector.spans.length).toBe(28);
     // 28 spans in batches of at most 10.

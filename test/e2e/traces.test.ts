@@ -1,0 +1,261 @@
+// OpenTelemetry traces (docs/operations.md#traces) through the real credgate process: OTEL_EXPORTER_OTLP_ENDPOINT
+// names an OTLP/HTTP collector of the test's own on loopback (test/support/otlpCollector.ts: it decodes the
+// protobuf with protobufjs against opentelemetry-proto's messages, and the JSON as JSON). curl agents go through
+// the gateway to a real TLS upstream: the spans of the CONNECT, the request, its upstream call and API requests
+// arrive with their parent/child links and attributes; the agent's `traceparent` is continued and the upstream
+// receives the gateway's own CLIENT span as its parent; an unsampled caller is left alone; no credential is in any
+// exported byte; a process without the variables exports nothing and passes the agent's traceparent on as it came.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { gatewayCa, resolveEntries, run, until } from "../support/gateway.ts";
+import { freePort } from "../support/ports.ts";
+import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startOtlpCollector, type CollectedSpan, type OtlpCollector } from "../support/otlpCollector.ts";
+import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
+
+const HOST = "api.trace.test";
+const DOWN = "down.trace.test";
+const SECRET = `sk_trace_${crypto.randomUUID().replace(/-/g, "")}`;
+const SERVER = 2;
+const CLIENT = 3;
+
+let pki: TestPki;
+let up: TestUpstream;
+let collector: OtlpCollector;
+let jsonCollector: OtlpCollector;
+let traced: RunningCredgate;
+let tracedJson: RunningCredgate;
+let untraced: RunningCredgate;
+/** A loopback port nothing listens on. */
+let closed: number;
+const cas = new Map<RunningCredgate, string>();
+
+const hex = (bytes: number) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex");
+const traceparent = (traceId: string, spanId: string, flags = "01") => `00-${traceId}-${spanId}-${flags}`;
+
+beforeAll(async () => {
+  pki = makePki([HOST, DOWN]);
+  up = startUpstream(pki);
+  collector = startOtlpCollector();
+  jsonCollector = startOtlpCollector();
+  closed = await freePort();
+  const common = { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `${resolveEntries([HOST], up.port)},${DOWN}:${closed}:127.0.0.1` };
+  const otel = { OTEL_BSP_SCHEDULE_DELAY: "50", OTEL_SERVICE_NAME: "credgate-e2e", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=e2e" };
+  [traced, tracedJson, untraced] = await Promise.all([
+    startCredgate({ env: { ...common, ...otel, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url } }),
+    startCredgate({
+      env: { ...common, ...otel, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${jsonCollector.url}/v1/traces`, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" },
+    }),
+    startCredgate({ env: common }),
+  ]);
+  for (const cg of [traced, tracedJson, untraced]) {
+    cas.set(cg, (await gatewayCa(cg)).file);
+    for (const host of [HOST, DOWN]) {
+      const r = await cg.api("POST", "/v1/secrets", { body: { name: host, type: "generic", value: SECRET, hostPattern: host, injectionConfig: { headerName: "x-api-key" } } });
+      if (r.status !== 201) throw new Error(`secret: ${r.status} ${r.text}`);
+    }
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([traced, tracedJson, untraced].map((cg) => cg?.stop()));
+  await Promise.all([up?.stop(), collector?.stop(), jsonCollector?.stop()]);
+});
+
+/** curl through the gateway as the default agent, with extra curl arguments (headers). */
+async function curl(cg: RunningCredgate, url: string, args: string[] = []): Promise<{ status: number; body: any }> {
+  const proxy = `http://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`;
+  const r = await run(["curl", "-sS", "--proxy", proxy, "--cacert", cas.get(cg)!, "-w", "\n%{http_code}", ...args, url]);
+  expect(r.stderr).toBe("");
+  const cut = r.stdout.lastIndexOf("\n");
+  let body: any = null;
+  try {
+    body = JSON.parse(r.stdout.slice(0, cut));
+  } catch {}
+  if (process.env.DEBUG_TRACES) console.log(r.stdout);
+  return { status: Number(r.stdout.slice(cut + 1)), body };
+}
+
+/** The spans of `traceId` once `count` of them have arrived. */
+function spansOf(c: OtlpCollector, traceId: string, count: number): Promise<CollectedSpan[]> {
+  return until(() => {
+    const found = c.spans.filter((s) => s.traceId === traceId);
+    if (found.length < count) throw new Error(`${found.length} of ${count} spans of trace ${traceId} exported`);
+    return found;
+  });
+}
+
+const only = (spans: CollectedSpan[], name: string) => {
+  const found = spans.filter((s) => s.name === name);
+  expect(found.map((s) => s.name)).toEqual([name]);
+  return found[0]!;
+};
+
+describe("with OTEL_EXPORTER_OTLP_ENDPOINT (protobuf)", () => {
+  test("an agent's request continues its traceparent; the upstream's parent is the gateway's CLIENT span", async () => {
+    const traceId = hex(16);
+    const agentSpan = hex(8);
+    const r = await curl(traced, `https://${HOST}:${up.port}/v1/items/42?q=secret-query`, ["-H", `traceparent: ${traceparent(traceId, agentSpan)}`, "-H", "tracestate: vendor=abc"]);
+    expect(r.status).toBe(200);
+    // The upstream got the credential, one traceparent of the agent's trace, and the agent's tracestate.
+    // (The echo guard redacts the credential in the echo: the upstream's own record has it.)
+    expect(up.seen.find((s) => s.url.startsWith("/v1/items/42"))!.headers["x-api-key"]).toBe(SECRET);
+    expect(r.body.headers.tracestate).toBe("vendor=abc");
+    const sent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(r.body.headers.traceparent)!;
+    expect(sent).not.toBeNull();
+    expect(sent[1]).toBe(traceId);
+    expect(sent[2]).not.toBe(agentSpan);
+
+    const spans = await spansOf(collector, traceId, 2);
+    const server = only(spans, "credgate.gateway GET");
+    const client = only(spans, "credgate.upstream GET");
+    expect(server.kind).toBe(SERVER);
+    expect(server.parentSpanId).toBe(agentSpan);
+    // Sampled, with a remote parent.
+    expect(server.flags).toBe(0x301);
+    expect(client.kind).toBe(CLIENT);
+    expect(client.parentSpanId).toBe(server.spanId);
+    expect(client.spanId).toBe(sent[2]!);
+    expect(client.start).toBeGreaterThanOrEqual(server.start);
+    expect(client.end).toBeLessThanOrEqual(server.end);
+    expect(server.attributes).toMatchObject({
+      "http.request.method": "GET",
+      "url.scheme": "https",
+      "url.path": "/v1/items/42",
+      "server.address": HOST,
+      "server.port": up.port,
+      "http.response.status_code": 200,
+      "credgate.decision": "allowed",
+      "credgate.injection_count": 1,
+      "credgate.agent.id": expect.any(String),
+      "credgate.project.id": traced.keys.projectId,
+      "credgate.request_id": expect.any(String),
+    });
+    expect(client.attributes).toMatchObject({ "http.request.method": "GET", "server.address": HOST, "http.response.status_code": 200, "network.peer.address": "127.0.0.1" });
+    expect(server.statusCode).toBe(0);
+    expect(server.resource).toMatchObject({ "service.name": "credgate-e2e", "deployment.environment": "e2e", "service.instance.id": expect.any(String) });
+    // The query is never recorded.
+    expect(JSON.stringify(spans, (_, v) => (typeof v === "bigint" ? String(v) : v))).not.toContain("secret-query");
+  });
+
+  test("without a traceparent a trace starts; the CONNECT is a span of its own, continuing the CONNECT's traceparent", async () => {
+    const connectTrace = hex(16);
+    const connectParent = hex(8);
+    const r = await curl(traced, `https://${HOST}:${up.port}/fresh`, ["--proxy-header", `traceparent: ${traceparent(connectTrace, connectParent)}`]);
+    expect(r.status).toBe(200);
+    const sent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(r.body.headers.traceparent)!;
+    expect(sent[1]).not.toBe(connectTrace);
+    const spans = await spansOf(collector, sent[1]!, 2);
+    const server = only(spans, "credgate.gateway GET");
+    expect(server.parentSpanId).toBe("");
+    expect(server.flags).toBe(0x1);
+    expect(only(spans, "credgate.upstream GET").spanId).toBe(sent[2]!);
+    const [connect] = await spansOf(collector, connectTrace, 1);
+    expect(connect!.name).toBe("credgate.gateway CONNECT");
+    expect(connect!.kind).toBe(SERVER);
+    expect(connect!.parentSpanId).toBe(connectParent);
+    expect(connect!.attributes).toMatchObject({
+      "http.request.method": "CONNECT",
+      "server.address": HOST,
+      "server.port": up.port,
+      "http.response.status_code": 200,
+      "credgate.tunnel": "intercepted",
+      "credgate.project.id": traced.keys.projectId,
+    });
+  });
+
+  test("HTTP/2 inside the tunnel is traced the same way", async () => {
+    const traceId = hex(16);
+    const r = await curl(traced, `https://${HOST}:${up.port}/h2`, ["--http2", "-H", `traceparent: ${traceparent(traceId, hex(8))}`]);
+    expect(r.status).toBe(200);
+    expect(r.body.headers.traceparent.split("-")[1]).toBe(traceId);
+    const spans = await spansOf(collector, traceId, 2);
+    expect(only(spans, "credgate.upstream GET").parentSpanId).toBe(only(spans, "credgate.gateway GET").spanId);
+  });
+
+  test("an unsampled caller is followed: nothing recorded, its traceparent goes upstream as it came", async () => {
+    const traceId = hex(16);
+    const given = traceparent(traceId, hex(8), "00");
+    const r = await curl(traced, `https://${HOST}:${up.port}/unsampled`, ["-H", `traceparent: ${given}`]);
+    expect(r.status).toBe(200);
+    expect(r.body.headers.traceparent).toBe(given);
+    // A later traced request's spans have arrived; this one's never do.
+    const marker = hex(16);
+    await curl(traced, `https://${HOST}:${up.port}/marker`, ["-H", `traceparent: ${traceparent(marker, hex(8))}`]);
+    await spansOf(collector, marker, 2);
+    expect(collector.spans.filter((s) => s.traceId === traceId)).toEqual([]);
+  });
+
+  test("an unreachable upstream: both spans end in ERROR with the gateway's 502", async () => {
+    const traceId = hex(16);
+    const r = await curl(traced, `https://${DOWN}:${closed}/x`, ["-H", `traceparent: ${traceparent(traceId, hex(8))}`]);
+    expect(r.status).toBe(502);
+    const spans = await spansOf(collector, traceId, 2);
+    const server = only(spans, "credgate.gateway GET");
+    expect(server.statusCode).toBe(2);
+    expect(server.attributes["http.response.status_code"]).toBe(502);
+    expect(server.attributes["credgate.decision"]).toBe("error");
+    expect(only(spans, "credgate.upstream GET").statusCode).toBe(2);
+  });
+
+  test("an API request is a SERVER span named by its route, continuing the client's traceparent", async () => {
+    const traceId = hex(16);
+    const parent = hex(8);
+    const r = await traced.api("GET", `/v1/secrets/${crypto.randomUUID()}`, { headers: { traceparent: traceparent(traceId, parent) } });
+    expect(r.status).toBe(404);
+    const [span] = await spansOf(collector, traceId, 1);
+    expect(span!.name).toBe("credgate.api GET /v1/secrets/:secretId");
+    expect(span!.kind).toBe(SERVER);
+    expect(span!.parentSpanId).toBe(parent);
+    expect(span!.attributes).toMatchObject({ "http.request.method": "GET", "http.route": "/v1/secrets/:secretId", "http.response.status_code": 404, "credgate.principal": expect.any(String) });
+    expect(span!.statusCode).toBe(0);
+    // The request's log line carries the trace id.
+    expect(traced.output()).toContain(`"traceId":"${traceId}"`);
+  });
+
+  test("no credential in any exported byte; the exports counted on /metrics", async () => {
+    expect(collector.exports.length).toBeGreaterThan(0);
+    const secrets = [SECRET, traced.keys.defaultAgentToken, traced.keys.projectApiKey, traced.keys.orgApiKey];
+    for (const e of collector.exports) {
+      expect(e.contentType).toBe("application/x-protobuf");
+      for (const s of secrets) {
+        expect(e.raw.includes(s)).toBe(false);
+        expect(e.body.includes(s)).toBe(false);
+      }
+    }
+    const metrics = await (await fetch(`${traced.apiUrl}/metrics`)).text();
+    const exported = Number(/^credgate_trace_spans_exported_total (\d+)/m.exec(metrics)?.[1]);
+    expect(exported).toBeGreaterThanOrEqual(collector.spans.length - 5);
+    expect(metrics).toContain('credgate_trace_spans_dropped_total{reason="queue_full"} 0');
+  });
+});
+
+describe("OTLP/JSON with gzip (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)", () => {
+  test("the same spans, as gzipped JSON", async () => {
+    const traceId = hex(16);
+    const r = await curl(tracedJson, `https://${HOST}:${up.port}/json`, ["-H", `traceparent: ${traceparent(traceId, hex(8))}`]);
+    expect(r.status).toBe(200);
+    const spans = await spansOf(jsonCollector, traceId, 2);
+    const client = only(spans, "credgate.upstream GET");
+    expect(client.parentSpanId).toBe(only(spans, "credgate.gateway GET").spanId);
+    expect(r.body.headers.traceparent).toBe(traceparent(traceId, client.spanId));
+    for (const e of jsonCollector.exports) {
+      expect([e.contentType, e.contentEncoding]).toEqual(["application/json", "gzip"]);
+      expect(e.body.includes(SECRET)).toBe(false);
+      expect(e.body.includes(tracedJson.keys.defaultAgentToken)).toBe(false);
+    }
+  });
+});
+
+describe("without the variables", () => {
+  test("the agent's traceparent goes upstream as it came, and nothing is exported", async () => {
+    const given = traceparent(hex(16), hex(8));
+    const before = collector.exports.length + jsonCollector.exports.length;
+    const r = await curl(untraced, `https://${HOST}:${up.port}/untraced`, ["-H", `traceparent: ${given}`]);
+    expect(r.status).toBe(200);
+    expect(r.body.headers.traceparent).toBe(given);
+    expect(up.seen.find((s) => s.url === "/untraced")!.headers["x-api-key"]).toBe(SECRET);
+    const metrics = await (await fetch(`${untraced.apiUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^credgate_trace_spans_exported_total 0$/m);
+    expect(collector.exports.length + jsonCollector.exports.length).toBe(before);
+  });
+});
