@@ -141,7 +141,9 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = [], t
         const route = template ?? (response.status === 404 ? "unmatched" : "other");
         metrics.apiRequests.inc({ route, method: request.method, status: String(response.status) });
         metrics.apiLatency.observe(seconds);
-        log.info("api request", { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000), ...(span === null ? {} : { traceId: span.traceId }) });
+        const fields: Record<string, unknown> = { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000) };
+        if (span !== null) fields.traceId = span.traceId;
+        log.info("api request", fields);
         if (span !== null) {
           if (template !== undefined) span.name = `credgate.api ${request.method} ${template}`;
           span
