@@ -63,11 +63,9 @@ export function unixNanosString(t: number): string {
   return `${ms}${String(ns).padStart(6, "0")}`;
 }
 
-/** Epoch nanoseconds of a performance.now() reading, as a 64-bit integer. */
-export function unixNanos(t: number): bigint {
-  const [ms, ns] = nanoParts(t);
-  return BigInt(ms) * 1_000_000n + BigInt(ns);
-}
+const HEX_VALUE = new Uint8Array(128);
+for (let i = 0; i < 10; i++) HEX_VALUE[48 + i] = i;
+for (let i = 0; i < 6; i++) HEX_VALUE[97 + i] = 10 + i;
 
 const isInt = (v: number) => Number.isSafeInteger(v);
 
@@ -122,7 +120,7 @@ class ProtoWriter {
   buf: Buffer<ArrayBuffer> = Buffer.allocUnsafe(64 * 1024);
   pos = 0;
 
-  #room(n: number): void {
+  room(n: number): void {
     if (this.pos + n <= this.buf.length) return;
     const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
     this.buf.copy(bigger, 0, 0, this.pos);
@@ -130,7 +128,7 @@ class ProtoWriter {
   }
 
   varint(n: number): void {
-    this.#room(10);
+    this.room(10);
     while (n >= 0x80) {
       this.buf[this.pos++] = (n % 0x80) | 0x80;
       n = Math.floor(n / 0x80);
@@ -141,7 +139,7 @@ class ProtoWriter {
   /** A negative int64: its two's complement as a ten-byte varint. */
   negative(field: number, n: number): void {
     this.tag(field, VARINT);
-    this.#room(10);
+    this.room(10);
     let u = BigInt.asUintN(64, BigInt(n));
     while (u >= 0x80n) {
       this.buf[this.pos++] = Number(u & 0x7fn) | 0x80;
@@ -161,41 +159,77 @@ class ProtoWriter {
 
   fixed32(field: number, n: number): void {
     this.tag(field, FIXED32);
-    this.#room(4);
+    this.room(4);
     this.pos = this.buf.writeUInt32LE(n, this.pos);
   }
 
-  fixed64(field: number, n: bigint): void {
+  /**
+   * A fixed64 field holding the epoch nanoseconds of a performance.now() reading, as two 32-bit words computed in
+   * doubles (no BigInt): the milliseconds are split at 2^16 so every product stays exact.
+   */
+  time(field: number, t: number): void {
     this.tag(field, FIXED64);
-    this.#room(8);
-    this.pos = this.buf.writeBigUInt64LE(n, this.pos);
+    this.room(8);
+    const epochMs = ORIGIN + t;
+    const ms = Math.floor(epochMs);
+    const ns = Math.min(999_999, Math.round((epochMs - ms) * 1e6));
+    const x = Math.floor(ms / 65536) * 1e6;
+    const low = (x % 65536) * 65536 + (ms % 65536) * 1e6 + ns;
+    this.pos = this.buf.writeUInt32LE(low % 4294967296, this.pos);
+    this.pos = this.buf.writeUInt32LE(Math.floor(x / 65536) + Math.floor(low / 4294967296), this.pos);
   }
 
   double(field: number, n: number): void {
     this.tag(field, FIXED64);
-    this.#room(8);
+    this.room(8);
     this.pos = this.buf.writeDoubleLE(n, this.pos);
   }
 
+  /** A string field: ASCII (nearly every key and value) written byte by byte, anything else through UTF-8. */
   string(field: number, s: string): void {
-    const len = Buffer.byteLength(s);
     this.tag(field, LEN);
+    const n = s.length;
+    if (n < 0x80) {
+      // One length byte; the content is written after it and checked to be ASCII as it goes.
+      this.room(1 + n);
+      const at = this.pos;
+      const buf = this.buf;
+      let ascii = true;
+      for (let i = 0; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) {
+          ascii = false;
+          break;
+        }
+        buf[at + 1 + i] = c;
+      }
+      if (ascii) {
+        buf[at] = n;
+        this.pos = at + 1 + n;
+        return;
+      }
+    }
+    const len = Buffer.byteLength(s);
     this.varint(len);
-    this.#room(len);
+    this.room(len);
     this.pos += this.buf.write(s, this.pos, len, "utf8");
   }
 
+  /** Lowercase hex (an id) as its bytes. */
   hex(field: number, hex: string): void {
+    const n = hex.length >> 1;
     this.tag(field, LEN);
-    this.varint(hex.length / 2);
-    this.#room(hex.length / 2);
-    this.pos += this.buf.write(hex, this.pos, "hex");
+    this.varint(n);
+    this.room(n);
+    const buf = this.buf;
+    for (let i = 0; i < n; i++) buf[this.pos + i] = (HEX_VALUE[hex.charCodeAt(2 * i)]! << 4) | HEX_VALUE[hex.charCodeAt(2 * i + 1)]!;
+    this.pos += n;
   }
 
   /** Starts a nested message; `close` with what this returns. */
   open(field: number): number {
     this.tag(field, LEN);
-    this.#room(1);
+    this.room(1);
     return this.pos++;
   }
 
@@ -207,7 +241,7 @@ class ProtoWriter {
     }
     let extra = 0;
     for (let n = len; n >= 0x80; n = Math.floor(n / 0x80)) extra++;
-    this.#room(extra);
+    this.room(extra);
     this.buf.copy(this.buf, at + 1 + extra, at + 1, this.pos);
     const end = this.pos + extra;
     this.pos = at;
@@ -239,8 +273,8 @@ function protoSpan(w: ProtoWriter, s: SpanRecord): void {
   if (s.parentSpanId !== null) w.hex(4, s.parentSpanId);
   w.string(5, s.name);
   w.uint(6, s.kind);
-  w.fixed64(7, unixNanos(s.start));
-  w.fixed64(8, unixNanos(s.end));
+  w.time(7, s.start);
+  w.time(8, s.end);
   protoAttributes(w, 9, s.attributes);
   if (s.status !== 0) {
     const status = w.open(15);

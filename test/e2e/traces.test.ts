@@ -14,6 +14,9 @@ import { makePki, startUpstream, type TestPki, type TestUpstream } from "../supp
 
 const HOST = "api.trace.test";
 const DOWN = "down.trace.test";
+/** A host whose secret goes into the URL path (`/bot{value}`). */
+const BOT = "bot.trace.test";
+const BOT_SECRET = `12345:${crypto.randomUUID().replace(/-/g, "")}`;
 const SECRET = `sk_trace_${crypto.randomUUID().replace(/-/g, "")}`;
 const SERVER = 2;
 const CLIENT = 3;
@@ -33,12 +36,12 @@ const hex = (bytes: number) => Buffer.from(crypto.getRandomValues(new Uint8Array
 const traceparent = (traceId: string, spanId: string, flags = "01") => `00-${traceId}-${spanId}-${flags}`;
 
 beforeAll(async () => {
-  pki = makePki([HOST, DOWN]);
+  pki = makePki([HOST, DOWN, BOT]);
   up = startUpstream(pki);
   collector = startOtlpCollector();
   jsonCollector = startOtlpCollector();
   closed = await freePort();
-  const common = { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `${resolveEntries([HOST], up.port)},${DOWN}:${closed}:127.0.0.1` };
+  const common = { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `${resolveEntries([HOST, BOT], up.port)},${DOWN}:${closed}:127.0.0.1` };
   const otel = { OTEL_BSP_SCHEDULE_DELAY: "50", OTEL_SERVICE_NAME: "credgate-e2e", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=e2e" };
   [traced, tracedJson, untraced] = await Promise.all([
     startCredgate({ env: { ...common, ...otel, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url } }),
@@ -53,6 +56,8 @@ beforeAll(async () => {
       const r = await cg.api("POST", "/v1/secrets", { body: { name: host, type: "generic", value: SECRET, hostPattern: host, injectionConfig: { headerName: "x-api-key" } } });
       if (r.status !== 201) throw new Error(`secret: ${r.status} ${r.text}`);
     }
+    const bot = await cg.api("POST", "/v1/secrets", { body: { name: BOT, type: "generic", value: BOT_SECRET, hostPattern: BOT, injectionConfig: { pathTemplate: "/bot{value}" } } });
+    if (bot.status !== 201) throw new Error(`path secret: ${bot.status} ${bot.text}`);
   }
 }, 60_000);
 
@@ -213,8 +218,15 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT (protobuf)", () => {
   });
 
   test("no credential in any exported byte; the exports counted on /metrics", async () => {
+    // A secret injected into the URL path: the span has the agent's path, never the one sent upstream.
+    const traceId = hex(16);
+    const r = await curl(traced, `https://${BOT}:${up.port}/botPLACEHOLDER/sendMessage`, ["-H", `traceparent: ${traceparent(traceId, hex(8))}`]);
+    expect(r.status).toBe(200);
+    expect(up.seen.map((s) => s.url)).toContain(`/bot${BOT_SECRET}/sendMessage`);
+    const spans = await spansOf(collector, traceId, 2);
+    expect(only(spans, "credgate.gateway GET").attributes["url.path"]).toBe("/botPLACEHOLDER/sendMessage");
     expect(collector.exports.length).toBeGreaterThan(0);
-    const secrets = [SECRET, traced.keys.defaultAgentToken, traced.keys.projectApiKey, traced.keys.orgApiKey];
+    const secrets = [SECRET, BOT_SECRET, traced.keys.defaultAgentToken, traced.keys.projectApiKey, traced.keys.orgApiKey];
     for (const e of collector.exports) {
       expect(e.contentType).toBe("application/x-protobuf");
       for (const s of secrets) {

@@ -4,7 +4,7 @@
 // HTTP collector on loopback: batching, a full queue and a refusing collector dropped and counted.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ConfigError, parseTracing, type TracingConfig } from "../../src/runtime/config.ts";
-import { otlpJson, otlpProtobuf, SpanKind, unixNanos, unixNanosString, type SpanRecord } from "../../src/observability/otlp.ts";
+import { otlpJson, otlpProtobuf, SpanKind, unixNanosString, type SpanRecord } from "../../src/observability/otlp.ts";
 import { formatTraceparent, parseTraceparent } from "../../src/observability/traceContext.ts";
 import { Tracer } from "../../src/observability/tracing.ts";
 import { decodeOtlpJson, decodeOtlpProtobuf, decodeOtlpProtobufMessage, startOtlpCollector, type OtlpCollector } from "../support/otlpCollector.ts";
@@ -190,13 +190,19 @@ describe("OTLP bodies", () => {
     expect(decoded.map((s) => s.spanId)).toEqual(many.map((s) => s.spanId));
   });
 
-  test("timestamps are epoch nanoseconds with no digit lost", () => {
-    const t = 1234.567891;
-    const nanos = unixNanos(t);
-    expect(nanos.toString()).toBe(unixNanosString(t));
-    const expected = BigInt(Math.round((performance.timeOrigin + t) * 1000)) * 1000n;
-    expect(Number(nanos - expected)).toBeLessThan(1000);
-    expect(Number(expected - nanos)).toBeLessThan(1000);
+  test("timestamps are epoch nanoseconds with no digit lost, the same in both encodings", () => {
+    for (const t of [0, 0.000001, 1234.567891, 999.9999999, 86_400_000.123456]) {
+      const span = record({ start: t, end: t + 0.000001 });
+      const [fromProto] = decodeOtlpProtobuf(otlpProtobuf(scope, [span]));
+      const [fromJson] = decodeOtlpJson(otlpJson(scope, [span]));
+      expect(fromProto!.start.toString()).toBe(unixNanosString(t));
+      expect(fromJson!.start.toString()).toBe(unixNanosString(t));
+      expect(fromProto!.end).toBe(fromJson!.end);
+      // Within a microsecond of the reading (a double's precision at epoch scale).
+      const expected = BigInt(Math.round((performance.timeOrigin + t) * 1000)) * 1000n;
+      expect(Number(fromProto!.start - expected)).toBeLessThan(1000);
+      expect(Number(expected - fromProto!.start)).toBeLessThan(1000);
+    }
   });
 });
 

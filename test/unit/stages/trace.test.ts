@@ -127,7 +127,7 @@ describe("a traced request", () => {
 describe("a traced CONNECT", () => {
   test("a SERVER span continuing the CONNECT's traceparent, ended when it is answered", async () => {
     const traceId = "6".repeat(32);
-    const pipeline = new Pipeline([{ name: "auth", connect: () => answer("blocked", new Response("no", { status: 407 })) }], tracer);
+    const pipeline = new Pipeline([{ name: "auth", connect: () => answer("blocked", { status: 407, body: { error: "proxy_authentication_required", message: "no" } }) }], tracer);
     const tunnel = testTunnel({ authority: "api.example.test:443", headers: [["traceparent", tp(traceId)]] });
     const verdict = await pipeline.connect(tunnel);
     expect(verdict).not.toBe(PASS);
