@@ -76,7 +76,6 @@ async function curl(cg: RunningCredgate, url: string, args: string[] = []): Prom
   try {
     body = JSON.parse(r.stdout.slice(0, cut));
   } catch {}
-  if (process.env.DEBUG_TRACES) console.log(r.stdout);
   return { status: Number(r.stdout.slice(cut + 1)), body };
 }
 
@@ -134,6 +133,7 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT (protobuf)", () => {
       "credgate.agent.id": expect.any(String),
       "credgate.project.id": traced.keys.projectId,
       "credgate.request_id": expect.any(String),
+      "credgate.gateway.added_ms": expect.any(Number),
     });
     expect(client.attributes).toMatchObject({ "http.request.method": "GET", "server.address": HOST, "http.response.status_code": 200, "network.peer.address": "127.0.0.1" });
     expect(server.statusCode).toBe(0);
@@ -238,6 +238,37 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT (protobuf)", () => {
     const exported = Number(/^credgate_trace_spans_exported_total (\d+)/m.exec(metrics)?.[1]);
     expect(exported).toBeGreaterThanOrEqual(collector.spans.length - 5);
     expect(metrics).toContain('credgate_trace_spans_dropped_total{reason="queue_full"} 0');
+  });
+});
+
+describe("on stop", () => {
+  test("spans still queued are exported before the process exits, by every gateway process", async () => {
+    const cg = await startCredgate({
+      env: {
+        CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
+        CREDGATE_RESOLVE: resolveEntries([HOST], up.port),
+        CREDGATE_GATEWAY_WORKERS: "2",
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        // Nothing would leave for ten minutes but for the stop.
+        OTEL_BSP_SCHEDULE_DELAY: "600000",
+      },
+    });
+    try {
+      cas.set(cg, (await gatewayCa(cg)).file);
+      const created = await cg.api("POST", "/v1/secrets", { body: { name: HOST, type: "generic", value: SECRET, hostPattern: HOST, injectionConfig: { headerName: "x-api-key" } } });
+      expect(created.status).toBe(201);
+      const traceIds = Array.from({ length: 6 }, () => hex(16));
+      // One connection each, so the kernel spreads them over both gateway processes.
+      for (const id of traceIds) expect((await curl(cg, `https://${HOST}:${up.port}/stop`, ["-H", `traceparent: ${traceparent(id, hex(8))}`])).status).toBe(200);
+      await Bun.sleep(300);
+      expect(collector.spans.filter((s) => traceIds.includes(s.traceId))).toEqual([]);
+      expect(await cg.stop()).toBe(0);
+      const spans = collector.spans.filter((s) => traceIds.includes(s.traceId));
+      expect(spans.length).toBe(12);
+      for (const s of spans) expect(String(s.resource["service.instance.id"])).toMatch(/\S/);
+    } finally {
+      await cg.stop();
+    }
   });
 });
 
