@@ -39,13 +39,3 @@ export function parseTraceparent(value: string | null | undefined): TraceParent 
 export function formatTraceparent(traceId: string, spanId: string, sampled: boolean): string {
   return `00-${traceId}-${spanId}-${sampled ? "01" : "00"}`;
 }
-
-/** Whether `id` is a valid span id (16 lowercase hex, not all zero). */
-export function isSpanId(id: string): boolean {
-  return id.length === 16 && id !== ZERO_SPAN_ID && /^[0-9a-f]{16}$/.test(id);
-}
-
-/** Whether `id` is a valid trace id (32 lowercase hex, not all zero). */
-export function isTraceId(id: string): boolean {
-  return id.length === 32 && id !== ZERO_TRACE_ID && /^[0-9a-f]{32}$/.test(id);
-}
