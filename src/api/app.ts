@@ -82,12 +82,15 @@ export function describeApi(): Record<string, unknown> {
   return openApiDocument(routes, VERSION);
 }
 
+/** Paths longer than this are cut in a span. */
+const MAX_TRACED_PATH = 2048;
+
 export type ApiApp = { handle(request: Request, client?: ClientInfo): Promise<Response> };
 
 /**
  * `tracer`: when tracing is on (docs/operations.md#traces), every request is a SERVER span `credgate.api <METHOD>
- * <route template>` continuing the client's `traceparent`, with the route, status and the kind of credential
- * (never the key).
+ * <route template>` continuing the client's `traceparent`, with the host, path, route, status and the kind of
+ * credential (never the key).
  */
 export function createApiApp(services: Services, extraRoutes: RouteDef[] = [], tracer: Tracer | null = null): ApiApp {
   const mode = services.deps.config.mode;
@@ -146,8 +149,12 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = [], t
         log.info("api request", fields);
         if (span !== null) {
           if (template !== undefined) span.name = `credgate.api ${request.method} ${template}`;
+          // The path without its query (an approval link's token is in its query).
+          const target = URL.parse(request.url);
           span
             .set("http.request.method", request.method)
+            .set("server.address", target?.hostname)
+            .set("url.path", target === null ? undefined : target.pathname.slice(0, MAX_TRACED_PATH))
             .set("http.route", template)
             .set("http.response.status_code", response.status)
             .set("credgate.principal", principals.get(request) ?? "none")

@@ -205,13 +205,15 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT (protobuf)", () => {
   test("an API request is a SERVER span named by its route, continuing the client's traceparent", async () => {
     const traceId = hex(16);
     const parent = hex(8);
-    const r = await traced.api("GET", `/v1/secrets/${crypto.randomUUID()}`, { headers: { traceparent: traceparent(traceId, parent) } });
+    const id = crypto.randomUUID();
+    const r = await traced.api("GET", `/v1/secrets/${id}?verbose=1`, { headers: { traceparent: traceparent(traceId, parent) } });
     expect(r.status).toBe(404);
     const [span] = await spansOf(collector, traceId, 1);
     expect(span!.name).toBe("credgate.api GET /v1/secrets/:secretId");
     expect(span!.kind).toBe(SERVER);
     expect(span!.parentSpanId).toBe(parent);
-    expect(span!.attributes).toMatchObject({ "http.request.method": "GET", "http.route": "/v1/secrets/:secretId", "http.response.status_code": 404, "credgate.principal": "project_key" });
+    expect(span!.attributes).toMatchObject({ "http.request.method": "GET", "server.address": "127.0.0.1", "url.path": `/v1/secrets/${id}`, "http.route": "/v1/secrets/:secretId", "http.response.status_code": 404, "credgate.principal": "project_key" });
+    expect(JSON.stringify(span!.attributes)).not.toContain("verbose");
     expect(span!.statusCode).toBe(0);
     // The request's log line carries the trace id.
     expect(traced.output()).toContain(`"traceId":"${traceId}"`);
