@@ -6,7 +6,7 @@
 // receives the gateway's own CLIENT span as its parent; an unsampled caller is left alone; no credential is in any
 // exported byte; a process without the variables exports nothing and passes the agent's traceparent on as it came.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { gatewayCa, resolveEntries, run, until } from "../support/gateway.ts";
+import { gatewayCa, resolveEntries, run, startPlainUpstream, until } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { startOtlpCollector, type CollectedSpan, type OtlpCollector } from "../support/otlpCollector.ts";
@@ -23,6 +23,7 @@ const CLIENT = 3;
 
 let pki: TestPki;
 let up: TestUpstream;
+let plain: TestUpstream;
 let collector: OtlpCollector;
 let jsonCollector: OtlpCollector;
 let traced: RunningCredgate;
@@ -38,6 +39,7 @@ const traceparent = (traceId: string, spanId: string, flags = "01") => `00-${tra
 beforeAll(async () => {
   pki = makePki([HOST, DOWN, BOT]);
   up = startUpstream(pki);
+  plain = startPlainUpstream();
   collector = startOtlpCollector();
   jsonCollector = startOtlpCollector();
   closed = await freePort();
@@ -63,7 +65,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([traced, tracedJson, untraced].map((cg) => cg?.stop()));
-  await Promise.all([up?.stop(), collector?.stop(), jsonCollector?.stop()]);
+  await Promise.all([up?.stop(), plain?.stop(), collector?.stop(), jsonCollector?.stop()]);
 });
 
 /** curl through the gateway as the default agent, with extra curl arguments (headers). */
@@ -175,6 +177,17 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT (protobuf)", () => {
     expect(r.body.headers.traceparent.split("-")[1]).toBe(traceId);
     const spans = await spansOf(collector, traceId, 2);
     expect(only(spans, "credgate.upstream GET").parentSpanId).toBe(only(spans, "credgate.gateway GET").spanId);
+  });
+
+  test("a plain http:// request on the proxy connection is traced the same way", async () => {
+    const traceId = hex(16);
+    const r = await curl(traced, `http://127.0.0.1:${plain.port}/plain`, ["-H", `traceparent: ${traceparent(traceId, hex(8))}`]);
+    expect(r.status).toBe(200);
+    const spans = await spansOf(collector, traceId, 2);
+    const server = only(spans, "credgate.gateway GET");
+    const client = only(spans, "credgate.upstream GET");
+    expect(server.attributes).toMatchObject({ "url.scheme": "http", "url.path": "/plain", "server.address": "127.0.0.1", "server.port": plain.port });
+    expect(plain.seen.find((s) => s.url === "/plain")!.headers.traceparent).toBe(traceparent(traceId, client.spanId));
   });
 
   test("an unsampled caller is followed: nothing recorded, its traceparent goes upstream as it came", async () => {
