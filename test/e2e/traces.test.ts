@@ -4,7 +4,8 @@
 // the gateway to a real TLS upstream: the spans of the CONNECT, the request, its upstream call and API requests
 // arrive with their parent/child links and attributes; the agent's `traceparent` is continued and the upstream
 // receives the gateway's own CLIENT span as its parent; an unsampled caller is left alone; no credential is in any
-// exported byte; a process without the variables exports nothing and passes the agent's traceparent on as it came.
+// exported byte; a collector that cannot be reached costs the requests nothing; queued spans leave on stop; a
+// process without the variables exports nothing and passes the agent's traceparent on as it came.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { gatewayCa, resolveEntries, run, startPlainUpstream, until } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
@@ -18,6 +19,8 @@ const DOWN = "down.trace.test";
 const BOT = "bot.trace.test";
 const BOT_SECRET = `12345:${crypto.randomUUID().replace(/-/g, "")}`;
 const SECRET = `sk_trace_${crypto.randomUUID().replace(/-/g, "")}`;
+/** The collector's own key (OTEL_EXPORTER_OTLP_HEADERS): sent to the collector, never logged. */
+const COLLECTOR_KEY = `hc_${crypto.randomUUID().replace(/-/g, "")}`;
 const SERVER = 2;
 const CLIENT = 3;
 
@@ -46,7 +49,7 @@ beforeAll(async () => {
   const common = { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `${resolveEntries([HOST, BOT], up.port)},${DOWN}:${closed}:127.0.0.1` };
   const otel = { OTEL_BSP_SCHEDULE_DELAY: "50", OTEL_SERVICE_NAME: "credgate-e2e", OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=e2e" };
   [traced, tracedJson, untraced] = await Promise.all([
-    startCredgate({ env: { ...common, ...otel, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url } }),
+    startCredgate({ env: { ...common, ...otel, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_HEADERS: `x-collector-key=${COLLECTOR_KEY}` } }),
     startCredgate({
       env: { ...common, ...otel, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${jsonCollector.url}/v1/traces`, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" },
     }),
@@ -244,6 +247,7 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT (protobuf)", () => {
     const secrets = [SECRET, BOT_SECRET, traced.keys.defaultAgentToken, traced.keys.projectApiKey, traced.keys.orgApiKey];
     for (const e of collector.exports) {
       expect(e.contentType).toBe("application/x-protobuf");
+      expect(e.headers["x-collector-key"]).toBe(COLLECTOR_KEY);
       for (const s of secrets) {
         expect(e.raw.includes(s)).toBe(false);
         expect(e.body.includes(s)).toBe(false);
@@ -253,6 +257,39 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT (protobuf)", () => {
     const exported = Number(/^credgate_trace_spans_exported_total (\d+)/m.exec(metrics)?.[1]);
     expect(exported).toBeGreaterThanOrEqual(collector.spans.length - 5);
     expect(metrics).toContain('credgate_trace_spans_dropped_total{reason="queue_full"} 0');
+  });
+});
+
+describe("a collector that cannot be reached", () => {
+  test("requests are not affected; the spans are dropped and counted, one warning, no key in it", async () => {
+    const cg = await startCredgate({
+      env: {
+        CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
+        CREDGATE_RESOLVE: resolveEntries([HOST], up.port),
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${closed}`,
+        OTEL_EXPORTER_OTLP_HEADERS: `x-collector-key=${COLLECTOR_KEY}`,
+        OTEL_BSP_SCHEDULE_DELAY: "50",
+        OTEL_EXPORTER_OTLP_TIMEOUT: "1000",
+      },
+    });
+    try {
+      cas.set(cg, (await gatewayCa(cg)).file);
+      for (let i = 0; i < 3; i++) expect((await curl(cg, `https://${HOST}:${up.port}/nowhere`)).status).toBe(200);
+      const dropped = await until(async () => {
+        const text = await (await fetch(`${cg.apiUrl}/metrics`)).text();
+        const n = Number(/^credgate_trace_spans_dropped_total\{reason="export_failed"\} (\d+)/m.exec(text)?.[1] ?? 0);
+        if (n < 6) throw new Error(`${n} spans dropped so far`);
+        return n;
+      });
+      expect(dropped).toBeGreaterThanOrEqual(6);
+      const warnings = cg.output().split("\n").filter((l) => l.includes("trace export failed: spans dropped"));
+      // At most one a minute.
+      expect(warnings.length).toBe(1);
+      expect(warnings[0]).toContain(`"endpoint":"http://127.0.0.1:${closed}/v1/traces"`);
+      expect(cg.output()).not.toContain(COLLECTOR_KEY);
+    } finally {
+      await cg.stop();
+    }
   });
 });
 
