@@ -96,13 +96,18 @@ function jsonSpan(s: SpanRecord): string {
   );
 }
 
+function otlpJsonBody(scope: ExportScope, spans: string): string {
+  return (
+    `{"resourceSpans":[{"resource":{"attributes":${jsonAttributes(scope.resource)}},"scopeSpans":[{"scope":` +
+    `{"name":${JSON.stringify(scope.scopeName)},"version":${JSON.stringify(scope.scopeVersion)}},"spans":[${spans}]}]}]}`
+  );
+}
+
 /** The export body as OTLP/JSON. */
 export function otlpJson(scope: ExportScope, spans: readonly SpanRecord[]): string {
-  let out =
-    `{"resourceSpans":[{"resource":{"attributes":${jsonAttributes(scope.resource)}},"scopeSpans":[{"scope":` +
-    `{"name":${JSON.stringify(scope.scopeName)},"version":${JSON.stringify(scope.scopeVersion)}},"spans":[`;
-  for (let i = 0; i < spans.length; i++) out += (i > 0 ? "," : "") + jsonSpan(spans[i]!);
-  return `${out}]}]}]}`;
+  const batch = new OtlpBatch(true);
+  for (const s of spans) batch.add(s);
+  return batch.body(scope) as string;
 }
 
 // ---- protobuf -------------------------------------------------------------------------------------------
@@ -117,8 +122,19 @@ const FIXED32 = 5;
  * turns out longer than 127 bytes its content is moved along to make room for the longer length.
  */
 class ProtoWriter {
-  buf: Buffer<ArrayBuffer> = Buffer.allocUnsafe(64 * 1024);
+  buf: Buffer<ArrayBuffer>;
   pos = 0;
+
+  constructor(size = 64 * 1024) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
+
+  /** Bytes written elsewhere, as they are. */
+  raw(bytes: Uint8Array): void {
+    this.room(bytes.byteLength);
+    this.buf.set(bytes, this.pos);
+    this.pos += bytes.byteLength;
+  }
 
   room(n: number): void {
     if (this.pos + n <= this.buf.length) return;
@@ -285,9 +301,9 @@ function protoSpan(w: ProtoWriter, s: SpanRecord): void {
   w.close(span);
 }
 
-/** The export body as binary protobuf. */
-export function otlpProtobuf(scope: ExportScope, spans: readonly SpanRecord[]): Uint8Array<ArrayBuffer> {
-  const w = new ProtoWriter();
+/** The envelope around encoded spans: ResourceSpans { resource, ScopeSpans { scope, spans } }. */
+function protoEnvelope(scope: ExportScope, spans: Uint8Array, size: number): Uint8Array<ArrayBuffer> {
+  const w = new ProtoWriter(size + 1024);
   const resourceSpans = w.open(1);
   const resource = w.open(1);
   protoAttributes(w, 1, scope.resource);
@@ -297,8 +313,41 @@ export function otlpProtobuf(scope: ExportScope, spans: readonly SpanRecord[]): 
   w.string(1, scope.scopeName);
   w.string(2, scope.scopeVersion);
   w.close(instrumentation);
-  for (const s of spans) protoSpan(w, s);
+  w.raw(spans);
   w.close(scopeSpans);
   w.close(resourceSpans);
   return w.buf.subarray(0, w.pos);
+}
+
+/**
+ * One export's spans, encoded as each is added, so a finished span's objects die young (kept until the
+ * export, a few thousand spans and their attribute lists would live long enough to cost the collector of a
+ * busy gateway more than the encoding does); `body` wraps them in the envelope.
+ */
+export class OtlpBatch {
+  count = 0;
+  #proto: ProtoWriter | null = null;
+  #json = "";
+
+  constructor(readonly json: boolean) {}
+
+  add(span: SpanRecord): void {
+    if (this.json) this.#json += (this.count > 0 ? "," : "") + jsonSpan(span);
+    else protoSpan((this.#proto ??= new ProtoWriter()), span);
+    this.count++;
+  }
+
+  /** The export body: JSON text or binary protobuf. */
+  body(scope: ExportScope): string | Uint8Array<ArrayBuffer> {
+    if (this.json) return otlpJsonBody(scope, this.#json);
+    const w = this.#proto;
+    return protoEnvelope(scope, w === null ? new Uint8Array(0) : w.buf.subarray(0, w.pos), w === null ? 0 : w.pos);
+  }
+}
+
+/** The export body as binary protobuf. */
+export function otlpProtobuf(scope: ExportScope, spans: readonly SpanRecord[]): Uint8Array<ArrayBuffer> {
+  const batch = new OtlpBatch(false);
+  for (const s of spans) batch.add(s);
+  return batch.body(scope) as Uint8Array<ArrayBuffer>;
 }

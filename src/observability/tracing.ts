@@ -4,15 +4,16 @@
 // are plain objects with their attributes in a flat list, encoded straight into the export body (otlp.ts).
 // With tracing off no Tracer exists: the gateway and the API check for null once per request and do nothing else.
 //
-// Export: finished spans wait in one bounded queue; a batch leaves when the queue holds a full batch or when the
-// oldest waiting span has waited the schedule delay, at most two exports at a time, each with a timeout. A span
-// that finds the queue full is dropped, and so is a batch the collector refused or did not take in time: both are
-// counted (credgate_trace_spans_dropped_total) and reported in one log line at most once a minute. Nothing waits
-// for the collector on a request's path. Each gateway process exports its own spans.
+// Export: a finished span is encoded at once into the batch being filled (OtlpBatch: its objects die young),
+// and the spans waiting are bounded (OTEL_BSP_MAX_QUEUE_SIZE); a batch leaves when it is full or when its first
+// span has waited the schedule delay, at most two exports at a time, each with a timeout. A span that finds the
+// queue full is dropped, and so is a batch the collector refused or did not take in time: both are counted
+// (credgate_trace_spans_dropped_total) and reported in one log line at most once a minute. Nothing waits for the
+// collector on a request's path. Each gateway process exports its own spans.
 import type { TracingConfig } from "../runtime/config.ts";
 import { log } from "./log.ts";
 import { watchTraceExport } from "./metrics.ts";
-import { otlpJson, otlpProtobuf, SpanKind, StatusCode, type AttributeValue, type Attributes, type ExportScope, type SpanRecord } from "./otlp.ts";
+import { OtlpBatch, SpanKind, StatusCode, type AttributeValue, type Attributes, type ExportScope, type SpanRecord } from "./otlp.ts";
 import { formatTraceparent, parseTraceparent } from "./traceContext.ts";
 
 export { SpanKind } from "./otlp.ts";
@@ -147,7 +148,11 @@ export class Tracer {
   readonly #maxBatch: number;
   readonly #fetch: ExportFetch;
 
-  #queue: Span[] = [];
+  /** The batch being filled, and the full ones waiting for an export slot. */
+  #filling: OtlpBatch | null = null;
+  #ready: OtlpBatch[] = [];
+  /** Spans in #filling and #ready. */
+  #waiting = 0;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #inFlight = new Set<Promise<void>>();
   #exportScheduled = false;
@@ -190,21 +195,33 @@ export class Tracer {
     return new Span(this, traceId, randomHex(8), parent === null ? null : parent.spanId, parent !== null, name, SpanKind.SERVER, start);
   }
 
-  /** A span finished: into the queue, or dropped and counted when the queue is full. */
+  /** A span finished: encoded into the batch being filled, or dropped and counted when the queue is full. */
   ended(span: Span): void {
-    if (this.#stopped || this.#queue.length >= this.#maxQueue) {
+    if (this.#stopped || this.#waiting >= this.#maxQueue) {
       this.#droppedQueueFull++;
       return;
     }
-    this.#queue.push(span);
-    if (this.#queue.length >= this.#maxBatch) this.#exportSoon();
-    else if (this.#timer === null) this.#timer = setTimeout(exportDue, this.#delayMs, this);
+    const batch = (this.#filling ??= new OtlpBatch(this.#json));
+    batch.add(span);
+    this.#waiting++;
+    if (batch.count >= this.#maxBatch) {
+      this.#seal();
+      this.#exportSoon();
+    } else if (this.#timer === null) this.#timer = setTimeout(exportDue, this.#delayMs, this);
+  }
+
+  /** The batch being filled joins the ready ones. */
+  #seal(): void {
+    if (this.#filling === null) return;
+    this.#ready.push(this.#filling);
+    this.#filling = null;
   }
 
   /** The schedule delay has passed since a span was queued: everything waiting leaves. */
   due(): void {
     this.#timer = null;
-    this.#drain(false);
+    this.#seal();
+    this.#drain();
   }
 
   /** Exports once this turn of the event loop is over: never inside the request that filled the batch. */
@@ -216,36 +233,35 @@ export class Tracer {
 
   exportFull(): void {
     this.#exportScheduled = false;
-    this.#drain(true);
+    this.#drain();
   }
 
-  /** Sends batches while there is room for another export: only full ones unless `all`. */
-  #drain(fullOnly: boolean): void {
-    while (this.#inFlight.size < MAX_IN_FLIGHT && this.#queue.length > 0 && (!fullOnly || this.#queue.length >= this.#maxBatch)) {
-      this.#send(this.#queue.splice(0, this.#maxBatch));
-    }
-    if (this.#queue.length > 0 && this.#timer === null && !this.#stopped) this.#timer = setTimeout(exportDue, this.#delayMs, this);
+  /** Sends ready batches while there is room for another export. */
+  #drain(): void {
+    while (this.#inFlight.size < MAX_IN_FLIGHT && this.#ready.length > 0) this.#send(this.#ready.shift()!);
+    if (this.#waiting > 0 && this.#timer === null && !this.#stopped) this.#timer = setTimeout(exportDue, this.#delayMs, this);
   }
 
-  #send(batch: Span[]): void {
+  #send(batch: OtlpBatch): void {
+    this.#waiting -= batch.count;
     const done = this.#post(batch).then(
       () => {
-        this.#exported += batch.length;
+        this.#exported += batch.count;
       },
       (err: Error) => {
-        this.#droppedExportFailed += batch.length;
+        this.#droppedExportFailed += batch.count;
         this.#warn(err.message);
       },
     );
     const tracked = done.finally(() => {
       this.#inFlight.delete(tracked);
-      if (this.#queue.length >= this.#maxBatch) this.#exportSoon();
+      if (this.#ready.length > 0) this.#exportSoon();
     });
     this.#inFlight.add(tracked);
   }
 
-  async #post(batch: Span[]): Promise<void> {
-    const encoded = this.#json ? otlpJson(this.#scope, batch) : otlpProtobuf(this.#scope, batch);
+  async #post(batch: OtlpBatch): Promise<void> {
+    const encoded = batch.body(this.#scope);
     const body: string | Uint8Array<ArrayBuffer> = this.#gzip ? Bun.gzipSync(encoded) : encoded;
     const res = await this.#fetch(this.#endpoint, { method: "POST", headers: this.#headers, body, signal: AbortSignal.timeout(this.#timeoutMs) });
     // The body is not needed (a partial-success note at most); reading it frees the connection.
@@ -269,24 +285,30 @@ export class Tracer {
   async flush(ms: number): Promise<void> {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
+    this.#seal();
     const deadline = performance.now() + ms;
-    while ((this.#queue.length > 0 || this.#inFlight.size > 0) && performance.now() < deadline) {
-      this.#drain(false);
+    while ((this.#ready.length > 0 || this.#inFlight.size > 0) && performance.now() < deadline) {
+      this.#drain();
       const left = deadline - performance.now();
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([Promise.race(this.#inFlight), new Promise((r) => (timer = setTimeout(r, Math.max(0, left))))]);
       clearTimeout(timer);
     }
+    // Spans that ended meanwhile wait for the next schedule.
     if (this.#timer !== null) clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#timer = this.#waiting > 0 && !this.#stopped ? setTimeout(exportDue, this.#delayMs, this) : null;
   }
 
   /** Exports what is queued (for up to `ms`), then takes no more spans: what is left is dropped and counted. */
   async stop(ms: number): Promise<void> {
     await this.flush(ms);
     this.#stopped = true;
-    this.#droppedExportFailed += this.#queue.length;
-    this.#queue = [];
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#seal();
+    this.#droppedExportFailed += this.#waiting;
+    this.#waiting = 0;
+    this.#ready = [];
   }
 }
 
