@@ -1,7 +1,7 @@
 // OpenTelemetry traces (docs/operations.md#traces): spans recorded by credgate itself and exported in batches
-// over OTLP/HTTP. Not the OpenTelemetry SDK: measured in this process's shape, the SDK's span objects cost
-// ~5 µs each and its OTLP export ~19 µs per span more, against ~40 µs for a whole proxied request; these spans
-// are plain objects with their attributes in a flat list, encoded straight into the export body (otlp.ts).
+// over OTLP/HTTP. Not the OpenTelemetry SDK: recording and encoding one traced request's two spans took about 3×
+// as long with its tracer and OTLP serializer (bench/traceCost.ts, bench/README.md#traces); these spans are plain
+// objects with their attributes in a flat list, encoded straight into the export body (otlp.ts).
 // With tracing off no Tracer exists: the gateway and the API check for null once per request and do nothing else.
 //
 // Export: a finished span is encoded at once into the batch being filled (OtlpBatch: its objects die young),
