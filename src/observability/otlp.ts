@@ -103,13 +103,6 @@ function otlpJsonBody(scope: ExportScope, spans: string): string {
   );
 }
 
-/** The export body as OTLP/JSON. */
-export function otlpJson(scope: ExportScope, spans: readonly SpanRecord[]): string {
-  const batch = new OtlpBatch(true);
-  for (const s of spans) batch.add(s);
-  return batch.body(scope) as string;
-}
-
 // ---- protobuf -------------------------------------------------------------------------------------------
 
 const VARINT = 0;
@@ -343,11 +336,4 @@ export class OtlpBatch {
     const w = this.#proto;
     return protoEnvelope(scope, w === null ? new Uint8Array(0) : w.buf.subarray(0, w.pos), w === null ? 0 : w.pos);
   }
-}
-
-/** The export body as binary protobuf. */
-export function otlpProtobuf(scope: ExportScope, spans: readonly SpanRecord[]): Uint8Array<ArrayBuffer> {
-  const batch = new OtlpBatch(false);
-  for (const s of spans) batch.add(s);
-  return batch.body(scope) as Uint8Array<ArrayBuffer>;
 }

@@ -4,7 +4,7 @@
 // HTTP collector on loopback: batching, a full queue and a refusing collector dropped and counted.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ConfigError, parseTracing, type TracingConfig } from "../../src/runtime/config.ts";
-import { otlpJson, otlpProtobuf, SpanKind, unixNanosString, type SpanRecord } from "../../src/observability/otlp.ts";
+import { OtlpBatch, SpanKind, unixNanosString, type ExportScope, type SpanRecord } from "../../src/observability/otlp.ts";
 import { formatTraceparent, parseTraceparent } from "../../src/observability/traceContext.ts";
 import { Tracer } from "../../src/observability/tracing.ts";
 import { decodeOtlpJson, decodeOtlpProtobuf, decodeOtlpProtobufMessage, startOtlpCollector, type OtlpCollector } from "../support/otlpCollector.ts";
@@ -133,7 +133,16 @@ describe("OTEL_* settings", () => {
   });
 });
 
-const scope = { resource: ["service.name", "credgate", "process.pid", 42], scopeName: "credgate", scopeVersion: "1.2.3" };
+const scope: ExportScope = { resource: ["service.name", "credgate", "process.pid", 42], scopeName: "credgate", scopeVersion: "1.2.3" };
+
+/** The export body of `spans`, each added as the tracer adds a span that ends. */
+function body(json: boolean, spans: readonly SpanRecord[]): string | Uint8Array {
+  const batch = new OtlpBatch(json);
+  for (const s of spans) batch.add(s);
+  return batch.body(scope);
+}
+const otlpProtobuf = (_: ExportScope, spans: readonly SpanRecord[]) => body(false, spans) as Uint8Array;
+const otlpJson = (_: ExportScope, spans: readonly SpanRecord[]) => body(true, spans) as string;
 
 function record(over: Partial<SpanRecord> = {}): SpanRecord {
   const start = performance.now();
