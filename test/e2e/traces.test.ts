@@ -1,13 +1,14 @@
 // OpenTelemetry traces (docs/operations.md#traces) through the real credgate process: OTEL_EXPORTER_OTLP_ENDPOINT
 // names an OTLP/HTTP collector of the test's own on loopback (test/support/otlpCollector.ts: it decodes the
 // protobuf with protobufjs against opentelemetry-proto's messages, and the JSON as JSON). curl agents go through
-// the gateway to a real TLS upstream: the spans of the CONNECT, the request, its upstream call and API requests
+// the gateway to a real TLS upstream: the spans of the CONNECT, the request (HTTP/1.1 and HTTP/2 in a tunnel, a
+// WebSocket upgrade, plain http:// on the proxy connection), its upstream call and API requests
 // arrive with their parent/child links and attributes; the agent's `traceparent` is continued and the upstream
 // receives the gateway's own CLIENT span as its parent; an unsampled caller is left alone; no credential is in any
 // exported byte; a collector that cannot be reached costs the requests nothing; queued spans leave on stop; a
 // process without the variables exports nothing and passes the agent's traceparent on as it came.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { gatewayCa, resolveEntries, run, startPlainUpstream, until } from "../support/gateway.ts";
+import { gatewayCa, openTlsTunnel, rawRequest, readWsText, resolveEntries, run, startPlainUpstream, until, wsFrame } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { startOtlpCollector, type CollectedSpan, type OtlpCollector } from "../support/otlpCollector.ts";
@@ -180,6 +181,25 @@ describe("with OTEL_EXPORTER_OTLP_ENDPOINT (protobuf)", () => {
     expect(r.body.headers.traceparent.split("-")[1]).toBe(traceId);
     const spans = await spansOf(collector, traceId, 2);
     expect(only(spans, "credgate.upstream GET").parentSpanId).toBe(only(spans, "credgate.gateway GET").spanId);
+  });
+
+  test("a WebSocket upgrade: the upstream's traceparent names the CLIENT span, which ends with the WebSocket", async () => {
+    const traceId = hex(16);
+    const ca = await gatewayCa(traced);
+    const t = await openTlsTunnel(traced.gatewayPort, `${HOST}:${up.port}`, traced.keys.defaultAgentToken, ca.pem, HOST);
+    const key = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
+    t.tls.write(rawRequest("GET", "/ws", `${HOST}:${up.port}`, ["Upgrade: websocket", "Connection: Upgrade", `Sec-WebSocket-Key: ${key}`, "Sec-WebSocket-Version: 13", `traceparent: ${traceparent(traceId, hex(8))}`]));
+    expect((await t.reader.head()).status).toBe(101);
+    t.tls.write(wsFrame("hello"));
+    expect(await readWsText(t.reader)).toBe("echo:hello");
+    t.tls.destroy();
+    const spans = await spansOf(collector, traceId, 2);
+    const server = only(spans, "credgate.gateway GET");
+    const client = only(spans, "credgate.upstream GET");
+    expect(client.parentSpanId).toBe(server.spanId);
+    expect(server.attributes["http.response.status_code"]).toBe(101);
+    const seen = up.seen.filter((s) => s.url === "/ws").at(-1)!;
+    expect(seen.headers.traceparent).toBe(traceparent(traceId, client.spanId));
   });
 
   test("a plain http:// request on the proxy connection is traced the same way", async () => {
