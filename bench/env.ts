@@ -52,6 +52,8 @@ export interface GatewayOptions {
   whatIf?: string[];
   /** Gateway processes (CREDGATE_GATEWAY_WORKERS); one unless said. */
   workers?: number;
+  /** More environment for credgate (the bench's traced row: OTEL_*). */
+  env?: Record<string, string>;
   log?: (msg: string) => void;
 }
 
@@ -86,6 +88,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
       CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
       ...(opts.whatIf?.length ? { BENCH_WHATIF: opts.whatIf.join(",") } : {}),
+      ...opts.env,
     },
   });
   onCleanup(() => {

@@ -105,10 +105,10 @@ async function main(): Promise<void> {
   const placeUpstream = (t: Target) => {
     if (cpus) pinProcess(upstream.proc.pid, t === direct ? cpus.gateway : cpus.peers);
   };
-  const load = async (t: Target, connections: number, durationMs = opts.durationMs): Promise<Run> => {
+  const load = async (t: Target, connections: number, durationMs = opts.durationMs, watching = watch): Promise<Run> => {
     placeUpstream(t);
     const before = await upstreamStats();
-    const r = await runClient<LoadResult>({ task: "load", connections, warmupMs: opts.warmupMs, durationMs, path: "/", watch, ...t }, peerCpus);
+    const r = await runClient<LoadResult>({ task: "load", connections, warmupMs: opts.warmupMs, durationMs, path: "/", watch: watching, ...t }, peerCpus);
     const after = await upstreamStats();
     // Minus the /stats request itself and its connection.
     return { ...r, upstream: { requests: after.requests - before.requests - 1, connections: after.connections - before.connections - 1 } };
@@ -133,6 +133,11 @@ async function main(): Promise<void> {
   // The same MITM path to a name that is not pinned: resolved through DNS once, then from the cache (docs/operations.md#dns).
   progress(`DNS name: ${opts.connections} connections, ${secs} s`);
   const dnsNameRun = await load(mitmDns, opts.connections);
+  // The same MITM path on a second credgate with traces on (docs/operations.md#traces): every request sampled, its
+  // spans exported over OTLP/HTTP (protobuf, the default batching) to a sink on loopback. The MITM row above is
+  // the same code with tracing off.
+  progress(`traces on: ${opts.connections} connections, ${secs} s`);
+  const traced = await tracedRow(env, (t, pid) => load(t, opts.connections, opts.durationMs, { ...watch, gateway: pid }));
   // The same MITM path without a credential: what injection and the echo guard (docs/guards.md#echo-guard) cost together.
   progress(`no credential: ${opts.connections} connections, ${secs} s`);
   const uncredentialedRun = await load(uncredentialed, opts.connections);
@@ -223,6 +228,7 @@ async function main(): Promise<void> {
     httpsProxy,
     uncredentialed: uncredentialedRun,
     dnsName: dnsNameRun,
+    traced,
     allCores,
     checks,
     unpinned: ip,
@@ -239,6 +245,7 @@ async function main(): Promise<void> {
     printHttpsProxy(httpsProxy, many, one);
     printCredentialCost(uncredentialedRun, many);
     printDnsName(dnsNameRun, many);
+    printTraced(traced, many);
     printAllCores(allCores);
     printMetering(metering);
     printBudgets(budgets);
@@ -262,6 +269,43 @@ async function spentOf(cg: RunningCredgate, ids: string[]): Promise<number[]> {
   await Bun.sleep(2000);
   const all = [...(await cg.api("GET", "/v1/budgets")).body, ...(await cg.api("GET", "/v1/org/budgets", { key: cg.keys.orgApiKey })).body];
   return ids.map((id) => all.find((b: { id: string; spentCents: number }) => b.id === id)?.spentCents ?? 0);
+}
+
+/**
+ * The traced row: a credgate exporting to an OTLP/HTTP sink that reads every body and answers 200 (a collector
+ * that keeps up), pinned where the first one is; the spans it exported and dropped are read from its /metrics.
+ */
+async function tracedRow(env: Awaited<ReturnType<typeof startBenchEnv>>, run: (t: Target, pid: number) => Promise<Run>) {
+  let exports = 0;
+  let bytes = 0;
+  const sink = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(req) {
+      bytes += (await req.arrayBuffer()).byteLength;
+      exports++;
+      return new Response(new Uint8Array(0), { headers: { "content-type": "application/x-protobuf" } });
+    },
+  });
+  const gw = await startGateway(env, { whatIf: opts.whatIf, log: progress, env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sink.port}` } });
+  if (opts.cpus) pinProcess(gw.credgate.proc.pid, opts.cpus.gateway);
+  const r = await run(gw.mitm, gw.credgate.proc.pid);
+  await Bun.sleep(6000); // the last batch leaves after the 5 s schedule delay
+  const text = await (await fetch(`${gw.credgate.apiUrl}/metrics`)).text();
+  const count = (re: RegExp) => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+  const spans = { exported: count(/^credgate_trace_spans_exported_total (\d+)/gm), dropped: count(/^credgate_trace_spans_dropped_total\{[^}]*\} (\d+)/gm) };
+  await gw.credgate.stop();
+  sink.stop(true);
+  return { ...r, spans, exports, exportBytes: bytes };
+}
+
+function printTraced(r: Run & { spans: { exported: number; dropped: number }; exports: number; exportBytes: number }, many: Runs<Run>): void {
+  console.log("Traces on (OTEL_EXPORTER_OTLP_ENDPOINT, every request sampled, docs/operations.md#traces): the MITM row's path on a second credgate");
+  console.log(
+    `  traced        ${fi(r.rps)} req/s   p50 ${f(r.latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(r), 0)} µs cpu/req (untraced ${f(cpuPerRequestUs(many.mitm), 0)})   ratio to direct ${f(r.rps / many.direct.rps)}` +
+      ` (untraced ${f(many.mitm.rps / many.direct.rps)}): ${f((r.rps / many.mitm.rps) * 100, 1)}% of the untraced row`,
+  );
+  console.log(`  spans exported ${fi(r.spans.exported)}, dropped ${fi(r.spans.dropped)}, in ${fi(r.exports)} exports of ${f(r.exportBytes / Math.max(1, r.exports) / 1024, 1)} KiB on average`);
 }
 
 // ---- output -------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ import { ApiCertificate, readPair } from "./listen/apiCertificate.ts";
 import { ApiListener } from "./listen/apiListener.ts";
 import { selfNames } from "./listen/selfNames.ts";
 import { mergePeerMetrics } from "./observability/metrics.ts";
+import { startTracing, type Tracer } from "./observability/tracing.ts";
+import { VERSION } from "./runtime/version.ts";
 import { GatewayWorkers } from "./workers/hub.ts";
 import { workerCommand } from "./workers/command.ts";
 
@@ -89,6 +91,14 @@ export interface RunningServer {
 }
 
 export const DRAIN_MS = 9000;
+/** How long a stopping process gives the trace exporter to send what is queued. */
+export const TRACE_FLUSH_MS = 2000;
+
+/** The process's tracer (docs/operations.md#traces): its spans go out through the process's outbound fetch. */
+export function processTracer(core: Core): Tracer | null {
+  const { config, instanceId } = core.services.deps;
+  return startTracing(config.tracing, { instanceId, version: VERSION }, (url, init) => core.services.outbound.fetch(url, init));
+}
 
 /** Waits for `work`, but no longer than `ms`. */
 export async function drain(work: Promise<unknown>, ms: number): Promise<void> {
@@ -109,7 +119,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
   let workers: GatewayWorkers | null = null;
   try {
     const ca = await loadGatewayCa(core.services.deps);
-    const api = createApiApp(core.services, caRoutes(ca.certPem));
+    const tracer = processTracer(core);
+    const api = createApiApp(core.services, caRoutes(ca.certPem), tracer);
     apiCertificate = await ApiCertificate.open(config.apiTls, ca, selfNames(config));
     try {
       apiServer = ApiListener.listen(config.host, config.port, (req, srv) => api.handle(req, srv.requestIP(req) ?? undefined), apiCertificate?.pair ?? null);
@@ -118,7 +129,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     }
     const listener = apiServer;
     apiCertificate?.onChange((pair) => listener.useCertificate(pair));
-    gateway = await Gateway.create(config, core.services, ca, api);
+    gateway = await Gateway.create(config, core.services, ca, api, tracer);
     // Before the first request: what this process held in its previous life is dropped.
     await core.services.budgetLedger.start();
     let gatewayPort: number;
@@ -159,6 +170,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         await Promise.all([untilDeadline(server.stop()), gw.stop(untilDeadline), hub?.stop(untilDeadline)]);
         await server.stop(true);
         await untilDeadline(notificationsStopped);
+        await tracer?.stop(TRACE_FLUSH_MS);
         await core.services.requestLogs.stop();
         await core.services.budgetLedger.stop();
         await core.services.spend.stop();

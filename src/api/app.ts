@@ -4,7 +4,10 @@
 import { metrics } from "../observability/metrics.ts";
 import { log } from "../observability/log.ts";
 import { answerWithRequestId } from "../observability/requestId.ts";
+import { TRACEPARENT_HEADER } from "../observability/traceContext.ts";
+import type { Tracer } from "../observability/tracing.ts";
 import type { Services } from "../services/index.ts";
+import type { Principal } from "./auth.ts";
 import { dashboardResponse } from "../dashboard/serve.ts";
 import { approvalLinkResponse } from "./approvalLinkPage.ts";
 import { errorResponse, unknownRoute } from "./errors.ts";
@@ -80,15 +83,25 @@ export function describeApi(): Record<string, unknown> {
   return openApiDocument(routes, VERSION);
 }
 
+/** Paths longer than this are cut in a span. */
+const MAX_TRACED_PATH = 2048;
+
 export type ApiApp = { handle(request: Request, client?: ClientInfo): Promise<Response> };
 
-export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): ApiApp {
+/**
+ * `tracer`: when tracing is on (docs/operations.md#traces), every request is a SERVER span `credgate.api <METHOD>
+ * <route template>` continuing the client's `traceparent`, with the host, path, route, status and the kind of
+ * credential (never the key).
+ */
+export function createApiApp(services: Services, extraRoutes: RouteDef[] = [], tracer: Tracer | null = null): ApiApp {
   const mode = services.deps.config.mode;
   // The route template each request matched, for the per-route metric and the request's log line.
   const matched = new WeakMap<Request, string>();
   const router = new Router<{ def: RouteDef; template: string }>();
   // The client's address, for the audit events of writes.
   const addresses = new WeakMap<Request, string>();
+  // The kind of credential a traced request authenticated with.
+  const principals = new WeakMap<Request, Principal["via"]>();
   const routes = [...allRoutes(), ...extraRoutes];
   routes.push(openApiRoute(() => routes));
   for (const def of routes) {
@@ -101,7 +114,8 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
     const found = router.find(head ? "GET" : request.method, url.pathname);
     if (!found) return unknownRoute(request.method, url);
     matched.set(request, found.value.template);
-    const response = await runRoute(found.value.def, services, request, url, found.params, addresses.get(request) ?? null);
+    const seen = tracer === null ? undefined : (p: Principal) => void principals.set(request, p.via);
+    const response = await runRoute(found.value.def, services, request, url, found.params, addresses.get(request) ?? null, seen);
     if (!head) return response;
     const length = (await response.arrayBuffer()).byteLength;
     const headers = new Headers(response.headers);
@@ -119,15 +133,36 @@ export function createApiApp(services: Services, extraRoutes: RouteDef[] = []): 
   };
   return {
     handle: (request, client) =>
-      answerWithRequestId(request, async () => {
+      answerWithRequestId(request, async (_, requestId) => {
         if (client) addresses.set(request, client.address);
         const started = performance.now();
-        const response = await serve(request, client).catch((err) => errorResponse(err, request, (e) => services.deps.store.isUnavailable(e)));
+        const span = tracer === null ? null : tracer.serverSpan(`credgate.api ${request.method}`, request.headers.get(TRACEPARENT_HEADER), started);
+        // A traced request's log lines carry its trace id.
+        const served = span === null ? serve(request, client) : log.withContext({ traceId: span.traceId }, serve, request, client);
+        const response = await served.catch((err) => errorResponse(err, request, (e) => services.deps.store.isUnavailable(e)));
         const seconds = (performance.now() - started) / 1000;
-        const route = matched.get(request) ?? (response.status === 404 ? "unmatched" : "other");
+        const template = matched.get(request);
+        const route = template ?? (response.status === 404 ? "unmatched" : "other");
         metrics.apiRequests.inc({ route, method: request.method, status: String(response.status) });
         metrics.apiLatency.observe(seconds);
-        log.info("api request", { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000) });
+        const fields: Record<string, unknown> = { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000) };
+        if (span !== null) fields.traceId = span.traceId;
+        log.info("api request", fields);
+        if (span !== null) {
+          if (template !== undefined) span.name = `credgate.api ${request.method} ${template}`;
+          // The path without its query (an approval link's token is in its query).
+          const target = URL.parse(request.url);
+          span
+            .set("http.request.method", request.method)
+            .set("server.address", target?.hostname)
+            .set("url.path", target === null ? undefined : target.pathname.slice(0, MAX_TRACED_PATH))
+            .set("http.route", template)
+            .set("http.response.status_code", response.status)
+            .set("credgate.principal", principals.get(request) ?? "none")
+            .set("credgate.request_id", requestId);
+          if (response.status >= 500) span.fail();
+          span.finish();
+        }
         return response;
       }),
   };

@@ -143,9 +143,18 @@ function bridgeQuery(request: Request, url: URL): Request {
 
 /**
  * Runs `def` for a request whose target (requestTarget.ts) is `url` and whose path gave `params`. `address`: the
- * client's IP address, when the listener knows it (recorded in audit events).
+ * client's IP address, when the listener knows it (recorded in audit events). `seen` hears who authenticated
+ * (the request's span records the kind of credential).
  */
-export async function runRoute(def: RouteDef, services: Services, request: Request, url: URL, params: Record<string, string>, address: string | null = null): Promise<Response> {
+export async function runRoute(
+  def: RouteDef,
+  services: Services,
+  request: Request,
+  url: URL,
+  params: Record<string, string>,
+  address: string | null = null,
+  seen?: (principal: Principal) => void,
+): Promise<Response> {
   // A URL holding a NUL byte names nothing we store (and PostgreSQL cannot even compare it): no such route.
   if (Object.values(params).some((p) => p.includes("\u0000")) || url.search.toLowerCase().includes("%00")) {
     return unknownRoute(request.method, url);
@@ -156,6 +165,7 @@ export async function runRoute(def: RouteDef, services: Services, request: Reque
     if (def.queryBridge) request = bridgeQuery(request, url);
     if (def.access !== "none") {
       principal = await authenticate(services, request.headers);
+      seen?.(principal);
       if (def.access === "Pt") ctx = await resolvePartnerContext(services, principal, def.role ?? "any");
       else if (def.access === "session") {
         if (principal.via !== "session") throw unauthorized();

@@ -2,6 +2,7 @@
 // (docs/gateway.md#pipeline): where they go, who the agent is (set by the auth stage, which runs before every
 // stage that reads it), and the decision the request log records (set by the runner from the stages' verdicts,
 // nowhere else).
+import type { Span } from "../observability/tracing.ts";
 import type { LogDecision } from "../services/requestLogs.ts";
 import type { AgentCredentials, AgentEntry } from "./snapshot.ts";
 
@@ -16,6 +17,8 @@ export class Flow {
   #credentials: AgentCredentials | null = null;
   /** What the log records. The runner sets it from the verdicts (pipeline.ts); a stage never does. */
   decision: LogDecision = "allowed";
+  /** The flow's span when tracing is on and its trace is sampled (trace.ts; set by the runner), else null. */
+  trace: Span | null = null;
 
   constructor(
     /** The agent's x-request-id when sane, else a new one: on gateway answers, log lines and the log row. */

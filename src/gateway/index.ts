@@ -3,6 +3,7 @@
 import type { ApiApp } from "../api/app.ts";
 import type { Config } from "../runtime/config.ts";
 import type { CertificateAuthority } from "../crypto/ca.ts";
+import type { Tracer } from "../observability/tracing.ts";
 import type { Services } from "../services/index.ts";
 import { EgressGuard } from "./egressGuard.ts";
 import { GatewayListener, type GatewaySharing } from "./listener.ts";
@@ -37,15 +38,15 @@ export class Gateway {
   readonly #memory = new MemoryKeeper();
   port = 0;
 
-  /** The gateway with its snapshot loaded, not yet listening. */
-  static async create(config: Config, services: Services, ca: CertificateAuthority, api: ApiApp): Promise<Gateway> {
-    return new Gateway(config, services, ca, api, await GatewaySnapshot.create(services));
+  /** The gateway with its snapshot loaded, not yet listening; `tracer` when tracing is on (docs/operations.md#traces). */
+  static async create(config: Config, services: Services, ca: CertificateAuthority, api: ApiApp, tracer: Tracer | null = null): Promise<Gateway> {
+    return new Gateway(config, services, ca, api, await GatewaySnapshot.create(services), tracer);
   }
 
-  private constructor(config: Config, services: Services, ca: CertificateAuthority, api: ApiApp, snapshot: GatewaySnapshot) {
+  private constructor(config: Config, services: Services, ca: CertificateAuthority, api: ApiApp, snapshot: GatewaySnapshot, tracer: Tracer | null) {
     const deps = pipelineDeps(config, services, snapshot);
     this.#upstreams = deps.upstreams;
-    const pipeline = new Pipeline(gatewayStages(deps));
+    const pipeline = new Pipeline(gatewayStages(deps), tracer);
     this.#listener = new GatewayListener({
       pipeline,
       outbound: services.outbound,

@@ -5,6 +5,7 @@
 import * as net from "node:net";
 import { normalizeHost } from "../core/patterns.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
+import { TRACEPARENT_HEADER } from "../observability/traceContext.ts";
 import type { EgressVerdict } from "./egressGuard.ts";
 import { Flow, logHostOf } from "./flow.ts";
 import { headerValue, type RequestHead } from "./http1/head.ts";
@@ -21,6 +22,8 @@ export class Tunnel extends Flow {
   passthrough = false;
   /** The status the CONNECT was answered with (0 until it is; set by Pipeline.connected). */
   status = 0;
+  /** The CONNECT's `traceparent`, continued when tracing is on (docs/operations.md#traces). */
+  readonly traceparent: string | null;
 
   constructor(
     head: RequestHead,
@@ -31,6 +34,7 @@ export class Tunnel extends Flow {
     super(requestIdFor(headerValue(head.headers, REQUEST_ID_HEADER)), host, authority.port, logHostOf("https", host, authority.port));
     this.token = proxyToken(headerValue(head.headers, "proxy-authorization"));
     this.early = early;
+    this.traceparent = headerValue(head.headers, TRACEPARENT_HEADER);
   }
 
   /** `host[:port]` for the Host header of the requests inside: brackets kept, the scheme's default port dropped. */

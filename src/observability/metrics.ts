@@ -17,6 +17,19 @@ const UPSTREAM_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 
 let requestLogQueueLength: () => number = () => 0;
 
+/** What the trace exporter has done so far (docs/operations.md#traces); null while tracing is off. */
+export interface TraceExportCounts {
+  exported: number;
+  queueFull: number;
+  exportFailed: number;
+}
+let traceExportCounts: (() => TraceExportCounts) | null = null;
+
+/** The trace exporter whose counts the span counters report (read at scrape time, not on every span). */
+export function watchTraceExport(counts: () => TraceExportCounts): void {
+  traceExportCounts = counts;
+}
+
 /** The request-log queue whose length the queue-depth gauge reports (the serving process has one). */
 export function watchRequestLogQueue(length: () => number): void {
   requestLogQueueLength = length;
@@ -101,6 +114,29 @@ export const metrics = {
     help: "Management API requests, by route template, method and HTTP status.",
     labelNames: ["route", "method", "status"] as const,
     registers,
+  }),
+  traceSpansExported: new Counter({
+    name: "credgate_trace_spans_exported_total",
+    help: "Spans the collector accepted (docs/operations.md#traces).",
+    registers,
+    collect() {
+      if (traceExportCounts === null) return;
+      this.reset();
+      this.inc(traceExportCounts().exported);
+    },
+  }),
+  traceSpansDropped: new Counter({
+    name: "credgate_trace_spans_dropped_total",
+    help: "Spans not exported, by reason: queue_full (the export queue was full), export_failed (the collector refused the batch, did not answer in time, or could not be reached).",
+    labelNames: ["reason"] as const,
+    registers,
+    collect() {
+      if (traceExportCounts === null) return;
+      const counts = traceExportCounts();
+      this.reset();
+      this.inc({ reason: "queue_full" }, counts.queueFull);
+      this.inc({ reason: "export_failed" }, counts.exportFailed);
+    },
   }),
   apiLatency: new Histogram({
     name: "credgate_api_request_duration_seconds",

@@ -8,7 +8,7 @@ import { caRoutes, createApiApp } from "../api/app.ts";
 import { Gateway } from "../gateway/index.ts";
 import { log } from "../observability/log.ts";
 import { metricsJson } from "../observability/metrics.ts";
-import { DRAIN_MS, drain, openCore } from "../server.ts";
+import { DRAIN_MS, drain, openCore, processTracer, TRACE_FLUSH_MS } from "../server.ts";
 import { loadGatewayCa } from "../services/gatewayCa.ts";
 import { PrimaryCaches } from "./cacheLink.ts";
 import type { ToPrimary, ToWorker } from "./messages.ts";
@@ -26,7 +26,9 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
   const primaryCaches = new PrimaryCaches(tell);
   services.caches.attach(primaryCaches);
   const ca = await loadGatewayCa(services.deps);
-  const gateway = await Gateway.create(config, services, ca, createApiApp(services, caRoutes(ca.certPem)));
+  // Each gateway process exports its own spans (docs/operations.md#traces).
+  const tracer = processTracer(core);
+  const gateway = await Gateway.create(config, services, ca, createApiApp(services, caRoutes(ca.certPem), tracer), tracer);
 
   let stopping = false;
   const stop = async (why: string) => {
@@ -36,6 +38,7 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
     await services.approvals.releaseAll();
     const deadline = Date.now() + DRAIN_MS;
     await gateway.stop((work) => drain(work, Math.max(0, deadline - Date.now())));
+    await tracer?.stop(TRACE_FLUSH_MS);
     await services.requestLogs.stop();
     await services.budgetLedger.stop();
     await services.spend.stop();

@@ -6,6 +6,7 @@ import type { Outbound } from "../../services/outbound.ts";
 import { upstreamTimeout, upstreamUnreachable } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
 import { answer, relay, type RequestVerdict, type Stage } from "../stage.ts";
+import { traceUpstream, upstreamSettled } from "../trace.ts";
 import { exchange } from "../upstream/exchange.ts";
 import type { UpstreamPool } from "../upstream/pool.ts";
 import { dialTarget, upstreamHead } from "../upstream/requestHead.ts";
@@ -47,7 +48,10 @@ export function forwardStage(deps: ForwardDeps): Stage {
   return {
     name: "forward",
     request(rq) {
-      return rq.websocket ? websocket(rq, deps) : forward(rq);
+      // Traced: a CLIENT span whose traceparent goes upstream instead of the agent's (docs/operations.md#traces).
+      const span = rq.trace === null ? null : traceUpstream(rq);
+      const verdict = rq.websocket ? websocket(rq, deps) : forward(rq);
+      return span === null ? verdict : upstreamSettled(span, rq, verdict);
     },
   };
 }
