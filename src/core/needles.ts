@@ -124,7 +124,7 @@ export class NeedleSet {
    * that offset (nothing before it matched): the caller holds the bytes from there back for the next chunk.
    */
   find(text: Uint8Array, from: number, to: number, final = true): number {
-    if (this.#few !== null && to === text.length) return this.#findFew(text as Buffer, from, final);
+    if (this.#few !== null && to === text.length) return this.#findFew(text, from, final);
     const m = this.#window;
     const shift = this.#shift;
     const mask = this.#mask;
@@ -160,7 +160,7 @@ export class NeedleSet {
   }
 
   /** `find` for a few needles: indexOf per needle, each one's next place kept while the same text is searched on. */
-  #findFew(text: Buffer, from: number, final: boolean): number {
+  #findFew(text: Uint8Array, from: number, final: boolean): number {
     const next = this.#few!;
     if (text !== this.#memoText || from === 0 || from < this.#memoFrom) {
       this.#memoText = text;
