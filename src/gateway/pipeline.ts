@@ -27,8 +27,10 @@ import { guidanceStage } from "./stages/guidance.ts";
 import { injectStage } from "./stages/inject.ts";
 import { injectConnectionStage } from "./stages/injectConnection.ts";
 import { interceptStage } from "./stages/intercept.ts";
+import { leakGuardStage } from "./stages/leakGuard.ts";
 import { logStage } from "./stages/log.ts";
 import { passthroughStage } from "./stages/passthrough.ts";
+import { placeholderStage } from "./stages/placeholder.ts";
 import { policyStage } from "./stages/policy.ts";
 import { resourcesStage } from "./stages/resources.ts";
 import { targetStage } from "./stages/target.ts";
@@ -59,6 +61,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     connectionStage(),
     policyStage({ rateLimits: services.rateLimits }),
     resourcesStage(),
+    leakGuardStage({ enabled: config.leakGuard }),
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
     cleartextStage({ plaintextHosts: config.plaintextHosts }),
@@ -66,6 +69,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     echoStage(),
     budgetStage({ prices: services.prices, budgets: services.budgets, publicUrl: config.publicUrl }),
     approvalStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered }),
+    placeholderStage(),
     guidanceStage({ publicUrl: config.publicUrl }),
     forwardStage({ upstreams: d.upstreams, outbound: services.outbound, headerTimeoutSeconds: config.upstreamHeaderTimeoutSeconds }),
   ];
