@@ -33,6 +33,7 @@ import { passthroughStage } from "./stages/passthrough.ts";
 import { placeholderStage } from "./stages/placeholder.ts";
 import { policyStage } from "./stages/policy.ts";
 import { resourcesStage } from "./stages/resources.ts";
+import { websocketFramesStage } from "./stages/websocketFrames.ts";
 import { targetStage } from "./stages/target.ts";
 import type { Tunnel } from "./tunnel.ts";
 import type { UpstreamPool } from "./upstream/pool.ts";
@@ -70,6 +71,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     budgetStage({ prices: services.prices, budgets: services.budgets, publicUrl: config.publicUrl }),
     approvalStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered }),
     placeholderStage(),
+    websocketFramesStage({ leakGuard: config.leakGuard }),
     guidanceStage({ publicUrl: config.publicUrl }),
     forwardStage({ upstreams: d.upstreams, outbound: services.outbound, headerTimeoutSeconds: config.upstreamHeaderTimeoutSeconds }),
   ];

@@ -15,6 +15,7 @@ import { peekStream } from "./peek.ts";
 import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
 import type { RequestVerdict } from "./stage.ts";
 import type { Tunnel } from "./tunnel.ts";
+import type { MessageScans } from "./wsFrames.ts";
 
 export { logHostOf } from "./flow.ts";
 
@@ -110,6 +111,8 @@ export class ProxyRequest extends Flow {
    * forward stage answers with it when the upstream exchange broke off for it.
    */
   refusal: RequestVerdict | null = null;
+  /** What reads a WebSocket's messages after 101, each way (websocket-frames stage); null: a raw pipe. */
+  frames: { toUpstream: MessageScans | null; toAgent: MessageScans | null } | null = null;
   /** A metered LLM request (budget stage). */
   meter: Meter | null = null;
   /** The approval that held the request, and its log row, updated in place at the end (approval stage). */

@@ -14,7 +14,7 @@ import { gzipSync } from "node:zlib";
 import { formEncode, jsonEscape, percentEncode } from "../../src/core/valueForms.ts";
 import { eventually, gatewayCa, openTlsTunnel, rawRequest, resolveEntries, run, startRawUpstream, type RawUpstream } from "../support/gateway.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
-import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
+import { makePki, startUpstream, type SeenRequest, type TestUpstream } from "../support/upstream.ts";
 
 const API = "api.ph.test";
 const RAW = "raw.ph.test";
@@ -49,9 +49,11 @@ beforeAll(async () => {
   const pki = makePki([API, RAW, LEAK_HOME, ELSEWHERE]);
   up = startUpstream(pki);
   raw = await startRawUpstream(pki);
-  up.handle(async (req, seen) => {
+  up.handle((req, seen) => {
     const url = new URL(req.url);
-    if (!url.pathname.startsWith("/stream/")) return undefined;
+    return url.pathname.startsWith("/stream/") ? streamIn(url, req, seen) : undefined;
+  });
+  async function streamIn(url: URL, req: Request, seen: SeenRequest): Promise<Response> {
     const record: Streamed = { bytes: 0, sha256: "", sawLeak: false, completed: false };
     streamed.set(url.pathname, record);
     const hash = createHash("sha256");
@@ -70,7 +72,7 @@ beforeAll(async () => {
     }
     record.sha256 = hash.digest("hex");
     return Response.json({ bytes: record.bytes, sha256: record.sha256, framing: seen.headers["transfer-encoding"] ?? `length ${seen.headers["content-length"]}` });
-  });
+  }
   cg = await startCredgate({
     env: {
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,

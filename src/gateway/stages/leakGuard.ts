@@ -119,6 +119,11 @@ class BodyScan implements NeedleHandler {
   }
 }
 
+/** A scan of the agent's bytes (a body, WebSocket messages) that throws at the first misplaced value. */
+export function leakScan(rq: ProxyRequest, watch: LeakWatch): NeedleStream {
+  return new NeedleStream(watch.set, new BodyScan(rq, watch));
+}
+
 /** The first misplaced value in a string of byte-valued characters (target, header value), or null. */
 function scanString(text: string, watch: LeakWatch, host: string, path: string): Watched | null {
   const set = watch.set;
@@ -155,7 +160,7 @@ export function leakGuardStage({ enabled }: LeakGuardDeps): Stage {
         found(rq, watch, w);
         return leakAnswer(rq);
       }
-      if (rq.body !== null) rq.body = scannedBody(rq.body, new NeedleStream(watch.set, new BodyScan(rq, watch)));
+      if (rq.body !== null) rq.body = scannedBody(rq.body, leakScan(rq, watch));
       return PASS;
     },
   };

@@ -59,6 +59,12 @@ class Substitution {
     return fn;
   }
 
+  /** What each needle becomes in WebSocket messages: the raw value (null: not on the websocket surface). */
+  websocket(): (Uint8Array | null)[] {
+    return (this.#websocket ??= this.uses.map((u) => (u.surfaces.includes("websocket") ? Buffer.from(u.value) : null)));
+  }
+  #websocket: (Uint8Array | null)[] | null = null;
+
   /** What each needle becomes in a body of that kind (null: not on the body surface). */
   body(kind: BodyKind): (Uint8Array | null)[] {
     let out = this.#body.get(kind);
@@ -86,8 +92,8 @@ export function substitutionFor(uses: readonly PlaceholderUse[]): Substitution {
   return entry;
 }
 
-/** The body's needles replaced by their values; the `body` surface counted once, when the first is. */
-class BodyRewriter implements NeedleHandler {
+/** A body's or a WebSocket's needles replaced by their values; the surface counted once, when the first is. */
+export class SurfaceRewriter implements NeedleHandler {
   #counted = false;
 
   constructor(
@@ -116,7 +122,7 @@ function guardEcho(rq: ProxyRequest, value: string): void {
 
 function rewriteBody(rq: ProxyRequest, sub: Substitution): RequestVerdict | Promise<RequestVerdict> {
   const body = rq.body!;
-  const scan = new NeedleStream(sub.set, new BodyRewriter(rq, sub.body(bodyKindOf(rq.headers.get("content-type")))));
+  const scan = new NeedleStream(sub.set, new SurfaceRewriter(rq, sub.body(bodyKindOf(rq.headers.get("content-type")))));
   const declared = rq.chunked ? null : rq.headers.get("content-length");
   const length = declared === null ? NaN : Number(declared);
   if (length <= REWRITE_IN_MEMORY_MAX) {

@@ -180,6 +180,7 @@ describe("the gateway's list", () => {
       "budget",
       "approval",
       "placeholder",
+      "websocket-frames",
       "guidance",
       "forward",
     ]);
