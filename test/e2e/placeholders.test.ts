@@ -20,6 +20,8 @@ const API = "api.ph.test";
 const RAW = "raw.ph.test";
 const LEAK_HOME = "api.leak.test";
 const ELSEWHERE = "other.leak.test";
+const WS_HOST = "ws.ph.test";
+const WS_ELSEWHERE = "ws.leak.test";
 const PH = `CG_PH_${crypto.randomUUID().slice(0, 8)}`;
 // Printable ASCII that needs encoding everywhere: + / = & " \ and a space.
 const VALUE = `pk a+b/c=d&e"q\\x-${crypto.randomUUID()}`;
@@ -31,6 +33,8 @@ let raw: RawUpstream;
 let ca: { pem: string; file: string };
 let proxy: string;
 let dir: string;
+/** A WebSocket upstream that records what it receives and echoes each message back. */
+let wsUp: { port: number; received: { text: string; binary: boolean }[]; offers: (string | null)[]; stop(): void };
 
 const sha256 = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
 
@@ -46,7 +50,7 @@ const streamed = new Map<string, Streamed>();
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "credgate-ph-"));
-  const pki = makePki([API, RAW, LEAK_HOME, ELSEWHERE]);
+  const pki = makePki([API, RAW, LEAK_HOME, ELSEWHERE, WS_HOST, WS_ELSEWHERE]);
   up = startUpstream(pki);
   raw = await startRawUpstream(pki);
   up.handle((req, seen) => {
@@ -73,10 +77,31 @@ beforeAll(async () => {
     record.sha256 = hash.digest("hex");
     return Response.json({ bytes: record.bytes, sha256: record.sha256, framing: seen.headers["transfer-encoding"] ?? `length ${seen.headers["content-length"]}` });
   }
+  const received: { text: string; binary: boolean }[] = [];
+  const offers: (string | null)[] = [];
+  const wsServer = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    tls: { cert: Bun.file(pki.certFile), key: Bun.file(pki.keyFile) },
+    fetch(req, srv) {
+      offers.push(req.headers.get("sec-websocket-extensions"));
+      return srv.upgrade(req, { data: undefined }) ? undefined : new Response("no", { status: 400 });
+    },
+    websocket: {
+      perMessageDeflate: true,
+      message(ws, message) {
+        const binary = typeof message !== "string";
+        const text = binary ? Buffer.from(message).toString() : message;
+        received.push({ text, binary });
+        ws.send(binary ? Buffer.from(`echo:${text}`) : `echo:${text}`);
+      },
+    },
+  });
+  wsUp = { port: wsServer.port!, received, offers, stop: () => wsServer.stop(true) };
   cg = await startCredgate({
     env: {
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-      CREDGATE_RESOLVE: `${resolveEntries([API, LEAK_HOME, ELSEWHERE], up.port)},${resolveEntries([RAW], raw.port)}`,
+      CREDGATE_RESOLVE: `${resolveEntries([API, LEAK_HOME, ELSEWHERE], up.port)},${resolveEntries([RAW], raw.port)},${resolveEntries([WS_HOST, WS_ELSEWHERE], wsServer.port!)}`,
     },
   });
   ca = await gatewayCa(cg);
@@ -92,6 +117,7 @@ afterAll(async () => {
   await cg?.stop();
   await up?.stop();
   raw?.close();
+  wsUp?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -359,5 +385,76 @@ describe("credential leak guard", () => {
     expect(row.decision).toBe("blocked");
     expect(row.status).toBe(403);
     expect(row.path).toBe(`/logged-leak/${marker}/credgate-redacted`);
+  });
+});
+
+describe("WebSocket (the ws client)", () => {
+  /** Runs a Node script with the ws package and https-proxy-agent through the gateway; its JSON output. */
+  async function wsClient(body: string): Promise<any> {
+    const script = `
+      const WebSocket = require("ws");
+      const { HttpsProxyAgent } = require("https-proxy-agent");
+      const agent = new HttpsProxyAgent(process.env.PROXY);
+      const open = (url) => new Promise((resolve, reject) => {
+        const ws = new WebSocket(url, { agent, perMessageDeflate: true });
+        const inbox = [];
+        const waiters = [];
+        ws.on("message", (data, isBinary) => { const m = { text: data.toString(), binary: isBinary }; const w = waiters.shift(); w ? w(m) : inbox.push(m); });
+        ws.next = () => new Promise((r) => { const m = inbox.shift(); m ? r(m) : waiters.push(r); });
+        ws.closed = new Promise((r) => ws.on("close", (code, reason) => r({ code, reason: reason.toString() })));
+        ws.on("open", () => resolve(ws));
+        ws.on("error", reject);
+      });
+      (async () => { ${body} })().catch((e) => { console.error(e); process.exit(1); });`;
+    const r = await run(["node", "-e", script], { env: { PROXY: proxy, NODE_EXTRA_CA_CERTS: ca.file, PH, BASE: `wss://${WS_HOST}:${wsUp.port}`, ELSEWHERE: `wss://${WS_ELSEWHERE}:${wsUp.port}`, LEAK: LEAK_VALUE } });
+    expect(r.stderr).toBe("");
+    return JSON.parse(r.stdout);
+  }
+
+  test("text, binary and fragmented messages: placeholders replaced upstream, the value redacted on the way back, no compression", async () => {
+    wsUp.received.length = 0;
+    const out = await wsClient(`
+      const ws = await open(process.env.BASE + "/ws?k=" + process.env.PH);
+      const PH = process.env.PH;
+      const got = { extensions: ws.extensions };
+      ws.send("text " + PH);
+      got.text = await ws.next();
+      ws.send(Buffer.from("bin " + PH + " " + PH), { binary: true });
+      got.binary = await ws.next();
+      ws.send("frag " + PH.slice(0, 4), { fin: false });
+      ws.send(PH.slice(4) + " end", { fin: true });
+      got.fragmented = await ws.next();
+      const big = "y".repeat(300000) + PH + "y".repeat(1000);
+      ws.send(big);
+      const echoed = await ws.next();
+      got.big = { length: echoed.text.length, redacted: echoed.text.includes("credgate-redacted") };
+      ws.close();
+      console.log(JSON.stringify(got));`);
+    expect(out.extensions).toBe("");
+    expect(wsUp.offers.at(-1) ?? "").not.toContain("permessage-deflate");
+    expect(wsUp.received.slice(0, 3)).toEqual([
+      { text: `text ${VALUE}`, binary: false },
+      { text: `bin ${VALUE} ${VALUE}`, binary: true },
+      { text: `frag ${VALUE} end`, binary: false },
+    ]);
+    expect(wsUp.received[3]!.text).toBe(`${"y".repeat(300000)}${VALUE}${"y".repeat(1000)}`);
+    expect(out.text).toEqual({ text: "echo:text credgate-redacted", binary: false });
+    expect(out.binary).toEqual({ text: "echo:bin credgate-redacted credgate-redacted", binary: true });
+    expect(out.fragmented).toEqual({ text: "echo:frag credgate-redacted end", binary: false });
+    expect(out.big).toEqual({ length: 5 + 300000 + "credgate-redacted".length + 1000, redacted: true });
+  });
+
+  test("a credential value for another host in a client message: the connection closes with 1008, the upstream never gets it", async () => {
+    wsUp.received.length = 0;
+    const out = await wsClient(`
+      const ws = await open(process.env.ELSEWHERE + "/ws");
+      ws.send("fine");
+      const first = await ws.next();
+      ws.send("key=" + process.env.LEAK);
+      const closed = await ws.closed;
+      console.log(JSON.stringify({ first, closed }));`);
+    expect(out.first).toEqual({ text: "echo:fine", binary: false });
+    expect(out.closed).toEqual({ code: 1008, reason: "credential_leak_blocked" });
+    expect(wsUp.received.map((m) => m.text)).toEqual(["fine"]);
   });
 });
