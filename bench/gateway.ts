@@ -12,7 +12,7 @@
 // Targets are printed with pass/fail markers; a miss never changes the exit code (only a broken setup does).
 // When one is missed, bench/anatomy.ts says where the time goes (bench/README.md).
 import type { RunningCredgate } from "../test/support/process.ts";
-import { DNS_HOST, HOST, startBenchEnv, startGateway } from "./env.ts";
+import { addWatchedSecrets, DNS_HOST, HOST, PLACEHOLDER, startBenchEnv, startGateway } from "./env.ts";
 import { RssWatch } from "./rss.ts";
 import type { LoadResult, SseResult, Target } from "./load.ts";
 import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
@@ -89,7 +89,7 @@ function medianRound(runs: Run[]): Run & { roundP50s: number[] } {
 async function main(): Promise<void> {
   const env = await startBenchEnv({ profileDir: opts.profileDir, whatIf: opts.whatIf, log: progress });
   credgate = env.credgate;
-  const { direct, mitm, mitmIp, mitmDns, llm, uncredentialed, upstream, upstreamStats } = env;
+  const { direct, mitm, mitmIp, mitmDns, llm, uncredentialed, placeholder, upstream, upstreamStats } = env;
   const cpus = opts.cpus;
   if (cpus) {
     pinProcess(env.credgate.proc.pid, cpus.gateway);
@@ -187,6 +187,28 @@ async function main(): Promise<void> {
     },
   };
 
+  // Placeholders (docs/injection.md#placeholders): one in a header against the same request with no secret for
+  // the host; a 1 MB JSON body with placeholders against the same body where nothing is substituted.
+  if (cpus) pinProcess(upstream.proc.pid, cpus.peers);
+  progress(`placeholders: in a header, and a 1 MB JSON body with ${BODY_PLACEHOLDERS} of them, ${opts.connections} connections, ${secs} s each`);
+  const megabyte = jsonWithPlaceholders(1024 * 1024);
+  const bodyRun = (t: Target) => runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/body", watch, ...t, body: megabyte }, peerCpus);
+  const placeholders = {
+    header: await load(placeholder, opts.connections),
+    headerBaseline: await load(uncredentialed, opts.connections),
+    body: await bodyRun(placeholder),
+    bodyBaseline: await bodyRun(uncredentialed),
+    bodyBytes: Buffer.byteLength(megabyte),
+  };
+  // The credential leak guard (docs/guards.md#credential-leak-guard) on the MITM row: the same run before and
+  // after WATCHED more secrets are in the project (each value's forms watched on every request). Last, so that
+  // no other row runs with them.
+  progress(`leak guard: MITM before and after ${WATCHED} more secrets in the project, ${opts.connections} connections, ${secs} s each`);
+  const leakBefore = await load(mitm, opts.connections);
+  await addWatchedSecrets(env.credgate, WATCHED);
+  const leakAfter = await load(mitm, opts.connections);
+  const leakGuard = { secrets: WATCHED, before: leakBefore, after: leakAfter };
+
   const ratio = many.mitm.rps / many.direct.rps;
   const addedP50 = one.mitm.latencyMs.p50 - one.direct.latencyMs.p50;
   const sseAdded = stream.mitm.firstEventMs.p50 - stream.direct.firstEventMs.p50;
@@ -217,6 +239,8 @@ async function main(): Promise<void> {
     checks,
     unpinned: ip,
     metering,
+    placeholders,
+    leakGuard,
     errors,
   };
 
@@ -230,10 +254,50 @@ async function main(): Promise<void> {
     printDnsName(dnsNameRun, many);
     printAllCores(allCores);
     printMetering(metering);
+    printPlaceholders(placeholders);
+    printLeakGuard(leakGuard);
   }
 }
 
+const BODY_PLACEHOLDERS = 16;
+const WATCHED = 50;
+
+/** A JSON document of `size` bytes whose one string holds the placeholder BODY_PLACEHOLDERS times, spread out. */
+function jsonWithPlaceholders(size: number): string {
+  const inner = size - '{"data":""}'.length;
+  const gap = Math.floor((inner - BODY_PLACEHOLDERS * PLACEHOLDER.length) / BODY_PLACEHOLDERS);
+  const piece = "a".repeat(gap) + PLACEHOLDER;
+  const text = piece.repeat(BODY_PLACEHOLDERS);
+  return `{"data":"${text}${"a".repeat(inner - text.length)}"}`;
+}
+
 // ---- output -------------------------------------------------------------------------------------------
+
+function printPlaceholders(p: { header: Run; headerBaseline: Run; body: LoadResult; bodyBaseline: LoadResult; bodyBytes: number }): void {
+  const mbps = (r: LoadResult) => (r.rps * p.bodyBytes) / 1048576;
+  console.log(
+    [
+      "Placeholders (docs/injection.md#placeholders): the MITM path with substitution against the same requests with none",
+      `  in a header     ${fi(p.header.rps).padStart(7)} req/s   p50 ${f(p.header.latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(p.header), 0)} µs cpu/req` +
+        `   (none: ${fi(p.headerBaseline.rps)} req/s, ${f(cpuPerRequestUs(p.headerBaseline), 0)} µs cpu/req): ${f((p.header.rps / p.headerBaseline.rps) * 100, 1)}%`,
+      `  1 MB JSON body, ${BODY_PLACEHOLDERS} placeholders   ${fi(p.body.rps)} req/s = ${f(mbps(p.body), 1)} MB/s   p50 ${f(p.body.latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(p.body), 0)} µs cpu/req` +
+        `   (none: ${fi(p.bodyBaseline.rps)} req/s = ${f(mbps(p.bodyBaseline), 1)} MB/s): ${f((p.body.rps / p.bodyBaseline.rps) * 100, 1)}%`,
+      `  (${p.body.errors + p.bodyBaseline.errors + p.header.errors + p.headerBaseline.errors} errors)`,
+    ].join("\n"),
+  );
+}
+
+function printLeakGuard(l: { secrets: number; before: Run; after: Run }): void {
+  const cost = 1 - l.after.rps / l.before.rps;
+  console.log(
+    [
+      `Credential leak guard (docs/guards.md#credential-leak-guard): the MITM row before and after ${l.secrets} more secrets in the project`,
+      `  before ${fi(l.before.rps).padStart(7)} req/s   gateway ${f(cpuPerRequestUs(l.before), 0)} µs cpu/req`,
+      `  after  ${fi(l.after.rps).padStart(7)} req/s   gateway ${f(cpuPerRequestUs(l.after), 0)} µs cpu/req   cost ${f(cost * 100, 1)}% of the throughput (goal < 5%)`,
+      "",
+    ].join("\n"),
+  );
+}
 
 const f = (n: number, digits = 3) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 const fi = (n: number) => Math.round(n).toLocaleString("en-US");

@@ -188,6 +188,8 @@ function afterVerdict(stages: Stages, rq: ProxyRequest, at: number, verdict: Req
 }
 
 function requestFailed(rq: ProxyRequest, stage: Stage, err: Error): RequestVerdict {
+  // A stage that read the body (a peek) met a body scan's refusal (docs/guards.md#credential-leak-guard): that is the answer.
+  if (rq.refusal !== null) return rq.refusal;
   log.error("gateway stage failed", { stage: stage.name, host: rq.host, error: err.message });
   return answer("error", badGateway());
 }

@@ -122,3 +122,21 @@ describe("body", () => {
     expect(rq.refusal).toBeNull();
   });
 });
+
+describe("in the pipeline", () => {
+  test("a stage that peeks at the body after the guard (the approval preview) gets the refusal as its answer", async () => {
+    const { Pipeline } = await import("../../../src/gateway/pipeline.ts");
+    const peeker = {
+      name: "peeker",
+      async request(rq: ProxyRequest) {
+        await rq.peekBody(16 * 1024);
+        return { decision: "allowed" as const, response: new Response("should not get here") };
+      },
+    };
+    const pipeline = new Pipeline([stage, peeker]);
+    const rq = request({ method: "POST", target: "/", body: `{"k":"${VALUE}"}` });
+    const reply = await pipeline.request(rq);
+    expect(reply.status).toBe(403);
+    expect(rq.decision).toBe("blocked");
+  });
+});
