@@ -57,6 +57,8 @@ export interface GatewayOptions {
   whatIf?: string[];
   /** Gateway processes (CREDGATE_GATEWAY_WORKERS); one unless said. */
   workers?: number;
+  /** More environment for credgate (CREDGATE_LEAK_GUARD=off for the leak guard's row). */
+  env?: Record<string, string>;
   log?: (msg: string) => void;
 }
 
@@ -91,6 +93,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
       CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST, PH_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
       ...(opts.whatIf?.length ? { BENCH_WHATIF: opts.whatIf.join(",") } : {}),
+      ...opts.env,
     },
   });
   onCleanup(() => {
@@ -138,7 +141,8 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   }
   log("verified: the upstream received the injected Authorization header through the MITM path");
   const llm: Target = { host: LLM_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { "x-api-key": "credgate-managed" } };
-  const uncredentialed: Target = { host: PLAIN_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: up.direct.headers };
+  // A header of the same size whose value is no secret's (a secret's value would be refused by the leak guard, docs/guards.md#credential-leak-guard).
+  const uncredentialed: Target = { host: PLAIN_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { authorization: `Bearer ${"x".repeat(SECRET_VALUE.length)}` } };
   const placeholder: Target = { host: PH_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { authorization: `Bearer ${PLACEHOLDER}` } };
   const probe = await requestOnce(placeholder, "/echo");
   const expected = new Bun.CryptoHasher("sha256").update(`Bearer ${SECRET_VALUE}`).digest("hex");

@@ -19,6 +19,9 @@ import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
 import { killAll, reapAll, runClient } from "./procs.ts";
 import { pinProcess, placement } from "./placement.ts";
 import { testEngine } from "../test/support/postgres.ts";
+import { tempDir } from "../test/support/tmp.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 
 const TARGETS = {
   throughputRatio: 0.3,
@@ -192,7 +195,9 @@ async function main(): Promise<void> {
   if (cpus) pinProcess(upstream.proc.pid, cpus.peers);
   progress(`placeholders: in a header, and a 1 MB JSON body with ${BODY_PLACEHOLDERS} of them, ${opts.connections} connections, ${secs} s each`);
   const megabyte = jsonWithPlaceholders(1024 * 1024);
-  const bodyRun = (t: Target) => runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/body", watch, ...t, body: megabyte }, peerCpus);
+  const bodyFile = join(tempDir("credgate-bench-"), "placeholders.json");
+  writeFileSync(bodyFile, megabyte);
+  const bodyRun = (t: Target) => runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/body", watch, ...t, bodyFile }, peerCpus);
   const placeholders = {
     header: await load(placeholder, opts.connections),
     headerBaseline: await load(uncredentialed, opts.connections),
@@ -200,14 +205,26 @@ async function main(): Promise<void> {
     bodyBaseline: await bodyRun(uncredentialed),
     bodyBytes: Buffer.byteLength(megabyte),
   };
-  // The credential leak guard (docs/guards.md#credential-leak-guard) on the MITM row: the same run before and
-  // after WATCHED more secrets are in the project (each value's forms watched on every request). Last, so that
-  // no other row runs with them.
-  progress(`leak guard: MITM before and after ${WATCHED} more secrets in the project, ${opts.connections} connections, ${secs} s each`);
-  const leakBefore = await load(mitm, opts.connections);
+  // The credential leak guard (docs/guards.md#credential-leak-guard) on the MITM row: with WATCHED more secrets in
+  // the project (each value's forms watched on every request), this credgate against a second one with
+  // CREDGATE_LEAK_GUARD=off and the same secrets, taking turns. Last, so that no other row runs with them.
+  progress(`leak guard: MITM with ${WATCHED} more secrets, guard on and off (a second credgate), 2 rounds each, ${secs} s each`);
   await addWatchedSecrets(env.credgate, WATCHED);
-  const leakAfter = await load(mitm, opts.connections);
-  const leakGuard = { secrets: WATCHED, before: leakBefore, after: leakAfter };
+  const off = await startGateway(env, { env: { CREDGATE_LEAK_GUARD: "off" }, whatIf: opts.whatIf, log: progress });
+  await addWatchedSecrets(off.credgate, WATCHED);
+  if (cpus) {
+    pinProcess(off.credgate.proc.pid, cpus.gateway);
+    pinProcess(upstream.proc.pid, cpus.peers);
+  }
+  const guardRun = (t: Target, pid: number) => runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/", watch: { gateway: pid, upstream: upstream.proc.pid }, ...t }, peerCpus);
+  const on: LoadResult[] = [];
+  const offRuns: LoadResult[] = [];
+  for (let i = 0; i < 2; i++) {
+    on.push(await guardRun(mitm, env.credgate.proc.pid));
+    offRuns.push(await guardRun(off.mitm, off.credgate.proc.pid));
+  }
+  await off.credgate.stop();
+  const leakGuard = { secrets: WATCHED, on, off: offRuns };
 
   const ratio = many.mitm.rps / many.direct.rps;
   const addedP50 = one.mitm.latencyMs.p50 - one.direct.latencyMs.p50;
@@ -287,13 +304,16 @@ function printPlaceholders(p: { header: Run; headerBaseline: Run; body: LoadResu
   );
 }
 
-function printLeakGuard(l: { secrets: number; before: Run; after: Run }): void {
-  const cost = 1 - l.after.rps / l.before.rps;
+function printLeakGuard(l: { secrets: number; on: LoadResult[]; off: LoadResult[] }): void {
+  const mean = (rs: LoadResult[], fn: (r: LoadResult) => number) => rs.reduce((n, r) => n + fn(r), 0) / rs.length;
+  const on = mean(l.on, (r) => r.rps);
+  const off = mean(l.off, (r) => r.rps);
+  const rounds = (rs: LoadResult[]) => rs.map((r) => fi(r.rps)).join(" / ");
   console.log(
     [
-      `Credential leak guard (docs/guards.md#credential-leak-guard): the MITM row before and after ${l.secrets} more secrets in the project`,
-      `  before ${fi(l.before.rps).padStart(7)} req/s   gateway ${f(cpuPerRequestUs(l.before), 0)} µs cpu/req`,
-      `  after  ${fi(l.after.rps).padStart(7)} req/s   gateway ${f(cpuPerRequestUs(l.after), 0)} µs cpu/req   cost ${f(cost * 100, 1)}% of the throughput (goal < 5%)`,
+      `Credential leak guard (docs/guards.md#credential-leak-guard): the MITM row with ${l.secrets} more secrets in the project, guard on and off (two credgates, taking turns)`,
+      `  on   ${fi(on).padStart(7)} req/s (rounds ${rounds(l.on)})   gateway ${f(mean(l.on, cpuPerRequestUs), 0)} µs cpu/req`,
+      `  off  ${fi(off).padStart(7)} req/s (rounds ${rounds(l.off)})   gateway ${f(mean(l.off, cpuPerRequestUs), 0)} µs cpu/req   cost ${f((1 - on / off) * 100, 1)}% of the throughput (goal < 5%)`,
       "",
     ].join("\n"),
   );

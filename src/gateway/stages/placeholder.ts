@@ -129,7 +129,12 @@ function rewriteBody(rq: ProxyRequest, sub: Substitution): RequestVerdict | Prom
     return scannedWhole(body, scan).then(
       (whole) => {
         rq.headers.set("content-length", String(whole.byteLength));
-        rq.body = new Blob([whole]).stream();
+        rq.body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(whole);
+            controller.close();
+          },
+        });
         return PASS;
       },
       () => rq.refusal ?? answer("error", badGateway()),
