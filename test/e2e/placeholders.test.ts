@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { formEncode, jsonEscape, percentEncode } from "../../src/core/valueForms.ts";
-import { eventually, gatewayCa, openTlsTunnel, rawRequest, resolveEntries, run, startRawUpstream, type RawUpstream } from "../support/gateway.ts";
+import { until, gatewayCa, openTlsTunnel, rawRequest, resolveEntries, run, startRawUpstream, type RawUpstream } from "../support/gateway.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type SeenRequest, type TestUpstream } from "../support/upstream.ts";
 
@@ -21,6 +21,7 @@ const RAW = "raw.ph.test";
 const LEAK_HOME = "api.leak.test";
 const ELSEWHERE = "other.leak.test";
 const WS_HOST = "ws.ph.test";
+const HELD = "held.ph.test";
 const WS_ELSEWHERE = "ws.leak.test";
 const PH = `CG_PH_${crypto.randomUUID().slice(0, 8)}`;
 // Printable ASCII that needs encoding everywhere: + / = & " \ and a space.
@@ -33,6 +34,7 @@ let raw: RawUpstream;
 let ca: { pem: string; file: string };
 let proxy: string;
 let dir: string;
+let upstreamCaFile: string;
 /** A WebSocket upstream that records what it receives and echoes each message back. */
 let wsUp: { port: number; received: { text: string; binary: boolean }[]; offers: (string | null)[]; stop(): void };
 
@@ -50,7 +52,8 @@ const streamed = new Map<string, Streamed>();
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "credgate-ph-"));
-  const pki = makePki([API, RAW, LEAK_HOME, ELSEWHERE, WS_HOST, WS_ELSEWHERE]);
+  const pki = makePki([API, RAW, LEAK_HOME, ELSEWHERE, WS_HOST, WS_ELSEWHERE, HELD]);
+  upstreamCaFile = pki.caFile;
   up = startUpstream(pki);
   raw = await startRawUpstream(pki);
   up.handle((req, seen) => {
@@ -101,7 +104,7 @@ beforeAll(async () => {
   cg = await startCredgate({
     env: {
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-      CREDGATE_RESOLVE: `${resolveEntries([API, LEAK_HOME, ELSEWHERE], up.port)},${resolveEntries([RAW], raw.port)},${resolveEntries([WS_HOST, WS_ELSEWHERE], wsServer.port!)}`,
+      CREDGATE_RESOLVE: `${resolveEntries([API, LEAK_HOME, ELSEWHERE, HELD], up.port)},${resolveEntries([RAW], raw.port)},${resolveEntries([WS_HOST, WS_ELSEWHERE], wsServer.port!)}`,
     },
   });
   ca = await gatewayCa(cg);
@@ -312,7 +315,7 @@ describe("request logs", () => {
     const marker = `/logged/${PH}/${crypto.randomUUID()}`;
     const r = await curl(["-H", `X-Key: ${PH}`, "--data-binary", `v=${PH}`, `https://${API}:${up.port}${marker}?q=${PH}`]);
     expect(r.code).toBe(0);
-    const row = await eventually(async () => {
+    const row = await until(async () => {
       const logs = await cg.api("GET", "/v1/logs?limit=500");
       const hit = (logs.body.data ?? logs.body.items ?? logs.body).find?.((l: any) => l.path === marker);
       if (!hit) throw new Error("not logged yet");
@@ -320,6 +323,34 @@ describe("request logs", () => {
     }, 15_000);
     expect(row.injectionCount).toBe(4);
     expect(JSON.stringify(row)).not.toContain(VALUE);
+  });
+});
+
+describe("approval previews", () => {
+  test("a held request shows the placeholder in its path, headers and body preview; approved, the upstream gets the value", async () => {
+    const rule = await cg.api("POST", "/v1/policy/rules", { body: { name: "held placeholders", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HELD }] } });
+    expect(rule.status).toBe(201);
+    expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
+    const marker = `/held/${crypto.randomUUID()}`;
+    const body = JSON.stringify({ k: PH });
+    const done = curl(["-H", `X-Key: ${PH}`, "-H", "content-type: application/json", "--data-binary", body, `https://${HELD}:${up.port}${marker}?q=${PH}`], 60_000);
+    const held = await until(async () => {
+      const pending = (await cg.api("GET", "/v1/approvals/pending")).body;
+      const found = pending.requests.find((r: any) => r.path.startsWith(marker));
+      if (!found) throw new Error(`not held yet: ${JSON.stringify(pending).slice(0, 600)}`);
+      return found;
+    }, 20_000);
+    const shown = JSON.stringify(held);
+    expect(held.headers["x-key"]).toBe(PH);
+    expect(held.bodyPreview).toContain(body);
+    expect(shown).toContain(`q=${PH}`);
+    for (const form of [VALUE, percentEncode(VALUE), jsonEscape(VALUE)]) expect(shown).not.toContain(form);
+    expect((await cg.api("POST", `/v1/approvals/${held.id}/decision`, { body: { decision: "approve" } })).status).toBe(200);
+    const r = await done;
+    expect(r.code).toBe(0);
+    const s = seen(`${marker}?q=${percentEncode(VALUE)}`);
+    expect(s.headers["x-key"]).toBe(VALUE);
+    expect(s.bodySha256).toBe(sha256(withValue(body, jsonEscape(VALUE))));
   });
 });
 
@@ -369,13 +400,27 @@ describe("credential leak guard", () => {
     }
   });
 
+  test("CREDGATE_LEAK_GUARD=off: the same request goes out", async () => {
+    const off = await startCredgate({ env: { CREDGATE_LEAK_GUARD: "off", CREDGATE_UPSTREAM_CA_FILE: upstreamCaFile, CREDGATE_RESOLVE: resolveEntries([ELSEWHERE], up.port) } });
+    try {
+      expect((await off.api("POST", "/v1/secrets", { body: { name: "leak key", type: "generic", value: LEAK_VALUE, hostPattern: LEAK_HOME, injectionConfig: { headerName: "x-api-key" } } })).status).toBe(201);
+      const offCa = await gatewayCa(off);
+      const path = `/off/${crypto.randomUUID()}`;
+      const r = await run(["curl", "-sS", "--proxy", `http://x:${off.keys.defaultAgentToken}@127.0.0.1:${off.gatewayPort}`, "--cacert", offCa.file, "-H", `X-Token: ${LEAK_VALUE}`, `https://${ELSEWHERE}:${up.port}${path}`]);
+      expect(r.code).toBe(0);
+      expect(seen(path).headers["x-token"]).toBe(LEAK_VALUE);
+    } finally {
+      await off.stop();
+    }
+  });
+
   test("to the host of the secret holding it, the value goes; the refusal is logged blocked with the value redacted from the path", async () => {
     const ok = await curl(["-H", `X-Token: ${LEAK_VALUE}`, `https://${LEAK_HOME}:${up.port}/home`]);
     expect(ok.code).toBe(0);
     expect(seen("/home").headers["x-token"]).toBe(LEAK_VALUE);
     const marker = crypto.randomUUID();
     await curl([`https://${ELSEWHERE}:${up.port}/logged-leak/${marker}/${LEAK_VALUE}`]);
-    const row = await eventually(async () => {
+    const row = await until(async () => {
       const logs = await cg.api("GET", "/v1/logs?limit=500");
       const list: any[] = logs.body.data ?? logs.body.items ?? logs.body;
       const hit = list.find((l) => typeof l.path === "string" && l.path.includes(marker));
