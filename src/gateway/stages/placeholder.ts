@@ -20,50 +20,42 @@ export const REWRITE_IN_MEMORY_MAX = 8 * 1024 * 1024;
 class Substitution {
   readonly set: NeedleSet;
   readonly uses: readonly PlaceholderUse[];
-  readonly #url: (string | null)[];
-  readonly #header: (string | null)[];
+  /** What each needle becomes in WebSocket messages: the raw value (null: not on the websocket surface). */
+  readonly websocket: (Uint8Array | null)[];
+  readonly #surfaces: ReadonlySet<Surface>;
   readonly #body = new Map<BodyKind, (Uint8Array | null)[]>();
-  /** For replaceInString, made once (no closure per request). */
-  readonly headerValue = (i: number): string | null => this.#header[i]!;
-  readonly urlValue = (i: number): string | null => this.#url[i]!;
+  // Made once for replaceInString (no closure per request): a needle's text on that surface, null to leave it.
+  readonly headerValue: (i: number) => string | null;
+  readonly #pathValue: (i: number) => string | null;
+  readonly #queryValue: (i: number) => string | null;
 
   constructor(uses: readonly PlaceholderUse[]) {
     this.uses = uses;
     this.set = new NeedleSet(uses.map((u) => u.placeholder));
-    this.#header = uses.map((u) => (u.surfaces.includes("header") ? u.value : null));
-    this.#url = uses.map((u) => urlValue(u.value));
+    this.#surfaces = new Set(uses.flatMap((u) => u.surfaces));
+    const on = <T>(surface: Surface, value: (u: PlaceholderUse) => T): (T | null)[] => uses.map((u) => (u.surfaces.includes(surface) ? value(u) : null));
+    const header = on("header", (u) => u.value);
+    const path = on("path", (u) => urlValue(u.value));
+    const query = on("query", (u) => urlValue(u.value));
+    this.headerValue = (i) => header[i]!;
+    this.#pathValue = (i) => path[i]!;
+    this.#queryValue = (i) => query[i]!;
+    this.websocket = on("websocket", (u) => Buffer.from(u.value));
   }
 
   has(surface: Surface): boolean {
-    return this.uses.some((u) => u.surfaces.includes(surface));
+    return this.#surfaces.has(surface);
   }
 
-  /** The target with path and query rewritten as their surfaces allow; the surfaces that changed counted. */
+  /** The target with path and query rewritten as their surfaces allow, and which of them changed. */
   target(target: string): { target: string; path: boolean; query: boolean } {
     const q = target.indexOf("?");
     const pathPart = q === -1 ? target : target.slice(0, q);
     const queryPart = q === -1 ? "" : target.slice(q);
-    const path = this.has("path") ? replaceInString(pathPart, this.set, this.#forSurface("path")) : pathPart;
-    const query = this.has("query") && queryPart !== "" ? replaceInString(queryPart, this.set, this.#forSurface("query")) : queryPart;
+    const path = this.has("path") ? replaceInString(pathPart, this.set, this.#pathValue) : pathPart;
+    const query = this.has("query") && queryPart !== "" ? replaceInString(queryPart, this.set, this.#queryValue) : queryPart;
     return { target: path + query, path: path !== pathPart, query: query !== queryPart };
   }
-
-  #surfaceUrl = new Map<Surface, (i: number) => string | null>();
-  #forSurface(surface: Surface): (i: number) => string | null {
-    let fn = this.#surfaceUrl.get(surface);
-    if (!fn) {
-      const values = this.uses.map((u, i) => (u.surfaces.includes(surface) ? this.#url[i]! : null));
-      fn = (i) => values[i]!;
-      this.#surfaceUrl.set(surface, fn);
-    }
-    return fn;
-  }
-
-  /** What each needle becomes in WebSocket messages: the raw value (null: not on the websocket surface). */
-  websocket(): (Uint8Array | null)[] {
-    return (this.#websocket ??= this.uses.map((u) => (u.surfaces.includes("websocket") ? Buffer.from(u.value) : null)));
-  }
-  #websocket: (Uint8Array | null)[] | null = null;
 
   /** What each needle becomes in a body of that kind (null: not on the body surface). */
   body(kind: BodyKind): (Uint8Array | null)[] {

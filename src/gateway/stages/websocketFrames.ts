@@ -32,7 +32,7 @@ function toUpstream(rq: ProxyRequest, leakGuard: boolean): MessageScans | null {
   const uses = rq.placeholders.some((u) => u.surfaces.includes("websocket")) ? rq.placeholders : null;
   if (watch === null && uses === null) return null;
   const sub = uses ? substitutionFor(uses) : null;
-  const values = sub ? sub.websocket() : null;
+  const values = sub ? sub.websocket : null;
   // One rewriter for the whole connection: the surface is counted once, at the first replacement.
   const rewriter = sub ? new SurfaceRewriter(rq, values!) : null;
   return () => {
