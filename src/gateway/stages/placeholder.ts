@@ -107,6 +107,14 @@ function isEncoded(contentEncoding: string | null): boolean {
   return contentEncoding !== null && contentEncoding.trim() !== "" && contentEncoding.trim().toLowerCase() !== "identity";
 }
 
+/**
+ * gRPC messages carry their own length prefixes (and protobuf its own lengths inside): a value of another
+ * length written into one would break it, so such bodies are left as they are.
+ */
+function isLengthPrefixed(contentType: string | null): boolean {
+  return contentType !== null && /^\s*application\/grpc/i.test(contentType);
+}
+
 /** Adds the value to those the echo guard redacts (once). */
 function guardEcho(rq: ProxyRequest, value: string): void {
   if (!rq.injectedValues.includes(value)) rq.injectedValues = [...rq.injectedValues, value];
@@ -165,7 +173,7 @@ export function placeholderStage(): Stage {
         rq.injectionCount += count;
         for (const u of sub.uses) guardEcho(rq, u.value);
       }
-      if (rq.body === null || rq.websocket || !sub.has("body") || isEncoded(rq.headers.get("content-encoding"))) return PASS;
+      if (rq.body === null || rq.websocket || !sub.has("body") || isEncoded(rq.headers.get("content-encoding")) || isLengthPrefixed(rq.headers.get("content-type"))) return PASS;
       return rewriteBody(rq, sub);
     },
   };

@@ -141,12 +141,15 @@ describe("bodies", () => {
     expect(out.startsWith(VALUE) && out.endsWith(VALUE)).toBe(true);
   });
 
-  test("a body with a Content-Encoding, or without the body surface, is left as it is", async () => {
+  test("a body with a Content-Encoding, a gRPC body (length-prefixed), or without the body surface, is left as it is", async () => {
     const gz = Bun.gzipSync(Buffer.from(PH));
     const encoded = await request({ method: "POST", target: "/", headers: { "content-encoding": "gzip" }, body: gz });
     expect(await outcome(stage.request!(encoded))).toBe("pass");
     expect(Buffer.from(await new Response(encoded.body).arrayBuffer()).equals(Buffer.from(gz))).toBe(true);
     expect(encoded.headers.get("content-length")).toBe(String(gz.byteLength));
+    const grpc = await request({ method: "POST", target: "/", headers: { "content-type": "application/grpc+proto" }, body: `\u0000\u0000\u0000\u0000\u0010${PH}` });
+    await stage.request!(grpc);
+    expect(await bodyOf(grpc)).toBe(`\u0000\u0000\u0000\u0000\u0010${PH}`);
     const noBody = await request({ method: "POST", target: "/", body: PH }, ["header"]);
     stage.request!(noBody);
     expect(await bodyOf(noBody)).toBe(PH);
