@@ -18,6 +18,9 @@ export const PLAIN_HOST = "plain.bench.example.com";
 /** Not pinned: resolved through the bench's own DNS server (CREDGATE_DNS_SERVERS, TTL 300 s, docs/operations.md#dns). */
 export const DNS_HOST = "dns.bench.example.com";
 export const SECRET_VALUE = "bench-secret-4f1c2a9e";
+/** A placeholder secret applies here (docs/injection.md#placeholders): the agent writes PLACEHOLDER, the upstream gets SECRET_VALUE. */
+export const PH_HOST = "ph.bench.example.com";
+export const PLACEHOLDER = "CG_BENCH_PLACEHOLDER";
 
 export interface UpstreamEnv {
   pki: TestPki;
@@ -41,6 +44,8 @@ export interface GatewayEnv {
   llm: Target;
   /** CONNECT plain.bench.example.com: no credential, the agent's own header passes (what credentials cost). */
   uncredentialed: Target;
+  /** CONNECT ph.bench.example.com with `Authorization: Bearer <placeholder>`: substituted by the gateway. */
+  placeholder: Target;
 }
 
 export type BenchEnv = UpstreamEnv & GatewayEnv;
@@ -52,14 +57,14 @@ export interface GatewayOptions {
   whatIf?: string[];
   /** Gateway processes (CREDGATE_GATEWAY_WORKERS); one unless said. */
   workers?: number;
-  /** More environment for credgate (the bench's traced row: OTEL_*). */
+  /** More environment for credgate (OTEL_* for the traced row, CREDGATE_LEAK_GUARD=off for the leak guard's). */
   env?: Record<string, string>;
   log?: (msg: string) => void;
 }
 
 export async function startUpstreamEnv(log: (msg: string) => void = () => {}): Promise<UpstreamEnv> {
   log("making the upstream PKI (openssl)");
-  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, "127.0.0.1"]);
+  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, PH_HOST, "127.0.0.1"]);
   const upstream = await startServer("upstream.ts", [pki.certFile, pki.keyFile]);
   log(`upstream on 127.0.0.1:${upstream.port} (pid ${upstream.proc.pid})`);
   const direct: Target = { host: HOST, port: upstream.port, caFile: pki.caFile, headers: { authorization: `Bearer ${SECRET_VALUE}` } };
@@ -85,7 +90,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
       CREDGATE_GATEWAY_WORKERS: String(opts.workers ?? 1),
       CREDGATE_DNS_SERVERS: dns.address,
       CREDGATE_UPSTREAM_CA_FILE: up.pki.caFile,
-      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
+      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST, PH_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
       ...(opts.whatIf?.length ? { BENCH_WHATIF: opts.whatIf.join(",") } : {}),
       ...opts.env,
@@ -110,6 +115,9 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
     if (created.status !== 201) throw new Error(`creating the secret for ${hostPattern} failed: ${created.status} ${created.text}`);
   }
 
+  const ph = await credgate.api("POST", "/v1/secrets", { body: { name: "bench placeholder", type: "generic", value: SECRET_VALUE, hostPattern: PH_HOST, injectionConfig: { placeholder: PLACEHOLDER } } });
+  if (ph.status !== 201) throw new Error(`creating the placeholder secret failed: ${ph.status} ${ph.text}`);
+
   const llmKey = await credgate.api("POST", "/v1/secrets", { body: { name: "bench llm", type: "llm_a", value: "sk-ant-api03-bench", hostPattern: LLM_HOST } });
   if (llmKey.status !== 201) throw new Error(`creating the llm_a secret failed: ${llmKey.status} ${llmKey.text}`);
 
@@ -133,8 +141,29 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   }
   log("verified: the upstream received the injected Authorization header through the MITM path");
   const llm: Target = { host: LLM_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { "x-api-key": "credgate-managed" } };
-  const uncredentialed: Target = { host: PLAIN_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: up.direct.headers };
-  return { credgate, gatewayCaFile, mitm, mitmIp, mitmDns, llm, uncredentialed };
+  // A header of the same size whose value is no secret's (a secret's value would be refused by the leak guard, docs/guards.md#credential-leak-guard).
+  const uncredentialed: Target = { host: PLAIN_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { authorization: `Bearer ${"x".repeat(SECRET_VALUE.length)}` } };
+  const placeholder: Target = { host: PH_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { authorization: `Bearer ${PLACEHOLDER}` } };
+  const probe = await requestOnce(placeholder, "/echo");
+  const expected = new Bun.CryptoHasher("sha256").update(`Bearer ${SECRET_VALUE}`).digest("hex");
+  if (probe.status !== 200 || (JSON.parse(probe.body) as { authorizationSha256: string }).authorizationSha256 !== expected) {
+    throw new Error(`placeholder check failed: ${probe.status} ${probe.body}`);
+  }
+  log("verified: the upstream received the placeholder's value");
+  return { credgate, gatewayCaFile, mitm, mitmIp, mitmDns, llm, uncredentialed, placeholder };
+}
+
+/**
+ * `count` more secrets in the project, each for a host of its own, with values the credential leak guard watches
+ * (docs/guards.md#credential-leak-guard): what a project with many secrets costs every request.
+ */
+export async function addWatchedSecrets(credgate: RunningCredgate, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const created = await credgate.api("POST", "/v1/secrets", {
+      body: { name: `bench watched ${i}`, type: "generic", value: `sk-watched-${i}-${crypto.randomUUID()}`, hostPattern: `watched-${i}.bench.example.com`, injectionConfig: { headerName: "x-api-key" } },
+    });
+    if (created.status !== 201) throw new Error(`creating watched secret ${i} failed: ${created.status} ${created.text}`);
+  }
 }
 
 export async function startBenchEnv(opts: GatewayOptions = {}): Promise<BenchEnv> {

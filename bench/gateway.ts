@@ -12,13 +12,16 @@
 // Targets are printed with pass/fail markers; a miss never changes the exit code (only a broken setup does).
 // When one is missed, bench/anatomy.ts says where the time goes (bench/README.md).
 import type { RunningCredgate } from "../test/support/process.ts";
-import { DNS_HOST, HOST, startBenchEnv, startGateway } from "./env.ts";
+import { addWatchedSecrets, DNS_HOST, HOST, PLACEHOLDER, startBenchEnv, startGateway } from "./env.ts";
 import { RssWatch } from "./rss.ts";
 import type { LoadResult, SseResult, Target } from "./load.ts";
 import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
 import { killAll, reapAll, runClient } from "./procs.ts";
 import { pinProcess, placement } from "./placement.ts";
 import { testEngine } from "../test/support/postgres.ts";
+import { tempDir } from "../test/support/tmp.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 
 const TARGETS = {
   throughputRatio: 0.3,
@@ -91,7 +94,7 @@ function medianRound(runs: Run[]): Run & { roundP50s: number[] } {
 async function main(): Promise<void> {
   const env = await startBenchEnv({ profileDir: opts.profileDir, whatIf: opts.whatIf, log: progress });
   credgate = env.credgate;
-  const { direct, mitm, mitmIp, mitmDns, llm, uncredentialed, upstream, upstreamStats } = env;
+  const { direct, mitm, mitmIp, mitmDns, llm, uncredentialed, placeholder, upstream, upstreamStats } = env;
   const cpus = opts.cpus;
   if (cpus) {
     pinProcess(env.credgate.proc.pid, cpus.gateway);
@@ -201,6 +204,41 @@ async function main(): Promise<void> {
   const budgetIds = await activateBudgets(env.credgate);
   const budgeted = await runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/v1/messages", watch, ...llm, body: json1 }, peerCpus);
   const budgets = { ...metering.throughput, budgeted, spentCents: await spentOf(env.credgate, budgetIds) };
+  // Placeholders (docs/injection.md#placeholders): one in a header against the same request with no secret for
+  // the host; a 1 MB JSON body with placeholders against the same body where nothing is substituted.
+  if (cpus) pinProcess(upstream.proc.pid, cpus.peers);
+  progress(`placeholders: in a header, and a 1 MB JSON body with ${BODY_PLACEHOLDERS} of them, ${opts.connections} connections, ${secs} s each`);
+  const megabyte = jsonWithPlaceholders(1024 * 1024);
+  const bodyFile = join(tempDir("credgate-bench-"), "placeholders.json");
+  writeFileSync(bodyFile, megabyte);
+  const bodyRun = (t: Target) => runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/body", watch, ...t, bodyFile }, peerCpus);
+  const placeholders = {
+    header: await load(placeholder, opts.connections),
+    headerBaseline: await load(uncredentialed, opts.connections),
+    body: await bodyRun(placeholder),
+    bodyBaseline: await bodyRun(uncredentialed),
+    bodyBytes: Buffer.byteLength(megabyte),
+  };
+  // The credential leak guard (docs/guards.md#credential-leak-guard) on the MITM row: with WATCHED more secrets in
+  // the project (each value's forms watched on every request), this credgate against a second one with
+  // CREDGATE_LEAK_GUARD=off and the same secrets, taking turns. Last, so that no other row runs with them.
+  progress(`leak guard: MITM with ${WATCHED} more secrets, guard on and off (a second credgate), 2 rounds each, ${secs} s each`);
+  await addWatchedSecrets(env.credgate, WATCHED);
+  const off = await startGateway(env, { env: { CREDGATE_LEAK_GUARD: "off" }, whatIf: opts.whatIf, log: progress });
+  await addWatchedSecrets(off.credgate, WATCHED);
+  if (cpus) {
+    pinProcess(off.credgate.proc.pid, cpus.gateway);
+    pinProcess(upstream.proc.pid, cpus.peers);
+  }
+  const guardRun = (t: Target, pid: number) => runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/", watch: { gateway: pid, upstream: upstream.proc.pid }, ...t }, peerCpus);
+  const on: LoadResult[] = [];
+  const offRuns: LoadResult[] = [];
+  for (let i = 0; i < 2; i++) {
+    on.push(await guardRun(mitm, env.credgate.proc.pid));
+    offRuns.push(await guardRun(off.mitm, off.credgate.proc.pid));
+  }
+  await off.credgate.stop();
+  const leakGuard = { secrets: WATCHED, on, off: offRuns };
 
   const ratio = many.mitm.rps / many.direct.rps;
   const addedP50 = one.mitm.latencyMs.p50 - one.direct.latencyMs.p50;
@@ -234,6 +272,8 @@ async function main(): Promise<void> {
     unpinned: ip,
     metering,
     budgets,
+    placeholders,
+    leakGuard,
     errors,
   };
 
@@ -249,6 +289,8 @@ async function main(): Promise<void> {
     printAllCores(allCores);
     printMetering(metering);
     printBudgets(budgets);
+    printPlaceholders(placeholders);
+    printLeakGuard(leakGuard);
   }
 }
 
@@ -308,7 +350,48 @@ function printTraced(r: Run & { spans: { exported: number; dropped: number }; ex
   console.log(`  spans exported ${fi(r.spans.exported)}, dropped ${fi(r.spans.dropped)}, in ${fi(r.exports)} exports of ${f(r.exportBytes / Math.max(1, r.exports) / 1024, 1)} KiB on average`);
 }
 
+const BODY_PLACEHOLDERS = 16;
+const WATCHED = 50;
+
+/** A JSON document of `size` bytes whose one string holds the placeholder BODY_PLACEHOLDERS times, spread out. */
+function jsonWithPlaceholders(size: number): string {
+  const inner = size - '{"data":""}'.length;
+  const gap = Math.floor((inner - BODY_PLACEHOLDERS * PLACEHOLDER.length) / BODY_PLACEHOLDERS);
+  const piece = "a".repeat(gap) + PLACEHOLDER;
+  const text = piece.repeat(BODY_PLACEHOLDERS);
+  return `{"data":"${text}${"a".repeat(inner - text.length)}"}`;
+}
+
 // ---- output -------------------------------------------------------------------------------------------
+
+function printPlaceholders(p: { header: Run; headerBaseline: Run; body: LoadResult; bodyBaseline: LoadResult; bodyBytes: number }): void {
+  const mbps = (r: LoadResult) => (r.rps * p.bodyBytes) / 1048576;
+  console.log(
+    [
+      "Placeholders (docs/injection.md#placeholders): the MITM path with substitution against the same requests with none",
+      `  in a header     ${fi(p.header.rps).padStart(7)} req/s   p50 ${f(p.header.latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(p.header), 0)} µs cpu/req` +
+        `   (none: ${fi(p.headerBaseline.rps)} req/s, ${f(cpuPerRequestUs(p.headerBaseline), 0)} µs cpu/req): ${f((p.header.rps / p.headerBaseline.rps) * 100, 1)}%`,
+      `  1 MB JSON body, ${BODY_PLACEHOLDERS} placeholders   ${fi(p.body.rps)} req/s = ${f(mbps(p.body), 1)} MB/s   p50 ${f(p.body.latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(p.body), 0)} µs cpu/req` +
+        `   (none: ${fi(p.bodyBaseline.rps)} req/s = ${f(mbps(p.bodyBaseline), 1)} MB/s): ${f((p.body.rps / p.bodyBaseline.rps) * 100, 1)}%`,
+      `  (${p.body.errors + p.bodyBaseline.errors + p.header.errors + p.headerBaseline.errors} errors)`,
+    ].join("\n"),
+  );
+}
+
+function printLeakGuard(l: { secrets: number; on: LoadResult[]; off: LoadResult[] }): void {
+  const mean = (rs: LoadResult[], fn: (r: LoadResult) => number) => rs.reduce((n, r) => n + fn(r), 0) / rs.length;
+  const on = mean(l.on, (r) => r.rps);
+  const off = mean(l.off, (r) => r.rps);
+  const rounds = (rs: LoadResult[]) => rs.map((r) => fi(r.rps)).join(" / ");
+  console.log(
+    [
+      `Credential leak guard (docs/guards.md#credential-leak-guard): the MITM row with ${l.secrets} more secrets in the project, guard on and off (two credgates, taking turns)`,
+      `  on   ${fi(on).padStart(7)} req/s (rounds ${rounds(l.on)})   gateway ${f(mean(l.on, cpuPerRequestUs), 0)} µs cpu/req`,
+      `  off  ${fi(off).padStart(7)} req/s (rounds ${rounds(l.off)})   gateway ${f(mean(l.off, cpuPerRequestUs), 0)} µs cpu/req   cost ${f((1 - on / off) * 100, 1)}% of the throughput (goal < 5%)`,
+      "",
+    ].join("\n"),
+  );
+}
 
 const f = (n: number, digits = 3) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 const fi = (n: number) => Math.round(n).toLocaleString("en-US");

@@ -21,6 +21,8 @@ export interface Target {
   headers?: Record<string, string>;
   /** A POST with this JSON body instead of a GET. */
   body?: string;
+  /** The same, read from this file (a body too large for the command line). */
+  bodyFile?: string;
 }
 
 export type LoadConfig =
@@ -394,6 +396,7 @@ async function runTunnels(cfg: Extract<LoadConfig, { task: "tunnels" }>): Promis
 
 if (import.meta.main) {
   const cfg = JSON.parse(process.argv[2] ?? "{}") as LoadConfig;
+  if (cfg.bodyFile !== undefined) cfg.body = await Bun.file(cfg.bodyFile).text();
   const result = cfg.task === "sse" ? await runSse(cfg) : cfg.task === "tunnels" ? await runTunnels(cfg) : await runLoad(cfg);
   process.stdout.write(JSON.stringify(result) + "\n");
   process.exit(0);

@@ -1,6 +1,7 @@
 // The benchmark's HTTPS upstream, run as its own process so it never shares an event loop with the load
 // client or the gateway. It prints one JSON line `{"port":…}` on stdout once listening.
 //   GET /      a small JSON body (the throughput/latency target)
+//   POST /body reads the request body to its end, answers its length
 //   GET /echo  the SHA-256 of the Authorization header it received, to prove the gateway injected the secret
 //   GET /sse   text/event-stream: the first event at once, then SSE_EVENTS-1 more every SSE_GAP_MS
 //   GET /stats {requests, connections}: requests answered and distinct client connections seen so far
@@ -96,6 +97,8 @@ const server = Bun.serve({
       const auth = req.headers.get("authorization");
       return Response.json({ authorizationSha256: auth === null ? null : new Bun.CryptoHasher("sha256").update(auth).digest("hex"), host: req.headers.get("host") });
     }
+    // A body read to its end (the placeholder bench rows): its length back.
+    if (req.method === "POST" && path === "/body") return Response.json({ bytes: (await req.arrayBuffer()).byteLength });
     if (req.method === "POST" && (path === "/v1/messages" || path === "/v1/unmetered")) {
       const body = await req.text();
       return body.includes('"stream":true') ? anthropicSse() : new Response(ANTHROPIC_JSON, { headers: { "content-type": "application/json" } });

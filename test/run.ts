@@ -10,6 +10,7 @@ const POSTGRES_RUN = [
   "test/unit/stages",
   "test/e2e/gateway-clients.test.ts",
   "test/e2e/gateway-injection.test.ts",
+  "test/e2e/placeholders.test.ts",
   "test/e2e/gateway-lifecycle.test.ts",
   "test/e2e/gateway-streaming.test.ts",
   "test/e2e/gateway-tunnels.test.ts",

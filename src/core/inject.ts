@@ -123,7 +123,8 @@ export function applyInjection(secret: Injectable, value: string, headers: Heade
     return { ok: true, pathAndQuery, count };
   }
   const cfg = secret.injection;
-  if (!cfg) return { ok: true, pathAndQuery, count };
+  // A placeholder is replaced where the agent wrote it, body included: the placeholder stage's work.
+  if (!cfg || cfg.placeholder !== undefined) return { ok: true, pathAndQuery, count };
   if (cfg.headerName !== undefined) {
     return { ok: true, pathAndQuery, count: setHeader(headers, cfg.headerName, fill(cfg, cfg.valueFormat ?? "{value}", value)) };
   }

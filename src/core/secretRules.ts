@@ -1,6 +1,7 @@
 // Pure rules about secrets (docs/injection.md#secrets): injection-config shape, value safety, LLM
 // normalisation, default hosts and the masked preview.
 import type { InjectionConfig } from "./records/secrets.ts";
+import { normalizeSurfaces, placeholderError, surfacesError } from "./placeholders.ts";
 
 export type SecretTypeName = "llm_a" | "llm_b" | "generic";
 export type AuthMode = "api-key" | "oauth";
@@ -9,7 +10,7 @@ export type AuthMode = "api-key" | "oauth";
 export type InjectionConfigShape = InjectionConfig;
 
 export const INJECTION_SHAPE_MESSAGE =
-  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}";
+  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}";
 export const INJECTION_REQUIRED_MESSAGE = "Header name, parameter name, or URL path template is required for generic secrets";
 export const PATH_VALUE_MESSAGE = "Secret value can't contain / ? # % whitespace or control characters when injected into the URL path";
 /** A header value must be printable ASCII: anything else (a pasted typographic `…`, CR, LF, NUL) breaks every request. */
@@ -20,7 +21,10 @@ const VARIANTS: { required: string[]; optional: string[] }[] = [
   { required: ["paramName"], optional: ["paramFormat"] },
   { required: ["pathTemplate"], optional: [] },
   { required: ["pathRegex", "pathReplacement"], optional: [] },
+  { required: ["placeholder"], optional: ["surfaces"] },
 ];
+/** Fields that are not strings (checked by their own rule). */
+const NOT_STRINGS = ["surfaces"];
 
 const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** What a header value may hold: printable ASCII (space to tilde). */
@@ -34,7 +38,7 @@ export function injectionConfigError(raw: unknown): string | null {
   const variant = VARIANTS.find(
     (v) => v.required.every((k) => k in cfg) && keys.every((k) => v.required.includes(k) || v.optional.includes(k)),
   );
-  if (!variant || keys.some((k) => typeof cfg[k] !== "string")) return INJECTION_SHAPE_MESSAGE;
+  if (!variant || keys.some((k) => !NOT_STRINGS.includes(k) && typeof cfg[k] !== "string")) return INJECTION_SHAPE_MESSAGE;
   const c = cfg as InjectionConfigShape;
   if (c.headerName !== undefined) {
     if (!HTTP_TOKEN.test(c.headerName)) return "injectionConfig.headerName must be a valid HTTP header name";
@@ -57,21 +61,28 @@ export function injectionConfigError(raw: unknown): string | null {
     }
     if (!c.pathReplacement!.includes("{value}")) return "Replacement must include {value} (where the secret goes)";
   }
+  if (c.placeholder !== undefined) return placeholderError(c.placeholder) ?? (c.surfaces === undefined ? null : surfacesError(c.surfaces));
   return null;
 }
 
-/** A checked injectionConfig: exactly one of the four variants, or the first failure's message. */
+/** A checked injectionConfig: exactly one of the variants, or the first failure's message. */
 export function parseInjectionConfig(raw: unknown): { ok: true; value: InjectionConfig } | { ok: false; message: string } {
   const message = injectionConfigError(raw);
   return message === null ? { ok: true, value: raw as InjectionConfig } : { ok: false, message };
 }
 
-/** The stored form of a valid injectionConfig: header and param formats default to `{value}`. */
+/** The stored form of a valid injectionConfig: header and param formats default to `{value}`, surfaces to all five. */
 export function normalizeInjectionConfig(cfg: InjectionConfig): InjectionConfig {
+  if (cfg.placeholder !== undefined) return { placeholder: cfg.placeholder, surfaces: normalizeSurfaces(cfg.surfaces) };
   if (cfg.headerName !== undefined) return { headerName: cfg.headerName, valueFormat: cfg.valueFormat ?? "{value}" };
   if (cfg.paramName !== undefined) return { paramName: cfg.paramName, paramFormat: cfg.paramFormat ?? "{value}" };
   if (cfg.pathTemplate !== undefined) return { pathTemplate: cfg.pathTemplate };
   return { pathRegex: cfg.pathRegex, pathReplacement: cfg.pathReplacement };
+}
+
+/** A value that goes into headers: the LLM types, the header variant and placeholders (docs/injection.md#secrets). */
+export function injectsIntoHeader(type: SecretTypeName, cfg: InjectionConfigShape | null | undefined): boolean {
+  return type !== "generic" || cfg?.headerName !== undefined || cfg?.placeholder !== undefined;
 }
 
 export function injectsIntoPath(cfg: InjectionConfigShape | null | undefined): boolean {

@@ -90,6 +90,15 @@ export const egressDenied = (host: string, address: string): Response => gateway
 
 export const egressDeniedAnswer = (host: string, address: string): JsonAnswer => ({ status: 403, body: egressDeniedBody(host, address) });
 
+/** `host` without its port (docs/guards.md#credential-leak-guard). */
+export const credentialLeakBlocked = (host: string, secretName: string): Response =>
+  gatewayJson(403, {
+    error: "credential_leak_blocked",
+    message: `This request carries the value of the credgate secret "${secretName}", which is not for ${host}. credgate does not send a credential to another host.`,
+    host,
+    secret_name: secretName,
+  });
+
 export const insecureTransport = (host: string): Response =>
   gatewayJson(403, {
     error: "insecure_transport",

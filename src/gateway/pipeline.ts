@@ -29,10 +29,13 @@ import { guidanceStage } from "./stages/guidance.ts";
 import { injectStage } from "./stages/inject.ts";
 import { injectConnectionStage } from "./stages/injectConnection.ts";
 import { interceptStage } from "./stages/intercept.ts";
+import { leakGuardStage } from "./stages/leakGuard.ts";
 import { logStage } from "./stages/log.ts";
 import { passthroughStage } from "./stages/passthrough.ts";
+import { placeholderStage } from "./stages/placeholder.ts";
 import { policyStage } from "./stages/policy.ts";
 import { resourcesStage } from "./stages/resources.ts";
+import { websocketFramesStage } from "./stages/websocketFrames.ts";
 import { targetStage } from "./stages/target.ts";
 import { traceConnect, traceConnected, traceReply, traceRequest, traceWait } from "./trace.ts";
 import type { Tunnel } from "./tunnel.ts";
@@ -62,6 +65,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     connectionStage(),
     policyStage({ rateLimits: services.rateLimits }),
     resourcesStage(),
+    leakGuardStage({ enabled: config.leakGuard }),
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
     cleartextStage({ plaintextHosts: config.plaintextHosts }),
@@ -69,6 +73,8 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     echoStage(),
     budgetStage({ prices: services.prices, ledger: services.budgetLedger, keySpend: services.budgets, spend: services.spend, publicUrl: config.publicUrl }),
     approvalStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered }),
+    placeholderStage(),
+    websocketFramesStage({ leakGuard: config.leakGuard }),
     guidanceStage({ publicUrl: config.publicUrl }),
     forwardStage({ upstreams: d.upstreams, outbound: services.outbound, headerTimeoutSeconds: config.upstreamHeaderTimeoutSeconds }),
   ];
@@ -201,6 +207,8 @@ function afterVerdict(stages: Stages, rq: ProxyRequest, at: number, verdict: Req
 }
 
 function requestFailed(rq: ProxyRequest, stage: Stage, err: Error): RequestVerdict {
+  // A stage that read the body (a peek) met a body scan's refusal (docs/guards.md#credential-leak-guard): that is the answer.
+  if (rq.refusal !== null) return rq.refusal;
   log.error("gateway stage failed", { stage: stage.name, host: rq.host, error: err.message });
   return answer("error", badGateway());
 }

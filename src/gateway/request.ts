@@ -3,6 +3,7 @@
 // field is set in one place: the stage named beside it, or a method here.
 import { pathWithoutQuery } from "../core/patterns.ts";
 import { applyInjection, type Injectable } from "../core/inject.ts";
+import { SURFACES, type Surface } from "../core/placeholders.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
 import type { DialTarget } from "../services/outbound.ts";
 import type { Hold } from "../services/budgetLedger.ts";
@@ -13,7 +14,9 @@ import { headerValue } from "./http1/head.ts";
 import type { HeaderList } from "./http1/headerList.ts";
 import { peekStream } from "./peek.ts";
 import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
+import type { RequestVerdict } from "./stage.ts";
 import type { Tunnel } from "./tunnel.ts";
+import type { MessageScans } from "./wsFrames.ts";
 
 export { logHostOf } from "./flow.ts";
 
@@ -48,6 +51,21 @@ export interface Meter {
   costNanos: number | null;
 }
 
+/** A placeholder secret that applies to the request: what the agent writes, and what goes in its place. */
+export interface PlaceholderUse {
+  readonly placeholder: string;
+  readonly value: string;
+  readonly surfaces: readonly Surface[];
+}
+
+/** A credential value on its way to the wrong host (docs/guards.md#credential-leak-guard). */
+export interface LeakFinding {
+  /** The secret's name, or the connection's label (its provider's name without one). */
+  readonly secretName: string;
+  /** The path as the log shows it, the value's forms replaced by `credgate-redacted`. */
+  readonly loggedPath: string;
+}
+
 /** The empty list every request starts with (lists are replaced, never edited in place while shared). */
 const NONE: readonly never[] = [];
 
@@ -59,8 +77,8 @@ export class ProxyRequest extends Flow {
   readonly target: string;
   /** Path without query: what patterns, policy and logs see (raw, undecoded: docs/gateway.md#request-targets). */
   readonly path: string;
-  /** The agent sent its body chunked (it goes upstream chunked too). */
-  readonly chunked: boolean;
+  /** The body goes upstream chunked: the agent sent it so, or its length changes as it streams (placeholder stage). */
+  chunked: boolean;
   /** A WebSocket upgrade inside a tunnel (absolute-form requests never upgrade). */
   readonly websocket: boolean;
   /** The tunnel the request came through; null for a request on a plain proxy connection. */
@@ -89,6 +107,17 @@ export class ProxyRequest extends Flow {
   /** How many places were injected, and every value injected, for the echo guard (`inject`). */
   injectionCount = 0;
   injectedValues: readonly string[] = NONE;
+  /** The placeholder secrets that apply, with their values (`inject`; the placeholder stage replaces them). */
+  placeholders: readonly PlaceholderUse[] = NONE;
+  /** A credential value found on its way to a host none of its holders match (leak-guard stage). */
+  leak: LeakFinding | null = null;
+  /**
+   * The answer of a stage whose body scan refused the request after it was passed on (the leak guard): the
+   * forward stage answers with it when the upstream exchange broke off for it.
+   */
+  refusal: RequestVerdict | null = null;
+  /** What reads a WebSocket's messages after 101, each way (websocket-frames stage); null: a raw pipe. */
+  frames: { toUpstream: MessageScans | null; toAgent: MessageScans | null } | null = null;
   /** A metered LLM request (budget stage). */
   meter: Meter | null = null;
   /** The approval that held the request, and its log row, updated in place at the end (approval stage). */
@@ -155,6 +184,12 @@ export class ProxyRequest extends Flow {
 
   /** Applies one credential to the outgoing request (docs/injection.md); false when it cannot be applied safely. */
   inject(secret: Injectable, value: string): boolean {
+    const placeholder = secret.injection?.placeholder;
+    if (placeholder !== undefined) {
+      const use: PlaceholderUse = { placeholder, value, surfaces: secret.injection!.surfaces ?? SURFACES };
+      this.placeholders = this.placeholders === NONE ? [use] : [...this.placeholders, use];
+      return true;
+    }
     const out = applyInjection(secret, value, this.headers, this.upstreamTarget);
     if (!out.ok) return false;
     this.upstreamTarget = out.pathAndQuery;

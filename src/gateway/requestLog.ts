@@ -36,7 +36,7 @@ export function logFieldsOf(rq: ProxyRequest, status: number, latencyMs?: number
     agent: rq.agent,
     method: rq.websocket ? "GET" : rq.method,
     host: rq.logHost,
-    path: rq.path,
+    path: rq.leak?.loggedPath ?? rq.path,
     status,
     started: rq.started,
     injectionCount: rq.injectionCount,

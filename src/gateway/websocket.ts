@@ -1,10 +1,11 @@
 // WebSocket upgrades inside MITM tunnels (docs/gateway.md#websocket): a fresh TCP+TLS connection to the upstream, the
-// injected upgrade request written by hand, and on 101 the agent's connection is handed over to a raw pipe
-// both ways (frames are not inspected), closed after 600 s without traffic.
+// injected upgrade request written by hand, and on 101 the agent's connection is handed over to a pipe both
+// ways, closed after 600 s without traffic: raw bytes, or frames read and rewritten where placeholder
+// substitution or a guard reads them (websocket-frames stage, wsFrames.ts).
 import type * as net from "node:net";
 import { log } from "../observability/log.ts";
 import { metrics } from "../observability/metrics.ts";
-import { pipeRaw } from "./client/pipe.ts";
+import { pipeRaw, type PipeRewrite } from "./client/pipe.ts";
 import { upstreamTimeout, upstreamUnreachable } from "./errors.ts";
 import { MAX_HEAD_BYTES, parseResponseHead, type ResponseHead } from "./http1/head.ts";
 import { Reply } from "./reply.ts";
@@ -13,6 +14,7 @@ import { answer, relay, type RequestVerdict } from "./stage.ts";
 import type { ForwardDeps } from "./stages/forward.ts";
 import { dialTarget, upstreamHead } from "./upstream/requestHead.ts";
 import { CONNECT_TIMEOUT_MS } from "./upstream/originConnection.ts";
+import { FrameRewriter } from "./wsFrames.ts";
 
 const IDLE_MS = 600_000;
 const KEPT_ON_101 = ["upgrade", "connection", "sec-websocket-accept", "sec-websocket-protocol", "sec-websocket-extensions"];
@@ -40,17 +42,63 @@ export async function websocket(rq: ProxyRequest, deps: Pick<ForwardDeps, "outbo
   const lines = ["HTTP/1.1 101 Switching Protocols"];
   for (const [name, value] of head.headers) if (KEPT_ON_101.includes(name.toLowerCase())) lines.push(`${name}: ${value}`);
   const { socket, buffered } = rq.takeOver();
-  socket.write(Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1"), head.rest]));
-  if (buffered.length > 0) upstream.write(buffered);
+  const rewrite = rq.frames ? frameRewrite(rq, rq.frames, socket) : null;
+  const early = rewrite?.toAgent && head.rest.length > 0 ? rewrite.toAgent(head.rest) : head.rest;
+  socket.write(Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1"), early ?? NOTHING]));
+  const sent = rewrite?.toUpstream && buffered.length > 0 ? rewrite.toUpstream(buffered) : buffered;
+  if (sent !== null && sent.length > 0) upstream.write(sent);
   metrics.openWebSockets.inc();
   upstream.setTimeout(IDLE_MS);
-  pipeRaw(socket, upstream, (why) => {
-    metrics.openWebSockets.dec();
-    log.info("websocket relay closed", { reason: why });
-  });
   const reply = new Reply(101, "Switching Protocols", new Headers(), null);
   reply.takenOver = true;
+  if (early === null || sent === null) {
+    upstream.destroy();
+    socket.end();
+  }
+  pipeRaw(
+    socket,
+    upstream,
+    (why) => {
+      metrics.openWebSockets.dec();
+      log.info("websocket relay closed", { reason: why });
+      // The request ends with the relay: what waits for its end (the log row's final count) runs now.
+      reply.finish(true);
+    },
+    null,
+    rewrite,
+  );
   return relay(reply);
+}
+
+const NOTHING = Buffer.alloc(0);
+/** Close frame 1008 (policy violation), unmasked (server to client), reason `credential_leak_blocked`. */
+const LEAK_CLOSE = (() => {
+  const reason = Buffer.from("credential_leak_blocked");
+  const payload = Buffer.concat([Buffer.from([0x03, 0xf0]), reason]);
+  return Buffer.concat([Buffer.from([0x88, payload.length]), payload]);
+})();
+
+/**
+ * The frames read each way (websocket-frames stage). A message that carries a credential to the wrong host
+ * (the leak guard's scan throws) is not written: the agent gets a close frame 1008 and both sides are closed.
+ */
+function frameRewrite(rq: ProxyRequest, frames: NonNullable<ProxyRequest["frames"]>, agent: { write(b: Buffer): boolean }): PipeRewrite {
+  const up = frames.toUpstream ? new FrameRewriter(frames.toUpstream, true) : null;
+  const down = frames.toAgent ? new FrameRewriter(frames.toAgent, false) : null;
+  return {
+    toUpstream: up
+      ? (chunk) => {
+          try {
+            return up.push(chunk);
+          } catch {
+            log.warn("websocket message refused by the credential leak guard", { host: rq.host, secret: rq.leak?.secretName });
+            agent.write(LEAK_CLOSE);
+            return null;
+          }
+        }
+      : null,
+    toAgent: down ? (chunk) => down.push(chunk) : null,
+  };
 }
 
 function readHead(sock: net.Socket, timeoutMs: number): Promise<(ResponseHead & { rest: Buffer }) | null | "timeout"> {

@@ -54,6 +54,8 @@ export interface Config {
   egressDeny: Cidr[];
   /** Hosts that may receive credentials over plain HTTP (CREDGATE_PLAINTEXT_HOSTS, docs/guards.md#cleartext-rule). */
   plaintextHosts: string[];
+  /** The credential leak guard (CREDGATE_LEAK_GUARD, on unless `off`: docs/guards.md#credential-leak-guard). */
+  leakGuard: boolean;
   /** CREDGATE_TEST_NOW_OFFSET_SECONDS: shifts the clock of expiries (runtime/clock.ts); tests only, never in cloud mode. */
   testNowOffsetSeconds: number;
   /** DNS servers for outbound names (CREDGATE_DNS_SERVERS, docs/operations.md#dns), `ip` or `ip:port`; null: the system's. */
@@ -432,6 +434,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     egressAllow: parseCidrList("CREDGATE_EGRESS_ALLOW", env.CREDGATE_EGRESS_ALLOW),
     egressDeny: parseCidrList("CREDGATE_EGRESS_DENY", env.CREDGATE_EGRESS_DENY),
     plaintextHosts: (env.CREDGATE_PLAINTEXT_HOSTS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    leakGuard: (env.CREDGATE_LEAK_GUARD ?? "").trim().toLowerCase() !== "off",
     testNowOffsetSeconds,
     dnsServers: parseDnsServers(env.CREDGATE_DNS_SERVERS),
     upstreamProxy: parseProxySetting(env.CREDGATE_UPSTREAM_PROXY),

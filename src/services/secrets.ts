@@ -1,6 +1,6 @@
 // Secrets at project, organization and partner level. Values are sealed on write and never returned;
 // the gateway reads them through the snapshot, not through the API.
-import { and, desc, eq, or, type SQL } from "drizzle-orm";
+import { and, desc, eq, inArray, ne, or, type SQL } from "drizzle-orm";
 import { ApiError, badRequest, notFound } from "../core/errors.ts";
 import { creationTime, newId, nowIso } from "../core/ids.ts";
 import {
@@ -9,6 +9,7 @@ import {
   PATH_VALUE_MESSAGE,
   TYPE_LABELS,
   defaultLlmHost,
+  injectsIntoHeader,
   injectsIntoPath,
   isHeaderSafeValue,
   isPathSafeValue,
@@ -23,6 +24,7 @@ import type { SecretType, ValueSource } from "../core/model.ts";
 import type { InjectionConfig, Secret, SecretCreated, SecretMetadata } from "../core/records/secrets.ts";
 import type { SecretRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
+import { placeholdersClash, placeholderTakenMessage } from "../core/placeholders.ts";
 
 export type { SecretRow };
 
@@ -175,12 +177,55 @@ export class SecretService {
   private checkValuePlacement(type: SecretType, value: string, cfg: InjectionConfigShape | null, accountId?: string): void {
     if (type === "generic" && injectsIntoPath(cfg)) {
       if (!isPathSafeValue(value)) throw badRequest(PATH_VALUE_MESSAGE);
-    } else if ((type !== "generic" || cfg?.headerName !== undefined) && !(isHeaderSafeValue(value) && isHeaderSafeValue(accountId ?? ""))) {
+    } else if (injectsIntoHeader(type, cfg) && !(isHeaderSafeValue(value) && isHeaderSafeValue(accountId ?? ""))) {
       throw ApiError.flat(400, HEADER_VALUE_MESSAGE);
     }
   }
 
+  /**
+   * The secrets that can apply to a request together with one of `owner`'s (docs/injection.md#placeholders):
+   * a project's own, its organization's and its partner's; an organization's, its projects' and its partner's;
+   * a partner's, and those of every organization it manages and of their projects.
+   */
+  #appliesTogether(owner: SecretOwner): Promise<SQL> | SQL {
+    const { secrets, organizations } = this.t;
+    const partnerOf = async (organizationId: string): Promise<SQL[]> => {
+      const [org] = await this.db.select({ partnerId: organizations.partnerId }).from(organizations).where(eq(organizations.id, organizationId)).limit(1);
+      return org?.partnerId ? [and(eq(secrets.scope, "partner"), eq(secrets.partnerId, org.partnerId))!] : [];
+    };
+    switch (owner.scope) {
+      case "project":
+        return partnerOf(owner.organizationId).then(
+          (partner) =>
+            or(and(eq(secrets.scope, "project"), eq(secrets.projectId, owner.projectId)), and(eq(secrets.scope, "organization"), eq(secrets.organizationId, owner.organizationId)), ...partner)!,
+        );
+      case "organization":
+        return partnerOf(owner.organizationId).then((partner) => or(eq(secrets.organizationId, owner.organizationId), ...partner)!);
+      case "partner": {
+        const managed = this.db.select({ id: organizations.id }).from(organizations).where(eq(organizations.partnerId, owner.partnerId));
+        return or(and(eq(secrets.scope, "partner"), eq(secrets.partnerId, owner.partnerId)), inArray(secrets.organizationId, managed))!;
+      }
+    }
+  }
+
+  /** A placeholder must not be, contain or be contained in one of a secret that can apply together with it. */
+  async #checkPlaceholder(owner: SecretOwner, cfg: InjectionConfigShape, exceptId: string | null): Promise<void> {
+    const placeholder = cfg.placeholder;
+    if (placeholder === undefined) return;
+    const { secrets } = this.t;
+    const together = await this.#appliesTogether(owner);
+    const rows = await this.db
+      .select({ name: secrets.name, injectionConfig: secrets.injectionConfig })
+      .from(secrets)
+      .where(and(together, eq(secrets.type, "generic"), exceptId === null ? undefined : ne(secrets.id, exceptId)))
+      .orderBy(secrets.createdAt, secrets.id);
+    const taken = rows.find((r) => r.injectionConfig?.placeholder !== undefined && placeholdersClash(r.injectionConfig.placeholder, placeholder));
+    if (taken) throw ApiError.flat(400, placeholderTakenMessage(taken.name));
+  }
+
   async create(owner: SecretOwner, input: CreateSecretInput): Promise<SecretCreated> {
+    // A field rule (flat 400) that needs the store: before the service checks.
+    if (input.type === "generic" && input.injectionConfig) await this.#checkPlaceholder(owner, input.injectionConfig, null);
     const valueSource = input.valueSource ?? "inline";
     if (valueSource === "external_vault") this.checkVault(owner);
 
@@ -246,6 +291,7 @@ export class SecretService {
       const parsed = parseInjectionConfig(input.injectionConfig);
       if (!parsed.ok) throw ApiError.flat(400, parsed.message);
       newInjection = normalizeInjectionConfig(parsed.value);
+      await this.#checkPlaceholder(owner, newInjection, row.id);
     }
     const patch: Partial<SecretRow> = {};
     if (input.name !== undefined) patch.name = input.name;

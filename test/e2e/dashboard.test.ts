@@ -135,7 +135,7 @@ describe("secrets", () => {
 
     await dialog.getByLabel("Name").fill("Dash key");
     await dialog.getByLabel("Value", { exact: true }).fill(SECRET_VALUE);
-    await dialog.getByLabel("Header").fill("x-api-key");
+    await dialog.getByLabel("Header", { exact: true }).fill("x-api-key");
     await dialog.getByLabel("Host").fill(`https://${HOST}`);
     await dialog.getByRole("button", { name: "Add secret" }).click();
     const hostError = dialog.getByText("Enter a hostname, not a URL (remove http:// or https://)");
@@ -200,6 +200,17 @@ describe("secrets", () => {
       await d.getByLabel("Replacement").fill("/proj/{value}/");
     });
     await add(async (d) => {
+      await d.getByLabel("Name").fill("Placeholder");
+      await d.getByLabel("Value", { exact: true }).fill("placeholder-real-value");
+      await d.getByLabel("Host").fill("p.dash.test");
+      await d.getByLabel("Inject as").selectOption("placeholder");
+      await d.getByLabel("Placeholder", { exact: true }).fill("CG_DASH_PLACEHOLDER");
+      // Every surface is offered, all checked; two are unticked.
+      for (const label of ["Header values", "Query string", "URL path", "Request body", "WebSocket messages"]) expect(await d.getByLabel(label).isChecked()).toBe(true);
+      await d.getByLabel("Query string").uncheck();
+      await d.getByLabel("WebSocket messages").uncheck();
+    });
+    await add(async (d) => {
       await d.getByLabel("Name").fill("Claude");
       await d.getByLabel("Type").selectOption("llm_a");
       await d.getByLabel("Value", { exact: true }).fill("sk-ant-api03-dashboard-key");
@@ -209,6 +220,32 @@ describe("secrets", () => {
     expect(byName.Template.injectionConfig).toEqual({ pathTemplate: "/bot{value}" });
     expect(byName.Regex.injectionConfig).toEqual({ pathRegex: "^/proj/[^/]+/", pathReplacement: "/proj/{value}/" });
     expect(byName.Claude).toMatchObject({ type: "llm_a", hostPattern: "api.anthropic.com", metadata: { authMode: "api-key" } });
+    expect(byName.Placeholder.injectionConfig).toEqual({ placeholder: "CG_DASH_PLACEHOLDER", surfaces: ["header", "path", "body"] });
+    await page.getByText("Placeholder CG_DASH_PLACEHOLDER (header, path, body)").waitFor();
+    // Editing shows what is stored; no surface at all, or a placeholder in use, is refused with the API's message at its field.
+    await page.getByRole("button", { name: "Edit Placeholder" }).click();
+    const edit = page.getByRole("dialog", { name: "Edit Placeholder" });
+    expect(await edit.getByLabel("Placeholder", { exact: true }).inputValue()).toBe("CG_DASH_PLACEHOLDER");
+    expect(await edit.getByLabel("Query string").isChecked()).toBe(false);
+    expect(await edit.getByLabel("Request body").isChecked()).toBe(true);
+    for (const label of ["Header values", "URL path", "Request body"]) await edit.getByLabel(label).uncheck();
+    await edit.getByRole("button", { name: "Save changes" }).click();
+    await edit.getByText("surfaces must be a non-empty list of: header, query, path, body, websocket").waitFor();
+    await edit.getByLabel("Request body").check();
+    await edit.getByRole("button", { name: "Save changes" }).click();
+    await edit.waitFor({ state: "detached" });
+    expect((await cg.api("GET", `/v1/secrets/${byName.Placeholder.id}`)).body.injectionConfig).toEqual({ placeholder: "CG_DASH_PLACEHOLDER", surfaces: ["body"] });
+    await page.getByRole("button", { name: "Add secret" }).first().click();
+    const taken = page.getByRole("dialog", { name: "Add secret" });
+    await taken.getByLabel("Name").fill("Second placeholder");
+    await taken.getByLabel("Value", { exact: true }).fill("another-value");
+    await taken.getByLabel("Host").fill("p.dash.test");
+    await taken.getByLabel("Inject as").selectOption("placeholder");
+    await taken.getByLabel("Placeholder", { exact: true }).fill("CG_DASH_PLACEHOLDER_2");
+    await taken.getByRole("button", { name: "Add secret" }).click();
+    await taken.getByText('placeholder is already used by secret "Placeholder"').waitFor();
+    await screenshot(page, "secrets-placeholder");
+    await taken.getByRole("button", { name: "Cancel" }).click();
     // An external vault reference needs a vault server: the API's message is shown.
     await page.getByRole("button", { name: "Add secret" }).first().click();
     const d = page.getByRole("dialog", { name: "Add secret" });
@@ -217,7 +254,7 @@ describe("secrets", () => {
     expect(await d.getByLabel("Value", { exact: true }).isVisible()).toBe(false);
     await d.getByLabel("Vault reference").fill("op://v/i/f");
     await d.getByLabel("Host").fill("v.dash.test");
-    await d.getByLabel("Header").fill("x-key");
+    await d.getByLabel("Header", { exact: true }).fill("x-key");
     await d.getByRole("button", { name: "Add secret" }).click();
     await d.getByText("External vault is not configured on this server").waitFor();
     await d.getByRole("button", { name: "Cancel" }).click();
@@ -583,7 +620,7 @@ describe("organization", () => {
     await d.getByLabel("Name").fill("Org key");
     await d.getByLabel("Value", { exact: true }).fill("org-secret-value-xyz123");
     await d.getByLabel("Host").fill("org.dash.test");
-    await d.getByLabel("Header").fill("x-org");
+    await d.getByLabel("Header", { exact: true }).fill("x-org");
     await d.getByRole("button", { name: "Add secret" }).click();
     await page.getByText("Added Org key.").waitFor();
     expect((await cg.api("GET", "/v1/org/secrets", { key: cg.keys.orgApiKey })).body.map((s: any) => s.name)).toEqual(["Org key"]);

@@ -1,7 +1,7 @@
 // The egress guard's address rules (docs/guards.md#egress-guard) and the echo guard's stream redactor, as pure functions.
 import { describe, expect, test } from "bun:test";
 import { egressAllowed, isLocalAddress, parseAddress, parseCidr, type EgressRules } from "../../src/core/addressRules.ts";
-import { needlesFor, REDACTED, StreamRedactor } from "../../src/core/redactor.ts";
+import { echoNeedles, REDACTED, StreamRedactor } from "../../src/core/redactor.ts";
 
 const selfHosted: EgressRules = { mode: "self-hosted", allow: [], deny: [] };
 const cloud: EgressRules = { mode: "cloud", allow: [], deny: [] };
@@ -71,7 +71,7 @@ describe("which addresses may be dialled", () => {
 });
 
 describe("stream redactor", () => {
-  const needleBytes = (values: string[]) => needlesFor(values).map((n) => Buffer.from(n));
+  const needleBytes = (values: string[]) => echoNeedles(values)!;
   const value = "sk-live-0123456789";
   const run = (chunks: string[]) => {
     const r = new StreamRedactor(needleBytes([value]));
@@ -88,11 +88,19 @@ describe("stream redactor", () => {
     }
   });
 
-  test("base64 and percent-encoded forms too; values under 8 characters are left alone", () => {
-    const pair = "user:p@ss/word";
+  test("base64, hex, percent-encoded and JSON forms too; values under 8 characters are left alone", () => {
+    const pair = "user:p@ss/word<&>";
     const r = new StreamRedactor(needleBytes([pair, "short"]));
-    const text = `${Buffer.from(pair).toString("base64")} ${encodeURIComponent(pair)} short`;
-    expect(Buffer.from(r.push(Buffer.from(text))).toString() + Buffer.from(r.end()).toString()).toBe(`${REDACTED} ${REDACTED} short`);
+    const forms = [
+      Buffer.from(pair).toString("base64"),
+      Buffer.from(pair).toString("base64url"),
+      Buffer.from(pair).toString("hex"),
+      Buffer.from(pair).toString("hex").toUpperCase(),
+      encodeURIComponent(pair),
+      "user:p@ss\\/word\\u003c\\u0026\\u003e",
+    ];
+    const text = `${forms.join(" ")} short`;
+    expect(Buffer.from(r.push(Buffer.from(text))).toString() + Buffer.from(r.end()).toString()).toBe(`${forms.map(() => REDACTED).join(" ")} short`);
   });
 
   test("nothing that cannot start a value is held back (an SSE event goes on at once)", () => {

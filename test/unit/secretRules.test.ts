@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { injectionConfigError, isHeaderSafeValue, isPathSafeValue, normalizeInjectionConfig, normalizeLlmValue, previewOf, defaultLlmHost } from "../../src/core/secretRules.ts";
 
 const SHAPE =
-  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}";
+  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}";
 
 describe("injectionConfigError: the four variants", () => {
   test.each([
@@ -15,6 +15,8 @@ describe("injectionConfigError: the four variants", () => {
     [{ pathTemplate: "/{value}/x" }],
     [{ pathRegex: "^/proj/[^/]+/", pathReplacement: "/proj/{value}/" }],
     [{ pathRegex: "^/a/([^/]+)/", pathReplacement: "/a/$1/{value}/" }],
+    [{ placeholder: "CREDGATE_STRIPE_KEY" }],
+    [{ placeholder: "cg.ph-1~x", surfaces: ["body", "websocket"] }],
   ])("valid: %j", (cfg) => {
     expect(injectionConfigError(cfg)).toBeNull();
   });
@@ -29,6 +31,12 @@ describe("injectionConfigError: the four variants", () => {
     [{ pathRegex: "(", pathReplacement: "{value}" }, "Invalid regular expression"],
     [{ pathRegex: "[a-", pathReplacement: "/{value}" }, "Invalid regular expression"],
     [{ pathRegex: "^/a/", pathReplacement: "/b/" }, "Replacement must include {value} (where the secret goes)"],
+    [{ placeholder: "short" }, "placeholder must be 8-128 characters of A-Z a-z 0-9 . _ ~ -"],
+    [{ placeholder: "with space inside" }, "placeholder must be 8-128 characters of A-Z a-z 0-9 . _ ~ -"],
+    [{ placeholder: "p".repeat(129) }, "placeholder must be 8-128 characters of A-Z a-z 0-9 . _ ~ -"],
+    [{ placeholder: "CREDGATE_KEY", surfaces: [] }, "surfaces must be a non-empty list of: header, query, path, body, websocket"],
+    [{ placeholder: "CREDGATE_KEY", surfaces: ["cookie"] }, "surfaces must be a non-empty list of: header, query, path, body, websocket"],
+    [{ placeholder: "CREDGATE_KEY", surfaces: "body" }, "surfaces must be a non-empty list of: header, query, path, body, websocket"],
   ])("%j → %p", (cfg, message) => {
     expect(injectionConfigError(cfg)).toBe(message);
   });
@@ -61,6 +69,10 @@ describe("injectionConfigError: the four variants", () => {
     [{ headerName: "x", valueFormat: null }],
     [{ pathTemplate: ["/{value}"] }],
     [{ headerName: { nested: "x" } }],
+    [{ placeholder: 12345678 }],
+    [{ placeholder: "CREDGATE_KEY", headerName: "x" }],
+    [{ headerName: "x", surfaces: ["header"] }],
+    [{ surfaces: ["header"] }],
     [null],
     [undefined],
     ["x-api-key"],
@@ -76,6 +88,8 @@ describe("injectionConfigError: the four variants", () => {
     expect(normalizeInjectionConfig({ paramName: "k" })).toEqual({ paramName: "k", paramFormat: "{value}" });
     expect(normalizeInjectionConfig({ pathTemplate: "/b{value}" })).toEqual({ pathTemplate: "/b{value}" });
     expect(normalizeInjectionConfig({ pathRegex: "^/a", pathReplacement: "/{value}" })).toEqual({ pathRegex: "^/a", pathReplacement: "/{value}" });
+    expect(normalizeInjectionConfig({ placeholder: "CREDGATE_KEY" })).toEqual({ placeholder: "CREDGATE_KEY", surfaces: ["header", "query", "path", "body", "websocket"] });
+    expect(normalizeInjectionConfig({ placeholder: "CREDGATE_KEY", surfaces: ["body", "header"] })).toEqual({ placeholder: "CREDGATE_KEY", surfaces: ["header", "body"] });
   });
 });
 

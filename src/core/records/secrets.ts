@@ -1,6 +1,7 @@
 // Secrets (docs/injection.md#secrets): the list item, and the answer to a creation.
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Enum, Nullable, Timestamp, Uuid } from "./common.ts";
+import type { Surface } from "../placeholders.ts";
 
 export const SecretType = Enum("llm_a", "llm_b", "generic");
 export const SecretScope = Enum("project", "organization", "partner");
@@ -15,10 +16,12 @@ interface InjectionFields {
   pathTemplate?: string;
   pathRegex?: string;
   pathReplacement?: string;
+  placeholder?: string;
+  surfaces?: Surface[];
 }
 
 /**
- * Where a generic secret goes (docs/injection.md): on the wire exactly one of the four variants (what the
+ * Where a generic secret goes (docs/injection.md): on the wire exactly one of the variants (what the
  * schema publishes); stored and read as the fields of whichever it is (core/secretRules.ts keeps it one).
  */
 export const InjectionConfig = T.Unsafe<InjectionFields>(
@@ -28,6 +31,10 @@ export const InjectionConfig = T.Unsafe<InjectionFields>(
       T.Object({ paramName: T.String(), paramFormat: T.Optional(T.String()) }),
       T.Object({ pathTemplate: T.String() }),
       T.Object({ pathRegex: T.String(), pathReplacement: T.String() }),
+      T.Object({
+        placeholder: T.String({ description: "8-128 characters of A-Z a-z 0-9 . _ ~ -, replaced by the value where the agent wrote it" }),
+        surfaces: T.Optional(T.Array(Enum("header", "query", "path", "body", "websocket"), { description: "Where it is replaced; all five when omitted" })),
+      }),
     ],
     { $id: "InjectionConfig" },
   ),

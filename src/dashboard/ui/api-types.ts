@@ -381,6 +381,11 @@ export type InjectionConfig = {
 } | {
   pathRegex: string;
   pathReplacement: string;
+} | {
+  /** 8-128 characters of A-Z a-z 0-9 . _ ~ -, replaced by the value where the agent wrote it */
+  placeholder: string;
+  /** Where it is replaced; all five when omitted */
+  surfaces?: ("header" | "query" | "path" | "body" | "websocket")[];
 };
 
 export type LastPublish = {

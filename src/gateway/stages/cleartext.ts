@@ -15,7 +15,8 @@ export function cleartextStage({ plaintextHosts }: CleartextDeps): Stage {
   return {
     name: "cleartext",
     request(rq) {
-      if (rq.scheme !== "http" || rq.injectionCount === 0) return PASS;
+      // A placeholder secret that applies counts: its value may go into the body (placeholder stage, later).
+      if (rq.scheme !== "http" || (rq.injectionCount === 0 && rq.placeholders.length === 0)) return PASS;
       const address = rq.dial ? parseAddress(rq.dial.address) : null;
       if (address && isLocalAddress(address)) return PASS;
       for (const match of listed) if (match(rq.host)) return PASS;

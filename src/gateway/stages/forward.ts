@@ -37,6 +37,8 @@ export function forwardStage(deps: ForwardDeps): Stage {
       headerTimeoutMs,
       agent: rq.presence,
     }).then((result) => {
+      // A body scan refused the request while it streamed, and the exchange broke off for it.
+      if (rq.refusal !== null && !("reply" in result)) return rq.refusal;
       if ("reply" in result) {
         rq.upstreamMs = performance.now() - sent;
         return relay(result.reply);

@@ -2,7 +2,7 @@
 // (later writes win). A credential that cannot be obtained (external vault failure) or applied safely stops
 // the request with 502 credential_unavailable; nothing is forwarded. Inline values and cached vault values
 // apply synchronously; only a vault reference missing from the cache makes this stage asynchronous.
-import { isHeaderSafeValue } from "../../core/secretRules.ts";
+import { injectsIntoHeader, isHeaderSafeValue } from "../../core/secretRules.ts";
 import { log } from "../../observability/log.ts";
 import type { Lookup, VaultResolver } from "../../vault/resolver.ts";
 import { credentialUnavailable } from "../errors.ts";
@@ -22,10 +22,6 @@ export function credentialUnavailableFor(rq: ProxyRequest, reason?: string): Req
   return answer("error", credentialUnavailable(rq.host, reason));
 }
 
-function intoHeader(secret: CompiledSecret): boolean {
-  return secret.type !== "generic" || secret.injection?.headerName !== undefined;
-}
-
 function apply(rq: ProxyRequest, matched: readonly CompiledSecret[], vault: Map<string, Lookup> | null): RequestVerdict {
   for (const secret of matched) {
     let value = secret.value;
@@ -34,7 +30,7 @@ function apply(rq: ProxyRequest, matched: readonly CompiledSecret[], vault: Map<
       if (!found?.ok) return credentialUnavailableFor(rq);
       value = found.value;
       // Inline values are checked when stored; a vault value only now: a header must not break.
-      if (intoHeader(secret) && !isHeaderSafeValue(value)) {
+      if (injectsIntoHeader(secret.type, secret.injection) && !isHeaderSafeValue(value)) {
         log.warn("external vault value cannot go into a header", { opRef: secret.opRef, reason: "not_printable_ascii" });
         return credentialUnavailableFor(rq, VAULT_VALUE_NOT_HEADER_SAFE);
       }

@@ -45,7 +45,8 @@ export function logStage({ requestLogs }: LogDeps): Stage {
       if (!rq.authenticated) return reply;
       const status = reply.status;
       const latencyMs = latencyOf(rq.started);
-      if (rq.meter && rq.forwarded) reply.onEnd(() => record(rq, status, latencyMs));
+      // A metered request is logged with its cost, a placeholder one with its final count: when the body has ended.
+      if ((rq.meter || rq.placeholders.length > 0) && rq.forwarded) reply.onEnd(() => record(rq, status, latencyMs));
       else record(rq, status, latencyMs);
       return reply;
     },

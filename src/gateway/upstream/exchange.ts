@@ -125,9 +125,11 @@ class Exchange implements ConnectionUser, BodySource, GoneWatcher {
       this.#requestSent = true;
       this.#maybeRelease();
     } catch {
-      // The agent's body broke off: this connection carries half a request and cannot be reused.
+      // The agent's body broke off (or a body scan refused it: docs/guards.md#credential-leak-guard): this
+      // connection carries half a request and cannot be reused, and no answer is coming on it.
       this.#keepAlive = false;
-      this.conn.close();
+      if (this.#head === null) this.#fail("unreachable", "the request body broke off");
+      else this.conn.close();
     }
   }
 

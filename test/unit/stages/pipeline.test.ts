@@ -171,6 +171,7 @@ describe("the gateway's list", () => {
       "connection",
       "policy",
       "resources",
+      "leak-guard",
       "inject-connection",
       "inject",
       "cleartext",
@@ -178,6 +179,8 @@ describe("the gateway's list", () => {
       "echo-guard",
       "budget",
       "approval",
+      "placeholder",
+      "websocket-frames",
       "guidance",
       "forward",
     ]);

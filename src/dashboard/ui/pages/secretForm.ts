@@ -1,13 +1,13 @@
 // The secret form shared by create and edit, project and organization: every injection variant of a generic
-// secret (header, query parameter, URL path template, URL path regex), the LLM key types, and an external
-// vault reference. It builds the request body of POST and PATCH /secrets (docs/injection.md#secrets).
+// secret (header, query parameter, URL path template, URL path regex, placeholder with its surfaces), the LLM
+// key types, and an external vault reference. It builds the request body of POST and PATCH /secrets (docs/injection.md#secrets).
 import type { FieldSpec } from "../components.ts";
 import type { Secret } from "../api-types.ts";
 
 export type SecretRecord = Secret;
 
 export const TYPES: [string, string][] = [
-  ["generic", "Generic secret (header, query or path)"],
+  ["generic", "Generic secret (header, query, path or placeholder)"],
   ["llm_a", "Anthropic-compatible API key"],
   ["llm_b", "OpenAI-compatible API key"],
 ];
@@ -17,10 +17,25 @@ const INJECTIONS: [string, string][] = [
   ["query", "Query parameter"],
   ["pathTemplate", "URL path template"],
   ["pathRegex", "URL path regex"],
+  ["placeholder", "Placeholder (replaced wherever the agent writes it)"],
 ];
 
-function injectionKind(c: Partial<Record<string, string>> | null): string {
+/** Where a placeholder is replaced (docs/injection.md#placeholders): one checkbox each. */
+const SURFACES: [string, string][] = [
+  ["header", "Header values"],
+  ["query", "Query string"],
+  ["path", "URL path"],
+  ["body", "Request body"],
+  ["websocket", "WebSocket messages"],
+];
+const surfaceField = (name: string) => `surface_${name}`;
+
+/** An injectionConfig read field by field, whichever variant it is. */
+type ConfigFields = Partial<Record<string, string | string[]>>;
+
+function injectionKind(c: ConfigFields | null): string {
   if (!c) return "header";
+  if ("placeholder" in c) return "placeholder";
   if ("paramName" in c) return "query";
   if ("pathTemplate" in c) return "pathTemplate";
   if ("pathRegex" in c) return "pathRegex";
@@ -33,6 +48,7 @@ export function describeInjection(s: SecretRecord): string {
   if ("headerName" in c) return `Header ${c.headerName}: ${c.valueFormat ?? "{value}"}`;
   if ("paramName" in c) return `Query ${c.paramName}=${c.paramFormat ?? "{value}"}`;
   if ("pathTemplate" in c) return `Path ${c.pathTemplate}`;
+  if ("placeholder" in c) return `Placeholder ${c.placeholder} (${(c.surfaces ?? SURFACES.map(([n]) => n)).join(", ")})`;
   return `Path ${c.pathRegex} → ${c.pathReplacement}`;
 }
 
@@ -44,7 +60,12 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
   const s = opts.existing;
   const type = s?.type ?? (TYPES.some(([t]) => t === opts.prefill?.type) ? opts.prefill!.type! : "generic");
   // Read field by field: whichever variant it is, the form shows its fields.
-  const c: Partial<Record<string, string>> | null = s?.injectionConfig ?? null;
+  const c: ConfigFields | null = s?.injectionConfig ?? null;
+  const text = (name: string) => {
+    const v = c?.[name];
+    return typeof v === "string" ? v : "";
+  };
+  const surfaces = Array.isArray(c?.surfaces) ? c.surfaces : SURFACES.map(([n]) => n);
   const kind = injectionKind(c);
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true, value: s?.name ?? "", match: /^name /i },
@@ -98,20 +119,41 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
     },
     { name: "pathPattern", label: "Path", value: s?.pathPattern ?? "", placeholder: "/v1/*", hint: "Optional: only requests whose path matches get the secret.", match: /pathPattern/i },
     { name: "injection", label: "Inject as", type: "select", value: kind, options: INJECTIONS, when: isGeneric, match: /injectionConfig must be|Header name, parameter name/i },
-    { name: "headerName", label: "Header", value: c?.headerName ?? "", placeholder: "authorization", required: true, when: (v) => isGeneric(v) && v.injection === "header", match: /headerName/i },
-    { name: "valueFormat", label: "Value format", value: c?.valueFormat ?? "", placeholder: "Bearer {value}", hint: "Where the secret goes; {value} alone when empty.", when: (v) => isGeneric(v) && v.injection === "header", match: /valueFormat/i },
-    { name: "paramName", label: "Parameter", value: c?.paramName ?? "", placeholder: "api_key", required: true, when: (v) => isGeneric(v) && v.injection === "query", match: /paramName/i },
-    { name: "paramFormat", label: "Parameter format", value: c?.paramFormat ?? "", placeholder: "{value}", when: (v) => isGeneric(v) && v.injection === "query", match: /paramFormat/i },
-    { name: "pathTemplate", label: "Path template", value: c?.pathTemplate ?? "", placeholder: "/bot{value}", required: true, when: (v) => isGeneric(v) && v.injection === "pathTemplate", match: /path template/i },
-    { name: "pathRegex", label: "Path regex", value: c?.pathRegex ?? "", placeholder: "^/proj/[^/]+/", required: true, when: (v) => isGeneric(v) && v.injection === "pathRegex", match: /regular expression|pathRegex/i },
-    { name: "pathReplacement", label: "Replacement", value: c?.pathReplacement ?? "", placeholder: "/proj/{value}/", required: true, when: (v) => isGeneric(v) && v.injection === "pathRegex", match: /replacement/i },
+    { name: "headerName", label: "Header", value: text("headerName"), placeholder: "authorization", required: true, when: (v) => isGeneric(v) && v.injection === "header", match: /headerName/i },
+    { name: "valueFormat", label: "Value format", value: text("valueFormat"), placeholder: "Bearer {value}", hint: "Where the secret goes; {value} alone when empty.", when: (v) => isGeneric(v) && v.injection === "header", match: /valueFormat/i },
+    { name: "paramName", label: "Parameter", value: text("paramName"), placeholder: "api_key", required: true, when: (v) => isGeneric(v) && v.injection === "query", match: /paramName/i },
+    { name: "paramFormat", label: "Parameter format", value: text("paramFormat"), placeholder: "{value}", when: (v) => isGeneric(v) && v.injection === "query", match: /paramFormat/i },
+    { name: "pathTemplate", label: "Path template", value: text("pathTemplate"), placeholder: "/bot{value}", required: true, when: (v) => isGeneric(v) && v.injection === "pathTemplate", match: /path template/i },
+    { name: "pathRegex", label: "Path regex", value: text("pathRegex"), placeholder: "^/proj/[^/]+/", required: true, when: (v) => isGeneric(v) && v.injection === "pathRegex", match: /regular expression|pathRegex/i },
+    { name: "pathReplacement", label: "Replacement", value: text("pathReplacement"), placeholder: "/proj/{value}/", required: true, when: (v) => isGeneric(v) && v.injection === "pathRegex", match: /replacement/i },
+    {
+      name: "placeholder",
+      label: "Placeholder",
+      value: text("placeholder"),
+      placeholder: "CREDGATE_STRIPE_KEY",
+      hint: "What the agent writes instead of the secret (8-128 characters of A-Z a-z 0-9 . _ ~ -); it is replaced in the places ticked below.",
+      required: true,
+      when: (v) => isGeneric(v) && v.injection === "placeholder",
+      match: /placeholder/i,
+    },
+    ...SURFACES.map(
+      ([name, label], i): FieldSpec => ({
+        name: surfaceField(name),
+        label,
+        type: "checkbox",
+        value: surfaces.includes(name),
+        // The message about the list goes under the first box.
+        ...(i === 0 ? { match: /surfaces/i } : {}),
+        when: (v) => isGeneric(v) && v.injection === "placeholder",
+      }),
+    ),
   );
   return fields;
 }
 
 const str = (v: string | boolean | undefined) => (typeof v === "string" ? v.trim() : "");
 
-function injectionConfig(v: Values): Record<string, string> {
+function injectionConfig(v: Values): Record<string, string | string[]> {
   switch (v.injection) {
     case "query":
       return { paramName: str(v.paramName), ...(str(v.paramFormat) ? { paramFormat: str(v.paramFormat) } : {}) };
@@ -119,6 +161,8 @@ function injectionConfig(v: Values): Record<string, string> {
       return { pathTemplate: str(v.pathTemplate) };
     case "pathRegex":
       return { pathRegex: str(v.pathRegex), pathReplacement: str(v.pathReplacement) };
+    case "placeholder":
+      return { placeholder: str(v.placeholder), surfaces: SURFACES.map(([n]) => n).filter((n) => v[surfaceField(n)] === true) };
     default:
       return { headerName: str(v.headerName), ...(str(v.valueFormat) ? { valueFormat: str(v.valueFormat) } : {}) };
   }

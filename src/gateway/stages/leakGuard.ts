@@ -1,0 +1,167 @@
+// The credential leak guard (docs/guards.md#credential-leak-guard): the gateway knows every credential value an
+// agent could use (its project's, organization's and partner secrets, its connections' tokens and keys); a
+// request that carries one of them — raw, base64, percent-encoded or JSON-escaped — to a host none of the
+// value's holders match is refused with 403 credential_leak_blocked before it is sent. The target and header
+// values are scanned here, before any injection (credgate's own are not findings); the body is scanned while
+// it streams, and a value found there errors the body before its chunk is written: the forward stage aborts
+// the upstream connection and answers the 403 (`rq.refusal`) unless the upstream had answered already. One needle set per agent view,
+// compiled on first use; a project with no value of 12 characters or more costs one lookup.
+import { hostRuleFor } from "../../apps/match.ts";
+import { NeedleSet } from "../../core/needles.ts";
+import { NeedleStream, replaceInString, type NeedleHandler } from "../../core/needleStream.ts";
+import { REDACTED } from "../../core/redactor.ts";
+import { LEAK_MIN_LENGTH, leakForms } from "../../core/valueForms.ts";
+import { credentialLeakBlocked } from "../errors.ts";
+import type { ProxyRequest } from "../request.ts";
+import { scannedBody } from "../scannedBody.ts";
+import type { AgentCredentials } from "../snapshot.ts";
+import { answer, PASS, type RequestVerdict, type Stage } from "../stage.ts";
+
+/** Where a watched value belongs: a holder matches the request's host (and path, for an app's host rules). */
+type Holder = (host: string, path: string) => boolean;
+
+interface Watched {
+  name: string;
+  holders: Holder[];
+}
+
+/** The watched values of one agent view: one needle set over all their forms. */
+export class LeakWatch {
+  constructor(
+    readonly set: NeedleSet,
+    /** Per needle index, the value it is a form of. */
+    readonly owners: readonly Watched[],
+  ) {}
+
+  /** The value that needle `index` shows, when it is not for this host; null when it may go there. */
+  misplaced(index: number, host: string, path: string): Watched | null {
+    const w = this.owners[index]!;
+    for (const h of w.holders) if (h(host, path)) return null;
+    return w;
+  }
+}
+
+const watches = new WeakMap<AgentCredentials, LeakWatch | null>();
+
+/** The agent view's watch, compiled once per view (a snapshot rebuild makes a new view). */
+export function leakWatchOf(creds: AgentCredentials): LeakWatch | null {
+  let watch = watches.get(creds);
+  if (watch === undefined) {
+    watch = compileWatch(creds);
+    watches.set(creds, watch);
+  }
+  return watch;
+}
+
+function compileWatch(creds: AgentCredentials): LeakWatch | null {
+  const byValue = new Map<string, Watched>();
+  const hold = (value: string, name: string, holder: Holder) => {
+    if (value.length < LEAK_MIN_LENGTH) return;
+    const w = byValue.get(value);
+    if (w) w.holders.push(holder);
+    else byValue.set(value, { name, holders: [holder] });
+  };
+  const seen = new Set<string>();
+  for (const s of [...creds.visible, ...creds.injectable]) {
+    if (seen.has(s.id) || s.value === null) continue;
+    seen.add(s.id);
+    hold(s.value, s.name, (host) => s.hostMatch(host));
+  }
+  for (const c of creds.visibleConnections) {
+    const cred = c.credential;
+    if (cred === null) continue;
+    const name = c.label ?? c.displayName;
+    const holder: Holder = (host, path) => hostRuleFor(c.app, host, path) !== null;
+    if (cred.kind === "oauth") hold(cred.accessToken, name, holder);
+    else for (const field in cred.fields) hold(cred.fields[field]!, name, holder);
+  }
+  if (byValue.size === 0) return null;
+  const needles: string[] = [];
+  const owners: Watched[] = [];
+  const taken = new Set<string>();
+  for (const [value, w] of byValue) {
+    for (const form of leakForms(value)) {
+      if (taken.has(form)) continue;
+      taken.add(form);
+      needles.push(form);
+      owners.push(w);
+    }
+  }
+  return new LeakWatch(new NeedleSet(needles), owners);
+}
+
+/** The 403, logged as blocked. */
+export function leakAnswer(rq: ProxyRequest): RequestVerdict {
+  return answer("blocked", credentialLeakBlocked(rq.host, rq.leak!.secretName));
+}
+
+/** The error a body scan throws when it meets a misplaced value (the stream errors with it). */
+class CredentialLeak extends Error {}
+
+function found(rq: ProxyRequest, watch: LeakWatch, w: Watched): void {
+  const redact = (i: number): string | null => (watch.owners[i] === w ? REDACTED : null);
+  rq.leak = { secretName: w.name, loggedPath: replaceInString(rq.path, watch.set, redact) };
+}
+
+/** A body scan: each needle found is checked against the request's host; a misplaced one stops the body. */
+class BodyScan implements NeedleHandler {
+  constructor(
+    private readonly rq: ProxyRequest,
+    private readonly watch: LeakWatch,
+  ) {}
+
+  replacement(index: number): null {
+    const w = this.watch.misplaced(index, this.rq.host, this.rq.path);
+    if (w === null) return null;
+    found(this.rq, this.watch, w);
+    this.rq.refusal = leakAnswer(this.rq);
+    throw new CredentialLeak("credential leak blocked");
+  }
+}
+
+/** A scan of the agent's bytes (a body, WebSocket messages) that throws at the first misplaced value. */
+export function leakScan(rq: ProxyRequest, watch: LeakWatch): NeedleStream {
+  return new NeedleStream(watch.set, new BodyScan(rq, watch));
+}
+
+/** The first misplaced value in a string of byte-valued characters (target, header value), or null. */
+function scanString(text: string, watch: LeakWatch, host: string, path: string): Watched | null {
+  const set = watch.set;
+  let at = 0;
+  for (;;) {
+    const start = set.findInString(text, at);
+    if (start < 0) return null;
+    const w = watch.misplaced(set.lastNeedle, host, path);
+    if (w !== null) return w;
+    at = start + set.needles[set.lastNeedle]!.length;
+  }
+}
+
+export interface LeakGuardDeps {
+  /** CREDGATE_LEAK_GUARD is not `off`. */
+  enabled: boolean;
+}
+
+export function leakGuardStage({ enabled }: LeakGuardDeps): Stage {
+  return {
+    name: "leak-guard",
+    request(rq) {
+      if (!enabled) return PASS;
+      const watch = leakWatchOf(rq.credentials);
+      if (watch === null) return PASS;
+      let w = scanString(rq.target, watch, rq.host, rq.path);
+      if (w === null) {
+        for (const [, value] of rq.headers) {
+          w = scanString(value, watch, rq.host, rq.path);
+          if (w !== null) break;
+        }
+      }
+      if (w !== null) {
+        found(rq, watch, w);
+        return leakAnswer(rq);
+      }
+      if (rq.body !== null) rq.body = scannedBody(rq.body, leakScan(rq, watch));
+      return PASS;
+    },
+  };
+}
