@@ -123,7 +123,8 @@ export function applyInjection(secret: Injectable, value: string, headers: Heade
     return { ok: true, pathAndQuery, count };
   }
   const cfg = secret.injection;
-  if (!cfg) return { ok: true, pathAndQuery, count };
+  // Signed and minted variants are applied by their own gateway stages (docs/injection.md#signed-and-minted-credentials).
+  if (!cfg || cfg.awsSigV4 !== undefined || cfg.githubApp !== undefined) return { ok: true, pathAndQuery, count };
   if (cfg.headerName !== undefined) {
     return { ok: true, pathAndQuery, count: setHeader(headers, cfg.headerName, fill(cfg, cfg.valueFormat ?? "{value}", value)) };
   }

@@ -81,7 +81,12 @@ export class ProxyRequest extends Flow {
   needsApproval = false;
   /** The secrets that match this request, in application order (inject stage). */
   matched: readonly CompiledSecret[] = NONE;
-  /** How many places were injected, and every value injected, for the echo guard (`inject`). */
+  /**
+   * Matching secrets whose value makes the credential rather than being it (AWS keys, GitHub App keys), with
+   * their values, for the signing and minting stages (inject stage).
+   */
+  signing: readonly { secret: CompiledSecret; value: string }[] = NONE;
+  /** How many places were injected, and every value injected, for the echo guard (`inject`, `injected`). */
   injectionCount = 0;
   injectedValues: readonly string[] = NONE;
   /** A metered LLM request (budget stage). */
@@ -153,10 +158,13 @@ export class ProxyRequest extends Flow {
     const out = applyInjection(secret, value, this.headers, this.upstreamTarget);
     if (!out.ok) return false;
     this.upstreamTarget = out.pathAndQuery;
-    if (out.count > 0) {
-      this.injectionCount += out.count;
-      this.injectedValues = this.injectedValues === NONE ? [value] : [...this.injectedValues, value];
-    }
+    if (out.count > 0) this.injected(value, out.count);
     return true;
+  }
+
+  /** Records `count` injected actions of `value` (a signature or a minted token counts one: docs/injection.md). */
+  injected(value: string, count = 1): void {
+    this.injectionCount += count;
+    this.injectedValues = this.injectedValues === NONE ? [value] : [...this.injectedValues, value];
   }
 }

@@ -15,10 +15,25 @@ interface InjectionFields {
   pathTemplate?: string;
   pathRegex?: string;
   pathReplacement?: string;
+  awsSigV4?: AwsSigV4Config;
+  githubApp?: GithubAppConfig;
+}
+
+/** Signs requests with a long-term AWS key (docs/injection.md#aws-signature-v4); the value is the secret access key. */
+export interface AwsSigV4Config {
+  accessKeyId: string;
+  region?: string;
+  service?: string;
+}
+
+/** Mints installation tokens (docs/injection.md#github-app); the value is the app's PEM private key. */
+export interface GithubAppConfig {
+  appId: number;
+  installationId: number;
 }
 
 /**
- * Where a generic secret goes (docs/injection.md): on the wire exactly one of the four variants (what the
+ * Where a generic secret goes (docs/injection.md): on the wire exactly one of the variants (what the
  * schema publishes); stored and read as the fields of whichever it is (core/secretRules.ts keeps it one).
  */
 export const InjectionConfig = T.Unsafe<InjectionFields>(
@@ -28,6 +43,14 @@ export const InjectionConfig = T.Unsafe<InjectionFields>(
       T.Object({ paramName: T.String(), paramFormat: T.Optional(T.String()) }),
       T.Object({ pathTemplate: T.String() }),
       T.Object({ pathRegex: T.String(), pathReplacement: T.String() }),
+      T.Object({
+        awsSigV4: T.Object({
+          accessKeyId: T.String({ pattern: "^[A-Z0-9]{16,128}$" }),
+          region: T.Optional(T.String({ pattern: "^[a-z0-9-]{2,32}$" })),
+          service: T.Optional(T.String({ pattern: "^[a-z0-9-]{2,64}$" })),
+        }),
+      }),
+      T.Object({ githubApp: T.Object({ appId: T.Integer({ minimum: 1 }), installationId: T.Integer({ minimum: 1 }) }) }),
     ],
     { $id: "InjectionConfig" },
   ),

@@ -1,0 +1,140 @@
+// AWS Signature V4 (docs/injection.md#aws-signature-v4): a request to a host an `awsSigV4` secret matches is
+// signed again with the real key, whatever the agent signed it with (agents hold a placeholder key id). Header
+// signatures, the payload-hash modes, signed chunked uploads (every chunk re-signed while the body streams) and
+// presigned URLs; a request it cannot re-sign is answered 502 credential_unavailable and nothing leaves.
+import { signingScope, type AwsScope } from "../../core/awsScope.ts";
+import type { AwsSigV4Config } from "../../core/records/secrets.ts";
+import { clockNow } from "../../runtime/clock.ts";
+import type { ProxyRequest } from "../request.ts";
+import type { CompiledSecret } from "../snapshot.ts";
+import { PASS, type RequestVerdict, type Stage } from "../stage.ts";
+import { looksChunkSigned, resignChunks } from "../signing/awsChunked.ts";
+import {
+  agentSigning,
+  AwsSigner,
+  credentialScope,
+  EMPTY_SHA256,
+  isKnownPayloadHash,
+  parseQuery,
+  STREAMING_SIGNED,
+  STREAMING_SIGNED_TRAILER,
+  UNSIGNED_PAYLOAD,
+  amzDate,
+} from "../signing/awsSigV4.ts";
+import { credentialUnavailableFor } from "./inject.ts";
+import { createHash } from "node:crypto";
+
+/** A body this long or shorter is hashed for a request that declares no payload hash; a longer one cannot be. */
+export const MAX_HASHED_BODY = 16 * 1024 * 1024;
+
+/** One signer per secret as the snapshot compiled it (a changed secret is a new object). */
+const signers = new WeakMap<CompiledSecret, AwsSigner>();
+
+function signerFor(secret: CompiledSecret, value: string): AwsSigner {
+  let signer = signers.get(secret);
+  if (signer === undefined || signer.key.secretAccessKey !== value) {
+    signer = new AwsSigner({ accessKeyId: secret.injection!.awsSigV4!.accessKeyId, secretAccessKey: value });
+    signers.set(secret, signer);
+  }
+  return signer;
+}
+
+function splitTarget(target: string): { path: string; query: string } {
+  const hash = target.indexOf("#");
+  const t = hash === -1 ? target : target.slice(0, hash);
+  const q = t.indexOf("?");
+  return q === -1 ? { path: t, query: "" } : { path: t.slice(0, q), query: t.slice(q + 1) };
+}
+
+/** Host and the agent's x-amz-* headers (lowercase names), minus what the new signature replaces. */
+function headersToSign(rq: ProxyRequest): Record<string, string> {
+  const out: Record<string, string> = { host: rq.authority };
+  for (const [name] of rq.headers) {
+    const lower = name.toLowerCase();
+    if (!lower.startsWith("x-amz-") || lower === "x-amz-date" || lower === "x-amz-security-token") continue;
+    out[lower] = rq.headers.get(lower)!;
+  }
+  return out;
+}
+
+async function signHeaders(rq: ProxyRequest, signer: AwsSigner, scope: AwsScope, bodyHash: string | null): Promise<RequestVerdict> {
+  const { path, query } = splitTarget(rq.upstreamTarget);
+  if (bodyHash !== null) rq.headers.set("x-amz-content-sha256", bodyHash);
+  const payload = rq.headers.get("x-amz-content-sha256")!;
+  const chunked = payload === STREAMING_SIGNED || payload === STREAMING_SIGNED_TRAILER;
+  if (chunked && rq.body !== null && !looksChunkSigned(await rq.peekBody(256))) return credentialUnavailableFor(rq, "The aws-chunked body does not decode.");
+  const date = new Date(clockNow());
+  rq.headers.delete("authorization");
+  rq.headers.delete("x-amz-security-token");
+  rq.headers.delete("x-amz-date");
+  const headers = headersToSign(rq);
+  const { authorization, signature } = await signer.signHeaders(rq.method, path, parseQuery(query), headers, scope, date);
+  const longDate = amzDate(date);
+  rq.headers.set("x-amz-date", longDate);
+  rq.headers.set("authorization", authorization);
+  if (chunked && rq.body !== null) {
+    rq.body = resignChunks(rq.body, {
+      longDate,
+      scope: credentialScope(date, scope),
+      seed: signature,
+      trailer: payload === STREAMING_SIGNED_TRAILER,
+      sign: (s) => signer.signString(s, scope, date),
+    });
+  }
+  rq.injected(signer.key.secretAccessKey);
+  return PASS;
+}
+
+async function hashBody(rq: ProxyRequest): Promise<string | null> {
+  if (rq.body === null) return EMPTY_SHA256;
+  const head = await rq.peekBody(MAX_HASHED_BODY + 1);
+  if (head.byteLength > MAX_HASHED_BODY) return null;
+  return createHash("sha256").update(head).digest("hex");
+}
+
+function sign(rq: ProxyRequest, secret: CompiledSecret, value: string): RequestVerdict | Promise<RequestVerdict> {
+  const cfg: AwsSigV4Config = secret.injection!.awsSigV4!;
+  const { path, query } = splitTarget(rq.upstreamTarget);
+  const pairs = parseQuery(query);
+  const agent = agentSigning(rq.headers.get("authorization"), pairs);
+  if (agent.kind === "unsupported") return credentialUnavailableFor(rq, `The request is signed with ${agent.reason}, which credgate cannot re-sign.`);
+  const scope = signingScope({ region: cfg.region, service: cfg.service }, agent.scope, rq.host);
+  if (scope === null) return credentialUnavailableFor(rq, "No AWS region and service are known for this host: set them on the secret.");
+  const signer = signerFor(secret, value);
+
+  if (agent.kind === "presigned") {
+    const headers: Record<string, string> = { host: rq.authority };
+    for (const name of agent.signedHeaders) if (name !== "host" && rq.headers.has(name)) headers[name] = rq.headers.get(name)!;
+    return signer.presign(rq.method, path, pairs, headers, scope, agent.date, agent.expires).then((newQuery) => {
+      rq.upstreamTarget = `${path}?${newQuery}`;
+      rq.headers.delete("x-amz-security-token");
+      rq.injected(value);
+      return PASS;
+    });
+  }
+
+  const declared = rq.headers.get("x-amz-content-sha256");
+  if (declared !== null) {
+    if (!isKnownPayloadHash(declared)) return credentialUnavailableFor(rq, "The request declares a payload hash credgate cannot keep.");
+    return signHeaders(rq, signer, scope, null);
+  }
+  // No declared hash: S3 takes UNSIGNED-PAYLOAD, every other service the body's hash.
+  if (scope.service === "s3") return signHeaders(rq, signer, scope, UNSIGNED_PAYLOAD);
+  return hashBody(rq).then((hash) => (hash === null ? credentialUnavailableFor(rq, "The body is too large to sign.") : signHeaders(rq, signer, scope, hash)));
+}
+
+export function awsSignStage(): Stage {
+  return {
+    name: "aws-sign",
+    request(rq) {
+      const signing = rq.signing;
+      if (signing.length === 0) return PASS;
+      // The last matching AWS secret wins, as later writes do (docs/injection.md#precedence).
+      for (let i = signing.length - 1; i >= 0; i--) {
+        const { secret, value } = signing[i]!;
+        if (secret.injection?.awsSigV4 !== undefined) return sign(rq, secret, value);
+      }
+      return PASS;
+    },
+  };
+}
