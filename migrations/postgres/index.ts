@@ -7,6 +7,7 @@ import m3 from "./0003_cloud_accounts.sql" with { type: "text" };
 import m4 from "./0004_request_log_one_index.sql" with { type: "text" };
 import m5 from "./0005_notifications.sql" with { type: "text" };
 import m6 from "./0006_audit_log.sql" with { type: "text" };
+import m7 from "./0007_sturdy_blackheart.sql" with { type: "text" };
 
 export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795568033987, breakpoints: true, sql: m0 },
@@ -16,4 +17,5 @@ export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0004_request_log_one_index", when: 1795642036138, breakpoints: true, sql: m4 },
   { tag: "0005_notifications", when: 1795701749319, breakpoints: true, sql: m5 },
   { tag: "0006_audit_log", when: 1795709097278, breakpoints: true, sql: m6 },
+  { tag: "0007_sturdy_blackheart", when: 1795712831771, breakpoints: true, sql: m7 },
 ];

@@ -11,6 +11,7 @@ import m7 from "./0007_cloud_accounts.sql" with { type: "text" };
 import m8 from "./0008_request_log_one_index.sql" with { type: "text" };
 import m9 from "./0009_notifications.sql" with { type: "text" };
 import m10 from "./0010_audit_log.sql" with { type: "text" };
+import m11 from "./0011_third_lila_cheney.sql" with { type: "text" };
 
 export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795323549979, breakpoints: true, sql: m0 },
@@ -24,4 +25,5 @@ export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0008_request_log_one_index", when: 1795642035799, breakpoints: true, sql: m8 },
   { tag: "0009_notifications", when: 1795701745966, breakpoints: true, sql: m9 },
   { tag: "0010_audit_log", when: 1795709095007, breakpoints: true, sql: m10 },
+  { tag: "0011_third_lila_cheney", when: 1795712828255, breakpoints: true, sql: m11 },
 ];

@@ -24,6 +24,7 @@ import { connectionStage } from "./stages/appConnection.ts";
 import { echoStage } from "./stages/echo.ts";
 import { egressStage } from "./stages/egress.ts";
 import { forwardStage } from "./stages/forward.ts";
+import { githubAppStage } from "./stages/githubApp.ts";
 import { guidanceStage } from "./stages/guidance.ts";
 import { injectStage } from "./stages/inject.ts";
 import { injectConnectionStage } from "./stages/injectConnection.ts";
@@ -62,6 +63,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     resourcesStage(),
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
+    githubAppStage({ tokens: services.githubApps }),
     awsSignStage(),
     cleartextStage({ plaintextHosts: config.plaintextHosts }),
     claimStage(),

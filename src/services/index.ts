@@ -32,6 +32,7 @@ import type { PriceTable } from "../core/pricing.ts";
 import { NotificationService, type EgressCheck } from "./notifications/index.ts";
 import { RememberedApprovalService } from "./rememberedApprovals.ts";
 import { SharedCaches } from "../core/sharedCache.ts";
+import { GithubAppTokens } from "./githubApps.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -67,6 +68,8 @@ export interface Services {
   partners: PartnerService;
   /** What the gateway meters LLM usage with (CREDGATE_PRICING_FILE over the defaults). */
   prices: PriceTable;
+  /** GitHub App installation tokens, minted once for every process and instance (docs/injection.md#github-app). */
+  githubApps: GithubAppTokens;
   /** The caches the instance's gateway processes share (docs/operations.md#gateway-workers-and-caches). */
   caches: SharedCaches;
 }
@@ -106,7 +109,8 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const requestLogs = new RequestLogService(deps, agents);
   const projects = new ProjectService(deps, orgs, agents, apiKeys, requestLogs);
   const claims = new ClaimService(deps, orgs);
-  const notifications = new NotificationService(deps, outbound, parts.egress(outbound));
+  const egress = parts.egress(outbound);
+  const notifications = new NotificationService(deps, outbound, egress);
   const rememberedApprovals = new RememberedApprovalService(deps);
   const apps = new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets });
   return {
@@ -139,6 +143,7 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     claims,
     accounts: new AccountService(deps, orgs, projects),
     partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
+    githubApps: new GithubAppTokens(deps, outbound, egress, caches),
     caches,
   };
 }
