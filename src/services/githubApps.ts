@@ -115,6 +115,15 @@ export class GithubAppTokens {
     return { value: { ok: false, reason: "timed out waiting for another instance to mint the token" }, ttlMs: 0 };
   }
 
+  /**
+   * Mints a token with exactly this key, outside the cache (the secret form's test: the key, app and installation
+   * work together). The token is not kept.
+   */
+  async check(ref: GithubAppRef, privateKey: string): Promise<{ ok: true; expiresAt: number } | { ok: false; reason: string }> {
+    const minted = await this.#mint(ref, privateKey);
+    return minted.ok ? { ok: true, expiresAt: minted.expiresAt } : minted;
+  }
+
   /** A primary asked by a worker has not seen the key: the newest secret for this app and installation holds it. */
   async #keyFromStore(ref: GithubAppRef): Promise<string | null> {
     const { secrets } = this.deps.store.t;

@@ -33,6 +33,7 @@ import { NotificationService, type EgressCheck } from "./notifications/index.ts"
 import { RememberedApprovalService } from "./rememberedApprovals.ts";
 import { SharedCaches } from "../core/sharedCache.ts";
 import { GithubAppTokens } from "./githubApps.ts";
+import { SecretTester } from "./secretTests.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -70,6 +71,8 @@ export interface Services {
   prices: PriceTable;
   /** GitHub App installation tokens, minted once for every process and instance (docs/injection.md#github-app). */
   githubApps: GithubAppTokens;
+  /** The secret form's test of AWS and GitHub App secrets against their issuer. */
+  secretTests: SecretTester;
   /** The caches the instance's gateway processes share (docs/operations.md#gateway-workers-and-caches). */
   caches: SharedCaches;
 }
@@ -111,6 +114,7 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const claims = new ClaimService(deps, orgs);
   const egress = parts.egress(outbound);
   const notifications = new NotificationService(deps, outbound, egress);
+  const githubApps = new GithubAppTokens(deps, outbound, egress, caches);
   const rememberedApprovals = new RememberedApprovalService(deps);
   const apps = new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets });
   return {
@@ -143,7 +147,8 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     claims,
     accounts: new AccountService(deps, orgs, projects),
     partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
-    githubApps: new GithubAppTokens(deps, outbound, egress, caches),
+    githubApps,
+    secretTests: new SecretTester(secrets, githubApps, outbound, egress),
     caches,
   };
 }

@@ -101,3 +101,10 @@ export const SecretCreated = T.Object(
   { $id: "SecretCreated" },
 );
 export type SecretCreated = Static<typeof SecretCreated>;
+
+/** The secret form's test of a signed or minted secret (docs/injection.md#testing-a-signed-or-minted-secret). */
+export const SecretTestResult = T.Object(
+  { ok: T.Boolean(), message: T.String({ description: "What the issuer (AWS STS, GitHub) answered, in a sentence" }) },
+  { $id: "SecretTestResult" },
+);
+export type SecretTestResult = Static<typeof SecretTestResult>;

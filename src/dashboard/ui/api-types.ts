@@ -364,6 +364,17 @@ export type InjectionConfig = {
 } | {
   pathRegex: string;
   pathReplacement: string;
+} | {
+  awsSigV4: {
+    accessKeyId: string;
+    region?: string;
+    service?: string;
+  };
+} | {
+  githubApp: {
+    appId: number;
+    installationId: number;
+  };
 };
 
 export type LastPublish = {
@@ -680,6 +691,12 @@ export interface SecretMetadata {
     item?: string;
     field?: string;
   };
+}
+
+export interface SecretTestResult {
+  ok: boolean;
+  /** What the issuer (AWS STS, GitHub) answered, in a sentence */
+  message: string;
 }
 
 export interface Session {

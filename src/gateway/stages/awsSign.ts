@@ -20,7 +20,7 @@ import {
   STREAMING_SIGNED_TRAILER,
   UNSIGNED_PAYLOAD,
   amzDate,
-} from "../signing/awsSigV4.ts";
+} from "../../crypto/awsSigV4.ts";
 import { credentialUnavailableFor } from "./inject.ts";
 import { createHash } from "node:crypto";
 

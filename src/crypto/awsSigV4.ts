@@ -5,7 +5,7 @@
 import { Hash } from "@smithy/hash-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { HttpRequest, QueryParameterBag } from "@smithy/types";
-import { scopeOfCredential, type AwsScope } from "../../core/awsScope.ts";
+import { scopeOfCredential, type AwsScope } from "../core/awsScope.ts";
 
 export interface AwsKey {
   accessKeyId: string;
