@@ -91,7 +91,7 @@ function canonicalHeaders(headers: Headers, signed: string[]): string {
   return signed.map((n) => `${n}:${(headers.get(n) ?? "").trim().replace(/\s+/g, " ")}\n`).join("");
 }
 
-interface Verified {
+export interface Verified {
   keyId: string;
   date: string;
   region: string;
@@ -102,7 +102,7 @@ interface Verified {
 }
 
 /** Checks the request's signature (header or query form); throws a message on failure. */
-function verify(req: Request, rawPath: string, rawQuery: string, key: FakeAwsKey, payloadHash: string): Verified {
+export function verify(req: Request, rawPath: string, rawQuery: string, key: FakeAwsKey, payloadHash: string): Verified {
   const url = new URL(req.url);
   const auth = req.headers.get("authorization");
   let credential: string, signedHeaders: string, signature: string, longDate: string, mode: "header" | "presigned";
