@@ -18,6 +18,9 @@ export const PLAIN_HOST = "plain.bench.example.com";
 /** Not pinned: resolved through the bench's own DNS server (CREDGATE_DNS_SERVERS, TTL 300 s, docs/operations.md#dns). */
 export const DNS_HOST = "dns.bench.example.com";
 export const SECRET_VALUE = "bench-secret-4f1c2a9e";
+/** An awsSigV4 secret applies here (region and service set on it): every request is signed again (docs/injection.md#aws-signature-v4). */
+export const SIGV4_HOST = "s3.bench.example.com";
+export const SIGV4_KEY_ID = "AKIABENCHMARK0000001";
 
 export interface UpstreamEnv {
   pki: TestPki;
@@ -41,6 +44,8 @@ export interface GatewayEnv {
   llm: Target;
   /** CONNECT plain.bench.example.com: no credential, the agent's own header passes (what credentials cost). */
   uncredentialed: Target;
+  /** CONNECT s3.bench.example.com: the agent's SigV4 request (placeholder key) is signed again with the real key. */
+  sigv4: Target;
 }
 
 export type BenchEnv = UpstreamEnv & GatewayEnv;
@@ -57,7 +62,7 @@ export interface GatewayOptions {
 
 export async function startUpstreamEnv(log: (msg: string) => void = () => {}): Promise<UpstreamEnv> {
   log("making the upstream PKI (openssl)");
-  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, "127.0.0.1"]);
+  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, SIGV4_HOST, "127.0.0.1"]);
   const upstream = await startServer("upstream.ts", [pki.certFile, pki.keyFile]);
   log(`upstream on 127.0.0.1:${upstream.port} (pid ${upstream.proc.pid})`);
   const direct: Target = { host: HOST, port: upstream.port, caFile: pki.caFile, headers: { authorization: `Bearer ${SECRET_VALUE}` } };
@@ -83,7 +88,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
       CREDGATE_GATEWAY_WORKERS: String(opts.workers ?? 1),
       CREDGATE_DNS_SERVERS: dns.address,
       CREDGATE_UPSTREAM_CA_FILE: up.pki.caFile,
-      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
+      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST, SIGV4_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
       ...(opts.whatIf?.length ? { BENCH_WHATIF: opts.whatIf.join(",") } : {}),
     },
@@ -106,6 +111,11 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
     });
     if (created.status !== 201) throw new Error(`creating the secret for ${hostPattern} failed: ${created.status} ${created.text}`);
   }
+
+  const aws = await credgate.api("POST", "/v1/secrets", {
+    body: { name: "bench aws", type: "generic", value: "bench/aws/secret/access/key/0123456789", hostPattern: SIGV4_HOST, injectionConfig: { awsSigV4: { accessKeyId: SIGV4_KEY_ID, region: "us-east-1", service: "s3" } } },
+  });
+  if (aws.status !== 201) throw new Error(`creating the awsSigV4 secret failed: ${aws.status} ${aws.text}`);
 
   const llmKey = await credgate.api("POST", "/v1/secrets", { body: { name: "bench llm", type: "llm_a", value: "sk-ant-api03-bench", hostPattern: LLM_HOST } });
   if (llmKey.status !== 201) throw new Error(`creating the llm_a secret failed: ${llmKey.status} ${llmKey.text}`);
@@ -131,7 +141,23 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
   log("verified: the upstream received the injected Authorization header through the MITM path");
   const llm: Target = { host: LLM_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: { "x-api-key": "credgate-managed" } };
   const uncredentialed: Target = { host: PLAIN_HOST, port: up.upstream.port, caFile: gatewayCaFile, proxy, headers: up.direct.headers };
-  return { credgate, gatewayCaFile, mitm, mitmIp, mitmDns, llm, uncredentialed };
+  // What an AWS SDK sends with placeholder credentials: its own SigV4 header, date and payload-hash mode.
+  const sigv4: Target = {
+    host: SIGV4_HOST,
+    port: up.upstream.port,
+    caFile: gatewayCaFile,
+    proxy,
+    headers: {
+      authorization: `AWS4-HMAC-SHA256 Credential=AKIAPLACEHOLDER00000/20250101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=${"0".repeat(64)}`,
+      "x-amz-date": "20250101T000000Z",
+      "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
+    },
+  };
+  const signedProbe = await requestOnce(sigv4, "/echo");
+  const credential = signedProbe.status === 200 ? (JSON.parse(signedProbe.body) as { authorizationCredential: string | null }).authorizationCredential : null;
+  if (!credential?.startsWith(`${SIGV4_KEY_ID}/`)) throw new Error(`SigV4 check for CONNECT ${SIGV4_HOST} failed: ${signedProbe.status} ${signedProbe.body}`);
+  log("verified: the upstream received a SigV4 signature made with the real key id");
+  return { credgate, gatewayCaFile, mitm, mitmIp, mitmDns, llm, uncredentialed, sigv4 };
 }
 
 export async function startBenchEnv(opts: GatewayOptions = {}): Promise<BenchEnv> {

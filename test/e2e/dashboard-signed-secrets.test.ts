@@ -2,7 +2,7 @@
 // (docs/injection.md#aws-signature-v4, docs/injection.md#github-app, docs/injection.md#testing-a-signed-or-minted-secret):
 // an AWS key and a GitHub App are created, listed with their key id and app id (never the secret parts), edited,
 // and tested — the test reaches the fake AWS STS (which verifies the signature with the real key) and the fake
-// GitHub (which verifies the app's JWT) through credgate's egress path; the §3.3 messages show at their fields.
+// GitHub (which verifies the app's JWT) through credgate's egress path; the validation messages show at their fields.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import type { Browser } from "playwright-core";
