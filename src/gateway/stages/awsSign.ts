@@ -132,7 +132,10 @@ export function awsSignStage(): Stage {
       // The last matching AWS secret wins, as later writes do (docs/injection.md#precedence).
       for (let i = signing.length - 1; i >= 0; i--) {
         const { secret, value } = signing[i]!;
-        if (secret.injection?.awsSigV4 !== undefined) return sign(rq, secret, value);
+        if (secret.injection?.awsSigV4 === undefined) continue;
+        const verdict = sign(rq, secret, value);
+        // The signer refuses what AWS would (a presigned expiry over 7 days): the agent hears it as unavailable.
+        return verdict instanceof Promise ? verdict.catch((err: unknown) => credentialUnavailableFor(rq, `The request cannot be signed: ${err instanceof Error ? err.message : String(err)}.`)) : verdict;
       }
       return PASS;
     },

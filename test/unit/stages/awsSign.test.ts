@@ -118,3 +118,10 @@ describe("aws-sign stage", () => {
     expect(rq.headers.get("authorization")).toBe(agentAuth("us-east-1", "s3"));
   });
 });
+
+test("a presigned URL the signer refuses (an expiry over 7 days) → 502 credential_unavailable, not a gateway error", async () => {
+  const date = new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+  const target = `/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=${PLACEHOLDER}%2F${date.slice(0, 8)}%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=${date}&X-Amz-Expires=999999&X-Amz-SignedHeaders=host&X-Amz-Signature=${"1".repeat(64)}`;
+  const { verdict } = await signed("s3.us-east-1.amazonaws.com", { target });
+  expect(verdict).toMatchObject({ decision: "error", status: 502, body: { error: "credential_unavailable" } });
+});
