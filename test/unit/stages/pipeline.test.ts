@@ -173,6 +173,8 @@ describe("the gateway's list", () => {
       "resources",
       "inject-connection",
       "inject",
+      "github-app",
+      "aws-sign",
       "cleartext",
       "claim",
       "echo-guard",
