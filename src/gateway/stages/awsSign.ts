@@ -57,27 +57,32 @@ function headersToSign(rq: ProxyRequest): Record<string, string> {
   return out;
 }
 
-async function signHeaders(rq: ProxyRequest, signer: AwsSigner, scope: AwsScope, bodyHash: string | null): Promise<RequestVerdict> {
-  const { path, query } = splitTarget(rq.upstreamTarget);
+/** Header signing; synchronous (the common case needs no promise), a signed chunked body checked first. */
+function signHeaders(rq: ProxyRequest, signer: AwsSigner, scope: AwsScope, bodyHash: string | null): RequestVerdict | Promise<RequestVerdict> {
   if (bodyHash !== null) rq.headers.set("x-amz-content-sha256", bodyHash);
   const payload = rq.headers.get("x-amz-content-sha256")!;
-  const chunked = payload === STREAMING_SIGNED || payload === STREAMING_SIGNED_TRAILER;
-  if (chunked && rq.body !== null && !looksChunkSigned(await rq.peekBody(256))) return credentialUnavailableFor(rq, "The aws-chunked body does not decode.");
+  const chunked = rq.body !== null && (payload === STREAMING_SIGNED || payload === STREAMING_SIGNED_TRAILER);
+  if (!chunked) return resign(rq, signer, scope, null);
+  return rq.peekBody(256).then((head) => (looksChunkSigned(head) ? resign(rq, signer, scope, payload) : credentialUnavailableFor(rq, "The aws-chunked body does not decode.")));
+}
+
+/** The new signature on the request (and, for a signed chunked body, on each of its chunks as it streams). */
+function resign(rq: ProxyRequest, signer: AwsSigner, scope: AwsScope, chunkedPayload: string | null): RequestVerdict {
+  const { path, query } = splitTarget(rq.upstreamTarget);
   const date = new Date(clockNow());
   rq.headers.delete("authorization");
   rq.headers.delete("x-amz-security-token");
   rq.headers.delete("x-amz-date");
-  const headers = headersToSign(rq);
-  const { authorization, signature } = await signer.signHeaders(rq.method, path, parseQuery(query), headers, scope, date);
+  const { authorization, signature } = signer.signHeaders(rq.method, path, parseQuery(query), headersToSign(rq), scope, date);
   const longDate = amzDate(date);
   rq.headers.set("x-amz-date", longDate);
   rq.headers.set("authorization", authorization);
-  if (chunked && rq.body !== null) {
-    rq.body = resignChunks(rq.body, {
+  if (chunkedPayload !== null) {
+    rq.body = resignChunks(rq.body!, {
       longDate,
       scope: credentialScope(date, scope),
       seed: signature,
-      trailer: payload === STREAMING_SIGNED_TRAILER,
+      trailer: chunkedPayload === STREAMING_SIGNED_TRAILER,
       sign: (s) => signer.signString(s, scope, date),
     });
   }
