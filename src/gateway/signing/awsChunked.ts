@@ -112,7 +112,8 @@ class ChunkParser {
         }
         case "data": {
           const take = Math.min(buf.length, this.#size - this.#dataLength);
-          const piece = Buffer.from(buf.subarray(0, take));
+          // A view, not a copy: each read is a fresh chunk, consumed here and passed on once.
+          const piece = buf.subarray(0, take);
           this.#data.push(piece);
           this.#hash.update(piece);
           this.#dataLength += take;
