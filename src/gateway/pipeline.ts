@@ -64,13 +64,14 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
     githubAppStage({ tokens: services.githubApps }),
-    awsSignStage(),
     cleartextStage({ plaintextHosts: config.plaintextHosts }),
     claimStage(),
     echoStage(),
     budgetStage({ prices: services.prices, budgets: services.budgets, publicUrl: config.publicUrl }),
     approvalStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered }),
     guidanceStage({ publicUrl: config.publicUrl }),
+    // Last before forwarding: a signature is good for 15 minutes, and an approval may have held the request longer.
+    awsSignStage(),
     forwardStage({ upstreams: d.upstreams, outbound: services.outbound, headerTimeoutSeconds: config.upstreamHeaderTimeoutSeconds }),
   ];
 }

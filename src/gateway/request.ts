@@ -162,6 +162,14 @@ export class ProxyRequest extends Flow {
     return true;
   }
 
+  /**
+   * Whether a credential goes into the request: injected already, or a signed one to come (the aws-sign stage
+   * signs last, just before forwarding). The cleartext rule and the echo guard ask this before that.
+   */
+  get credentialed(): boolean {
+    return this.injectionCount > 0 || this.signing.length > 0;
+  }
+
   /** Records `count` injected actions of `value` (a signature or a minted token counts one: docs/injection.md). */
   injected(value: string, count = 1): void {
     this.injectionCount += count;

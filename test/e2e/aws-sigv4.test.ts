@@ -282,3 +282,32 @@ test("the clients above used every payload-hash mode credgate keeps", () => {
   const modes = new Set(aws.seen.filter((s) => s.failure === null).map((s) => (/^[0-9a-f]{64}$/.test(s.payloadHash) ? "hex" : s.payloadHash)));
   for (const m of ["UNSIGNED-PAYLOAD", "hex", "STREAMING-UNSIGNED-PAYLOAD-TRAILER", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"]) expect(modes).toContain(m);
 });
+
+test("a request held for approval is signed when it is released, not when it arrived", async () => {
+  const rule = await cg.api("POST", "/v1/policy/rules", {
+    body: { name: "Ask before deleting", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: "s3.us-east-1.amazonaws.com", pathPattern: "/held/*", method: "DELETE" }] },
+  });
+  expect(rule.status).toBe(201);
+  expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
+  aws.objects.set("held/doomed.txt", new TextEncoder().encode("x"));
+  const from = aws.seen.length;
+  const held = run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--proxy", proxy, "--cacert", ca.file, "-X", "DELETE", `https://s3.us-east-1.amazonaws.com:${aws.port}/held/doomed.txt`], { timeoutMs: 60_000 });
+  let pending: { id: string } | undefined;
+  for (let i = 0; i < 300 && !pending; i++) {
+    pending = (await cg.api("GET", "/v1/approvals/pending")).body?.requests?.[0];
+    if (!pending) await Bun.sleep(50);
+  }
+  expect(pending).toBeDefined();
+  // Held across a second boundary, so that a signature made on arrival would carry an earlier x-amz-date.
+  await Bun.sleep(1500);
+  const approvedAt = Math.floor(Date.now() / 1000);
+  expect((await cg.api("POST", `/v1/approvals/${pending!.id}/decision`, { body: { decision: "approve" } })).status).toBe(200);
+  const code = (await held).stdout;
+  const seen = aws.seen.slice(from);
+  expect(seen.length).toBe(1);
+  expect(seen[0]!.failure).toBeNull();
+  // The fake answers 400 NotImplemented to DELETE: what matters is that the signature verified, and when it was made.
+  expect(code).toBe("400");
+  const signedAt = seen[0]!.signedAt;
+  expect(signedAt).toBeGreaterThanOrEqual(approvedAt);
+}, 60_000);

@@ -25,6 +25,8 @@ export interface AwsSeen {
   chunkSignatures: number;
   trailers: Record<string, string>;
   bodyBytes: number;
+  /** The signature's time (epoch seconds), from x-amz-date or X-Amz-Date. */
+  signedAt: number | null;
   /** Why verification failed; null when it passed. */
   failure: string | null;
 }
@@ -236,7 +238,7 @@ export function startFakeAws(pki: TestPki, key: FakeAwsKey): FakeAws {
       const rawQuery = q === -1 ? "" : target.slice(q + 1);
       const host = req.headers.get("host") ?? "";
       const body = Buffer.from(await req.arrayBuffer());
-      const record: AwsSeen = { method: req.method, host, url: target, mode: "header", keyId: "", region: "", service: "", payloadHash: "", chunkSignatures: 0, trailers: {}, bodyBytes: body.length, failure: null };
+      const record: AwsSeen = { method: req.method, host, url: target, mode: "header", keyId: "", region: "", service: "", payloadHash: "", chunkSignatures: 0, trailers: {}, bodyBytes: body.length, signedAt: null, failure: null };
       seen.push(record);
       let payload: Buffer = body;
       try {
@@ -246,7 +248,9 @@ export function startFakeAws(pki: TestPki, key: FakeAwsKey): FakeAws {
         const payloadHash = presigned ? (isS3 ? "UNSIGNED-PAYLOAD" : EMPTY) : (declared ?? sha256hex(body));
         record.payloadHash = payloadHash;
         const v = verify(req, rawPath, rawQuery, key, payloadHash);
-        Object.assign(record, { mode: v.mode, keyId: v.keyId, region: v.region, service: v.service });
+        const d = v.date;
+        const signedAt = Date.UTC(+d.slice(0, 4), +d.slice(4, 6) - 1, +d.slice(6, 8), +d.slice(9, 11), +d.slice(11, 13), +d.slice(13, 15)) / 1000;
+        Object.assign(record, { mode: v.mode, keyId: v.keyId, region: v.region, service: v.service, signedAt });
         if (payloadHash.startsWith("STREAMING-AWS4-HMAC-SHA256-PAYLOAD")) {
           const d = decodeChunked(body, { v, scope: `${v.date.slice(0, 8)}/${v.region}/${v.service}/aws4_request` });
           payload = d.data;

@@ -174,13 +174,13 @@ describe("the gateway's list", () => {
       "inject-connection",
       "inject",
       "github-app",
-      "aws-sign",
       "cleartext",
       "claim",
       "echo-guard",
       "budget",
       "approval",
       "guidance",
+      "aws-sign",
       "forward",
     ]);
     deps.upstreams.close();
