@@ -59,3 +59,14 @@ test("a private or loopback address, a listed host, HTTPS, or nothing injected: 
   expect(await outcome(inject.request!(https))).toBe("pass");
   expect(await outcome(stage.request!(https))).toBe("pass");
 });
+
+test("an AWS secret that will sign the request (the aws-sign stage runs later) counts: plain HTTP to a public address → 403", async () => {
+  const rq = testRequest({ target: "http://public.example.test/bucket/key" });
+  const aws = compiledSecret({ hostPattern: "*.example.test", value: "aws-secret-access-key", injection: { awsSigV4: { accessKeyId: "AKIACLEARTEXT0000001", region: "us-east-1", service: "s3" } } });
+  signIn(rq, agentCredentials({ injectable: [aws] }));
+  expect(await outcome(egress.request!(rq))).toBe("pass");
+  expect(await outcome(inject.request!(rq))).toBe("pass");
+  expect(rq.injectionCount).toBe(0);
+  expect(rq.credentialed).toBe(true);
+  expect(await outcome(stage.request!(rq))).toMatchObject({ decision: "blocked", status: 403, body: { error: "insecure_transport" } });
+});
