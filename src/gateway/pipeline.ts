@@ -16,7 +16,7 @@ import type { GatewaySnapshot } from "./snapshot.ts";
 import { answer, PASS, type ConnectVerdict, type RequestVerdict, type Stage } from "./stage.ts";
 import { approvalStage } from "./stages/approval.ts";
 import { authStage } from "./stages/auth.ts";
-import { awsSignStage } from "./stages/awsSign.ts";
+import { awsCheckStage, awsSignStage } from "./stages/awsSign.ts";
 import { budgetStage } from "./stages/budget.ts";
 import { claimStage } from "./stages/claim.ts";
 import { cleartextStage } from "./stages/cleartext.ts";
@@ -64,6 +64,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
     githubAppStage({ tokens: services.githubApps }),
+    awsCheckStage(),
     cleartextStage({ plaintextHosts: config.plaintextHosts }),
     claimStage(),
     echoStage(),

@@ -13,6 +13,7 @@ import type { HeaderList } from "./http1/headerList.ts";
 import { peekStream } from "./peek.ts";
 import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
 import type { Tunnel } from "./tunnel.ts";
+import type { AwsPlan } from "./stages/awsSign.ts";
 
 export { logHostOf } from "./flow.ts";
 
@@ -86,6 +87,8 @@ export class ProxyRequest extends Flow {
    * their values, for the signing and minting stages (inject stage).
    */
   signing: readonly { secret: CompiledSecret; value: string }[] = NONE;
+  /** How an AWS secret will sign the request (aws-check); the aws-sign stage signs it last. */
+  awsPlan: AwsPlan | null = null;
   /** How many places were injected, and every value injected, for the echo guard (`inject`, `injected`). */
   injectionCount = 0;
   injectedValues: readonly string[] = NONE;
@@ -160,14 +163,6 @@ export class ProxyRequest extends Flow {
     this.upstreamTarget = out.pathAndQuery;
     if (out.count > 0) this.injected(value, out.count);
     return true;
-  }
-
-  /**
-   * Whether a credential goes into the request: injected already, or a signed one to come (the aws-sign stage
-   * signs last, just before forwarding). The cleartext rule and the echo guard ask this before that.
-   */
-  get credentialed(): boolean {
-    return this.injectionCount > 0 || this.signing.length > 0;
   }
 
   /** Records `count` injected actions of `value` (a signature or a minted token counts one: docs/injection.md). */

@@ -15,7 +15,7 @@ export function cleartextStage({ plaintextHosts }: CleartextDeps): Stage {
   return {
     name: "cleartext",
     request(rq) {
-      if (rq.scheme !== "http" || !rq.credentialed) return PASS;
+      if (rq.scheme !== "http" || rq.injectionCount === 0) return PASS;
       const address = rq.dial ? parseAddress(rq.dial.address) : null;
       if (address && isLocalAddress(address)) return PASS;
       for (const match of listed) if (match(rq.host)) return PASS;

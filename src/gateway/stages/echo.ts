@@ -35,7 +35,7 @@ export function echoStage(): Stage {
   return {
     name: "echo-guard",
     request(rq) {
-      if (rq.credentialed && !rq.websocket) rq.headers.set("accept-encoding", "identity");
+      if (rq.injectionCount > 0 && !rq.websocket) rq.headers.set("accept-encoding", "identity");
       return PASS;
     },
     response(rq, reply) {

@@ -1,4 +1,4 @@
-// The aws-sign stage (docs/injection.md#aws-signature-v4), after the real inject stage: every signature it makes
+// The aws-check and aws-sign stages (docs/injection.md#aws-signature-v4), after the real inject stage: every signature they make
 // is checked by the independent verifier of the fake AWS endpoint (test/support/fakeAws.ts) with the real key.
 // Region and service in their order, the agent's Authorization, X-Amz-Date and security token replaced, the
 // payload-hash modes, presigned URLs keeping date and expiry, and 502 for what cannot be re-signed.
@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import type { CompiledSecret } from "../../../src/gateway/snapshot.ts";
 import { PASS } from "../../../src/gateway/stage.ts";
-import { awsSignStage } from "../../../src/gateway/stages/awsSign.ts";
+import { awsCheckStage, awsSignStage } from "../../../src/gateway/stages/awsSign.ts";
 import { injectStage } from "../../../src/gateway/stages/inject.ts";
 import { agentCredentials, compiledSecret, signIn, testRequest } from "../../../src/gateway/testing.ts";
 import { log } from "../../../src/observability/log.ts";
@@ -21,6 +21,7 @@ beforeAll(() => log.setQuiet(true));
 const KEY = { accessKeyId: "AKIAUNITTEST00000001", secretAccessKey: "unit/test/secret/access/key/0123456789AB" };
 const PLACEHOLDER = "AKIAPLACEHOLDER00000";
 const inject = injectStage({ vault: new VaultResolver({ host: "http://connect.test", token: "t", fetch: fakeFetch(new FakeConnect("t")) }) });
+const checkStage = awsCheckStage();
 const stage = awsSignStage();
 
 function secret(extra: { region?: string; service?: string } = {}, hostPattern = "*.amazonaws.com"): CompiledSecret {
@@ -31,6 +32,8 @@ async function signed(host: string, init: { method?: string; target?: string; he
   const rq = testRequest({ tunnel: host, method: init.method ?? "GET", target: init.target ?? "/", headers: init.headers ?? {}, ...(init.body !== undefined ? { body: new TextEncoder().encode(init.body) } : {}) });
   signIn(rq, agentCredentials({ injectable: [init.secret ?? secret()] }));
   expect(await outcome(inject.request!(rq))).toBe("pass");
+  const checked = await outcome(checkStage.request!(rq));
+  if (checked !== "pass") return { rq, verdict: checked };
   return { rq, verdict: await outcome(stage.request!(rq)) };
 }
 
@@ -46,6 +49,17 @@ const agentAuth = (region: string, service: string) =>
   `AWS4-HMAC-SHA256 Credential=${PLACEHOLDER}/20250101/${region}/${service}/aws4_request, SignedHeaders=host;x-amz-date, Signature=${"0".repeat(64)}`;
 
 describe("aws-sign stage", () => {
+  test("the check plans and counts; the signature itself is made by aws-sign, at the time it runs", async () => {
+    const rq = testRequest({ tunnel: "s3.us-east-1.amazonaws.com", target: "/b/k", headers: { authorization: agentAuth("us-east-1", "s3"), "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } });
+    signIn(rq, agentCredentials({ injectable: [secret()] }));
+    expect(await outcome(inject.request!(rq))).toBe("pass");
+    expect(checkStage.request!(rq)).toBe(PASS);
+    expect(rq.injectionCount).toBe(1);
+    expect(rq.headers.get("authorization")).toBe(agentAuth("us-east-1", "s3"));
+    expect(stage.request!(rq)).toBe(PASS);
+    expect(check(rq, "UNSIGNED-PAYLOAD").keyId).toBe(KEY.accessKeyId);
+  });
+
   test("a header-signed S3 request: re-signed with the real key over host and every x-amz-* header; the agent's date and token replaced", async () => {
     const { rq, verdict } = await signed("bucket.s3.eu-west-1.amazonaws.com", {
       method: "PUT",
@@ -114,6 +128,7 @@ describe("aws-sign stage", () => {
   test("no AWS secret among the matched: PASS, nothing changed", () => {
     const rq = testRequest({ tunnel: "s3.amazonaws.com", target: "/", headers: { authorization: agentAuth("us-east-1", "s3") } });
     signIn(rq, agentCredentials());
+    expect(checkStage.request!(rq)).toBe(PASS);
     expect(stage.request!(rq)).toBe(PASS);
     expect(rq.headers.get("authorization")).toBe(agentAuth("us-east-1", "s3"));
   });

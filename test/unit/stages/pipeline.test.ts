@@ -174,6 +174,7 @@ describe("the gateway's list", () => {
       "inject-connection",
       "inject",
       "github-app",
+      "aws-check",
       "cleartext",
       "claim",
       "echo-guard",
