@@ -17,7 +17,6 @@ const SIGNING_NAMES: Record<string, string> = {
   "bedrock-agent": "bedrock",
   "runtime.sagemaker": "sagemaker",
   "runtime.lex": "lex",
-  "execute-api": "execute-api",
   email: "ses",
   "streams.dynamodb": "dynamodb",
   "data.iot": "iotdata",
