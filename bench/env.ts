@@ -21,6 +21,9 @@ export const SECRET_VALUE = "bench-secret-4f1c2a9e";
 /** A placeholder secret applies here (docs/injection.md#placeholders): the agent writes PLACEHOLDER, the upstream gets SECRET_VALUE. */
 export const PH_HOST = "ph.bench.example.com";
 export const PLACEHOLDER = "CG_BENCH_PLACEHOLDER";
+/** An awsSigV4 secret applies here (region and service set on it): every request is signed again (docs/injection.md#aws-signature-v4). */
+export const SIGV4_HOST = "s3.bench.example.com";
+export const SIGV4_KEY_ID = "AKIABENCHMARK0000001";
 
 export interface UpstreamEnv {
   pki: TestPki;
@@ -46,6 +49,8 @@ export interface GatewayEnv {
   uncredentialed: Target;
   /** CONNECT ph.bench.example.com with `Authorization: Bearer <placeholder>`: substituted by the gateway. */
   placeholder: Target;
+  /** CONNECT s3.bench.example.com: the agent's SigV4 request (placeholder key) is signed again with the real key. */
+  sigv4: Target;
 }
 
 export type BenchEnv = UpstreamEnv & GatewayEnv;
@@ -64,7 +69,7 @@ export interface GatewayOptions {
 
 export async function startUpstreamEnv(log: (msg: string) => void = () => {}): Promise<UpstreamEnv> {
   log("making the upstream PKI (openssl)");
-  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, PH_HOST, "127.0.0.1"]);
+  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, PH_HOST, SIGV4_HOST, "127.0.0.1"]);
   const upstream = await startServer("upstream.ts", [pki.certFile, pki.keyFile]);
   log(`upstream on 127.0.0.1:${upstream.port} (pid ${upstream.proc.pid})`);
   const direct: Target = { host: HOST, port: upstream.port, caFile: pki.caFile, headers: { authorization: `Bearer ${SECRET_VALUE}` } };
@@ -90,7 +95,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
       CREDGATE_GATEWAY_WORKERS: String(opts.workers ?? 1),
       CREDGATE_DNS_SERVERS: dns.address,
       CREDGATE_UPSTREAM_CA_FILE: up.pki.caFile,
-      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST, PH_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
+      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST, PH_HOST, SIGV4_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
       ...(opts.whatIf?.length ? { BENCH_WHATIF: opts.whatIf.join(",") } : {}),
       ...opts.env,
@@ -117,6 +122,11 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
 
   const ph = await credgate.api("POST", "/v1/secrets", { body: { name: "bench placeholder", type: "generic", value: SECRET_VALUE, hostPattern: PH_HOST, injectionConfig: { placeholder: PLACEHOLDER } } });
   if (ph.status !== 201) throw new Error(`creating the placeholder secret failed: ${ph.status} ${ph.text}`);
+
+  const aws = await credgate.api("POST", "/v1/secrets", {
+    body: { name: "bench aws", type: "generic", value: "bench/aws/secret/access/key/0123456789", hostPattern: SIGV4_HOST, injectionConfig: { awsSigV4: { accessKeyId: SIGV4_KEY_ID, region: "us-east-1", service: "s3" } } },
+  });
+  if (aws.status !== 201) throw new Error(`creating the awsSigV4 secret failed: ${aws.status} ${aws.text}`);
 
   const llmKey = await credgate.api("POST", "/v1/secrets", { body: { name: "bench llm", type: "llm_a", value: "sk-ant-api03-bench", hostPattern: LLM_HOST } });
   if (llmKey.status !== 201) throw new Error(`creating the llm_a secret failed: ${llmKey.status} ${llmKey.text}`);
@@ -150,7 +160,23 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
     throw new Error(`placeholder check failed: ${probe.status} ${probe.body}`);
   }
   log("verified: the upstream received the placeholder's value");
-  return { credgate, gatewayCaFile, mitm, mitmIp, mitmDns, llm, uncredentialed, placeholder };
+  // What an AWS SDK sends with placeholder credentials: its own SigV4 header, date and payload-hash mode.
+  const sigv4: Target = {
+    host: SIGV4_HOST,
+    port: up.upstream.port,
+    caFile: gatewayCaFile,
+    proxy,
+    headers: {
+      authorization: `AWS4-HMAC-SHA256 Credential=AKIAPLACEHOLDER00000/20250101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=${"0".repeat(64)}`,
+      "x-amz-date": "20250101T000000Z",
+      "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
+    },
+  };
+  const signedProbe = await requestOnce(sigv4, "/echo");
+  const credential = signedProbe.status === 200 ? (JSON.parse(signedProbe.body) as { authorizationCredential: string | null }).authorizationCredential : null;
+  if (!credential?.startsWith(`${SIGV4_KEY_ID}/`)) throw new Error(`SigV4 check for CONNECT ${SIGV4_HOST} failed: ${signedProbe.status} ${signedProbe.body}`);
+  log("verified: the upstream received a SigV4 signature made with the real key id");
+  return { credgate, gatewayCaFile, mitm, mitmIp, mitmDns, llm, uncredentialed, placeholder, sigv4 };
 }
 
 /**

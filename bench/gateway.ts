@@ -144,6 +144,9 @@ async function main(): Promise<void> {
   // The same MITM path without a credential: what injection and the echo guard (docs/guards.md#echo-guard) cost together.
   progress(`no credential: ${opts.connections} connections, ${secs} s`);
   const uncredentialedRun = await load(uncredentialed, opts.connections);
+  // The same MITM path with an AWS secret: every request signed again with the real key (docs/injection.md#aws-signature-v4).
+  progress(`SigV4 re-signing: ${opts.connections} connections, ${secs} s`);
+  const sigv4Run = await load(env.sigv4, opts.connections);
   // The same MITM path with TLS to the proxy itself (docs/gateway.md#listener): what the extra TLS layer costs.
   const viaTls: Target = { ...mitm, proxy: { ...mitm.proxy!, tls: true } };
   progress(`HTTPS proxy: ${opts.connections} connections, ${secs} s, then 1 connection`);
@@ -265,6 +268,7 @@ async function main(): Promise<void> {
     memory,
     httpsProxy,
     uncredentialed: uncredentialedRun,
+    sigv4: sigv4Run,
     dnsName: dnsNameRun,
     traced,
     allCores,
@@ -284,6 +288,7 @@ async function main(): Promise<void> {
     printMemory(memory);
     printHttpsProxy(httpsProxy, many, one);
     printCredentialCost(uncredentialedRun, many);
+    printSigV4(sigv4Run, many);
     printDnsName(dnsNameRun, many);
     printTraced(traced, many);
     printAllCores(allCores);
@@ -417,6 +422,14 @@ function printCredentialCost(plain: Run, many: Runs<Run>): void {
   console.log(
     `  no credential  ${fi(plain.rps)} req/s   gateway ${f(cpuPerRequestUs(plain), 0)} µs cpu/req   ratio to direct ${f(plain.rps / many.direct.rps)}` +
       ` (with one ${f(many.mitm.rps / many.direct.rps)}): ${f(cost * 100, 1)}% of the throughput`,
+  );
+}
+
+function printSigV4(run: Run, many: Runs<Run>): void {
+  console.log("What re-signing costs (AWS Signature V4, docs/injection.md#aws-signature-v4): the agent's SigV4 request signed again with the real key, against the MITM row's header injection");
+  console.log(
+    `  SigV4         ${fi(run.rps)} req/s   p50 ${f(run.latencyMs.p50)} ms   gateway ${f(cpuPerRequestUs(run), 0)} µs cpu/req (header injection ${f(cpuPerRequestUs(many.mitm), 0)})` +
+      `   ratio to direct ${f(run.rps / many.direct.rps)} (header injection ${f(many.mitm.rps / many.direct.rps)}): ${f((run.rps / many.mitm.rps) * 100, 1)}% of the header-injection row`,
   );
 }
 

@@ -95,7 +95,12 @@ const server = Bun.serve({
     // A digest, not the header itself: the gateway's echo guard would redact a reflected credential (docs/guards.md#echo-guard).
     if (path === "/echo") {
       const auth = req.headers.get("authorization");
-      return Response.json({ authorizationSha256: auth === null ? null : new Bun.CryptoHasher("sha256").update(auth).digest("hex"), host: req.headers.get("host") });
+      return Response.json({
+        authorizationSha256: auth === null ? null : new Bun.CryptoHasher("sha256").update(auth).digest("hex"),
+        // A SigV4 signature's credential part (key id and scope: no secret in it), to prove the gateway re-signed.
+        authorizationCredential: /^AWS4-HMAC-SHA256 Credential=([^,]+)/.exec(auth ?? "")?.[1] ?? null,
+        host: req.headers.get("host"),
+      });
     }
     // A body read to its end (the placeholder bench rows): its length back.
     if (req.method === "POST" && path === "/body") return Response.json({ bytes: (await req.arrayBuffer()).byteLength });

@@ -28,6 +28,8 @@ const POSTGRES_RUN = [
   // OAuth refresh shared by two gateway processes, stored with compare-and-swap.
   "test/e2e/upstream-proxy.test.ts",
   "test/e2e/audit.test.ts",
+  // GitHub App tokens minted once for every process and instance (the minted_tokens row and its lease).
+  "test/e2e/github-app.test.ts",
   "test/multi",
 ];
 

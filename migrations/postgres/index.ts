@@ -8,6 +8,7 @@ import m4 from "./0004_request_log_one_index.sql" with { type: "text" };
 import m5 from "./0005_notifications.sql" with { type: "text" };
 import m6 from "./0006_audit_log.sql" with { type: "text" };
 import m7 from "./0007_scope_budgets.sql" with { type: "text" };
+import m8 from "./0008_signed_credentials.sql" with { type: "text" };
 
 export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795568033987, breakpoints: true, sql: m0 },
@@ -18,4 +19,5 @@ export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0005_notifications", when: 1795701749319, breakpoints: true, sql: m5 },
   { tag: "0006_audit_log", when: 1795709097278, breakpoints: true, sql: m6 },
   { tag: "0007_scope_budgets", when: 1795710363186, breakpoints: true, sql: m7 },
+  { tag: "0008_signed_credentials", when: 1795716300965, breakpoints: true, sql: m8 },
 ];

@@ -12,6 +12,7 @@ import m8 from "./0008_request_log_one_index.sql" with { type: "text" };
 import m9 from "./0009_notifications.sql" with { type: "text" };
 import m10 from "./0010_audit_log.sql" with { type: "text" };
 import m11 from "./0011_scope_budgets.sql" with { type: "text" };
+import m12 from "./0012_signed_credentials.sql" with { type: "text" };
 
 export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795323549979, breakpoints: true, sql: m0 },
@@ -26,4 +27,5 @@ export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0009_notifications", when: 1795701745966, breakpoints: true, sql: m9 },
   { tag: "0010_audit_log", when: 1795709095007, breakpoints: true, sql: m10 },
   { tag: "0011_scope_budgets", when: 1795710359280, breakpoints: true, sql: m11 },
+  { tag: "0012_signed_credentials", when: 1795716298536, breakpoints: true, sql: m12 },
 ];

@@ -1,5 +1,6 @@
 // Pure rules about secrets (docs/injection.md#secrets): injection-config shape, value safety, LLM
 // normalisation, default hosts and the masked preview.
+import { createPrivateKey } from "node:crypto";
 import type { InjectionConfig } from "./records/secrets.ts";
 import { normalizeSurfaces, placeholderError, surfacesError } from "./placeholders.ts";
 
@@ -11,6 +12,10 @@ export type InjectionConfigShape = InjectionConfig;
 
 export const INJECTION_SHAPE_MESSAGE =
   "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}";
+export const AWS_KEY_ID_MESSAGE = "awsSigV4.accessKeyId must be 16-128 characters of A-Z and 0-9";
+export const AWS_REGION_MESSAGE = "awsSigV4.region is not a region name";
+export const AWS_SERVICE_MESSAGE = "awsSigV4.service is not a service name";
+export const GITHUB_APP_KEY_MESSAGE = "value must be a PEM private key for a GitHub App";
 export const INJECTION_REQUIRED_MESSAGE = "Header name, parameter name, or URL path template is required for generic secrets";
 export const PATH_VALUE_MESSAGE = "Secret value can't contain / ? # % whitespace or control characters when injected into the URL path";
 /** A header value must be printable ASCII: anything else (a pasted typographic `…`, CR, LF, NUL) breaks every request. */
@@ -30,11 +35,37 @@ const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** What a header value may hold: printable ASCII (space to tilde). */
 const HEADER_SAFE = /^[\x20-\x7e]*$/;
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** A positive integer as JSON gives it: a number, or a numeric string (docs/injection.md#github-app). */
+function positiveId(v: unknown): number | null {
+  const n = typeof v === "number" ? v : typeof v === "string" && /^\d{1,15}$/.test(v.trim()) ? Number(v.trim()) : NaN;
+  return Number.isSafeInteger(n) && n > 0 ? n : null;
+}
+
+/** The signed and minted variants (docs/injection.md#aws-signature-v4, #github-app): one key holding an object. */
+function signedVariantError(cfg: Record<string, unknown>): string | null {
+  if ("awsSigV4" in cfg) {
+    const v = cfg.awsSigV4;
+    if (!isObject(v) || Object.keys(v).some((k) => !["accessKeyId", "region", "service"].includes(k))) return INJECTION_SHAPE_MESSAGE;
+    if (typeof v.accessKeyId !== "string" || !/^[A-Z0-9]{16,128}$/.test(v.accessKeyId)) return AWS_KEY_ID_MESSAGE;
+    if (v.region !== undefined && (typeof v.region !== "string" || !/^[a-z0-9-]{2,32}$/.test(v.region))) return AWS_REGION_MESSAGE;
+    if (v.service !== undefined && (typeof v.service !== "string" || !/^[a-z0-9-]{2,64}$/.test(v.service))) return AWS_SERVICE_MESSAGE;
+    return null;
+  }
+  const v = cfg.githubApp;
+  if (!isObject(v) || Object.keys(v).some((k) => k !== "appId" && k !== "installationId")) return INJECTION_SHAPE_MESSAGE;
+  if (positiveId(v.appId) === null) return "githubApp.appId must be a positive integer";
+  if (positiveId(v.installationId) === null) return "githubApp.installationId must be a positive integer";
+  return null;
+}
+
 /** Checks an injectionConfig object; returns the first failure message or null. */
 export function injectionConfigError(raw: unknown): string | null {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return INJECTION_SHAPE_MESSAGE;
   const cfg = raw as Record<string, unknown>;
   const keys = Object.keys(cfg);
+  if (keys.length === 1 && (keys[0] === "awsSigV4" || keys[0] === "githubApp")) return signedVariantError(cfg);
   const variant = VARIANTS.find(
     (v) => v.required.every((k) => k in cfg) && keys.every((k) => v.required.includes(k) || v.optional.includes(k)),
   );
@@ -74,6 +105,13 @@ export function parseInjectionConfig(raw: unknown): { ok: true; value: Injection
 /** The stored form of a valid injectionConfig: header and param formats default to `{value}`, surfaces to all five. */
 export function normalizeInjectionConfig(cfg: InjectionConfig): InjectionConfig {
   if (cfg.placeholder !== undefined) return { placeholder: cfg.placeholder, surfaces: normalizeSurfaces(cfg.surfaces) };
+  if (cfg.awsSigV4 !== undefined) {
+    const { accessKeyId, region, service } = cfg.awsSigV4;
+    return { awsSigV4: { accessKeyId, ...(region !== undefined ? { region } : {}), ...(service !== undefined ? { service } : {}) } };
+  }
+  if (cfg.githubApp !== undefined) {
+    return { githubApp: { appId: positiveId(cfg.githubApp.appId)!, installationId: positiveId(cfg.githubApp.installationId)! } };
+  }
   if (cfg.headerName !== undefined) return { headerName: cfg.headerName, valueFormat: cfg.valueFormat ?? "{value}" };
   if (cfg.paramName !== undefined) return { paramName: cfg.paramName, paramFormat: cfg.paramFormat ?? "{value}" };
   if (cfg.pathTemplate !== undefined) return { pathTemplate: cfg.pathTemplate };
@@ -83,6 +121,20 @@ export function normalizeInjectionConfig(cfg: InjectionConfig): InjectionConfig 
 /** A value that goes into headers: the LLM types, the header variant and placeholders (docs/injection.md#secrets). */
 export function injectsIntoHeader(type: SecretTypeName, cfg: InjectionConfigShape | null | undefined): boolean {
   return type !== "generic" || cfg?.headerName !== undefined || cfg?.placeholder !== undefined;
+}
+
+/** A signed or minted variant: the value is a key that makes the credential, never sent as it is (docs/injection.md#signed-and-minted-credentials). */
+export function isSignedOrMinted(cfg: InjectionConfigShape | null | undefined): boolean {
+  return !!cfg && (cfg.awsSigV4 !== undefined || cfg.githubApp !== undefined);
+}
+
+/** The value of a GitHub App secret: an RSA private key in PEM (PKCS#1 or PKCS#8). */
+export function isGithubAppKey(value: string): boolean {
+  try {
+    return createPrivateKey({ key: value, format: "pem" }).asymmetricKeyType === "rsa";
+  } catch {
+    return false;
+  }
 }
 
 export function injectsIntoPath(cfg: InjectionConfigShape | null | undefined): boolean {

@@ -18,6 +18,7 @@ import type { GatewaySnapshot } from "./snapshot.ts";
 import { answer, PASS, type ConnectVerdict, type RequestVerdict, type Stage } from "./stage.ts";
 import { approvalStage } from "./stages/approval.ts";
 import { authStage } from "./stages/auth.ts";
+import { awsCheckStage, awsSignStage } from "./stages/awsSign.ts";
 import { budgetStage } from "./stages/budget.ts";
 import { claimStage } from "./stages/claim.ts";
 import { cleartextStage } from "./stages/cleartext.ts";
@@ -25,6 +26,7 @@ import { connectionStage } from "./stages/appConnection.ts";
 import { echoStage } from "./stages/echo.ts";
 import { egressStage } from "./stages/egress.ts";
 import { forwardStage } from "./stages/forward.ts";
+import { githubAppStage } from "./stages/githubApp.ts";
 import { guidanceStage } from "./stages/guidance.ts";
 import { injectStage } from "./stages/inject.ts";
 import { injectConnectionStage } from "./stages/injectConnection.ts";
@@ -68,6 +70,8 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     leakGuardStage({ enabled: config.leakGuard }),
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
+    githubAppStage({ tokens: services.githubApps }),
+    awsCheckStage(),
     cleartextStage({ plaintextHosts: config.plaintextHosts }),
     claimStage(),
     echoStage(),
@@ -76,6 +80,8 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     placeholderStage(),
     websocketFramesStage({ leakGuard: config.leakGuard }),
     guidanceStage({ publicUrl: config.publicUrl }),
+    // Last before forwarding: a signature is good for 15 minutes, and an approval may have held the request longer.
+    awsSignStage(),
     forwardStage({ upstreams: d.upstreams, outbound: services.outbound, headerTimeoutSeconds: config.upstreamHeaderTimeoutSeconds }),
   ];
 }

@@ -17,6 +17,7 @@ import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
 import type { RequestVerdict } from "./stage.ts";
 import type { Tunnel } from "./tunnel.ts";
 import type { MessageScans } from "./wsFrames.ts";
+import type { AwsPlan } from "./stages/awsSign.ts";
 
 export { logHostOf } from "./flow.ts";
 
@@ -104,7 +105,14 @@ export class ProxyRequest extends Flow {
   needsApproval = false;
   /** The secrets that match this request, in application order (inject stage). */
   matched: readonly CompiledSecret[] = NONE;
-  /** How many places were injected, and every value injected, for the echo guard (`inject`). */
+  /**
+   * Matching secrets whose value makes the credential rather than being it (AWS keys, GitHub App keys), with
+   * their values, for the signing and minting stages (inject stage).
+   */
+  signing: readonly { secret: CompiledSecret; value: string }[] = NONE;
+  /** How an AWS secret will sign the request (aws-check); the aws-sign stage signs it last. */
+  awsPlan: AwsPlan | null = null;
+  /** How many places were injected, and every value injected, for the echo guard (`inject`, `injected`). */
   injectionCount = 0;
   injectedValues: readonly string[] = NONE;
   /** The placeholder secrets that apply, with their values (`inject`; the placeholder stage replaces them). */
@@ -193,10 +201,13 @@ export class ProxyRequest extends Flow {
     const out = applyInjection(secret, value, this.headers, this.upstreamTarget);
     if (!out.ok) return false;
     this.upstreamTarget = out.pathAndQuery;
-    if (out.count > 0) {
-      this.injectionCount += out.count;
-      this.injectedValues = this.injectedValues === NONE ? [value] : [...this.injectedValues, value];
-    }
+    if (out.count > 0) this.injected(value, out.count);
     return true;
+  }
+
+  /** Records `count` injected actions of `value` (a signature or a minted token counts one: docs/injection.md). */
+  injected(value: string, count = 1): void {
+    this.injectionCount += count;
+    this.injectedValues = this.injectedValues === NONE ? [value] : [...this.injectedValues, value];
   }
 }

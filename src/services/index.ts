@@ -35,6 +35,8 @@ import type { PriceTable } from "../core/pricing.ts";
 import { NotificationService, type EgressCheck } from "./notifications/index.ts";
 import { RememberedApprovalService } from "./rememberedApprovals.ts";
 import { SharedCaches } from "../core/sharedCache.ts";
+import { GithubAppTokens } from "./githubApps.ts";
+import { SecretTester } from "./secretTests.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -76,6 +78,10 @@ export interface Services {
   partners: PartnerService;
   /** What the gateway meters LLM usage with (CREDGATE_PRICING_FILE over the defaults). */
   prices: PriceTable;
+  /** GitHub App installation tokens, minted once for every process and instance (docs/injection.md#github-app). */
+  githubApps: GithubAppTokens;
+  /** The secret form's test of AWS and GitHub App secrets against their issuer. */
+  secretTests: SecretTester;
   /** The caches the instance's gateway processes share (docs/operations.md#gateway-workers-and-caches). */
   caches: SharedCaches;
 }
@@ -116,7 +122,9 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const spend = new SpendService(deps);
   const projects = new ProjectService(deps, orgs, agents, apiKeys, requestLogs, spend);
   const claims = new ClaimService(deps, orgs);
-  const notifications = new NotificationService(deps, outbound, parts.egress(outbound));
+  const egress = parts.egress(outbound);
+  const notifications = new NotificationService(deps, outbound, egress);
+  const githubApps = new GithubAppTokens(deps, outbound, egress, caches);
   const rememberedApprovals = new RememberedApprovalService(deps);
   const budgets = new BudgetService(deps);
   const budgetLedger = new BudgetLedger(deps, budgets, spend, notifications);
@@ -154,6 +162,8 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     claims,
     accounts: new AccountService(deps, orgs, projects),
     partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
+    githubApps,
+    secretTests: new SecretTester(secrets, githubApps, outbound, egress),
     caches,
   };
 }

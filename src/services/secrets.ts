@@ -4,6 +4,7 @@ import { and, desc, eq, inArray, ne, or, type SQL } from "drizzle-orm";
 import { ApiError, badRequest, notFound } from "../core/errors.ts";
 import { creationTime, newId, nowIso } from "../core/ids.ts";
 import {
+  GITHUB_APP_KEY_MESSAGE,
   HEADER_VALUE_MESSAGE,
   INJECTION_REQUIRED_MESSAGE,
   PATH_VALUE_MESSAGE,
@@ -11,6 +12,7 @@ import {
   defaultLlmHost,
   injectsIntoHeader,
   injectsIntoPath,
+  isGithubAppKey,
   isHeaderSafeValue,
   isPathSafeValue,
   normalizeInjectionConfig,
@@ -175,7 +177,9 @@ export class SecretService {
    * (LLM values after normalisation, and the Codex account id, go into headers too) is a flat 400 naming `value`.
    */
   private checkValuePlacement(type: SecretType, value: string, cfg: InjectionConfigShape | null, accountId?: string): void {
-    if (type === "generic" && injectsIntoPath(cfg)) {
+    if (type === "generic" && cfg?.githubApp !== undefined) {
+      if (!isGithubAppKey(value)) throw ApiError.flat(400, GITHUB_APP_KEY_MESSAGE);
+    } else if (type === "generic" && injectsIntoPath(cfg)) {
       if (!isPathSafeValue(value)) throw badRequest(PATH_VALUE_MESSAGE);
     } else if (injectsIntoHeader(type, cfg) && !(isHeaderSafeValue(value) && isHeaderSafeValue(accountId ?? ""))) {
       throw ApiError.flat(400, HEADER_VALUE_MESSAGE);

@@ -431,6 +431,21 @@ export const rateLimitCounters = pgTable(
   (t) => [primaryKey({ columns: [t.scope, t.logicalId, t.agentId, t.window, t.windowStart] }), index("rate_limit_counters_start").on(t.windowStart)],
 );
 
+/**
+ * Minted credentials (docs/injection.md#github-app): one row per token source (`github-app:<appId>:<installationId>`),
+ * shared by every process and instance on the database. The token is sealed. A process that mints holds the lease
+ * (`leaseUntil`, epoch ms, taken by a conditional write) so that one mint happens at a time for all instances.
+ */
+export const mintedTokens = pgTable("minted_tokens", {
+  key: text("key").primaryKey(),
+  tokenSealed: text("token_sealed"),
+  /** Epoch ms at which the token stops being valid, as the issuer said. */
+  expiresAt: bigint("expires_at", { mode: "number" }),
+  leaseOwner: text("lease_owner"),
+  leaseUntil: bigint("lease_until", { mode: "number" }),
+  updatedAt: text("updated_at").notNull(),
+});
+
 /** Running credgate processes: each beats every few seconds; a held approval of a process that stopped beating is cancelled. */
 export const instances = pgTable("instances", {
   id: text("id").primaryKey(),

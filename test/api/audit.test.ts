@@ -62,7 +62,7 @@ describe("every management write is recorded (cloud mode, every mutating route)"
   }
 
   beforeAll(async () => {
-    api = await createTestApi({ CREDGATE_MODE: "cloud", CREDGATE_APPROVAL_POLL_SECONDS: "1" });
+    api = await createTestApi({ CREDGATE_MODE: "cloud", CREDGATE_APPROVAL_POLL_SECONDS: "1", CREDGATE_CONNECT_TO: "sts.amazonaws.com:443:127.0.0.1:9" });
     secrets.push(api.projectKey, api.orgKey);
   });
 
@@ -117,6 +117,16 @@ describe("every management write is recorded (cloud mode, every mutating route)"
     await write("PATCH /v1/org/secrets/{secretId}", () => call("PATCH", `/v1/org/secrets/${orgSecret.id}`, O, { value: v4 }));
     const partnerSecret = (await write("POST /v1/partner/secrets", () => call("POST", "/v1/partner/secrets", Pt, { name: "Shared Anthropic", type: "llm_a", value: `sk-ant-api03-${v5}` }))).body;
     await write("PATCH /v1/partner/secrets/{secretId}", () => call("PATCH", `/v1/partner/secrets/${partnerSecret.id}`, Pt, { value: `sk-ant-api03-${v6}` }));
+    // The secret form's test, on an AWS secret of each scope (STS is pinned to a refused address: the answer is
+    // `ok:false` at once, and still an audit event).
+    for (const [prefix, key] of [["", P], ["/org", O], ["/partner", Pt]] as const) {
+      const awsKey = `aws-secret-key-${crypto.randomUUID()}`;
+      secrets.push(awsKey);
+      const aws = { name: "AWS", type: "generic", value: awsKey, hostPattern: "*.amazonaws.com", injectionConfig: { awsSigV4: { accessKeyId: "AKIAAUDITTEST0000001" } } };
+      const created = (await write(`POST /v1${prefix}/secrets`, () => call("POST", `/v1${prefix}/secrets`, key, aws))).body;
+      const tested = await write(`POST /v1${prefix}/secrets/{secretId}/test`, () => call("POST", `/v1${prefix}/secrets/${created.id}/test`, key));
+      expect(tested.body.ok).toBe(false);
+    }
 
     // Grants and connections.
     await write("PUT /v1/agents/{agentId}/grants/secrets/{secretId}", () => call("PUT", `/v1/agents/${agent.id}/grants/secrets/${secret.id}`, P));

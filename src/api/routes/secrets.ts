@@ -117,6 +117,15 @@ function secretRoutes<A extends "P" | "O" | "Pt">(prefix: "/secrets" | "/org/sec
       },
     }),
     route({
+      method: "POST",
+      path: `${prefix}/:secretId/test`,
+      response: returns(R.SecretTestResult, "An AWS Signature V4 secret signs STS GetCallerIdentity; a GitHub App secret mints an installation token (not kept)"),
+      access,
+      role,
+      modes: modes && [...modes],
+      handler: ({ services, ctx, params }) => services.secretTests.test(owner(ctx), params.secretId),
+    }),
+    route({
       method: "DELETE",
       path: `${prefix}/:secretId`,
       response: returnsNothing(),

@@ -18,6 +18,21 @@ interface InjectionFields {
   pathReplacement?: string;
   placeholder?: string;
   surfaces?: Surface[];
+  awsSigV4?: AwsSigV4Config;
+  githubApp?: GithubAppConfig;
+}
+
+/** Signs requests with a long-term AWS key (docs/injection.md#aws-signature-v4); the value is the secret access key. */
+export interface AwsSigV4Config {
+  accessKeyId: string;
+  region?: string;
+  service?: string;
+}
+
+/** Mints installation tokens (docs/injection.md#github-app); the value is the app's PEM private key. */
+export interface GithubAppConfig {
+  appId: number;
+  installationId: number;
 }
 
 /**
@@ -35,6 +50,14 @@ export const InjectionConfig = T.Unsafe<InjectionFields>(
         placeholder: T.String({ description: "8-128 characters of A-Z a-z 0-9 . _ ~ -, replaced by the value where the agent wrote it" }),
         surfaces: T.Optional(T.Array(Enum("header", "query", "path", "body", "websocket"), { description: "Where it is replaced; all five when omitted" })),
       }),
+      T.Object({
+        awsSigV4: T.Object({
+          accessKeyId: T.String({ pattern: "^[A-Z0-9]{16,128}$" }),
+          region: T.Optional(T.String({ pattern: "^[a-z0-9-]{2,32}$" })),
+          service: T.Optional(T.String({ pattern: "^[a-z0-9-]{2,64}$" })),
+        }),
+      }),
+      T.Object({ githubApp: T.Object({ appId: T.Integer({ minimum: 1 }), installationId: T.Integer({ minimum: 1 }) }) }),
     ],
     { $id: "InjectionConfig" },
   ),
@@ -85,3 +108,10 @@ export const SecretCreated = T.Object(
   { $id: "SecretCreated" },
 );
 export type SecretCreated = Static<typeof SecretCreated>;
+
+/** The secret form's test of a signed or minted secret (docs/injection.md#testing-a-signed-or-minted-secret). */
+export const SecretTestResult = T.Object(
+  { ok: T.Boolean(), message: T.String({ description: "What the issuer (AWS STS, GitHub) answered, in a sentence" }) },
+  { $id: "SecretTestResult" },
+);
+export type SecretTestResult = Static<typeof SecretTestResult>;

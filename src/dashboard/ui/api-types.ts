@@ -386,6 +386,17 @@ export type InjectionConfig = {
   placeholder: string;
   /** Where it is replaced; all five when omitted */
   surfaces?: ("header" | "query" | "path" | "body" | "websocket")[];
+} | {
+  awsSigV4: {
+    accessKeyId: string;
+    region?: string;
+    service?: string;
+  };
+} | {
+  githubApp: {
+    appId: number;
+    installationId: number;
+  };
 };
 
 export type LastPublish = {
@@ -702,6 +713,12 @@ export interface SecretMetadata {
     item?: string;
     field?: string;
   };
+}
+
+export interface SecretTestResult {
+  ok: boolean;
+  /** What the issuer (AWS STS, GitHub) answered, in a sentence */
+  message: string;
 }
 
 export interface Session {

@@ -2,7 +2,7 @@
 // (later writes win). A credential that cannot be obtained (external vault failure) or applied safely stops
 // the request with 502 credential_unavailable; nothing is forwarded. Inline values and cached vault values
 // apply synchronously; only a vault reference missing from the cache makes this stage asynchronous.
-import { injectsIntoHeader, isHeaderSafeValue } from "../../core/secretRules.ts";
+import { injectsIntoHeader, isHeaderSafeValue, isSignedOrMinted } from "../../core/secretRules.ts";
 import { log } from "../../observability/log.ts";
 import type { Lookup, VaultResolver } from "../../vault/resolver.ts";
 import { credentialUnavailable } from "../errors.ts";
@@ -35,7 +35,9 @@ function apply(rq: ProxyRequest, matched: readonly CompiledSecret[], vault: Map<
         return credentialUnavailableFor(rq, VAULT_VALUE_NOT_HEADER_SAFE);
       }
     }
-    if (!rq.inject(secret, value)) return credentialUnavailableFor(rq);
+    // Signed and minted credentials are made by their own stages (aws-sign, github-app), from this value.
+    if (isSignedOrMinted(secret.injection)) rq.signing = [...rq.signing, { secret, value }];
+    else if (!rq.inject(secret, value)) return credentialUnavailableFor(rq);
   }
   return PASS;
 }

@@ -4,6 +4,7 @@
 import { expect, test } from "bun:test";
 import { EgressGuard } from "../../../src/gateway/egressGuard.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
+import { awsCheckStage } from "../../../src/gateway/stages/awsSign.ts";
 import { cleartextStage } from "../../../src/gateway/stages/cleartext.ts";
 import { egressStage } from "../../../src/gateway/stages/egress.ts";
 import { injectStage } from "../../../src/gateway/stages/inject.ts";
@@ -58,4 +59,15 @@ test("a private or loopback address, a listed host, HTTPS, or nothing injected: 
   signIn(https, agentCredentials({ injectable: [compiledSecret({ hostPattern: "*.example.test" })] }));
   expect(await outcome(inject.request!(https))).toBe("pass");
   expect(await outcome(stage.request!(https))).toBe("pass");
+});
+
+test("an AWS secret's signature (planned by aws-check, made by aws-sign later) counts: plain HTTP to a public address → 403", async () => {
+  const rq = testRequest({ target: "http://public.example.test/bucket/key" });
+  const aws = compiledSecret({ hostPattern: "*.example.test", value: "aws-secret-access-key", injection: { awsSigV4: { accessKeyId: "AKIACLEARTEXT0000001", region: "us-east-1", service: "s3" } } });
+  signIn(rq, agentCredentials({ injectable: [aws] }));
+  expect(await outcome(egress.request!(rq))).toBe("pass");
+  expect(await outcome(inject.request!(rq))).toBe("pass");
+  expect(await outcome(awsCheckStage().request!(rq))).toBe("pass");
+  expect(rq.injectionCount).toBe(1);
+  expect(await outcome(stage.request!(rq))).toMatchObject({ decision: "blocked", status: 403, body: { error: "insecure_transport" } });
 });

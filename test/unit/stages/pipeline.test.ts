@@ -174,6 +174,8 @@ describe("the gateway's list", () => {
       "leak-guard",
       "inject-connection",
       "inject",
+      "github-app",
+      "aws-check",
       "cleartext",
       "claim",
       "echo-guard",
@@ -182,6 +184,7 @@ describe("the gateway's list", () => {
       "placeholder",
       "websocket-frames",
       "guidance",
+      "aws-sign",
       "forward",
     ]);
     deps.upstreams.close();

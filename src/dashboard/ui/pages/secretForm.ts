@@ -1,6 +1,7 @@
 // The secret form shared by create and edit, project and organization: every injection variant of a generic
-// secret (header, query parameter, URL path template, URL path regex, placeholder with its surfaces), the LLM
-// key types, and an external vault reference. It builds the request body of POST and PATCH /secrets (docs/injection.md#secrets).
+// secret (header, query parameter, URL path template, URL path regex, placeholder with its surfaces, AWS
+// Signature V4, GitHub App), the LLM key types, and an external vault reference. It builds the request body
+// of POST and PATCH /secrets (docs/injection.md#secrets).
 import type { FieldSpec } from "../components.ts";
 import type { Secret } from "../api-types.ts";
 
@@ -18,6 +19,8 @@ const INJECTIONS: [string, string][] = [
   ["pathTemplate", "URL path template"],
   ["pathRegex", "URL path regex"],
   ["placeholder", "Placeholder (replaced wherever the agent writes it)"],
+  ["awsSigV4", "AWS Signature V4 (signs every request)"],
+  ["githubApp", "GitHub App (mints installation tokens)"],
 ];
 
 /** Where a placeholder is replaced (docs/injection.md#placeholders): one checkbox each. */
@@ -31,11 +34,13 @@ const SURFACES: [string, string][] = [
 const surfaceField = (name: string) => `surface_${name}`;
 
 /** An injectionConfig read field by field, whichever variant it is. */
-type ConfigFields = Partial<Record<string, string | string[]>>;
+type ConfigFields = Partial<Record<string, string | string[]>> & { awsSigV4?: { accessKeyId: string; region?: string; service?: string }; githubApp?: { appId: number; installationId: number } };
 
 function injectionKind(c: ConfigFields | null): string {
   if (!c) return "header";
   if ("placeholder" in c) return "placeholder";
+  if (c.awsSigV4) return "awsSigV4";
+  if (c.githubApp) return "githubApp";
   if ("paramName" in c) return "query";
   if ("pathTemplate" in c) return "pathTemplate";
   if ("pathRegex" in c) return "pathRegex";
@@ -45,6 +50,11 @@ function injectionKind(c: ConfigFields | null): string {
 export function describeInjection(s: SecretRecord): string {
   const c = s.injectionConfig;
   if (!c) return s.type === "generic" ? "—" : `LLM key (${String(s.metadata?.authMode ?? "api-key")})`;
+  if ("awsSigV4" in c) {
+    const { accessKeyId, region, service } = c.awsSigV4;
+    return `AWS SigV4, key ${accessKeyId}${region || service ? ` (${[region, service].filter(Boolean).join(", ")})` : ""}`;
+  }
+  if ("githubApp" in c) return `GitHub App ${c.githubApp.appId}, installation ${c.githubApp.installationId}`;
   if ("headerName" in c) return `Header ${c.headerName}: ${c.valueFormat ?? "{value}"}`;
   if ("paramName" in c) return `Query ${c.paramName}=${c.paramFormat ?? "{value}"}`;
   if ("pathTemplate" in c) return `Path ${c.pathTemplate}`;
@@ -55,12 +65,15 @@ export function describeInjection(s: SecretRecord): string {
 type Values = Record<string, string | boolean>;
 const isGeneric = (v: Values) => v.type === "generic";
 const isVault = (v: Values) => v.valueSource === "external_vault";
+const isKind = (v: Values, kind: string) => isGeneric(v) && v.injection === kind;
+/** The variants whose value is a key with a field of its own (the secret access key, the PEM). */
+const isKeyed = (v: Values) => isKind(v, "awsSigV4") || isKind(v, "githubApp");
 
 export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?: string; host?: string }; allowVault: boolean }): FieldSpec[] {
   const s = opts.existing;
   const type = s?.type ?? (TYPES.some(([t]) => t === opts.prefill?.type) ? opts.prefill!.type! : "generic");
   // Read field by field: whichever variant it is, the form shows its fields.
-  const c: ConfigFields | null = s?.injectionConfig ?? null;
+  const c = (s?.injectionConfig ?? null) as ConfigFields | null;
   const text = (name: string) => {
     const v = c?.[name];
     return typeof v === "string" ? v : "";
@@ -93,7 +106,7 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       type: "password",
       required: !s,
       hint: s ? "Leave empty to keep the stored value. Values are never shown again." : "Stored encrypted; it is never shown again.",
-      when: (v) => !isVault(v),
+      when: (v) => !isVault(v) && !isKeyed(v),
       match: /^value |secret value/i,
     },
     { name: "opRef", label: "Vault reference", placeholder: "op://vault/item/field", value: s?.opRef ?? "", required: true, when: isVault, match: /opRef|vault/i },
@@ -147,14 +160,42 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
         when: (v) => isGeneric(v) && v.injection === "placeholder",
       }),
     ),
+    { name: "accessKeyId", label: "Access key ID", value: c?.awsSigV4?.accessKeyId ?? "", placeholder: "AKIA…", required: true, when: (v) => isKind(v, "awsSigV4"), match: /accessKeyId/i },
+    {
+      name: "secretAccessKey",
+      label: "Secret access key",
+      type: "password",
+      required: !s,
+      hint: "Agents keep placeholder credentials (AWS_ACCESS_KEY_ID=credgate-managed); credgate signs every request with this key. Never shown again.",
+      when: (v) => isKind(v, "awsSigV4") && !isVault(v),
+      match: /^value /i,
+    },
+    { name: "region", label: "Region", value: c?.awsSigV4?.region ?? "", placeholder: "from the request", hint: "Optional: overrides the region the request implies.", when: (v) => isKind(v, "awsSigV4"), match: /region/i },
+    { name: "service", label: "Service", value: c?.awsSigV4?.service ?? "", placeholder: "from the request", hint: "Optional: the signing name, e.g. s3 or bedrock.", when: (v) => isKind(v, "awsSigV4"), match: /service/i },
+    { name: "appId", label: "App ID", value: c?.githubApp ? String(c.githubApp.appId) : "", placeholder: "123456", required: true, when: (v) => isKind(v, "githubApp"), match: /appId/i },
+    { name: "installationId", label: "Installation ID", value: c?.githubApp ? String(c.githubApp.installationId) : "", placeholder: "12345678", required: true, when: (v) => isKind(v, "githubApp"), match: /installationId/i },
+    {
+      name: "privateKey",
+      label: "Private key (PEM)",
+      type: "textarea",
+      required: !s,
+      placeholder: "-----BEGIN RSA PRIVATE KEY-----",
+      hint: s ? "Leave empty to keep the stored key. Never shown again." : "The app's private key; credgate mints short-lived installation tokens with it. Never shown again.",
+      when: (v) => isKind(v, "githubApp") && !isVault(v),
+      match: /PEM private key|^value /i,
+    },
   );
   return fields;
 }
 
 const str = (v: string | boolean | undefined) => (typeof v === "string" ? v.trim() : "");
 
-function injectionConfig(v: Values): Record<string, string | string[]> {
+function injectionConfig(v: Values): Record<string, unknown> {
   switch (v.injection) {
+    case "awsSigV4":
+      return { awsSigV4: { accessKeyId: str(v.accessKeyId), ...(str(v.region) ? { region: str(v.region) } : {}), ...(str(v.service) ? { service: str(v.service) } : {}) } };
+    case "githubApp":
+      return { githubApp: { appId: str(v.appId), installationId: str(v.installationId) } };
     case "query":
       return { paramName: str(v.paramName), ...(str(v.paramFormat) ? { paramFormat: str(v.paramFormat) } : {}) };
     case "pathTemplate":
@@ -175,7 +216,10 @@ export function secretBody(v: Values, editing: boolean): Record<string, unknown>
   const vault = v.valueSource === "external_vault";
   if (v.valueSource !== undefined && (!editing || vault)) body.valueSource = vault ? "external_vault" : "inline";
   if (vault) body.opRef = str(v.opRef);
-  else if (typeof v.value === "string" && v.value !== "") body.value = v.value;
+  else {
+    const value = isKind(v, "awsSigV4") ? v.secretAccessKey : isKind(v, "githubApp") ? v.privateKey : v.value;
+    if (typeof value === "string" && value !== "") body.value = value;
+  }
   if (v.type !== "generic" && str(v.authMode)) body.metadata = { authMode: str(v.authMode) };
   if (str(v.hostPattern) || v.type === "generic") body.hostPattern = str(v.hostPattern);
   if (editing) body.pathPattern = str(v.pathPattern) || null;

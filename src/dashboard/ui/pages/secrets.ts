@@ -6,7 +6,9 @@ import { badge, button, confirmAction, empty, errorText, form, formatTime, notic
 import { h, replace } from "../h.ts";
 import type { PageCtx, PageFn } from "../types.ts";
 import { describeInjection, secretBody, secretFields, type SecretRecord } from "./secretForm.ts";
-import type { SecretCreated } from "../api-types.ts";
+import type { SecretCreated, SecretTestResult } from "../api-types.ts";
+
+const testable = (s: SecretRecord) => s.valueSource === "inline" && s.injectionConfig !== null && ("awsSigV4" in s.injectionConfig || "githubApp" in s.injectionConfig);
 
 const BASES = { project: "/secrets", organization: "/org/secrets", partner: "/partner/secrets" };
 const CAPTIONS = { project: "Secrets of this project", organization: "Secrets of the organization", partner: "Secrets of the partner" };
@@ -40,6 +42,7 @@ export function secretsView(ctx: PageCtx, scope: "project" | "organization" | "p
                       "div",
                       { class: "row-actions" },
                       button("Edit", () => openEditor(s), { label: `Edit ${s.name}` }),
+                      testable(s) ? button("Test", () => test(s), { label: `Test ${s.name}` }) : null,
                       button("Delete", () => remove(s), { kind: "danger", label: `Delete ${s.name}` }),
                     )
                   : h("span", { class: "hint" }, "Managed by the organization"),
@@ -47,6 +50,17 @@ export function secretsView(ctx: PageCtx, scope: "project" | "organization" | "p
             }),
           ),
     );
+  };
+
+  // A signed or minted secret is tried against its issuer (AWS STS, GitHub): docs/injection.md#testing-a-signed-or-minted-secret.
+  const test = async (s: SecretRecord) => {
+    replace(status, notice("info", `Testing ${s.name}…`));
+    try {
+      const r = await ctx.api.send<SecretTestResult>("POST", `${base}/${s.id}/test`);
+      replace(status, notice(r.ok ? "success" : "error", `${s.name}: ${r.message}`));
+    } catch (err) {
+      replace(status, notice("error", errorText(err)));
+    }
   };
 
   const remove = async (s: SecretRecord) => {
