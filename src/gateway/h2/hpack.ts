@@ -205,7 +205,8 @@ export class HpackEncoder {
 
   #dynamicIndex(key: string): number | undefined {
     const seq = this.#exact.get(key);
-    return seq === undefined ? undefined : STATIC_TABLE.length + this.#seq - seq;
+    // The newest entry is index 62 (RFC 7541 §2.3.3).
+    return seq === undefined ? undefined : STATIC_TABLE.length + 1 + this.#seq - seq;
   }
 
   #insert(name: string, value: string, key: string): void {

@@ -35,6 +35,7 @@ export function forwardStage(deps: ForwardDeps): Stage {
       chunked,
       headerTimeoutMs,
       agent: rq.presence,
+      source: rq,
     }).then((result) => {
       if ("reply" in result) {
         rq.upstreamMs = performance.now() - sent;
