@@ -16,7 +16,17 @@ import { Reply, type BodySink, type BodySource, type BodyTransform } from "../re
 import * as f from "./frames.ts";
 import type { HeaderField } from "./hpack.ts";
 import { h2Fields, requestHead, trailerFields } from "./message.ts";
-import { H2Session, type H2Stream, type StreamHandler } from "./session.ts";
+import { H2Session, type H2Stream, type H2Transport, type StreamHandler } from "./session.ts";
+
+/**
+ * After a connection error the GOAWAY leaves, then the socket is read (and the bytes dropped) this long before
+ * it closes: closed with unread bytes, TCP would answer RST, and the client could lose the GOAWAY that says why.
+ */
+const LINGER_MS = 500;
+
+function endSocket(socket: AgentSocket): void {
+  socket.end();
+}
 
 /** How much of a request body waits in the stream before the agent is told to hold back (its window). */
 const BODY_HIGH_WATER = 64 * 1024;
@@ -169,7 +179,7 @@ class StreamRequest implements AgentSide, StreamHandler {
   }
 }
 
-export class H2AgentConnection implements AgentSocketEvents, Idle {
+export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
   /** Bytes came since the idle sweep last looked (idle.ts). */
   active = false;
   readonly session: H2Session;
@@ -179,7 +189,7 @@ export class H2AgentConnection implements AgentSocketEvents, Idle {
     private readonly handler: RequestHandler,
   ) {
     socket.events = this;
-    this.session = new H2Session("server", socket, {
+    this.session = new H2Session("server", this, {
       stream: (stream, fields, endStream) => this.#stream(stream, fields, endStream),
       tooLarge: (stream) => this.#tooLarge(stream),
       closed: () => {
@@ -205,6 +215,25 @@ export class H2AgentConnection implements AgentSocketEvents, Idle {
   data(chunk: Buffer): void {
     this.active = true;
     this.session.receive(chunk);
+  }
+
+  // --- H2Transport: the session's bytes go to the agent's socket ---
+
+  write(data: Uint8Array): void {
+    this.socket.write(data);
+  }
+
+  get needsDrain(): boolean {
+    return this.socket.needsDrain;
+  }
+
+  end(): void {
+    if (this.session.failure === null) return this.socket.end();
+    setTimeout(endSocket, LINGER_MS, this.socket).unref();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
   }
 
   drain(): void {
