@@ -368,10 +368,10 @@ export class H2Session {
     stream.handler?.onReset(stream, code);
   }
 
-  /** Whether this reset is one too many within the window (kept as the times of the last MAX_RESETS + 1 resets). */
+  /** Whether this reset is one too many within the window: the times of the last MAX_RESETS are kept, and this one is the MAX_RESETS+1st within RAPID_RESET_MS of the oldest. */
   #rapidReset(): boolean {
     const now = performance.now();
-    const times = (this.#resetTimes ??= new Array<number>(MAX_RESETS + 1).fill(-Infinity));
+    const times = (this.#resetTimes ??= new Array<number>(MAX_RESETS).fill(-Infinity));
     const oldest = times[this.#resetAt]!;
     times[this.#resetAt] = now;
     this.#resetAt = (this.#resetAt + 1) % times.length;
