@@ -1,4 +1,4 @@
-// HTTP/2 frames (RFC 9113 §4, §6): the types, flags, error codes and settings the gateway uses, and the
+// HTTP/2 frames (RFC 9113 §4 and RFC 9113 §6): the types, flags, error codes and settings the gateway uses, and the
 // builders of the frames it writes. A frame is a 9-byte header (length, type, flags, stream id) then its payload.
 export const FRAME_HEADER = 9;
 export const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");

@@ -1,4 +1,4 @@
-// HTTP/2 message heads as the gateway reads them (RFC 9113 §8.2, §8.3): pseudo-header fields first, each once,
+// HTTP/2 message heads as the gateway reads them (RFC 9113 §8.2 and RFC 9113 §8.3): pseudo-header fields first, each once,
 // names lowercase tokens, no connection-specific fields, `te` only `trailers`, values without NUL, CR or LF (they
 // may be written into an HTTP/1.1 head next: nothing may split it). Anything else is malformed, never guessed.
 // Split cookie fields are joined again for an HTTP/1.1 peer (RFC 9113 §8.2.3).

@@ -1,5 +1,6 @@
 // gRPC at the gateway (docs/gateway.md#http2-and-grpc, docs/agent-errors.md#grpc): which content types are
-// gRPC calls, the status every refusal maps to, grpc-message percent-encoding, and the trailers-only answer.
+// gRPC calls, the status every refusal maps to, grpc-message percent-encoding, the trailers-only answer; and the
+// CREDGATE_GATEWAY_HTTP2 setting.
 import { describe, expect, test } from "bun:test";
 import { grpcPercentEncode, grpcRefusal, grpcStatusFor, isGrpcContentType } from "../../../src/gateway/grpc.ts";
 
@@ -36,5 +37,15 @@ describe("refusals as gRPC statuses", () => {
   test("an answer that is not the gateway's JSON still gets a status and says its HTTP status", () => {
     expect(grpcRefusal(503, "not json", "r")).toContainEqual(["grpc-message", "HTTP 503"]);
     expect(grpcRefusal(503, "not json", "r")).toContainEqual(["grpc-status", "14"]);
+  });
+});
+
+describe("CREDGATE_GATEWAY_HTTP2", () => {
+  test("on by default; on/off in any case; anything else refuses to start", async () => {
+    const { ConfigError, loadConfig } = await import("../../../src/runtime/config.ts");
+    expect(loadConfig({}, {}).gatewayHttp2).toBe(true);
+    expect(loadConfig({}, { CREDGATE_GATEWAY_HTTP2: "OFF" }).gatewayHttp2).toBe(false);
+    expect(loadConfig({}, { CREDGATE_GATEWAY_HTTP2: "on" }).gatewayHttp2).toBe(true);
+    expect(() => loadConfig({}, { CREDGATE_GATEWAY_HTTP2: "h2" })).toThrow(new ConfigError('CREDGATE_GATEWAY_HTTP2 must be "on" or "off", got "h2"'));
   });
 });

@@ -1,5 +1,5 @@
 // HTTP/2 message heads (docs/gateway.md#http2-and-grpc): what a request head must be to reach the pipeline
-// (RFC 9113 §8.2, §8.3) — anything else is malformed and refused, never guessed — and how fields are made
+// (RFC 9113 §8.2 and RFC 9113 §8.3) — anything else is malformed and refused, never guessed — and how fields are made
 // for an h2 peer from HTTP/1.1 lines.
 import { describe, expect, test } from "bun:test";
 import type { HeaderField } from "../../../src/gateway/h2/hpack.ts";
