@@ -229,6 +229,39 @@ describe("Node http2.connect over a CONNECT tunnel", () => {
   });
 });
 
+describe("proxy authentication on an h2 connection", () => {
+  test("a token regenerated while the connection is open: the next stream answers 407 and the connection gets GOAWAY", async () => {
+    const created = await cg.api("POST", "/v1/agents", { body: { name: "h2-regen", identifier: "h2-regen", mode: "all" } });
+    expect(created.status).toBe(201);
+    const token = (await cg.api("GET", "/v1/agents")).body.find((a: any) => a.id === created.body.id).accessToken as string;
+    const authority = `${H2_HOST}:${origin.port}`;
+    const raw = await eventually(() => RawH2.open(cg.gatewayPort, authority, token, ca.pem, H2_HOST).catch(() => null));
+    raw!.request(1, authority, "/before");
+    await eventually(() => (raw!.body(1).ended ? true : null));
+    expect(raw!.body(1).text).toContain('"path":"/before"');
+    expect((await cg.api("POST", `/v1/agents/${created.body.id}/regenerate-token`)).status).toBe(200);
+    // Streams go on until the gateway's snapshot has the new token; then one answers 407 and GOAWAY follows.
+    let id = 3;
+    const refused = await eventually(async () => {
+      if (raw!.frames.some((f) => f.type === FRAME.GOAWAY)) return true;
+      raw!.request(id, authority, `/after/${id}`);
+      id += 2;
+      return null;
+    }, 10_000, 200);
+    expect(refused).toBe(true);
+    const goaway = raw!.frames.find((f) => f.type === FRAME.GOAWAY)!;
+    expect(goaway.payload.readUInt32BE(4)).toBe(ERR.NO_ERROR);
+    // Exactly one stream was answered 407 (our header blocks are literals: the status is there as text).
+    const answers = raw!.frames.filter((f) => f.type === FRAME.HEADERS && f.payload.includes(Buffer.from("407")));
+    expect(answers).toHaveLength(1);
+    const stream = answers[0]!.stream;
+    await eventually(() => (raw!.body(stream).ended ? true : null));
+    expect(JSON.parse(raw!.body(stream).text).error).toBe("proxy_authentication_required");
+    expect(origin.seen.some((s) => s.path === `/after/${stream}`)).toBe(false);
+    raw!.close();
+  });
+});
+
 describe("the h2 attack limits (a raw frame writer)", () => {
   const open = () => RawH2.open(cg.gatewayPort, `${H2_HOST}:${origin.port}`, cg.keys.defaultAgentToken, ca.pem, H2_HOST);
   const authority = () => `${H2_HOST}:${origin.port}`;
