@@ -18,6 +18,7 @@ import type { LoadResult, SseResult, Target } from "./load.ts";
 import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
 import { killAll, reapAll, runClient } from "./procs.ts";
 import { pinProcess, placement } from "./placement.ts";
+import { printH2Rows, runH2Rows } from "./h2.ts";
 import { testEngine } from "../test/support/postgres.ts";
 
 const TARGETS = {
@@ -187,6 +188,9 @@ async function main(): Promise<void> {
     },
   };
 
+  // HTTP/2 and gRPC on one connection (bench/h2.ts): after the HTTP/1.1 rows, so those are measured as before.
+  const http2 = await runH2Rows(env, { cpus, streams: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, log: progress });
+
   const ratio = many.mitm.rps / many.direct.rps;
   const addedP50 = one.mitm.latencyMs.p50 - one.direct.latencyMs.p50;
   const sseAdded = stream.mitm.firstEventMs.p50 - stream.direct.firstEventMs.p50;
@@ -217,6 +221,7 @@ async function main(): Promise<void> {
     checks,
     unpinned: ip,
     metering,
+    http2,
     errors,
   };
 
@@ -230,6 +235,7 @@ async function main(): Promise<void> {
     printDnsName(dnsNameRun, many);
     printAllCores(allCores);
     printMetering(metering);
+    printH2Rows(http2, TARGETS.throughputRatio);
   }
 }
 
