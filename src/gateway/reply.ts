@@ -44,7 +44,7 @@ export class Reply {
   /** Trailers of an HTTP/2 upstream (gRPC's status), known when the body has ended. */
   #trailers: HeaderLines | null = null;
   /** What `mapHeaderValues` asked for, applied to trailers too when they come (the echo guard). */
-  #valueMaps: ((value: string) => string)[] | null = null;
+  #valueMap: ((value: string) => string) | null = null;
 
   constructor(
     public status: number,
@@ -77,13 +77,16 @@ export class Reply {
   }
 
   set trailers(lines: HeaderLines | null) {
-    if (lines && this.#valueMaps) for (const fn of this.#valueMaps) for (const line of lines) line[1] = fn(line[1]);
+    const map = this.#valueMap;
+    if (lines && map) for (const line of lines) line[1] = map(line[1]);
     this.#trailers = lines;
   }
 
   /** Replaces every header value by `fn(value)` (Set-Cookie values each on their own), trailers included. */
   mapHeaderValues(fn: (value: string) => string): void {
-    (this.#valueMaps ??= []).push(fn);
+    // One map per reply in practice (the echo guard's): kept as it is, composed only if a second comes.
+    const before = this.#valueMap;
+    this.#valueMap = before === null ? fn : (value) => fn(before(value));
     if (this.#trailers) for (const line of this.#trailers) line[1] = fn(line[1]);
     if (this.#lines !== null) {
       for (const line of this.#lines) line[1] = fn(line[1]);
