@@ -348,6 +348,40 @@ describe("the h2 attack limits (a raw frame writer)", () => {
   });
 });
 
+describe("fuzzed frames through the real binary", () => {
+  test("40 connections of random frames after a valid preface: the gateway answers or says GOAWAY, and stays healthy", async () => {
+    // A seeded generator (xorshift): the same frames every run.
+    let seed = 0x2026_1126;
+    const rand = (n: number) => {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) % n;
+    };
+    const authority = `${H2_HOST}:${origin.port}`;
+    let goaways = 0;
+    for (let c = 0; c < 40; c++) {
+      const raw = await RawH2.open(cg.gatewayPort, authority, cg.keys.defaultAgentToken, ca.pem, H2_HOST);
+      for (let i = 0; i < 30; i++) {
+        const kind = rand(4);
+        if (kind === 0) raw.request(1 + 2 * rand(20), authority, `/fuzz/${c}/${i}`, { endStream: rand(2) === 0 });
+        else {
+          const payload = Buffer.from(Array.from({ length: rand(48) }, () => rand(256)));
+          raw.write(frame(rand(11), rand(256), rand(8), payload));
+        }
+      }
+      await raw.waitFor((f) => f.type === FRAME.GOAWAY, 300);
+      if (raw.frames.some((f) => f.type === FRAME.GOAWAY)) goaways++;
+      raw.close();
+    }
+    // Most sequences break the protocol somewhere: the gateway said so with GOAWAY rather than going silent.
+    expect(goaways).toBeGreaterThan(20);
+    const r = await curl(["--http2", `https://${H2_HOST}:${origin.port}/after-fuzz`]);
+    expect(r.stdout).toMatch(/HTTP\/2 200 /);
+    expect(cg.proc.exitCode).toBeNull();
+  });
+});
+
 describe("a gateway of its own", () => {
   test("SIGTERM: GOAWAY, the open stream finishes, no new stream is taken, the process exits 0", async () => {
     const c = await startCredgate({ env: env() });
