@@ -123,6 +123,15 @@ describe("curl --http2 inside the tunnel", () => {
     expect(JSON.stringify(seen[0]!.headers)).not.toContain(cg.keys.defaultAgentToken);
   });
 
+  test("inside an HTTPS proxy (TLS to the gateway port, then TLS inside the tunnel): h2 too", async () => {
+    const path = `/tls-in-tls/${crypto.randomUUID()}`;
+    const r = await run(["curl", "-sS", "-i", "--http2", "--proxy", `https://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`, "--proxy-cacert", ca.file, "--cacert", ca.file, `https://${H2_HOST}:${origin.port}${path}`]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/HTTP\/2 200 \r\n/);
+    expect(r.stdout).toContain(`"path":"${path}"`);
+    expect(origin.seen.find((s) => s.path === path)!.headers["x-api-key"]).toBe(SECRET);
+  });
+
   test("an origin's trailers reach an h2 agent", async () => {
     const r = await curl(["--http2", `https://${H2_HOST}:${origin.port}/trailers`]);
     expect(r.code).toBe(0);
