@@ -498,7 +498,7 @@ export class H2Session {
 
   sendHeaders(stream: H2Stream, fields: Iterable<HeaderField>, endStream: boolean): void {
     if (stream.closed || stream.localEnded) return;
-    this.transport.write(f.headerFrames(stream.id, this.#encoder.encode(fields), endStream, this.peerMaxFrame));
+    this.#writeHeaders(stream.id, this.#encoder.encode(fields), endStream);
     if (endStream) {
       stream.localEnded = true;
       this.#maybeClose(stream);
@@ -519,6 +519,13 @@ export class H2Session {
     // Nothing queued, the socket full: the stream waits for its drain with the others.
     this.#blocked.add(stream);
     return false;
+  }
+
+  /** A header block: one HEADERS frame (its 9-byte header, then the block as it is), or HEADERS + CONTINUATIONs. */
+  #writeHeaders(id: number, block: Buffer, endStream: boolean): void {
+    if (block.length > this.peerMaxFrame) return this.transport.write(f.headerFrames(id, block, endStream, this.peerMaxFrame));
+    this.transport.write(f.frameHeader(block.length, f.HEADERS, (endStream ? f.END_STREAM : 0) | f.END_HEADERS, id));
+    this.transport.write(block);
   }
 
   endStream(stream: H2Stream, trailers: HeaderField[] | null): void {
@@ -554,7 +561,7 @@ export class H2Session {
     this.#blocked.delete(stream);
     if (stream.ending && !stream.localEnded) {
       stream.localEnded = true;
-      if (stream.trailers !== null) this.transport.write(f.headerFrames(stream.id, this.#encoder.encode(stream.trailers), true, this.peerMaxFrame));
+      if (stream.trailers !== null) this.#writeHeaders(stream.id, this.#encoder.encode(stream.trailers), true);
       else this.transport.write(f.frame(f.DATA, f.END_STREAM, stream.id, null));
       return this.#maybeClose(stream);
     }
