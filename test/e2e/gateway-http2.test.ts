@@ -11,9 +11,13 @@ import { join } from "node:path";
 import { ERR, FLAG, FRAME, frame, headerBlock, RawH2, tableSizeUpdate, startH2Origin, type H2Origin } from "../support/h2.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
+import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
+import { costOf, DEFAULT_PRICES, type PriceTable } from "../../src/core/pricing.ts";
 import { eventually, gatewayCa, resolveEntries, ROOT, run } from "../support/gateway.ts";
 
 const H2_HOST = "api.h2.test";
+/** An llm_a key applies here: POST /v1/messages is metered (docs/budgets.md#metering); the fake vendor speaks HTTP/1.1. */
+const LLM_HOST = "llm.h2.test";
 const H1_HOST = "h1.h2.test";
 const HELD = "held.h2.test";
 const SECRET = `H2-SECRET-${crypto.randomUUID()}`;
@@ -24,18 +28,20 @@ let pki: TestPki;
 let cg: RunningCredgate;
 let origin: H2Origin;
 let h1: TestUpstream;
+let fake: FakeVendors;
 let ca: { pem: string; file: string };
 let proxy: string;
 
 const env = () => ({
   CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-  CREDGATE_RESOLVE: [resolveEntries([H2_HOST, HELD], origin.port), resolveEntries([H1_HOST], h1.port)].join(","),
+  CREDGATE_RESOLVE: [resolveEntries([H2_HOST, HELD], origin.port), resolveEntries([H1_HOST], h1.port), resolveEntries([LLM_HOST], fake.port)].join(","),
 });
 
 beforeAll(async () => {
-  pki = makePki([H2_HOST, H1_HOST, HELD]);
+  pki = makePki([H2_HOST, H1_HOST, HELD, LLM_HOST]);
   origin = await startH2Origin(pki);
   h1 = startUpstream(pki);
+  fake = startFakeVendors(pki);
   cg = await startCredgate({ env: env() });
   ca = await gatewayCa(cg);
   proxy = `http://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`;
@@ -46,6 +52,7 @@ beforeAll(async () => {
     const r = await cg.api("POST", "/v1/secrets", { body: { name: `key ${host}`, type: "generic", value, hostPattern: host, injectionConfig: { headerName: "x-api-key" } } });
     expect(r.status).toBe(201);
   }
+  expect((await cg.api("POST", "/v1/secrets", { body: { name: "llm key", type: "llm_a", value: "sk-ant-api03-h2-key", hostPattern: LLM_HOST } })).status).toBe(201);
   const rule = await cg.api("POST", "/v1/policy/rules", { body: { name: "Held sends", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HELD, pathPattern: "/held*" }] } });
   expect(rule.status).toBe(201);
   expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
@@ -55,6 +62,7 @@ afterAll(async () => {
   await cg?.stop();
   await origin?.stop();
   await h1?.stop();
+  await fake?.stop();
 });
 
 function curl(args: string[], c = cg, caFile = ca.file) {
@@ -161,6 +169,25 @@ describe("curl --http2 inside the tunnel", () => {
     expect(r.stdout).toMatch(/HTTP\/1\.1 200 OK\r\n/);
     expect(r.stdout).toContain(`"proto":"h2","bodyBytes":7`);
     expect(origin.seen.find((s) => s.path === path)!.headers["x-api-key"]).toBe(SECRET);
+  });
+});
+
+describe("metering on an h2 stream", () => {
+  test("an Anthropic SSE answer streamed to an h2 agent: the key injected, the usage priced into the log row", async () => {
+    fake.setUsage(LLM_HOST, { input: 1200, output: 340 });
+    const body = JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 400, stream: true, messages: [{ role: "user", content: "hi" }] });
+    const r = await curl(["--http2", "-H", "content-type: application/json", "-H", "x-api-key: credgate-managed", "--data-binary", body, `https://${LLM_HOST}:${fake.port}/v1/messages`]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/HTTP\/2 200 /);
+    expect(r.stdout).toContain("event: message_stop");
+    expect(r.stdout).not.toContain("sk-ant-api03-h2-key");
+    expect(fake.seen.findLast((s) => s.host === LLM_HOST)!.apiKey).toBe("sk-ant-api03-h2-key");
+    const row = await eventually(async () => {
+      const res = await cg.api("GET", "/v1/logs?limit=500");
+      return (res.body?.data ?? []).find((x: any) => x.host.startsWith(LLM_HOST) && x.costNanos !== null) ?? null;
+    });
+    const usage = { model: "claude-sonnet-4-5", inputTokens: 1200, outputTokens: 340, cacheWriteTokens: 0, cacheReadTokens: 0 };
+    expect(row.costNanos).toBe(costOf(DEFAULT_PRICES as PriceTable, "llm_a", usage));
   });
 });
 
