@@ -1,10 +1,10 @@
 // HTTP/2 through the real gateway (docs/gateway.md#http2-and-grpc): agents speak h2 inside their CONNECT
-// tunnels (curl --http2, also inside an HTTPS proxy; Node's http2.connect with 50 concurrent streams), the gateway speaks h2 or HTTP/1.1 to
-// each origin as the origin chooses (a node:http2 origin, and Bun.serve which speaks HTTP/1.1 only), every
-// stream runs the pipeline (injection, approvals holding one stream while the others go on, one log row per
-// stream), a slow reader stalls only its own stream, the h2 attack limits hold with the gateway healthy
-// afterwards (a raw frame writer), SIGTERM sends GOAWAY and lets open streams finish, and
-// CREDGATE_GATEWAY_HTTP2=off offers HTTP/1.1 only.
+// tunnels (curl --http2, also inside an HTTPS proxy; Node's http2.connect with 50 concurrent streams), the
+// gateway speaks h2 or HTTP/1.1 to each origin as the origin chooses (a node:http2 origin, and Bun.serve which
+// speaks HTTP/1.1 only), every stream runs the pipeline (injection, metering, approvals holding one stream
+// while the others go on, a regenerated token, one log row per stream), a slow reader stalls only its own
+// stream, the h2 attack limits hold with the gateway healthy afterwards (a raw frame writer, and fuzzed
+// frames), SIGTERM sends GOAWAY and lets open streams finish, and CREDGATE_GATEWAY_HTTP2=off offers HTTP/1.1 only.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "bun";
 import { join } from "node:path";
