@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "bun";
 import { join } from "node:path";
-import { ERR, FLAG, FRAME, frame, headerBlock, RawH2, tableSizeUpdate, startH2Origin, type H2Origin } from "../support/h2.ts";
+import { ERR, FLAG, FRAME, frame, headerBlock, RawH2, tableSizeUpdate, startGoawayOrigin, startH2Origin, type GoawayOrigin, type H2Origin } from "../support/h2.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
@@ -16,6 +16,8 @@ import { costOf, DEFAULT_PRICES, type PriceTable } from "../../src/core/pricing.
 import { eventually, gatewayCa, resolveEntries, ROOT, run } from "../support/gateway.ts";
 
 const H2_HOST = "api.h2.test";
+/** An h2 origin whose first connection goes away before processing anything. */
+const GONE_HOST = "gone.h2.test";
 /** An llm_a key applies here: POST /v1/messages is metered (docs/budgets.md#metering); the fake vendor speaks HTTP/1.1. */
 const LLM_HOST = "llm.h2.test";
 const H1_HOST = "h1.h2.test";
@@ -29,16 +31,18 @@ let cg: RunningCredgate;
 let origin: H2Origin;
 let h1: TestUpstream;
 let fake: FakeVendors;
+let gone: GoawayOrigin;
 let ca: { pem: string; file: string };
 let proxy: string;
 
 const env = () => ({
   CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-  CREDGATE_RESOLVE: [resolveEntries([H2_HOST, HELD], origin.port), resolveEntries([H1_HOST], h1.port), resolveEntries([LLM_HOST], fake.port)].join(","),
+  CREDGATE_RESOLVE: [resolveEntries([H2_HOST, HELD], origin.port), resolveEntries([H1_HOST], h1.port), resolveEntries([LLM_HOST], fake.port), resolveEntries([GONE_HOST], gone.port)].join(","),
 });
 
 beforeAll(async () => {
-  pki = makePki([H2_HOST, H1_HOST, HELD, LLM_HOST]);
+  pki = makePki([H2_HOST, H1_HOST, HELD, LLM_HOST, GONE_HOST]);
+  gone = await startGoawayOrigin(pki);
   origin = await startH2Origin(pki);
   h1 = startUpstream(pki);
   fake = startFakeVendors(pki);
@@ -63,6 +67,7 @@ afterAll(async () => {
   await origin?.stop();
   await h1?.stop();
   await fake?.stop();
+  await gone?.stop();
 });
 
 function curl(args: string[], c = cg, caFile = ca.file) {
@@ -160,6 +165,15 @@ describe("curl --http2 inside the tunnel", () => {
     expect(seen[0]!.bodyBytes).toBe(body.length);
     expect(seen[0]!.bodySha256).toBe(new Bun.CryptoHasher("sha256").update(body).digest("hex"));
     expect(r.stdout).not.toContain(H1_SECRET);
+  });
+
+  test("an h2 origin that goes away before processing the request (GOAWAY, last stream 0): sent again on a new connection", async () => {
+    const r = await curl(["--http2", `https://${GONE_HOST}:${gone.port}/again`]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/HTTP\/2 200 /);
+    expect(r.stdout).toContain("answered on connection 2");
+    expect(gone.connections).toBe(2);
+    expect(gone.answered).toBe(1);
   });
 
   test("an HTTP/1.1 agent to an h2 origin: translated the other way", async () => {

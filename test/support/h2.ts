@@ -248,3 +248,61 @@ export class RawH2 {
     this.socket.destroy();
   }
 }
+
+// ── an origin that goes away ──────────────────────────────────────────────────────────────────────────────
+
+export interface GoawayOrigin {
+  port: number;
+  /** TLS connections accepted, and requests answered (HEADERS of the second and later connections). */
+  connections: number;
+  answered: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * An h2 origin written frame by frame (as a server that is shutting down behaves): its first connection answers
+ * the first request's HEADERS with GOAWAY (last stream 0: nothing was processed) and closes; every later
+ * connection answers each request `200 text/plain` "answered on connection N".
+ */
+export async function startGoawayOrigin(pki: TestPki): Promise<GoawayOrigin> {
+  const origin: GoawayOrigin = { port: 0, connections: 0, answered: 0, stop: async () => {} };
+  const server = tls.createServer({ cert: readFileSync(pki.certFile), key: readFileSync(pki.keyFile), ALPNProtocols: ["h2"] }, (socket) => {
+    const n = ++origin.connections;
+    socket.on("error", () => {});
+    socket.write(settings());
+    let buf = Buffer.alloc(0);
+    let preface = false;
+    socket.on("data", (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      if (!preface) {
+        if (buf.length < 24) return;
+        buf = buf.subarray(24);
+        preface = true;
+      }
+      while (buf.length >= 9) {
+        const len = buf.readUIntBE(0, 3);
+        if (buf.length < 9 + len) return;
+        const type = buf[3]!;
+        const flags = buf[4]!;
+        const stream = buf.readUInt32BE(5) & 0x7fffffff;
+        buf = buf.subarray(9 + len);
+        if (type === FRAME.SETTINGS && (flags & FLAG.ACK) === 0) socket.write(frame(FRAME.SETTINGS, FLAG.ACK, 0));
+        if (type !== FRAME.HEADERS) continue;
+        if (n === 1) {
+          const p = Buffer.alloc(8);
+          p.writeUInt32BE(0, 0);
+          p.writeUInt32BE(ERR.NO_ERROR, 4);
+          socket.end(frame(FRAME.GOAWAY, 0, 0, p));
+          return;
+        }
+        origin.answered++;
+        socket.write(frame(FRAME.HEADERS, FLAG.END_HEADERS, stream, headerBlock([[":status", "200"], ["content-type", "text/plain"]])));
+        socket.write(frame(FRAME.DATA, FLAG.END_STREAM, stream, Buffer.from(`answered on connection ${n}`)));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  origin.port = (server.address() as { port: number }).port;
+  origin.stop = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  return origin;
+}

@@ -52,7 +52,7 @@ export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<Excha
  * (nothing was answered); this first exchange settles with the second one's result.
  */
 function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest, retryable = true): Promise<ExchangeResult> {
-  if (acquired.h2 !== null) return new H2Exchange(acquired.h2, rq).run();
+  if (acquired.h2 !== null) return new H2Exchange(pool, acquired.h2, rq, retryable && !rq.body).run();
   // gRPC is never translated to HTTP/1.1 (docs/gateway.md#http2-and-grpc): the unused connection goes back.
   if (rq.source.grpc) {
     pool.release(acquired.key, acquired.conn);
@@ -64,7 +64,8 @@ function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest,
 const CLOSED_BEFORE_RESPONSE: ExchangeResult = { failure: "unreachable", reason: "connection closed before the response" };
 const NO_HTTP2: ExchangeResult = { failure: "unreachable", reason: "the origin does not speak HTTP/2" };
 
-async function retry(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
+/** The request once more on a fresh (or another pooled) connection; never retried a second time. */
+export async function retry(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
   let again: Acquired;
   try {
     again = await pool.acquire(rq.scheme, rq.target);

@@ -11,8 +11,9 @@ import { h2Fields, responseHead, trailerFields } from "../h2/message.ts";
 import type { H2Stream, StreamHandler } from "../h2/session.ts";
 import { headerValue } from "../http1/head.ts";
 import { Reply, type BodySink, type BodySource } from "../reply.ts";
-import type { ExchangeResult, UpstreamRequest } from "./exchange.ts";
+import { retry, type ExchangeResult, type UpstreamRequest } from "./exchange.ts";
 import type { H2Origin } from "./h2Origin.ts";
+import type { UpstreamPool } from "./pool.ts";
 
 function headTimedOut(exchange: H2Exchange): void {
   exchange.timedOut();
@@ -33,7 +34,7 @@ export function h2RequestFields(rq: UpstreamRequest): HeaderField[] {
 }
 
 export class H2Exchange implements StreamHandler, BodySource, GoneWatcher {
-  #resolve!: (r: ExchangeResult) => void;
+  #resolve!: (r: ExchangeResult | Promise<ExchangeResult>) => void;
   #stream: H2Stream | null = null;
   #reply: Reply | null = null;
   #sink: BodySink | null = null;
@@ -50,8 +51,11 @@ export class H2Exchange implements StreamHandler, BodySource, GoneWatcher {
   length: number | null = null;
 
   constructor(
+    private readonly pool: UpstreamPool,
     private readonly origin: H2Origin,
     private readonly rq: UpstreamRequest,
+    /** A body-less request the origin refused unseen (REFUSED_STREAM, or above its GOAWAY) is sent again once. */
+    private readonly retryable: boolean,
   ) {}
 
   run(): Promise<ExchangeResult> {
@@ -155,6 +159,11 @@ export class H2Exchange implements StreamHandler, BodySource, GoneWatcher {
 
   onReset(_stream: H2Stream, code: number): void {
     if (this.#done) return;
+    // The origin never processed it (RFC 9113 §8.7): safe to send again, on another connection.
+    if (code === f.REFUSED_STREAM && this.#reply === null && this.retryable && !this.rq.agent.gone) {
+      this.#finish();
+      return this.#settle(retry(this.pool, this.rq));
+    }
     const reason = code === f.REFUSED_STREAM ? "the origin refused the stream" : `the origin reset the stream (HTTP/2 error ${code})`;
     if (this.#reply === null) return this.#fail("unreachable", reason);
     const sink = this.#sink;
@@ -231,7 +240,7 @@ export class H2Exchange implements StreamHandler, BodySource, GoneWatcher {
     this.#timer = null;
   }
 
-  #settle(r: ExchangeResult): void {
+  #settle(r: ExchangeResult | Promise<ExchangeResult>): void {
     if (this.#settled) return;
     this.#settled = true;
     this.#resolve(r);
