@@ -5,8 +5,8 @@
 // the injected credential, the proxy's log shows it was asked for the address credgate resolved (never the name),
 // NO_PROXY names go direct, passthrough tunnels, plain http:// and 1Password Connect lookups go through it, bad
 // proxy credentials give 502 upstream_unreachable with the reason, and a destination the egress guard refuses is
-// refused before the proxy hears of it; an h2 origin is reached with h2 through both proxies. Last, OAuth token exchange and refresh through the proxy, with two
-// gateway processes sharing one refresh.
+// refused before the proxy hears of it; an h2 origin is reached with h2 through both proxies. Last, OAuth
+// token exchange and refresh through the proxy, with two gateway processes sharing one refresh.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { gatewayCa, run } from "../support/gateway.ts";
 import { startDnsServer, type TestDnsServer } from "../support/dnsServer.ts";
