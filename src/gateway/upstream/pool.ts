@@ -9,6 +9,7 @@ import { CONNECT_TIMEOUT_MS, UpstreamConnection } from "./originConnection.ts";
 
 const IDLE_MS = 4_000;
 const MAX_IDLE_PER_KEY = 64;
+const MAX_H1_KEYS = 10_000;
 
 /** An HTTP/1.1 connection of the request's own, or a stream's place on a shared h2 connection. */
 export type Acquired = { conn: UpstreamConnection; h2: null; reused: boolean; key: string } | { conn: null; h2: H2Origin; reused: boolean; key: string };
@@ -59,7 +60,8 @@ export class UpstreamPool {
     const shared = this.#dialing.get(key);
     if (shared) return shared.then(() => this.#afterSharedDial(scheme, target, key));
     const dial = this.#dial(scheme, target);
-    if (scheme === "http" || this.#h1Keys.has(key)) return dial.then((conn) => ({ conn, h2: null, reused: false, key }));
+    // An origin may change its mind (an HTTP/1.1 one upgraded to h2): every fresh connection goes by its own ALPN.
+    if (scheme === "http" || this.#h1Keys.has(key)) return dial.then((conn) => this.#dialled(key, conn));
     this.#dialing.set(key, dial);
     const done = () => this.#dialing.delete(key);
     dial.then(done, done);
@@ -75,6 +77,8 @@ export class UpstreamPool {
   /** A fresh connection: an h2 one is pooled at once (others will share it), an HTTP/1.1 one is the caller's. */
   #dialled(key: string, conn: UpstreamConnection): Acquired {
     if (!conn.h2) {
+      // Only a hint (which dials to share): forgotten wholesale rather than growing with every origin ever seen.
+      if (this.#h1Keys.size >= MAX_H1_KEYS) this.#h1Keys.clear();
       this.#h1Keys.add(key);
       return { conn, h2: null, reused: false, key };
     }
