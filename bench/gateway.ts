@@ -18,6 +18,7 @@ import type { LoadResult, SseResult, Target } from "./load.ts";
 import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
 import { killAll, reapAll, runClient } from "./procs.ts";
 import { pinProcess, placement } from "./placement.ts";
+import { printH2Rows, runH2Rows } from "./h2.ts";
 import { testEngine } from "../test/support/postgres.ts";
 import { tempDir } from "../test/support/tmp.ts";
 import { writeFileSync } from "node:fs";
@@ -222,6 +223,8 @@ async function main(): Promise<void> {
     bodyBaseline: await bodyRun(uncredentialed),
     bodyBytes: Buffer.byteLength(megabyte),
   };
+  // HTTP/2 and gRPC on one connection (bench/h2.ts): after the HTTP/1.1 rows, so those are measured as before.
+  const http2 = await runH2Rows(env, { cpus, streams: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, log: progress });
   // The credential leak guard (docs/guards.md#credential-leak-guard) on the MITM row: with WATCHED more secrets in
   // the project (each value's forms watched on every request), this credgate against a second one with
   // CREDGATE_LEAK_GUARD=off and the same secrets, taking turns. Last, so that no other row runs with them.
@@ -278,6 +281,7 @@ async function main(): Promise<void> {
     budgets,
     placeholders,
     leakGuard,
+    http2,
     errors,
   };
 
@@ -296,6 +300,7 @@ async function main(): Promise<void> {
     printBudgets(budgets);
     printPlaceholders(placeholders);
     printLeakGuard(leakGuard);
+    printH2Rows(http2, TARGETS.throughputRatio);
   }
 }
 

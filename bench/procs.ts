@@ -34,8 +34,8 @@ for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
   });
 }
 
-/** Starts `bun <script> …args` and waits for its `{"port":…}` line. */
-export async function startServer(script: string, args: string[]): Promise<{ proc: Subprocess; port: number; stop(): Promise<void> }> {
+/** Starts `bun <script> …args` and waits for its `{"port":…}` line (`info`: the whole line). */
+export async function startServer(script: string, args: string[]): Promise<{ proc: Subprocess; port: number; info: Record<string, number>; stop(): Promise<void> }> {
   const proc = spawn([BUN, join(BENCH_DIR, script), ...args], { stdin: "ignore", stdout: "pipe", stderr: "inherit" });
   children.add(proc);
   const reader = proc.stdout.getReader();
@@ -52,10 +52,12 @@ export async function startServer(script: string, args: string[]): Promise<{ pro
     clearTimeout(deadline);
     reader.releaseLock();
   }
-  const port = (JSON.parse(text.slice(0, text.indexOf("\n"))) as { port: number }).port;
+  const info = JSON.parse(text.slice(0, text.indexOf("\n"))) as Record<string, number> & { port: number };
+  const port = info.port;
   return {
     proc,
     port,
+    info,
     async stop() {
       proc.kill("SIGTERM");
       await proc.exited;

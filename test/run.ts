@@ -14,6 +14,8 @@ const POSTGRES_RUN = [
   "test/e2e/gateway-lifecycle.test.ts",
   "test/e2e/gateway-streaming.test.ts",
   "test/e2e/gateway-tunnels.test.ts",
+  "test/e2e/gateway-http2.test.ts",
+  "test/e2e/gateway-grpc.test.ts",
   "test/e2e/policy-gateway.test.ts",
   "test/e2e/approval-store.test.ts",
   "test/e2e/notifications.test.ts",

@@ -1,5 +1,5 @@
-// The agent's side of one proxied request, whatever carries it: an HTTP/1.1 connection today (client/), an
-// HTTP/2 stream later. The pipeline reads the request through this and never touches the connection itself.
+// The agent's side of one proxied request, whatever carries it: an HTTP/1.1 connection (client/) or an HTTP/2
+// stream (h2/). The pipeline reads the request through this and never touches the connection itself.
 import type { AgentSocket } from "./client/socket.ts";
 import type { HeaderLines } from "./http1/head.ts";
 
@@ -30,6 +30,10 @@ export interface AgentSide extends AgentPresence {
   readonly chunked: boolean;
   /** Aborted when the agent goes away before the answer is complete. */
   readonly signal: AbortSignal;
+  /** A gRPC call: HTTP/2 with an `application/grpc` content type (docs/gateway.md#http2-and-grpc). */
+  readonly grpc: boolean;
+  /** The agent's HTTP/2 request trailers, once its body has ended (null: none, or HTTP/1.1). */
+  readonly trailers: HeaderLines | null;
   /** Hands the agent's connection over (a WebSocket after 101), with any bytes already read past the request. */
   takeOver(): { socket: AgentSocket; buffered: Buffer };
 }

@@ -56,6 +56,7 @@ export class Gateway {
       memory: this.#memory,
       tunnelIdleSeconds: config.tunnelIdleSeconds,
       passthroughIdleSeconds: config.passthroughIdleSeconds,
+      http2: config.gatewayHttp2,
     });
   }
 

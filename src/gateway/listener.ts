@@ -16,6 +16,7 @@ import { metrics } from "../observability/metrics.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
 import type { Outbound } from "../services/outbound.ts";
 import { ClientConnection } from "./client/agentConnection.ts";
+import { H2AgentConnection } from "./h2/agentConnection.ts";
 import { DuplexAgentSocket, duplexOver } from "./client/duplexSocket.ts";
 import { pipeRaw } from "./client/pipe.ts";
 import { agentSocketHandlers, BunAgentSocket, type AgentSocket } from "./client/socket.ts";
@@ -47,7 +48,16 @@ export interface ListenerDeps {
   /** Idle limits of intercepted and passthrough tunnels (docs/gateway.md#tunnels). */
   tunnelIdleSeconds: number;
   passthroughIdleSeconds: number;
+  /** Offer h2 inside intercepted tunnels (CREDGATE_GATEWAY_HTTP2, docs/gateway.md#http2-and-grpc). */
+  http2: boolean;
 }
+
+/** ALPN inside intercepted tunnels, in the wire format Bun takes (docs/gateway.md#http2-and-grpc). */
+const ALPN_H2 = Buffer.from("\x02h2\x08http/1.1", "latin1");
+const ALPN_H1 = Buffer.from("\x08http/1.1", "latin1");
+
+/** What reads an agent's connection once it is known: HTTP/1.1 or HTTP/2 (both close when idle, or when the gateway stops). */
+type AgentConnection = Idle & { closeWhenIdle(): void };
 
 export type GatewaySharing = "alone" | "first" | "joining";
 
@@ -68,7 +78,7 @@ export class GatewayListener {
   /** Every accepted socket until it closes (shutdown waits for them). */
   readonly #sockets = new Set<AgentSocket>();
   readonly #passthroughSockets = new Set<AgentSocket>();
-  readonly #connections = new Set<ClientConnection>();
+  readonly #connections = new Set<AgentConnection>();
   /** (agent, host) pairs already warned about a failed MITM handshake: one line each, not one per attempt. */
   readonly #handshakeWarned = new Set<string>();
   readonly #idle: IdleSweeper;
@@ -211,18 +221,26 @@ export class GatewayListener {
     countTunnel(sock);
     const first = tunnel.early.length > 0 ? tunnel.early : await this.#firstChunk(sock);
     if (!first) return;
-    const scheme = first[0] === 0x16 ? "https" : "http";
-    let client: AgentSocket = sock;
-    if (scheme === "https") {
-      const leaf = await this.deps.leaves.get(tunnel.host);
-      if (sock.closed) return;
-      client = this.#terminateTls(sock, leaf, first, tunnel);
+    if (first[0] !== 0x16) {
+      const connection = this.#serve(sock, { tunnel, scheme: "http" });
+      this.#watchIdle(sock, connection);
+      connection.feed(first);
+      sock.resume();
+      return;
     }
-    const connection = this.#serve(client, { tunnel, scheme });
+    const leaf = await this.deps.leaves.get(tunnel.host);
+    if (sock.closed) return;
+    // What reads the tunnel is known once ALPN has chosen (TLS data only comes after the handshake).
+    const client = this.#terminateTls(sock, leaf, first, tunnel, (alpn) => {
+      const connection = alpn === "h2" && this.deps.http2 ? this.#serveH2(client, tunnel) : this.#serve(client, { tunnel, scheme: "https" });
+      this.#watchIdle(client, connection);
+    });
+    sock.resume();
+  }
+
+  #watchIdle(client: AgentSocket, connection: Idle): void {
     const watched = this.#idle.watch(connection, this.#tunnelIdleMs);
     client.onceClosed(() => this.#idle.forget(watched));
-    if (scheme === "http") connection.feed(first);
-    sock.resume();
   }
 
   /** The first bytes inside a tunnel (they say whether it is TLS); null when the agent went away, or stayed silent too long. */
@@ -251,19 +269,27 @@ export class GatewayListener {
     });
   }
 
-  /** TLS with the leaf for the CONNECT host, on the tunnel's socket; `hello` is the agent's ClientHello. */
-  #terminateTls(sock: AgentSocket, leaf: LeafPem, hello: Buffer, tunnel: Tunnel): AgentSocket {
+  /**
+   * TLS with the leaf for the CONNECT host, on the tunnel's socket; `hello` is the agent's ClientHello. `ready`
+   * hears the protocol ALPN selected once the handshake is done (h2 offered first unless CREDGATE_GATEWAY_HTTP2=off).
+   */
+  #terminateTls(sock: AgentSocket, leaf: LeafPem, hello: Buffer, tunnel: Tunnel, ready: (alpn: string | null) => void): AgentSocket {
     let secure: AgentSocket;
     let handshaken: () => boolean;
     if (sock instanceof BunAgentSocket && !sock.tls) {
-      const upgraded = sock.upgradeTo(leaf, hello, agentSocketHandlers);
+      const upgraded = sock.upgradeTo({ ...leaf, ALPNProtocols: this.deps.http2 ? ALPN_H2 : ALPN_H1 }, hello, agentSocketHandlers);
+      upgraded.onHandshake = ready;
       handshaken = () => upgraded.handshaken;
       secure = upgraded;
     } else {
       // TLS inside the HTTPS proxy's TLS: Bun terminates one layer per socket, node:tls does the inner one.
-      const stream = new tls.TLSSocket(duplexOver(sock, hello), { isServer: true, secureContext: tls.createSecureContext(leaf), ALPNProtocols: ["http/1.1"] });
+      const ALPNProtocols = this.deps.http2 ? ["h2", "http/1.1"] : ["http/1.1"];
+      const stream = new tls.TLSSocket(duplexOver(sock, hello), { isServer: true, secureContext: tls.createSecureContext(leaf), ALPNProtocols });
       let done = false;
-      stream.once("secure", () => (done = true));
+      stream.once("secure", () => {
+        done = true;
+        ready(stream.alpnProtocol || null);
+      });
       handshaken = () => done;
       secure = new DuplexAgentSocket(stream);
     }
@@ -301,6 +327,21 @@ export class GatewayListener {
     const handler = requestHandler(this.deps.pipeline, this.deps.api, tunnel);
     const memory = this.deps.memory;
     const connection = new ClientConnection(client, (request) => {
+      memory.noteRequest();
+      return handler(request);
+    });
+    this.#connections.add(connection);
+    client.onceClosed(() => this.#connections.delete(connection));
+    if (this.#stopping) connection.closeWhenIdle();
+    client.resume();
+    return connection;
+  }
+
+  /** An HTTP/2 connection inside a tunnel (ALPN h2): each stream runs the pipeline like an HTTP/1.1 request. */
+  #serveH2(client: AgentSocket, tunnel: Tunnel): H2AgentConnection {
+    const handler = requestHandler(this.deps.pipeline, this.deps.api, { tunnel, scheme: "https" });
+    const memory = this.deps.memory;
+    const connection = new H2AgentConnection(client, (request) => {
       memory.noteRequest();
       return handler(request);
     });

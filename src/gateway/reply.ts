@@ -41,6 +41,10 @@ export class Reply {
   #finished = false;
   #headers: Headers | null;
   #lines: HeaderLines | null;
+  /** Trailers of an HTTP/2 upstream (gRPC's status), known when the body has ended. */
+  #trailers: HeaderLines | null = null;
+  /** What `mapHeaderValues` asked for, applied to trailers too when they come (the echo guard). */
+  #valueMap: ((value: string) => string) | null = null;
 
   constructor(
     public status: number,
@@ -67,8 +71,23 @@ export class Reply {
     return this.#lines === null ? this.#headers!.get(lowerName) : headerValue(this.#lines, lowerName);
   }
 
-  /** Replaces every header value by `fn(value)` (Set-Cookie values each on their own). */
+  /** Trailers, set by the body's source before its end (header value maps applied). */
+  get trailers(): HeaderLines | null {
+    return this.#trailers;
+  }
+
+  set trailers(lines: HeaderLines | null) {
+    const map = this.#valueMap;
+    if (lines && map) for (const line of lines) line[1] = map(line[1]);
+    this.#trailers = lines;
+  }
+
+  /** Replaces every header value by `fn(value)` (Set-Cookie values each on their own), trailers included. */
   mapHeaderValues(fn: (value: string) => string): void {
+    // One map per reply in practice (the echo guard's): kept as it is, composed only if a second comes.
+    const before = this.#valueMap;
+    this.#valueMap = before === null ? fn : (value) => fn(before(value));
+    if (this.#trailers) for (const line of this.#trailers) line[1] = fn(line[1]);
     if (this.#lines !== null) {
       for (const line of this.#lines) line[1] = fn(line[1]);
       return;

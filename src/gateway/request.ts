@@ -10,7 +10,7 @@ import type { Hold } from "../services/budgetLedger.ts";
 import type { AgentPresence, AgentSide } from "./agentSide.ts";
 import { Flow } from "./flow.ts";
 import { requestHeadersForUpstream } from "./headers.ts";
-import { headerValue } from "./http1/head.ts";
+import { headerValue, type HeaderLines } from "./http1/head.ts";
 import type { HeaderList } from "./http1/headerList.ts";
 import { peekStream } from "./peek.ts";
 import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
@@ -82,6 +82,8 @@ export class ProxyRequest extends Flow {
   chunked: boolean;
   /** A WebSocket upgrade inside a tunnel (absolute-form requests never upgrade). */
   readonly websocket: boolean;
+  /** A gRPC call (HTTP/2, application/grpc): it goes upstream over HTTP/2 only (docs/gateway.md#http2-and-grpc). */
+  readonly grpc: boolean;
   /** The tunnel the request came through; null for a request on a plain proxy connection. */
   readonly tunnel: Tunnel | null;
   readonly #side: AgentSide;
@@ -144,6 +146,7 @@ export class ProxyRequest extends Flow {
     this.path = pathWithoutQuery(to.target);
     this.chunked = side.chunked;
     this.websocket = websocket;
+    this.grpc = side.grpc;
     this.headers = requestHeadersForUpstream(side.headerLines);
     this.upstreamTarget = to.target;
     this.body = side.body;
@@ -157,6 +160,16 @@ export class ProxyRequest extends Flow {
   /** The agent's headers as received (a Headers object is built on the first read: most requests need none). */
   get agentHeaders(): Headers {
     return this.#side.headers;
+  }
+
+  /** The agent's header lines as received (names as sent). */
+  get agentHeaderLines(): HeaderLines {
+    return this.#side.headerLines;
+  }
+
+  /** The agent's HTTP/2 request trailers, once its body has ended. */
+  get agentTrailers(): HeaderLines | null {
+    return this.#side.trailers;
   }
 
   /** Aborted when the agent goes away (made on first use; the upstream exchange watches `presence` instead). */

@@ -44,6 +44,9 @@ export class TestAgentSide implements AgentSide {
   #controller = new AbortController();
   #watchers: GoneWatcher[] = [];
   #gone = false;
+  /** A gRPC call over HTTP/2 (what an h2 stream with an application/grpc content type says). */
+  grpc = false;
+  trailers: HeaderLines | null = null;
 
   constructor(
     readonly method: string,

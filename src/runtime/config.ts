@@ -35,6 +35,8 @@ export interface Config {
   tunnelIdleSeconds: number;
   /** A passthrough tunnel is closed after this long without bytes either way. */
   passthroughIdleSeconds: number;
+  /** Offer h2 to agents inside intercepted tunnels (CREDGATE_GATEWAY_HTTP2, docs/gateway.md#http2-and-grpc). */
+  gatewayHttp2: boolean;
   approvalPollSeconds: number;
   approvalTimeoutSeconds: number;
   logRetentionDays: number;
@@ -140,6 +142,14 @@ function parsePositive(name: string, raw: string | undefined, fallback: number):
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${name} must be a positive number, got "${raw}"`);
   return n;
+}
+
+function parseOnOff(name: string, raw: string | undefined, fallback: boolean): boolean {
+  const value = raw?.trim().toLowerCase();
+  if (value === undefined || value === "") return fallback;
+  if (value === "on") return true;
+  if (value === "off") return false;
+  throw new ConfigError(`${name} must be "on" or "off", got "${raw}"`);
 }
 
 function parseApiTls(env: Env): ApiTls {
@@ -422,6 +432,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     upstreamHeaderTimeoutSeconds: parsePositive("CREDGATE_UPSTREAM_HEADER_TIMEOUT", env.CREDGATE_UPSTREAM_HEADER_TIMEOUT, 300),
     tunnelIdleSeconds: parsePositive("CREDGATE_TUNNEL_IDLE_SECONDS", env.CREDGATE_TUNNEL_IDLE_SECONDS, 120),
     passthroughIdleSeconds: parsePositive("CREDGATE_PASSTHROUGH_IDLE_SECONDS", env.CREDGATE_PASSTHROUGH_IDLE_SECONDS, 600),
+    gatewayHttp2: parseOnOff("CREDGATE_GATEWAY_HTTP2", env.CREDGATE_GATEWAY_HTTP2, true),
     approvalPollSeconds: parsePositive("CREDGATE_APPROVAL_POLL_SECONDS", env.CREDGATE_APPROVAL_POLL_SECONDS, 30),
     approvalTimeoutSeconds: parsePositive("CREDGATE_APPROVAL_TIMEOUT_SECONDS", env.CREDGATE_APPROVAL_TIMEOUT_SECONDS, 180),
     logRetentionDays: parsePositive("CREDGATE_LOG_RETENTION_DAYS", env.CREDGATE_LOG_RETENTION_DAYS, 30),

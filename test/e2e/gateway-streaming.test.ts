@@ -197,7 +197,7 @@ describe("streaming", () => {
     const before = up.seen.length;
     const r = await curl(["-i", `https://${HOST}:${up.port}/redirect`]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/\r\nHTTP\/1\.1 302 /);
+    expect(r.stdout).toMatch(/\r\nHTTP\/2 302 /);
     expect(r.stdout.toLowerCase()).toContain("\r\nlocation: /elsewhere?x=1\r\n");
     expect(r.stdout.toLowerCase()).toContain("\r\nx-redirect: kept\r\n");
     expect(up.seen.slice(before).map((s) => s.url)).toEqual(["/redirect"]);
@@ -228,10 +228,21 @@ describe("upstream bodies that end early", () => {
         sock.write(reply);
         setTimeout(() => sock.destroy(), 100);
       });
-      const r = await curl([`https://${RAW_HOST}:${raw.port}/truncated`]);
+      const r = await curl(["--http1.1", `https://${RAW_HOST}:${raw.port}/truncated`]);
       expect(r.code).toBe(18);
       // curl names the shortfall: "… with N bytes remaining to read" (Content-Length) or "… outstanding read data" (chunked).
       expect(r.stderr).toMatch(/transfer closed with (\d+ bytes|outstanding read data) remaining/);
+    });
+
+    test(`${name} → an h2 agent's stream is reset (docs/gateway.md#http2-and-grpc)`, async () => {
+      raw.respond((_h, sock) => {
+        sock.write(reply);
+        setTimeout(() => sock.destroy(), 100);
+      });
+      const r = await curl(["--http2", `https://${RAW_HOST}:${raw.port}/truncated`]);
+      // 92: "HTTP/2 stream was not closed cleanly" (RST_STREAM INTERNAL_ERROR), never a clean end.
+      expect(r.code).toBe(92);
+      expect(r.stderr).toMatch(/INTERNAL_ERROR/);
     });
   }
 });

@@ -5,8 +5,8 @@
 // the injected credential, the proxy's log shows it was asked for the address credgate resolved (never the name),
 // NO_PROXY names go direct, passthrough tunnels, plain http:// and 1Password Connect lookups go through it, bad
 // proxy credentials give 502 upstream_unreachable with the reason, and a destination the egress guard refuses is
-// refused before the proxy hears of it. Last, OAuth token exchange and refresh through the proxy, with two
-// gateway processes sharing one refresh.
+// refused before the proxy hears of it; an h2 origin is reached with h2 through both proxies. Last, OAuth
+// token exchange and refresh through the proxy, with two gateway processes sharing one refresh.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { gatewayCa, run } from "../support/gateway.ts";
 import { startDnsServer, type TestDnsServer } from "../support/dnsServer.ts";
@@ -17,12 +17,15 @@ import { freePort } from "../support/ports.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { startMicrosocks, startTinyproxy, type TestProxy } from "../support/upstreamProxies.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
+import { startH2Origin, type H2Origin } from "../support/h2.ts";
 
 const HOST = "api.proxy.test";
 const DIRECT = "direct.proxy.test";
 const PASS = "pass.proxy.test";
 const PLAIN = "plain.proxy.test";
 const VAULT = "op-connect.proxy.test";
+/** An h2-only origin (docs/gateway.md#http2-and-grpc): ALPN through the proxy's tunnel chooses h2. */
+const H2 = "h2.proxy.test";
 const SECRET = `sk_proxy_${crypto.randomUUID().replace(/-/g, "")}`;
 const VAULT_VALUE = `sk_vault_proxy_${crypto.randomUUID().replace(/-/g, "")}`;
 const CONNECT_TOKEN = `op-token-${crypto.randomUUID()}`;
@@ -34,6 +37,7 @@ fake.item(fake.vault("Prod"), "Proxied", { credential: VAULT_VALUE });
 
 let pki: TestPki;
 let up: TestUpstream;
+let h2: H2Origin;
 let plain: ReturnType<typeof Bun.serve>;
 let connect: RunningConnect;
 let dns: TestDnsServer;
@@ -46,14 +50,15 @@ let wrongSocks: RunningCredgate;
 let cas: Map<RunningCredgate, string>;
 
 beforeAll(async () => {
-  pki = makePki([HOST, DIRECT, PASS, VAULT]);
+  pki = makePki([HOST, DIRECT, PASS, VAULT, H2]);
   up = startUpstream(pki);
+  h2 = await startH2Origin(pki);
   plain = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => Response.json({ host: req.headers.get("host"), path: new URL(req.url).pathname }) });
   connect = startOpConnect(fake, pki);
   const at = { addresses: ["127.0.0.1"], ttl: 60 };
-  dns = await startDnsServer({ [HOST]: at, [DIRECT]: at, [PASS]: at, [PLAIN]: at, [VAULT]: at });
+  dns = await startDnsServer({ [HOST]: at, [DIRECT]: at, [PASS]: at, [PLAIN]: at, [VAULT]: at, [H2]: at });
   [tiny, socks] = await Promise.all([
-    startTinyproxy({ user: PROXY_USER, password: PROXY_PASSWORD, connectPorts: [up.port, connect.port, plain.port!] }),
+    startTinyproxy({ user: PROXY_USER, password: PROXY_PASSWORD, connectPorts: [up.port, connect.port, plain.port!, h2.port] }),
     startMicrosocks({ user: PROXY_USER, password: PROXY_PASSWORD }),
   ]);
   const common = {
@@ -74,7 +79,7 @@ beforeAll(async () => {
   cas = new Map();
   for (const cg of [viaHttp, viaSocks, wrongHttp, wrongSocks]) {
     cas.set(cg, (await gatewayCa(cg)).file);
-    for (const host of [HOST, DIRECT, PLAIN]) {
+    for (const host of [HOST, DIRECT, PLAIN, H2]) {
       const r = await cg.api("POST", "/v1/secrets", { body: { name: host, type: "generic", value: SECRET, hostPattern: host, injectionConfig: { headerName: "x-api-key" } } });
       if (r.status !== 201) throw new Error(`secret: ${r.status} ${r.text}`);
     }
@@ -96,7 +101,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([viaHttp, viaSocks, wrongHttp, wrongSocks].map((cg) => cg?.stop()));
-  await Promise.all([tiny?.stop(), socks?.stop(), up?.stop(), connect?.stop(), dns?.stop()]);
+  await Promise.all([tiny?.stop(), socks?.stop(), up?.stop(), h2?.stop(), connect?.stop(), dns?.stop()]);
   plain?.stop(true);
 });
 
@@ -126,6 +131,15 @@ describe("through an HTTP CONNECT proxy (tinyproxy, Basic auth)", () => {
     expect(seen("/http/1")[0]!.host).toBe(`${HOST}:${up.port}`);
     expect(newTargets(tiny, before)).toEqual([`127.0.0.1:${up.port}`]);
     expect(tiny.output()).not.toContain("proxy.test");
+  });
+
+  test("an h2 origin through the proxy's tunnel: h2 chosen by ALPN, the credential injected", async () => {
+    const before = tiny.targets().length;
+    const r = await curl(viaHttp, `https://${H2}:${h2.port}/via-proxy`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ path: "/via-proxy", proto: "h2" });
+    expect(h2.seen.find((s) => s.path === "/via-proxy")!.headers["x-api-key"]).toBe(SECRET);
+    expect(newTargets(tiny, before)).toEqual([`127.0.0.1:${h2.port}`]);
   });
 
   test("requests share a pooled tunnel: three agents in a row, one CONNECT", async () => {
@@ -207,6 +221,13 @@ describe("through a SOCKS5 proxy (microsocks, user/password)", () => {
     expect(r.status).toBe(200);
     expect(seen("/socks/1")[0]!.headers["x-api-key"]).toBe(SECRET);
     expect(newTargets(socks, before)).toEqual([`127.0.0.1:${up.port}`]);
+  });
+
+  test("an h2 origin through SOCKS5: h2 chosen by ALPN, the credential injected", async () => {
+    const r = await curl(viaSocks, `https://${H2}:${h2.port}/via-socks`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ path: "/via-socks", proto: "h2" });
+    expect(h2.seen.find((s) => s.path === "/via-socks")!.headers["x-api-key"]).toBe(SECRET);
   });
 
   test("1Password Connect and passthrough through SOCKS5 too", async () => {

@@ -71,7 +71,8 @@ export interface RawResponse {
 export function parseHead(bytes: Buffer): Omit<RawResponse, "body" | "text"> {
   const lines = bytes.toString("latin1").split("\r\n");
   const statusLine = lines[0]!;
-  const m = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine);
+  // curl says "HTTP/2 200" when it chose h2 inside a tunnel (docs/gateway.md#http2-and-grpc).
+  const m = /^HTTP\/(?:1\.[01]|2) (\d{3})/.exec(statusLine);
   if (!m) throw new Error(`not an HTTP response: ${statusLine}`);
   const rawHeaders: [string, string][] = [];
   const headers: Record<string, string> = {};

@@ -37,6 +37,15 @@ class ReadRequest implements AgentSide {
     return this.connection.detach();
   }
 
+  /** gRPC needs HTTP/2: over HTTP/1.1 a request is never a gRPC call (docs/gateway.md#http2-and-grpc). */
+  get grpc(): boolean {
+    return false;
+  }
+
+  get trailers(): null {
+    return null;
+  }
+
   get headers(): Headers {
     // The head parser refused every value Headers would (NUL, CR, LF): this cannot throw.
     return (this.#headers ??= new Headers(this.headerLines));

@@ -46,6 +46,8 @@ export class BunAgentSocket implements AgentSocket, BatchedSocket {
   tls = false;
   /** The TLS handshake with the agent completed. */
   handshaken = false;
+  /** Told once the TLS handshake has completed, with the protocol ALPN selected (null: none). */
+  onHandshake: ((alpn: string | null) => void) | null = null;
   /** Bytes of this turn, written at its end, and what the socket did not take yet (writeBatch.ts). */
   readonly #out = new OutgoingBytes(this);
   /** A writer was told to wait: it hears `drain` once everything has gone. */
@@ -67,7 +69,7 @@ export class BunAgentSocket implements AgentSocket, BatchedSocket {
    * Terminates TLS on this socket (the bytes already read, `initial`, are the ClientHello): the returned
    * socket carries the plaintext; this one is left to Bun.
    */
-  upgradeTo(tls: { cert: string; key: string }, initial: Buffer, handlers: SocketHandler<BunAgentSocket>): BunAgentSocket {
+  upgradeTo(tls: { cert: string; key: string; ALPNProtocols?: Buffer }, initial: Buffer, handlers: SocketHandler<BunAgentSocket>): BunAgentSocket {
     // The plain bytes of this turn (the 200 to the CONNECT) must leave before the TLS handshake's.
     this.flushBatch();
     const secure = new BunAgentSocket();
@@ -186,7 +188,10 @@ export const agentSocketHandlers: SocketHandler<BunAgentSocket> = {
   },
   handshake(socket, success) {
     // A server never asks for a client certificate, so the authorization error is not ours to judge.
-    if (success) socket.data.handshaken = true;
+    if (!success) return;
+    const agent = socket.data;
+    agent.handshaken = true;
+    agent.onHandshake?.(socket.alpnProtocol || null);
   },
   // An error is always followed by close.
   error() {},

@@ -36,6 +36,7 @@ export function forwardStage(deps: ForwardDeps): Stage {
       chunked,
       headerTimeoutMs,
       agent: rq.presence,
+      source: rq,
     }).then((result) => {
       // A body scan refused the request while it streamed, and the exchange broke off for it.
       if (rq.refusal !== null && !("reply" in result)) return rq.refusal;

@@ -40,8 +40,9 @@ export function guidanceStage({ publicUrl }: GuidanceDeps): Stage {
   return {
     name: "guidance",
     response(rq, reply) {
-      // Synchronous for every answer it leaves alone: no promise on every request's path.
-      if (rq.injectionCount > 0 || !rq.forwarded || rq.websocket) return reply;
+      // Synchronous for every answer it leaves alone: no promise on every request's path. A gRPC client cannot
+      // read JSON: its origin's answer always passes (docs/gateway.md#http2-and-grpc).
+      if (rq.injectionCount > 0 || !rq.forwarded || rq.websocket || rq.grpc) return reply;
       const status = reply.status;
       return status === 400 || status === 401 || status === 403 ? rewrite(rq, base, reply, status) : reply;
     },

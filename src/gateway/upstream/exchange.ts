@@ -10,6 +10,8 @@ import type { Acquired, UpstreamPool } from "./pool.ts";
 import type { DialTarget } from "../../services/outbound.ts";
 import type { AgentPresence, GoneWatcher } from "../agentSide.ts";
 import { responseLinesForAgent } from "../headers.ts";
+import type { ProxyRequest } from "../request.ts";
+import { H2Exchange } from "./h2Exchange.ts";
 
 export interface UpstreamRequest {
   scheme: "https" | "http";
@@ -24,6 +26,8 @@ export interface UpstreamRequest {
   headerTimeoutMs: number;
   /** Tells when the agent goes away. */
   agent: AgentPresence;
+  /** The request itself: an h2 origin gets its head as fields, and its trailers (docs/gateway.md#http2-and-grpc). */
+  source: ProxyRequest;
 }
 
 export type ExchangeResult = { reply: Reply } | { failure: "unreachable" | "timeout"; reason: string };
@@ -47,20 +51,28 @@ export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<Excha
  * A reused connection the upstream had just closed gets a request without a body sent again on a fresh one
  * (nothing was answered); this first exchange settles with the second one's result.
  */
-function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest): Promise<ExchangeResult> {
-  return new Exchange(pool, acquired.key, acquired.conn, rq, acquired.reused && !rq.body).run();
+function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest, retryable = true): Promise<ExchangeResult> {
+  if (acquired.h2 !== null) return new H2Exchange(pool, acquired.h2, rq, retryable && !rq.body).run();
+  // gRPC is never translated to HTTP/1.1 (docs/gateway.md#http2-and-grpc): the unused connection goes back.
+  if (rq.source.grpc) {
+    pool.release(acquired.key, acquired.conn);
+    return Promise.resolve(NO_HTTP2);
+  }
+  return new Exchange(pool, acquired.key, acquired.conn, rq, retryable && acquired.reused && !rq.body).run();
 }
 
 const CLOSED_BEFORE_RESPONSE: ExchangeResult = { failure: "unreachable", reason: "connection closed before the response" };
+const NO_HTTP2: ExchangeResult = { failure: "unreachable", reason: "the origin does not speak HTTP/2" };
 
-async function retry(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
+/** The request once more on a fresh (or another pooled) connection; never retried a second time. */
+export async function retry(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
   let again: Acquired;
   try {
     again = await pool.acquire(rq.scheme, rq.target);
   } catch (err) {
     return { failure: "unreachable", reason: (err as Error).message };
   }
-  return new Exchange(pool, again.key, again.conn, rq, false).run();
+  return exchangeOn(pool, again, rq, false);
 }
 
 /**

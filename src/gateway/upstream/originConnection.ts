@@ -24,9 +24,14 @@ export interface DialOptions {
   tunnel: (() => Promise<Socket<unknown>>) | null;
 }
 
+/** ALPN offered to TLS origins: h2 first, the origin chooses (docs/gateway.md#http2-and-grpc). */
+const ALPN = Buffer.from("\x02h2\x08http/1.1", "latin1");
+
 export class UpstreamConnection implements BatchedSocket {
   user: ConnectionUser | null = null;
   closed = false;
+  /** The protocol the origin chose by ALPN: "h2", or HTTP/1.1 (also when it chose none). */
+  h2 = false;
   /** When it last went idle (for the pool's idle limit). */
   idleSince = 0;
 
@@ -48,13 +53,14 @@ export class UpstreamConnection implements BatchedSocket {
         settled = true;
         clearTimeout(timer);
         const conn = new UpstreamConnection(socket);
+        conn.h2 = socket.alpnProtocol === "h2";
         socket.data = conn;
         resolve(conn);
       };
       const timer = setTimeout(() => fail(`connect timed out after ${CONNECT_TIMEOUT_MS / 1000} s`), CONNECT_TIMEOUT_MS);
       // Bun checks the certificate against serverName (or else the dialled address): always the real host,
       // an IP literal included, so that a pinned address is verified as the name it stands for.
-      const tls = opts.tls ? { serverName: target.host, ca: opts.ca, rejectUnauthorized: true } : undefined;
+      const tls = opts.tls ? { serverName: target.host, ca: opts.ca, rejectUnauthorized: true, ALPNProtocols: ALPN } : undefined;
       const handlers: SocketHandler<UpstreamConnection | null> = {
         open(socket) {
           socket.setNoDelay(true);
@@ -120,6 +126,11 @@ export class UpstreamConnection implements BatchedSocket {
   send(data: Outgoing): boolean {
     if (this.closed) return false;
     return this.#out.add(data);
+  }
+
+  /** Bytes wait for the socket, or this turn's batch is past its high-water mark (writeBatch.ts). */
+  get needsDrain(): boolean {
+    return this.#out.needsDrain;
   }
 
   flushBatch(): void {

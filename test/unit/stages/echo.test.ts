@@ -1,7 +1,7 @@
 // The echo stage (docs/guards.md#echo-guard): a request that received a credential asks for an identity
 // encoding, and its reply has every injected value (raw, base64, percent-encoded) replaced in header values
-// and in the body as it streams, also across chunk boundaries. Uncredentialed requests and WebSockets are
-// left alone.
+// and in the body as it streams, also across chunk boundaries, and in trailers. Uncredentialed requests and
+// WebSockets are left alone.
 import { describe, expect, test } from "bun:test";
 import { Reply, StreamBody } from "../../../src/gateway/reply.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
@@ -56,6 +56,19 @@ describe("response", () => {
     const body = await replyText(out);
     expect(body).toBe('{"echo":"Bearer credgate-redacted","b64":"credgate-redacted"}');
     expect(body).not.toContain(SECRET);
+  });
+
+  test("trailers (an h2 origin's, gRPC's status message) are redacted too, whether they come before or after the stage ran", async () => {
+    const rq = await credentialed();
+    const early = replyOf(["ok"]);
+    early.trailers = [["grpc-message", `echo ${SECRET}`]];
+    const late = replyOf(["ok"]);
+    await stage.response!(rq, early);
+    await stage.response!(await credentialed(), late);
+    // The body's source sets trailers only at its end: after the stage has run.
+    late.trailers = [["grpc-message", `late ${encodeURIComponent(SECRET)} ${SECRET}`], ["x-plain", "kept"]];
+    expect(early.trailers).toEqual([["grpc-message", "echo credgate-redacted"]]);
+    expect(late.trailers).toEqual([["grpc-message", "late credgate-redacted credgate-redacted"], ["x-plain", "kept"]]);
   });
 
   test("an uncredentialed request's reply, and a WebSocket's, are left as they are", async () => {

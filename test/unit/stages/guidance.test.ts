@@ -10,7 +10,7 @@ import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import type { AgentCredentials } from "../../../src/gateway/snapshot.ts";
 import { answer } from "../../../src/gateway/stage.ts";
 import { guidanceStage } from "../../../src/gateway/stages/guidance.ts";
-import { agentCredentials, agentEntry, compiledSecret, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
+import { agentCredentials, agentEntry, compiledSecret, replyText, signIn, TestAgentSide, testRequest } from "../../../src/gateway/testing.ts";
 
 const stage = guidanceStage({ publicUrl: "https://credgate.test/" });
 const agent = agentEntry({ id: "agent-7", projectId: "project-7", identifier: "coder" });
@@ -93,6 +93,20 @@ describe("left alone", () => {
     expect(await stage.response!(credentialed, r401)).toBe(r401);
     const r200 = upstream(200, "{}");
     expect(await stage.response!(request("api.unknown.test", "/x"), r200)).toBe(r200);
+  });
+
+  test("a gRPC call's 401 passes untouched (a gRPC client cannot read JSON); the same call over plain HTTP is guided", async () => {
+    const call = (grpc: boolean) => {
+      const side = new TestAgentSide("POST", "/pkg.Service/Method", [["content-type", "application/grpc"]]);
+      side.grpc = grpc;
+      const rq = testRequest({ tunnel: "api.unknown.test", target: "/pkg.Service/Method", side });
+      signIn(rq, agentCredentials({ agent }));
+      rq.decision = "allowed";
+      return rq;
+    };
+    const r401 = upstream(401, "{}");
+    expect(await stage.response!(call(true), r401)).toBe(r401);
+    expect((await guided(call(false), upstream(401, "{}"))).body).toMatchObject({ error: "credential_not_found" });
   });
 
   test("the gateway's own 403 (a request that never went upstream) is not rewritten", async () => {

@@ -1,0 +1,407 @@
+// An agent's HTTP/2 connection inside an intercepted tunnel (ALPN h2, docs/gateway.md#http2-and-grpc): the
+// sibling of client/agentConnection.ts. Every stream is one request: its head becomes an AgentSide that runs
+// through the same pipeline as an HTTP/1.1 request, and its Reply goes back as an h2 response — headers, DATA
+// through the reply's transforms, trailers — with the stream's own flow control, so a held or slow stream never
+// holds up the others. A gRPC call refused by the gateway gets a trailers-only gRPC answer (grpc.ts); a reply
+// that asks to close the connection (a 407 after a token regeneration) ends it with GOAWAY once it is written.
+import { log } from "../../observability/log.ts";
+import type { AgentSide, GoneWatcher } from "../agentSide.ts";
+import type { RequestHandler } from "../client/agentConnection.ts";
+import type { AgentSocket, AgentSocketEvents } from "../client/socket.ts";
+import { badGateway, headTooLarge } from "../errors.ts";
+import { grpcRefusal, isGrpcContentType } from "../grpc.ts";
+import { headerValue, isNamed, type HeaderLines } from "../http1/head.ts";
+import type { Idle } from "../idle.ts";
+import { Reply, type BodySink, type BodySource, type BodyTransform } from "../reply.ts";
+import * as f from "./frames.ts";
+import type { HeaderField } from "./hpack.ts";
+import { h2Fields, requestHead, trailerFields } from "./message.ts";
+import { H2Session, type H2Stream, type H2Transport, type StreamHandler } from "./session.ts";
+
+/**
+ * After a connection error the GOAWAY leaves, then the socket is read (and the bytes dropped) this long before
+ * it closes: closed with unread bytes, TCP would answer RST, and the client could lose the GOAWAY that says why.
+ */
+const LINGER_MS = 500;
+
+function endSocket(socket: AgentSocket): void {
+  socket.end();
+}
+
+/** How much of a request body waits in the stream before the agent is told to hold back (its window). */
+const BODY_HIGH_WATER = 64 * 1024;
+
+/** One request stream, as the pipeline reads it. */
+class StreamRequest implements AgentSide, StreamHandler {
+  readonly body: ReadableStream<Uint8Array> | null;
+  readonly chunked: boolean;
+  readonly grpc: boolean;
+  trailers: HeaderLines | null = null;
+  #headers: Headers | null = null;
+  #controller: AbortController | null = null;
+  #watchers: GoneWatcher[] | null = null;
+  #gone = false;
+  #body: ReadableStreamDefaultController<Uint8Array> | null = null;
+  /** Body bytes handed to the stream, and the part of them the agent has been credited for. */
+  #enqueued = 0;
+  #credited = 0;
+  #bodyDone = false;
+  /** The reply being written: told when the stream goes away or may take more. */
+  writer: ReplyWriter | null = null;
+
+  constructor(
+    readonly stream: H2Stream,
+    readonly method: string,
+    readonly target: string,
+    readonly headerLines: HeaderLines,
+    endStream: boolean,
+    contentLength: number,
+  ) {
+    stream.handler = this;
+    stream.declaredLength = contentLength;
+    this.grpc = isGrpcContentType(headerValue(headerLines, "content-type"));
+    const hasBody = !endStream && contentLength !== 0;
+    this.chunked = hasBody && contentLength < 0;
+    this.body = hasBody ? this.#bodyStream() : null;
+    if (!hasBody) this.#bodyDone = true;
+  }
+
+  #bodyStream(): ReadableStream<Uint8Array> {
+    return new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          this.#body = controller;
+        },
+        pull: (controller) => this.#credit(controller),
+        cancel: () => {
+          // Nobody reads the rest: it is credited as it comes and dropped.
+          this.#body = null;
+        },
+      },
+      { highWaterMark: BODY_HIGH_WATER, size: (c) => c?.byteLength ?? 0 },
+    );
+  }
+
+  /** The agent may send as much again as the reader has taken. */
+  #credit(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    const queued = BODY_HIGH_WATER - (controller.desiredSize ?? 0);
+    const taken = this.#enqueued - Math.max(0, queued) - this.#credited;
+    if (taken > 0) {
+      this.#credited += taken;
+      this.stream.consumed(taken);
+    }
+  }
+
+  takeOver(): never {
+    throw new Error("an HTTP/2 stream cannot be taken over (WebSocket over HTTP/2 is not offered)");
+  }
+
+  get headers(): Headers {
+    return (this.#headers ??= new Headers(this.headerLines));
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === null) {
+      this.#controller = new AbortController();
+      if (this.#gone) this.#controller.abort();
+    }
+    return this.#controller.signal;
+  }
+
+  get gone(): boolean {
+    return this.#gone;
+  }
+
+  watchGone(watcher: GoneWatcher): void {
+    (this.#watchers ??= []).push(watcher);
+  }
+
+  unwatchGone(watcher: GoneWatcher): void {
+    const i = this.#watchers?.indexOf(watcher) ?? -1;
+    if (i >= 0) this.#watchers!.splice(i, 1);
+  }
+
+  // --- the stream's events ---
+
+  onHeaders(_stream: H2Stream, fields: HeaderField[]): void {
+    const lines = trailerFields(fields);
+    if (lines === null) return this.stream.reset(f.PROTOCOL_ERROR);
+    this.trailers = lines;
+    this.#endBody();
+  }
+
+  onData(_stream: H2Stream, chunk: Buffer, endStream: boolean): void {
+    const body = this.#body;
+    if (chunk.length > 0) {
+      if (body === null || this.#bodyDone) this.stream.consumed(chunk.length);
+      else {
+        this.#enqueued += chunk.length;
+        try {
+          body.enqueue(chunk);
+        } catch {}
+        if ((body.desiredSize ?? 0) > 0) this.#credit(body);
+      }
+    }
+    if (endStream) this.#endBody();
+  }
+
+  #endBody(): void {
+    if (this.#bodyDone) return;
+    this.#bodyDone = true;
+    try {
+      this.#body?.close();
+    } catch {}
+  }
+
+  onReset(_stream: H2Stream, code: number): void {
+    if (!this.#bodyDone) {
+      this.#bodyDone = true;
+      try {
+        this.#body?.error(new Error(`the agent reset the stream (${code})`));
+      } catch {}
+    }
+    this.#abandon();
+    this.writer?.abort();
+  }
+
+  onWritable(): void {
+    this.writer?.writable();
+  }
+
+  /** The agent went away: every watcher hears it once, and the signal (if one was made) aborts. */
+  #abandon(): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    const watchers = this.#watchers;
+    this.#watchers = null;
+    if (watchers) for (const w of watchers) w.agentGone();
+    this.#controller?.abort();
+  }
+}
+
+export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
+  /** Bytes came since the idle sweep last looked (idle.ts). */
+  active = false;
+  readonly session: H2Session;
+
+  constructor(
+    readonly socket: AgentSocket,
+    private readonly handler: RequestHandler,
+  ) {
+    socket.events = this;
+    this.session = new H2Session("server", this, {
+      stream: (stream, fields, endStream) => this.#stream(stream, fields, endStream),
+      tooLarge: (stream) => this.#tooLarge(stream),
+      closed: () => {
+        if (this.session.failure) log.warn("an agent's HTTP/2 connection was closed for a protocol violation", this.session.failure);
+      },
+    });
+  }
+
+  /** Streams in flight: the connection is not idle, whatever the bytes say. */
+  get busy(): boolean {
+    return this.session.activeStreams > 0;
+  }
+
+  closeIdle(): void {
+    this.closeWhenIdle();
+  }
+
+  /** GOAWAY: no new streams; the connection ends once the open ones are answered. */
+  closeWhenIdle(): void {
+    this.session.goaway();
+  }
+
+  data(chunk: Buffer): void {
+    this.active = true;
+    this.session.receive(chunk);
+  }
+
+  // --- H2Transport: the session's bytes go to the agent's socket ---
+
+  write(data: Uint8Array): void {
+    this.socket.write(data);
+  }
+
+  get needsDrain(): boolean {
+    return this.socket.needsDrain;
+  }
+
+  end(): void {
+    if (this.session.failure === null) return this.socket.end();
+    setTimeout(endSocket, LINGER_MS, this.socket).unref();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  drain(): void {
+    this.session.drained();
+  }
+
+  close(): void {
+    this.session.transportClosed();
+  }
+
+  #stream(stream: H2Stream, fields: HeaderField[], endStream: boolean): void {
+    const head = requestHead(fields);
+    if (head === null) return stream.reset(f.PROTOCOL_ERROR);
+    const request = new StreamRequest(stream, head.method, head.target, head.headers, endStream, head.contentLength);
+    let reply: Promise<Reply | null>;
+    try {
+      reply = this.handler(request);
+    } catch (err) {
+      reply = Promise.reject(err as Error);
+    }
+    reply.then(
+      (r) => this.#answer(request, r),
+      (err: Error) => {
+        log.error("gateway request failed", { error: err.message });
+        this.#answer(request, Reply.of(badGateway()));
+      },
+    );
+  }
+
+  /** A request head over SETTINGS_MAX_HEADER_LIST_SIZE: 431, the connection kept (it never reached the pipeline). */
+  #tooLarge(stream: H2Stream): void {
+    const answer = headTooLarge();
+    const body = Buffer.from(JSON.stringify(answer.body));
+    stream.sendHeaders(
+      [
+        [":status", "431"],
+        ["content-type", "application/json"],
+        ["content-length", String(body.length)],
+      ],
+      false,
+    );
+    stream.sendData(body, true);
+  }
+
+  #answer(request: StreamRequest, reply: Reply | null): void {
+    if (reply === null) return;
+    const stream = request.stream;
+    if (stream.closed) {
+      reply.body?.cancel();
+      reply.finish(false);
+      return;
+    }
+    const close = reply.header("connection")?.toLowerCase() === "close";
+    if (request.grpc && !reply.fromUpstream) void this.#grpcRefusal(request, reply, close);
+    else {
+      const writer = new ReplyWriter(stream, reply, request.method);
+      request.writer = writer;
+      writer.start();
+    }
+    if (close) this.session.goaway();
+  }
+
+  /** The gateway's own answer to a gRPC call, as gRPC: trailers-only (docs/agent-errors.md#grpc). */
+  async #grpcRefusal(request: StreamRequest, reply: Reply, close: boolean): Promise<void> {
+    let body = "";
+    try {
+      body = reply.body ? await reply.toResponse().text() : "";
+    } catch {}
+    reply.finish(true);
+    request.stream.sendHeaders(grpcRefusal(reply.status, body, reply.header("x-request-id") ?? ""), true);
+    if (close) this.session.goaway();
+  }
+}
+
+function bodyless(method: string, status: number): boolean {
+  return method === "HEAD" || status === 204 || status === 304;
+}
+
+/** Runs the end of every transform, each one's held-back bytes passing through the ones after it. */
+function endTransforms(transforms: BodyTransform[], complete: boolean): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < transforms.length; i++) {
+    let tail = transforms[i]!.end(complete);
+    for (let j = i + 1; tail && j < transforms.length; j++) tail = transforms[j]!.data(tail);
+    if (tail && tail.byteLength > 0) out.push(tail);
+  }
+  return out;
+}
+
+/** Writes one Reply on its stream: headers at once, then the body with the stream's backpressure, then trailers. */
+class ReplyWriter implements BodySink {
+  #finished = false;
+  #paused = false;
+  readonly #source: BodySource | null;
+
+  constructor(
+    private readonly stream: H2Stream,
+    private readonly reply: Reply,
+    method: string,
+  ) {
+    const noBody = bodyless(method, reply.status);
+    if (noBody && reply.body) reply.body.cancel();
+    this.#source = noBody ? null : reply.body;
+  }
+
+  start(): void {
+    const reply = this.reply;
+    let resizes = false;
+    for (const t of reply.transforms) resizes ||= t.resizes;
+    const fields: HeaderField[] = [[":status", String(reply.status)]];
+    for (const [name, value] of reply.headerLines()) {
+      if (resizes && isNamed(name, "content-length")) continue;
+      fields.push([name, value]);
+    }
+    const lines = h2Fields(fields.splice(1), fields);
+    const source = this.#source;
+    if (source === null) {
+      this.stream.sendHeaders(lines, true);
+      return this.#done(true);
+    }
+    this.stream.sendHeaders(lines, false);
+    source.start(this);
+  }
+
+  data(chunk: Uint8Array): boolean {
+    if (this.#finished) return false;
+    let out = chunk;
+    for (const t of this.reply.transforms) out = t.data(out);
+    if (out.byteLength > 0 && !this.stream.sendData(out)) {
+      this.#paused = true;
+      return false;
+    }
+    return true;
+  }
+
+  writable(): void {
+    if (!this.#paused || this.#finished) return;
+    this.#paused = false;
+    this.#source?.resume();
+  }
+
+  end(): void {
+    if (this.#finished) return;
+    for (const tail of endTransforms(this.reply.transforms, true)) this.stream.sendData(tail);
+    const trailers = this.reply.trailers;
+    this.stream.end(trailers ? h2Fields(trailers, []) : null);
+    this.#done(true);
+  }
+
+  error(): void {
+    if (this.#finished) return;
+    endTransforms(this.reply.transforms, false);
+    // Mid-body the only way to say it: the stream is reset (the agent sees the response cut short).
+    this.stream.reset(f.INTERNAL_ERROR);
+    this.#done(false);
+  }
+
+  /** The agent reset the stream, or the connection went away. */
+  abort(): void {
+    if (this.#finished) return;
+    this.#source?.cancel();
+    endTransforms(this.reply.transforms, false);
+    this.#done(false);
+  }
+
+  #done(complete: boolean): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.reply.finish(complete);
+  }
+}

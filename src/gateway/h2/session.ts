@@ -1,0 +1,670 @@
+// One HTTP/2 connection (RFC 9113), either side of the gateway (docs/gateway.md#http2-and-grpc): the agent's
+// (server role, inside an intercepted tunnel) or an origin's (client role, pooled). It reads frames off the
+// bytes it is fed, keeps HPACK in step, and runs flow control per stream: a stream's receive window is
+// credited only when its consumer has taken the bytes (so a slow reader holds back its own stream and no
+// other), the connection's on receipt. What it sends waits per stream for its windows and for the socket.
+// The attack limits are enforced here: concurrent streams (REFUSED_STREAM), the header list size (the stream
+// is refused, the connection kept), rapid reset, CONTINUATION floods and HPACK tables beyond their limit
+// (GOAWAY ENHANCE_YOUR_CALM).
+import * as f from "./frames.ts";
+import { HpackDecoder, HpackEncoder, HpackError, type HeaderField } from "./hpack.ts";
+
+/** Where the session's bytes go: the agent's socket or the origin's connection, batched per turn. */
+export interface H2Transport {
+  write(data: Uint8Array): void;
+  readonly needsDrain: boolean;
+  end(): void;
+  destroy(): void;
+}
+
+/** What one stream's user hears. */
+export interface StreamHandler {
+  /** A header block: a response head (client role; 1xx included), or trailers (`endStream` then true). */
+  onHeaders(stream: H2Stream, fields: HeaderField[], endStream: boolean): void;
+  onData(stream: H2Stream, chunk: Buffer, endStream: boolean): void;
+  /** The peer reset the stream, or the connection went away (`code`: the h2 error code). */
+  onReset(stream: H2Stream, code: number): void;
+  /** Everything queued has been sent: more may be written. */
+  onWritable(stream: H2Stream): void;
+}
+
+export interface SessionEvents {
+  /** Server role: a new request stream, with its header block (already checked to be within the limits). */
+  stream?(stream: H2Stream, fields: HeaderField[], endStream: boolean): void;
+  /** Server role: a request head over the header list limit (the stream is answered by the caller, or reset). */
+  tooLarge?(stream: H2Stream): void;
+  /** A stream has closed (both ends done, or reset). */
+  streamClosed?(stream: H2Stream): void;
+  /** Client role: the peer sent GOAWAY (no new streams on this session). */
+  goaway?(code: number): void;
+  /** The session is over: GOAWAY either way, a protocol error, or the transport closed. */
+  closed?(): void;
+}
+
+export interface SessionLimits {
+  /** SETTINGS_MAX_CONCURRENT_STREAMS we announce (server role). */
+  maxConcurrentStreams: number;
+  /** SETTINGS_MAX_HEADER_LIST_SIZE we announce and enforce. */
+  maxHeaderListSize: number;
+  /** Our receive window per stream, credited as the consumer reads. */
+  streamWindow: number;
+  /** Our connection receive window, credited on receipt. */
+  connectionWindow: number;
+}
+
+export const DEFAULT_LIMITS: SessionLimits = {
+  maxConcurrentStreams: 100,
+  maxHeaderListSize: 65_536,
+  streamWindow: 256 * 1024,
+  connectionWindow: 16 * 1024 * 1024,
+};
+
+/** More CONTINUATION frames than this in one header block: an attack (docs/gateway.md#http2-and-grpc). */
+const MAX_CONTINUATIONS = 32;
+/** More client RST_STREAM frames than this within RAPID_RESET_MS: rapid reset (CVE-2023-44487). */
+const MAX_RESETS = 200;
+const RAPID_RESET_MS = 10_000;
+/** A send queue past this many bytes tells its writer to wait. */
+const STREAM_HIGH_WATER = 64 * 1024;
+
+export class H2Stream {
+  /** The stream's user (set by whoever handles it: the front's request, or the upstream exchange). */
+  handler: StreamHandler | null = null;
+  sendWindow: number;
+  recvWindow: number;
+  /** Bytes the consumer took that the peer has not been credited for yet. */
+  #unacked = 0;
+  /** What waits to be sent: data chunks, then (once `#ending`) END_STREAM or trailers. */
+  readonly queue: Buffer[] = [];
+  queuedBytes = 0;
+  ending = false;
+  trailers: HeaderField[] | null = null;
+  /** The writer was told to wait: it hears `writable` once the queue has gone. */
+  waiting = false;
+  localEnded = false;
+  remoteEnded = false;
+  closed = false;
+  /** Client role: the final response head has arrived. */
+  responded = false;
+  /** Server role: the request's announced content-length (−1: none), and the data bytes seen. */
+  declaredLength = -1;
+  receivedLength = 0;
+
+  constructor(
+    readonly session: H2Session,
+    readonly id: number,
+  ) {
+    this.sendWindow = session.peerInitialWindow;
+    this.recvWindow = session.limits.streamWindow;
+  }
+
+  /** The consumer has taken `n` bytes of data: the peer may send that many more. */
+  consumed(n: number): void {
+    if (this.closed || this.remoteEnded || n <= 0) return;
+    this.#unacked += n;
+    if (this.#unacked >= this.session.limits.streamWindow / 4) {
+      this.session.creditStream(this, this.#unacked);
+      this.recvWindow += this.#unacked;
+      this.#unacked = 0;
+    }
+  }
+
+  sendHeaders(fields: Iterable<HeaderField>, endStream: boolean): void {
+    this.session.sendHeaders(this, fields, endStream);
+  }
+
+  /** Queues a chunk; false when the writer should wait for `writable`. */
+  sendData(chunk: Uint8Array, endStream = false): boolean {
+    return this.session.sendData(this, chunk, endStream);
+  }
+
+  /** Ends the stream after what is queued, with trailers when given. */
+  end(trailers: HeaderField[] | null = null): void {
+    this.session.endStream(this, trailers);
+  }
+
+  reset(code: number): void {
+    this.session.resetStream(this, code);
+  }
+}
+
+type Role = "server" | "client";
+
+export class H2Session {
+  readonly #streams = new Map<number, H2Stream>();
+  readonly #decoder: HpackDecoder;
+  readonly #encoder = new HpackEncoder();
+  /** Incoming bytes not yet a whole frame. */
+  #in: Buffer | null = null;
+  #prefaceLeft: number;
+  #settingsSeen = false;
+  /** A header block in progress: its stream, fragments, whether END_STREAM came with it, CONTINUATIONs so far. */
+  #block: { stream: number; parts: Buffer[]; endStream: boolean; continuations: number } | null = null;
+  /** Highest peer-opened stream id (server) or next id to use (client). */
+  #lastPeerStream = 0;
+  #nextStream = 1;
+  #active = 0;
+  #connSendWindow = f.DEFAULT_WINDOW;
+  #connUnacked = 0;
+  /** Streams with bytes waiting for a window or the socket, in the order they started waiting. */
+  readonly #blocked = new Set<H2Stream>();
+  #resetTimes: number[] | null = null;
+  #resetAt = 0;
+  peerInitialWindow = f.DEFAULT_WINDOW;
+  peerMaxFrame = f.DEFAULT_MAX_FRAME;
+  /** The peer's stream limit (client role): new requests wait for a free slot, or go to another session. */
+  peerMaxStreams = 100;
+  /** We sent GOAWAY (no new streams are taken), or the peer did (none may be opened). */
+  goingAway = false;
+  peerWentAway = false;
+  closed = false;
+
+  constructor(
+    readonly role: Role,
+    private readonly transport: H2Transport,
+    private readonly events: SessionEvents,
+    readonly limits: SessionLimits = DEFAULT_LIMITS,
+  ) {
+    this.#decoder = new HpackDecoder();
+    this.#prefaceLeft = role === "server" ? f.PREFACE.length : 0;
+    const settings: [number, number][] = [
+      [f.SETTINGS_MAX_CONCURRENT_STREAMS, limits.maxConcurrentStreams],
+      [f.SETTINGS_INITIAL_WINDOW_SIZE, limits.streamWindow],
+      [f.SETTINGS_MAX_HEADER_LIST_SIZE, limits.maxHeaderListSize],
+      [f.SETTINGS_ENABLE_PUSH, 0],
+    ];
+    if (role === "client") transport.write(f.PREFACE);
+    transport.write(f.settingsFrame(settings));
+    transport.write(f.windowUpdate(0, limits.connectionWindow - f.DEFAULT_WINDOW));
+  }
+
+  /** Streams open now. */
+  get activeStreams(): number {
+    return this.#active;
+  }
+
+  /** Client role: whether a new stream may be opened now. */
+  get canOpen(): boolean {
+    return !this.closed && !this.goingAway && !this.peerWentAway && this.#active < this.peerMaxStreams && this.#nextStream < f.MAX_WINDOW;
+  }
+
+  // --- reading ---
+
+  /** Bytes from the transport. */
+  receive(chunk: Buffer): void {
+    if (this.closed) return;
+    let buf = this.#in === null ? chunk : Buffer.concat([this.#in, chunk]);
+    this.#in = null;
+    let at = 0;
+    if (this.#prefaceLeft > 0) {
+      const n = Math.min(this.#prefaceLeft, buf.length);
+      const from = f.PREFACE.length - this.#prefaceLeft;
+      if (buf.compare(f.PREFACE, from, from + n, 0, n) !== 0) return this.#fail(f.PROTOCOL_ERROR, "not an HTTP/2 connection preface");
+      this.#prefaceLeft -= n;
+      at = n;
+    }
+    while (!this.closed && buf.length - at >= f.FRAME_HEADER) {
+      const length = (buf[at]! << 16) | (buf[at + 1]! << 8) | buf[at + 2]!;
+      // We never raise SETTINGS_MAX_FRAME_SIZE above its default.
+      if (length > f.DEFAULT_MAX_FRAME) return this.#fail(f.FRAME_SIZE_ERROR, "frame larger than SETTINGS_MAX_FRAME_SIZE");
+      if (buf.length - at < f.FRAME_HEADER + length) break;
+      const type = buf[at + 3]!;
+      const flags = buf[at + 4]!;
+      const stream = buf.readUInt32BE(at + 5) & f.MAX_WINDOW;
+      const payload = buf.subarray(at + f.FRAME_HEADER, at + f.FRAME_HEADER + length);
+      at += f.FRAME_HEADER + length;
+      this.#frame(type, flags, stream, payload);
+    }
+    if (!this.closed && at < buf.length) this.#in = at === 0 ? buf : Buffer.from(buf.subarray(at));
+  }
+
+  #frame(type: number, flags: number, id: number, payload: Buffer): void {
+    if (this.role === "server" && !this.#settingsSeen && type !== f.SETTINGS) return this.#fail(f.PROTOCOL_ERROR, "the first frame is not SETTINGS");
+    // Nothing may come between a HEADERS without END_HEADERS and its CONTINUATIONs (RFC 9113 §6.10).
+    if (this.#block !== null && (type !== f.CONTINUATION || id !== this.#block.stream)) return this.#fail(f.PROTOCOL_ERROR, "header block interrupted");
+    switch (type) {
+      case f.DATA:
+        return this.#data(flags, id, payload);
+      case f.HEADERS:
+        return this.#headers(flags, id, payload);
+      case f.PRIORITY:
+        if (id === 0) return this.#fail(f.PROTOCOL_ERROR, "PRIORITY on stream 0");
+        if (payload.length !== 5) return this.#resetId(id, f.FRAME_SIZE_ERROR);
+        return;
+      case f.RST_STREAM:
+        return this.#rst(id, payload);
+      case f.SETTINGS:
+        return this.#settings(flags, id, payload);
+      case f.PUSH_PROMISE:
+        // We announce SETTINGS_ENABLE_PUSH 0, and a client never pushes.
+        return this.#fail(f.PROTOCOL_ERROR, "PUSH_PROMISE");
+      case f.PING:
+        if (id !== 0) return this.#fail(f.PROTOCOL_ERROR, "PING on a stream");
+        if (payload.length !== 8) return this.#fail(f.FRAME_SIZE_ERROR, "PING of the wrong size");
+        if ((flags & f.ACK) === 0) this.transport.write(f.pingAck(payload));
+        return;
+      case f.GOAWAY:
+        return this.#goaway(id, payload);
+      case f.WINDOW_UPDATE:
+        return this.#windowUpdate(id, payload);
+      case f.CONTINUATION:
+        return this.#continuation(flags, id, payload);
+      default:
+        // Unknown frame types are ignored (RFC 9113 §4.1).
+        return;
+    }
+  }
+
+  /** The payload without its padding (PADDED flag); null when the padding is longer than the frame. */
+  #unpad(flags: number, payload: Buffer, extra: number): Buffer | null {
+    if ((flags & f.PADDED) === 0) return extra === 0 ? payload : payload.length < extra ? null : payload.subarray(extra);
+    if (payload.length < 1) return null;
+    const pad = payload[0]!;
+    if (1 + extra + pad > payload.length) return null;
+    return payload.subarray(1 + extra, payload.length - pad);
+  }
+
+  #data(flags: number, id: number, payload: Buffer): void {
+    if (id === 0) return this.#fail(f.PROTOCOL_ERROR, "DATA on stream 0");
+    const length = payload.length;
+    this.#creditConnection(length);
+    const stream = this.#streams.get(id);
+    if (!stream || stream.remoteEnded) {
+      if (!this.#known(id)) return this.#fail(f.PROTOCOL_ERROR, "DATA on an idle stream");
+      return this.#resetId(id, f.STREAM_CLOSED);
+    }
+    if (length > stream.recvWindow) return this.resetStream(stream, f.FLOW_CONTROL_ERROR);
+    stream.recvWindow -= length;
+    const data = this.#unpad(flags, payload, 0);
+    if (data === null) return this.#fail(f.PROTOCOL_ERROR, "padding longer than the frame");
+    // Padding is flow-controlled too, but nobody reads it: credit it at once.
+    if (data.length < length) stream.consumed(length - data.length);
+    const endStream = (flags & f.END_STREAM) !== 0;
+    if (this.role === "server") {
+      stream.receivedLength += data.length;
+      const declared = stream.declaredLength;
+      if (declared >= 0 && (stream.receivedLength > declared || (endStream && stream.receivedLength !== declared))) {
+        return this.resetStream(stream, f.PROTOCOL_ERROR);
+      }
+    }
+    if (endStream) stream.remoteEnded = true;
+    if (data.length > 0 || endStream) stream.handler?.onData(stream, data, endStream);
+    if (endStream) this.#maybeClose(stream);
+  }
+
+  #headers(flags: number, id: number, payload: Buffer): void {
+    if (id === 0) return this.#fail(f.PROTOCOL_ERROR, "HEADERS on stream 0");
+    const fragment = this.#unpad(flags, payload, (flags & f.PRIORITY_FLAG) !== 0 ? 5 : 0);
+    if (fragment === null) return this.#fail(f.PROTOCOL_ERROR, "padding longer than the frame");
+    const endStream = (flags & f.END_STREAM) !== 0;
+    if ((flags & f.END_HEADERS) !== 0) return this.#headerBlock(id, fragment, endStream);
+    this.#block = { stream: id, parts: [Buffer.from(fragment)], endStream, continuations: 0 };
+  }
+
+  #continuation(flags: number, id: number, payload: Buffer): void {
+    const block = this.#block;
+    if (block === null || id !== block.stream) return this.#fail(f.PROTOCOL_ERROR, "CONTINUATION without a header block");
+    if (++block.continuations > MAX_CONTINUATIONS) return this.#fail(f.ENHANCE_YOUR_CALM, "too many CONTINUATION frames");
+    block.parts.push(Buffer.from(payload));
+    if ((flags & f.END_HEADERS) === 0) return;
+    this.#block = null;
+    this.#headerBlock(id, Buffer.concat(block.parts), block.endStream);
+  }
+
+  /** A complete header block: decoded (always: the table must stay in step), then a new stream, a response or trailers. */
+  #headerBlock(id: number, block: Buffer, endStream: boolean): void {
+    let fields: HeaderField[];
+    let oversize: boolean;
+    try {
+      ({ headers: fields, oversize } = this.#decoder.decode(block, this.limits.maxHeaderListSize));
+    } catch (err) {
+      const calm = err instanceof HpackError && err.calm;
+      return this.#fail(calm ? f.ENHANCE_YOUR_CALM : f.COMPRESSION_ERROR, (err as Error).message);
+    }
+    const existing = this.#streams.get(id);
+    if (existing) return this.#moreHeaders(existing, fields, oversize, endStream);
+    if (this.role === "client") {
+      if (this.#known(id)) return this.#resetId(id, f.STREAM_CLOSED);
+      return this.#fail(f.PROTOCOL_ERROR, "HEADERS on a stream we did not open");
+    }
+    // A new request: odd ids only, each above the last (RFC 9113 §5.1.1).
+    if (id % 2 === 0 || id <= this.#lastPeerStream) {
+      if (id % 2 === 1 && id <= this.#lastPeerStream) return this.#fail(f.STREAM_CLOSED, "HEADERS on a closed stream");
+      return this.#fail(f.PROTOCOL_ERROR, "invalid stream id");
+    }
+    this.#lastPeerStream = id;
+    if (this.goingAway || this.#active >= this.limits.maxConcurrentStreams) return this.#resetId(id, f.REFUSED_STREAM);
+    const stream = this.#open(id);
+    if (endStream) stream.remoteEnded = true;
+    if (oversize) {
+      if (this.events.tooLarge) this.events.tooLarge(stream);
+      else this.resetStream(stream, f.PROTOCOL_ERROR);
+      return;
+    }
+    this.events.stream?.(stream, fields, endStream);
+  }
+
+  /** A header block on an open stream: the response (client role), or trailers. */
+  #moreHeaders(stream: H2Stream, fields: HeaderField[], oversize: boolean, endStream: boolean): void {
+    if (stream.remoteEnded) return this.resetStream(stream, f.STREAM_CLOSED);
+    if (oversize) return this.resetStream(stream, f.PROTOCOL_ERROR);
+    const trailers = this.role === "server" || stream.responded;
+    // Trailers end the stream (RFC 9113 §8.1).
+    if (trailers && !endStream) return this.resetStream(stream, f.PROTOCOL_ERROR);
+    if (endStream) stream.remoteEnded = true;
+    stream.handler?.onHeaders(stream, fields, endStream);
+    if (endStream) this.#maybeClose(stream);
+  }
+
+  #rst(id: number, payload: Buffer): void {
+    if (id === 0) return this.#fail(f.PROTOCOL_ERROR, "RST_STREAM on stream 0");
+    if (payload.length !== 4) return this.#fail(f.FRAME_SIZE_ERROR, "RST_STREAM of the wrong size");
+    if (!this.#known(id)) return this.#fail(f.PROTOCOL_ERROR, "RST_STREAM on an idle stream");
+    if (this.role === "server" && this.#rapidReset()) return this.#fail(f.ENHANCE_YOUR_CALM, "too many stream resets");
+    const stream = this.#streams.get(id);
+    if (!stream) return;
+    const code = payload.readUInt32BE(0);
+    this.#close(stream);
+    stream.handler?.onReset(stream, code);
+  }
+
+  /** Whether this reset is one too many within the window: the times of the last MAX_RESETS are kept, and this one is the MAX_RESETS+1st within RAPID_RESET_MS of the oldest. */
+  #rapidReset(): boolean {
+    const now = performance.now();
+    const times = (this.#resetTimes ??= new Array<number>(MAX_RESETS).fill(-Infinity));
+    const oldest = times[this.#resetAt]!;
+    times[this.#resetAt] = now;
+    this.#resetAt = (this.#resetAt + 1) % times.length;
+    return now - oldest < RAPID_RESET_MS;
+  }
+
+  #settings(flags: number, id: number, payload: Buffer): void {
+    if (id !== 0) return this.#fail(f.PROTOCOL_ERROR, "SETTINGS on a stream");
+    if ((flags & f.ACK) !== 0) {
+      if (payload.length !== 0) return this.#fail(f.FRAME_SIZE_ERROR, "SETTINGS ACK with a payload");
+      return;
+    }
+    if (payload.length % 6 !== 0) return this.#fail(f.FRAME_SIZE_ERROR, "SETTINGS of the wrong size");
+    this.#settingsSeen = true;
+    for (let at = 0; at < payload.length; at += 6) {
+      const key = payload.readUInt16BE(at);
+      const value = payload.readUInt32BE(at + 2);
+      switch (key) {
+        case f.SETTINGS_HEADER_TABLE_SIZE:
+          this.#encoder.setMaxSize(value);
+          break;
+        case f.SETTINGS_ENABLE_PUSH:
+          if (value > 1) return this.#fail(f.PROTOCOL_ERROR, "invalid SETTINGS_ENABLE_PUSH");
+          break;
+        case f.SETTINGS_MAX_CONCURRENT_STREAMS:
+          this.peerMaxStreams = value;
+          break;
+        case f.SETTINGS_INITIAL_WINDOW_SIZE: {
+          if (value > f.MAX_WINDOW) return this.#fail(f.FLOW_CONTROL_ERROR, "SETTINGS_INITIAL_WINDOW_SIZE too large");
+          const delta = value - this.peerInitialWindow;
+          this.peerInitialWindow = value;
+          for (const s of this.#streams.values()) {
+            s.sendWindow += delta;
+            if (s.sendWindow > f.MAX_WINDOW) return this.#fail(f.FLOW_CONTROL_ERROR, "stream window overflow");
+          }
+          break;
+        }
+        case f.SETTINGS_MAX_FRAME_SIZE:
+          if (value < f.DEFAULT_MAX_FRAME || value > 0xffffff) return this.#fail(f.PROTOCOL_ERROR, "invalid SETTINGS_MAX_FRAME_SIZE");
+          this.peerMaxFrame = value;
+          break;
+        default:
+          break;
+      }
+    }
+    this.transport.write(f.SETTINGS_ACK);
+    this.#pumpBlocked();
+  }
+
+  #goaway(id: number, payload: Buffer): void {
+    if (id !== 0) return this.#fail(f.PROTOCOL_ERROR, "GOAWAY on a stream");
+    if (payload.length < 8) return this.#fail(f.FRAME_SIZE_ERROR, "GOAWAY too short");
+    const last = payload.readUInt32BE(0) & f.MAX_WINDOW;
+    const code = payload.readUInt32BE(4);
+    this.peerWentAway = true;
+    this.events.goaway?.(code);
+    // Streams above the last one the peer will process were never seen by it: safe to send again elsewhere.
+    for (const s of [...this.#streams.values()]) {
+      if (this.role === "client" && s.id > last) {
+        this.#close(s);
+        s.handler?.onReset(s, f.REFUSED_STREAM);
+      }
+    }
+    if (this.#active === 0) this.#finish();
+  }
+
+  #windowUpdate(id: number, payload: Buffer): void {
+    if (payload.length !== 4) return this.#fail(f.FRAME_SIZE_ERROR, "WINDOW_UPDATE of the wrong size");
+    const increment = payload.readUInt32BE(0) & f.MAX_WINDOW;
+    if (id === 0) {
+      if (increment === 0) return this.#fail(f.PROTOCOL_ERROR, "WINDOW_UPDATE of 0");
+      this.#connSendWindow += increment;
+      if (this.#connSendWindow > f.MAX_WINDOW) return this.#fail(f.FLOW_CONTROL_ERROR, "connection window overflow");
+      return this.#pumpBlocked();
+    }
+    const stream = this.#streams.get(id);
+    if (!stream) {
+      if (!this.#known(id)) return this.#fail(f.PROTOCOL_ERROR, "WINDOW_UPDATE on an idle stream");
+      return;
+    }
+    if (increment === 0) return this.resetStream(stream, f.PROTOCOL_ERROR);
+    stream.sendWindow += increment;
+    if (stream.sendWindow > f.MAX_WINDOW) return this.resetStream(stream, f.FLOW_CONTROL_ERROR);
+    this.#pump(stream);
+  }
+
+  /** Whether `id` is a stream that was opened at some point (not idle). */
+  #known(id: number): boolean {
+    return this.role === "server" ? (id % 2 === 1 && id <= this.#lastPeerStream) || id % 2 === 0 : id % 2 === 1 ? id < this.#nextStream : false;
+  }
+
+  #creditConnection(n: number): void {
+    if (n === 0) return;
+    this.#connUnacked += n;
+    if (this.#connUnacked >= this.limits.connectionWindow / 4) {
+      this.transport.write(f.windowUpdate(0, this.#connUnacked));
+      this.#connUnacked = 0;
+    }
+  }
+
+  creditStream(stream: H2Stream, n: number): void {
+    this.transport.write(f.windowUpdate(stream.id, n));
+  }
+
+  // --- streams ---
+
+  #open(id: number): H2Stream {
+    const stream = new H2Stream(this, id);
+    this.#streams.set(id, stream);
+    this.#active++;
+    return stream;
+  }
+
+  /** Client role: opens a request stream and sends its head (`fields`: pseudo-headers first, names lowercase). */
+  request(fields: Iterable<HeaderField>, endStream: boolean, handler: StreamHandler): H2Stream {
+    if (!this.canOpen) throw new Error("the session takes no new streams");
+    const id = this.#nextStream;
+    this.#nextStream += 2;
+    const stream = this.#open(id);
+    stream.handler = handler;
+    this.sendHeaders(stream, fields, endStream);
+    return stream;
+  }
+
+  sendHeaders(stream: H2Stream, fields: Iterable<HeaderField>, endStream: boolean): void {
+    if (stream.closed || stream.localEnded) return;
+    this.#writeHeaders(stream.id, this.#encoder.encode(fields), endStream);
+    if (endStream) {
+      stream.localEnded = true;
+      this.#maybeClose(stream);
+    }
+  }
+
+  sendData(stream: H2Stream, chunk: Uint8Array, endStream: boolean): boolean {
+    if (stream.closed || stream.localEnded || stream.ending) return false;
+    if (chunk.byteLength > 0) {
+      stream.queue.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      stream.queuedBytes += chunk.byteLength;
+    }
+    if (endStream) stream.ending = true;
+    this.#pump(stream);
+    if (stream.closed || stream.localEnded) return !stream.closed;
+    if (stream.queuedBytes < STREAM_HIGH_WATER && !this.transport.needsDrain) return true;
+    stream.waiting = true;
+    // Nothing queued, the socket full: the stream waits for its drain with the others.
+    this.#blocked.add(stream);
+    return false;
+  }
+
+  /** A header block: one HEADERS frame (its 9-byte header, then the block as it is), or HEADERS + CONTINUATIONs. */
+  #writeHeaders(id: number, block: Buffer, endStream: boolean): void {
+    if (block.length > this.peerMaxFrame) return this.transport.write(f.headerFrames(id, block, endStream, this.peerMaxFrame));
+    this.transport.write(f.frameHeader(block.length, f.HEADERS, (endStream ? f.END_STREAM : 0) | f.END_HEADERS, id));
+    this.transport.write(block);
+  }
+
+  endStream(stream: H2Stream, trailers: HeaderField[] | null): void {
+    if (stream.closed || stream.localEnded || stream.ending) return;
+    stream.ending = true;
+    stream.trailers = trailers;
+    this.#pump(stream);
+  }
+
+  /** Sends what the stream's windows and the socket allow; tells the writer once its queue is empty. */
+  #pump(stream: H2Stream): void {
+    if (stream.closed) return;
+    const queue = stream.queue;
+    while (queue.length > 0) {
+      if (this.transport.needsDrain) return void this.#blocked.add(stream);
+      const chunk = queue[0]!;
+      const n = Math.min(chunk.length, stream.sendWindow, this.#connSendWindow, this.peerMaxFrame);
+      if (n <= 0) return void this.#blocked.add(stream);
+      const last = n === chunk.length && queue.length === 1 && stream.ending && stream.trailers === null;
+      this.transport.write(f.frameHeader(n, f.DATA, last ? f.END_STREAM : 0, stream.id));
+      this.transport.write(n === chunk.length ? chunk : chunk.subarray(0, n));
+      if (n === chunk.length) queue.shift();
+      else queue[0] = chunk.subarray(n);
+      stream.queuedBytes -= n;
+      stream.sendWindow -= n;
+      this.#connSendWindow -= n;
+      if (last) {
+        stream.localEnded = true;
+        this.#blocked.delete(stream);
+        return this.#maybeClose(stream);
+      }
+    }
+    this.#blocked.delete(stream);
+    if (stream.ending && !stream.localEnded) {
+      stream.localEnded = true;
+      if (stream.trailers !== null) this.#writeHeaders(stream.id, this.#encoder.encode(stream.trailers), true);
+      else this.transport.write(f.frame(f.DATA, f.END_STREAM, stream.id, null));
+      return this.#maybeClose(stream);
+    }
+    if (!stream.waiting) return;
+    if (this.transport.needsDrain) return void this.#blocked.add(stream);
+    stream.waiting = false;
+    stream.handler?.onWritable(stream);
+  }
+
+  /** Windows opened or the socket drained: the waiting streams go on, oldest first. */
+  #pumpBlocked(): void {
+    if (this.#blocked.size === 0) return;
+    for (const stream of [...this.#blocked]) {
+      if (this.transport.needsDrain) return;
+      this.#pump(stream);
+    }
+  }
+
+  /** The transport has written everything it held. */
+  drained(): void {
+    this.#pumpBlocked();
+  }
+
+  resetStream(stream: H2Stream, code: number): void {
+    if (stream.closed) return;
+    this.transport.write(f.rstStream(stream.id, code));
+    this.#close(stream);
+    stream.handler?.onReset(stream, code);
+  }
+
+  /** A stream that has no object (refused, or already gone) is reset by its id. */
+  #resetId(id: number, code: number): void {
+    const stream = this.#streams.get(id);
+    if (stream) return this.resetStream(stream, code);
+    this.transport.write(f.rstStream(id, code));
+  }
+
+  #maybeClose(stream: H2Stream): void {
+    if (stream.localEnded && stream.remoteEnded) this.#close(stream);
+  }
+
+  #close(stream: H2Stream): void {
+    if (stream.closed) return;
+    stream.closed = true;
+    stream.queue.length = 0;
+    stream.queuedBytes = 0;
+    this.#blocked.delete(stream);
+    this.#streams.delete(stream.id);
+    this.#active--;
+    this.events.streamClosed?.(stream);
+    if (this.#active === 0 && (this.goingAway || this.peerWentAway)) this.#finish();
+  }
+
+  // --- the connection ---
+
+  /**
+   * GOAWAY: no new streams; the open ones finish, then the connection ends (graceful shutdown, an idle
+   * connection, a token that no longer holds).
+   */
+  goaway(code = f.NO_ERROR): void {
+    if (this.closed || this.goingAway) return;
+    this.goingAway = true;
+    this.transport.write(f.goaway(this.#lastPeerStream, code));
+    if (this.#active === 0) this.#finish();
+  }
+
+  /** A connection error: GOAWAY with `code`, every stream reset, the transport ended. */
+  #fail(code: number, reason: string): void {
+    if (this.closed) return;
+    this.failure = { code, reason };
+    this.transport.write(f.goaway(this.#lastPeerStream, code));
+    this.#teardown(code);
+    this.transport.end();
+  }
+
+  /** Why the session failed (a connection error it detected), for logs and tests. */
+  failure: { code: number; reason: string } | null = null;
+
+  #finish(): void {
+    if (this.closed) return;
+    this.#teardown(f.NO_ERROR);
+    this.transport.end();
+  }
+
+  /** The transport closed under us. */
+  transportClosed(): void {
+    this.#teardown(f.CANCEL);
+  }
+
+  /** Ends the session at once (the pool's idle sweep, the gateway stopping). */
+  destroy(): void {
+    this.#teardown(f.CANCEL);
+    this.transport.destroy();
+  }
+
+  #teardown(code: number): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.#in = null;
+    this.#block = null;
+    const open = [...this.#streams.values()];
+    for (const s of open) this.#close(s);
+    for (const s of open) s.handler?.onReset(s, code);
+    this.events.closed?.();
+  }
+}
