@@ -6,13 +6,14 @@
 // by scanning every text column of every table, and every `*_sealed` column of the schema must have been
 // filled by this fixture, so a sealed column added later fails here until it is covered.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createDecipheriv } from "node:crypto";
+import { createDecipheriv, generateKeyPairSync } from "node:crypto";
 import { readFileSync, statSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { getTableColumns, getTableName, is, sql, Table } from "drizzle-orm";
 import * as pgSchema from "../../src/store/schema.pg.ts";
 import * as sqliteSchema from "../../src/store/schema.sqlite.ts";
 import { curlThroughGateway } from "../support/curl.ts";
+import { startFakeGithub } from "../support/fakeGithub.ts";
 import { gatewayCa, resolveEntries, until } from "../support/gateway.ts";
 import { oauthFlow } from "../support/oauthFlow.ts";
 import { startOAuthServer, type OAuthTestServer } from "../support/oauthServer.ts";
@@ -82,8 +83,12 @@ beforeAll(async () => {
     clients: [{ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUris: [`${publicUrl}/v1/apps/github/callback`] }],
     user: { login: "octo-rotate", id: 77 },
   });
+  // A fake GitHub for the GitHub App token the fixture mints (its api.github.com is the OAuth server's later).
+  const githubPki = makePki(["api.github.com", "github.com"]);
+  const app = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const github = startFakeGithub(githubPki, { appId: 4242, publicKeyPem: app.publicKey.export({ type: "spki", format: "pem" }).toString() }, () => undefined);
   const trusted = join(tempDir(), "upstream-cas.pem");
-  writeFileSync(trusted, readFileSync(pki.caFile, "utf8") + readFileSync(oauth.caFile, "utf8"));
+  writeFileSync(trusted, readFileSync(pki.caFile, "utf8") + readFileSync(oauth.caFile, "utf8") + readFileSync(githubPki.caFile, "utf8"));
   env = {
     // Cloud mode: claim links (team provisions) are sealed values too. Loopback upstreams are allowed explicitly.
     CREDGATE_MODE: "cloud",
@@ -93,7 +98,20 @@ beforeAll(async () => {
     CREDGATE_RESOLVE: resolveEntries([HOST], up.port),
     CREDGATE_CONNECT_TO: `github.com:443:127.0.0.1:${oauth.port},api.github.com:443:127.0.0.1:${oauth.port}`,
   };
-  cg = await startCredgate({ apiPort, env });
+  // First run: a GitHub App secret (only for HOST's /gh-app/ paths, so that it never meets the OAuth server)
+  // mints an installation token, kept sealed in minted_tokens; then the same data dir runs on with the OAuth
+  // server as api.github.com.
+  const minting = await startCredgate({ apiPort, env: { ...env, CREDGATE_CONNECT_TO: `api.github.com:443:127.0.0.1:${github.port}` } });
+  const appSecret = await minting.api("POST", "/v1/secrets", {
+    body: { name: "App", type: "generic", value: app.privateKey.export({ type: "pkcs1", format: "pem" }).toString(), hostPattern: HOST, pathPattern: "/gh-app/*", injectionConfig: { githubApp: { appId: 4242, installationId: 99 } } },
+  });
+  expect(appSecret.status).toBe(201);
+  expect((await curlThroughGateway(minting, `https://${HOST}:${up.port}/gh-app/repos`, { caFile: (await gatewayCa(minting)).file })).status).toBe(200);
+  expect(github.mints.length).toBe(1);
+  expect(up.seen.at(-1)!.headers.authorization).toBe(`Bearer ${github.mints[0]!.token}`);
+  expect(await minting.stop()).toBe(0);
+  github.stop();
+  cg = await startCredgate({ dataDir: minting.dataDir, apiPort, env });
   env = { ...cg.env, ...env };
   caFile = (await gatewayCa(cg)).file;
 
