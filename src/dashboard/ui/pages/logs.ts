@@ -1,30 +1,20 @@
 // Request logs: one row per proxied request, newest first, filtered by agent, host, decision, status and
 // time, paged with the API's cursor ("Load more"). The filters live in the URL, so a filtered view is a link.
-import { queryString } from "../api.ts";
-import { badge, button, empty, errorText, form, formatTime, notice, table } from "../components.ts";
+import { badge, empty, form, formatTime, table } from "../components.ts";
+import { filteredList, toInput } from "../filteredList.ts";
 import { h, replace } from "../h.ts";
 import type { PageFn } from "../types.ts";
-import type { Agent, RequestLogPage } from "../api-types.ts";
+import type { Agent, RequestLog } from "../api-types.ts";
 
 const DECISIONS = ["allowed", "blocked", "blocked_by_default_policy", "rate_limited", "approval_pending", "approval_approved", "approval_denied", "approval_expired", "approval_cancelled", "approved_by_memory", "budget_exceeded", "claim_required", "error"];
 const FILTERS = ["agentId", "host", "decision", "status", "since", "until"] as const;
-
-const toInput = (iso: string | null) => {
-  if (!iso) return "";
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return "";
-  const local = new Date(d.getTime() - d.getTimezoneOffset() * 60_000);
-  return local.toISOString().slice(0, 16);
-};
-const fromInput = (v: string) => (v ? new Date(v).toISOString() : null);
 
 export const logsPage: PageFn = async (ctx) => {
   const agents = await ctx.api.get<Agent[]>("/agents");
   const names = new Map(agents.map((a) => [a.id, a.name]));
   const q = ctx.query;
   const results = h("div");
-  const more = h("div", { class: "actions" });
-  const rows: any[] = [];
+  const rows: RequestLog[] = [];
 
   const draw = () =>
     replace(
@@ -47,28 +37,7 @@ export const logsPage: PageFn = async (ctx) => {
           ),
     );
 
-  const load = async (cursor: string | null) => {
-    const params: Record<string, string | null> = {};
-    for (const k of FILTERS) params[k] = q.get(k);
-    const page = await ctx.api.get<RequestLogPage>(`/logs${queryString({ ...params, limit: 50, cursor })}`);
-    rows.push(...page.data);
-    draw();
-    replace(
-      more,
-      page.nextCursor
-        ? button("Load more", async (ev) => {
-            (ev.currentTarget as HTMLButtonElement).disabled = true;
-            try {
-              await load(page.nextCursor);
-            } catch (err) {
-              replace(more, notice("error", errorText(err)));
-            }
-          })
-        : rows.length > 0
-          ? h("p", { class: "hint" }, "End of the log.")
-          : null,
-    );
-  };
+  const list = filteredList<RequestLog>(ctx, { path: "/logs", filters: FILTERS, rows, draw, endText: "End of the log." });
 
   const filters = form({
     fields: [
@@ -80,20 +49,9 @@ export const logsPage: PageFn = async (ctx) => {
       { name: "until", label: "To", type: "datetime-local", value: toInput(q.get("until")), match: /^until/i },
     ],
     submitLabel: "Apply filters",
-    async onSubmit(v) {
-      const next: Record<string, string | null> = {};
-      for (const k of FILTERS) {
-        const raw = String(v[k] ?? "").trim();
-        next[k] = k === "since" || k === "until" ? fromInput(raw) : raw || null;
-      }
-      ctx.setQuery(next);
-      for (const k of [...q.keys()]) q.delete(k);
-      for (const [k, val] of Object.entries(next)) if (val) q.set(k, val);
-      rows.length = 0;
-      await load(null);
-    },
+    onSubmit: (v) => list.apply(v),
   });
   filters.classList.add("filters");
-  await load(null);
-  return [h("h1", { tabindex: "-1" }, "Logs"), h("div", { role: "search", "aria-label": "Filter the logs" }, filters), results, more];
+  await list.reload();
+  return [h("h1", { tabindex: "-1" }, "Logs"), h("div", { role: "search", "aria-label": "Filter the logs" }, filters), results, list.more];
 };
