@@ -5,7 +5,8 @@
 // before the next pipelined request is read.
 import { randomUUID } from "node:crypto";
 import { log } from "../../observability/log.ts";
-import type { AgentSide, GoneWatcher } from "../agentSide.ts";
+import { AgentRequest } from "../agentRequest.ts";
+import type { AgentSide } from "../agentSide.ts";
 import { badGateway, headTooLarge, malformedRequest, rawAnswer, type JsonAnswer } from "../errors.ts";
 import type { Idle } from "../idle.ts";
 import { BodyFramer } from "../http1/body.ts";
@@ -18,12 +19,7 @@ import { writeReply, type ReplyInFlight } from "./write.ts";
  * A request read off the connection. Its Headers object and its AbortSignal are made only if something asks
  * for them: the upstream exchange listens for the agent going away through a plain callback instead.
  */
-class ReadRequest implements AgentSide {
-  #headers: Headers | null = null;
-  #controller: AbortController | null = null;
-  #watchers: GoneWatcher[] | null = null;
-  #gone = false;
-
+class ReadRequest extends AgentRequest implements AgentSide {
   constructor(
     private readonly connection: ClientConnection,
     readonly method: string,
@@ -31,7 +27,9 @@ class ReadRequest implements AgentSide {
     readonly headerLines: HeaderLines,
     readonly body: ReadableStream<Uint8Array> | null,
     readonly chunked: boolean,
-  ) {}
+  ) {
+    super();
+  }
 
   takeOver(): { socket: AgentSocket; buffered: Buffer } {
     return this.connection.detach();
@@ -44,42 +42,6 @@ class ReadRequest implements AgentSide {
 
   get trailers(): null {
     return null;
-  }
-
-  get headers(): Headers {
-    // The head parser refused every value Headers would (NUL, CR, LF): this cannot throw.
-    return (this.#headers ??= new Headers(this.headerLines));
-  }
-
-  get signal(): AbortSignal {
-    if (this.#controller === null) {
-      this.#controller = new AbortController();
-      if (this.#gone) this.#controller.abort();
-    }
-    return this.#controller.signal;
-  }
-
-  get gone(): boolean {
-    return this.#gone;
-  }
-
-  watchGone(watcher: GoneWatcher): void {
-    (this.#watchers ??= []).push(watcher);
-  }
-
-  unwatchGone(watcher: GoneWatcher): void {
-    const i = this.#watchers?.indexOf(watcher) ?? -1;
-    if (i >= 0) this.#watchers!.splice(i, 1);
-  }
-
-  /** The agent went away: every watcher hears it once, and the signal (if one was made) aborts. */
-  abandon(): void {
-    if (this.#gone) return;
-    this.#gone = true;
-    const watchers = this.#watchers;
-    this.#watchers = null;
-    if (watchers) for (const w of watchers) w.agentGone();
-    this.#controller?.abort();
   }
 }
 

@@ -5,7 +5,8 @@
 // holds up the others. A gRPC call refused by the gateway gets a trailers-only gRPC answer (grpc.ts); a reply
 // that asks to close the connection (a 407 after a token regeneration) ends it with GOAWAY once it is written.
 import { log } from "../../observability/log.ts";
-import type { AgentSide, GoneWatcher } from "../agentSide.ts";
+import { AgentRequest } from "../agentRequest.ts";
+import type { AgentSide } from "../agentSide.ts";
 import type { RequestHandler } from "../client/agentConnection.ts";
 import type { AgentSocket, AgentSocketEvents } from "../client/socket.ts";
 import { badGateway, headTooLarge } from "../errors.ts";
@@ -32,15 +33,11 @@ function endSocket(socket: AgentSocket): void {
 const BODY_HIGH_WATER = 64 * 1024;
 
 /** One request stream, as the pipeline reads it. */
-class StreamRequest implements AgentSide, StreamHandler {
+class StreamRequest extends AgentRequest implements AgentSide, StreamHandler {
   readonly body: ReadableStream<Uint8Array> | null;
   readonly chunked: boolean;
   readonly grpc: boolean;
   trailers: HeaderLines | null = null;
-  #headers: Headers | null = null;
-  #controller: AbortController | null = null;
-  #watchers: GoneWatcher[] | null = null;
-  #gone = false;
   #body: ReadableStreamDefaultController<Uint8Array> | null = null;
   /** Body bytes handed to the stream, and the part of them the agent has been credited for. */
   #enqueued = 0;
@@ -57,6 +54,7 @@ class StreamRequest implements AgentSide, StreamHandler {
     endStream: boolean,
     contentLength: number,
   ) {
+    super();
     stream.handler = this;
     stream.declaredLength = contentLength;
     this.grpc = isGrpcContentType(headerValue(headerLines, "content-type"));
@@ -94,31 +92,6 @@ class StreamRequest implements AgentSide, StreamHandler {
 
   takeOver(): never {
     throw new Error("an HTTP/2 stream cannot be taken over (WebSocket over HTTP/2 is not offered)");
-  }
-
-  get headers(): Headers {
-    return (this.#headers ??= new Headers(this.headerLines));
-  }
-
-  get signal(): AbortSignal {
-    if (this.#controller === null) {
-      this.#controller = new AbortController();
-      if (this.#gone) this.#controller.abort();
-    }
-    return this.#controller.signal;
-  }
-
-  get gone(): boolean {
-    return this.#gone;
-  }
-
-  watchGone(watcher: GoneWatcher): void {
-    (this.#watchers ??= []).push(watcher);
-  }
-
-  unwatchGone(watcher: GoneWatcher): void {
-    const i = this.#watchers?.indexOf(watcher) ?? -1;
-    if (i >= 0) this.#watchers!.splice(i, 1);
   }
 
   // --- the stream's events ---
@@ -160,22 +133,12 @@ class StreamRequest implements AgentSide, StreamHandler {
         this.#body?.error(new Error(`the agent reset the stream (${code})`));
       } catch {}
     }
-    this.#abandon();
+    this.abandon();
     this.writer?.abort();
   }
 
   onWritable(): void {
     this.writer?.writable();
-  }
-
-  /** The agent went away: every watcher hears it once, and the signal (if one was made) aborts. */
-  #abandon(): void {
-    if (this.#gone) return;
-    this.#gone = true;
-    const watchers = this.#watchers;
-    this.#watchers = null;
-    if (watchers) for (const w of watchers) w.agentGone();
-    this.#controller?.abort();
   }
 }
 
