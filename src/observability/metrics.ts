@@ -25,6 +25,18 @@ export interface TraceExportCounts {
 }
 let traceExportCounts: (() => TraceExportCounts) | null = null;
 
+/** Admissions under scope budgets so far, by where they were decided (docs/budgets.md#leases). */
+export interface BudgetAdmissionCounts {
+  lease: number;
+  store: number;
+}
+let budgetAdmissionCounts: (() => BudgetAdmissionCounts) | null = null;
+
+/** The ledger whose counts the budget-admission counter reports (read at scrape time, not per request). */
+export function watchBudgetAdmissions(counts: () => BudgetAdmissionCounts): void {
+  budgetAdmissionCounts = counts;
+}
+
 /** The trace exporter whose counts the span counters report (read at scrape time, not on every span). */
 export function watchTraceExport(counts: () => TraceExportCounts): void {
   traceExportCounts = counts;
@@ -67,6 +79,20 @@ export const metrics = {
     help: "Metered LLM spend charged to secrets, in US dollars, by secret type.",
     labelNames: ["type"] as const,
     registers,
+  }),
+
+  budgetAdmissions: new Counter({
+    name: "credgate_budget_admissions_total",
+    help: "Metered requests admitted under scope budgets, by where it was decided: lease (in memory, from the process's credit) or store (in a transaction).",
+    labelNames: ["decided"] as const,
+    registers,
+    collect() {
+      if (budgetAdmissionCounts === null) return;
+      const counts = budgetAdmissionCounts();
+      this.reset();
+      this.inc({ decided: "lease" }, counts.lease);
+      this.inc({ decided: "store" }, counts.store);
+    },
   }),
 
   // Fed through llmTally (below), like the gateway's counters.

@@ -2,23 +2,28 @@
 // docs/budgets.md#budgets-for-every-scope). A metered request under budgets — its agent's, project's,
 // organization's, and a partner's — is admitted only when each of them admits its estimate (spent < limit and
 // spent + reserved + estimate ≤ limit); then the estimate is held against each, all or nothing. When the
-// request ends its cost is added to each window's spend and its holds are dropped, in one transaction.
+// request ends its cost is added to each window's spend and its holds are dropped.
 //
 // How it stays exact across gateway processes and instances: every window has an opening row (holder '')
-// that admission locks (SELECT … FOR UPDATE on PostgreSQL, in one order: budget id, then window; SQLite
-// transactions are serial), and each process its own row, where it adds what it charged and what it holds.
-// A window's spend is the sum of its rows; what is reserved, the sum of the holds of live processes (a live
-// process keeps its rows' expiry ahead; the holds of one that died stop counting HOLD_TTL_MS later).
+// that a transaction locks (SELECT … FOR UPDATE on PostgreSQL, in one order: budget id, then window; SQLite
+// transactions are serial), and each process its own row, where it adds what it charged and keeps what it
+// reserves. A window's spend is the sum of its rows; what is reserved, the sum of the reservations of live
+// processes (a live process keeps its rows' expiry ahead; the reservations of one that died stop counting
+// HOLD_TTL_MS later).
 //
-// How it stays cheap: everything queued — admissions and settlements — is decided in one transaction per
-// tick (one read, one write), and under load the next tick waits until the last one's duration has been
-// repaid GAP_FACTOR times over (within GAP_MIN_MS and GAP_MAX_MS): a transaction costs the same for one
-// request or a hundred, so the store's share of the process's time stays small however busy it is. A request
-// waits that gap at most for its admission; an LLM call is slower than that by orders of magnitude.
+// How it stays cheap: a process reserves a little more than its requests hold — a lease (core/budgetLeases.ts,
+// docs/budgets.md#leases) — and admits from it in memory, so under a budget with room to spare a request
+// waits for no transaction. Everything else — admissions the lease cannot cover, costs of ended requests,
+// topping leases up and giving them back — is decided in one transaction per tick (one read, one write), and
+// under load the next tick waits until the last one's duration has been repaid GAP_FACTOR times over (within
+// GAP_MIN_MS and GAP_MAX_MS): a transaction costs the same for one request or a hundred, so the store's share
+// of the process's time stays small however busy it is.
 import { sql } from "drizzle-orm";
+import { LeaseBook, type Lease } from "../core/budgetLeases.ts";
 import { periodAdjective, reachedPercents, windowOf, type BudgetWindow } from "../core/budgetWindows.ts";
 import { NANOS_PER_CENT } from "../core/pricing.ts";
 import { log } from "../observability/log.ts";
+import { watchBudgetAdmissions } from "../observability/metrics.ts";
 import type { Budget as PartnerBudget, BudgetService } from "./budgets.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { NotificationService } from "./notifications/index.ts";
@@ -53,6 +58,7 @@ interface PendingAdmission {
   resolve: (admission: Admission) => void;
 }
 
+/** An ended request whose partner reservation is charged or released in the next tick. */
 interface PendingSettlement {
   hold: Hold;
   costNanos: number;
@@ -61,17 +67,33 @@ interface PendingSettlement {
 /** A window's state inside a tick. */
 interface WindowState {
   spent: number;
-  held: number;
-  /** What this tick adds to this process's row. */
+  /** What the other live processes reserve. */
+  others: number;
+  /** What this process's row reserves in the store now (0 when it expired). */
+  mine: number;
+  /** What this tick adds to this process's spend. */
   charged: number;
-  holding: number;
 }
+
+/** What a tick changed in memory before its transaction committed: undone when it did not. */
+interface TickChanges {
+  costs: [Lease<WindowRef>, number][];
+  admitted: Hold[];
+  grants: Lease<WindowRef>[];
+  /** What each lease's row reserves once the transaction commits. */
+  stored: [Lease<WindowRef>, number][];
+}
+
+type Tick = "now" | "admission" | "settlement" | "review";
+const TICK_RANK: Record<Tick, number> = { now: 0, admission: 1, settlement: 2, review: 3 };
 
 /** A live process's holds count this long after its last heartbeat. */
 const HOLD_TTL_MS = 120_000;
 const HEARTBEAT_MS = 30_000;
-/** A tick the store refused: its settlements are tried again this much later (their holds still count meanwhile). */
+/** A tick the store refused: what it was to write is tried again this much later (its holds still count meanwhile). */
 const RETRY_MS = 1000;
+/** A process holding credit looks at its leases this often, to give back what is not used. */
+const REVIEW_MS = 100;
 /** Under load, ticks start at least GAP_FACTOR × the last one's duration apart, within these bounds; settlements alone wait as long. */
 const GAP_FACTOR = 20;
 const GAP_MIN_MS = 2;
@@ -109,17 +131,23 @@ export function windowRefOf(budget: ScopeBudget, at: number): WindowRef {
 
 export class BudgetLedger {
   #admissions: PendingAdmission[] = [];
-  #settlements: PendingSettlement[] = [];
+  #partnerSettlements: PendingSettlement[] = [];
+  readonly #leases = new LeaseBook<WindowRef>();
   #running = false;
-  /** A tick waiting to run: soon (admissions wait on it) or later (settlements only). */
-  #scheduled: { urgent: boolean; cancel: () => void } | null = null;
+  #scheduled: { kind: Tick; cancel: () => void } | null = null;
   /** When the last tick started (performance.now()). */
   #lastTick = -Infinity;
   /** The gap after the last tick (ms). */
   #gap = GAP_MIN_MS;
-  /** After the store refused a tick, settlements wait until then (admissions never wait). */
+  /** After the store refused a tick, ticks nothing waits on wait until then. */
   #backoffUntil = 0;
   #heartbeat: Timer | null = null;
+  /** When this process's reservations were last known to be kept alive in the store (Date.now()). */
+  #aliveAt = Date.now();
+  /** A stopping process gives its credit back. */
+  #closing = false;
+  /** Admissions decided from credit and in the store (credgate_budget_admissions_total). */
+  readonly #admittedBy = { lease: 0, store: 0 };
   #opened = new Set<string>();
   #alerted = new Set<string>();
   #idle: Promise<void> = Promise.resolve();
@@ -138,50 +166,81 @@ export class BudgetLedger {
 
   /**
    * Admits `estimateNanos` against every budget given (scope budgets in refusal order, their windows those
-   * holding `at`; then the partner's), all or nothing. Never rejects: when the store cannot be asked, the
-   * budgets cannot be honoured and the request is refused by the first of them.
+   * holding `at`; then the partner's), all or nothing: from this process's leases when they cover it,
+   * otherwise in the next tick. Never rejects: when the store cannot be asked, the budgets cannot be honoured
+   * and the request is refused by the first of them.
    */
   admit(scoped: readonly ScopeBudget[], partner: PartnerBudget | null, estimateNanos: number, at: number): Promise<Admission> {
     const windows = scoped.map((b) => windowRefOf(b, at));
+    // Credit counts in the store only while this process keeps its reservations alive.
+    if (partner === null && Date.now() < this.#aliveAt + HOLD_TTL_MS - HEARTBEAT_MS) {
+      const leased = this.#leases.admit(windows, estimateNanos, performance.now());
+      if (leased !== "refused") {
+        this.#admittedBy.lease++;
+        if (leased === "admitted, review due") this.#schedule("settlement");
+        return Promise.resolve({ admitted: true, hold: { estimateNanos, windows, partner: null } });
+      }
+    }
     return new Promise((resolve) => {
       this.#admissions.push({ windows, partner, estimateNanos, resolve });
-      this.#schedule(true);
+      this.#schedule("admission");
     });
   }
 
-  /** Charges an admitted request's cost to its windows and drops its holds (cost 0: it never went out). Queued; never rejects. */
+  /** Charges an admitted request's cost to its windows and drops its holds (cost 0: it never went out). Never rejects. */
   settle(hold: Hold, costNanos: number): void {
-    this.#settlements.push({ hold, costNanos: Math.max(0, Math.round(costNanos)) });
-    this.#schedule(false);
+    const cost = Math.max(0, Math.round(costNanos));
+    this.#leases.settle(hold.windows, hold.estimateNanos, cost);
+    if (hold.partner) this.#partnerSettlements.push({ hold, costNanos: cost });
+    this.#schedule("settlement");
   }
 
   /** Resolves once everything queued has been tried. */
   drained(): Promise<void> {
-    if (this.#scheduled && !this.#scheduled.urgent) this.#schedule(true, true);
+    if (this.#scheduled && this.#scheduled.kind !== "admission") this.#schedule("now");
     return this.#idle;
   }
 
-  /** The next tick: soon for admissions, paced under load; later for settlements alone. */
-  #schedule(urgent: boolean, now = false): void {
+  /** Something to write: a partner's settlement or the cost of an ended request. */
+  #owing(): boolean {
+    if (this.#partnerSettlements.length > 0) return true;
+    for (const lease of this.#leases.leases()) if (lease.cost !== 0) return true;
+    return false;
+  }
+
+  /** Credit to look after (to top up or give back). */
+  #leasing(): boolean {
+    for (const lease of this.#leases.leases()) if (lease.credit > 0) return true;
+    return false;
+  }
+
+  /**
+   * The next tick: soon for admissions (paced under load), after the gap for what ended, after REVIEW_MS for
+   * a look at the leases; a more urgent kind replaces a scheduled one.
+   */
+  #schedule(kind: Tick): void {
     if (this.#running) return;
     const s = this.#scheduled;
-    if (s && (s.urgent || !urgent)) return;
+    if (s && TICK_RANK[s.kind] <= TICK_RANK[kind]) return;
     if (s) s.cancel();
     if (this.#markIdle === null) this.#idle = new Promise((resolve) => (this.#markIdle = resolve));
     const run = () => {
       this.#scheduled = null;
       void this.#loop();
     };
-    const paced = now ? 0 : this.#lastTick + this.#gap - performance.now();
-    const wait = Math.max(paced, urgent ? 0 : this.#gap, this.#admissions.length === 0 && !now ? this.#backoffUntil - Date.now() : 0);
+    let wait = 0;
+    if (kind !== "now") {
+      wait = this.#lastTick + this.#gap - performance.now();
+      if (kind !== "admission") wait = Math.max(wait, kind === "review" ? REVIEW_MS : this.#gap, this.#backoffUntil - Date.now());
+    }
     if (wait > 0) {
       // Never what keeps a process alive: a stopping one drains the ledger itself (stop()).
       const t = setTimeout(run, wait).unref();
-      this.#scheduled = { urgent, cancel: () => clearTimeout(t) };
+      this.#scheduled = { kind, cancel: () => clearTimeout(t) };
     } else {
       // Everything that arrives in this turn of the event loop joins the tick.
       const i = setImmediate(run);
-      this.#scheduled = { urgent, cancel: () => clearImmediate(i) };
+      this.#scheduled = { kind, cancel: () => clearImmediate(i) };
     }
   }
 
@@ -189,45 +248,54 @@ export class BudgetLedger {
     this.#running = true;
     this.#lastTick = performance.now();
     try {
-      const settling = Date.now() >= this.#backoffUntil;
       const admissions = this.#admissions;
       this.#admissions = [];
-      const settlements = settling ? this.#settlements : [];
-      if (settling) this.#settlements = [];
-      if (admissions.length > 0 || settlements.length > 0) await this.#tick(admissions, settlements);
+      const settlements = this.#partnerSettlements;
+      this.#partnerSettlements = [];
+      if (admissions.length > 0 || settlements.length > 0 || this.#leases.size > 0) await this.#tick(admissions, settlements);
     } finally {
       this.#gap = Math.min(GAP_MAX_MS, Math.max(GAP_MIN_MS, GAP_FACTOR * (performance.now() - this.#lastTick)));
       this.#running = false;
-      if (this.#admissions.length > 0) this.#schedule(true);
-      else if (this.#settlements.length > 0) this.#schedule(false);
+      if (this.#admissions.length > 0) this.#schedule("admission");
+      else if (this.#owing()) this.#schedule("settlement");
       else {
         this.#markIdle?.();
         this.#markIdle = null;
+        if (this.#leasing()) this.#schedule(this.#closing ? "now" : "review");
       }
     }
   }
 
   /**
-   * One transaction for everything queued: the settlements first (their holds drop, their cost goes into the
-   * windows), then each admission in arrival order. When the store fails, the admissions are refused and the
-   * settlements kept for later (their holds still count meanwhile, so nothing can overshoot).
+   * One transaction for everything queued: partner settlements, the costs of ended requests, each admission
+   * in arrival order, then every lease's credit sized anew. When the store fails, the admissions are refused
+   * and the rest kept for later (the holds still count meanwhile, so nothing can overshoot).
    */
   async #tick(admissions: PendingAdmission[], settlements: PendingSettlement[]): Promise<void> {
     const windows = new Map<string, WindowRef>();
+    for (const lease of this.#leases.leases()) windows.set(lease.ref.key, lease.ref);
+    // An admission's window object is the newest (its budget may have changed since the lease was granted).
     for (const a of admissions) for (const w of a.windows) windows.set(w.key, w);
-    for (const s of settlements) for (const w of s.hold.windows) windows.set(w.key, w);
     let results: Admission[];
     let state: Map<string, WindowState>;
     try {
       for (const w of windows.values()) if (!this.#opened.has(w.key)) await this.#open(w);
-      [results, state] = await this.#retryingDeadlocks(() => this.deps.store.transaction(() => this.#decide(admissions, settlements, windows)));
+      [results, state] = await this.#retryingDeadlocks(async () => {
+        const changes: TickChanges = { costs: [], admitted: [], grants: [], stored: [] };
+        try {
+          const decided = await this.deps.store.transaction(() => this.#decide(admissions, settlements, windows, changes));
+          this.#committed(changes);
+          return decided;
+        } catch (err) {
+          this.#undo(changes);
+          throw err;
+        }
+      });
     } catch (err) {
       if (admissions.length > 0) log.error("budget admission failed: refusing the requests it could not decide", { requests: admissions.length, error: (err as Error).message });
-      if (settlements.length > 0) {
-        log.warn("LLM spend not settled yet, will retry", { requests: settlements.length, error: (err as Error).message });
-        this.#settlements = settlements.concat(this.#settlements);
-        this.#backoffUntil = Date.now() + RETRY_MS;
-      }
+      if (settlements.length > 0 || this.#owing()) log.warn("LLM spend not settled yet, will retry", { error: (err as Error).message });
+      this.#partnerSettlements = settlements.concat(this.#partnerSettlements);
+      this.#backoffUntil = Date.now() + RETRY_MS;
       for (const a of admissions) {
         const first = a.windows[0];
         a.resolve({ admitted: false, refusal: first ? { kind: "scope", budget: first.budget, window: first.window } : { kind: "partner", budget: a.partner! } });
@@ -240,6 +308,29 @@ export class BudgetLedger {
       if (!st || st.charged === 0) continue;
       for (const p of reachedPercents(w.budget.alertPercents, st.spent, w.budget.limitCents * NANOS_PER_CENT)) this.#alert(w, p, st.spent);
     }
+  }
+
+  /** The tick committed: granted credit becomes usable, and each written row's reservation is what memory holds. */
+  #committed(changes: TickChanges): void {
+    for (const hold of changes.admitted) if (hold.windows.length > 0) this.#admittedBy.store++;
+    for (const lease of changes.grants) {
+      lease.credit += lease.granting;
+      lease.granting = 0;
+    }
+    for (const [lease, stored] of changes.stored) {
+      lease.stored = stored;
+      if (stored === 0 && lease.inFlight === 0 && lease.credit === 0 && lease.cost === 0) this.#leases.forget(lease.ref.key);
+    }
+  }
+
+  /** The tick did not commit: costs wait for the next, admissions it decided are not held, grants never happened (credit given back stays given back). */
+  #undo(changes: TickChanges): void {
+    for (const [lease, cost] of changes.costs) lease.cost += cost;
+    for (const hold of changes.admitted) for (const w of hold.windows) {
+      const lease = this.#leases.get(w.key);
+      if (lease) lease.inFlight -= hold.estimateNanos;
+    }
+    for (const lease of changes.grants) lease.granting = 0;
   }
 
   /**
@@ -263,30 +354,42 @@ export class BudgetLedger {
   }
 
   /**
-   * Inside the tick's transaction: lock the windows (in lock order), read their spend and live holds, apply
-   * the settlements, decide each admission in order, and write this process's rows.
+   * Inside the tick's transaction: lock the windows (in lock order), read their spend and live reservations,
+   * settle partner reservations, add the costs of ended requests, decide each admission in order, size each
+   * lease's credit, and write this process's rows. Memory changes are recorded in `changes` (undone if the
+   * transaction does not commit).
    */
-  async #decide(admissions: PendingAdmission[], settlements: PendingSettlement[], windows: Map<string, WindowRef>): Promise<[Admission[], Map<string, WindowState>]> {
+  async #decide(admissions: PendingAdmission[], settlements: PendingSettlement[], windows: Map<string, WindowRef>, changes: TickChanges): Promise<[Admission[], Map<string, WindowState>]> {
     const state = await this.#read([...windows.values()].sort(lockOrder));
     // Partner keys are locked in one order too, before any is checked (docs/budgets.md#admission).
     const partnerKeys = [...new Set(admissions.flatMap((p) => (p.partner ? [`budget:${p.partner.secretId}:${p.partner.organizationId}`] : [])))].sort();
     for (const key of partnerKeys) await this.deps.store.lockKey(key);
-
     for (const s of settlements) {
-      for (const w of s.hold.windows) {
-        // A deleted budget's window went with it: nothing to settle.
-        const st = state.get(w.key);
-        if (!st) continue;
-        st.spent += s.costNanos;
-        st.charged += s.costNanos;
-        st.held -= s.hold.estimateNanos;
-        st.holding -= s.hold.estimateNanos;
-      }
-      const p = s.hold.partner;
-      if (p && s.costNanos > 0) await this.partner.charge(p.budget.secretId, p.budget.organizationId, s.costNanos, p.reservationId);
-      else if (p) await this.partner.release(p.reservationId);
+      const p = s.hold.partner!;
+      if (s.costNanos > 0) await this.partner.charge(p.budget.secretId, p.budget.organizationId, s.costNanos, p.reservationId);
+      else await this.partner.release(p.reservationId);
     }
 
+    for (const lease of this.#leases.leases()) {
+      // A deleted budget's window went with it: its lease too.
+      const st = state.get(lease.ref.key);
+      if (!st) {
+        this.#leases.forget(lease.ref.key);
+        continue;
+      }
+      if (lease.cost === 0) continue;
+      st.spent += lease.cost;
+      st.charged += lease.cost;
+      changes.costs.push([lease, lease.cost]);
+      lease.cost = 0;
+    }
+
+    const now = performance.now();
+    // What this process reserves for its own requests; its credit is free for its own admissions.
+    const mine = (key: string) => {
+      const lease = this.#leases.get(key);
+      return lease ? lease.inFlight + lease.cost : 0;
+    };
     const results: Admission[] = [];
     for (const a of admissions) {
       const estimate = a.estimateNanos;
@@ -295,7 +398,7 @@ export class BudgetLedger {
         // Not open: the budget was deleted. It no longer applies.
         if (!st) return false;
         const limit = w.budget.limitCents * NANOS_PER_CENT;
-        return !(st.spent < limit && st.spent + st.held + estimate <= limit);
+        return !(st.spent < limit && st.spent + st.others + mine(w.key) + estimate <= limit);
       });
       if (refusing) {
         results.push({ admitted: false, refusal: { kind: "scope", budget: refusing.budget, window: refusing.window } });
@@ -313,19 +416,36 @@ export class BudgetLedger {
         }
         partner = { budget: a.partner, reservationId: p.reservationId };
       }
-      const held = a.windows.filter((w) => state.has(w.key));
-      for (const w of held) {
-        const st = state.get(w.key)!;
-        st.held += estimate;
-        st.holding += estimate;
-      }
-      results.push({ admitted: true, hold: { estimateNanos: estimate, windows: held, partner } });
+      const hold: Hold = { estimateNanos: estimate, windows: a.windows.filter((w) => state.has(w.key)), partner };
+      for (const w of hold.windows) this.#leases.admitted(this.#leases.of(w, now), estimate, now);
+      changes.admitted.push(hold);
+      results.push({ admitted: true, hold });
     }
-    await this.#write(state, windows);
+
+    // From here to the write nothing waits, so the credit given back and the reservations written agree with memory.
+    const rows: [WindowRef, WindowState, number][] = [];
+    for (const w of [...windows.values()].sort(lockOrder)) {
+      const st = state.get(w.key);
+      const lease = this.#leases.get(w.key);
+      if (!st || !lease) continue;
+      // Credit is granted for this window object: one of a changed budget is decided in the store first.
+      lease.ref = w;
+      const room = w.budget.limitCents * NANOS_PER_CENT - st.spent - st.others - lease.inFlight - lease.cost;
+      const target = this.#leases.target(lease, room, now, this.#closing);
+      lease.target = target;
+      // Credit beyond the target is given back now; more is usable once the transaction commits.
+      lease.credit = Math.max(0, Math.min(lease.credit, target));
+      lease.granting = target - lease.credit;
+      if (lease.granting > 0) changes.grants.push(lease);
+      const reserved = lease.inFlight + lease.cost + target;
+      changes.stored.push([lease, reserved]);
+      if (st.charged !== 0 || reserved !== st.mine) rows.push([w, st, reserved]);
+    }
+    await this.#write(rows);
     return [results, state];
   }
 
-  /** Locks the open windows among `sorted` (in lock order) and reads each one's spend and live holds. */
+  /** Locks the open windows among `sorted` (in lock order) and reads each one's spend and live reservations. */
   async #read(sorted: WindowRef[]): Promise<Map<string, WindowState>> {
     const state = new Map<string, WindowState>();
     if (sorted.length === 0) return state;
@@ -342,33 +462,33 @@ export class BudgetLedger {
     );
     const now = new Date().toISOString();
     // Only a window with its opening row is open; the others' budgets were deleted.
-    for (const r of rows) if (r.holder === "") state.set(`${r.budget_id}:${Number(r.window_start)}`, { spent: 0, held: 0, charged: 0, holding: 0 });
+    for (const r of rows) if (r.holder === "") state.set(`${r.budget_id}:${Number(r.window_start)}`, { spent: 0, others: 0, mine: 0, charged: 0 });
     for (const r of rows) {
       const st = state.get(`${r.budget_id}:${Number(r.window_start)}`);
       if (!st) continue;
       st.spent += Number(r.spent_nanos);
       const held = Number(r.held_nanos);
-      if (held > 0 && r.expires_at > now) st.held += held;
+      if (held <= 0 || r.expires_at <= now) continue;
+      if (r.holder === this.holder) st.mine = held;
+      else st.others += held;
     }
     return state;
   }
 
-  /** This process's row of each window the tick changed: spend added, hold moved (never below zero), expiry ahead. */
-  async #write(state: Map<string, WindowState>, windows: Map<string, WindowRef>): Promise<void> {
+  /** This process's row of each window the tick changed: spend added, reservation set, expiry ahead. */
+  async #write(rows: [WindowRef, WindowState, number][]): Promise<void> {
+    if (rows.length === 0) return;
     const expires = new Date(Date.now() + HOLD_TTL_MS).toISOString();
     const p = new Params();
-    const rows: string[] = [];
-    for (const w of [...windows.values()].sort(lockOrder)) {
-      const st = state.get(w.key);
-      if (!st || (st.charged === 0 && st.holding === 0)) continue;
-      rows.push(`(${p.add(w.budget.id)}, CAST(${p.add(w.start)} AS BIGINT), ${p.add(this.holder)}, CAST(${p.add(st.charged)} AS BIGINT), CAST(${p.add(st.holding)} AS BIGINT), ${p.add(expires)})`);
-    }
-    if (rows.length === 0) return;
+    const values = rows.map(
+      ([w, st, reserved]) =>
+        `(${p.add(w.budget.id)}, CAST(${p.add(w.start)} AS BIGINT), ${p.add(this.holder)}, CAST(${p.add(st.charged)} AS BIGINT), CAST(${p.add(Math.max(0, reserved))} AS BIGINT), ${p.add(expires)})`,
+    );
     await this.deps.store.execute(
-      `INSERT INTO budget_windows (budget_id, window_start, holder, spent_nanos, held_nanos, expires_at) VALUES ${rows.join(", ")}
+      `INSERT INTO budget_windows (budget_id, window_start, holder, spent_nanos, held_nanos, expires_at) VALUES ${values.join(", ")}
        ON CONFLICT (budget_id, window_start, holder) DO UPDATE SET
          spent_nanos = budget_windows.spent_nanos + excluded.spent_nanos,
-         held_nanos = CASE WHEN budget_windows.held_nanos + excluded.held_nanos > 0 THEN budget_windows.held_nanos + excluded.held_nanos ELSE 0 END,
+         held_nanos = excluded.held_nanos,
          expires_at = excluded.expires_at`,
       p.values,
     );
@@ -433,18 +553,29 @@ export class BudgetLedger {
    */
   async start(): Promise<void> {
     await this.deps.store.query(sql`UPDATE budget_windows SET held_nanos = 0 WHERE holder = ${this.holder} AND held_nanos <> 0`);
+    this.#leases.clear();
+    this.#closing = false;
+    this.#aliveAt = Date.now();
+    watchBudgetAdmissions(() => this.#admittedBy);
     this.#heartbeat = setInterval(() => void this.#beat().catch((err: Error) => log.warn("budget holds not refreshed", { error: err.message })), HEARTBEAT_MS).unref();
   }
 
   async #beat(): Promise<void> {
-    await this.deps.store.query(sql`UPDATE budget_windows SET expires_at = ${new Date(Date.now() + HOLD_TTL_MS).toISOString()} WHERE holder = ${this.holder} AND held_nanos > 0`);
+    const at = Date.now();
+    await this.deps.store.query(sql`UPDATE budget_windows SET expires_at = ${new Date(at + HOLD_TTL_MS).toISOString()} WHERE holder = ${this.holder} AND held_nanos > 0`);
+    this.#aliveAt = at;
   }
 
-  /** Settles what is queued (a stopping process), then stops refreshing its holds. */
+  /** Settles what is queued and gives the credit back (a stopping process), then stops refreshing its holds. */
   async stop(): Promise<void> {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     this.#heartbeat = null;
     this.#backoffUntil = 0;
+    this.#closing = true;
     await this.drained();
+    if (this.#leasing()) {
+      this.#schedule("now");
+      await this.#idle;
+    }
   }
 }

@@ -3,6 +3,9 @@
 // order agent, project, organization; windows reset by ending (day, week from Monday, month, never for total);
 // a window opened mid-way starts from the spend already recorded; the holds of a process that died stop
 // counting; a burst never overshoots; `budget.threshold` alerts go out once per threshold per window.
+// Leases (docs/budgets.md#leases): under a budget with room to spare a process admits from its credit without
+// a transaction; two processes sharing a budget through leases never overshoot it and, once idle, give the
+// credit back so the last of the room is admitted exactly; a changed budget is decided in the store at once.
 import { afterEach, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { windowOf } from "../../src/core/budgetWindows.ts";
@@ -11,6 +14,7 @@ import { setClockOffset } from "../../src/runtime/clock.ts";
 import { BudgetLedger, type Admission } from "../../src/services/budgetLedger.ts";
 import type { ScopeBudget } from "../../src/services/scopeBudgets.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
+import { untilTrue } from "../support/gateway.ts";
 
 const cents = (n: number) => n * NANOS_PER_CENT;
 const DAY = 86_400_000;
@@ -226,6 +230,107 @@ describe("holds", () => {
     await ledger.start();
     await ledger.stop();
     expect((await ledger.admit(budgets, null, cents(5), Date.now())).admitted).toBe(true);
+  });
+});
+
+describe("leases", () => {
+  /** A second gateway process on the same store: a ledger of its own. */
+  function anotherProcess(f: Fixture, name: string): BudgetLedger {
+    const s = f.api.core.services;
+    return new BudgetLedger({ ...s.deps, instanceId: name }, s.budgets, s.spend, s.notifications);
+  }
+
+  /** What each process's row of the budget's window reserves, by holder. */
+  async function reservations(f: Fixture, id: string): Promise<Record<string, number>> {
+    const rows = await f.api.core.services.deps.store.query<{ holder: string; held_nanos: number | string }>(sql`SELECT holder, held_nanos FROM budget_windows WHERE budget_id = ${id}`);
+    return Object.fromEntries(rows.filter((r) => r.holder !== "").map((r) => [r.holder, Number(r.held_nanos)]));
+  }
+
+  test("under a budget with room to spare, admissions after the first are decided in memory, from credit the store reserves", async () => {
+    const f = await fixture();
+    const { budgetLedger: ledger, deps } = f.api.core.services;
+    const id = await create(f, { scope: "project", limitCents: 100_000, period: "total" });
+    const budgets = await budgetsOf(f);
+    const first = await ledger.admit(budgets, null, cents(1), Date.now());
+    expect(first.admitted).toBe(true);
+    // The first went through the store, which reserved credit beside it: the next ones are settled already when returned.
+    const reserved = (await reservations(f, id))[deps.instanceId]!;
+    expect(reserved).toBeGreaterThan(cents(1));
+    const next = Array.from({ length: 5 }, () => ledger.admit(budgets, null, cents(1), Date.now()));
+    for (const p of next) expect((Bun.peek(p) as Admission).admitted).toBe(true);
+    // Nothing was written for them: the row reserves what it did.
+    expect((await reservations(f, id))[deps.instanceId]).toBe(reserved);
+    for (const a of [first, ...(await Promise.all(next))]) if (a.admitted) ledger.settle(a.hold, cents(1) - 10);
+    await ledger.drained();
+    expect(await spentCents(f, id)).toBe(5);
+    // Idle, the credit is given back: the row reserves nothing once nothing is in flight.
+    await untilTrue(async () => (await reservations(f, id))[deps.instanceId] === 0);
+  });
+
+  test("two processes admitting through leases never overshoot; once idle the last of the room is admitted exactly", async () => {
+    const f = await fixture();
+    const limit = 3000;
+    const id = await create(f, { scope: "agent", agentId: f.agentId, limitCents: limit, period: "day" });
+    const budgets = await budgetsOf(f);
+    const processes = [anotherProcess(f, "gateway-a"), anotherProcess(f, "gateway-b")];
+    let admitted = 0;
+    let fromMemory = 0;
+    // Each process admits, then ends the request at its full estimate, until both are refused 20 times in a row.
+    const run = async (ledger: BudgetLedger) => {
+      for (let refusals = 0; refusals < 20; ) {
+        const p = ledger.admit(budgets, null, cents(1), Date.now());
+        if (Bun.peek(p) !== p) fromMemory++;
+        const a = await p;
+        if (!a.admitted) {
+          refusals++;
+          await Bun.sleep(1);
+          continue;
+        }
+        refusals = 0;
+        admitted++;
+        expect(admitted).toBeLessThanOrEqual(limit);
+        ledger.settle(a.hold, cents(1));
+        // Now and then a pause, so the two interleave and their ticks run.
+        if (admitted % 50 === 0) await Bun.sleep(0);
+      }
+    };
+    await Promise.all(processes.map(run));
+    expect(admitted).toBeLessThanOrEqual(limit);
+    expect(fromMemory).toBeGreaterThan(limit / 2);
+    // Idle, each gives its credit back; then the rest fits exactly.
+    await Promise.all(processes.map((p) => p.drained()));
+    await untilTrue(async () => Object.values(await reservations(f, id)).every((r) => r === 0));
+    for (let i = 0; admitted < limit && i < limit; i++) {
+      const a = await processes[i % 2]!.admit(budgets, null, cents(1), Date.now());
+      expect(a.admitted).toBe(true);
+      if (a.admitted) processes[i % 2]!.settle(a.hold, cents(1));
+      admitted++;
+    }
+    expect((await processes[0]!.admit(budgets, null, 0, Date.now())).admitted).toBe(false);
+    await Promise.all(processes.map((p) => p.drained()));
+    expect(await spentCents(f, id)).toBe(limit);
+  }, 60_000);
+
+  test("a changed budget is not admitted from credit granted under the old one; a stopping process gives its credit back", async () => {
+    const f = await fixture();
+    const { budgetLedger: ledger, deps } = f.api.core.services;
+    const id = await create(f, { scope: "project", limitCents: 100_000, period: "month" });
+    const before = await budgetsOf(f);
+    const held = await ledger.admit(before, null, cents(10), Date.now());
+    expect(held.admitted).toBe(true);
+    expect((Bun.peek(ledger.admit(before, null, cents(1), Date.now())) as Admission).admitted).toBe(true);
+    // Lowered below what is in flight (11 cents): the new budget's window is decided in the store, which refuses.
+    expect((await f.api.call("PATCH", `/v1/budgets/${id}`, { body: { limitCents: 11 } })).status).toBe(200);
+    const after = await budgetsOf(f);
+    const p = ledger.admit(after, null, cents(1), Date.now());
+    expect(Bun.peek(p)).toBe(p);
+    expect(refusedBy(await p)).toBe(id);
+    // Raised again: admitted at once, through the store.
+    expect((await f.api.call("PATCH", `/v1/budgets/${id}`, { body: { limitCents: 100_000 } })).status).toBe(200);
+    expect((await ledger.admit(await budgetsOf(f), null, cents(1), Date.now())).admitted).toBe(true);
+    // Stopping: what stays reserved is what is in flight (12 cents), no credit.
+    await ledger.stop();
+    expect((await reservations(f, id))[deps.instanceId]).toBe(cents(12));
   });
 });
 

@@ -3,8 +3,8 @@
 // call a fake vendor speaking the real wire formats (JSON and SSE) through credgate with project keys.
 // Every metered endpoint counts; the tightest budget refuses and is named (agent before project before
 // organization); a raised limit admits at once; an llm_b budget does not stop llm_a; a burst of 40 at once
-// never overshoots; alerts arrive once per threshold at a webhook of our own; the spend report and
-// /metrics add up to what the fake vendor reported. Windows resetting: a second process whose clock is moved
+// never overshoots, nor does a larger one admitted from leases under load; alerts arrive once per threshold at
+// a webhook of our own; the spend report and /metrics add up to what the fake vendor reported. Windows resetting: a second process whose clock is moved
 // across a day, week and month boundary by restarting it (CREDGATE_TEST_NOW_OFFSET_SECONDS).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { windowOf } from "../../src/core/budgetWindows.ts";
@@ -93,10 +93,10 @@ async function spentIs(c: RunningCredgate, id: string, nanos: number): Promise<v
 }
 
 /** One call as `who`, the fake vendor reporting `usage` on its host; an admitted one is tallied. */
-async function call(who: { id: string; token: string }, c: SdkCall, usage: FakeUsage, concurrent?: number) {
+async function call(who: { id: string; token: string }, c: SdkCall, usage: FakeUsage, concurrent?: number, total?: number) {
   const host = new URL(c.baseURL).hostname;
   fake.setUsage(host, usage);
-  const results = await sdk([cg], caFile, who.token, c, concurrent);
+  const results = await sdk([cg], caFile, who.token, c, concurrent, total);
   const admitted = results.filter((r) => !r.error).length;
   if (admitted > 0) tally.add(who.id, c.sdk === "anthropic" ? "llm_a" : "llm_b", c.model, usage, admitted);
   return results;
@@ -231,6 +231,39 @@ describe("no overshoot", () => {
       return r;
     }, 15_000);
     expect(report.costUsd).toBeCloseTo((admitted * cost) / 1e9, 12);
+  }, 240_000);
+});
+
+describe("leases", () => {
+  const admissions = async () => {
+    const m = parseExposition(await (await fetch(`${cg.apiUrl}/metrics`)).text());
+    return { lease: sampleValue(m, "credgate_budget_admissions_total", { decided: "lease" }), store: sampleValue(m, "credgate_budget_admissions_total", { decided: "store" }) };
+  };
+
+  test("a budget with room to spare under load from two gateway workers: admitted from leases, never over the limit, refused where it ends", async () => {
+    const who = await agent(cg, "leased");
+    // About 2,500 estimates of room: the first part is admitted from leases, the last 1,000 estimates exactly, in the store.
+    const limitCents = 300;
+    const b = await budget(cg, { scope: "agent", agentId: who.id, limitCents, period: "day" });
+    const usage: FakeUsage = { input: 10, output: 100 };
+    const c: SdkCall = { sdk: "openai", call: "chat-json", baseURL: OPENAI, model: "leased-model", maxTokens: 100 };
+    const cost = (10 * 2.5 + 100 * 10) * 1000;
+    const total = Math.ceil((limitCents * NANOS_PER_CENT) / cost) + 150;
+    const before = await admissions();
+    const results = await call(who, c, usage, 32, total);
+    const admitted = results.filter((r) => !r.error).length;
+    const refused = results.filter((r) => r.error?.status === 403 && r.error.body === "budget_exceeded").length;
+    expect(admitted + refused).toBe(total);
+    expect(refused).toBeGreaterThan(0);
+    const estimate = estimateOf(DEFAULT_PRICES, "llm_b", "leased-model", fake.seen.at(-1)!.bodyBytes, 100);
+    expect(cost).toBeLessThan(estimate);
+    expect(admitted).toBeGreaterThanOrEqual(Math.floor((limitCents * NANOS_PER_CENT) / estimate));
+    expect(admitted * cost).toBeLessThanOrEqual(limitCents * NANOS_PER_CENT);
+    await spentIs(cg, b.id, admitted * cost);
+    // Both workers' counts, summed: every admission was decided once, most of the first ones from leases.
+    const after = await admissions();
+    expect(after.lease - before.lease + (after.store - before.store)).toBe(admitted);
+    expect(after.lease - before.lease).toBeGreaterThan(admitted / 4);
   }, 240_000);
 });
 

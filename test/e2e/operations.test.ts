@@ -137,6 +137,7 @@ describe("GET /metrics", () => {
       credgate_gateway_open_websockets: "GAUGE",
       credgate_gateway_snapshot_rebuilds_total: "COUNTER",
       credgate_budget_spend_usd_total: "COUNTER",
+      credgate_budget_admissions_total: "COUNTER",
       credgate_approvals_held: "GAUGE",
       credgate_request_log_queue_depth: "GAUGE",
       credgate_request_log_dropped_total: "COUNTER",

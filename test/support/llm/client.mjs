@@ -2,7 +2,7 @@
 // openai), unmodified, with their fetch going through credgate's gateway (undici ProxyAgent, the agent's
 // token in the proxy URL, the gateway CA from NODE_EXTRA_CA_CERTS). Prints one JSON line: what the SDK
 // returned, or the HTTP error it raised. With `concurrent: N`, N such calls at once (spread over `proxies`
-// when several gateways are given), printed as `{"results": [...]}`.
+// when several gateways are given), printed as `{"results": [...]}`; with `total: M` too, M calls, N at a time.
 //
 //   node client.mjs '{"sdk":"anthropic","call":"stream","baseURL":"https://…","model":"…","proxy":"http://x:agt_…@127.0.0.1:10255"}'
 import Anthropic from "@anthropic-ai/sdk";
@@ -92,5 +92,19 @@ async function one(i) {
   }
 }
 
-console.log(JSON.stringify(opts.concurrent ? { results: await Promise.all(Array.from({ length: opts.concurrent }, (_, i) => one(i))) } : await one(0)));
-process.exit(0);
+/** `total` calls, `concurrent` at a time, in the order they were started. */
+async function pool(total, concurrent) {
+  const results = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < total) {
+      const i = next++;
+      results[i] = await one(i);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrent }, worker));
+  return results;
+}
+
+// Exits once the line is written: a large one to a pipe would be cut short by exiting at once.
+process.stdout.write(`${JSON.stringify(opts.concurrent ? { results: await pool(opts.total ?? opts.concurrent, opts.concurrent) } : await one(0))}\n`, () => process.exit(0));

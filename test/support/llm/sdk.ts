@@ -23,10 +23,13 @@ export interface SdkCall {
   includeUsage?: boolean;
 }
 
-/** One SDK call (or `concurrent` of them at once, spread over the gateways) as the agent holding `token`. */
-export async function sdk(gateways: RunningCredgate[], caFile: string, token: string, call: SdkCall, concurrent?: number): Promise<ClientResult[]> {
+/**
+ * One SDK call (or `concurrent` of them at once, spread over the gateways; `total` of them, `concurrent` at a
+ * time) as the agent holding `token`.
+ */
+export async function sdk(gateways: RunningCredgate[], caFile: string, token: string, call: SdkCall, concurrent?: number, total?: number): Promise<ClientResult[]> {
   const proxies = gateways.map((g) => `http://x:${token}@127.0.0.1:${g.gatewayPort}`);
-  const r = await run(["node", join(ROOT, "test/support/llm/client.mjs"), JSON.stringify({ proxies, ...call, ...(concurrent ? { concurrent } : {}) })], {
+  const r = await run(["node", join(ROOT, "test/support/llm/client.mjs"), JSON.stringify({ proxies, ...call, ...(concurrent ? { concurrent, total } : {}) })], {
     env: { NODE_EXTRA_CA_CERTS: caFile },
     timeoutMs: 180_000,
   });
