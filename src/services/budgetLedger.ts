@@ -573,9 +573,10 @@ export class BudgetLedger {
     this.#backoffUntil = 0;
     this.#closing = true;
     await this.drained();
-    if (this.#leasing()) {
+    // The tick that gives the credit back (a tick running when closing began may have granted more).
+    for (let i = 0; i < 3 && this.#leasing(); i++) {
       this.#schedule("now");
-      await this.#idle;
+      await this.drained();
     }
   }
 }
