@@ -26,8 +26,6 @@ type Method = "run" | "all" | "values" | "get";
 export class SqliteStore implements Store {
   readonly engine = "sqlite" as const;
   readonly notifier = null;
-  /** The insert runs on the gateway's thread: 500 rows hold it ~3 ms. */
-  readonly requestLogBatchRows = 500;
   readonly db: Db;
   /**
    * The SQLite tables under the PostgreSQL schema's type: the one place the two are treated as one

@@ -45,11 +45,6 @@ export interface Store {
    * (PostgreSQL: a transaction-level advisory lock; SQLite transactions are serial already).
    */
   lockKey(key: string): Promise<void>;
-  /**
-   * Request-log rows per batch (docs/gateway.md#request-logs): what one write takes best. SQLite inserts on the
-   * gateway's thread, so its batches stay short; PostgreSQL pays a fixed cost per statement and commit.
-   */
-  readonly requestLogBatchRows: number;
   /** Inserts request-log rows in one batch; returns each row's `seq`, in order. */
   insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]>;
   /** Inserts spend records in one batch (as request logs: a prepared statement, not a query built per batch). */

@@ -1,6 +1,5 @@
 // Request-log batches (docs/gateway.md#request-logs) as the API returns them: rows enqueued the way the gateway
-// does, written by the batch writer (a full batch — 500 rows with SQLite, 2000 with PostgreSQL — or a flush), read
-// back through GET /v1/logs unchanged.
+// does, written by the batch writer (500 rows or a flush), read back through GET /v1/logs unchanged.
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, test } from "bun:test";
 import type { RequestLogRow } from "../../src/services/requestLogs.ts";
@@ -78,26 +77,23 @@ describe("request-log batches", () => {
     expect(res.body).toEqual({ data: [view(sparse), view(full)], nextCursor: null });
   });
 
-  test("a full batch is written at once, without a query or the timer", async () => {
+  test("500 queued rows are written at once, without a query or the timer", async () => {
     const svc = api.core.services.requestLogs;
-    const batch = api.core.store.requestLogBatchRows;
-    expect(batch).toBe(api.core.store.engine === "postgres" ? 2000 : 500);
-    for (let i = 0; i < batch - 1; i++) svc.enqueue(row({ host: "full-batch.test" }));
-    expect(await count("full-batch.test")).toBe(0);
-    svc.enqueue(row({ host: "full-batch.test" }));
+    for (let i = 0; i < 499; i++) svc.enqueue(row({ host: "five-hundred.test" }));
+    expect(await count("five-hundred.test")).toBe(0);
+    svc.enqueue(row({ host: "five-hundred.test" }));
     // Written in the background at once: well before the 5 s timer.
-    expect(await countReaches("full-batch.test", batch, 1000)).toBe(batch);
+    expect(await countReaches("five-hundred.test", 500, 1000)).toBe(500);
   });
 
   test("a query writes whatever is still queued first", async () => {
     const svc = api.core.services.requestLogs;
-    const batch = api.core.store.requestLogBatchRows;
-    for (let i = 0; i < batch + 20; i++) svc.enqueue(row({ host: "drain-query.test" }));
-    expect(await countReaches("drain-query.test", batch, 1000)).toBe(batch);
+    for (let i = 0; i < 520; i++) svc.enqueue(row({ host: "drain-query.test" }));
+    expect(await countReaches("drain-query.test", 500, 1000)).toBe(500);
     const res = await api.call("GET", "/v1/logs?host=drain-query.test&limit=500");
     expect(res.body.data.length).toBe(500);
     expect(res.body.nextCursor).not.toBeNull();
-    expect(await count("drain-query.test")).toBe(batch + 20);
+    expect(await count("drain-query.test")).toBe(520);
   });
 
   test("newest first; the cursor walks rows that share a createdAt in id order", async () => {
@@ -147,14 +143,13 @@ describe("request-log batches", () => {
     const lastSeen = async () => (await api.call("GET", `/v1/agents/${agentId}`)).body.lastSeenAt;
     await svc.flush();
     const before = await lastSeen();
-    const batch = api.core.store.requestLogBatchRows;
     const at = (i: number) => new Date(Date.UTC(2033, 0, 1) + i).toISOString();
-    for (let i = 0; i < batch; i++) svc.enqueue(row({ host: "seen-later.test", createdAt: at(i) }));
-    expect(await countReaches("seen-later.test", batch, 1000)).toBe(batch);
+    for (let i = 0; i < 500; i++) svc.enqueue(row({ host: "seen-later.test", createdAt: at(i) }));
+    expect(await countReaches("seen-later.test", 500, 1000)).toBe(500);
     expect(await lastSeen()).toBe(before);
-    svc.enqueue(row({ host: "seen-later.test", createdAt: at(batch) }));
+    svc.enqueue(row({ host: "seen-later.test", createdAt: at(500) }));
     await svc.flush();
-    expect(await lastSeen()).toBe(at(batch));
+    expect(await lastSeen()).toBe(at(500));
   });
   test("/org/logs merges the projects' rows newest first, pages across them, and follows an agent to its project", async () => {
     const { services } = api.core;
