@@ -106,7 +106,7 @@ export class AgentService {
   }
 
   /** Records gateway activity times in one transaction per batch (not per request). */
-  async touch(lastSeen: Map<string, string>): Promise<void> {
+  async touch(lastSeen: ReadonlyMap<string, string>): Promise<void> {
     if (lastSeen.size === 0) return;
     const { agents } = this.t;
     await this.deps.store.transaction(async () => {

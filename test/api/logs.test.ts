@@ -137,6 +137,20 @@ describe("request-log batches", () => {
     await api.core.services.requestLogs.flush();
     expect((await api.call("GET", `/v1/agents/${agentId}`)).body.lastSeenAt).toBe(at);
   });
+
+  test("a full batch leaves lastSeenAt to the next flush, which writes the latest time", async () => {
+    const svc = api.core.services.requestLogs;
+    const lastSeen = async () => (await api.call("GET", `/v1/agents/${agentId}`)).body.lastSeenAt;
+    await svc.flush();
+    const before = await lastSeen();
+    const at = (i: number) => new Date(Date.UTC(2033, 0, 1) + i).toISOString();
+    for (let i = 0; i < 500; i++) svc.enqueue(row({ host: "seen-later.test", createdAt: at(i) }));
+    expect(await countReaches("seen-later.test", 500, 1000)).toBe(500);
+    expect(await lastSeen()).toBe(before);
+    svc.enqueue(row({ host: "seen-later.test", createdAt: at(500) }));
+    await svc.flush();
+    expect(await lastSeen()).toBe(at(500));
+  });
   test("/org/logs merges the projects' rows newest first, pages across them, and follows an agent to its project", async () => {
     const { services } = api.core;
     const { project: other } = await services.projects.create(api.organizationId, `Logs merge ${n}`);
