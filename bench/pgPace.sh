@@ -84,8 +84,10 @@ for i in $(seq 1 "$PAIRS"); do
   echo "pair $i: credgate × direct: SQLite ${sq[-1]}, PostgreSQL ${pg[-1]} ($(awk -v a="${pg[-1]}" -v b="${sq[-1]}" 'BEGIN{printf "%.1f %%", 100*a/b}')); gateway CPU µs/request: SQLite ${sqc[-1]}, PostgreSQL ${pgc[-1]}" | tee -a "$out/summary.txt"
 done
 awk -v s="${sq[*]}" -v p="${pg[*]}" -v sc="${sqc[*]}" -v pc="${pgc[*]}" 'BEGIN {
-  n = split(s, a, " "); split(p, b, " "); split(sc, c, " "); split(pc, d, " "); lo = 1e9; hi = 0
-  for (i = 1; i <= n; i++) { r = b[i] / a[i]; if (r < lo) lo = r; if (r > hi) hi = r; ss += a[i]; sp += b[i]; cs += c[i]; cp += d[i] }
-  printf "%d pairs: credgate × direct, mean: SQLite %.3f, PostgreSQL %.3f: PostgreSQL at %.1f %% of SQLite (pairs %.1f-%.1f %%); gateway CPU µs/request, mean: SQLite %.1f, PostgreSQL %.1f\n", n, ss / n, sp / n, 100 * sp / ss, 100 * lo, 100 * hi, cs / n, cp / n
+  n = split(s, a, " "); split(p, b, " "); split(sc, c, " "); split(pc, d, " ")
+  for (i = 1; i <= n; i++) { r[i] = b[i] / a[i]; ss += a[i]; sp += b[i]; cs += c[i]; cp += d[i] }
+  for (i = 2; i <= n; i++) for (j = i; j > 1 && r[j] < r[j - 1]; j--) { t = r[j]; r[j] = r[j - 1]; r[j - 1] = t }
+  med = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+  printf "%d pairs: PostgreSQL at %.1f %% of SQLite (median of the pairs; %.1f-%.1f %%); credgate × direct, mean: SQLite %.3f, PostgreSQL %.3f; gateway CPU µs/request, mean: SQLite %.1f, PostgreSQL %.1f\n", n, 100 * med, 100 * r[1], 100 * r[n], ss / n, sp / n, cs / n, cp / n
 }' | tee -a "$out/summary.txt"
 echo "tables: $out" >&2
