@@ -2,7 +2,8 @@
 # PostgreSQL at SQLite's pace (docs/operations.md#postgresql-performance): the peer run
 # (../shared/peer-bench/with-credgate.sh: direct, spike-relay, credgate with one gateway process) once with the
 # embedded SQLite store and once against a throwaway local PostgreSQL, taking turns, in one session; prints
-# credgate's "× direct" of both and their ratio per pair, and the spread over the pairs.
+# credgate's "× direct" of both and their ratio per pair, the spread over the pairs, the gateway's CPU per request
+# with each store and the PostgreSQL server's CPU per request-log row.
 #
 #   npm run build && bash bench/pgPace.sh
 #   PAIRS=3 ROUNDS=2 PG_CPU=1 bash bench/pgPace.sh
@@ -58,36 +59,48 @@ figure() { # from a peer run's raw.jsonl: credgate's req/s over direct's (median
     console.log((med(cg.map((r) => r.client.rps)) / med(d.map((r) => r.client.rps))).toFixed(4), med(cg.map((r) => r.proxyCpu / r.client.rps * 1e6)).toFixed(1));
   ' "$1/raw.jsonl"
 }
-run() { # engine pair -> prints the figure
+# CPU ticks of the PostgreSQL server: the postmaster with its reaped children, and the live children.
+pg_ticks() {
+  local pm t; pm=$(head -1 "$pgdir/data/postmaster.pid")
+  t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
+  for c in $(pgrep -P "$pm"); do t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0))); done
+  echo "$t"
+}
+psql_() { "${as[@]}" "$pgbin/psql" -h "$pgdir" -p "$port" -U postgres -qAt "$@"; }
+run() { # engine pair -> prints the figure (and, for PostgreSQL, the server's CPU µs per request-log row)
   local engine=$1 i=$2 dir="$out/$1-$2"
   local cg=$bin
   if [ -n "${PROFILE:-}" ]; then # only credgate: the peers' upstream and relay run on Bun too
     cg=$dir.credgate; printf '#!/bin/sh\nBUN_OPTIONS="--cpu-prof --cpu-prof-dir=%s" exec %s "$@"\n' "$dir.prof" "$bin" >"$cg"; chmod +x "$cg"
   fi
   if [ "$engine" = postgres ]; then
-    "${as[@]}" "$pgbin/psql" -h "$pgdir" -p "$port" -U postgres -qc "CREATE DATABASE pace$i" postgres >/dev/null || return 1
+    psql_ -c "CREATE DATABASE pace$i" postgres >/dev/null || return 1
+    local t0 t1 rows; t0=$(pg_ticks)
     CREDGATE_DATABASE_URL="postgres://postgres@127.0.0.1:$port/pace$i" CREDGATE_MASTER_KEY=$(head -c 32 /dev/urandom | base64) \
       CREDGATE_BIN=$cg OUT_DIR="$dir" bash "$peer/with-credgate.sh" >"$dir.log" 2>&1
+    sleep 2; t1=$(pg_ticks); rows=$(psql_ -c "SELECT count(*) FROM request_logs" "pace$i")
+    # Everything the server did for this run (migrations and bootstrap included), per row the gateway logged.
+    echo "$(figure "$dir") $(awk -v t=$((t1 - t0)) -v r="$rows" -v k="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", t / k * 1e6 / r}')"
   else
     CREDGATE_BIN=$cg OUT_DIR="$dir" bash "$peer/with-credgate.sh" >"$dir.log" 2>&1
+    figure "$dir"
   fi
-  figure "$dir"
 }
-sq=() pg=() sqc=() pgc=()
+sq=() pg=() sqc=() pgc=() pgs=()
 for i in $(seq 1 "$PAIRS"); do
   if [ $((i % 2)) = 1 ]; then order="sqlite postgres"; else order="postgres sqlite"; fi
   for e in $order; do
     f=$(run "$e" "$i"); [ -n "$f" ] || { echo "pair $i: the $e run gave no figure (see $out/$e-$i.log)" >&2; exit 1; }
-    read -r x c <<<"$f"
-    if [ "$e" = sqlite ]; then sq+=("$x"); sqc+=("$c"); else pg+=("$x"); pgc+=("$c"); fi
+    read -r x c srv <<<"$f"
+    if [ "$e" = sqlite ]; then sq+=("$x"); sqc+=("$c"); else pg+=("$x"); pgc+=("$c"); pgs+=("$srv"); fi
   done
-  echo "pair $i: credgate × direct: SQLite ${sq[-1]}, PostgreSQL ${pg[-1]} ($(awk -v a="${pg[-1]}" -v b="${sq[-1]}" 'BEGIN{printf "%.1f %%", 100*a/b}')); gateway CPU µs/request: SQLite ${sqc[-1]}, PostgreSQL ${pgc[-1]}" | tee -a "$out/summary.txt"
+  echo "pair $i: credgate × direct: SQLite ${sq[-1]}, PostgreSQL ${pg[-1]} ($(awk -v a="${pg[-1]}" -v b="${sq[-1]}" 'BEGIN{printf "%.1f %%", 100*a/b}')); gateway CPU µs/request: SQLite ${sqc[-1]}, PostgreSQL ${pgc[-1]}; PostgreSQL server CPU µs/row ${pgs[-1]}" | tee -a "$out/summary.txt"
 done
-awk -v s="${sq[*]}" -v p="${pg[*]}" -v sc="${sqc[*]}" -v pc="${pgc[*]}" 'BEGIN {
-  n = split(s, a, " "); split(p, b, " "); split(sc, c, " "); split(pc, d, " ")
-  for (i = 1; i <= n; i++) { r[i] = b[i] / a[i]; ss += a[i]; sp += b[i]; cs += c[i]; cp += d[i] }
+awk -v s="${sq[*]}" -v p="${pg[*]}" -v sc="${sqc[*]}" -v pc="${pgc[*]}" -v ps="${pgs[*]}" 'BEGIN {
+  n = split(s, a, " "); split(p, b, " "); split(sc, c, " "); split(pc, d, " "); split(ps, e, " ")
+  for (i = 1; i <= n; i++) { r[i] = b[i] / a[i]; ss += a[i]; sp += b[i]; cs += c[i]; cp += d[i]; se += e[i] }
   for (i = 2; i <= n; i++) for (j = i; j > 1 && r[j] < r[j - 1]; j--) { t = r[j]; r[j] = r[j - 1]; r[j - 1] = t }
   med = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
-  printf "%d pairs: PostgreSQL at %.1f %% of SQLite (median of the pairs; %.1f-%.1f %%); credgate × direct, mean: SQLite %.3f, PostgreSQL %.3f; gateway CPU µs/request, mean: SQLite %.1f, PostgreSQL %.1f\n", n, 100 * med, 100 * r[1], 100 * r[n], ss / n, sp / n, cs / n, cp / n
+  printf "%d pairs: PostgreSQL at %.1f %% of SQLite (median of the pairs; %.1f-%.1f %%); credgate × direct, mean: SQLite %.3f, PostgreSQL %.3f; gateway CPU µs/request, mean: SQLite %.1f, PostgreSQL %.1f; PostgreSQL server CPU µs/row, mean %.1f\n", n, 100 * med, 100 * r[1], 100 * r[n], ss / n, sp / n, cs / n, cp / n, se / n
 }' | tee -a "$out/summary.txt"
 echo "tables: $out" >&2
