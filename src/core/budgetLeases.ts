@@ -29,8 +29,6 @@ export interface Lease<R extends LeaseRef> {
   cost: number;
   /** Credit a running transaction writes: usable once it commits. */
   granting: number;
-  /** What this process's row holds, as last committed. */
-  stored: number;
   /** The credit the last review aimed for: when the credit falls below half of it, a review is due. */
   target: number;
   /** Estimates admitted since the last review. */
@@ -76,7 +74,7 @@ export class LeaseBook<R extends LeaseRef> {
   of(ref: R, now: number): Lease<R> {
     let lease = this.#leases.get(ref.key);
     if (!lease) {
-      lease = { ref, inFlight: 0, credit: 0, cost: 0, granting: 0, stored: 0, target: 0, demand: 0, rate: 0, reviewedAt: now, activeAt: now, maxEstimate: 0 };
+      lease = { ref, inFlight: 0, credit: 0, cost: 0, granting: 0, target: 0, demand: 0, rate: 0, reviewedAt: now, activeAt: now, maxEstimate: 0 };
       this.#leases.set(ref.key, lease);
     }
     lease.ref = ref;

@@ -80,8 +80,8 @@ interface TickChanges {
   costs: [Lease<WindowRef>, number][];
   admitted: Hold[];
   grants: Lease<WindowRef>[];
-  /** What each lease's row reserves once the transaction commits. */
-  stored: [Lease<WindowRef>, number][];
+  /** Leases whose row reserves nothing once the transaction commits: forgotten then, unless used meanwhile. */
+  emptied: Lease<WindowRef>[];
 }
 
 type Tick = "now" | "admission" | "settlement" | "review";
@@ -281,7 +281,7 @@ export class BudgetLedger {
     try {
       for (const w of windows.values()) if (!this.#opened.has(w.key)) await this.#open(w);
       [results, state] = await this.#retryingDeadlocks(async () => {
-        const changes: TickChanges = { costs: [], admitted: [], grants: [], stored: [] };
+        const changes: TickChanges = { costs: [], admitted: [], grants: [], emptied: [] };
         try {
           const decided = await this.deps.store.transaction(() => this.#decide(admissions, settlements, windows, changes));
           this.#committed(changes);
@@ -310,17 +310,14 @@ export class BudgetLedger {
     }
   }
 
-  /** The tick committed: granted credit becomes usable, and each written row's reservation is what memory holds. */
+  /** The tick committed: granted credit becomes usable, and a lease whose row reserves nothing is forgotten. */
   #committed(changes: TickChanges): void {
     for (const hold of changes.admitted) if (hold.windows.length > 0) this.#admittedBy.store++;
     for (const lease of changes.grants) {
       lease.credit += lease.granting;
       lease.granting = 0;
     }
-    for (const [lease, stored] of changes.stored) {
-      lease.stored = stored;
-      if (stored === 0 && lease.inFlight === 0 && lease.credit === 0 && lease.cost === 0) this.#leases.forget(lease.ref.key);
-    }
+    for (const lease of changes.emptied) if (lease.inFlight === 0 && lease.credit === 0 && lease.cost === 0) this.#leases.forget(lease.ref.key);
   }
 
   /** The tick did not commit: costs wait for the next, admissions it decided are not held, grants never happened (credit given back stays given back). */
@@ -438,7 +435,7 @@ export class BudgetLedger {
       lease.granting = target - lease.credit;
       if (lease.granting > 0) changes.grants.push(lease);
       const reserved = lease.inFlight + lease.cost + target;
-      changes.stored.push([lease, reserved]);
+      if (reserved === 0) changes.emptied.push(lease);
       if (st.charged !== 0 || reserved !== st.mine) rows.push([w, st, reserved]);
     }
     await this.#write(rows);
