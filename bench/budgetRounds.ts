@@ -3,6 +3,7 @@
 // then without again (deleted), … in alternating rounds, so that the VM's drift between runs shows as spread
 // between rounds instead of as the budgets' cost. Used by bench/gateway.ts and bench/budgets.ts.
 import type { RunningCredgate } from "../test/support/process.ts";
+import { parseExposition, sampleValue } from "../test/support/prometheus.ts";
 import type { LoadResult } from "./load.ts";
 
 export interface BudgetRounds {
@@ -31,11 +32,8 @@ export async function budgetRounds(cg: RunningCredgate, run: () => Promise<LoadR
     out.spentCents.push(ids.map((id) => all.find((b: { id: string; spentCents: number }) => b.id === id)?.spentCents ?? 0));
     await deleteBudgets(cg, ids);
   }
-  const metrics = await (await fetch(`${cg.apiUrl}/metrics`)).text();
-  for (const decided of ["lease", "store"] as const) {
-    const line = metrics.split("\n").find((l) => l.startsWith(`credgate_budget_admissions_total{decided="${decided}"}`));
-    out.admissions[decided] = Number(line?.split(" ").at(-1) ?? 0);
-  }
+  const metrics = parseExposition(await (await fetch(`${cg.apiUrl}/metrics`)).text());
+  for (const decided of ["lease", "store"] as const) out.admissions[decided] = sampleValue(metrics, "credgate_budget_admissions_total", { decided });
   return out;
 }
 
