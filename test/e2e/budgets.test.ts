@@ -4,8 +4,9 @@
 // Every metered endpoint counts; the tightest budget refuses and is named (agent before project before
 // organization); a raised limit admits at once; an llm_b budget does not stop llm_a; a burst of 40 at once
 // never overshoots, nor does a larger one admitted from leases under load; alerts arrive once per threshold at
-// a webhook of our own; the spend report and /metrics add up to what the fake vendor reported. Windows resetting: a second process whose clock is moved
-// across a day, week and month boundary by restarting it (CREDGATE_TEST_NOW_OFFSET_SECONDS).
+// a webhook of our own; the spend report and /metrics add up to what the fake vendor reported. Windows
+// resetting: a second process whose clock is moved across a day, week and month boundary by restarting it
+// (CREDGATE_TEST_NOW_OFFSET_SECONDS).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { windowOf } from "../../src/core/budgetWindows.ts";
 import { DEFAULT_PRICES, estimateOf, NANOS_PER_CENT } from "../../src/core/pricing.ts";
