@@ -130,8 +130,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const listener = apiServer;
     apiCertificate?.onChange((pair) => listener.useCertificate(pair));
     gateway = await Gateway.create(config, core.services, ca, api, tracer);
-    // Before the first request: what this process held in its previous life is dropped.
+    // Before the first request: what this process held in its previous life is dropped (on SQLite, every
+    // approval still pending: this process and its workers, started below, are the only ones on the file).
     await core.services.budgetLedger.start();
+    await core.services.approvals.start(core.store.engine === "sqlite" ? "all" : "mine");
     let gatewayPort: number;
     try {
       gatewayPort = await gateway.listen(config.host, config.gatewayPort, config.gatewayWorkers > 1 ? "first" : "alone");
@@ -146,7 +148,6 @@ export async function startServer(config: Config): Promise<RunningServer> {
     }
     core.services.requestLogs.start();
     core.services.spend.start();
-    await core.services.approvals.start();
     // This process sends the instance's notifications (its gateway workers only queue them).
     core.services.notifications.start();
     const running = { core, api, apiPort: apiServer.port, gateway, gatewayPort };

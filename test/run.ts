@@ -17,6 +17,7 @@ const POSTGRES_RUN = [
   "test/e2e/gateway-tunnels.test.ts",
   "test/e2e/gateway-http2.test.ts",
   "test/e2e/gateway-grpc.test.ts",
+  "test/e2e/gateway-workers.test.ts",
   "test/e2e/policy-gateway.test.ts",
   "test/e2e/approval-store.test.ts",
   "test/e2e/notifications.test.ts",

@@ -98,11 +98,15 @@ export class ApprovalService {
   /**
    * The serving process's duties: announce itself, cancel the pending approvals no live process holds any more
    * (docs/policy.md#approvals: "the holding process died"), and re-check held requests' status periodically.
+   * `previousLife`: what else was held before this start and is held by nobody now — this process's own
+   * (`mine`), or every pending approval (`all`: a server starting on a SQLite file, before any of its gateway
+   * processes listens, is the only one that could hold any; its gateway workers are `mine`, beside processes
+   * that hold requests). Called before this process's gateway listens: a request held earlier would be
+   * cancelled with the previous life's.
    */
-  async start(): Promise<void> {
+  async start(previousLife: "mine" | "all"): Promise<void> {
     await this.#heartbeat();
-    // Held by this instance's previous life, or (one process owns a SQLite file) by anyone: nobody holds them now.
-    await this.cancelOrphans(this.deps.store.engine === "sqlite" ? "all" : "mine");
+    await this.cancelOrphans(previousLife);
     this.#timers.push(
       setInterval(() => void this.#heartbeat().catch(() => (this.#healthySince = null)), HEARTBEAT_MS),
       setInterval(() => void this.#sweep().catch(() => {}), ORPHAN_AFTER_MS / 2),

@@ -66,11 +66,12 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
 
-  // Before the first request: what this worker held in its previous life is dropped.
+  // Before the first request: what this worker held in its previous life is dropped (only its own: the
+  // primary and the other workers hold requests meanwhile).
   await services.budgetLedger.start();
+  await services.approvals.start("mine");
   await gateway.listen(config.host, config.gatewayPort, "joining");
   services.requestLogs.start();
-  await services.approvals.start();
   tell({ type: "ready" });
   log.info("gateway worker started", { worker: index, gatewayPort: config.gatewayPort });
 }

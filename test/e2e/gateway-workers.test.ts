@@ -1,8 +1,8 @@
 // Gateway workers (`--gateway-workers N`, docs/configuration.md#server-settings; issue 13): N processes share the gateway port. The
 // kernel spreads connections over them (checked with `ss`: which process holds each tunnel); a change made
 // through the API is applied by every worker before the API answers; rate limits, approvals and metrics stay
-// exact across processes; SIGTERM stops them all; a worker that dies is started again; workers stop when
-// their primary is killed.
+// exact across processes; SIGTERM stops them all; a worker that dies is started again, cancelling only the
+// approvals it held itself; workers stop when their primary is killed.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -176,6 +176,40 @@ describe("gateway workers", () => {
       for (const t of tunnels) t.close();
     }
   });
+
+  test("a worker killed while holding requests cancels only its own when it starts again: the others' stay held and complete", async () => {
+    const rule = await cg.api("POST", "/v1/policy/rules", {
+      body: { name: "hold survivors", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HOST, pathPattern: "/survives/*" }] },
+    });
+    expect(rule.status).toBe(201);
+    expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
+    const tunnels = await onEveryProcess();
+    try {
+      const answers = tunnels.map((t, i) => t.request(`/survives/${i}`).catch(() => null));
+      const pending = await eventually(async () => {
+        const list = ((await cg.api("GET", "/v1/approvals/pending")).body?.requests ?? []).filter((r: any) => r.path.startsWith("/survives/"));
+        return list.length === tunnels.length ? list : null;
+      }, 15_000, 50);
+      expect(pending).not.toBeNull();
+      const idOf = (i: number) => pending.find((p: any) => p.path === `/survives/${i}`).id as string;
+      const victim = tunnels.find((t) => t.pid !== null && t.pid !== cg.proc.pid)!.pid!;
+      const killed = tunnels.flatMap((t, i) => (t.pid === victim ? [i] : []));
+      const others = tunnels.flatMap((t, i) => (t.pid !== victim ? [i] : []));
+      const starts = cg.output().split('"msg":"gateway worker started"').length;
+      process.kill(victim, "SIGKILL");
+      // Started again: what the dead worker held is cancelled by its next life (docs/policy.md#approvals).
+      await eventually(() => (cg.output().split('"msg":"gateway worker started"').length > starts ? true : null), 20_000, 50);
+      for (const i of killed) expect((await cg.api("GET", `/v1/approvals/${idOf(i)}`)).body.status).toBe("cancelled");
+      // Everything the primary and the other worker hold is still pending, and goes on once approved.
+      for (const i of others) {
+        expect((await cg.api("GET", `/v1/approvals/${idOf(i)}`)).body.status).toBe("pending");
+        expect((await cg.api("POST", `/v1/approvals/${idOf(i)}/decision`, { body: { decision: "approve" } })).status).toBe(200);
+      }
+      expect((await Promise.all(others.map((i) => answers[i]))).map((a) => a?.status)).toEqual(others.map(() => 200));
+    } finally {
+      for (const t of tunnels) t.close();
+    }
+  }, 60_000);
 
   test("GET /metrics counts the requests of every process", async () => {
     const total = async () => {

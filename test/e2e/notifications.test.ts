@@ -84,11 +84,15 @@ async function held(c: RunningCredgate, path: string, opts: { token?: string; bo
     maxTime: 120,
   });
   const bare = path.split("?")[0];
+  let answer: CurlResult | null = null;
+  void done.then((r) => (answer = r), () => {});
   const approval = await until(async () => {
     const list = await c.api("GET", "/v1/approvals/pending");
     const found = list.body.requests.find((r: any) => r.path.split("?")[0] === bare);
-    if (!found) throw new Error(`${path} is not held yet`);
-    return found;
+    if (found) return found;
+    // A request answered without being held will never be: say what it got, and what credgate logged.
+    if (answer) throw new Error(`${path} was answered without being held: ${answer.status} ${answer.text.slice(0, 300)}\n${c.output().slice(-4000)}`);
+    throw new Error(`${path} is not held yet`);
     // Generous: several gateway processes on a loaded machine may take a while to hold a first request.
   }, 60_000);
   return { done, approval };
