@@ -11,6 +11,7 @@ import { basic, eventually, gatewayCa, openConnect, rawRequest, ResponseReader, 
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { parseExposition } from "../support/prometheus.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
+import { clearOfWindowEdge, HOUR_MS } from "../support/windowEdge.ts";
 
 const HOST = "api.workers.test";
 const PROCESSES = 3;
@@ -139,6 +140,7 @@ describe("gateway workers", () => {
   });
 
   test("a rate limit counts across processes: 3 per hour admits exactly 3 of 12 requests spread over all of them", async () => {
+    await clearOfWindowEdge(HOUR_MS);
     const rule = await cg.api("POST", "/v1/policy/rules", {
       body: { name: "3 an hour", action: "allow", rateLimit: 3, rateLimitWindow: "hour", targets: [{ kind: "network", hostPattern: HOST, pathPattern: "/limited/*" }] },
     });
@@ -155,7 +157,7 @@ describe("gateway workers", () => {
     expect(pids.size).toBeGreaterThan(1);
     expect(statuses.filter((s) => s === 200).length).toBe(3);
     expect(statuses.filter((s) => s === 429).length).toBe(9);
-  });
+  }, 60_000);
 
   test("requests held for approval on any process are listed, decided through the API, and complete", async () => {
     const rule = await cg.api("POST", "/v1/policy/rules", {

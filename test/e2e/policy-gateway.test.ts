@@ -14,6 +14,7 @@ import { curlThroughGateway, type CurlOptions } from "../support/curl.ts";
 import { tempDir } from "../support/tmp.ts";
 import * as net from "node:net";
 import type * as tls from "node:tls";
+import { clearOfWindowEdge, HOUR_MS } from "../support/windowEdge.ts";
 
 const H = {
   draft: "draft.policy.test",
@@ -396,6 +397,7 @@ describe("body conditions", () => {
 
 describe("rate limits", () => {
   test("example 32: 1/hour → 200, then 429 with Retry-After, and exactly one upstream hit", async () => {
+    await clearOfWindowEdge(HOUR_MS);
     const rule = await createRule({ name: "Once an hour", action: "allow", rateLimit: 1, rateLimitWindow: "hour", targets: [network(H.rate)] });
     await publish();
     const first = await curl(cg, url(H.rate, "/v1/limited"));
@@ -427,7 +429,7 @@ describe("rate limits", () => {
     expect(regenerated.status).toBe(200);
     expect((await curl(cg, url(H.rate, "/v1/limited"), { agentToken: regenerated.body.accessToken })).status).toBe(429);
     expect(seen(H.rate).length).toBe(2);
-  });
+  }, 60_000);
 });
 
 // ── approvals ───────────────────────────────────────────────────────────────────────────────────────────

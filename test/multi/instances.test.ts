@@ -19,6 +19,7 @@ import { costOf, DEFAULT_PRICES, NANOS_PER_CENT } from "../../src/core/pricing.t
 import { sdk } from "../support/llm/sdk.ts";
 import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
 import { addPartnerLlmKey, spendOf } from "../support/partnerFixture.ts";
+import { clearOfWindowEdge, HOUR_MS } from "../support/windowEdge.ts";
 
 const BURST_HOST = "burst.multi.test";
 const HOSTS = [BURST_HOST, "write.multi.test", "policy.multi.test", "rate.multi.test", "approve.multi.test", "regen.multi.test", "logs.multi.test", "outage.multi.test", "kill.multi.test"];
@@ -126,6 +127,7 @@ describe("one database, two instances", () => {
   }, 30_000);
 
   test("a 3/hour rate limit admits exactly 3 requests across both instances", async () => {
+    await clearOfWindowEdge(HOUR_MS);
     await publishRule(a, { name: "Three per hour", action: "allow", rateLimit: 3, rateLimitWindow: "hour", targets: [{ kind: "network", hostPattern: "rate.multi.test" }] });
     await Bun.sleep(1500);
     const before = up.seen.filter((s) => s.host.startsWith("rate.multi.test")).length;
@@ -133,7 +135,7 @@ describe("one database, two instances", () => {
     expect(results.filter((r) => r.status === 200)).toHaveLength(3);
     expect(results.filter((r) => r.status === 429)).toHaveLength(5);
     expect(up.seen.filter((s) => s.host.startsWith("rate.multi.test")).length - before).toBe(3);
-  }, 30_000);
+  }, 60_000);
 
   test("a request held at A's gateway is listed on B, decided on B, and completes; the OneCLI SDK loop works against B", async () => {
     await publishRule(b, { name: "Ask first", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: "approve.multi.test", method: "POST" }] });

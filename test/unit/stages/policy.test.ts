@@ -11,6 +11,7 @@ import { policyStage } from "../../../src/gateway/stages/policy.ts";
 import { testPipelineDeps, testRequest, testTunnel, type TestRequestInit } from "../../../src/gateway/testing.ts";
 import { createTestApi, type TestApi } from "../../support/app.ts";
 import { outcome } from "./helpers.ts";
+import { clearOfWindowEdge, HOUR_MS } from "../../support/windowEdge.ts";
 
 interface World {
   api: TestApi;
@@ -96,6 +97,7 @@ describe("verdicts", () => {
   });
 
   test("a rate limit of 1 an hour: the first passes, the second → 429 rate_limited with Retry-After", async () => {
+    await clearOfWindowEdge(HOUR_MS);
     expect(await outcome(w.stage.request!(await w.request("rate.test", { target: "/a" })))).toBe("pass");
     const o = await outcome(w.stage.request!(await w.request("rate.test", { target: "/b" })));
     expect(o).toMatchObject({
@@ -104,7 +106,7 @@ describe("verdicts", () => {
       body: { error: "rate_limited", message: "This request was rate-limited by a credgate policy rule.", limit: 1, window: "hour" },
     });
     expect(o !== "pass" && Number(o.headers["retry-after"])).toBeGreaterThan(0);
-  });
+  }, 30_000);
 
   test("an approval rule passes the request on, marked to be held", async () => {
     const rq = await w.request("approve.test", { method: "POST", target: "/send" });
