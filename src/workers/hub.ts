@@ -43,16 +43,20 @@ export class GatewayWorkers implements EventRelay {
     private readonly caches: SharedCaches,
   ) {}
 
-  /** Starts `count` workers and resolves once each listens on the gateway port. */
+  /**
+   * Starts `count` workers and resolves once each listens on the gateway port. Changes made meanwhile (the API
+   * already answers) are passed on from the first spawn: a starting worker applies them as soon as it listens for
+   * messages, right after loading its snapshot (until then they wait in the IPC channel), instead of missing them.
+   */
   static async start(count: number, command: (index: number) => string[], bus: EventBus, caches: SharedCaches): Promise<GatewayWorkers> {
     const hub = new GatewayWorkers(command, bus, caches);
+    bus.attachRelay(hub);
     try {
       await Promise.all(Array.from({ length: count }, (_, i) => hub.#spawn(i + 1)));
     } catch (err) {
       await hub.stop(async () => {});
       throw err;
     }
-    bus.attachRelay(hub);
     return hub;
   }
 
