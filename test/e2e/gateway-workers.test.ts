@@ -108,6 +108,31 @@ async function onEveryProcess(): Promise<Tunnel[]> {
   return tunnels;
 }
 
+/**
+ * A published rule holding `prefix`* for approval, and a request under it (`prefix` + its index) on a tunnel to
+ * every process, each listed pending. The caller closes the tunnels.
+ */
+async function heldOnEveryProcess(prefix: string) {
+  const rule = await cg.api("POST", "/v1/policy/rules", {
+    body: { name: `hold ${prefix}`, action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HOST, pathPattern: `${prefix}*` }] },
+  });
+  expect(rule.status).toBe(201);
+  expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
+  const tunnels = await onEveryProcess();
+  try {
+    const answers = tunnels.map((t, i) => t.request(`${prefix}${i}`).catch(() => null));
+    const pending = await eventually(async () => {
+      const list = ((await cg.api("GET", "/v1/approvals/pending")).body?.requests ?? []).filter((r: any) => r.path.startsWith(prefix));
+      return list.length === tunnels.length ? list : null;
+    }, 15_000, 50);
+    expect(pending).not.toBeNull();
+    return { tunnels, answers, pending };
+  } catch (err) {
+    for (const t of tunnels) t.close();
+    throw err;
+  }
+}
+
 const seenAuth = (path: string) => up.seen.filter((s) => s.url === path).map((s) => s.headers.authorization);
 
 describe("gateway workers", () => {
@@ -160,39 +185,18 @@ describe("gateway workers", () => {
   }, 60_000);
 
   test("requests held for approval on any process are listed, decided through the API, and complete", async () => {
-    const rule = await cg.api("POST", "/v1/policy/rules", {
-      body: { name: "hold", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HOST, pathPattern: "/held/*" }] },
-    });
-    expect(rule.status).toBe(201);
-    expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
-    const tunnels = await onEveryProcess();
+    const { tunnels, answers, pending } = await heldOnEveryProcess("/held/");
     try {
-      const answers = tunnels.map((t, i) => t.request(`/held/${i}`));
-      const pending = await eventually(async () => {
-        const list = ((await cg.api("GET", "/v1/approvals/pending")).body?.requests ?? []).filter((r: any) => r.path.startsWith("/held/"));
-        return list.length === tunnels.length ? list : null;
-      }, 15_000, 50);
       for (const p of pending) expect((await cg.api("POST", `/v1/approvals/${p.id}/decision`, { body: { decision: "approve" } })).status).toBe(200);
-      expect((await Promise.all(answers)).map((a) => a.status)).toEqual(tunnels.map(() => 200));
+      expect((await Promise.all(answers)).map((a) => a?.status)).toEqual(tunnels.map(() => 200));
     } finally {
       for (const t of tunnels) t.close();
     }
   });
 
   test("a worker killed while holding requests cancels only its own when it starts again: the others' stay held and complete", async () => {
-    const rule = await cg.api("POST", "/v1/policy/rules", {
-      body: { name: "hold survivors", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HOST, pathPattern: "/survives/*" }] },
-    });
-    expect(rule.status).toBe(201);
-    expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
-    const tunnels = await onEveryProcess();
+    const { tunnels, answers, pending } = await heldOnEveryProcess("/survives/");
     try {
-      const answers = tunnels.map((t, i) => t.request(`/survives/${i}`).catch(() => null));
-      const pending = await eventually(async () => {
-        const list = ((await cg.api("GET", "/v1/approvals/pending")).body?.requests ?? []).filter((r: any) => r.path.startsWith("/survives/"));
-        return list.length === tunnels.length ? list : null;
-      }, 15_000, 50);
-      expect(pending).not.toBeNull();
       const idOf = (i: number) => pending.find((p: any) => p.path === `/survives/${i}`).id as string;
       const victim = tunnels.find((t) => t.pid !== null && t.pid !== cg.proc.pid)!.pid!;
       const killed = tunnels.flatMap((t, i) => (t.pid === victim ? [i] : []));
