@@ -51,6 +51,8 @@ async function run(label: string, paths: string[], env: Record<string, string>):
   // failure's error before its "(fail)" line.
   let file = "";
   let error: string[] = [];
+  // At the end bun lists the failures again ("N tests failed:"), under no file: those are counted already.
+  let summary = false;
   const scan = async (stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream) => {
     const decoder = new TextDecoder();
     let rest = "";
@@ -61,10 +63,11 @@ async function run(label: string, paths: string[], env: Record<string, string>):
       rest = lines.pop()!;
       for (const line of lines) {
         if (/^\S.*\.test\.tsx?:$/.test(line)) file = line.slice(0, -1);
+        if (/^\d+ tests? failed:$/.test(line)) summary = true;
         // The error's first lines (its message, Expected and Received) are enough to tell what broke.
         if (line.startsWith("error: ") && error.length === 0) error.push(line);
         else if (error.length > 0 && error.length < 5 && line.trim() && !line.startsWith("(")) error.push(line);
-        if (line.startsWith("(fail) ")) failed.push([`${file}: ${line.slice(7)}`, ...error.map((e) => `    ${e.slice(0, 240)}`)].join("\n"));
+        if (line.startsWith("(fail) ") && !summary) failed.push([`${file}: ${line.slice(7)}`, ...error.map((e) => `    ${e.slice(0, 240)}`)].join("\n"));
         if (line.startsWith("(pass) ") || line.startsWith("(fail) ")) error = [];
         const m = /^ *(\d+) (pass|fail)$/.exec(line);
         if (m) m[2] === "pass" ? (pass = Number(m[1])) : (fail = Number(m[1]));

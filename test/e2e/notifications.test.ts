@@ -424,6 +424,9 @@ describe("gateway worker processes", () => {
       hook.secret("/workers", channel.signingSecret);
       // Each on its own connection: the kernel spreads them over the three gateway processes.
       const calls = await Promise.all(Array.from({ length: 9 }, (_, i) => held(workers, `/worker-call-${i}`)));
+      // Decided only once its request was announced: a request decided first is never announced (its delivery
+      // ends with the approval), which is right for a person but not what this test counts.
+      for (const { approval } of calls) await arrival(hook, "/workers", isEvent("approval.requested", approval.id), 75_000);
       for (const { approval } of calls) expect((await workers.api("POST", `/v1/approvals/${approval.id}/decision`, { body: { decision: "approve" } })).status).toBe(200);
       for (const { done } of calls) expect((await done).status).toBe(200);
       const holders = await queryStore<{ n: number }>(workers, sql.raw("SELECT COUNT(DISTINCT instance_id) AS n FROM approvals"));
