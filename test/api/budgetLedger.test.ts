@@ -6,7 +6,7 @@
 // Leases (docs/budgets.md#leases): under a budget with room to spare a process admits from its credit without
 // a transaction; two processes sharing a budget through leases never overshoot it and, once idle, give the
 // credit back so the last of the room is admitted exactly; a changed budget is decided in the store at once.
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { windowOf } from "../../src/core/budgetWindows.ts";
 import { NANOS_PER_CENT } from "../../src/core/pricing.ts";
@@ -15,6 +15,10 @@ import { BudgetLedger, type Admission } from "../../src/services/budgetLedger.ts
 import type { ScopeBudget } from "../../src/services/scopeBudgets.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { untilTrue } from "../support/gateway.ts";
+import { clearOfMidnight } from "../support/windowEdge.ts";
+
+// Budget windows start at 00:00 UTC: no test runs across one.
+beforeEach(clearOfMidnight);
 
 const cents = (n: number) => n * NANOS_PER_CENT;
 const DAY = 86_400_000;

@@ -2,10 +2,14 @@
 // the month and total buckets (a clock crosses a month boundary), admission with reservations (spent < limit
 // and spent + reserved + estimate ≤ limit), and the guarantee that matters: with many concurrent requests,
 // whose actual cost never exceeds their estimate, the charged total never exceeds the limit.
-import { describe, expect, test } from "bun:test";
+import { beforeEach, describe, expect, test } from "bun:test";
 import { NANOS_PER_CENT } from "../../src/core/pricing.ts";
 import { BudgetService, monthBucket } from "../../src/services/budgets.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
+import { clearOfMidnight } from "../support/windowEdge.ts";
+
+// Budget windows start at 00:00 UTC: no test runs across one.
+beforeEach(clearOfMidnight);
 
 /** A partner with an llm_a key, and the bootstrap organization attributed to it. */
 async function partnerKey(api: TestApi): Promise<string> {

@@ -2,10 +2,14 @@
 // record, windows and their ends, exact validation messages, the unique (scope, key type, period), PATCH and
 // DELETE, who may do what (P·any reads, P·admin writes, O·admin for the organization's), and tenants kept
 // apart. Admission and spend are in budgetLedger.test.ts; through the gateway in test/e2e/budgets.test.ts.
-import { beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { windowOf } from "../../src/core/budgetWindows.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { addMember, addOrganization, addProject, expectEnvelope, expectFlat, ISO_MS, UUID_V4 } from "./helpers.ts";
+import { clearOfMidnight } from "../support/windowEdge.ts";
+
+// Budget windows start at 00:00 UTC: no test runs across one.
+beforeEach(clearOfMidnight);
 
 const UNKNOWN = "00000000-0000-4000-8000-000000000000";
 

@@ -7,7 +7,7 @@
 // a webhook of our own; the spend report and /metrics add up to what the fake vendor reported. Windows
 // resetting: a second process whose clock is moved across a day, week and month boundary by restarting it
 // (CREDGATE_TEST_NOW_OFFSET_SECONDS).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { windowOf } from "../../src/core/budgetWindows.ts";
 import { DEFAULT_PRICES, estimateOf, NANOS_PER_CENT } from "../../src/core/pricing.ts";
 import { curlThroughGateway } from "../support/curl.ts";
@@ -19,6 +19,10 @@ import { parseExposition, sampleValue } from "../support/prometheus.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { tempDir } from "../support/tmp.ts";
 import { makePki, type TestPki } from "../support/upstream.ts";
+import { clearOfMidnight } from "../support/windowEdge.ts";
+
+// Budget windows start at 00:00 UTC: no test runs across one.
+beforeEach(clearOfMidnight);
 
 const PUBLIC_URL = "https://credgate.example";
 const VENDORS = ["api.anthropic.com", "api.openai.com"];

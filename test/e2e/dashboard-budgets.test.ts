@@ -3,7 +3,7 @@
 // an agent budget added in the browser (the API's messages under the fields it names), its spend against the
 // limit and when it resets, edited and deleted; the spend chart and the per-agent and per-model totals; the
 // organization's budgets and its spend per project on its tab.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { windowOf } from "../../src/core/budgetWindows.ts";
 import { closeCleanPages, launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
@@ -13,6 +13,10 @@ import { sdk } from "../support/llm/sdk.ts";
 import { freePort } from "../support/ports.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
+import { clearOfMidnight } from "../support/windowEdge.ts";
+
+// Budget windows start at 00:00 UTC: no test runs across one.
+beforeEach(clearOfMidnight);
 
 let cg: RunningCredgate;
 let fake: FakeVendors;

@@ -4,7 +4,7 @@
 // priced into the request log's costNanos; partner keys with budgets are admitted, refused with the exact
 // 403, and never overshot by a concurrent burst; aborts, errors, unknown models and a pricing file count as
 // the contract says.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { costOf, DEFAULT_PRICES, estimateOf, mergePrices, NANOS_PER_CENT, type PriceTable } from "../../src/core/pricing.ts";
@@ -15,6 +15,10 @@ import { addPartnerLlmKey, spendOf } from "../support/partnerFixture.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { tempDir } from "../support/tmp.ts";
 import { makePki } from "../support/upstream.ts";
+import { clearOfMidnight } from "../support/windowEdge.ts";
+
+// Budget windows start at 00:00 UTC: no test runs across one.
+beforeEach(clearOfMidnight);
 
 const PUBLIC_URL = "https://credgate.example";
 const HOSTS = ["api.anthropic.com", "api.openai.com", "budget.anthropic.test", "burst.openai.test", "abort.anthropic.test", "err.openai.test"];

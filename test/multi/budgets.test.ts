@@ -3,7 +3,7 @@
 // and the organization's small budgets at once. Admission is decided in the database, so together the two
 // instances admit at least what fits by estimate and never more than the limit allows; each alert threshold
 // is delivered once, whichever instance crossed it or refused first.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
 import { DEFAULT_PRICES, estimateOf, NANOS_PER_CENT } from "../../src/core/pricing.ts";
 import { gatewayCa, until } from "../support/gateway.ts";
 import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
@@ -12,6 +12,10 @@ import { startReceiver, type Receiver } from "../support/notifyReceivers.ts";
 import { freshDatabase, TEST_MASTER_KEY } from "../support/postgres.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
+import { clearOfMidnight } from "../support/windowEdge.ts";
+
+// Budget windows start at 00:00 UTC: no test runs across one.
+beforeEach(clearOfMidnight);
 
 const VENDOR = "api.openai.com";
 const HOOK = "hooks.multi-budgets.test";

@@ -5,7 +5,7 @@
 // answered 403 budget_exceeded naming the budget; on the way back the vendor's reported usage is charged once
 // the body has ended (the budgets' windows, the key's spend, a spend record), and what a request that never
 // went upstream held is dropped.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { windowOf } from "../../../src/core/budgetWindows.ts";
 import { costOf, estimateOf, NANOS_PER_CENT } from "../../../src/core/pricing.ts";
@@ -22,6 +22,10 @@ import { VaultResolver } from "../../../src/vault/resolver.ts";
 import { createTestApi, type TestApi } from "../../support/app.ts";
 import { until, untilTrue } from "../../support/gateway.ts";
 import { outcome } from "./helpers.ts";
+import { clearOfMidnight } from "../../support/windowEdge.ts";
+
+// Budget windows start at 00:00 UTC: no test runs across one.
+beforeEach(clearOfMidnight);
 
 const HOST = "llm.budget.test";
 const MODEL = "gpt-4o-mini";
