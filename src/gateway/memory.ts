@@ -1,16 +1,9 @@
-// Full garbage collections at the moments that keep the gateway's memory in step with its load (issue 13
-// item 5). Under load JSC collects the young generation often and the old one rarely; what dies there
-// (request-log rows waiting for their batch, the objects of finished requests) holds native memory —
-// ArrayBuffers, socket buffers — that the allocator gets back only after a full collection. Measured at 16k
-// req/s: RSS climbed ~5 MB/s until one ran, the JS heap itself staying under 20 MB after it. So: a full
-// collection when RSS has grown past where the last one left it (at most once a second, ~25 ms each), and
-// one when the gateway goes quiet after work, so that an idle gateway returns to its idle size. 8 MB of
-// growth rather than 24: the peak under the bench's 32-connection load is ~15 MB lower (174-177 → 159-161 MB)
-// for the same CPU per request (A/B, two runs each), the collections being capped at one a second either way.
-// When a load has left memory behind even after the quiet collection (the code compiled for it, pages the
-// allocator keeps: ~17 MB over idle after the bench's load), the gateway also shrinks (JSC drops compiled code
-// and the allocator returns free pages): the compiled binary came back to 1.04× its idle RSS 2 s after the
-// load instead of 1.22×. Only then: the next request after a shrink is ~2 ms slower while code compiles again.
+// Full garbage collections at the moments that keep the gateway's memory in step with its load. Under load JSC
+// collects the young generation often and the old one rarely, and what dies in the old one (finished requests,
+// log rows waiting for their batch) holds native memory that returns only after a full collection. So: a full
+// collection when RSS has grown GROWTH_BYTES past where the last one left it (at most once a second), one when
+// the gateway goes quiet after work, and then a shrink (compiled code and the allocator's free pages) so that an
+// idle gateway returns to its idle size. Measurements behind the numbers: bench/README.md.
 
 const CHECK_MS = 250;
 /** RSS growth over the level after the last full collection that calls for the next one. */

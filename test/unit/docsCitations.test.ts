@@ -1,12 +1,29 @@
 // The repository describes itself: code, tests and benchmarks cite docs/<page>.md#<heading> and nothing
 // outside the repository (no `CONTRACT` and no bare `§` section numbers; `RFC 9110 §5.5` is a standard, and
 // fine), every citation names a page that exists and a heading it has, and the docs' own links resolve.
-// scripts/cite-docs.ts rewrites old references; its mapping is tested here too.
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { slug } from "../../scripts/gen-api-reference.ts";
-import { REFERENCE, rewriteLine, ROOT, scannedFiles } from "../../scripts/cite-docs.ts";
+
+const ROOT = join(import.meta.dir, "../..");
+/** Files that spell the forbidden forms to forbid them. */
+const EXEMPT = new Set(["test/unit/readme.test.ts", "test/unit/docsCitations.test.ts"]);
+
+/** The text files of src/, cli/, test/ and bench/: everything that may cite docs/. */
+function scannedFiles(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir)) {
+      if (entry === "node_modules" || entry.startsWith(".")) continue;
+      const path = join(dir, entry);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (/\.(ts|tsx|js|mjs|cjs|md|sh|css|html)$/.test(entry)) out.push(path);
+    }
+  };
+  for (const dir of ["src", "cli", "test", "bench"]) walk(join(ROOT, dir));
+  return out.filter((f) => !EXEMPT.has(relative(ROOT, f)));
+}
 
 const DOCS = join(ROOT, "docs");
 
@@ -122,47 +139,4 @@ describe("links in docs/ and README.md", () => {
     const anchors = pages.get("agent-errors.md")!;
     expect([...codes].filter((c) => !anchors.has(c))).toEqual([]);
   });
-});
-
-describe("scripts/cite-docs.ts", () => {
-  const rewrite = (line: string, previous = "", next = "") => {
-    const unmapped: string[] = [];
-    const out = rewriteLine(line, (t) => unmapped.push(t), previous, next);
-    return { ...out, unmapped };
-  };
-
-  test("a CONTRACT section becomes the page and heading that describe it", () => {
-    expect(rewrite("// Stage — `claim_required` (CONTRACT §6.12, pipeline step 8): an unclaimed").line).toBe("// Stage — `claim_required` (docs/guards.md#claim-required): an unclaimed");
-    expect(rewrite("// Reads a body (CONTRACT §0.2), capped").line).toBe("// Reads a body (docs/api.md#bodies-and-formats), capped");
-  });
-
-  test("bare sections, ranges, steps, examples and items", () => {
-    expect(rewrite('describe("bearer keys (§1.2 step 1)", () => {').line).toBe('describe("bearer keys (docs/api.md#how-a-request-is-authenticated)", () => {');
-    expect(rewrite("// Policy evaluation (CONTRACT §6.9–6.10), pure").line).toBe("// Policy evaluation (docs/policy.md#evaluation, docs/policy.md#rate-limits), pure");
-    expect(rewrite("// (CONTRACT §7 CLI, §1-§2 over real HTTP)").line).toBe("// (docs/configuration.md#commands CLI, docs/api.md#how-a-request-is-authenticated, docs/api.md#error-shapes over real HTTP)");
-    expect(rewrite("// §9 examples 9 and 22").line).toBe("// docs/gateway.md#proxy-authentication");
-    expect(rewrite("// (§8 item 13)").line).toBe("// (docs/injection.md#external-vault)");
-  });
-
-  test("the words around a reference choose the heading; quoted sub-names are consumed", () => {
-    expect(rewrite("// The echo guard (CONTRACT §6.17): an upstream").line).toBe("// The echo guard (docs/guards.md#echo-guard): an upstream");
-    expect(rewrite('// Agent grants (CONTRACT §3.2, §5.1 "Grants"): which').line).toBe("// Agent grants (docs/injection.md#grants): which");
-    expect(rewrite("// the shape (CONTRACT §6.15 `resource_access_denied`)").line).toBe("// the shape (docs/agent-errors.md#resource_access_denied)");
-    // A wrapped comment: the reference that ends a line is qualified by the next one.
-    expect(rewrite("// (see §6.14", "", "// guidance rewrite)").line).toBe("// (see docs/gateway.md#guidance-rewrite");
-  });
-
-  test("standards citations and unknown sections are left alone; unknown ones are reported", () => {
-    expect(rewrite("// RFC 9110 §5.6.2 says").line).toBe("// RFC 9110 §5.6.2 says");
-    const unknown = rewrite("// CONTRACT §42.1 says");
-    expect(unknown.line).toBe("// CONTRACT §42.1 says");
-    expect(unknown.unmapped).toEqual(["CONTRACT §42.1"]);
-  });
-
-  test("idempotent: a rewritten line has nothing left to rewrite", () => {
-    const once = rewrite("// Injection (CONTRACT §6.5–6.7, §6.2 in-tunnel re-checks, §6.14 guidance rewrite; §9 examples 23–29)").line;
-    expect(rewrite(once)).toEqual({ line: once, count: 0, unmapped: [] });
-    expect(once.match(REFERENCE)).toBeNull();
-  });
-
 });
