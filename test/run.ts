@@ -1,22 +1,21 @@
-// README's test command (`npm test`): the whole suite on the embedded SQLite store, then the suites that
-// touch the store through the API or the gateway again on a real PostgreSQL server (test/support/postgres.ts),
-// plus the multi-instance suite, which only makes sense there. Prints bun's own output of each run, then the
-// failed tests' names (CI keeps only the tail of a log) and the totals in bun's format (` N pass`, ` N fail`) as
-// the last lines.
+// README's test command (`npm test`): the whole suite on the embedded SQLite store and, at the same time, the
+// suites where the engine matters again on a real PostgreSQL server (test/support/postgres.ts), plus the
+// multi-instance suite, which only makes sense there. The two passes share no state (each its own ports, data
+// dirs and PostgreSQL server), so they run side by side: the SQLite pass prints as it goes, the PostgreSQL
+// pass's output is printed whole after it (their lines would interleave otherwise). Then the slowest files, the
+// failed tests' names (CI keeps only the tail of a log) and the totals in bun's format (` N pass`, ` N fail`).
+// `--fast` (`npm run test:fast`): the inner loop — unit, stage and API/store tests on SQLite only.
 import { spawn } from "bun";
 
 const SQLITE_RUN = ["test/unit", "test/api", "test/e2e"];
+// Suites whose path never reads the store (framing, h2 and gRPC, streaming, tunnels, clients, placeholder
+// substitution: the gateway works from its snapshot and the API only sets them up) run on SQLite alone; the
+// store itself is covered on both engines by test/api.
 const POSTGRES_RUN = [
   "test/api",
   "test/unit/stages",
-  "test/e2e/gateway-clients.test.ts",
   "test/e2e/gateway-injection.test.ts",
-  "test/e2e/placeholders.test.ts",
   "test/e2e/gateway-lifecycle.test.ts",
-  "test/e2e/gateway-streaming.test.ts",
-  "test/e2e/gateway-tunnels.test.ts",
-  "test/e2e/gateway-http2.test.ts",
-  "test/e2e/gateway-grpc.test.ts",
   "test/e2e/gateway-workers.test.ts",
   "test/e2e/policy-gateway.test.ts",
   "test/e2e/approval-store.test.ts",
@@ -37,28 +36,45 @@ const POSTGRES_RUN = [
   "test/multi",
 ];
 
+const FAST_RUN = ["test/unit", "test/api"];
+
+const fast = process.argv.includes("--fast");
 // e2e suites start real processes and TLS servers: each test gets 60 s (bunfig.toml's `timeout` is not read by
 // this Bun, whose default is 5 s — too tight for a loaded CI machine).
-const extra = ["--timeout", "60000", ...process.argv.slice(2)];
+const extra = ["--timeout", "60000", ...process.argv.slice(2).filter((a) => a !== "--fast")];
 
-async function run(label: string, paths: string[], env: Record<string, string>): Promise<{ pass: number; fail: number; code: number; failed: string[] }> {
-  console.log(`\n── ${label} ──`);
+interface Outcome {
+  pass: number;
+  fail: number;
+  code: number;
+  failed: string[];
+  /** Seconds spent in each file's tests, from bun's per-test times. */
+  seconds: Map<string, number>;
+  output: string;
+}
+
+/** Runs one pass; `live` prints its output as it comes, otherwise it is kept for the caller to print whole. */
+async function run(label: string, paths: string[], env: Record<string, string>, live: boolean): Promise<Outcome> {
   const proc = spawn([process.execPath, "test", ...paths, ...extra], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
   let pass = 0;
   let fail = 0;
   const failed: string[] = [];
+  const seconds = new Map<string, number>();
+  let output = "";
+  const emit = (text: string) => (live ? process.stdout.write(text) : (output += text));
+  emit(`\n── ${label} ──\n`);
   // bun names the file on a line of its own ("test/e2e/x.test.ts:") before that file's results, and prints a
   // failure's error before its "(fail)" line.
   let file = "";
   let error: string[] = [];
   // At the end bun lists the failures again ("N tests failed:"), under no file: those are counted already.
   let summary = false;
-  const scan = async (stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream) => {
+  const scan = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
     let rest = "";
     for await (const chunk of stream) {
       const text = decoder.decode(chunk, { stream: true });
-      out.write(text);
+      emit(text);
       const lines = (rest + text).split("\n");
       rest = lines.pop()!;
       for (const line of lines) {
@@ -68,25 +84,47 @@ async function run(label: string, paths: string[], env: Record<string, string>):
         if (line.startsWith("error: ") && error.length === 0) error.push(line);
         else if (error.length > 0 && error.length < 5 && line.trim() && !line.startsWith("(")) error.push(line);
         if (line.startsWith("(fail) ") && !summary) failed.push([`${file}: ${line.slice(7)}`, ...error.map((e) => `    ${e.slice(0, 240)}`)].join("\n"));
-        if (line.startsWith("(pass) ") || line.startsWith("(fail) ")) error = [];
+        if (line.startsWith("(pass) ") || line.startsWith("(fail) ")) {
+          error = [];
+          const ms = /\[([\d.]+)(m?s)\]$/.exec(line);
+          if (ms && !summary) seconds.set(file, (seconds.get(file) ?? 0) + Number(ms[1]) / (ms[2] === "ms" ? 1000 : 1));
+        }
         const m = /^ *(\d+) (pass|fail)$/.exec(line);
         if (m) m[2] === "pass" ? (pass = Number(m[1])) : (fail = Number(m[1]));
       }
     }
   };
-  await Promise.all([scan(proc.stdout, process.stdout), scan(proc.stderr, process.stderr)]);
+  await Promise.all([scan(proc.stdout), scan(proc.stderr)]);
   const code = await proc.exited;
   // A run that crashed before reporting counts as a failure, not as zero tests.
   if (code !== 0 && fail === 0) fail = 1;
-  return { pass, fail, code, failed };
+  return { pass, fail, code, failed, seconds, output };
 }
 
-const sqlite = await run("SQLite (embedded store)", SQLITE_RUN, { CREDGATE_TEST_ENGINE: "sqlite" });
-const postgres = await run("PostgreSQL (shared store)", POSTGRES_RUN, { CREDGATE_TEST_ENGINE: "postgres" });
-for (const [label, r] of [["SQLite", sqlite], ["PostgreSQL", postgres]] as const) {
+const started = performance.now();
+const passes: [string, Promise<Outcome>][] = fast
+  ? [["SQLite", run("SQLite (embedded store), fast tier", FAST_RUN, { CREDGATE_TEST_ENGINE: "sqlite" }, true)]]
+  : [
+      ["SQLite", run("SQLite (embedded store)", SQLITE_RUN, { CREDGATE_TEST_ENGINE: "sqlite" }, true)],
+      ["PostgreSQL", run("PostgreSQL (shared store)", POSTGRES_RUN, { CREDGATE_TEST_ENGINE: "postgres" }, false)],
+    ];
+const results: [string, Outcome][] = [];
+for (const [label, pending] of passes) {
+  const outcome = await pending;
+  process.stdout.write(outcome.output);
+  results.push([label, outcome]);
+}
+const slowest = results
+  .flatMap(([label, r]) => [...r.seconds].map(([file, s]) => ({ label, file, s })))
+  .sort((a, b) => b.s - a.s)
+  .slice(0, 12);
+console.log(`\nSlowest files (seconds in their tests; the run took ${((performance.now() - started) / 1000).toFixed(0)} s):`);
+for (const { label, file, s } of slowest) console.log(`  ${s.toFixed(1).padStart(6)}  ${label}  ${file}`);
+for (const [label, r] of results) {
   for (const name of r.failed) console.log(`failed (${label}) ${name}`);
 }
-console.log(`\nSQLite: ${sqlite.pass} pass, ${sqlite.fail} fail · PostgreSQL: ${postgres.pass} pass, ${postgres.fail} fail`);
-console.log(` ${sqlite.pass + postgres.pass} pass`);
-console.log(` ${sqlite.fail + postgres.fail} fail`);
-process.exit(sqlite.code === 0 && postgres.code === 0 ? 0 : 1);
+console.log(`\n${results.map(([label, r]) => `${label}: ${r.pass} pass, ${r.fail} fail`).join(" · ")}`);
+const total = (key: "pass" | "fail") => results.reduce((n, [, r]) => n + r[key], 0);
+console.log(` ${total("pass")} pass`);
+console.log(` ${total("fail")} fail`);
+process.exit(results.every(([, r]) => r.code === 0) ? 0 : 1);
