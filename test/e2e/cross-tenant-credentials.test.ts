@@ -155,6 +155,10 @@ describe("sessions and keys stay in the organizations they were given", () => {
     expect(carolsOrg.status).toBe(403);
     expect(carolsOrg.body.error.message).toBe("Not a member of this organization");
     await heldTo("a session from the claimed provision key", session, [alice.org.id]);
+    // Nor can it claim in the holder's name: a key's session is not the person.
+    const another = await as({ key: alice.orgKey })("POST", "/v1/team/provisions", {});
+    const claimByKey = await as(session)("POST", "/v1/claim", { token: tokenOf(another.body.claimUrl) });
+    expect({ status: claimByKey.status, body: claimByKey.body }).toEqual({ status: 403, body: { error: { message: "Insufficient permissions", type: "authentication_error" } } });
     // Carol regenerates the key: the key and the session made from it end together.
     const regenerated = await as({ cookie: carol.cookie })("POST", "/v1/user/api-key/regenerate", undefined, { "x-project-id": provision.body.projectId });
     expect(regenerated.status).toBe(200);
