@@ -107,6 +107,9 @@ describe("claim placeholders never sign in; invites end with their membership (f
     const cli = await runCli(["partner", "create", "--name", "Sneaky", "--owner-email", placeholder, "--data-dir", cg.dataDir, "--json"], { ...cg.env, CREDGATE_MODE: "cloud", CREDGATE_PUBLIC_URL: own });
     expect(cli.code).toBe(1);
     expect(cli.stdout).not.toContain("accept-invite");
+    // Nor can anyone sign up with the placeholders' domain (it would look like one, and never sign in again).
+    const signup = await cg.api("POST", "/v1/auth/signup", { key: null, body: { email: `someone-${crypto.randomUUID()}@claim.credgate.invalid`, password: "a long password" } });
+    expect({ status: signup.status, body: signup.body }).toEqual({ status: 400, body: { error: "email must be a valid email address" } });
     // Nothing gave it a password: it cannot sign in.
     const [row] = await queryStore<{ password_hash: string | null }>(cg, sql`SELECT password_hash FROM users WHERE email = ${placeholder}`);
     expect(row!.password_hash).toBeNull();

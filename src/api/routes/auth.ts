@@ -87,6 +87,8 @@ export const authRoutes: RouteDef[] = [
     access: "none",
     body: SignupBody,
     handler: async ({ services, body }) => {
+      // The claim placeholders' domain is no one's mailbox (`.invalid`), and such an address could never sign in again.
+      if (isPlaceholderEmail(body.email)) throw ApiError.flat(400, "email must be a valid email address");
       const { user, organizationId, projectId } = await services.accounts.signUp(body.email, await Bun.password.hash(body.password, "argon2id"), body.name ?? null);
       const headers = await sessionHeaders(services, user.id);
       return created({ user: await userView(services, user.id), organizationId, projectId }, headers);
