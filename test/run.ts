@@ -28,6 +28,9 @@ const POSTGRES_RUN = [
   "test/e2e/claim-required.test.ts",
   "test/e2e/partner-orgs.test.ts",
   "test/e2e/cross-tenant.test.ts",
+  // Key sessions resolve through the key's hash in the store; placeholders and invites across both engines.
+  "test/e2e/cross-tenant-credentials.test.ts",
+  "test/e2e/sign-in-guards.test.ts",
   // OAuth refresh shared by two gateway processes, stored with compare-and-swap.
   "test/e2e/upstream-proxy.test.ts",
   "test/e2e/audit.test.ts",

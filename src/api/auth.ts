@@ -3,17 +3,30 @@
 import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
 import { apiKeyKind } from "../core/ids.ts";
 import type { Role } from "../core/model.ts";
+import type { ApiKeyRecord } from "../services/apiKeys.ts";
 import type { Services } from "../services/index.ts";
 import { SESSION_COOKIE } from "../services/sessions.ts";
 
 export type Access = "P" | "P*" | "O" | "Pt" | "session" | "none";
 export type RoleGate = "any" | "admin" | "owner";
 
+/**
+ * Who is calling. A session made from an API key is that key (docs/api.md#accounts-and-sessions): it is the key's
+ * principal, with the `sessionId` of the cookie that carried it; `session` is a person's session (password,
+ * invite, claim) with all of their memberships.
+ */
 export type Principal =
-  | { via: "project_key"; keyId: string; userId: string; organizationId: string; projectId: string }
-  | { via: "org_key"; keyId: string; userId: string; organizationId: string }
+  | { via: "project_key"; keyId: string; userId: string; organizationId: string; projectId: string; sessionId?: string }
+  | { via: "org_key"; keyId: string; userId: string; organizationId: string; sessionId?: string }
   | { via: "partner_key"; keyId: string; partnerId: string }
   | { via: "session"; sessionId: string; userId: string };
+
+/** The session cookie a principal came with, if it came with one (a person's session or a key's). */
+export function sessionIdOf(principal: Principal): string | null {
+  if (principal.via === "session") return principal.sessionId;
+  if (principal.via === "partner_key") return null;
+  return principal.sessionId ?? null;
+}
 
 /** The context of a project or organization route (`P`, `P*`, `O`). */
 export interface RequestContext {
@@ -58,7 +71,13 @@ export async function authenticate(services: Services, headers: Headers): Promis
   const cookie = cookieValue(headers.get("cookie"), SESSION_COOKIE);
   if (cookie) {
     const session = await services.sessions.resolve(cookie);
-    if (session) return { via: "session", sessionId: session.id, userId: session.userId };
+    if (session && session.apiKeyHash === null) return { via: "session", sessionId: session.id, userId: session.userId };
+    if (session) {
+      // The key as it is now: regenerated, rotated or deleted, it no longer has this hash, and the session ends.
+      const key = await services.apiKeys.findByHash(session.apiKeyHash!);
+      const principal = key && (key.kind === "project" || key.kind === "organization") ? await keyPrincipal(services, key) : null;
+      if (principal && principal.via !== "partner_key") return { ...principal, sessionId: session.id };
+    }
   }
   throw unauthorized();
 }
@@ -67,6 +86,12 @@ export async function authenticateKey(services: Services, token: string): Promis
   const kind = apiKeyKind(token);
   const key = kind ? await services.apiKeys.findByToken(token) : undefined;
   if (!key || key.kind !== kind) throw unauthorized();
+  return keyPrincipal(services, key);
+}
+
+/** A stored key's principal, after its holder checks (step 4). */
+async function keyPrincipal(services: Services, key: ApiKeyRecord): Promise<Principal> {
+  const kind = key.kind;
   if (kind === "partner") {
     if (!key.partnerId) throw unauthorized();
     return { via: "partner_key", keyId: key.id, partnerId: key.partnerId };
@@ -96,12 +121,33 @@ async function sessionOrganization(services: Services, userId: string, headers: 
   return { organizationId: first.organizationId, role: first.role };
 }
 
+/**
+ * A key's session names its context like a session does, but can name only the key's own: another organization
+ * in X-Organization-Id → 403 (as for a non-member), another project in X-Project-Id → 401. A key presented in
+ * `Authorization` ignores both headers, as it always has.
+ */
+function keySessionHeaders(principal: { organizationId: string; sessionId?: string }, headers: Headers, projectId: string | null): void {
+  if (principal.sessionId === undefined) return;
+  const org = headers.get("x-organization-id")?.trim();
+  if (org && org !== principal.organizationId) throw forbidden("Not a member of this organization");
+  const project = headers.get("x-project-id")?.trim();
+  if (projectId !== null && project && project !== projectId) throw unauthorized();
+}
+
 async function projectContext(services: Services, principal: Principal, headers: Headers, star: boolean): Promise<{ organizationId: string; projectId: string; role: Role }> {
   const header = headers.get("x-project-id")?.trim() || null;
   switch (principal.via) {
     case "project_key":
+      keySessionHeaders(principal, headers, principal.projectId);
       return { organizationId: principal.organizationId, projectId: principal.projectId, role: (await services.orgs.keyHolderRole(principal.organizationId, principal.userId))! };
     case "org_key": {
+      keySessionHeaders(principal, headers, null);
+      if (!header && principal.sessionId !== undefined) {
+        // Like a person's session, an org key's session without the header works in the organization's first project.
+        const first = await services.orgs.firstProject(principal.organizationId);
+        if (!first) throw unauthorized();
+        return { organizationId: principal.organizationId, projectId: first.id, role: (await services.orgs.keyHolderRole(principal.organizationId, principal.userId))! };
+      }
       if (!header) throw star ? ApiError.envelope(400, "X-Project-Id header is required") : unauthorized();
       const project = await services.orgs.getProject(header);
       if (!project || project.organizationId !== principal.organizationId) throw unauthorized();
@@ -128,6 +174,7 @@ async function organizationContext(services: Services, principal: Principal, hea
   switch (principal.via) {
     case "project_key":
     case "org_key":
+      keySessionHeaders(principal, headers, null);
       return { organizationId: principal.organizationId, role: (await services.orgs.keyHolderRole(principal.organizationId, principal.userId))! };
     case "session":
       return sessionOrganization(services, principal.userId, headers);

@@ -6,7 +6,7 @@ import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
 import { auditedWrite } from "./auditedWrite.ts";
 import type { Mode } from "../runtime/config.ts";
 import type { Services } from "../services/index.ts";
-import { authenticate, resolveContext, resolvePartnerContext, type Access, type PartnerContext, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
+import { authenticate, resolveContext, resolvePartnerContext, sessionIdOf, type Access, type PartnerContext, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
 import { readJsonBody } from "./body.ts";
 import { errorResponse, json, unknownRoute } from "./errors.ts";
 import type { EmptyDoc, JsonDoc, ResponseDoc } from "./responses.ts";
@@ -79,6 +79,11 @@ export interface TypedRoute<P extends string, A extends Access, B extends TSchem
   unprocessable?: boolean;
   /** Browser routes (OAuth start): `_token`, `_project`, `_org` query parameters stand in for absent headers (docs/api.md#how-a-request-is-authenticated). */
   queryBridge?: boolean;
+  /**
+   * A door to a session (sign-in, sign-up, invite, claim): refused, before anything else, when another site could
+   * have made the browser send it (docs/api.md#accounts-and-sessions).
+   */
+  signIn?: boolean;
   handler(input: HandlerInput<P, A, B>): NoInfer<Reply<R> | Promise<Reply<R>>>;
 }
 
@@ -122,6 +127,22 @@ function isCrossSite(headers: Headers, publicUrl: string): boolean {
   return headers.get("sec-fetch-site")?.trim().toLowerCase() === "cross-site";
 }
 
+/** `application/json`, with or without parameters: a type no HTML form can send without the page's own script. */
+function isJsonBody(headers: Headers): boolean {
+  const type = headers.get("content-type");
+  if (type === null) return headers.get("content-length") === "0" || (!headers.has("content-length") && !headers.has("transfer-encoding"));
+  return type.split(";")[0]!.trim().toLowerCase() === "application/json";
+}
+
+/**
+ * Login CSRF (docs/api.md#accounts-and-sessions): another site's page could sign the visitor in to an account
+ * of the attacker's choosing. Its request has a foreign Origin or `Sec-Fetch-Site: cross-site` — or, from a
+ * browser that sends neither, a form's body (text/plain, urlencoded, multipart): only our page sends JSON.
+ */
+function refuseForeignSignIn(request: Request, publicUrl: string): void {
+  if (isCrossSite(request.headers, publicUrl) || !isJsonBody(request.headers)) throw forbidden("Cross-site request rejected");
+}
+
 /**
  * A query value as a header value: unchanged when it is one, else percent-encoded — still a value that names
  * no key, project or organization (and so fails like any unknown one), where Headers would throw.
@@ -163,16 +184,17 @@ export async function runRoute(
     let principal: Principal | null = null;
     let ctx: RequestContext | PartnerContext | null = null;
     if (def.queryBridge) request = bridgeQuery(request, url);
+    if (def.signIn) refuseForeignSignIn(request, services.deps.config.publicUrl);
     if (def.access !== "none") {
       principal = await authenticate(services, request.headers);
       seen?.(principal);
       if (def.access === "Pt") ctx = await resolvePartnerContext(services, principal, def.role ?? "any");
       else if (def.access === "session") {
-        if (principal.via !== "session") throw unauthorized();
+        if (sessionIdOf(principal) === null) throw unauthorized();
       } else {
         ctx = await resolveContext(services, principal, request.headers, def.access, def.role ?? "any");
       }
-      if (principal.via === "session" && MUTATING.has(request.method) && isCrossSite(request.headers, services.deps.config.publicUrl)) {
+      if (sessionIdOf(principal) !== null && MUTATING.has(request.method) && isCrossSite(request.headers, services.deps.config.publicUrl)) {
         throw forbidden("Cross-site request rejected");
       }
     }

@@ -24,7 +24,12 @@ export class ApiKeyService {
   }
 
   async findByToken(token: string): Promise<ApiKeyRecord | undefined> {
-    const [row] = await this.db.select().from(this.t.apiKeys).where(eq(this.t.apiKeys.tokenHash, tokenHash(token))).limit(1);
+    return this.findByHash(tokenHash(token));
+  }
+
+  /** The key whose current value has this hash (a regenerated key no longer matches its old hash). */
+  async findByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const [row] = await this.db.select().from(this.t.apiKeys).where(eq(this.t.apiKeys.tokenHash, hash)).limit(1);
     return row;
   }
 

@@ -17,6 +17,17 @@ export function slugify(name: string): string {
     .replace(/^-+|-+$/g, "");
 }
 
+/** Claim placeholders' addresses live under this domain (`.invalid`: never a real mailbox, RFC 2606). */
+const PLACEHOLDER_DOMAIN = "@claim.credgate.invalid";
+
+/**
+ * A claim placeholder's address (docs/api.md#accounts-and-sessions): such a user holds keys until someone claims
+ * them and never signs in. Every address of the domain counts, so none can be made a person by another door.
+ */
+export function isPlaceholderEmail(email: string): boolean {
+  return email.trim().toLowerCase().endsWith(PLACEHOLDER_DOMAIN);
+}
+
 export class OrganizationService {
   constructor(private readonly deps: ServiceDeps) {}
 
@@ -121,7 +132,7 @@ export class OrganizationService {
    * no password (nobody can sign in as it) and an address under `.invalid` (RFC 2606: never a real mailbox).
    */
   createPlaceholderUser(): Promise<User> {
-    return this.createUser(`placeholder-${newId()}@claim.credgate.invalid`);
+    return this.createUser(`placeholder-${newId()}${PLACEHOLDER_DOMAIN}`);
   }
 
   async setPassword(userId: string, passwordHash: string): Promise<void> {

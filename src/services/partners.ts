@@ -12,7 +12,7 @@ import type { ApiKeyService } from "./apiKeys.ts";
 import type { ClaimService } from "./claims.ts";
 import { issueCredential } from "./credentials.ts";
 import type { ServiceDeps } from "./deps.ts";
-import type { Organization, OrganizationService, Project } from "./organizations.ts";
+import { isPlaceholderEmail, type Organization, type OrganizationService, type Project } from "./organizations.ts";
 import { ALREADY_CLAIMED } from "./claims.ts";
 import { projectView, type ProjectService } from "./projects.ts";
 import type { PartnerMember, PartnerOrganization, PartnerOrgCreated } from "../core/records/partner.ts";
@@ -21,6 +21,8 @@ export const ORG_NOT_FOUND = "Organization not found";
 export const PARTNER_MEMBER_NOT_FOUND = "Partner member not found";
 export const PARTNER_OWNER_FIXED = "The partner owner cannot be changed or removed";
 export const INVITE_LIFETIME_MS = 7 * 24 * 3600 * 1000;
+/** A claim placeholder named as a partner member or owner: it is no one, so no such user (docs/api.md#accounts-and-sessions). */
+export const USER_NOT_FOUND = "User not found";
 
 export class PartnerService {
   constructor(
@@ -49,6 +51,7 @@ export class PartnerService {
       const { partners, apiKeys, partnerMembers } = this.t;
       const partnerId = newId();
       const now = nowIso();
+      if (isPlaceholderEmail(ownerEmail)) throw notFound(USER_NOT_FOUND);
       await this.db.insert(partners).values({ id: partnerId, name, createdAt: now });
       const cred = issueCredential(this.deps.sealer, "partner");
       await this.db.insert(apiKeys).values({ id: newId(), kind: "partner", tokenHash: cred.tokenHash, tokenSealed: cred.tokenSealed, userId: null, organizationId: null, projectId: null, partnerId, createdAt: now });
@@ -69,12 +72,25 @@ export class PartnerService {
     return `${this.deps.config.publicUrl.replace(/\/+$/, "")}/accept-invite?token=${token}`;
   }
 
-  /** `POST /auth/accept-invite`: the invited user's password is set and the invite used up; null when unknown or expired. */
+  /**
+   * `POST /auth/accept-invite`: the invited user's password is set and the invite used up; null when unknown,
+   * expired, held by a claim placeholder (which never signs in), or made for a partner membership since removed.
+   */
   async acceptInvite(token: string, passwordHash: string): Promise<string | null> {
-    const { invites } = this.t;
+    const { invites, partnerMembers } = this.t;
     return this.deps.store.transaction(async () => {
       const [invite] = await this.db.select().from(invites).where(eq(invites.tokenHash, tokenHash(token))).limit(1);
       if (!invite || !invite.userId || invite.expiresAt <= nowIso()) return null;
+      const user = await this.orgs.getUser(invite.userId);
+      if (!user || isPlaceholderEmail(user.email)) return null;
+      if (invite.partnerId !== null) {
+        const [member] = await this.db
+          .select({ userId: partnerMembers.userId })
+          .from(partnerMembers)
+          .where(and(eq(partnerMembers.partnerId, invite.partnerId), eq(partnerMembers.userId, invite.userId)))
+          .limit(1);
+        if (!member) return null;
+      }
       await this.orgs.setPassword(invite.userId, passwordHash);
       await this.db.delete(invites).where(eq(invites.id, invite.id));
       this.deps.audit.actAs({ kind: "user", id: invite.userId, userId: invite.userId });
@@ -213,6 +229,7 @@ export class PartnerService {
   async addMember(partnerId: string, email: string, role: "admin" | "member") {
     return this.deps.store.transaction(async () => {
       const { partnerMembers } = this.t;
+      if (isPlaceholderEmail(email)) throw notFound(USER_NOT_FOUND);
       const user = (await this.orgs.getUserByEmail(email)) ?? (await this.orgs.createUser(email));
       const [existing] = await this.db.select({ partnerId: partnerMembers.partnerId }).from(partnerMembers).where(eq(partnerMembers.userId, user.id)).limit(1);
       if (existing) throw conflict(existing.partnerId === partnerId ? "This user is already a partner member" : "This user already belongs to another partner");
@@ -242,9 +259,11 @@ export class PartnerService {
 
   async removeMember(partnerId: string, userId: string): Promise<void> {
     const member = await this.#member(partnerId, userId);
-    const { partnerMembers } = this.t;
+    const { partnerMembers, invites } = this.t;
     await this.deps.store.transaction(async () => {
       await this.db.delete(partnerMembers).where(and(eq(partnerMembers.partnerId, partnerId), eq(partnerMembers.userId, userId)));
+      // The invite to set a password was for this membership: it ends with it.
+      await this.db.delete(invites).where(and(eq(invites.partnerId, partnerId), eq(invites.userId, userId)));
       await this.#auditMember(userId, { email: member.email, role: member.role }, null);
     });
   }

@@ -130,6 +130,8 @@ export const sessions = pgTable("sessions", {
   createdAt: text("created_at").notNull(),
   expiresAt: text("expires_at").notNull(),
   revokedAt: text("revoked_at"),
+  /** A session made from an API key (docs/api.md#accounts-and-sessions): that key's hash at sign-in; null for a person's session. */
+  apiKeyHash: text("api_key_hash"),
 });
 
 export const agents = pgTable(

@@ -122,6 +122,8 @@ export const sessions = sqliteTable("sessions", {
   createdAt: text("created_at").notNull(),
   expiresAt: text("expires_at").notNull(),
   revokedAt: text("revoked_at"),
+  /** A session made from an API key (docs/api.md#accounts-and-sessions): that key's hash at sign-in; null for a person's session. */
+  apiKeyHash: text("api_key_hash"),
 });
 
 export const agents = sqliteTable(

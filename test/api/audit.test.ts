@@ -313,9 +313,10 @@ describe("every management write is recorded (cloud mode, every mutating route)"
     expect(JSON.parse(one("PATCH /v1/budgets/{budgetId}").changes)).toEqual({ limitCents: [500, 700] });
     expect(one("DELETE /v1/org/budgets/{budgetId}")).toMatchObject({ actor_kind: "org_key", target_type: "budget", target_id: orgBudget.id, project_id: null });
     expect(JSON.parse(one("PATCH /v1/org/settings").changes)).toEqual({ name: ["Default Organization", "Audited Org"] });
-    expect(one("PATCH /v1/user")).toMatchObject({ actor_kind: "user", actor_id: api.core.bootstrap.userId, actor_email: "owner@localhost" });
+    // The session was made from the owner's project key: a key's session is the key (docs/api.md#accounts-and-sessions).
+    expect(one("PATCH /v1/user")).toMatchObject({ actor_kind: "project_key", actor_email: "owner@localhost", target_id: api.core.bootstrap.userId });
     expect(one("POST /v1/auth/login")).toMatchObject({ actor_kind: "user", target_type: "session", organization_id: api.organizationId });
-    expect(one("POST /v1/auth/logout")).toMatchObject({ actor_kind: "user", target_type: "session", target_id: one("POST /v1/auth/login").target_id, organization_id: api.organizationId });
+    expect(one("POST /v1/auth/logout")).toMatchObject({ actor_kind: "project_key", target_type: "session", target_id: one("POST /v1/auth/login").target_id, organization_id: api.organizationId });
     expect(one("POST /v1/auth/signup")).toMatchObject({ actor_kind: "user", actor_email: "signer@example.com" });
     expect(one("POST /v1/partner/secrets")).toMatchObject({ actor_kind: "partner_key", actor_email: null, organization_id: null });
     expect(one("POST /v1/partner/orgs/{orgId}/rotate-tokens")).toMatchObject({ organization_id: org.organizationId });

@@ -185,7 +185,7 @@ describe("roles and holder checks (docs/api.md#how-a-request-is-authenticated, d
 });
 
 describe("sessions (docs/api.md#how-a-request-is-authenticated; docs/api.md#accounts-and-sessions)", () => {
-  test("login with an API key sets the session cookie, which then authenticates", async () => {
+  test("login with an API key sets the session cookie (12 h), which then authenticates as that key", async () => {
     const res = await api.call("POST", "/v1/auth/login", { key: null, body: { apiKey: api.projectKey } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ user: { id: api.core.bootstrap.userId, email: "owner@localhost", name: "Owner", createdAt: expect.any(String) } });
@@ -194,7 +194,8 @@ describe("sessions (docs/api.md#how-a-request-is-authenticated; docs/api.md#acco
     expect(setCookie).toMatch(/HttpOnly/i);
     expect(setCookie).toMatch(/SameSite=Lax/i);
     expect(setCookie).not.toMatch(/Secure/i); // CREDGATE_PUBLIC_URL is http here
-    expect(setCookie).toMatch(/Max-Age=2592000/);
+    // A key's session lasts 12 hours at most; a password's 30 days.
+    expect(setCookie).toMatch(/Max-Age=43200/);
     const cookie = sessionCookieOf(res);
 
     const agents = await api.call("GET", "/v1/agents", { key: null, headers: { cookie: `credgate_session=${cookie}` } });
@@ -204,11 +205,10 @@ describe("sessions (docs/api.md#how-a-request-is-authenticated; docs/api.md#acco
     expect(session.status).toBe(200);
     expect(session.body.user.email).toBe("owner@localhost");
     expect(session.body.organizations).toEqual([{ id: api.organizationId, name: expect.any(String), role: "owner" }]);
-    // The projects the session may switch between (the dashboard's project switcher).
-    // (Other tests of this file add projects to the same organization.)
-    expect(session.body.projects[0]).toEqual({ id: api.projectId, name: "Default Project", organizationId: api.organizationId });
-    expect(session.body.projects.every((p: any) => p.organizationId === api.organizationId)).toBe(true);
+    // The projects the session may switch between (the dashboard's project switcher): a project key's, its own.
+    expect(session.body.projects).toEqual([{ id: api.projectId, name: "Default Project", organizationId: api.organizationId }]);
     expect(session.body.partner).toBeNull();
+    expect(session.body.scope).toEqual({ kind: "project", organizationId: api.organizationId, projectId: api.projectId });
     // An org-level endpoint works with the session too.
     expect((await api.call("GET", "/v1/org/settings", { key: null, headers: { cookie: `other=1; credgate_session=${cookie}` } })).status).toBe(200);
   });

@@ -136,9 +136,12 @@ describe("organization settings and API key (docs/api.md#organization-level-rout
     expectEnvelope(await fresh.call("PATCH", "/v1/org/settings", { key: member.projectKey, body: { name: "Hijack" } }), 403, "Insufficient permissions");
   });
 
-  test("GET /org/api-key → the caller's org key", async () => {
+  test("GET /org/api-key → the caller's org key; a project key, whatever its holder's role → 403", async () => {
     expect((await api.call("GET", "/v1/org/api-key", { key: api.orgKey })).body).toEqual({ apiKey: api.orgKey });
-    expect((await api.call("GET", "/v1/org/api-key")).body).toEqual({ apiKey: api.orgKey });
+    // The default key of these calls is the owner's project key: a key for one project never mints one for all.
+    expectEnvelope(await api.call("GET", "/v1/org/api-key"), 403, "Insufficient permissions");
+    expectEnvelope(await api.call("POST", "/v1/org/api-key/regenerate"), 403, "Insufficient permissions");
+    expect((await api.call("GET", "/v1/org/api-key", { key: api.orgKey })).body).toEqual({ apiKey: api.orgKey });
   });
 
   test("POST /org/api-key/regenerate → new org key; the old one → 401", async () => {

@@ -45,12 +45,12 @@ afterAll(async () => {
   await up?.stop();
 });
 
-/** A new browser context, signed in with the project key through the sign-in page. */
-async function signedIn(): Promise<WatchedPage> {
+/** A new browser context, signed in with the project key (or `key`) through the sign-in page. */
+async function signedIn(key = cg.keys.projectApiKey): Promise<WatchedPage> {
   const w = await openPage(browser);
   pages.push(w);
   await w.page.goto(`${base}/sign-in`);
-  await w.page.getByLabel("API key").fill(cg.keys.projectApiKey);
+  await w.page.getByLabel("API key").fill(key);
   await w.page.getByRole("button", { name: "Sign in" }).click();
   await w.page.waitForURL(`${base}/p/${projectId}`);
   return w;
@@ -107,8 +107,11 @@ describe("sign-in", () => {
     expect(cookies.map((c) => [c.name, c.httpOnly, c.sameSite])).toEqual([["credgate_session", true, "Lax"]]);
     expect(await page.content()).not.toContain(cg.keys.projectApiKey);
 
-    // The project switcher names the project; the navigation marks the page.
+    // The project switcher names the project; the navigation marks the page; the header says the session is
+    // the project key's (that project only), not the person's.
     expect(await page.getByLabel("Project").inputValue()).toBe(projectId);
+    expect(await page.locator("#session-scope").innerText()).toBe("Project key session");
+    expect(await page.locator("#session-scope").getAttribute("title")).toContain("reaches that project only");
     expect(await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Logs" }).getAttribute("aria-current")).toBe("page");
 
     await page.getByRole("button", { name: "Sign out" }).click();
@@ -600,8 +603,21 @@ describe("logs and overview", () => {
 });
 
 describe("organization", () => {
-  test("settings, the org API key, organization secrets and policy pages", async () => {
+  test("a project key's session is not shown the organization key; an organization key's session is, and says so", async () => {
     const { page } = await signedIn();
+    await page.goto(`${base}/p/${projectId}/org`);
+    await page.getByText("This session was signed in with a project key, which never reaches the organization key.").waitFor();
+    expect(await page.getByRole("button", { name: "Show key" }).count()).toBe(0);
+    expect(await page.content()).not.toContain(cg.keys.orgApiKey);
+    const org = await signedIn(cg.keys.orgApiKey);
+    expect(await org.page.locator("#session-scope").innerText()).toBe("Organization key session");
+    await org.page.goto(`${base}/p/${projectId}/org`);
+    await org.page.getByRole("button", { name: "Show key" }).click();
+    expect(await org.page.getByRole("textbox", { name: "Organization API key" }).inputValue()).toBe(cg.keys.orgApiKey);
+  }, 30_000);
+
+  test("settings, the org API key, organization secrets and policy pages", async () => {
+    const { page } = await signedIn(cg.keys.orgApiKey);
     await page.goto(`${base}/p/${projectId}/org`);
     await page.getByLabel("Organization name").fill("Acme Robots");
     await page.getByRole("button", { name: "Save", exact: true }).click();

@@ -1,11 +1,13 @@
 // Sessions for the dashboard (docs/api.md#accounts-and-sessions): login with an API key (both modes) or, on cloud, with an
-// email and password; logout; the current session.
+// email and password; logout; the current session. A password (or an invite, or a claim) signs the person in with
+// all of their memberships; an API key signs in the key: its one project or organization, for 12 hours at most.
 import { Type as T } from "@sinclair/typebox";
-import { ApiError, AUTH_FAILED, unauthorized } from "../../core/errors.ts";
+import { ApiError, AUTH_FAILED, forbidden, unauthorized } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import { LoginThrottle } from "../../services/loginThrottle.ts";
-import { SESSION_COOKIE, SESSION_LIFETIME_MS } from "../../services/sessions.ts";
-import { authenticateKey } from "../auth.ts";
+import { KEY_SESSION_LIFETIME_MS, SESSION_COOKIE, SESSION_LIFETIME_MS } from "../../services/sessions.ts";
+import { isPlaceholderEmail } from "../../services/organizations.ts";
+import { authenticateKey, sessionIdOf, type Principal } from "../auth.ts";
 import type { User } from "../../core/records/accounts.ts";
 import { created, noContent, ok, route, type RouteDef } from "../route.ts";
 import * as R from "../../core/records/index.ts";
@@ -41,21 +43,38 @@ async function userView(services: Services, userId: string): Promise<User> {
   return { id: u.id, email: u.email, name: u.name, createdAt: u.createdAt };
 }
 
-/** A new session for the user: its cookie, to go with the answer. */
-async function sessionHeaders(services: Services, userId: string): Promise<Record<string, string>> {
-  const { token } = await services.sessions.create(userId);
-  return { "set-cookie": sessionCookie(services, token, SESSION_LIFETIME_MS / 1000) };
+/** A new session for the user (or for `apiKey`, held by the user): its cookie, to go with the answer. */
+async function sessionHeaders(services: Services, userId: string, apiKey: string | null = null): Promise<Record<string, string>> {
+  const { token } = await services.sessions.create(userId, apiKey);
+  return { "set-cookie": sessionCookie(services, token, (apiKey === null ? SESSION_LIFETIME_MS : KEY_SESSION_LIFETIME_MS) / 1000) };
 }
 
-async function startSession(services: Services, userId: string) {
-  const headers = await sessionHeaders(services, userId);
+async function startSession(services: Services, userId: string, apiKey: string | null = null) {
+  const headers = await sessionHeaders(services, userId, apiKey);
   return ok({ user: await userView(services, userId) }, headers);
 }
 
 async function passwordUser(services: Services, email: string, password: string): Promise<string | null> {
   const user = await services.orgs.getUserByEmail(email);
-  if (!user?.passwordHash) return null;
+  // A claim placeholder never signs in (it has no password to begin with).
+  if (!user?.passwordHash || isPlaceholderEmail(user.email)) return null;
   return (await Bun.password.verify(password, user.passwordHash)) ? user.id : null;
+}
+
+/** `GET /auth/session` of a key's session: the key's organization and the projects it reaches, no partner. */
+async function keySessionView(services: Services, principal: Extract<Principal, { via: "project_key" | "org_key" }>): Promise<R.Session> {
+  const org = await services.orgs.getOrganization(principal.organizationId);
+  const role = await services.orgs.keyHolderRole(principal.organizationId, principal.userId);
+  if (!org || role === null) throw unauthorized();
+  const projectId = principal.via === "project_key" ? principal.projectId : null;
+  const projects = (await services.orgs.projectsOf([org.id])).filter((p) => projectId === null || p.id === projectId);
+  return {
+    user: await userView(services, principal.userId),
+    organizations: [{ id: org.id, name: org.name, role }],
+    projects: projects.map((p) => ({ id: p.id, name: p.name, organizationId: p.organizationId })),
+    partner: null,
+    scope: { kind: projectId === null ? "organization" : "project", organizationId: org.id, projectId },
+  };
 }
 
 export const authRoutes: RouteDef[] = [
@@ -63,10 +82,13 @@ export const authRoutes: RouteDef[] = [
     method: "POST",
     path: "/auth/signup",
     modes: ["cloud"],
+    signIn: true,
     response: returnsCreated(R.Signup, "Signed up and signed in; sets the credgate_session cookie"),
     access: "none",
     body: SignupBody,
     handler: async ({ services, body }) => {
+      // The claim placeholders' domain is no one's mailbox (`.invalid`), and such an address could never sign in again.
+      if (isPlaceholderEmail(body.email)) throw ApiError.flat(400, "email must be a valid email address");
       const { user, organizationId, projectId } = await services.accounts.signUp(body.email, await Bun.password.hash(body.password, "argon2id"), body.name ?? null);
       const headers = await sessionHeaders(services, user.id);
       return created({ user: await userView(services, user.id), organizationId, projectId }, headers);
@@ -76,6 +98,7 @@ export const authRoutes: RouteDef[] = [
     method: "POST",
     path: "/auth/accept-invite",
     modes: ["cloud"],
+    signIn: true,
     response: returns(R.Login, "The password is set; signed in (sets the credgate_session cookie)"),
     access: "none",
     body: AcceptInviteBody,
@@ -89,17 +112,23 @@ export const authRoutes: RouteDef[] = [
     method: "POST",
     path: "/claim",
     modes: ["cloud"],
+    signIn: true,
     response: returns(R.Claimed, "The signed-in user took the placeholder's place: its membership and keys"),
     access: "session",
     body: ClaimBody,
     handler: async ({ services, principal, body }) => {
-      if (principal?.via !== "session") throw unauthorized();
+      if (principal?.via !== "session") {
+        // A key's session is not the person: it cannot take a placeholder's place in their name.
+        if (principal && sessionIdOf(principal) !== null) throw forbidden();
+        throw unauthorized();
+      }
       return services.claims.claim(principal.userId, body.token);
     },
   }),
   route({
     method: "POST",
     path: "/auth/login",
+    signIn: true,
     response: returns(R.Login, "Signed in; sets the credgate_session cookie"),
     access: "none",
     body: LoginBody,
@@ -116,7 +145,7 @@ export const authRoutes: RouteDef[] = [
         }
         if (principal.via === "partner_key") throw ApiError.envelope(401, AUTH_FAILED);
         await throttle.succeeded(subject);
-        return startSession(services, principal.userId);
+        return startSession(services, principal.userId, body.apiKey);
       }
       if (services.deps.config.mode !== "cloud") throw ApiError.flat(400, "apiKey is required");
       if (!body.email) throw ApiError.flat(400, "email is required");
@@ -135,8 +164,9 @@ export const authRoutes: RouteDef[] = [
     response: returnsNothing("Signed out; the cookie is cleared"),
     access: "session",
     handler: async ({ services, principal }) => {
-      if (principal?.via !== "session") throw unauthorized();
-      await services.sessions.revoke(principal.sessionId);
+      const sessionId = principal && sessionIdOf(principal);
+      if (!sessionId) throw unauthorized();
+      await services.sessions.revoke(sessionId);
       return noContent({ "set-cookie": sessionCookie(services, "", 0) });
     },
   }),
@@ -146,11 +176,14 @@ export const authRoutes: RouteDef[] = [
     response: returns(R.Session),
     access: "session",
     handler: async ({ services, principal }) => {
-      if (principal?.via !== "session") throw unauthorized();
+      if (!principal || sessionIdOf(principal) === null) throw unauthorized();
+      if (principal.via === "project_key" || principal.via === "org_key") return keySessionView(services, principal);
+      if (principal.via !== "session") throw unauthorized();
       const organizations = (await services.orgs.membershipsOf(principal.userId)).map((m) => ({ id: m.organizationId, name: m.name, role: m.role }));
       // The projects the session may name in X-Project-Id: what the dashboard's project switcher offers.
       const projects = (await services.orgs.projectsOf(organizations.map((o) => o.id))).map((p) => ({ id: p.id, name: p.name, organizationId: p.organizationId }));
-      return { user: await userView(services, principal.userId), organizations, projects, partner: await services.partners.membershipOf(principal.userId) };
+      const scope = { kind: "account" as const, organizationId: null, projectId: null };
+      return { user: await userView(services, principal.userId), organizations, projects, partner: await services.partners.membershipOf(principal.userId), scope };
     },
   }),
 ];

@@ -1,6 +1,6 @@
 // Organization settings and the caller's organization API key (docs/api.md#organization-level-routes). O·admin.
 import { Type as T } from "@sinclair/typebox";
-import { notFound } from "../../core/errors.ts";
+import { forbidden, notFound } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
@@ -23,7 +23,14 @@ async function organizationView(services: Services, id: string) {
   };
 }
 
-const orgKeyHolder = (ctx: RequestContext) => ({ kind: "organization" as const, userId: ctx.userId, organizationId: ctx.organizationId });
+/**
+ * The caller's organization-key holder. A project key (or a session made from one) is refused whatever its
+ * holder's role (docs/api.md#credentials): a key for one project must not become a key for all of them.
+ */
+function orgKeyHolder(ctx: RequestContext) {
+  if (ctx.principal.via === "project_key") throw forbidden();
+  return { kind: "organization" as const, userId: ctx.userId, organizationId: ctx.organizationId };
+}
 
 export const organizationRoutes: RouteDef[] = [
   route({

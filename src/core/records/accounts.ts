@@ -13,6 +13,11 @@ export const Session = T.Object(
     organizations: T.Array(T.Object({ id: T.String(), name: T.String(), role: Role })),
     projects: T.Array(T.Object({ id: T.String(), name: T.String(), organizationId: T.String() })),
     partner: Nullable(T.Object({ id: T.String(), name: T.String(), role: Role })),
+    /**
+     * What the session reaches (docs/api.md#accounts-and-sessions): `account` — the person, with every membership
+     * (password, invite, claim); `project` or `organization` — the API key it was made from, and only that.
+     */
+    scope: T.Object({ kind: Enum("account", "organization", "project"), organizationId: Nullable(T.String()), projectId: Nullable(T.String()) }),
   },
   { $id: "Session" },
 );

@@ -738,6 +738,11 @@ export interface Session {
     name: string;
     role: "owner" | "admin" | "member";
   } | null;
+  scope: {
+    kind: "account" | "organization" | "project";
+    organizationId: string | null;
+    projectId: string | null;
+  };
 }
 
 export interface Signup {

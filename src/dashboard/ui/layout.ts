@@ -80,6 +80,20 @@ function areaLink(input: LayoutInput, base: string): HTMLElement | null {
   return input.session.projects.length ? h("a", { href: base, class: "area" }, "Projects") : null;
 }
 
+/**
+ * What the session reaches, when it is less than the person (docs/api.md#accounts-and-sessions): signed in with a
+ * project key, that project only; with an organization key, that organization only. Nothing for a password's.
+ */
+function scopeLabel(session: Session | null): HTMLElement | null {
+  const kind = session?.scope.kind;
+  if (kind !== "project" && kind !== "organization") return null;
+  const [text, title] =
+    kind === "project"
+      ? ["Project key session", "Signed in with a project API key: this session reaches that project only, and ends when the key is regenerated (12 hours at most)."]
+      : ["Organization key session", "Signed in with an organization API key: this session reaches that organization only, and ends when the key is regenerated (12 hours at most)."];
+  return h("span", { class: "badge scope", id: "session-scope", title }, text);
+}
+
 /** Shows the projects of a session read again (a project created, renamed or deleted) without redrawing the page. */
 export function redrawSwitcher(input: LayoutInput): void {
   document.querySelector(".switcher-slot")?.replaceChildren(...[projectSwitcher(input)].filter((x) => x !== null));
@@ -106,7 +120,7 @@ export function layout(input: LayoutInput, ...content: Child[]): HTMLElement {
       h("a", { href: input.route.area === "partner" ? "/partner" : base, class: "brand" }, "credgate"),
       input.route.area === "partner" ? h("span", { class: "area-name" }, `Partner: ${input.session?.partner?.name ?? ""}`) : h("div", { class: "switcher-slot" }, projectSwitcher(input)),
       areaLink(input, base),
-      h("div", { class: "who" }, input.session ? h("span", { class: "email" }, input.session.user.email) : null, signOut),
+      h("div", { class: "who" }, scopeLabel(input.session), input.session ? h("span", { class: "email" }, input.session.user.email) : null, signOut),
     ),
     h(
       "div",

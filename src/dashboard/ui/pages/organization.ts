@@ -19,7 +19,13 @@ export const organizationPage: PageFn = async (ctx) => {
   const keyBox = h("div");
   const keyStatus = h("div");
   let key: string | null = null;
-  const drawKey = () =>
+  // A project key's session never reaches the organization key (docs/api.md#credentials).
+  const projectScoped = ctx.session?.scope.kind === "project";
+  const drawKey = (): void => {
+    if (projectScoped) {
+      replace(keyBox, notice("info", "This session was signed in with a project key, which never reaches the organization key. Sign in with your password or the organization key to see it."));
+      return;
+    }
     replace(
       keyBox,
       h("p", null, "The organization key (", h("code", null, "svc_org_…"), ") acts across every project of the organization with your role. It is yours alone."),
@@ -38,6 +44,7 @@ export const organizationPage: PageFn = async (ctx) => {
         }, { kind: "danger" }),
       ),
     );
+  };
   drawKey();
   const connBox = h("div");
   const loadConns = async () => {

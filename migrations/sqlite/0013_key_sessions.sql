@@ -1,0 +1,1 @@
+ALTER TABLE `sessions` ADD `api_key_hash` text;
