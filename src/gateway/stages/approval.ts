@@ -98,8 +98,9 @@ export function approvalStage({ approvals, requestLogs, remembered }: ApprovalDe
     request(rq) {
       // Synchronous when nothing is held: no promise on every request's path.
       if (!rq.needsApproval) return PASS;
-      // A person approved this agent under this rule for a while: no hold.
-      if (rq.matchedRule && remembered.allows(rq.agent.id, rq.matchedRule.logicalId)) return REMEMBERED;
+      // A person approved this agent under this rule for a while: no hold. When readings of the path reached
+      // several approval rules, each must have been remembered (docs/injection.md#every-reading-of-a-path).
+      if (rq.heldBy.length > 0 && rq.heldBy.every((id) => remembered.allows(rq.agent.id, id))) return REMEMBERED;
       return hold(rq);
     },
   };
