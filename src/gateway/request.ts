@@ -107,8 +107,8 @@ export class ProxyRequest extends Flow {
   matchedRule: { logicalId: string; name: string } | null = null;
   /** The policy wants a human to approve the request (policy stage; the approval stage holds it). */
   needsApproval = false;
-  /** The logicalIds of every rule that asked for approval on some reading of the path (policy stage). */
-  heldBy: readonly string[] = NONE;
+  /** Every rule that asked for approval on some reading of the path, the deciding one first (policy stage). */
+  heldBy: readonly { logicalId: string; name: string }[] = NONE;
   /** The secrets that match this request, in application order (inject stage). */
   matched: readonly CompiledSecret[] = NONE;
   /**

@@ -99,8 +99,11 @@ export function approvalStage({ approvals, requestLogs, remembered }: ApprovalDe
       // Synchronous when nothing is held: no promise on every request's path.
       if (!rq.needsApproval) return PASS;
       // A person approved this agent under this rule for a while: no hold. When readings of the path reached
-      // several approval rules, each must have been remembered (docs/injection.md#every-reading-of-a-path).
-      if (rq.heldBy.length > 0 && rq.heldBy.every((id) => remembered.allows(rq.agent.id, id))) return REMEMBERED;
+      // several approval rules, each must have been remembered (docs/injection.md#every-reading-of-a-path),
+      // and the approval names the first that was not, so that remembering it moves on to the next.
+      const pending = rq.heldBy.find((r) => !remembered.allows(rq.agent.id, r.logicalId));
+      if (rq.heldBy.length > 0 && pending === undefined) return REMEMBERED;
+      if (pending) rq.matchedRule = pending;
       return hold(rq);
     },
   };

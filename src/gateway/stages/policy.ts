@@ -57,7 +57,7 @@ export function policyStage({ rateLimits }: PolicyDeps): Stage {
         // A WebSocket upgrade cannot be held (docs/policy.md#approvals).
         if (rq.websocket) return answer("blocked", blockedByPolicy("Manual approval required", method, shownPath));
         rq.needsApproval = true;
-        rq.heldBy = decision.rules.map((r) => r.logicalId);
+        rq.heldBy = decision.rules.map((r) => ({ logicalId: r.logicalId, name: r.name }));
         return PASS;
     }
   }
