@@ -66,7 +66,7 @@ describe("inline secrets", () => {
 });
 
 describe("a secret's path pattern and every reading of the path (docs/injection.md#every-reading-of-a-path)", () => {
-  const scoped = () => secret("public", "public-value", null, { headerName: "x-public-key" }, { pathPattern: "/public/*" });
+  const scoped = () => compiledSecret({ id: "public", name: "public", hostPattern: HOST, pathPattern: "/public/*", value: "public-value", injection: { headerName: "x-public-key" } });
 
   test("a spelling that stays under the pattern is injected; the target goes upstream as sent", () => {
     const { stage } = setup();
