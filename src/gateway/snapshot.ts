@@ -323,7 +323,7 @@ export class GatewaySnapshot {
  * path (docs/injection.md#every-reading-of-a-path).
  */
 export function matchingCredentials(list: CompiledSecret[], host: string, readings: PathReadings): CompiledSecret[] {
-  const out = list.filter((s) => s.hostMatch(host) && readings.every((p) => s.pathMatch(p)));
+  const out = list.filter((s) => s.hostMatch(host) && readings.every(s.pathMatch));
   // Only a partner key beside an own key of its type needs the second pass (no set made for the rest).
   if (!out.some((s) => s.scope === "partner")) return out;
   const ownLlmTypes = new Set(out.filter((s) => s.scope !== "partner" && s.type !== "generic").map((s) => s.type));
