@@ -31,6 +31,19 @@ export function pathReadings(path: string): PathReadings {
   return [...out];
 }
 
+/**
+ * The readings of a request target's path. A `#` has no place in a request target, and origins disagree about
+ * one that arrives anyway: most end the path there (as the path the gateway logs does), others (Go's
+ * net/http) keep it in the path and clean it, serving `/x#/../admin` as `/admin`. Both are read.
+ */
+export function targetReadings(target: string): PathReadings {
+  const q = target.indexOf("?");
+  const path = q === -1 ? target : target.slice(0, q);
+  const hash = path.indexOf("#");
+  if (hash === -1) return pathReadings(path);
+  return [...new Set([...pathReadings(path.slice(0, hash)), ...pathReadings(path)])];
+}
+
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
 
 /** RFC 3986 §6.2.2: case of percent-encodings, percent-encoded unreserved characters, dot segments. */

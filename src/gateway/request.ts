@@ -2,7 +2,7 @@
 // its AgentSide, whatever carries it), what will go upstream, and what the stages found out on the way. Each
 // field is set in one place: the stage named beside it, or a method here.
 import { pathWithoutQuery } from "../core/patterns.ts";
-import { pathReadings, type PathReadings } from "../core/pathReadings.ts";
+import { targetReadings, type PathReadings } from "../core/pathReadings.ts";
 import { applyInjection, type Injectable } from "../core/inject.ts";
 import { SURFACES, type Surface } from "../core/placeholders.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
@@ -161,7 +161,7 @@ export class ProxyRequest extends Flow {
    * guards, metering and approvals judge (docs/injection.md#every-reading-of-a-path). Made on first use, once.
    */
   get pathReadings(): PathReadings {
-    return (this.#readings ??= pathReadings(this.path));
+    return (this.#readings ??= targetReadings(this.target));
   }
 
   /** The request-target exactly as the agent sent it (absolute-form included). */

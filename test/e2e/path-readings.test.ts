@@ -8,7 +8,7 @@
 // not metered at all — is refused with the key never sent.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { curlThroughGateway, type CurlOptions } from "../support/curl.ts";
-import { gatewayCa, startRawUpstream, until, type RawUpstream } from "../support/gateway.ts";
+import { gatewayCa, openTlsTunnel, rawRequest, startRawUpstream, until, type RawUpstream } from "../support/gateway.ts";
 import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, type TestPki } from "../support/upstream.ts";
@@ -25,6 +25,7 @@ let origin: RawUpstream;
 let fake: FakeVendors;
 let cg: RunningCredgate;
 let caFile: string;
+let caPem: string;
 
 beforeAll(async () => {
   pki = makePki([POLICY_HOST, SCOPED_HOST, ANTHROPIC]);
@@ -37,7 +38,9 @@ beforeAll(async () => {
       CREDGATE_CONNECT_TO: `${POLICY_HOST}:443:127.0.0.1:${origin.port},${SCOPED_HOST}:443:127.0.0.1:${origin.port},${ANTHROPIC}:443:127.0.0.1:${fake.port}`,
     },
   });
-  caFile = (await gatewayCa(cg)).file;
+  const ca = await gatewayCa(cg);
+  caFile = ca.file;
+  caPem = ca.pem;
   for (const body of [
     { name: "Example", type: "generic", value: KEY, hostPattern: POLICY_HOST, injectionConfig: { headerName: "x-api-key" } },
     { name: "Public only", type: "generic", value: SCOPED_KEY, hostPattern: SCOPED_HOST, pathPattern: "/public/*", injectionConfig: { headerName: "x-scoped-key" } },
@@ -121,6 +124,37 @@ describe("policy rules judge every reading of the path", () => {
     expect(r.status).toBe(403);
     expect(r.json).toMatchObject({ error: "manual_approval_denied", approval_id: pending.id });
     expect(origin.heads.length).toBe(before);
+  }, 60_000);
+});
+
+/** One request on a raw TLS tunnel: the target's bytes exactly as written (a `#` included, which curl would not send). */
+async function raw(host: string, target: string): Promise<{ status: number; json: any }> {
+  const t = await openTlsTunnel(cg.gatewayPort, `${host}:443`, cg.keys.defaultAgentToken, caPem, host);
+  try {
+    t.tls.write(rawRequest("GET", target, host));
+    const res = await t.reader.response({ timeoutMs: 15_000 });
+    let json: any = null;
+    try {
+      json = JSON.parse(res.text);
+    } catch {}
+    return { status: res.status, json };
+  } finally {
+    t.tls.destroy();
+  }
+}
+
+describe("a `#` in the request target (Go's net/http keeps it in the path and cleans it)", () => {
+  test("the block rule refuses /x#/../admin/x; the scoped key is not injected into /public#/../../private/a", async () => {
+    const before = origin.heads.length;
+    const blocked = await raw(POLICY_HOST, "/x#/../admin/x");
+    expect(blocked.status).toBe(403);
+    expect(blocked.json).toMatchObject({ error: "blocked_by_policy", rule_name: "No admin" });
+    expect(origin.heads.length).toBe(before);
+    const target = "/public#/../../private/a";
+    expect((await raw(SCOPED_HOST, target)).status).toBe(200);
+    const got = received(target);
+    expect(got?.requestLine).toBe(`GET ${target} HTTP/1.1`);
+    expect(got?.headers.get("x-scoped-key")).toBeUndefined();
   }, 60_000);
 });
 

@@ -1,7 +1,7 @@
 // The readings of a path (docs/injection.md#every-reading-of-a-path): the path as sent, its RFC 3986 normal
 // form, and each with %2F/%5C/\ as separators and `;` parameters stripped.
 import { describe, expect, test } from "bun:test";
-import { normalForm, pathReadings, removeDotSegments } from "../../src/core/pathReadings.ts";
+import { normalForm, pathReadings, removeDotSegments, targetReadings } from "../../src/core/pathReadings.ts";
 
 describe("pathReadings", () => {
   test("a plain path has one reading, itself", () => {
@@ -37,6 +37,18 @@ describe("pathReadings", () => {
 
   test("the readings of a pathological path stay few", () => {
     expect(pathReadings("/a;x%2F..%2F..%2Fb/./c%5C..\\d//e").length).toBeLessThanOrEqual(10);
+  });
+});
+
+describe("targetReadings", () => {
+  test("the query is not part of any reading", () => {
+    expect(targetReadings("/v1/x?a=/../admin")).toEqual(["/v1/x"]);
+    expect(targetReadings("/x/../admin?q")).toEqual(["/x/../admin", "/admin"]);
+  });
+
+  test("a `#` in the target: the path ended there (first) and the path kept whole, as Go's net/http reads it", () => {
+    expect(targetReadings("/public#/../../private/a?q=1")).toEqual(["/public", "/public#/../../private/a", "/private/a"]);
+    expect(targetReadings("/a?b#c")).toEqual(["/a"]);
   });
 });
 
