@@ -40,6 +40,25 @@ describe("pathReadings", () => {
   });
 });
 
+describe("pathReadings on arbitrary input", () => {
+  test("never throws; the path as sent first; no duplicates; at most 10; no dot segment in the normal form", () => {
+    const alphabet = ["/", ".", "..", "%2e", "%2E", "%2F", "%2f", "%5C", "\\", ";", "=", "a", "A", "%61", "%", "%zz", "%3B", "~", "#"];
+    let seed = 42;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let i = 0; i < 3000; i++) {
+      let p = "/";
+      const n = Math.floor(next() * 12);
+      for (let j = 0; j < n; j++) p += alphabet[Math.floor(next() * alphabet.length)];
+      const readings = pathReadings(p);
+      expect(readings[0]).toBe(p);
+      expect(new Set(readings).size).toBe(readings.length);
+      expect(readings.length).toBeLessThanOrEqual(10);
+      // The normal form has no dot segment left (what an origin that removes them would serve).
+      expect(normalForm(p).split("/").some((seg) => seg === "." || seg === "..")).toBe(false);
+    }
+  });
+});
+
 describe("targetReadings", () => {
   test("the query is not part of any reading", () => {
     expect(targetReadings("/v1/x?a=/../admin")).toEqual(["/v1/x"]);
