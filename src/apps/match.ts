@@ -38,9 +38,13 @@ export function compiledApp(provider: string): CompiledApp | null {
   return COMPILED.get(provider) ?? (findApp(provider) ? compileApp(findApp(provider)!) : null);
 }
 
-/** The host rule of an app that serves this host and path, or null. */
-export function hostRuleFor(app: CompiledApp, host: string, path: string): CompiledHostRule | null {
-  return app.hostRules.find((r) => r.host(host) && (r.paths === null || r.paths.some((p) => p(path)))) ?? null;
+/**
+ * The host rule of an app that serves this host and path, or null. Given every reading of the path, the rule
+ * must serve each of them: it grants the connection's credential (docs/injection.md#every-reading-of-a-path).
+ */
+export function hostRuleFor(app: CompiledApp, host: string, path: string | readonly string[]): CompiledHostRule | null {
+  const readings = typeof path === "string" ? [path] : path;
+  return app.hostRules.find((r) => r.host(host) && (r.paths === null || readings.every((reading) => r.paths!.some((p) => p(reading))))) ?? null;
 }
 
 const SERVING = new Map<string, CompiledApp[]>();

@@ -136,6 +136,38 @@ export function combine(org: ScopeDecision, project: ScopeDecision): ScopeDecisi
   return org.rule === null && project.rule !== null && !project.rule.isDefault ? project : org;
 }
 
+/** What the policy decided over every reading of a request's path (docs/injection.md#every-reading-of-a-path). */
+export interface PolicyOutcome extends ScopeDecision {
+  /**
+   * Every rule that reached the outcome's verdict on some reading (the deciding one first): with `rate`, each
+   * counts the request; with `approval`, each must have been remembered for the hold to be skipped.
+   */
+  rules: readonly CompiledRule[];
+}
+
+/**
+ * Both scopes combined, for each reading of the path (`r.path` is set to each in turn); the strictest verdict
+ * over the readings wins, and on a tie the first reading's rule (the path as sent) is the one reported.
+ * An allow rule therefore only opens a Default `block` when it matches every reading.
+ */
+export function evaluateReadings(
+  scopes: { organization: { ordered: CompiledRule[]; fallback: CompiledRule | null }; project: { ordered: CompiledRule[]; fallback: CompiledRule | null } },
+  r: PolicyRequest,
+  readings: readonly string[],
+): PolicyOutcome {
+  let best: ScopeDecision | null = null;
+  let rules: CompiledRule[] = [];
+  for (const path of readings) {
+    r.path = path;
+    const d = combine(evaluateScope(scopes.organization.ordered, scopes.organization.fallback, r), evaluateScope(scopes.project.ordered, scopes.project.fallback, r));
+    if (best === null || STRICTNESS[d.verdict] < STRICTNESS[best.verdict]) {
+      best = d;
+      rules = d.rule ? [d.rule] : [];
+    } else if (d.verdict === best.verdict && d.rule && !rules.includes(d.rule)) rules.push(d.rule);
+  }
+  return { ...best!, rules };
+}
+
 export function needsBody(rules: Iterable<CompiledRule>): boolean {
   for (const r of rules) if (r.conditions && r.conditions.length > 0) return true;
   return false;

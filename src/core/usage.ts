@@ -9,12 +9,26 @@ export type MeteredApi = "messages" | "chat_completions" | "responses";
 export const JSON_LIMIT = 256 * 1024;
 export const SSE_LINE_LIMIT = 512 * 1024;
 
-/** The metered API of a request, or null: `llm_a` POST …/v1/messages; `llm_b` POST …/v1/chat/completions, …/v1/responses. */
+/**
+ * The metered API of a request, or null: `llm_a` POST …/v1/messages; `llm_b` POST …/v1/chat/completions,
+ * …/v1/responses. Vendors' routers forgive more than a path pattern does, so repeated slashes and a trailing
+ * slash are ignored and case is not compared (docs/budgets.md#metering).
+ */
 export function meteredApi(type: MeteredType, method: string, path: string): MeteredApi | null {
-  if (method !== "POST") return null;
-  if (type === "llm_a") return /\/v1\/messages$/.test(path) ? "messages" : null;
-  if (/\/v1\/chat\/completions$/.test(path)) return "chat_completions";
-  if (/\/v1\/responses$/.test(path)) return "responses";
+  if (method.toUpperCase() !== "POST") return null;
+  const p = path.replace(/\/{2,}/g, "/").replace(/\/$/, "").toLowerCase();
+  if (type === "llm_a") return p.endsWith("/v1/messages") ? "messages" : null;
+  if (p.endsWith("/v1/chat/completions")) return "chat_completions";
+  if (p.endsWith("/v1/responses")) return "responses";
+  return null;
+}
+
+/** The metered API any reading of the path names (docs/budgets.md#metering), the path as sent first; null when none does. */
+export function meteredApiOf(type: MeteredType, method: string, readings: readonly string[]): MeteredApi | null {
+  for (const path of readings) {
+    const api = meteredApi(type, method, path);
+    if (api !== null) return api;
+  }
   return null;
 }
 

@@ -18,11 +18,14 @@ export interface HostBoundSecret {
   pathMatch(path: string): boolean;
 }
 
-/** An LLM vendor's host, or a host an LLM key of the agent applies to (for this path, when one is known). */
-export function isLlmRequest(host: string, path: string | null, injectable: readonly HostBoundSecret[]): boolean {
+/**
+ * An LLM vendor's host, or a host an LLM key of the agent applies to (for every reading of this path, when one
+ * is known: docs/injection.md#every-reading-of-a-path).
+ */
+export function isLlmRequest(host: string, readings: readonly string[] | null, injectable: readonly HostBoundSecret[]): boolean {
   const h = normalizeHost(host);
   if (LLM_HOSTS.some((v) => h.includes(v))) return true;
-  return injectable.some((s) => (s.type === "llm_a" || s.type === "llm_b") && s.hostMatch(h) && (path === null || s.pathMatch(path)));
+  return injectable.some((s) => (s.type === "llm_a" || s.type === "llm_b") && s.hostMatch(h) && (readings === null || readings.every((p) => s.pathMatch(p))));
 }
 
 export function claimRequiredBody(claim: ClaimPending): { error: string; message: string; claim_url: string } {

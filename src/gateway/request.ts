@@ -2,6 +2,7 @@
 // its AgentSide, whatever carries it), what will go upstream, and what the stages found out on the way. Each
 // field is set in one place: the stage named beside it, or a method here.
 import { pathWithoutQuery } from "../core/patterns.ts";
+import { targetReadings, type PathReadings } from "../core/pathReadings.ts";
 import { applyInjection, type Injectable } from "../core/inject.ts";
 import { SURFACES, type Surface } from "../core/placeholders.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
@@ -76,8 +77,9 @@ export class ProxyRequest extends Flow {
   readonly authority: string;
   /** Path and query as the agent sent them (an absolute-form target's origin part). */
   readonly target: string;
-  /** Path without query: what patterns, policy and logs see (raw, undecoded: docs/gateway.md#request-targets). */
+  /** Path without query, as sent: what logs and answers show (docs/gateway.md#request-targets). */
   readonly path: string;
+  #readings: PathReadings | null = null;
   /** The body goes upstream chunked: the agent sent it so, or its length changes as it streams (placeholder stage). */
   chunked: boolean;
   /** A WebSocket upgrade inside a tunnel (absolute-form requests never upgrade). */
@@ -105,6 +107,8 @@ export class ProxyRequest extends Flow {
   matchedRule: { logicalId: string; name: string } | null = null;
   /** The policy wants a human to approve the request (policy stage; the approval stage holds it). */
   needsApproval = false;
+  /** Every rule that asked for approval on some reading of the path, the deciding one first (policy stage). */
+  heldBy: readonly { logicalId: string; name: string }[] = NONE;
   /** The secrets that match this request, in application order (inject stage). */
   matched: readonly CompiledSecret[] = NONE;
   /**
@@ -150,6 +154,14 @@ export class ProxyRequest extends Flow {
     this.headers = requestHeadersForUpstream(side.headerLines);
     this.upstreamTarget = to.target;
     this.body = side.body;
+  }
+
+  /**
+   * Every reading of the path an origin may take, the path as sent first: what patterns, policy, resource
+   * guards, metering and approvals judge (docs/injection.md#every-reading-of-a-path). Made on first use, once.
+   */
+  get pathReadings(): PathReadings {
+    return (this.#readings ??= targetReadings(this.target));
   }
 
   /** The request-target exactly as the agent sent it (absolute-form included). */

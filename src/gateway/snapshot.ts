@@ -6,6 +6,7 @@ import { metrics } from "../observability/metrics.ts";
 import { tokenHash } from "../crypto/hash.ts";
 import { compileHostPattern, compilePathPattern, type HostMatcher, type PathMatcher } from "../core/patterns.ts";
 import type { ClaimPending } from "./claim.ts";
+import type { PathReadings } from "../core/pathReadings.ts";
 import type { Injectable } from "../core/inject.ts";
 import type { AuthMode } from "../core/secretRules.ts";
 import type { AgentMode, ConnectionAccess, SecretScope } from "../core/model.ts";
@@ -316,9 +317,13 @@ export class GatewaySnapshot {
   }
 }
 
-/** The credentials that apply to one request, in application order, with the LLM override of docs/injection.md#precedence. */
-export function matchingCredentials(list: CompiledSecret[], host: string, path: string): CompiledSecret[] {
-  const out = list.filter((s) => s.hostMatch(host) && s.pathMatch(path));
+/**
+ * The credentials that apply to one request, in application order, with the LLM override of
+ * docs/injection.md#precedence. A path pattern grants the credential, so it must match every reading of the
+ * path (docs/injection.md#every-reading-of-a-path).
+ */
+export function matchingCredentials(list: CompiledSecret[], host: string, readings: PathReadings): CompiledSecret[] {
+  const out = list.filter((s) => s.hostMatch(host) && readings.every(s.pathMatch));
   // Only a partner key beside an own key of its type needs the second pass (no set made for the rest).
   if (!out.some((s) => s.scope === "partner")) return out;
   const ownLlmTypes = new Set(out.filter((s) => s.scope !== "partner" && s.type !== "generic").map((s) => s.type));

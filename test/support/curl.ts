@@ -19,12 +19,15 @@ export interface CurlOptions {
   /** The gateway CA file curl trusts. */
   caFile?: string;
   maxTime?: number;
+  /** Send the path exactly as written (`--path-as-is`: no dot-segment squashing). */
+  pathAsIs?: boolean;
 }
 
 /** One request through the gateway with curl (CONNECT + MITM); the CONNECT answer is skipped. */
 export async function curlThroughGateway(c: RunningCredgate, target: string, opts: CurlOptions & { caFile: string }): Promise<CurlResult> {
   const args = ["curl", "-sS", "-i", "--proxy", `http://x:${opts.agentToken ?? c.keys.defaultAgentToken}@127.0.0.1:${c.gatewayPort}`, "--cacert", opts.caFile, "--max-time", String(opts.maxTime ?? 30), "-H", "Expect:"];
   if (opts.method) args.push("-X", opts.method);
+  if (opts.pathAsIs) args.push("--path-as-is");
   for (const h of opts.headers ?? []) args.push("-H", h);
   if (opts.dataFile) args.push("--data-binary", `@${opts.dataFile}`);
   if (opts.data !== undefined) args.push("--data-binary", opts.data);

@@ -1,8 +1,9 @@
 // Policy evaluation (docs/policy.md#evaluation, docs/policy.md#rate-limits), pure: target matching, first match per scope, the Default Rule,
 // combining scopes (stricter wins, tie → organization), epoch-aligned rate windows and counters.
 import { describe, expect, test } from "bun:test";
-import { combine, compileRule, evaluateScope, needsBody, rateWindow, verdictOf, type PolicyRequest, type RuleInput, type TargetResolver } from "../../src/core/policy.ts";
+import { combine, compileRule, evaluateReadings, evaluateScope, needsBody, rateWindow, verdictOf, type PolicyRequest, type RuleInput, type TargetResolver } from "../../src/core/policy.ts";
 import { compileHostPattern, compilePathPattern } from "../../src/core/patterns.ts";
+import { pathReadings } from "../../src/core/pathReadings.ts";
 import type { RuleTarget } from "../../src/core/model.ts";
 
 const secret = (host: string, path: string | null = null) => ({ hostMatch: compileHostPattern(host), pathMatch: compilePathPattern(path) });
@@ -134,4 +135,65 @@ describe("rate limits", () => {
     expect(rateWindow("day", 86_400_000 - 1)).toEqual({ index: 0, retryAfter: 1 });
   });
 
+});
+
+describe("every reading of the path (docs/injection.md#every-reading-of-a-path)", () => {
+  const compile = (r: RuleInput) => compileRule(r, resolver);
+  const scopes = (project: RuleInput[], fallback: RuleInput | null = null, organization: RuleInput[] = []) => ({
+    organization: { ordered: organization.map(compile), fallback: null },
+    project: { ordered: project.map(compile), fallback: fallback && compile(fallback) },
+  });
+  const judge = (s: ReturnType<typeof scopes>, path: string) => evaluateReadings(s, req(), pathReadings(path));
+
+  test("a block rule matched by any reading blocks, even when the path as sent matches an allow rule before it", () => {
+    const s = scopes([rule({ name: "open docs", targets: [net("api.x.com", { pathPattern: "/docs/*" })] }), rule({ name: "no admin", action: "block", targets: [net("api.x.com", { pathPattern: "/admin/*" })] })]);
+    for (const path of ["/%61dmin/x", "/./admin/x", "/docs/../admin/x", "/docs/%2e%2e/admin/x", "/admin%2Fx", "/admin;v=1/x"]) {
+      const d = judge(s, path);
+      expect({ path, verdict: d.verdict, rule: d.rule?.name }).toEqual({ path, verdict: "block", rule: "no admin" });
+    }
+    expect(judge(s, "/docs/a").verdict).toBe("allow");
+    // Paths stay case-sensitive.
+    expect(judge(s, "/ADMIN/x").verdict).toBe("allow");
+  });
+
+  test("under a Default block an allow rule must match every reading", () => {
+    const deny = rule({ name: "Default", isDefault: true, action: "block", targets: [] });
+    const s = scopes([rule({ name: "public", targets: [net("api.x.com", { pathPattern: "/public/*" })] })], deny);
+    expect(judge(s, "/public/a").verdict).toBe("allow");
+    expect(judge(s, "/public/%61").verdict).toBe("allow");
+    const d = judge(s, "/public/../private/a");
+    expect(d.verdict).toBe("block");
+    expect(d.rule?.isDefault).toBe(true);
+  });
+
+  test("approval beats a rate limit, which beats allow; every rule reaching the winning verdict is listed, the deciding one first", () => {
+    const ask = rule({ name: "ask", requireApproval: true, targets: [net("api.x.com", { pathPattern: "/send/*" })] });
+    const rate = rule({ name: "rate", rateLimit: 5, rateLimitWindow: "minute", targets: [net("api.x.com", { pathPattern: "/x/*" })] });
+    const ask2 = rule({ name: "ask too", requireApproval: true, targets: [net("api.x.com", { pathPattern: "/x/*" })] });
+    const s = scopes([ask, rate]);
+    const d = judge(s, "/x/../send/1");
+    expect(d.verdict).toBe("approval");
+    expect(d.rules.map((r) => r.name)).toEqual(["ask"]);
+    const both = judge(scopes([ask, ask2]), "/x/../send/1");
+    expect(both.verdict).toBe("approval");
+    expect(both.rules.map((r) => r.name)).toEqual(["ask too", "ask"]);
+    const rate2 = rule({ name: "rate too", rateLimit: 1, rateLimitWindow: "hour", targets: [net("api.x.com", { pathPattern: "/y/*" })] });
+    const limited = judge(scopes([rate, rate2]), "/x/..%2Fy/1");
+    expect(limited.verdict).toBe("rate");
+    expect(limited.rules.map((r) => r.name)).toEqual(["rate", "rate too"]);
+  });
+
+  test("secret targets judge each reading too", () => {
+    const s = scopes([rule({ name: "block the key", action: "block", targets: [{ kind: "secret", secretId: "s-proj" }] })]);
+    expect(judge(s, "/v2/../v1/pay").verdict).toBe("block");
+    expect(judge(s, "/v2/pay").verdict).toBe("allow");
+  });
+
+  test("one reading: the same decision as evaluating the scopes directly", () => {
+    const s = scopes([rule({ name: "no admin", action: "block", targets: [net("api.x.com", { pathPattern: "/admin/*" })] })]);
+    const direct = combine(evaluateScope(s.organization.ordered, null, req({ path: "/admin/x" })), evaluateScope(s.project.ordered, null, req({ path: "/admin/x" })));
+    const d = judge(s, "/admin/x");
+    expect({ verdict: d.verdict, rule: d.rule }).toEqual({ verdict: direct.verdict, rule: direct.rule });
+    expect(d.rules).toEqual([direct.rule!]);
+  });
 });

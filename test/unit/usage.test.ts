@@ -1,8 +1,9 @@
 // Reading usage from the vendors' real response formats (docs/budgets.md#usage), whole and split at every byte
 // boundary, with the bounds (256 KiB JSON, 512 KiB per SSE line), aborts and missing usage.
 import { describe, expect, test } from "bun:test";
-import { meteredApi, requestHints, SSE_LINE_LIMIT, UsageReader, JSON_LIMIT, type MeteredApi } from "../../src/core/usage.ts";
+import { meteredApi, meteredApiOf, requestHints, SSE_LINE_LIMIT, UsageReader, JSON_LIMIT, type MeteredApi } from "../../src/core/usage.ts";
 import type { MeteredType, Usage } from "../../src/core/pricing.ts";
+import { pathReadings } from "../../src/core/pathReadings.ts";
 import { anthropicJson, anthropicSse, chatJson, chatSse, responsesJson, responsesSse } from "../support/llm/wire.ts";
 
 const enc = new TextEncoder();
@@ -27,6 +28,24 @@ describe("metered endpoints", () => {
     expect(meteredApi("llm_b", "POST", "/v1/responses")).toBe("responses");
     expect(meteredApi("llm_b", "POST", "/v1/embeddings")).toBeNull();
     expect(meteredApi("llm_a", "POST", "/v1/chat/completions")).toBeNull();
+  });
+});
+
+describe("metered endpoints, fail closed (docs/budgets.md#metering)", () => {
+  test("repeated slashes, a trailing slash and case are ignored; the method's case too", () => {
+    for (const p of ["/v1/messages/", "//v1//messages", "/V1/Messages", "/proxy/V1/MESSAGES/"]) expect({ p, api: meteredApi("llm_a", "POST", p) }).toEqual({ p, api: "messages" });
+    expect(meteredApi("llm_a", "post", "/v1/messages")).toBe("messages");
+    expect(meteredApi("llm_b", "POST", "/V1/Chat/Completions/")).toBe("chat_completions");
+    expect(meteredApi("llm_b", "POST", "/v1/responses//")).toBe("responses");
+    expect(meteredApi("llm_a", "POST", "/v1/messages/count_tokens/")).toBeNull();
+  });
+
+  test("any reading of the path names the endpoint: every spelling of the finding is metered", () => {
+    for (const p of ["/v1/messages/", "/v1/%6Dessages", "/v1/./messages", "/V1/messages", "/v1/messages;x", "/v1/messages%2F", "/v1/x/../messages"]) {
+      expect({ p, api: meteredApiOf("llm_a", "POST", pathReadings(p)) }).toEqual({ p, api: "messages" });
+    }
+    expect(meteredApiOf("llm_b", "POST", pathReadings("/v1/chat%2Fcompletions"))).toBe("chat_completions");
+    expect(meteredApiOf("llm_a", "POST", pathReadings("/v1/models"))).toBeNull();
   });
 });
 

@@ -43,8 +43,8 @@ function choose(candidates: readonly CompiledConnection[], wanted: string | null
 
 function select(rq: ProxyRequest): RequestVerdict {
   const connections = rq.credentials.connections;
-  const candidates = connections.length === 0 ? connections : connections.filter((c) => hostRuleFor(c.app, rq.host, rq.path) !== null);
-  const servingApp = appsServingHost(rq.host).find((a) => hostRuleFor(a, rq.host, rq.path)) ?? null;
+  const candidates = connections.length === 0 ? connections : connections.filter((c) => hostRuleFor(c.app, rq.host, rq.pathReadings) !== null);
+  const servingApp = appsServingHost(rq.host).find((a) => hostRuleFor(a, rq.host, rq.pathReadings)) ?? null;
   // The header picks among an app's connections; on a host no app serves there is nothing to pick.
   const wanted = servingApp ? rq.agentHeaders.get(CONNECTION_HEADER)?.trim() || null : null;
   const choice = choose(candidates, wanted);
@@ -54,7 +54,7 @@ function select(rq: ProxyRequest): RequestVerdict {
   rq.provider = chosen?.provider ?? candidates[0]?.provider ?? servingApp?.app.id ?? null;
   if (!(choice instanceof Response)) return PASS;
   // A secret serving this path makes the connection optional: proceed on the secret alone.
-  if (matchingCredentials(rq.credentials.injectable, rq.host, rq.path).length > 0) return PASS;
+  if (matchingCredentials(rq.credentials.injectable, rq.host, rq.pathReadings).length > 0) return PASS;
   return answer("error", choice);
 }
 

@@ -98,8 +98,12 @@ export function approvalStage({ approvals, requestLogs, remembered }: ApprovalDe
     request(rq) {
       // Synchronous when nothing is held: no promise on every request's path.
       if (!rq.needsApproval) return PASS;
-      // A person approved this agent under this rule for a while: no hold.
-      if (rq.matchedRule && remembered.allows(rq.agent.id, rq.matchedRule.logicalId)) return REMEMBERED;
+      // A person approved this agent under this rule for a while: no hold. When readings of the path reached
+      // several approval rules, each must have been remembered (docs/injection.md#every-reading-of-a-path),
+      // and the approval names the first that was not, so that remembering it moves on to the next.
+      const pending = rq.heldBy.find((r) => !remembered.allows(rq.agent.id, r.logicalId));
+      if (rq.heldBy.length > 0 && pending === undefined) return REMEMBERED;
+      if (pending) rq.matchedRule = pending;
       return hold(rq);
     },
   };

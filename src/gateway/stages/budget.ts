@@ -11,13 +11,18 @@
 // nothing. The cost settles what admission held (batched by the ledger), goes to the key's spend and to a
 // spend record (docs/budgets.md#spend-report); the gateway waits for none of it. A request admitted but never
 // forwarded drops what it held.
+// Fail closed (docs/budgets.md#metering): every reading of the path is judged, so a spelling of a metered
+// endpoint is metered; a request that would carry a budgeted key to anything else (another endpoint, a
+// WebSocket) is admitted only while every budget has room for the smallest metered request, so a budget that
+// refuses refuses the key, metered or not.
 import { budgetExceededMessage, periodAdjective } from "../../core/budgetWindows.ts";
 import { costOf, estimateOf, type MeteredType, type PriceTable, type Usage } from "../../core/pricing.ts";
-import { JSON_LIMIT, meteredApi, requestHints, UsageReader, type MeteredApi } from "../../core/usage.ts";
+import { JSON_LIMIT, meteredApiOf, requestHints, UsageReader, type MeteredApi } from "../../core/usage.ts";
 import { metrics } from "../../observability/metrics.ts";
 import { clockNow } from "../../runtime/clock.ts";
 import type { BudgetLedger, Refusal } from "../../services/budgetLedger.ts";
-import type { BudgetService } from "../../services/budgets.ts";
+import type { Budget, BudgetService } from "../../services/budgets.ts";
+import type { ScopeBudget } from "../../services/scopeBudgets.ts";
 import type { SpendService } from "../../services/spend.ts";
 import { gatewayJson } from "../errors.ts";
 import type { Reply } from "../reply.ts";
@@ -40,6 +45,9 @@ export interface BudgetDeps {
 const isLlmSecret = (s: CompiledSecret): boolean => s.type !== "generic";
 
 export function budgetStage({ prices, ledger, keySpend, spend, publicUrl }: BudgetDeps): Stage {
+  /** The estimate of the smallest metered request: an empty body, `max_tokens` 1, the type's default prices. */
+  const minimum: Record<MeteredType, number> = { llm_a: estimateOf(prices, "llm_a", null, 0, 1), llm_b: estimateOf(prices, "llm_b", null, 0, 1) };
+
   async function admit(rq: ProxyRequest, secret: CompiledSecret, type: MeteredType, api: MeteredApi): Promise<RequestVerdict> {
     rq.headers.delete("accept-encoding");
     const head = rq.body ? await rq.peekBody(JSON_LIMIT) : new Uint8Array(0);
@@ -59,6 +67,17 @@ export function budgetStage({ prices, ledger, keySpend, spend, publicUrl }: Budg
       meter.hold = admission.hold;
     }
     rq.meter = meter;
+    return PASS;
+  }
+
+  /**
+   * A request carrying a budgeted key that is not metered: admitted while every budget has room for the
+   * smallest metered request (nothing is held for it, nothing charged).
+   */
+  async function room(rq: ProxyRequest, type: MeteredType, scoped: readonly ScopeBudget[], partner: Budget | null): Promise<RequestVerdict> {
+    const admission = await ledger.admit(scoped, partner, minimum[type], clockNow());
+    if (!admission.admitted) return answer("budget_exceeded", refusal(rq, type, admission.refusal));
+    ledger.settle(admission.hold, 0);
     return PASS;
   }
 
@@ -139,11 +158,14 @@ export function budgetStage({ prices, ledger, keySpend, spend, publicUrl }: Budg
     request(rq) {
       // The LLM key that applies is the last LLM secret injected (project over organization over partner).
       const secret = rq.matched.findLast(isLlmSecret);
-      if (!secret || rq.websocket) return PASS;
+      if (!secret) return PASS;
       const type = secret.type as MeteredType;
-      const api = meteredApi(type, rq.method, rq.path);
-      // Synchronous for a request that is not metered: no promise on every request's path.
-      return api ? admit(rq, secret, type, api) : PASS;
+      const api = rq.websocket ? null : meteredApiOf(type, rq.method, rq.pathReadings);
+      if (api) return admit(rq, secret, type, api);
+      const scoped = rq.credentials.scopeBudgets[type];
+      const partner = (secret.scope === "partner" ? rq.credentials.budgets.get(secret.id) : undefined) ?? null;
+      // Synchronous for a request that is not metered and under no budget: no promise on every request's path.
+      return scoped.length === 0 && partner === null ? PASS : room(rq, type, scoped, partner);
     },
     response(rq, reply) {
       const meter = rq.meter;

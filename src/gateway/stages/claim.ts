@@ -17,7 +17,7 @@ export function claimStage(): Stage {
     },
     request(rq) {
       const claim = rq.credentials.claim;
-      if (claim === null || isLlmRequest(rq.host, rq.path, rq.credentials.injectable)) return PASS;
+      if (claim === null || isLlmRequest(rq.host, rq.pathReadings, rq.credentials.injectable)) return PASS;
       return answer("claim_required", gatewayJson(403, claimRequiredBody(claim)));
     },
   };

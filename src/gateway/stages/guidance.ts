@@ -69,9 +69,9 @@ async function rewrite(rq: ProxyRequest, base: string, reply: Reply, status: num
 function guidanceBody(rq: ProxyRequest, base: string): Record<string, unknown> {
   const { agent } = rq;
   const injectable = new Set(rq.credentials.injectable.map((s) => s.id));
-  const restricted = matchingCredentials(rq.credentials.visible, rq.host, rq.path).find((s) => !injectable.has(s.id));
+  const restricted = matchingCredentials(rq.credentials.visible, rq.host, rq.pathReadings).find((s) => !injectable.has(s.id));
   const usable = new Set(rq.credentials.connections.map((c) => c.id));
-  const restrictedConnection = rq.credentials.visibleConnections.find((c) => c.usable && !usable.has(c.id) && hostRuleFor(c.app, rq.host, rq.path));
+  const restrictedConnection = rq.credentials.visibleConnections.find((c) => c.usable && !usable.has(c.id) && hostRuleFor(c.app, rq.host, rq.pathReadings));
   if (restricted || restrictedConnection) {
     const manageUrl = `${base}/p/${agent.projectId}/agents/${agent.id}`;
     const display = restricted ? restricted.name : restrictedConnection!.displayName;

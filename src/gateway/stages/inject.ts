@@ -46,7 +46,7 @@ export function injectStage({ vault: resolver }: InjectDeps): Stage {
   return {
     name: "inject",
     request(rq) {
-      const matched = matchingCredentials(rq.credentials.injectable, rq.host, rq.path);
+      const matched = matchingCredentials(rq.credentials.injectable, rq.host, rq.pathReadings);
       rq.matched = matched;
       // External-vault secrets carry no value in the snapshot: take it from the vault cache, or look it up.
       let vault: Map<string, Lookup> | null = null;

@@ -54,7 +54,7 @@ export function injectConnectionStage({ oauth }: InjectConnectionDeps): Stage {
     request(rq) {
       const c = rq.connection;
       if (!c?.credential) return PASS;
-      const rule = hostRuleFor(c.app, rq.host, rq.path);
+      const rule = hostRuleFor(c.app, rq.host, rq.pathReadings);
       if (!rule) return PASS;
       if (!OAuthService.needsRefresh(c.credential)) return apply(rq, rule.rule.inject, c.credential);
       return oauth.fresh(c.id).then((fresh) => (fresh ? apply(rq, rule.rule.inject, fresh) : credentialUnavailableFor(rq)));

@@ -1,6 +1,7 @@
 // Policy (docs/policy.md): the agent's published rules are evaluated per scope and combined; blocks and rate
-// limits are answered before anything leaves. An approval verdict is carried to the approval stage.
-import { combine, evaluateScope, BODY_PEEK_BYTES, type PolicyRequest } from "../../core/policy.ts";
+// limits are answered before anything leaves. An approval verdict is carried to the approval stage. Every
+// reading of the path is judged and the strictest verdict wins (docs/injection.md#every-reading-of-a-path).
+import { evaluateReadings, BODY_PEEK_BYTES, type CompiledRule, type PolicyRequest } from "../../core/policy.ts";
 import type { RateLimitService } from "../../services/rateLimits.ts";
 import { gatewayJson } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
@@ -25,10 +26,7 @@ export function policyStage({ rateLimits }: PolicyDeps): Stage {
     const policy = rq.credentials.policy;
     const method = rq.websocket ? "GET" : rq.method;
     const req: PolicyRequest = { host: rq.host, path: rq.path, method, agentId: rq.agent.id, connectionId: rq.connection?.id ?? null, body };
-    const decision = combine(
-      evaluateScope(policy.organization.ordered, policy.organization.fallback, req),
-      evaluateScope(policy.project.ordered, policy.project.fallback, req),
-    );
+    const decision = evaluateReadings(policy, req, rq.pathReadings);
     const rule = decision.rule;
     if (rule) rq.matchedRule = { logicalId: rule.logicalId, name: rule.name };
     // Matching ignores the query, but answers show the path as the agent sent it.
@@ -51,25 +49,31 @@ export function policyStage({ rateLimits }: PolicyDeps): Stage {
         }
         return answer("blocked", blockedByPolicy(rule!.name, method, shownPath));
       case "rate": {
-        const r = rule!;
-        return rateLimits.hit({ scope: r.scope, logicalId: r.logicalId, agentId: rq.agent.id }, r.rateLimit!, r.rateLimitWindow!).then((hit) => {
-          if (!hit.limited) return PASS;
-          return answer(
-            "rate_limited",
-            gatewayJson(
-              429,
-              { error: "rate_limited", message: "This request was rate-limited by a credgate policy rule.", limit: r.rateLimit, window: r.rateLimitWindow },
-              { "retry-after": String(hit.retryAfter) },
-            ),
-          );
-        });
+        // Readings limited by different rules: each counts the request, and the first that limits it answers.
+        if (decision.rules.length === 1) return hitRate(rq, rule!);
+        return Promise.all(decision.rules.map((r) => hitRate(rq, r))).then((verdicts) => verdicts.find((v) => v !== PASS) ?? PASS);
       }
       case "approval":
         // A WebSocket upgrade cannot be held (docs/policy.md#approvals).
         if (rq.websocket) return answer("blocked", blockedByPolicy("Manual approval required", method, shownPath));
         rq.needsApproval = true;
+        rq.heldBy = decision.rules.map((r) => ({ logicalId: r.logicalId, name: r.name }));
         return PASS;
     }
+  }
+
+  function hitRate(rq: ProxyRequest, r: CompiledRule): Promise<RequestVerdict> {
+    return rateLimits.hit({ scope: r.scope, logicalId: r.logicalId, agentId: rq.agent.id }, r.rateLimit!, r.rateLimitWindow!).then((hit) => {
+      if (!hit.limited) return PASS;
+      return answer(
+        "rate_limited",
+        gatewayJson(
+          429,
+          { error: "rate_limited", message: "This request was rate-limited by a credgate policy rule.", limit: r.rateLimit, window: r.rateLimitWindow },
+          { "retry-after": String(hit.retryAfter) },
+        ),
+      );
+    });
   }
 
   return {

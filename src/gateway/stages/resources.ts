@@ -30,7 +30,7 @@ export function resourcesStage(): Stage {
 async function guard(rq: ProxyRequest, connection: CompiledConnection, kind: ResourceKind, allowed: string[]): Promise<RequestVerdict> {
   const method = rq.websocket ? "GET" : rq.method;
   const verdict: GuardVerdict =
-    kind === "repositories" ? checkRepositories(allowed, rq.host, method, rq.path) : checkFolders(allowed, await dropboxRequestPaths(rq));
+    kind === "repositories" ? repositoriesOfEveryReading(allowed, rq.host, method, rq.pathReadings) : checkFolders(allowed, await dropboxRequestPaths(rq));
   if (verdict.ok) return PASS;
   return answer(
     "blocked",
@@ -41,6 +41,15 @@ async function guard(rq: ProxyRequest, connection: CompiledConnection, kind: Res
       allowed,
     }),
   );
+}
+
+/** The allowed repositories grant access, so every reading of the path must name an allowed one or none (docs/injection.md#every-reading-of-a-path). */
+function repositoriesOfEveryReading(allowed: string[], host: string, method: string, readings: readonly string[]): GuardVerdict {
+  for (const path of readings) {
+    const verdict = checkRepositories(allowed, host, method, path);
+    if (!verdict.ok) return verdict;
+  }
+  return { ok: true };
 }
 
 /**

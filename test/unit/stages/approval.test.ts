@@ -4,6 +4,7 @@
 // approval_approved; denied: 403 manual_approval_denied — or the agent goes away (cancelled). A request the
 // policy did not send passes at once; a store that cannot hold it is 502 approval_store_unavailable.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
 import type { PipelineDeps } from "../../../src/gateway/pipeline.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import { Pipeline } from "../../../src/gateway/pipeline.ts";
@@ -18,6 +19,7 @@ import { createTestApi, type TestApi } from "../../support/app.ts";
 import { until } from "../../support/gateway.ts";
 import { outcome } from "./helpers.ts";
 
+const TWO_RULES = "two.approve.test";
 let api: TestApi;
 let deps: PipelineDeps;
 let stage: ReturnType<typeof approvalStage>;
@@ -26,6 +28,10 @@ beforeAll(async () => {
   api = await createTestApi();
   const rule = { name: "Sends need approval", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: "approve.test", method: "POST" }] };
   expect((await api.call("POST", "/v1/policy/rules", { body: rule })).status).toBe(201);
+  for (const path of ["/a/*", "/b/*"]) {
+    const body = { name: `Approve ${path}`, action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: TWO_RULES, pathPattern: path }] };
+    expect((await api.call("POST", "/v1/policy/rules", { body })).status).toBe(201);
+  }
   expect((await api.call("POST", "/v1/policy/publish")).status).toBe(200);
   deps = await testPipelineDeps(api.core.config, api.core.services);
   stage = approvalStage({ approvals: api.core.services.approvals, requestLogs: api.core.services.requestLogs, remembered: deps.snapshot.remembered });
@@ -40,6 +46,15 @@ afterAll(async () => {
 async function request(method: string, body: string | null = null, side?: TestAgentSide): Promise<ProxyRequest> {
   const tunnel = testTunnel({ authority: "approve.test:443", token: api.core.bootstrap.defaultAgentToken });
   const rq = testRequest({ tunnel, method, target: "/send?to=ops", body, headers: { "content-type": "application/json", authorization: "Bearer hidden" }, side });
+  expect(await outcome(authStage({ snapshot: deps.snapshot }).request!(rq))).toBe("pass");
+  expect(await outcome(policyStage({ rateLimits: api.core.services.rateLimits }).request!(rq))).toBe("pass");
+  return rq;
+}
+
+/** A GET of the default agent on TWO_RULES, through the real auth and policy stages. */
+async function requestTo(target: string): Promise<ProxyRequest> {
+  const tunnel = testTunnel({ authority: `${TWO_RULES}:443`, token: api.core.bootstrap.defaultAgentToken });
+  const rq = testRequest({ tunnel, method: "GET", target });
   expect(await outcome(authStage({ snapshot: deps.snapshot }).request!(rq))).toBe("pass");
   expect(await outcome(policyStage({ rateLimits: api.core.services.rateLimits }).request!(rq))).toBe("pass");
   return rq;
@@ -122,6 +137,36 @@ describe("remembered approvals", () => {
     const { id: heldAgain } = await held(after);
     expect((await api.call("POST", `/v1/approvals/${heldAgain}/decision`, { body: { decision: "deny" } })).status).toBe(200);
     expect(await outcome(again)).toMatchObject({ decision: "approval_denied", status: 403 });
+  });
+});
+
+describe("remembered approvals and every reading of the path (docs/injection.md#every-reading-of-a-path)", () => {
+  /** Holds `target`, then approves it remembering the decision for 15 minutes. */
+  async function approveRemembering(target: string): Promise<void> {
+    const rq = await requestTo(target);
+    const verdict = stage.request!(rq);
+    const { id } = await held(rq);
+    expect((await api.call("POST", `/v1/approvals/${id}/decision`, { body: { decision: "approve", remember: { minutes: 15 } } })).status).toBe(200);
+    expect(await verdict).toEqual({ decision: "approval_approved", response: null });
+  }
+
+  test("a path whose readings reach two approval rules passes by memory only once both were remembered", async () => {
+    const both = await requestTo("/a/../b/1");
+    expect(both.heldBy.length).toBe(2);
+    await approveRemembering("/a/x");
+    // Rule /a/* is remembered, /b/* is not: held, the approval naming the rule still to be decided.
+    const stillHeld = await requestTo("/a/../b/1");
+    const verdict = stage.request!(stillHeld);
+    expect(verdict).toBeInstanceOf(Promise);
+    const { id } = await held(stillHeld);
+    const [row] = await api.core.store.query<{ rule_name: string }>(sql`SELECT rule_name FROM approvals WHERE id = ${id}`);
+    expect(row?.rule_name).toBe("Approve /b/*");
+    expect((await api.call("POST", `/v1/approvals/${id}/decision`, { body: { decision: "deny" } })).status).toBe(200);
+    expect(await outcome(verdict)).toMatchObject({ decision: "approval_denied", status: 403 });
+    // Approving that one with remember: from then on both are remembered.
+    await approveRemembering("/a/../b/1");
+    expect(stage.request!(await requestTo("/a/../b/1"))).toEqual({ decision: "approved_by_memory", response: null });
+    expect(stage.request!(await requestTo("/b/%2e/2"))).toEqual({ decision: "approved_by_memory", response: null });
   });
 });
 

@@ -48,9 +48,9 @@ function llmKey(id: string, scope: CompiledSecret["scope"]): CompiledSecret {
 }
 
 /** A request whose key the inject stage applied. */
-async function request(key: CompiledSecret, budgets: Budget[] = [], init: { method?: string; target?: string; body?: string } = {}): Promise<ProxyRequest> {
+async function request(key: CompiledSecret, budgets: Budget[] = [], init: { method?: string; target?: string; body?: string; headers?: Record<string, string> } = {}): Promise<ProxyRequest> {
   const body = init.body ?? BODY;
-  const rq = testRequest({ tunnel: HOST, method: init.method ?? "POST", target: init.target ?? "/v1/chat/completions", headers: { "content-type": "application/json", "accept-encoding": "gzip", "content-length": String(body.length) }, body });
+  const rq = testRequest({ tunnel: HOST, method: init.method ?? "POST", target: init.target ?? "/v1/chat/completions", headers: { "content-type": "application/json", "accept-encoding": "gzip", "content-length": String(body.length), ...init.headers }, body });
   signIn(rq, agentCredentials({ agent: agent(), injectable: [key], budgets: new Map(budgets.map((b) => [b.secretId, b])) }));
   expect(await outcome(inject.request!(rq))).toBe("pass");
   return rq;
@@ -79,6 +79,32 @@ describe("request", () => {
       expect(await outcome(verdict)).toBe("pass");
       expect(rq.meter).toBeNull();
     }
+  });
+
+  test("every reading of the path is judged: a spelling of a metered endpoint is metered as that endpoint", async () => {
+    for (const target of ["/v1/chat/completions/", "/V1/chat/completions", "/v1/./chat/completions", "/v1/chat/completions;x", "/v1/chat%2Fcompletions", "/v1/chat/%63ompletions"]) {
+      const rq = await request(llmKey("k-spelled", "project"), [], { target });
+      expect(await outcome(stage.request!(rq))).toBe("pass");
+      expect({ target, api: rq.meter?.api }).toEqual({ target, api: "chat_completions" });
+    }
+  });
+
+  test("not metered but carrying a budgeted key (another endpoint, a WebSocket): admitted while the budget has room for the smallest metered request, refused once it has none", async () => {
+    const budget: Budget = { secretId: "k-unmetered", organizationId: api.organizationId, limitCents: 1, period: "monthly" };
+    const key = llmKey("k-unmetered", "partner");
+    const models = await request(key, [budget], { method: "GET", target: "/v1/models" });
+    expect(await outcome(stage.request!(models))).toBe("pass");
+    expect(models.meter).toBeNull();
+    // Spent but for less than the smallest metered request (1 output token of gpt-4o at $10/M = 10,000 nano-USD).
+    await api.core.services.budgets.charge("k-unmetered", api.organizationId, NANOS_PER_CENT - 5_000);
+    for (const init of [{ method: "GET", target: "/v1/models" }, { method: "POST", target: "/v1/embeddings" }, { method: "GET", target: "/v1/realtime", headers: { upgrade: "websocket", connection: "Upgrade" } }]) {
+      const rq = await request(key, [budget], init);
+      const o = await outcome(stage.request!(rq));
+      expect({ target: init.target, o: o === "pass" ? o : o.decision }).toEqual({ target: init.target, o: "budget_exceeded" });
+    }
+    // No budget on the key: nothing to ask, synchronous.
+    const free = await request(llmKey("k-free", "project"), [], { method: "GET", target: "/v1/models" });
+    expect(stage.request!(free)).not.toBeInstanceOf(Promise);
   });
 
   test("metered without a budget: the estimate is taken from the body, identity asked for, the body kept", async () => {

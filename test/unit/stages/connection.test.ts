@@ -103,6 +103,17 @@ describe("request", () => {
     expect(rq.connectionCandidates).toEqual([]);
     expect(rq.connection).toBeNull();
   });
+
+  test("a host rule's paths grant the connection: a path that leaves them under any reading has no candidates (docs/injection.md#every-reading-of-a-path)", async () => {
+    for (const path of ["/emails/../domains", "/emails/%2e%2e/domains", "/emails/..%2Fdomains"]) {
+      const rq = request([a], {}, [], path);
+      expect(await outcome(stage.request!(rq))).toBe("pass");
+      expect({ path, candidates: rq.connectionCandidates }).toEqual({ path, candidates: [] });
+    }
+    const inside = request([a], {}, [], "/emails/./x;v=1");
+    expect(await outcome(stage.request!(inside))).toBe("pass");
+    expect(inside.connection?.id).toBe("c-a");
+  });
 });
 
 describe("response", () => {

@@ -65,6 +65,30 @@ describe("inline secrets", () => {
   });
 });
 
+describe("a secret's path pattern and every reading of the path (docs/injection.md#every-reading-of-a-path)", () => {
+  const scoped = () => compiledSecret({ id: "public", name: "public", hostPattern: HOST, pathPattern: "/public/*", value: "public-value", injection: { headerName: "x-public-key" } });
+
+  test("a spelling that stays under the pattern is injected; the target goes upstream as sent", () => {
+    const { stage } = setup();
+    for (const target of ["/public/a", "/public/%61", "/public/./a;v=1", "/public/x/../a?q=1"]) {
+      const rq = request([scoped()], target);
+      expect(stage.request!(rq)).toEqual({ decision: null, response: null });
+      expect({ target, key: rq.headers.get("x-public-key") }).toEqual({ target, key: "public-value" });
+      expect(rq.upstreamTarget).toBe(target);
+    }
+  });
+
+  test("a path that climbs out of it under any reading is not injected, and still goes upstream as sent", () => {
+    const { stage } = setup();
+    for (const target of ["/public/../private/a", "/public/%2e%2e/private/a", "/public/..%2Fprivate/a", "/public/..\\private/a", "/%70ublic/../private"]) {
+      const rq = request([scoped()], target);
+      expect(stage.request!(rq)).toEqual({ decision: null, response: null });
+      expect({ target, key: rq.headers.get("x-public-key"), count: rq.injectionCount }).toEqual({ target, key: null, count: 0 });
+      expect(rq.upstreamTarget).toBe(target);
+    }
+  });
+});
+
 describe("external-vault secrets", () => {
   test("a cache miss resolves asynchronously (one lookup per reference); the next request is synchronous", async () => {
     const { fake, stage } = setup();

@@ -51,6 +51,9 @@ beforeAll(async () => {
     { name: "No forbidden word", action: "block", conditions: [{ target: "body", operator: "contains", value: "Forbidden-Word" }], targets: [network("body.test")] },
     { name: "Once an hour", action: "allow", rateLimit: 1, rateLimitWindow: "hour", targets: [network("rate.test")] },
     { name: "Sends need approval", action: "allow", requireApproval: true, targets: [network("approve.test")] },
+    { name: "No admin", action: "block", targets: [network("paths.test", { pathPattern: "/admin/*" })] },
+    { name: "A once an hour", action: "allow", rateLimit: 1, rateLimitWindow: "hour", targets: [network("rate2.test", { pathPattern: "/a/*" })] },
+    { name: "B once an hour", action: "allow", rateLimit: 1, rateLimitWindow: "hour", targets: [network("rate2.test", { pathPattern: "/b/*" })] },
   ]);
   deny = await world([{ name: "Allowed host", action: "allow", targets: [network("allowed.test")] }], "block");
 });
@@ -106,6 +109,22 @@ describe("verdicts", () => {
       body: { error: "rate_limited", message: "This request was rate-limited by a credgate policy rule.", limit: 1, window: "hour" },
     });
     expect(o !== "pass" && Number(o.headers["retry-after"])).toBeGreaterThan(0);
+  }, 30_000);
+
+  test("every reading of the path is judged: a spelling of a blocked path → 403 naming the path as sent (docs/injection.md#every-reading-of-a-path)", async () => {
+    for (const target of ["/%61dmin/x?q=1", "/./admin/x", "/x/../admin/x", "/x/%2e%2e/admin/x", "/admin%2Fx", "/admin;v=1/x"]) {
+      const o = await outcome(w.stage.request!(await w.request("paths.test", { target })));
+      expect(o).toMatchObject({ decision: "blocked", status: 403, body: { error: "blocked_by_policy", rule_name: "No admin", path: target } });
+    }
+    expect(await outcome(w.stage.request!(await w.request("paths.test", { target: "/Admin/x" })))).toBe("pass");
+  });
+
+  test("a path whose readings reach two rate-limited rules counts against both", async () => {
+    await clearOfWindowEdge(HOUR_MS);
+    expect(await outcome(w.stage.request!(await w.request("rate2.test", { target: "/a/../b/1" })))).toBe("pass");
+    for (const target of ["/a/x", "/b/x"]) {
+      expect({ target, o: await outcome(w.stage.request!(await w.request("rate2.test", { target }))) }).toMatchObject({ target, o: { decision: "rate_limited", status: 429 } });
+    }
   }, 30_000);
 
   test("an approval rule passes the request on, marked to be held", async () => {

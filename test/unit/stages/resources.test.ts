@@ -86,6 +86,24 @@ describe("github", () => {
   });
 });
 
+describe("github: every reading of the path (docs/injection.md#every-reading-of-a-path)", () => {
+  test("a path that names an allowed repository as sent but another once normalised → 403 naming the other", async () => {
+    for (const target of ["/repos/acme/api/../../other/secret/issues", "/repos/acme/api/%2e%2e/%2e%2e/other/secret", "/repos/acme/api/..%2F..%2Fother/secret"]) {
+      const r = rq({ provider: "github", resources: { repositories: ["acme/api"] }, host: "api.github.com", method: "GET", target });
+      expect({ target, message: denied(await guardResources(r)).message }).toEqual({ target, message: "This GitHub connection is limited to specific repositories; other/secret is not one of them." });
+    }
+  });
+
+  test("GraphQL spelled otherwise is still GraphQL; an allowed repository spelled otherwise still passes", async () => {
+    for (const target of ["/./graphql", "/graphql;x", "/x/../graphql"]) {
+      const r = rq({ provider: "github", resources: { repositories: ["acme/api"] }, host: "api.github.com", method: "POST", target });
+      expect({ target, message: denied(await guardResources(r)).message }).toEqual({ target, message: "This GitHub connection is limited to specific repositories; the GraphQL API is not one of them." });
+    }
+    const ok = rq({ provider: "github", resources: { repositories: ["acme/api"] }, host: "api.github.com", method: "GET", target: "/repos/acme/%61pi/issues" });
+    expect(await guardResources(ok)).toBeUndefined();
+  });
+});
+
 describe("dropbox", () => {
   const json = { "content-type": "application/json" };
 
