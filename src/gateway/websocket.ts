@@ -122,7 +122,7 @@ const UNREADABLE_CLOSE = closeFrame(1002, "credgate cannot read the frame");
  */
 function frameRewrite(rq: ProxyRequest, agentFrames: FrameScan[] | null, echo: NeedleSet | null, agent: { write(b: Buffer): boolean }): PipeRewrite {
   const up = agentFrames ? new FrameRewriter(agentFrames, true) : null;
-  const down = echo ? new FrameRewriter([{ stream: new StreamRedactor(echo), guard: true }], false) : null;
+  const down = echo ? new FrameRewriter([{ stream: new StreamRedactor(echo), controls: new StreamRedactor(echo) }], false) : null;
   return {
     toUpstream: up
       ? (chunk) => {

@@ -6,7 +6,8 @@
 // Placeholder substitution reads a message from its first frame to its FIN, so a placeholder split across frames
 // is still found. The guards read every payload — data, PING, PONG, the reason of a CLOSE (its code kept) — as one
 // stream, a message's end carried over as context (NeedleStream.endMessage), so a value split across frames,
-// messages or control frames is found (docs/guards.md#echo-guard). A control frame is at most 125 bytes
+// messages, or a message and a control frame is found; control frames are also read as a stream of their own, so a
+// value split across two PINGs with a message between them is found too (docs/guards.md#echo-guard). A control frame is at most 125 bytes
 // (RFC 6455): it is read whole and, grown by a redaction, cut to 125 again. A frame credgate cannot read — a
 // control frame longer than 125 bytes or fragmented, or one with an RSV bit (an extension's: compressed) — throws
 // UnreadableFrame; a scan that throws (a leak) throws too; both are the caller's to handle.
@@ -16,10 +17,11 @@ import type { NeedleStream } from "../core/needleStream.ts";
 export interface FrameScan {
   readonly stream: NeedleStream;
   /**
-   * A guard's scan (leak guard, echo guard): it reads control frames too, and a message's end stays its context
-   * for the next. Placeholder substitution reads data frames only, message by message.
+   * A guard's (leak guard, echo guard): a second scan of the same needles, for control frames alone. A guard's
+   * `stream` reads control frames too, and a message's end stays its context for the next. Null: placeholder
+   * substitution, which reads data frames only, message by message.
    */
-  readonly guard: boolean;
+  readonly controls: NeedleStream | null;
 }
 
 /** A frame that cannot be read, so cannot be let through. */
@@ -53,14 +55,14 @@ export class FrameRewriter {
   #messageOpen = false;
   /** The opcode of the current message's first frame. */
   #messageOpcode = 0;
-  readonly #guards: readonly NeedleStream[];
+  readonly #guards: readonly FrameScan[];
 
   constructor(
     private readonly scans: readonly FrameScan[],
     /** Frames in this direction are masked (client → server). */
     private readonly masked: boolean,
   ) {
-    this.#guards = scans.filter((s) => s.guard).map((s) => s.stream);
+    this.#guards = scans.filter((s) => s.controls !== null);
   }
 
   /** The bytes to send on for what arrived. */
@@ -150,7 +152,7 @@ export class FrameRewriter {
       const scans = this.scans;
       for (let i = 0; i < scans.length; i++) {
         const scan = scans[i]!;
-        let rest: Uint8Array = scan.guard ? scan.stream.endMessage() : scan.stream.end();
+        let rest: Uint8Array = scan.controls !== null ? scan.stream.endMessage() : scan.stream.end();
         for (let j = i + 1; j < scans.length && rest.byteLength > 0; j++) rest = scans[j]!.stream.push(rest);
         if (rest.byteLength > 0) bytes = bytes.byteLength === 0 ? rest : Buffer.concat([bytes, rest]);
       }
@@ -166,7 +168,13 @@ export class FrameRewriter {
     const isClose = this.#opcode === CLOSE;
     const head = isClose && payload.length >= 2 ? payload.subarray(0, 2) : NOTHING;
     let text: Uint8Array = payload.subarray(head.length);
-    for (const guard of this.#guards) text = guard.aside(text);
+    for (const guard of this.#guards) {
+      text = guard.stream.aside(text);
+      const controls = guard.controls!;
+      const read = controls.push(text);
+      const rest = controls.endMessage();
+      text = rest.length === 0 ? read : Buffer.concat([read, rest]);
+    }
     const room = MAX_CONTROL - head.length;
     // A CLOSE reason is UTF-8, which a cut must not break; a PING's payload is bytes.
     if (text.length > room) text = isClose ? utf8Prefix(text, room) : text.subarray(0, room);

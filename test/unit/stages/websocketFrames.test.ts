@@ -77,10 +77,12 @@ function messages(fs: { opcode: number; fin: boolean; payload: Buffer }[]): { op
 }
 
 const set = new NeedleSet([PH]);
-const replace = () => [{ stream: new NeedleStream(set, { replacement: () => Buffer.from(VALUE) }), guard: false }];
+const replace = () => [{ stream: new NeedleStream(set, { replacement: () => Buffer.from(VALUE) }), controls: null }];
 /** The echo guard's reading of server frames, for VALUE. */
-const redact = () => new FrameRewriter([{ stream: new StreamRedactor(echoNeedlesOf([VALUE])!), guard: true }], false);
-const throwing = () => [{ stream: new NeedleStream(new NeedleSet([LEAKED]), { replacement: () => { throw new Error("leak"); } }), guard: true }];
+const redactor = (value: string) => new StreamRedactor(echoNeedlesOf([value])!);
+const redact = () => new FrameRewriter([{ stream: redactor(VALUE), controls: redactor(VALUE) }], false);
+const thrower = () => new NeedleStream(new NeedleSet([LEAKED]), { replacement: () => { throw new Error("leak"); } });
+const throwing = () => [{ stream: thrower(), controls: thrower() }];
 const close = (code: number, reason: string) => Buffer.concat([Buffer.from([code >> 8, code & 0xff]), Buffer.from(reason)]);
 
 describe("frame rewriter", () => {
@@ -136,7 +138,7 @@ describe("frame rewriter", () => {
       [8, `${close(4001, "").toString("latin1")}r credgate-redacted`],
     ]);
     const short = "short-v1"; // shorter than credgate-redacted: the payload grows
-    const s2 = new FrameRewriter([{ stream: new StreamRedactor(echoNeedlesOf([short])!), guard: true }], false);
+    const s2 = new FrameRewriter([{ stream: redactor(short), controls: redactor(short) }], false);
     const long = frames(s2.push(frame(10, Buffer.from("x".repeat(117) + short), true, false)), false);
     expect(long[0]!.payload.toString()).toBe("x".repeat(117) + "credgate");
     // A CLOSE reason is cut where no UTF-8 character breaks.
@@ -169,6 +171,10 @@ describe("frame rewriter", () => {
     const pings = new FrameRewriter(throwing(), true);
     pings.push(frame(9, Buffer.from(LEAKED.slice(0, 9))));
     expect(() => pings.push(frame(10, Buffer.from(LEAKED.slice(9))))).toThrow("leak");
+    // Two PINGs with a message between them: the control frames' own stream joins them.
+    const apart = new FrameRewriter(throwing(), true);
+    apart.push(Buffer.concat([frame(9, Buffer.from(LEAKED.slice(0, 9))), frame(1, Buffer.from("sync"))]));
+    expect(() => apart.push(frame(9, Buffer.from(LEAKED.slice(9))))).toThrow("leak");
   });
 
   test("a frame with an RSV bit, a control frame over 125 bytes or fragmented: unreadable", () => {
