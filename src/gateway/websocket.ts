@@ -56,9 +56,11 @@ export async function websocket(rq: ProxyRequest, deps: Pick<ForwardDeps, "outbo
     if (KEPT_ON_101.includes(name.toLowerCase())) lines.push(`${name}: ${echo ? redactText(value, echo) : value}`);
   }
   const { socket, buffered } = rq.takeOver();
-  const rewrite = rq.agentFrames || echo ? frameRewrite(rq, rq.agentFrames, echo, socket) : null;
+  const rewrite = rq.agentFrames || echo ? frameRewrite(rq, rq.agentFrames, echo, socket, upstream) : null;
+  socket.write(Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1"));
+  // Frames that came with the 101, after it (a refusal's close frame, too).
   const early = rewrite?.toAgent && head.rest.length > 0 ? rewrite.toAgent(head.rest) : head.rest;
-  socket.write(Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1"), early ?? NOTHING]));
+  if (early !== null && early.length > 0) socket.write(early);
   const sent = rewrite?.toUpstream && buffered.length > 0 ? rewrite.toUpstream(buffered) : buffered;
   if (sent !== null && sent.length > 0) upstream.write(sent);
   metrics.openWebSockets.inc();
@@ -83,8 +85,6 @@ export async function websocket(rq: ProxyRequest, deps: Pick<ForwardDeps, "outbo
   );
   return relay(reply);
 }
-
-const NOTHING = Buffer.alloc(0);
 
 /** The extension names of a Sec-WebSocket-Extensions value (`a; p=1, b` → a, b), lowercased. */
 function extensionNames(value: string): string[] {
@@ -118,9 +118,10 @@ const UNREADABLE_CLOSE = closeFrame(1002, "credgate cannot read the frame");
 /**
  * The frames read each way: the agent's by the websocket-frames stage's scans, the server's by the echo guard.
  * A frame that carries a credential to the wrong host (the leak guard's scan throws), or that cannot be read, is
- * not written: the agent gets a close frame (1008, 1002) and both sides are closed.
+ * not written (the frames before it in the same read are): the agent gets a close frame (1008, 1002) and both
+ * sides are closed.
  */
-function frameRewrite(rq: ProxyRequest, agentFrames: FrameScan[] | null, echo: NeedleSet | null, agent: { write(b: Buffer): boolean }): PipeRewrite {
+function frameRewrite(rq: ProxyRequest, agentFrames: FrameScan[] | null, echo: NeedleSet | null, agent: { write(b: Buffer): boolean }, upstream: { write(b: Buffer): boolean }): PipeRewrite {
   const up = agentFrames ? new FrameRewriter(agentFrames, true) : null;
   const down = echo ? new FrameRewriter([{ stream: new StreamRedactor(echo), controls: new StreamRedactor(echo) }], false) : null;
   return {
@@ -129,6 +130,7 @@ function frameRewrite(rq: ProxyRequest, agentFrames: FrameScan[] | null, echo: N
           try {
             return up.push(chunk);
           } catch (err) {
+            if (up.beforeFailure.length > 0) upstream.write(up.beforeFailure);
             if (err instanceof UnreadableFrame) {
               log.warn("websocket frame refused: it cannot be read", { host: rq.host, reason: err.message });
               agent.write(UNREADABLE_CLOSE);
@@ -145,6 +147,7 @@ function frameRewrite(rq: ProxyRequest, agentFrames: FrameScan[] | null, echo: N
           try {
             return down.push(chunk);
           } catch (err) {
+            if (down.beforeFailure.length > 0) agent.write(down.beforeFailure);
             log.warn("websocket frame from the server refused: it cannot be read", { host: rq.host, reason: (err as Error).message });
             agent.write(UNREADABLE_CLOSE);
             return null;

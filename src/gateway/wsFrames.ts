@@ -56,6 +56,8 @@ export class FrameRewriter {
   /** The opcode of the current message's first frame. */
   #messageOpcode = 0;
   readonly #guards: readonly FrameScan[];
+  /** When `push` threw: the frames of that chunk before the one it could not let through, ready to go on. */
+  beforeFailure: Buffer = NOTHING;
 
   constructor(
     private readonly scans: readonly FrameScan[],
@@ -70,6 +72,16 @@ export class FrameRewriter {
     let buf = this.#pending.length > 0 ? Buffer.concat([this.#pending, chunk]) : chunk;
     this.#pending = NOTHING;
     const out: Buffer[] = [];
+    try {
+      this.#read(buf, out);
+    } catch (err) {
+      this.beforeFailure = Buffer.concat(out);
+      throw err;
+    }
+    return out.length === 1 ? out[0]! : Buffer.concat(out);
+  }
+
+  #read(buf: Buffer, out: Buffer[]): void {
     let at = 0;
     while (at < buf.length) {
       if (this.#left === -1) {
@@ -93,8 +105,6 @@ export class FrameRewriter {
       }
       this.#data(out, piece);
     }
-    buf = NOTHING;
-    return out.length === 1 ? out[0]! : Buffer.concat(out);
   }
 
   /** Reads a frame header at `at`; its length, or 0 when it is not all there yet. */

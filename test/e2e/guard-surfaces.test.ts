@@ -158,7 +158,8 @@ function closePayload(code: number, reason: string): Buffer {
  * `Sec-WebSocket-Extensions: permessage-deflate`, whatever was offered), records the client's frames, answers
  * each client text message `echo:<text>` and a CLOSE with the same CLOSE, and on the paths below sends frames carrying the value injected into
  * the upgrade's Authorization (`v`): `/ping` a PING `p v`; `/close` a CLOSE 4000 `r v`; `/long-ping` a PING of 125
- * bytes ending in `v`; `/split` two text messages with `v` cut between them. Then a text message `done`.
+ * bytes ending in `v`; `/split` two text messages with `v` cut between them. Then a text message `done`. On
+ * `/rsv`: a text message, then a frame with RSV1 set (as if compressed) that was never negotiated.
  */
 async function startRawWsServer(p: TestPki): Promise<{ port: number; conns: RawWsConn[]; close(): void }> {
   const conns: RawWsConn[] = [];
@@ -182,6 +183,7 @@ async function startRawWsServer(p: TestPki): Promise<{ port: number; conns: RawW
         sock.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n${extra}\r\n`);
         const v = /authorization: *Bearer (\S+)/i.exec(head)?.[1] ?? "none";
         if (path === "/deflate") sock.write(serverFrame(1, "relayed anyway"));
+        if (path === "/rsv") sock.write(Buffer.concat([serverFrame(1, "readable"), Buffer.from([0xc1, 0x05]), Buffer.from(`z ${v}`).subarray(0, 5)]));
         if (path === "/ping") sock.write(Buffer.concat([serverFrame(9, `p ${v}`), serverFrame(1, "done")]));
         if (path === "/close") sock.write(serverFrame(8, closePayload(4000, `r ${v}`)));
         if (path === "/long-ping") sock.write(Buffer.concat([serverFrame(9, "x".repeat(125 - v.length) + v), serverFrame(1, "done")]));
@@ -467,6 +469,14 @@ describe("WebSocket frames from the server (echo guard)", () => {
   test("a value split across two messages: the second is redacted from where the value continues", async () => {
     const out = await wsAgent(`wss://${WS_ECHO}:${rawWs.port}/split`, [], "await next(); await next(); await next(); ws.close();");
     expect(out.messages).toEqual([`one ${WS_VALUE.slice(0, 10)}`, `${REDACTED} two`, "done"]);
+  });
+});
+
+describe("WebSocket frames credgate cannot read", () => {
+  test("a server frame with an RSV bit (compressed without an extension): not relayed, the agent gets CLOSE 1002", async () => {
+    const out = await wsAgent(`wss://${WS_ECHO}:${rawWs.port}/rsv`, [], "");
+    expect(out.messages).toEqual(["readable"]);
+    expect(out.close).toEqual({ code: 1002, reason: "credgate cannot read the frame" });
   });
 });
 

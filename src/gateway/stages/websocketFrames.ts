@@ -47,7 +47,8 @@ export function websocketFramesStage({ leakGuard }: WebSocketFramesDeps): Stage 
     request(rq) {
       if (!rq.websocket) return PASS;
       const up = toUpstream(rq, leakGuard);
-      if (leakGuard || up !== null || rq.injectedValues.length > 0 || rq.injectionCount > 0) {
+      // Signing secrets inject later (aws-sign): their values are redacted from server frames too.
+      if (leakGuard || up !== null || rq.injectedValues.length > 0 || rq.injectionCount > 0 || rq.signing.length > 0) {
         const offer = rq.headers.get("sec-websocket-extensions");
         if (offer !== null) {
           const kept = withoutDeflate(offer);
