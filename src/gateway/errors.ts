@@ -99,6 +99,13 @@ export const credentialLeakBlocked = (host: string, secretName: string): Respons
     secret_name: secretName,
   });
 
+/** A request body the leak guard cannot read (docs/guards.md#credential-leak-guard). */
+export const unsupportedContentEncoding = (coding: string): Response =>
+  gatewayJson(415, {
+    error: "unsupported_content_encoding",
+    message: `credgate cannot read a request body encoded as ${coding}; send it uncompressed or as gzip`,
+  });
+
 export const insecureTransport = (host: string): Response =>
   gatewayJson(403, {
     error: "insecure_transport",

@@ -17,7 +17,7 @@ import { peekStream } from "./peek.ts";
 import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
 import type { RequestVerdict } from "./stage.ts";
 import type { Tunnel } from "./tunnel.ts";
-import type { MessageScans } from "./wsFrames.ts";
+import type { FrameScan } from "./wsFrames.ts";
 import type { AwsPlan } from "./stages/awsSign.ts";
 
 export { logHostOf } from "./flow.ts";
@@ -130,8 +130,11 @@ export class ProxyRequest extends Flow {
    * forward stage answers with it when the upstream exchange broke off for it.
    */
   refusal: RequestVerdict | null = null;
-  /** What reads a WebSocket's messages after 101, each way (websocket-frames stage); null: a raw pipe. */
-  frames: { toUpstream: MessageScans | null; toAgent: MessageScans | null } | null = null;
+  /**
+   * What reads the agent's WebSocket frames after 101 (websocket-frames stage); null: they pass as they come. (The
+   * server's are read by the echo guard when anything was injected: websocket.ts.)
+   */
+  agentFrames: FrameScan[] | null = null;
   /** A metered LLM request (budget stage). */
   meter: Meter | null = null;
   /** The approval that held the request, and its log row, updated in place at the end (approval stage). */

@@ -4,7 +4,8 @@
 // before that chunk is handed on, so the forward stage aborts the upstream connection without writing it.
 import type { NeedleStream } from "../core/needleStream.ts";
 
-export function scannedBody(source: ReadableStream<Uint8Array>, scan: NeedleStream): ReadableStream<Uint8Array> {
+/** `atEnd`, when given, runs once the whole body has been read (the leak guard's look at h2 trailers); it may throw. */
+export function scannedBody(source: ReadableStream<Uint8Array>, scan: NeedleStream, atEnd: (() => void) | null = null): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   return new ReadableStream<Uint8Array>(
     {
@@ -14,6 +15,7 @@ export function scannedBody(source: ReadableStream<Uint8Array>, scan: NeedleStre
             const r = await reader.read();
             if (r.done) {
               const rest = scan.end();
+              atEnd?.();
               if (rest.byteLength > 0) controller.enqueue(rest);
               controller.close();
               return;

@@ -1,16 +1,44 @@
 // WebSocket frames read and rewritten in one direction of a relay (docs/gateway.md#websocket): data frames are
-// unmasked, their payload passed through the message's scans (NeedleStreams: placeholder substitution, the leak
+// unmasked, their payload passed through the direction's scans (NeedleStreams: placeholder substitution, the leak
 // guard, the echo guard's redaction), and framed again with the new length (re-masked with the frame's own key
-// in the client → server direction). A message's scans last from its first frame to its FIN, so a needle split
-// across frames (or TCP reads) is still found. A frame whose payload is all there is rewritten as one frame; one
-// that spans reads goes on as fragments as it arrives (only the bytes a scan holds back wait), so memory stays
-// bounded. Control frames pass as they are. A scan that throws (a leak) is the caller's to handle.
+// in the client → server direction). A frame whose payload is all there is rewritten as one frame; one that spans
+// reads goes on as fragments as it arrives (only the bytes a scan holds back wait), so memory stays bounded.
+// Placeholder substitution reads a message from its first frame to its FIN, so a placeholder split across frames
+// is still found. The guards read every payload — data, PING, PONG, the reason of a CLOSE (its code kept) — as one
+// stream, a message's end carried over as context (NeedleStream.endMessage), so a value split across frames,
+// messages, or a message and a control frame is found; control frames are also read as a stream of their own, so a
+// value split across two PINGs with a message between them is found too (docs/guards.md#echo-guard). A control frame is at most 125 bytes
+// (RFC 6455): it is read whole and, grown by a redaction, cut to 125 again. A frame credgate cannot read — a
+// control frame longer than 125 bytes or fragmented, or one with an RSV bit (an extension's: compressed) — throws
+// UnreadableFrame; a scan that throws (a leak) throws too; both are the caller's to handle.
 import type { NeedleStream } from "../core/needleStream.ts";
 
-/** The scans of one message, made when it starts (each a NeedleStream). */
-export type MessageScans = () => NeedleStream[];
+/** One scan of a direction, made when the relay starts. */
+export interface FrameScan {
+  readonly stream: NeedleStream;
+  /**
+   * A guard's (leak guard, echo guard): a second scan of the same needles, for control frames alone. A guard's
+   * `stream` reads control frames too, and a message's end stays its context for the next. Null: placeholder
+   * substitution, which reads data frames only, message by message.
+   */
+  readonly controls: NeedleStream | null;
+}
+
+/** A frame that cannot be read, so cannot be let through. */
+export class UnreadableFrame extends Error {}
 
 const NOTHING = Buffer.alloc(0);
+const CLOSE = 8;
+const MAX_CONTROL = 125;
+
+/** The longest prefix of `bytes` of at most `max` bytes that does not cut a UTF-8 character. */
+function utf8Prefix(bytes: Uint8Array, max: number): Uint8Array {
+  if (bytes.length <= max) return bytes;
+  let end = max;
+  // Back off continuation bytes (10xxxxxx) to the start of the character that would be cut.
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end);
+}
 
 export class FrameRewriter {
   #pending: Buffer = NOTHING;
@@ -21,24 +49,39 @@ export class FrameRewriter {
   #opcode = 0;
   #mask: Buffer | null = null;
   #maskAt = 0;
-  /** The current message's scans, from its first data frame to its FIN. */
-  #scans: NeedleStream[] | null = null;
+  /** The payload of the current control frame, as it arrives (at most 125 bytes). */
+  #controlParts: Buffer[] = [];
   /** A frame of the current message has gone out (so the next goes out as a continuation). */
   #messageOpen = false;
   /** The opcode of the current message's first frame. */
   #messageOpcode = 0;
+  readonly #guards: readonly FrameScan[];
+  /** When `push` threw: the frames of that chunk before the one it could not let through, ready to go on. */
+  beforeFailure: Buffer = NOTHING;
 
   constructor(
-    private readonly scansFor: MessageScans,
+    private readonly scans: readonly FrameScan[],
     /** Frames in this direction are masked (client → server). */
     private readonly masked: boolean,
-  ) {}
+  ) {
+    this.#guards = scans.filter((s) => s.controls !== null);
+  }
 
   /** The bytes to send on for what arrived. */
   push(chunk: Buffer): Buffer {
     let buf = this.#pending.length > 0 ? Buffer.concat([this.#pending, chunk]) : chunk;
     this.#pending = NOTHING;
     const out: Buffer[] = [];
+    try {
+      this.#read(buf, out);
+    } catch (err) {
+      this.beforeFailure = Buffer.concat(out);
+      throw err;
+    }
+    return out.length === 1 ? out[0]! : Buffer.concat(out);
+  }
+
+  #read(buf: Buffer, out: Buffer[]): void {
     let at = 0;
     while (at < buf.length) {
       if (this.#left === -1) {
@@ -47,7 +90,6 @@ export class FrameRewriter {
           this.#pending = Buffer.from(buf.subarray(at));
           break;
         }
-        if (this.#control) out.push(buf.subarray(at, at + header));
         at += header;
         if ((this.#left as number) === 0) this.#frameDone(out, NOTHING);
         continue;
@@ -57,14 +99,12 @@ export class FrameRewriter {
       at += n;
       this.#left -= n;
       if (this.#control) {
-        out.push(piece);
-        if (this.#left === 0) this.#left = -1;
+        this.#controlParts.push(this.#unmask(piece));
+        if (this.#left === 0) this.#frameDone(out, NOTHING);
         continue;
       }
       this.#data(out, piece);
     }
-    buf = NOTHING;
-    return out.length === 1 ? out[0]! : Buffer.concat(out);
   }
 
   /** Reads a frame header at `at`; its length, or 0 when it is not all there yet. */
@@ -92,6 +132,9 @@ export class FrameRewriter {
     this.#fin = (b0 & 0x80) !== 0;
     this.#opcode = b0 & 0x0f;
     this.#control = this.#opcode >= 8;
+    // RSV bits belong to an extension (permessage-deflate's RSV1: a compressed message): unreadable here.
+    if ((b0 & 0x70) !== 0) throw new UnreadableFrame("a frame with an RSV bit set (an extension credgate did not offer)");
+    if (this.#control && (len > MAX_CONTROL || !this.#fin)) throw new UnreadableFrame("a control frame longer than 125 bytes or fragmented");
     this.#left = len;
     this.#maskAt = 0;
     return size;
@@ -99,12 +142,9 @@ export class FrameRewriter {
 
   #data(out: Buffer[], piece: Buffer): void {
     const plain = this.#unmask(piece);
-    if (this.#scans === null) {
-      this.#scans = this.scansFor();
-      this.#messageOpcode = this.#opcode;
-    }
+    if (!this.#messageOpen) this.#messageOpcode = this.#opcode;
     let bytes: Uint8Array = plain;
-    for (const scan of this.#scans) bytes = scan.push(bytes);
+    for (const scan of this.scans) bytes = scan.stream.push(bytes);
     if (this.#left > 0) {
       // The frame goes on in the next read: what is ready goes out now, as a fragment.
       if (bytes.byteLength > 0) this.#emit(out, bytes, false);
@@ -113,27 +153,42 @@ export class FrameRewriter {
     this.#frameDone(out, bytes);
   }
 
-  /** The end of a data frame (its last payload bytes given): it goes out, with what the scans held at a FIN. */
+  /** The end of a frame (a data frame's last payload bytes given): it goes out, with what the scans held at a FIN. */
   #frameDone(out: Buffer[], bytes: Uint8Array): void {
     this.#left = -1;
-    if (this.#control) return;
-    if (this.#scans === null) {
-      this.#scans = this.scansFor();
-      this.#messageOpcode = this.#opcode;
-    }
+    if (this.#control) return this.#controlDone(out);
+    if (!this.#messageOpen) this.#messageOpcode = this.#opcode;
     if (this.#fin) {
-      const scans = this.#scans;
+      const scans = this.scans;
       for (let i = 0; i < scans.length; i++) {
-        let rest: Uint8Array = scans[i]!.end();
-        for (let j = i + 1; j < scans.length && rest.byteLength > 0; j++) rest = scans[j]!.push(rest);
+        const scan = scans[i]!;
+        let rest: Uint8Array = scan.controls !== null ? scan.stream.endMessage() : scan.stream.end();
+        for (let j = i + 1; j < scans.length && rest.byteLength > 0; j++) rest = scans[j]!.stream.push(rest);
         if (rest.byteLength > 0) bytes = bytes.byteLength === 0 ? rest : Buffer.concat([bytes, rest]);
       }
     }
     this.#emit(out, bytes, this.#fin);
-    if (this.#fin) {
-      this.#scans = null;
-      this.#messageOpen = false;
+    if (this.#fin) this.#messageOpen = false;
+  }
+
+  /** A whole control frame: its payload (a CLOSE's reason, after its code) read by the guards, cut to 125 bytes. */
+  #controlDone(out: Buffer[]): void {
+    const payload = this.#controlParts.length === 1 ? this.#controlParts[0]! : Buffer.concat(this.#controlParts);
+    this.#controlParts = [];
+    const isClose = this.#opcode === CLOSE;
+    const head = isClose && payload.length >= 2 ? payload.subarray(0, 2) : NOTHING;
+    let text: Uint8Array = payload.subarray(head.length);
+    for (const guard of this.#guards) {
+      text = guard.stream.aside(text);
+      const controls = guard.controls!;
+      const read = controls.push(text);
+      const rest = controls.endMessage();
+      text = rest.length === 0 ? read : Buffer.concat([read, rest]);
     }
+    const room = MAX_CONTROL - head.length;
+    // A CLOSE reason is UTF-8, which a cut must not break; a PING's payload is bytes.
+    if (text.length > room) text = isClose ? utf8Prefix(text, room) : text.subarray(0, room);
+    this.#frame(out, this.#opcode, true, head.length === 0 ? text : Buffer.concat([head, text]));
   }
 
   #unmask(piece: Buffer): Buffer {
@@ -146,10 +201,15 @@ export class FrameRewriter {
     return plain;
   }
 
-  /** One frame: the message's opcode first, continuations after; masked with the frame's key where frames are. */
+  /** One frame of the current message: the message's opcode first, continuations after. */
   #emit(out: Buffer[], payload: Uint8Array, fin: boolean): void {
     const opcode = this.#messageOpen ? 0 : this.#messageOpcode;
     this.#messageOpen = true;
+    this.#frame(out, opcode, fin, payload);
+  }
+
+  /** One frame, masked with the frame's key where frames are. */
+  #frame(out: Buffer[], opcode: number, fin: boolean, payload: Uint8Array): void {
     const len = payload.byteLength;
     const mask = this.masked ? (this.#mask ?? Buffer.from([0, 0, 0, 0])) : null;
     const size = (len < 126 ? 2 : len < 65536 ? 4 : 10) + (mask ? 4 : 0);

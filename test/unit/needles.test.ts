@@ -155,3 +155,50 @@ describe("NeedleSet", () => {
     expect(() => new NeedleSet(["ab"])).toThrow();
   });
 });
+
+describe("NeedleStream across messages (docs/guards.md#echo-guard)", () => {
+  const redactor = (needles: string[]) => new NeedleStream(new NeedleSet(needles), { replacement: () => Buffer.from("[R]") });
+  const text = (b: Uint8Array) => Buffer.from(b).toString();
+  /** Each message pushed in `cuts` pieces, then ended; what each message became. */
+  function messages(s: NeedleStream, msgs: string[][]): string[] {
+    return msgs.map((pieces) => pieces.map((p) => text(s.push(Buffer.from(p)))).join("") + text(s.endMessage()));
+  }
+
+  test("a message's end is handed on whole; a value completed by the next message is replaced from where it continues", () => {
+    const s = redactor(["SECRET-VALUE", "OTHER-ONE-TWO"]);
+    expect(messages(s, [["one SECR"], ["ET-VALUE two"], ["three"]])).toEqual(["one SECR", "[R] two", "three"]);
+  });
+
+  test("split over three messages, and over pieces of one", () => {
+    const s = redactor(["SECRET-VALUE"]);
+    expect(messages(s, [["a SEC"], ["RET"], ["-VA", "LUE b"]])).toEqual(["a SEC", "RET", "[R] b"]);
+  });
+
+  test("a value whole in one message is replaced once, not again when the next message starts", () => {
+    const s = redactor(["SECRET-VALUE", "SECRET-VALUE-LONGER"]);
+    expect(messages(s, [["x SECRET-VALUE"], ["y"]])).toEqual(["x [R]", "y"]);
+  });
+
+  test("a control frame between messages continues the stream; one inside a message is read after the held bytes", () => {
+    const s = redactor(["SECRET-VALUE"]);
+    expect(messages(s, [["m SECRE"]])).toEqual(["m SECRE"]);
+    expect(text(s.aside(Buffer.from("T-VALUE ping")))).toBe("[R] ping");
+    expect(text(s.aside(Buffer.from("SECRET-")))).toBe("SECRET-");
+    expect(messages(s, [["VALUE"]])).toEqual(["[R]"]);
+    // Inside a message whose tail is held: the unit is read after it, and the message goes on as if nothing came.
+    expect(text(s.push(Buffer.from("n SECRET")))).toBe("n ");
+    expect(text(s.aside(Buffer.from("-VALUE")))).toBe("[R]");
+    expect(text(s.push(Buffer.from("-VALUE end")))).toBe("[R] end");
+  });
+
+  test("a handler that throws sees a value split across messages", () => {
+    const s = new NeedleStream(new NeedleSet(["SECRET-VALUE"]), {
+      replacement: () => {
+        throw new Error("leak");
+      },
+    });
+    s.push(Buffer.from("a SECRE"));
+    s.endMessage();
+    expect(() => s.push(Buffer.from("T-VALUE"))).toThrow("leak");
+  });
+});

@@ -1,9 +1,10 @@
 // The echo guard (docs/guards.md#echo-guard): an upstream that reflects the request must not hand the injected
 // credential to the agent. Credentialed requests ask for an identity encoding (so bodies can be read), and
 // their responses have every injected value — raw, base64, hex, percent-encoded and JSON-string forms —
-// replaced in the reason phrase, header values and the body while it streams. A body encoded although identity
-// was asked for is decoded first (encodedBody.ts), so that it can be read. (The gateway forwards no trailers.)
-// WebSocket frames are scanned by the WebSocket relay with the same needles.
+// replaced in the reason phrase, header values, trailers (an h2 origin's reach h2 agents: `mapHeaderValues`
+// covers them as they come) and the body while it streams. A body encoded although identity was asked for is
+// decoded first (encodedBody.ts), so that it can be read. A WebSocket upgrade's 101 headers and its frames are
+// redacted by the WebSocket relay (websocket.ts) with the same needles.
 import type { NeedleSet } from "../../core/needles.ts";
 import { echoNeedles, redactText, StreamRedactor } from "../../core/redactor.ts";
 import { decodedBody, isDecodable } from "../encodedBody.ts";

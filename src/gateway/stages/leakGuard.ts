@@ -3,15 +3,18 @@
 // request that carries one of them — raw, base64, percent-encoded or JSON-escaped — to a host none of the
 // value's holders match is refused with 403 credential_leak_blocked before it is sent. The target and header
 // values are scanned here, before any injection (credgate's own are not findings); the body is scanned while
-// it streams, and a value found there errors the body before its chunk is written: the forward stage aborts
-// the upstream connection and answers the 403 (`rq.refusal`) unless the upstream had answered already. One needle set per agent view,
-// compiled on first use; a project with no value of 12 characters or more costs one lookup.
+// it streams — decoded as well when it is gzip, deflate, br or zstd (decodedScan.ts), refused with 415 when it
+// is in a coding credgate cannot read — and an h2 agent's trailers when it has ended. A value found there errors
+// the body before its chunk is written: the forward stage aborts the upstream connection and answers the 403
+// (`rq.refusal`) unless the upstream had answered already. One needle set per agent view, compiled on first use;
+// a project with no value of 12 characters or more costs one lookup.
 import { hostRuleFor } from "../../apps/match.ts";
 import { NeedleSet } from "../../core/needles.ts";
 import { NeedleStream, replaceInString, type NeedleHandler } from "../../core/needleStream.ts";
 import { REDACTED } from "../../core/redactor.ts";
 import { LEAK_MIN_LENGTH, leakForms } from "../../core/valueForms.ts";
-import { credentialLeakBlocked } from "../errors.ts";
+import { bodyCoding, decodedScan } from "../decodedScan.ts";
+import { credentialLeakBlocked, unsupportedContentEncoding } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
 import { scannedBody } from "../scannedBody.ts";
 import type { AgentCredentials } from "../snapshot.ts";
@@ -124,6 +127,19 @@ export function leakScan(rq: ProxyRequest, watch: LeakWatch): NeedleStream {
   return new NeedleStream(watch.set, new BodyScan(rq, watch));
 }
 
+/** An h2 agent's trailers, known once its body has ended: scanned like header values. */
+function scanTrailers(rq: ProxyRequest, watch: LeakWatch): void {
+  const trailers = rq.agentTrailers;
+  if (trailers === null) return;
+  for (const [, value] of trailers) {
+    const w = scanString(value, watch, rq.host, rq.path);
+    if (w === null) continue;
+    found(rq, watch, w);
+    rq.refusal = leakAnswer(rq);
+    throw new CredentialLeak("credential leak blocked");
+  }
+}
+
 /** The first misplaced value in a string of byte-valued characters (target, header value), or null. */
 function scanString(text: string, watch: LeakWatch, host: string, path: string): Watched | null {
   const set = watch.set;
@@ -160,7 +176,16 @@ export function leakGuardStage({ enabled }: LeakGuardDeps): Stage {
         found(rq, watch, w);
         return leakAnswer(rq);
       }
-      if (rq.body !== null) rq.body = scannedBody(rq.body, leakScan(rq, watch));
+      if (rq.body === null) return PASS;
+      const coding = bodyCoding(rq.headers.get("content-encoding"));
+      if (coding.kind === "unreadable") return answer("blocked", unsupportedContentEncoding(coding.coding));
+      // An h2 agent's trailers come after the body (HTTP/1.1 ones are dropped: never forwarded).
+      const atEnd = () => scanTrailers(rq, watch);
+      if (coding.kind === "plain") rq.body = scannedBody(rq.body, leakScan(rq, watch), atEnd);
+      else {
+        const refuse = () => (rq.refusal = answer("blocked", unsupportedContentEncoding(coding.coding)));
+        rq.body = decodedScan(rq.body, coding.coding, leakScan(rq, watch), leakScan(rq, watch), atEnd, refuse);
+      }
       return PASS;
     },
   };

@@ -1,15 +1,14 @@
-// What reads a WebSocket's messages after 101 (docs/gateway.md#websocket): client → server, the leak guard
+// What reads a WebSocket's frames after 101 (docs/gateway.md#websocket): client → server, the leak guard
 // (docs/guards.md#credential-leak-guard) and placeholder substitution on the `websocket` surface
-// (docs/injection.md#placeholders); server → client, the echo guard's redaction (docs/guards.md#echo-guard).
-// When any of them may read the frames, `permessage-deflate` is taken out of the extensions the client offers,
-// so that frames travel uncompressed. Frames are read by the WebSocket relay (wsFrames.ts); a request that is
-// not an upgrade costs one check.
+// (docs/injection.md#placeholders), set up here; server → client, the echo guard's redaction
+// (docs/guards.md#echo-guard), set up by the relay once the 101 is in (websocket.ts), with every value injected by
+// then. When any of them may read the frames, `permessage-deflate` is taken out of the extensions the client
+// offers, so that frames travel uncompressed. Frames are read by the WebSocket relay (wsFrames.ts); a request
+// that is not an upgrade costs one check.
 import { NeedleStream } from "../../core/needleStream.ts";
-import { StreamRedactor } from "../../core/redactor.ts";
 import type { ProxyRequest } from "../request.ts";
 import { PASS, type Stage } from "../stage.ts";
-import type { MessageScans } from "../wsFrames.ts";
-import { echoNeedlesOf } from "./echo.ts";
+import type { FrameScan } from "../wsFrames.ts";
 import { leakScan, leakWatchOf } from "./leakGuard.ts";
 import { substitutionFor, SurfaceRewriter } from "./placeholder.ts";
 
@@ -27,20 +26,19 @@ export function withoutDeflate(offer: string): string | null {
   return kept.length === 0 ? null : kept.join(", ");
 }
 
-function toUpstream(rq: ProxyRequest, leakGuard: boolean): MessageScans | null {
+/** What reads the agent's frames: the leak guard (control frames too, across messages), then placeholder substitution. */
+function toUpstream(rq: ProxyRequest, leakGuard: boolean): FrameScan[] | null {
   const watch = leakGuard ? leakWatchOf(rq.credentials) : null;
   const uses = rq.placeholders.some((u) => u.surfaces.includes("websocket")) ? rq.placeholders : null;
   if (watch === null && uses === null) return null;
-  const sub = uses ? substitutionFor(uses) : null;
-  const values = sub ? sub.websocket : null;
-  // One rewriter for the whole connection: the surface is counted once, at the first replacement.
-  const rewriter = sub ? new SurfaceRewriter(rq, values!) : null;
-  return () => {
-    const scans: NeedleStream[] = [];
-    if (watch) scans.push(leakScan(rq, watch));
-    if (sub) scans.push(new NeedleStream(sub.set, rewriter!));
-    return scans;
-  };
+  const scans: FrameScan[] = [];
+  if (watch) scans.push({ stream: leakScan(rq, watch), controls: leakScan(rq, watch) });
+  if (uses) {
+    const sub = substitutionFor(uses);
+    // One rewriter for the whole connection: the surface is counted once, at the first replacement.
+    scans.push({ stream: new NeedleStream(sub.set, new SurfaceRewriter(rq, sub.websocket)), controls: null });
+  }
+  return scans;
 }
 
 export function websocketFramesStage({ leakGuard }: WebSocketFramesDeps): Stage {
@@ -49,8 +47,8 @@ export function websocketFramesStage({ leakGuard }: WebSocketFramesDeps): Stage 
     request(rq) {
       if (!rq.websocket) return PASS;
       const up = toUpstream(rq, leakGuard);
-      const echo = rq.injectedValues.length > 0 ? echoNeedlesOf(rq.injectedValues) : null;
-      if (leakGuard || up !== null || echo !== null || rq.injectionCount > 0) {
+      // Signing secrets inject later (aws-sign): their values are redacted from server frames too.
+      if (leakGuard || up !== null || rq.injectedValues.length > 0 || rq.injectionCount > 0 || rq.signing.length > 0) {
         const offer = rq.headers.get("sec-websocket-extensions");
         if (offer !== null) {
           const kept = withoutDeflate(offer);
@@ -58,7 +56,7 @@ export function websocketFramesStage({ leakGuard }: WebSocketFramesDeps): Stage 
           else rq.headers.set("sec-websocket-extensions", kept);
         }
       }
-      if (up !== null || echo !== null) rq.frames = { toUpstream: up, toAgent: echo ? () => [new StreamRedactor(echo)] : null };
+      rq.agentFrames = up;
       return PASS;
     },
   };

@@ -1,7 +1,9 @@
 // The websocket-frames stage and the frame rewriter it sets up (docs/gateway.md#websocket): placeholders in client
 // messages are replaced (masked frames unmasked, rewritten, re-masked and re-framed), also when split across
-// frames of one message or across reads; control frames pass; server frames are redacted; a leak throws;
-// permessage-deflate leaves the offer. Plain requests and upgrades with nothing to read are left alone.
+// frames of one message or across reads; control frames pass placeholders by; server frames are redacted, PING
+// payloads and CLOSE reasons included (cut to 125 bytes), values split across messages too; a leak throws, in a
+// control frame or split across messages too; a frame with an RSV bit, or a control frame over 125 bytes, cannot
+// be read; permessage-deflate leaves the offer. Plain requests and upgrades with nothing to read are left alone.
 import { describe, expect, test } from "bun:test";
 import { NeedleSet } from "../../../src/core/needles.ts";
 import { NeedleStream } from "../../../src/core/needleStream.ts";
@@ -10,7 +12,9 @@ import { injectStage } from "../../../src/gateway/stages/inject.ts";
 import { placeholderStage } from "../../../src/gateway/stages/placeholder.ts";
 import { websocketFramesStage, withoutDeflate } from "../../../src/gateway/stages/websocketFrames.ts";
 import { agentCredentials, compiledSecret, signIn, testRequest } from "../../../src/gateway/testing.ts";
-import { FrameRewriter } from "../../../src/gateway/wsFrames.ts";
+import { StreamRedactor } from "../../../src/core/redactor.ts";
+import { echoNeedlesOf } from "../../../src/gateway/stages/echo.ts";
+import { FrameRewriter, UnreadableFrame } from "../../../src/gateway/wsFrames.ts";
 import { VaultResolver } from "../../../src/vault/resolver.ts";
 
 const PH = "CG_WS_PLACEHOLDER";
@@ -73,11 +77,17 @@ function messages(fs: { opcode: number; fin: boolean; payload: Buffer }[]): { op
 }
 
 const set = new NeedleSet([PH]);
-const replace = () => [new NeedleStream(set, { replacement: () => Buffer.from(VALUE) })];
+const replace = () => [{ stream: new NeedleStream(set, { replacement: () => Buffer.from(VALUE) }), controls: null }];
+/** The echo guard's reading of server frames, for VALUE. */
+const redactor = (value: string) => new StreamRedactor(echoNeedlesOf([value])!);
+const redact = () => new FrameRewriter([{ stream: redactor(VALUE), controls: redactor(VALUE) }], false);
+const thrower = () => new NeedleStream(new NeedleSet([LEAKED]), { replacement: () => { throw new Error("leak"); } });
+const throwing = () => [{ stream: thrower(), controls: thrower() }];
+const close = (code: number, reason: string) => Buffer.concat([Buffer.from([code >> 8, code & 0xff]), Buffer.from(reason)]);
 
 describe("frame rewriter", () => {
   test("text and binary frames, masked, are rewritten and re-masked with their new length", () => {
-    const r = new FrameRewriter(replace, true);
+    const r = new FrameRewriter(replace(), true);
     const out = r.push(Buffer.concat([frame(1, Buffer.from(`hi ${PH}!`)), frame(2, Buffer.from(`${PH}${PH}`))]));
     expect(messages(frames(out, true))).toEqual([
       { opcode: 1, text: `hi ${VALUE}!` },
@@ -88,7 +98,7 @@ describe("frame rewriter", () => {
   test("a placeholder split across the frames of a message, with a ping between, and fed a byte at a time", () => {
     const input = Buffer.concat([frame(1, Buffer.from(`a ${PH.slice(0, 5)}`), false), frame(9, Buffer.from("ping")), frame(0, Buffer.from(`${PH.slice(5)} b`), true)]);
     for (const step of [input.length, 1, 3, 7]) {
-      const r = new FrameRewriter(replace, true);
+      const r = new FrameRewriter(replace(), true);
       const parts: Buffer[] = [];
       for (let i = 0; i < input.length; i += step) parts.push(r.push(input.subarray(i, i + step)));
       expect(messages(frames(Buffer.concat(parts), true))).toEqual([
@@ -102,7 +112,7 @@ describe("frame rewriter", () => {
     const payload = Buffer.alloc(200_000, "x");
     for (let at = 16384 - 4; at < 190_000; at += 16384) payload.write(PH, at);
     const input = frame(2, payload);
-    const r = new FrameRewriter(replace, true);
+    const r = new FrameRewriter(replace(), true);
     const out: Buffer[] = [];
     for (let i = 0; i < input.length; i += 16384) out.push(r.push(input.subarray(i, i + 16384)));
     const got = messages(frames(Buffer.concat(out), true));
@@ -113,10 +123,66 @@ describe("frame rewriter", () => {
   });
 
   test("server frames (unmasked) stay unmasked; a scan that throws propagates", () => {
-    const r = new FrameRewriter(replace, false);
+    const r = new FrameRewriter(replace(), false);
     expect(messages(frames(r.push(frame(1, Buffer.from(PH), true, false)), false))).toEqual([{ opcode: 1, text: VALUE }]);
-    const leak = new FrameRewriter(() => [new NeedleStream(set, { replacement: () => { throw new Error("leak"); } })], true);
-    expect(() => leak.push(frame(1, Buffer.from(`x ${PH}`)))).toThrow("leak");
+    const leak = new FrameRewriter(throwing(), true);
+    expect(() => leak.push(frame(1, Buffer.from(`x ${LEAKED}`)))).toThrow("leak");
+  });
+
+  test("server control frames are redacted: a PING's payload, a CLOSE's reason (its code kept); grown past 125 bytes, cut", () => {
+    const r = redact();
+    const out = r.push(Buffer.concat([frame(9, Buffer.from(`p ${VALUE}`), true, false), frame(8, close(4001, `r ${VALUE}`), true, false)]));
+    const got = frames(out, false);
+    expect(got.map((f) => [f.opcode, f.payload.toString("latin1")])).toEqual([
+      [9, "p credgate-redacted"],
+      [8, `${close(4001, "").toString("latin1")}r credgate-redacted`],
+    ]);
+    const short = "short-v1"; // shorter than credgate-redacted: the payload grows
+    const s2 = new FrameRewriter([{ stream: redactor(short), controls: redactor(short) }], false);
+    const long = frames(s2.push(frame(10, Buffer.from("x".repeat(117) + short), true, false)), false);
+    expect(long[0]!.payload.toString()).toBe("x".repeat(117) + "credgate");
+    // A CLOSE reason is cut where no UTF-8 character breaks.
+    const utf = frames(s2.push(frame(8, close(1000, `a${short}${"é".repeat(55)}`), true, false)), false);
+    expect(utf[0]!.payload.length).toBe(124);
+    expect(utf[0]!.payload.subarray(2).toString()).toBe(`acredgate-redacted${"é".repeat(52)}`);
+  });
+
+  test("a value split across server messages, or a message and a PING: redacted from where it continues", () => {
+    const r = redact();
+    const cut = 10;
+    const out = r.push(Buffer.concat([frame(1, Buffer.from(`one ${VALUE.slice(0, cut)}`), true, false), frame(1, Buffer.from(`${VALUE.slice(cut)} two`), true, false)]));
+    expect(messages(frames(out, false))).toEqual([
+      { opcode: 1, text: `one ${VALUE.slice(0, cut)}` },
+      { opcode: 1, text: "credgate-redacted two" },
+    ]);
+    const ping = r.push(Buffer.concat([frame(1, Buffer.from(`three ${VALUE.slice(0, cut)}`), true, false), frame(9, Buffer.from(VALUE.slice(cut)), true, false)]));
+    expect(messages(frames(ping, false))).toEqual([
+      { opcode: 1, text: `three ${VALUE.slice(0, cut)}` },
+      { opcode: 9, text: "credgate-redacted" },
+    ]);
+  });
+
+  test("the leak guard reads client control frames and carries over across messages and PINGs", () => {
+    expect(() => new FrameRewriter(throwing(), true).push(frame(9, Buffer.from(`p ${LEAKED}`)))).toThrow("leak");
+    expect(() => new FrameRewriter(throwing(), true).push(frame(8, close(1000, `bye ${LEAKED}`)))).toThrow("leak");
+    const split = new FrameRewriter(throwing(), true);
+    expect(messages(frames(split.push(frame(1, Buffer.from(`a ${LEAKED.slice(0, 9)}`))), true))).toEqual([{ opcode: 1, text: `a ${LEAKED.slice(0, 9)}` }]);
+    expect(() => split.push(frame(1, Buffer.from(LEAKED.slice(9))))).toThrow("leak");
+    const pings = new FrameRewriter(throwing(), true);
+    pings.push(frame(9, Buffer.from(LEAKED.slice(0, 9))));
+    expect(() => pings.push(frame(10, Buffer.from(LEAKED.slice(9))))).toThrow("leak");
+    // Two PINGs with a message between them: the control frames' own stream joins them.
+    const apart = new FrameRewriter(throwing(), true);
+    apart.push(Buffer.concat([frame(9, Buffer.from(LEAKED.slice(0, 9))), frame(1, Buffer.from("sync"))]));
+    expect(() => apart.push(frame(9, Buffer.from(LEAKED.slice(9))))).toThrow("leak");
+  });
+
+  test("a frame with an RSV bit, a control frame over 125 bytes or fragmented: unreadable", () => {
+    const rsv1 = frame(1, Buffer.from("compressed?"));
+    rsv1[0]! |= 0x40;
+    expect(() => redact().push(rsv1)).toThrow(UnreadableFrame);
+    expect(() => redact().push(frame(9, Buffer.alloc(126, 0x61), true, false))).toThrow(UnreadableFrame);
+    expect(() => redact().push(frame(9, Buffer.from("x"), false, false))).toThrow(UnreadableFrame);
   });
 });
 
@@ -138,27 +204,27 @@ describe("stage", () => {
   test("a websocket placeholder: client messages rewritten (counted once), server messages redacted, deflate out of the offer", async () => {
     const rq = await upgrade(["websocket"], false);
     expect(rq.headers.get("sec-websocket-extensions")).toBe("x-other");
-    const up = new FrameRewriter(rq.frames!.toUpstream!, true);
+    const up = new FrameRewriter(rq.agentFrames!, true);
     expect(messages(frames(up.push(Buffer.concat([frame(1, Buffer.from(PH)), frame(1, Buffer.from(PH))])), true))).toEqual([
       { opcode: 1, text: VALUE },
       { opcode: 1, text: VALUE },
     ]);
     expect(rq.injectionCount).toBe(1);
-    const down = new FrameRewriter(rq.frames!.toAgent!, false);
-    expect(messages(frames(down.push(frame(1, Buffer.from(`echo ${VALUE}`), true, false)), false))).toEqual([{ opcode: 1, text: "echo credgate-redacted" }]);
+    // The echo guard will redact the value in server frames (the relay reads them with these values: websocket.ts).
+    expect(rq.injectedValues).toEqual([VALUE]);
   });
 
   test("the leak guard reads client messages: a value for another host throws", async () => {
     const rq = await upgrade(null, true, "permessage-deflate");
     expect(rq.headers.get("sec-websocket-extensions")).toBeNull();
-    const up = new FrameRewriter(rq.frames!.toUpstream!, true);
+    const up = new FrameRewriter(rq.agentFrames!, true);
     expect(() => up.push(frame(1, Buffer.from(`key=${LEAKED}`)))).toThrow();
     expect(rq.leak?.secretName).toBe("Other");
   });
 
   test("nothing to read: a raw pipe, the offer kept; plain requests pass", async () => {
     const rq = await upgrade(["header"], false);
-    expect(rq.frames).toBeNull();
+    expect(rq.agentFrames).toBeNull();
     expect(rq.headers.get("sec-websocket-extensions")).toBe("permessage-deflate; client_max_window_bits, x-other");
     const plain = testRequest({ tunnel: "ws.test", target: "/" });
     signIn(plain, agentCredentials());
