@@ -39,8 +39,9 @@ interface Stores {
   committed<R = Record<string, unknown>>(statement: SQL): Promise<R[]>;
 }
 
-async function openStores(databaseUrl: string | null, closeWith: typeof cleanups): Promise<Stores> {
-  const where = { dataDir: tempDir(), databaseUrl: onPostgres ? (databaseUrl ?? (await freshDatabase())) : null };
+async function openStores(): Promise<Stores> {
+  const closeWith = sharedCleanups;
+  const where = { dataDir: tempDir(), databaseUrl: onPostgres ? await freshDatabase() : null };
   const open = async (list: typeof cleanups) => {
     const s = await openStore(where);
     list.push(() => s.close());
@@ -68,11 +69,10 @@ async function openStores(databaseUrl: string | null, closeWith: typeof cleanups
 let shared: Promise<Stores> | null = null;
 /**
  * The stores of the file's database, opened once (a database per test would cost more than the tests): tests
- * keep apart by keys, hosts and budgets of their own. `own`: a database of the test's own (it closes a store).
+ * keep apart by keys, hosts and budgets of their own; one that closes a store opens its own (`another`).
  */
-function fresh(own: { databaseUrl: string | null } | null = null): Promise<Stores> {
-  if (own) return openStores(own.databaseUrl, cleanups);
-  shared ??= openStores(null, sharedCleanups);
+function fresh(): Promise<Stores> {
+  shared ??= openStores();
   return shared;
 }
 
@@ -181,31 +181,38 @@ describe("transaction", () => {
     expect(await settingKeys(f, "c-")).toEqual(["c-after", "c-kept"]);
   });
 
-  test("inside, every way of reading sees the transaction's own writes; outside, nobody sees them before the commit", async () => {
+  test("inside, every way of reading sees the transaction's own writes; reads of anyone else never see them", async () => {
     const f = await fresh();
     const { store } = f;
     const { settings } = store.t;
     const held = gate();
     const written = gate();
-    const tx = store.transaction(async () => {
-      await store.db.insert(settings).values({ key: "v-own", value: "1" });
-      expect((await store.db.select().from(settings).where(eq(settings.key, "v-own"))).length).toBe(1);
-      expect(await store.query(sql`SELECT key FROM settings WHERE key = 'v-own'`)).toEqual([{ key: "v-own" }]);
-      expect(await store.execute(`SELECT key FROM settings WHERE key = $1`, ["v-own"])).toEqual([{ key: "v-own" }]);
-      written.open();
-      await held.opened;
-    });
+    const tx = store
+      .transaction(async () => {
+        await store.db.insert(settings).values({ key: "v-own", value: "1" });
+        expect((await store.db.select().from(settings).where(eq(settings.key, "v-own"))).length).toBe(1);
+        expect(await store.query(sql`SELECT key FROM settings WHERE key = 'v-own'`)).toEqual([{ key: "v-own" }]);
+        expect(await store.execute(`SELECT key FROM settings WHERE key = $1`, ["v-own"])).toEqual([{ key: "v-own" }]);
+        written.open();
+        await held.opened;
+        throw new Error("roll back");
+      })
+      .catch((err: Error) => err.message);
     await written.opened;
     // Another connection reads the last commit: not this write.
     expect(await settingKeys(f, "v-")).toEqual([]);
-    // The store's own reads, issued while the transaction is open, are not part of it either: on the one SQLite
-    // connection they wait for its end (so they see the committed row), on PostgreSQL they run beside it.
-    const reads = Promise.all([store.query<{ key: string }>(sql`SELECT key FROM settings WHERE key LIKE 'v-%'`), store.execute<{ key: string }>(`SELECT key FROM settings WHERE key LIKE $1`, ["v-%"])]);
-    if (onPostgres) expect(await reads).toEqual([[], []]);
+    // The store's own reads, issued while the transaction is open, are not part of it either (on the one SQLite
+    // connection they wait for its end, on PostgreSQL they run beside it): they never see what it rolls back.
+    const reads = Promise.all([
+      store.query<{ key: string }>(sql`SELECT key FROM settings WHERE key LIKE 'v-%'`),
+      store.execute<{ key: string }>(`SELECT key FROM settings WHERE key LIKE $1`, ["v-%"]),
+      store.db.select({ key: settings.key }).from(settings).where(eq(settings.key, "v-own")),
+    ]);
+    await turns();
     held.open();
-    await tx;
-    if (!onPostgres) expect(await reads).toEqual([[{ key: "v-own" }], [{ key: "v-own" }]]);
-    expect(await settingKeys(f, "v-")).toEqual(["v-own"]);
+    expect(await tx).toBe("roll back");
+    expect(await reads).toEqual([[], [], []]);
+    expect(await settingKeys(f, "v-")).toEqual([]);
   });
 
   test("every store operation issued while another transaction is open stays out of it and survives its rollback", async () => {
@@ -281,12 +288,18 @@ describe("afterCommit", () => {
     const { settings } = store.t;
     const seen: string[][] = [];
     const order: string[] = [];
+    const outsideDb = store.db;
+    let callbackDb: unknown = null;
+    let callbackWrite: Promise<unknown> | null = null;
     await store.transaction(async () => {
       await store.db.insert(settings).values({ key: "a-1", value: "1" });
       store.afterCommit(() => {
         order.push("first");
         // Read now, from another connection: on SQLite synchronously; on PostgreSQL sent before anything else.
         void settingKeys(f, "a-").then((keys) => seen.push(keys));
+        // The transaction is over: what a callback does through the store is a statement of its own.
+        callbackDb = store.db;
+        callbackWrite = store.execute(`INSERT INTO settings (key, value) VALUES ($1, $2)`, ["a-callback", "1"]);
       });
       store.afterCommit(() => order.push("second"));
       expect(order).toEqual([]);
@@ -294,7 +307,10 @@ describe("afterCommit", () => {
     // By the time the transaction resolves its callbacks have run.
     expect(order).toEqual(["first", "second"]);
     await waitFor("the read of the first callback", () => seen.length === 1);
-    expect(seen[0]).toEqual(["a-1"]);
+    expect(seen[0]).toContain("a-1");
+    expect(callbackDb).toBe(outsideDb);
+    await callbackWrite;
+    expect(await settingKeys(f, "a-")).toEqual(["a-1", "a-callback"]);
 
     await store
       .transaction(async () => {
@@ -878,8 +894,8 @@ describe("isUnavailable", () => {
 
 describe("close", () => {
   test("what was written is there when the database is opened again; the closed store takes no more statements", async () => {
-    const f = await fresh({ databaseUrl: null });
-    const { store } = f;
+    const f = await fresh();
+    const store = await f.another();
     await store.execute(`INSERT INTO settings (key, value) VALUES ($1, $2)`, ["cl-1", "1"]);
     await store.appendRequestLogs([logRow("close.test")]);
     await store.close();
@@ -891,8 +907,8 @@ describe("close", () => {
   });
 
   test("a transaction open when close is called finishes first, and its writes are kept", async () => {
-    const f = await fresh({ databaseUrl: null });
-    const { store } = f;
+    const f = await fresh();
+    const store = await f.another();
     const held = gate();
     const entered = gate();
     const tx = store.transaction(async () => {
@@ -910,5 +926,18 @@ describe("close", () => {
     const again = await openStore(f.where);
     cleanups.push(() => again.close());
     expect(await again.query(sql`SELECT key FROM settings WHERE key LIKE 'cl-tx%' ORDER BY key`)).toEqual([{ key: "cl-tx" }, { key: "cl-tx-2" }]);
+  });
+
+  test.if(onPostgres)("leaves no session behind on the server: its connections and its LISTEN connection end", async () => {
+    const f = await fresh();
+    const c = await openStore(f.where);
+    cleanups.push(() => c.close());
+    await c.notifier!.subscribe("close_channel", () => {}, () => {});
+    const [mine] = await c.query<{ pid: number }>(sql`SELECT pg_backend_pid() AS pid`);
+    const [listener] = await f.committed<{ pid: number }>(sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%close_channel%'`);
+    expect(listener).toBeDefined();
+    await c.close();
+    const pids = [mine!.pid, listener!.pid];
+    await waitFor("the store's sessions to end", async () => (await f.committed(sql`SELECT pid FROM pg_stat_activity WHERE pid IN (${pids[0]}, ${pids[1]})`)).length === 0);
   });
 });
