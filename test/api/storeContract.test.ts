@@ -279,6 +279,39 @@ describe("transaction", () => {
     expect(await settingKeys(f, "n-")).toEqual(["n-inner", "n-outer"]);
     expect(log).toEqual(["inner after commit"]);
   });
+
+  test("work begun inside a transaction that goes on after it ended (a timer, an unawaited promise) runs outside any transaction", async () => {
+    const f = await fresh();
+    const { store } = f;
+    const { settings } = store.t;
+    const later = gate();
+    let goingOn!: Promise<string[]>;
+    await store.transaction(async () => {
+      await store.db.insert(settings).values({ key: "l-in", value: "1" });
+      // Carries the transaction's async context, and runs once the transaction is over.
+      goingOn = later.opened.then(async () => {
+        const seen: string[] = [];
+        await store.db.insert(settings).values({ key: "l-own", value: "1" });
+        // A transaction it opens is one of its own: its rollback undoes its writes.
+        const failed = await store
+          .transaction(async () => {
+            await store.db.insert(settings).values({ key: "l-rolled-back", value: "1" });
+            throw new Error("rolled back");
+          })
+          .catch((err: Error) => err.message);
+        seen.push(failed);
+        store.afterCommit(() => seen.push("after commit, at once"));
+        await store.beforeCommit(async () => void seen.push("before commit, now"));
+        return seen;
+      });
+    });
+    later.open();
+    // A statement made on the ended transaction would never settle (PostgreSQL) or would escape every transaction
+    // (SQLite): bounded, so that such a store fails here rather than at the test's timeout.
+    const seen = await Promise.race([goingOn, Bun.sleep(10_000).then(() => ["still waiting"])]);
+    expect(seen).toEqual(["rolled back", "after commit, at once", "before commit, now"]);
+    expect(await settingKeys(f, "l-")).toEqual(["l-in", "l-own"]);
+  });
 });
 
 describe("afterCommit", () => {
