@@ -1,8 +1,9 @@
 // The Store contract (src/store/store.ts), on the engine under test: every operation services rely on, held to
 // what the interface promises, so that the SQLite and PostgreSQL stores are interchangeable. Stores are opened
-// directly (src/store/open.ts) on a fresh database; where the promise spans instances (startup lock, key locks,
-// budget reservations, notifications), PostgreSQL runs it across two stores opened on the same database, as two
-// credgate instances would. storeTransactions.test.ts covers services joining a transaction and change events.
+// directly (src/store/open.ts) on a database of the file's own; where the promise spans instances (startup lock,
+// key locks, budget reservations, notifications), PostgreSQL runs it across two stores opened on that database,
+// as two credgate instances would. storeTransactions.test.ts covers services joining a transaction and change
+// events. Timing is never asserted: a test that needs something blocked waits until the server shows it waiting.
 import { Database } from "bun:sqlite";
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import * as net from "node:net";
@@ -40,23 +41,22 @@ interface Stores {
 }
 
 async function openStores(): Promise<Stores> {
-  const closeWith = sharedCleanups;
   const where = { dataDir: tempDir(), databaseUrl: onPostgres ? await freshDatabase() : null };
   const open = async (list: typeof cleanups) => {
     const s = await openStore(where);
     list.push(() => s.close());
     return s;
   };
-  const store = await open(closeWith);
-  const b = onPostgres ? await open(closeWith) : store;
+  const store = await open(sharedCleanups);
+  const b = onPostgres ? await open(sharedCleanups) : store;
   let committed: Stores["committed"];
   if (onPostgres) {
-    const observer = await open(closeWith);
+    const observer = await open(sharedCleanups);
     committed = (statement) => observer.query(statement);
   } else {
     // A second connection on the file: it reads the last commit, and synchronously (at the moment of the call).
     const db = new Database(join(where.dataDir, DB_FILE), { readonly: true });
-    closeWith.push(() => db.close());
+    sharedCleanups.push(() => db.close());
     const dialect = new SQLiteAsyncDialect();
     committed = async (statement) => {
       const q = dialect.sqlToQuery(statement);
@@ -71,7 +71,7 @@ let shared: Promise<Stores> | null = null;
  * The stores of the file's database, opened once (a database per test would cost more than the tests): tests
  * keep apart by keys, hosts and budgets of their own; one that closes a store opens its own (`another`).
  */
-function fresh(): Promise<Stores> {
+function stores(): Promise<Stores> {
   shared ??= openStores();
   return shared;
 }
@@ -161,7 +161,7 @@ function spendRow(model: string, patch: Partial<SpendRecordInsert> = {}): SpendR
 
 describe("transaction", () => {
   test("returns what the work returns; rejects with the work's own error and keeps none of its writes", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store } = f;
     const { settings } = store.t;
     expect(await store.transaction(async () => (await store.db.insert(settings).values({ key: "c-kept", value: "1" }), 42))).toBe(42);
@@ -182,7 +182,7 @@ describe("transaction", () => {
   });
 
   test("inside, every way of reading sees the transaction's own writes; reads of anyone else never see them", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store } = f;
     const { settings } = store.t;
     const held = gate();
@@ -216,7 +216,7 @@ describe("transaction", () => {
   });
 
   test("every store operation issued while another transaction is open stays out of it and survives its rollback", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store } = f;
     const { settings } = store.t;
     const held = gate();
@@ -249,7 +249,7 @@ describe("transaction", () => {
   });
 
   test("a nested transaction joins the outer one: it sees its writes, commits and rolls back with it", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store } = f;
     const { settings } = store.t;
     const log: string[] = [];
@@ -280,8 +280,25 @@ describe("transaction", () => {
     expect(log).toEqual(["inner after commit"]);
   });
 
+  test("statements a transaction runs side by side (Promise.all) are all part of it", async () => {
+    const f = await stores();
+    const { store } = f;
+    const { settings } = store.t;
+    const write = (key: string) => store.db.insert(settings).values({ key, value: "1" });
+    const failed = await store
+      .transaction(async () => {
+        await Promise.all([write("p-1"), write("p-2"), store.execute(`INSERT INTO settings (key, value) VALUES ($1, $2)`, ["p-3", "1"]), store.query(sql`INSERT INTO settings (key, value) VALUES ('p-4', '1')`)]);
+        throw new Error("rolled back");
+      })
+      .catch((err: Error) => err.message);
+    expect(failed).toBe("rolled back");
+    expect(await settingKeys(f, "p-")).toEqual([]);
+    await store.transaction(() => Promise.all([write("p-5"), write("p-6")]));
+    expect(await settingKeys(f, "p-")).toEqual(["p-5", "p-6"]);
+  });
+
   test("work begun inside a transaction that goes on after it ended (a timer, an unawaited promise) runs outside any transaction", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store } = f;
     const { settings } = store.t;
     const later = gate();
@@ -316,7 +333,7 @@ describe("transaction", () => {
 
 describe("afterCommit", () => {
   test("runs once the transaction committed (its writes visible to others), in order; dropped on rollback; at once outside", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store } = f;
     const { settings } = store.t;
     const seen: string[][] = [];
@@ -360,7 +377,7 @@ describe("afterCommit", () => {
 
 describe("beforeCommit", () => {
   test("runs inside the transaction, after everything its work did, before the commit; callbacks it adds run too", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store } = f;
     const { settings } = store.t;
     const order: string[] = [];
@@ -388,7 +405,7 @@ describe("beforeCommit", () => {
   });
 
   test("a throw rolls the whole transaction back (its afterCommit callbacks dropped) and rejects it with that error", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store } = f;
     const { settings } = store.t;
     const order: string[] = [];
@@ -410,7 +427,7 @@ describe("beforeCommit", () => {
   });
 
   test("outside a transaction: runs now, in a transaction of its own (all or nothing)", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store } = f;
     const { settings } = store.t;
     const order: string[] = [];
@@ -434,7 +451,7 @@ describe("beforeCommit", () => {
 
 describe("exclusive", () => {
   test(`is a transaction, and runs one at a time${onPostgres ? " across instances (and against a store being opened)" : ""}`, async () => {
-    const f = await fresh();
+    const f = await stores();
     const a = f.store;
     const { b } = f;
     const { settings } = a.t;
@@ -477,7 +494,7 @@ describe("exclusive", () => {
 
 describe("lockKey", () => {
   test(`transactions locking the same key run one after the other${onPostgres ? " across instances" : ""}; the lock ends with the transaction, committed or not`, async () => {
-    const f = await fresh();
+    const f = await stores();
     const a = f.store;
     const { b } = f;
     const order: string[] = [];
@@ -506,7 +523,7 @@ describe("lockKey", () => {
   });
 
   test.if(onPostgres)("transactions locking different keys run side by side, across instances", async () => {
-    const f = await fresh();
+    const f = await stores();
     const a = f.store;
     const { b } = f;
     const held = gate();
@@ -530,7 +547,7 @@ describe("lockKey", () => {
 
 describe("insertRequestLogs", () => {
   test("returns each row's seq, in the order of the rows, increasing from batch to batch; the rows are stored under them", async () => {
-    const { store } = await fresh();
+    const { store } = await stores();
     expect(await store.insertRequestLogs([])).toEqual([]);
     const first = Array.from({ length: 40 }, () => logRow("seq.test"));
     const second = Array.from({ length: 3 }, () => logRow("seq.test", { decision: "approval_pending", status: 202 }));
@@ -545,7 +562,7 @@ describe("insertRequestLogs", () => {
   });
 
   test("all or nothing: a batch with one bad row stores none of its rows; the store goes on", async () => {
-    const { store } = await fresh();
+    const { store } = await stores();
     const bad = [logRow("bad-insert.test"), logRow("bad-insert.test", { method: null as unknown as string }), logRow("bad-insert.test")];
     await expect(store.insertRequestLogs(bad)).rejects.toThrow();
     expect(await logsOf(store, "bad-insert.test")).toEqual([]);
@@ -582,7 +599,7 @@ const awkward = [
 
 describe("appendRequestLogs", () => {
   test("rows land exactly as given: awkward text, nulls, empty strings, large numbers", async () => {
-    const { store } = await fresh();
+    const { store } = await stores();
     await store.appendRequestLogs([]);
     const rows = awkward.map((text, i) =>
       logRow("append.test", {
@@ -606,7 +623,7 @@ describe("appendRequestLogs", () => {
   });
 
   test("all or nothing: a batch with one bad row stores none of its rows; the next batch is stored", async () => {
-    const { store } = await fresh();
+    const { store } = await stores();
     const bad = [logRow("bad-append.test"), logRow("bad-append.test"), logRow("bad-append.test", { host: null as unknown as string }), logRow("bad-append.test")];
     await expect(store.appendRequestLogs(bad)).rejects.toThrow();
     expect(await logsOf(store, "bad-append.test")).toEqual([]);
@@ -615,8 +632,21 @@ describe("appendRequestLogs", () => {
     expect((await logsOf(store, "next.test")).length).toBe(3);
   });
 
+  test("a large batch (the queue kept through an outage) is stored whole", async () => {
+    const { store } = await stores();
+    const rows = Array.from({ length: 10_000 }, (_, i) => logRow("large.test", { path: `/${"p\t".repeat(100)}${i}`, matchedRuleName: i % 2 ? "rule\\name" : null }));
+    await store.appendRequestLogs(rows);
+    const held = Array.from({ length: 2_000 }, () => logRow("large.test", { decision: "approval_pending" }));
+    const seqs = await store.insertRequestLogs(held);
+    expect(new Set(seqs).size).toBe(2_000);
+    const stored = await logsOf(store, "large.test");
+    expect(stored.length).toBe(12_000);
+    expect(withoutSeq([stored[0]!, stored[9_999]!, stored[10_000]!, stored[11_999]!])).toEqual([rows[0]!, rows[9_999]!, held[0]!, held[1_999]!]);
+    expect(stored.slice(10_000).map((r) => r.seq)).toEqual(seqs);
+  });
+
   test("batches appended concurrently are all stored whole, each row once", async () => {
-    const { store } = await fresh();
+    const { store } = await stores();
     const batches = Array.from({ length: 12 }, (_, b) => Array.from({ length: 50 }, () => logRow("concurrent.test", { requestId: `b${b}\t\\N` })));
     await Promise.all(batches.map((batch) => store.appendRequestLogs(batch)));
     const stored = await logsOf(store, "concurrent.test");
@@ -628,7 +658,7 @@ describe("appendRequestLogs", () => {
 
 describe("insertSpendRecords", () => {
   test("rows land exactly as given (tokens and costs up to 2^53 - 1); an empty batch is nothing; a bad row stores none", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store } = f;
     await store.insertSpendRecords([]);
     const rows = [
@@ -649,14 +679,14 @@ describe("insertSpendRecords", () => {
 
 describe("query and execute", () => {
   test("query: rows keyed by column name (aliases included), parameters bound; statements without rows return []", async () => {
-    const { store } = await fresh();
+    const { store } = await stores();
     expect(await store.query(sql`INSERT INTO settings (key, value) VALUES (${"q-1"}, ${"it's \"quoted\""})`)).toEqual([]);
     expect(await store.query(sql`SELECT key AS the_key, value, ${"bound"} AS param FROM settings WHERE key = ${"q-1"}`)).toEqual([{ the_key: "q-1", value: 'it\'s "quoted"', param: "bound" }]);
     expect(await store.query(sql`SELECT key FROM settings WHERE key = ${"none"}`)).toEqual([]);
   });
 
   test("execute: $1, $2, … bound in order of first use, a parameter reused, ten and more; values round-trip", async () => {
-    const { store } = await fresh();
+    const { store } = await stores();
     const many = Array.from({ length: 12 }, (_, i) => `v${i + 1}`);
     const cols = many.map((_, i) => `CAST($${i + 1} AS TEXT) AS c${i + 1}`).join(", ");
     expect(await store.execute(`SELECT ${cols}`, many)).toEqual([Object.fromEntries(many.map((v, i) => [`c${i + 1}`, v]))]);
@@ -670,7 +700,7 @@ describe("query and execute", () => {
   });
 
   test("the budget ledger's statements give the same numbers on both engines (upsert adding, casts, large sums)", async () => {
-    const { store } = await fresh();
+    const { store } = await stores();
     const { budgetId } = await budgetFixture(store);
     const start = 1_767_225_600;
     const upsert = (holder: string, spent: number, held: number) =>
@@ -725,8 +755,8 @@ describe("budget reservations (what the ledger's leases rely on)", () => {
   // on PostgreSQL, by the window's opening row (SELECT … FOR UPDATE; SQLite transactions are serial).
   for (const lock of ["lockKey", "opening row"] as const) {
     test(`concurrent reservations${onPostgres ? " of two instances" : ""} locked by ${lock} never overshoot the limit`, async () => {
-      const f = await fresh();
-      const stores = onPostgres ? [f.store, f.b] : [f.store];
+      const f = await stores();
+      const instances = onPostgres ? [f.store, f.b] : [f.store];
       const { budgetId } = await budgetFixture(f.store);
       const start = 0;
       const estimate = 123_456_789_012;
@@ -749,7 +779,7 @@ describe("budget reservations (what the ledger's leases rely on)", () => {
           );
           return true;
         });
-      const decisions = await Promise.all(Array.from({ length: 24 }, (_, i) => reserve(stores[i % stores.length]!, `holder-${i % 3}`)));
+      const decisions = await Promise.all(Array.from({ length: 24 }, (_, i) => reserve(instances[i % instances.length]!, `holder-${i % 3}`)));
       expect(decisions.filter(Boolean).length).toBe(10);
       const [total] = await f.committed<{ used: number | string }>(sql`SELECT sum(spent_nanos + held_nanos) AS used FROM budget_windows WHERE budget_id = ${budgetId}`);
       expect(Number(total!.used)).toBe(opening + 10 * estimate);
@@ -759,7 +789,7 @@ describe("budget reservations (what the ledger's leases rely on)", () => {
 
 describe("notifier", () => {
   test.if(!onPostgres)("is null on SQLite (one process owns the file)", async () => {
-    const { store } = await fresh();
+    const { store } = await stores();
     expect(store.notifier).toBeNull();
   });
 
@@ -771,7 +801,7 @@ describe("notifier", () => {
   }
 
   test.if(onPostgres)("publish on one instance reaches a subscriber on another, exactly and in order; onReady runs once subscribed", async () => {
-    const { store: a, b } = await fresh();
+    const { store: a, b } = await stores();
     const got: string[] = [];
     let ready = 0;
     await subscribe(b, "credgate_events", (p) => got.push(p), () => ready++);
@@ -791,7 +821,7 @@ describe("notifier", () => {
   });
 
   test.if(onPostgres)("after unsubscribing nothing more is delivered, while other subscriptions go on", async () => {
-    const { store: a, b } = await fresh();
+    const { store: a, b } = await stores();
     const gone: string[] = [];
     const kept: string[] = [];
     const unsubscribe = await subscribe(b, "gone_channel", (p) => gone.push(p));
@@ -807,7 +837,7 @@ describe("notifier", () => {
   });
 
   test.if(onPostgres)("when the server drops the LISTEN connection, onReady runs again after the reconnect, and delivery resumes", async () => {
-    const f = await fresh();
+    const f = await stores();
     const { store: a, b } = f;
     const got: string[] = [];
     let ready = 0;
@@ -862,7 +892,7 @@ async function relayTo(port: number): Promise<{ port: number; stop(): Promise<vo
 
 describe("isUnavailable", () => {
   test("false for a constraint violation, a syntax error, and what is not an error", async () => {
-    const { store } = await fresh();
+    const { store } = await stores();
     await store.execute(`INSERT INTO settings (key, value) VALUES ($1, $2)`, ["u-1", "1"]);
     const duplicate = await store.execute(`INSERT INTO settings (key, value) VALUES ($1, $2)`, ["u-1", "1"]).catch((e: unknown) => e);
     expect(duplicate).toBeInstanceOf(Error);
@@ -874,7 +904,7 @@ describe("isUnavailable", () => {
   });
 
   test.if(onPostgres)("true when the server stops (connections dropped, then refused) or terminates the session; the store recovers when it is back", async () => {
-    const f = await fresh();
+    const f = await stores();
     const url = new URL(f.where.databaseUrl!);
     const relay = await relayTo(Number(url.port));
     cleanups.push(() => relay.stop());
@@ -927,7 +957,7 @@ describe("isUnavailable", () => {
 
 describe("close", () => {
   test("what was written is there when the database is opened again; the closed store takes no more statements", async () => {
-    const f = await fresh();
+    const f = await stores();
     const store = await f.another();
     await store.execute(`INSERT INTO settings (key, value) VALUES ($1, $2)`, ["cl-1", "1"]);
     await store.appendRequestLogs([logRow("close.test")]);
@@ -940,7 +970,7 @@ describe("close", () => {
   });
 
   test("a transaction open when close is called finishes first, and its writes are kept", async () => {
-    const f = await fresh();
+    const f = await stores();
     const store = await f.another();
     const held = gate();
     const entered = gate();
@@ -962,7 +992,7 @@ describe("close", () => {
   });
 
   test.if(onPostgres)("leaves no session behind on the server: its connections and its LISTEN connection end", async () => {
-    const f = await fresh();
+    const f = await stores();
     const c = await openStore(f.where);
     cleanups.push(() => c.close());
     await c.notifier!.subscribe("close_channel", () => {}, () => {});
