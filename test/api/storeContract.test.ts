@@ -545,34 +545,10 @@ describe("lockKey", () => {
   });
 });
 
-describe("insertRequestLogs", () => {
-  test("returns each row's seq, in the order of the rows, increasing from batch to batch; the rows are stored under them", async () => {
-    const { store } = await stores();
-    expect(await store.insertRequestLogs([])).toEqual([]);
-    const first = Array.from({ length: 40 }, () => logRow("seq.test"));
-    const second = Array.from({ length: 3 }, () => logRow("seq.test", { decision: "approval_pending", status: 202 }));
-    const seqs1 = await store.insertRequestLogs(first);
-    const seqs2 = await store.insertRequestLogs(second);
-    const seqs = [...seqs1, ...seqs2];
-    expect(seqs.length).toBe(43);
-    for (let i = 1; i < seqs.length; i++) expect(seqs[i]!).toBeGreaterThan(seqs[i - 1]!);
-    const stored = await logsOf(store, "seq.test");
-    expect(stored.map((r) => [r.seq, r.id])).toEqual([...first, ...second].map((r, i) => [seqs[i]!, r.id]));
-    expect(withoutSeq(stored)).toEqual([...first, ...second]);
-  });
-
-  test("all or nothing: a batch with one bad row stores none of its rows; the store goes on", async () => {
-    const { store } = await stores();
-    const bad = [logRow("bad-insert.test"), logRow("bad-insert.test", { method: null as unknown as string }), logRow("bad-insert.test")];
-    await expect(store.insertRequestLogs(bad)).rejects.toThrow();
-    expect(await logsOf(store, "bad-insert.test")).toEqual([]);
-    const good = [logRow("bad-insert.test")];
-    const [seq] = await store.insertRequestLogs(good);
-    expect((await logsOf(store, "bad-insert.test")).map((r) => r.seq)).toEqual([seq!]);
-  });
-});
-
-/** Text that COPY's text format must escape or could mistake for its markers, and text that must not change. */
+/**
+ * Text that COPY's text format must escape or could mistake for its markers, that an array literal must quote
+ * (the unnest inserts bind each column as one array), and text that must not change.
+ */
 const awkward = [
   "tab\there",
   "line\nbreak",
@@ -594,8 +570,61 @@ const awkward = [
   '{"json":"yes","nested":{"a":[1,"two\\"",null]},"tab":"\\t"}',
   "'quoted' \"double\" `back`; DROP TABLE request_logs; --",
   "\u0001\u0007\u000b\u000c\u001b\u007f control",
+  "{",
+  "}",
+  "{a,b}",
+  '{"NULL",NULL}',
+  ",",
+  '"',
+  '\\"',
   "x".repeat(10_000),
 ];
+
+describe("insertRequestLogs", () => {
+  test("returns each row's seq, in the order of the rows, increasing from batch to batch; the rows are stored under them", async () => {
+    const { store } = await stores();
+    expect(await store.insertRequestLogs([])).toEqual([]);
+    const first = Array.from({ length: 40 }, () => logRow("seq.test"));
+    const second = Array.from({ length: 3 }, () => logRow("seq.test", { decision: "approval_pending", status: 202 }));
+    const seqs1 = await store.insertRequestLogs(first);
+    const seqs2 = await store.insertRequestLogs(second);
+    const seqs = [...seqs1, ...seqs2];
+    expect(seqs.length).toBe(43);
+    for (let i = 1; i < seqs.length; i++) expect(seqs[i]!).toBeGreaterThan(seqs[i - 1]!);
+    const stored = await logsOf(store, "seq.test");
+    expect(stored.map((r) => [r.seq, r.id])).toEqual([...first, ...second].map((r, i) => [seqs[i]!, r.id]));
+    expect(withoutSeq(stored)).toEqual([...first, ...second]);
+  });
+
+  test("rows land exactly as given: awkward text, nulls, empty strings, large numbers", async () => {
+    const { store } = await stores();
+    const rows = awkward.map((text, i) =>
+      logRow("insert-awkward.test", {
+        path: text,
+        provider: text,
+        matchedRuleName: i % 2 ? text : null,
+        requestId: text,
+        costNanos: i % 2 ? Number.MAX_SAFE_INTEGER - i : null,
+        latencyMs: 2_147_483_647,
+        decision: "approval_pending",
+      }),
+    );
+    const seqs = await store.insertRequestLogs(rows);
+    const stored = await logsOf(store, "insert-awkward.test");
+    expect(stored.map((r) => r.seq)).toEqual(seqs);
+    expect(withoutSeq(stored)).toEqual(rows);
+  });
+
+  test("all or nothing: a batch with one bad row stores none of its rows; the store goes on", async () => {
+    const { store } = await stores();
+    const bad = [logRow("bad-insert.test"), logRow("bad-insert.test", { method: null as unknown as string }), logRow("bad-insert.test")];
+    await expect(store.insertRequestLogs(bad)).rejects.toThrow();
+    expect(await logsOf(store, "bad-insert.test")).toEqual([]);
+    const good = [logRow("bad-insert.test")];
+    const [seq] = await store.insertRequestLogs(good);
+    expect((await logsOf(store, "bad-insert.test")).map((r) => r.seq)).toEqual([seq!]);
+  });
+});
 
 describe("appendRequestLogs", () => {
   test("rows land exactly as given: awkward text, nulls, empty strings, large numbers", async () => {
@@ -665,6 +694,8 @@ describe("insertSpendRecords", () => {
       spendRow("gpt-ünï 🙂", { agentId: "agent-spend", inputTokens: 0, outputTokens: 0, costNanos: 0 }),
       spendRow("claude\t\\N", { agentId: "agent-spend", secretType: "llm_b", inputTokens: Number.MAX_SAFE_INTEGER, outputTokens: 4_294_967_297, costNanos: Number.MAX_SAFE_INTEGER - 1 }),
       spendRow("unknown", { agentId: "agent-spend" }),
+      // The model can be the one the request named: anything an agent sends.
+      ...awkward.map((model) => spendRow(model, { agentId: "agent-spend" })),
     ];
     await store.insertSpendRecords(rows);
     const t = store.t.spendRecords;
@@ -673,7 +704,7 @@ describe("insertSpendRecords", () => {
     for (let i = 1; i < stored.length; i++) expect(stored[i]!.seq).toBeGreaterThan(stored[i - 1]!.seq);
 
     await expect(store.insertSpendRecords([spendRow("lost", { agentId: "agent-spend" }), spendRow(null as unknown as string, { agentId: "agent-spend" })])).rejects.toThrow();
-    expect((await store.db.select().from(t).where(eq(t.agentId, "agent-spend"))).length).toBe(3);
+    expect((await store.db.select().from(t).where(eq(t.agentId, "agent-spend"))).length).toBe(rows.length);
   });
 });
 
