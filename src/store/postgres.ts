@@ -15,6 +15,8 @@ interface TxContext {
   tx: Db;
   before: (() => Promise<void>)[];
   after: (() => void)[];
+  /** False once the transaction ended: see #current. */
+  open: boolean;
 }
 
 /** pg_advisory_xact_lock key of migrations and bootstrap ("credgate" in ASCII). */
@@ -103,33 +105,48 @@ export class PostgresStore implements Store {
     return store;
   }
 
+  /**
+   * The open transaction of the current async context. Work begun inside a transaction that goes on after it
+   * ended (a timer, an unawaited promise) still carries its context: it is outside any transaction, not in a
+   * finished one (whose connection takes no more statements, whose afterCommit would never run).
+   */
+  #current(): TxContext | undefined {
+    const ctx = this.#context.getStore();
+    return ctx?.open ? ctx : undefined;
+  }
+
   get db(): Db {
-    return this.#context.getStore()?.tx ?? this.#root;
+    return this.#current()?.tx ?? this.#root;
   }
 
   async transaction<T>(work: () => Promise<T>): Promise<T> {
-    if (this.#context.getStore()) return work();
-    const after: (() => void)[] = [];
-    const result = await this.#root.transaction((tx) => {
-      const ctx: TxContext = { tx, before: [], after };
-      return this.#context.run(ctx, async () => {
-        const value = await work();
-        for (let i = 0; i < ctx.before.length; i++) await ctx.before[i]!();
-        return value;
+    if (this.#current()) return work();
+    const ctx: TxContext = { tx: this.#root, before: [], after: [], open: true };
+    let result: T;
+    try {
+      result = await this.#root.transaction((tx) => {
+        ctx.tx = tx;
+        return this.#context.run(ctx, async () => {
+          const value = await work();
+          for (let i = 0; i < ctx.before.length; i++) await ctx.before[i]!();
+          return value;
+        });
       });
-    });
-    for (const fn of after) fn();
+    } finally {
+      ctx.open = false;
+    }
+    for (const fn of ctx.after) fn();
     return result;
   }
 
   async beforeCommit(work: () => Promise<void>): Promise<void> {
-    const ctx = this.#context.getStore();
+    const ctx = this.#current();
     if (ctx) ctx.before.push(work);
     else await this.transaction(work);
   }
 
   afterCommit(fn: () => void): void {
-    const ctx = this.#context.getStore();
+    const ctx = this.#current();
     if (ctx) ctx.after.push(fn);
     else fn();
   }

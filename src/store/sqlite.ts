@@ -19,6 +19,8 @@ export const DB_FILE = "credgate.db";
 interface TxContext {
   before: (() => Promise<void>)[];
   after: (() => void)[];
+  /** False once the transaction ended: see #current. */
+  open: boolean;
 }
 
 type Method = "run" | "all" | "values" | "get";
@@ -83,9 +85,19 @@ export class SqliteStore implements Store {
     return store;
   }
 
+  /**
+   * The open transaction of the current async context. Work begun inside a transaction that goes on after it
+   * ended (a timer, an unawaited promise) still carries its context: it is outside any transaction, not in a
+   * finished one (whose `transaction` would not open one, whose afterCommit would never run).
+   */
+  #current(): TxContext | undefined {
+    const ctx = this.#context.getStore();
+    return ctx?.open ? ctx : undefined;
+  }
+
   /** Resolves when a statement of the current async context may run: no transaction open, or its own. */
   async #turn(): Promise<void> {
-    const mine = this.#context.getStore();
+    const mine = this.#current();
     while (this.#lock.owner !== null && this.#lock.owner !== mine) await this.#lock.released();
   }
 
@@ -106,8 +118,8 @@ export class SqliteStore implements Store {
   }
 
   async transaction<T>(work: () => Promise<T>): Promise<T> {
-    if (this.#context.getStore()) return work();
-    const ctx: TxContext = { before: [], after: [] };
+    if (this.#current()) return work();
+    const ctx: TxContext = { before: [], after: [], open: true };
     await this.#lock.acquire(ctx);
     let result: T;
     try {
@@ -124,6 +136,7 @@ export class SqliteStore implements Store {
         }
       });
     } finally {
+      ctx.open = false;
       this.#lock.release();
     }
     for (const fn of ctx.after) fn();
@@ -131,13 +144,13 @@ export class SqliteStore implements Store {
   }
 
   afterCommit(fn: () => void): void {
-    const ctx = this.#context.getStore();
+    const ctx = this.#current();
     if (ctx) ctx.after.push(fn);
     else fn();
   }
 
   async beforeCommit(work: () => Promise<void>): Promise<void> {
-    const ctx = this.#context.getStore();
+    const ctx = this.#current();
     if (ctx) ctx.before.push(work);
     else await this.transaction(work);
   }
