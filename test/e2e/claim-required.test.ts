@@ -14,6 +14,9 @@ const API = "api.claim.test";
 const LLM_BY_KEY = "llm.claim.test";
 const VENDOR = "api.anthropic.com";
 const RAW = "raw.claim.test";
+/** Hosts that contain a vendor's name without being its domain or below it. */
+const LOOKALIKES = ["openai.com.evil.test", "notopenai.com"];
+const RAW_LOOKALIKE = "api.anthropic.com.evil.test";
 
 let cg: RunningCredgate;
 let up: TestUpstream;
@@ -23,15 +26,15 @@ let token = "";
 let claim: Awaited<ReturnType<typeof makeUnclaimed>>;
 
 beforeAll(async () => {
-  const pki = makePki([API, LLM_BY_KEY, VENDOR, RAW]);
+  const pki = makePki([API, LLM_BY_KEY, VENDOR, RAW, ...LOOKALIKES, RAW_LOOKALIKE]);
   up = startUpstream(pki);
   cg = await startCredgate({
     env: {
       CREDGATE_MODE: "cloud",
       CREDGATE_EGRESS_ALLOW: "127.0.0.1/32",
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-      CREDGATE_RESOLVE: resolveEntries([API, LLM_BY_KEY, VENDOR, RAW], up.port),
-      CREDGATE_PASSTHROUGH_HOSTS: RAW,
+      CREDGATE_RESOLVE: resolveEntries([API, LLM_BY_KEY, VENDOR, RAW, ...LOOKALIKES, RAW_LOOKALIKE], up.port),
+      CREDGATE_PASSTHROUGH_HOSTS: `${RAW},${RAW_LOOKALIKE}`,
     },
   });
   ({ file: caFile, pem: caPem } = await gatewayCa(cg));
@@ -76,6 +79,19 @@ describe("before the claim", () => {
     const byKey = await curlThroughGateway(cg, `https://${LLM_BY_KEY}:${up.port}/v1/models`, { caFile, agentToken: token });
     expect(byKey.status).toBe(200);
     expect(up.seen.at(-1)!.headers["x-api-key"]).toBe("sk-ant-api03-claim-test");
+  });
+
+  test("a host that only contains a vendor's name is not the vendor's: openai.com.evil.test and notopenai.com → 403 claim_required", async () => {
+    const before = up.seen.length;
+    for (const host of LOOKALIKES) {
+      const r = await curlThroughGateway(cg, `https://${host}:${up.port}/v1/models`, { caFile, agentToken: token });
+      expect({ host, status: r.status, body: r.json }).toEqual({ host, status: 403, body: expected() });
+    }
+    const t = await openConnect(cg.gatewayPort, `${RAW_LOOKALIKE}:${up.port}`, basic(token));
+    expect(t.connect.status).toBe(403);
+    expect(JSON.parse(t.body)).toEqual(expected());
+    t.socket.destroy();
+    expect(up.seen.length).toBe(before);
   });
 
   test("a WebSocket upgrade → 403 claim_required", async () => {
