@@ -20,6 +20,8 @@ const LLM = "api.anthropic.com";
 /** A host an app of the catalogue serves: the connection header is read there. */
 const APP_HOST = "api.github.com";
 const DOWN = "down.refuse.test";
+/** An AWS secret on a host that names no region or service: the request cannot be signed. */
+const UNSIGNABLE = "store.refuse.test";
 const SLOW = "slow.refuse.test";
 const LEAK_VALUE = `sk-refuse-${crypto.randomUUID()}`;
 /** The catalogue's link-local example: refused by the egress guard in every mode. */
@@ -88,12 +90,13 @@ const REFUSALS: Refusal[] = [
   { name: "400 bad_request (a target that is not on the tunnel's host)", status: 400, error: "bad_request", on: ["tunnel"], url: at(BLOCKED, "/"), target: "//evil.test/x" },
   { name: "400 bad_request (a scheme that cannot be proxied)", status: 400, error: "bad_request", on: ["proxy"], url: () => `ftp://${BLOCKED}/file` },
   { name: "404 connection_not_found", status: 404, error: "connection_not_found", on: ["tunnel", "proxy"], url: at(APP_HOST, "/user"), headers: ["x-credgate-connection-id: conn_missing"] },
+  { name: "502 credential_unavailable", status: 502, error: "credential_unavailable", on: ["tunnel", "proxy"], url: at(UNSIGNABLE, "/bucket/key") },
   { name: "502 upstream_unreachable", status: 502, error: "upstream_unreachable", on: ["tunnel", "proxy"], url: at(DOWN, "/r/down") },
   { name: "504 upstream_timeout", status: 504, error: "upstream_timeout", on: ["tunnel", "proxy"], url: at(SLOW, "/r/slow") },
 ];
 
 beforeAll(async () => {
-  const pki = makePki([BLOCKED, LIMITED, HOME, LEAKED_TO, LLM, APP_HOST, DOWN, SLOW]);
+  const pki = makePki([BLOCKED, LIMITED, HOME, LEAKED_TO, LLM, APP_HOST, UNSIGNABLE, DOWN, SLOW]);
   up = startUpstream(pki);
   plain = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => Response.json({ ok: true }) });
   // Upstreams that accept and never answer (the 504s).
@@ -101,7 +104,7 @@ beforeAll(async () => {
   slowPlain = net.createServer((s) => s.on("error", () => {}));
   await Promise.all([slowTls, slowPlain].map((s) => new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve))));
   closedPort = await freePort();
-  const hosts = [BLOCKED, LIMITED, HOME, LEAKED_TO, LLM, APP_HOST];
+  const hosts = [BLOCKED, LIMITED, HOME, LEAKED_TO, LLM, APP_HOST, UNSIGNABLE];
   cg = await startCredgate({
     env: {
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
@@ -120,6 +123,7 @@ beforeAll(async () => {
   const setup: [string, string, unknown][] = [
     ["POST", "/v1/secrets", { name: "home key", type: "generic", value: LEAK_VALUE, hostPattern: HOME, injectionConfig: { headerName: "x-api-key" } }],
     ["POST", "/v1/secrets", { name: "anthropic", type: "llm_a", value: "sk-ant-api03-refusals-test", hostPattern: LLM }],
+    ["POST", "/v1/secrets", { name: "aws", type: "generic", value: "refusals/test/secret/access/key/0123456789", hostPattern: UNSIGNABLE, injectionConfig: { awsSigV4: { accessKeyId: "AKIAREFUSALS00000001" } } }],
     ["POST", "/v1/policy/rules", { name: "No blocked hosts", action: "block", targets: [{ kind: "network", hostPattern: BLOCKED }] }],
     ["POST", "/v1/policy/rules", { name: "Once a day", action: "allow", rateLimit: 1, rateLimitWindow: "day", targets: [{ kind: "network", hostPattern: LIMITED }] }],
     ["POST", "/v1/policy/publish", undefined],
