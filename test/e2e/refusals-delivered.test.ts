@@ -445,3 +445,36 @@ for (const path of PATHS) {
 test("nothing refused reached an upstream", () => {
   expect(up.seen.map((s) => s.url)).toEqual(["/r/first"]);
 });
+
+test("407 inside open tunnels once the agent's token is regenerated: each tunnel gets the whole answer, then closes", async () => {
+  const created = await cg.api("POST", "/v1/agents", { body: { name: "Regenerated", identifier: "regenerated", mode: "all" } });
+  expect(created.status).toBe(201);
+  const agent = (await cg.api("GET", "/v1/agents")).body.find((a: any) => a.identifier === "regenerated");
+  const url = new URL(at(BLOCKED, "/r/regenerated")("https"));
+  // Twelve tunnels opened with the old token: TLS, TLS inside the HTTPS proxy's TLS, and plain.
+  const tunnels = await Promise.all(
+    Array.from({ length: 12 }, async (_, i) => {
+      const outer: net.Socket = i % 3 === 1 ? await tlsToGateway() : await toGateway();
+      const authority = i % 3 === 2 ? `${BLOCKED}:${plain.port}` : url.host;
+      const t = await connectOver(outer, authority, basic(agent.accessToken));
+      expect(t.connect.status).toBe(200);
+      return i % 3 === 2 ? t.socket : await connected(tls.connect({ socket: t.socket, ca: ca.pem, servername: BLOCKED }), "secureConnect");
+    }),
+  );
+  expect((await cg.api("POST", `/v1/agents/${agent.id}/regenerate-token`)).status).toBe(200);
+  // The regeneration has reached the gateway once a new CONNECT with the old token is refused.
+  for (let i = 0; ; i++) {
+    const probe = await connectOver(await toGateway(), url.host, basic(agent.accessToken));
+    probe.socket.destroy();
+    if (probe.connect.status === 407) break;
+    expect(i).toBeLessThan(100);
+    await Bun.sleep(50);
+  }
+  const answers = await Promise.all(
+    tunnels.map(async (s, i) => {
+      s.write(rawHead({ ...REFUSALS[1]!, badToken: false }, "/r/regenerated", i % 3 === 2 ? `${BLOCKED}:${plain.port}` : url.host, "1.1", false, false));
+      return parseRaw(await untilClosed(s), "1.1");
+    }),
+  );
+  for (const got of answers) expectWhole(got, REFUSALS[0]!);
+});
