@@ -11,6 +11,7 @@ import { basic, connectOver, gatewayCa, parseHead, resolveEntries, run } from ".
 import { freePort } from "../support/ports.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
+import { clearOfWindowEdge, DAY_MS } from "../support/windowEdge.ts";
 
 const BLOCKED = "blocked.refuse.test";
 const LIMITED = "limited.refuse.test";
@@ -132,7 +133,8 @@ beforeAll(async () => {
   const agentId = (await cg.api("GET", "/v1/agents")).body.find((a: any) => a.accessToken === token).id;
   // One cent a day: no LLM call's estimate fits.
   expect((await cg.api("POST", "/v1/budgets", { body: { scope: "agent", agentId, limitCents: 1, period: "day" } })).status).toBe(201);
-  // The day's one request for LIMITED.
+  // The day's one request for LIMITED; the matrix must not cross into the next day's window (docs/policy.md#rate-limits).
+  await clearOfWindowEdge(DAY_MS, 60_000);
   const first = await run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--proxy", proxyUrl(), "--cacert", ca.file, at(LIMITED, "/r/first")("https")]);
   expect(first.stdout).toBe("200");
   results = await runAll();
