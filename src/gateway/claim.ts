@@ -9,7 +9,13 @@ export interface ClaimPending {
   claimUrl: string;
 }
 
+/** LLM vendors' domains: a host is a vendor's when it is one of them or a subdomain of it (label-wise, docs/guards.md#claim-required). */
 const LLM_HOSTS = ["anthropic.com", "openai.com", "chatgpt.com", "deepseek.com", "groq.com", "openrouter.ai", "moonshot.cn", "generativelanguage.googleapis.com"];
+
+/** `host` (normalized) is `domain` or below it: `api.openai.com` is OpenAI's, `openai.com.evil.test` and `notopenai.com` are not. */
+function isVendorHost(host: string, domain: string): boolean {
+  return host === domain || (host.length > domain.length && host.endsWith(domain) && host.charCodeAt(host.length - domain.length - 1) === 46 /* . */);
+}
 
 /** What isLlmRequest reads of a compiled secret (snapshot.ts). */
 export interface HostBoundSecret {
@@ -24,7 +30,7 @@ export interface HostBoundSecret {
  */
 export function isLlmRequest(host: string, readings: readonly string[] | null, injectable: readonly HostBoundSecret[]): boolean {
   const h = normalizeHost(host);
-  if (LLM_HOSTS.some((v) => h.includes(v))) return true;
+  if (LLM_HOSTS.some((v) => isVendorHost(h, v))) return true;
   return injectable.some((s) => (s.type === "llm_a" || s.type === "llm_b") && s.hostMatch(h) && (readings === null || readings.every((p) => s.pathMatch(p))));
 }
 

@@ -52,9 +52,13 @@ export interface ListenerDeps {
   http2: boolean;
 }
 
-/** ALPN inside intercepted tunnels, in the wire format Bun takes (docs/gateway.md#http2-and-grpc). */
-const ALPN_H2 = Buffer.from("\x02h2\x08http/1.1", "latin1");
-const ALPN_H1 = Buffer.from("\x08http/1.1", "latin1");
+/**
+ * ALPN inside intercepted tunnels, in the wire format Bun takes (docs/gateway.md#http2-and-grpc). `http/1.0` is
+ * accepted too: a client that offers only it (curl --http1.0) would otherwise get a fatal TLS alert instead of an
+ * answer, and the HTTP/1.x reader serves it.
+ */
+const ALPN_H2 = Buffer.from("\x02h2\x08http/1.1\x08http/1.0", "latin1");
+const ALPN_H1 = Buffer.from("\x08http/1.1\x08http/1.0", "latin1");
 
 /** What reads an agent's connection once it is known: HTTP/1.1 or HTTP/2 (both close when idle, or when the gateway stops). */
 type AgentConnection = Idle & { closeWhenIdle(): void };
@@ -283,7 +287,7 @@ export class GatewayListener {
       secure = upgraded;
     } else {
       // TLS inside the HTTPS proxy's TLS: Bun terminates one layer per socket, node:tls does the inner one.
-      const ALPNProtocols = this.deps.http2 ? ["h2", "http/1.1"] : ["http/1.1"];
+      const ALPNProtocols = this.deps.http2 ? ["h2", "http/1.1", "http/1.0"] : ["http/1.1", "http/1.0"];
       const stream = new tls.TLSSocket(duplexOver(sock, hello), { isServer: true, secureContext: tls.createSecureContext(leaf), ALPNProtocols });
       let done = false;
       stream.once("secure", () => {

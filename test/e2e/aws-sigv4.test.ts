@@ -9,23 +9,29 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
-import { gatewayCa, resolveEntries, run } from "../support/gateway.ts";
+import { gatewayCa, resolveEntries, run, startRawUpstream, type RawUpstream } from "../support/gateway.ts";
 import { startFakeAws, type FakeAws } from "../support/fakeAws.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const REAL = { accessKeyId: "AKIAREALKEY000000001", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYREALSECRET" };
 const PLACEHOLDER_KEY_ID = "AKIAPLACEHOLDER00000";
 const HOSTS = ["s3.us-east-1.amazonaws.com", "s3.eu-west-1.amazonaws.com", "photos.s3.eu-west-1.amazonaws.com", "sts.amazonaws.com", "s3.amazonaws.com", "custom.example.test"];
+/** An origin that answers with raw bytes: it puts the signature it received in its reason phrase. */
+const REFLECTOR = "reflector.s3.us-west-2.amazonaws.com";
 
 let cg: RunningCredgate;
 let aws: FakeAws;
+let reflector: RawUpstream;
+let upstreamCaFile = "";
 let ca: { file: string };
 let proxy: string;
 
 beforeAll(async () => {
-  const pki = makePki(HOSTS);
+  const pki = makePki([...HOSTS, REFLECTOR]);
+  upstreamCaFile = pki.caFile;
   aws = startFakeAws(pki, REAL);
-  cg = await startCredgate({ env: { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries(HOSTS, aws.port) } });
+  reflector = await startRawUpstream(pki);
+  cg = await startCredgate({ env: { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `${resolveEntries(HOSTS, aws.port)},${resolveEntries([REFLECTOR], reflector.port)}` } });
   ca = await gatewayCa(cg);
   proxy = `http://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`;
   const created = await cg.api("POST", "/v1/secrets", {
@@ -42,6 +48,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await cg?.stop();
   await aws?.stop();
+  reflector?.close();
 });
 
 const agentEnv = () => ({
@@ -98,7 +105,8 @@ describe("the AWS SDK for JavaScript v3", () => {
     const r = await run(["node", "-e", script], { env: { ...agentEnv(), AWS_PORT: String(aws.port) }, timeoutMs: 60_000 });
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
-    expect(out).toEqual({ same: true, small: "hello from the sdk", keys: ["dir/big.bin", "small.txt"], account: "123456789012", userId: REAL.accessKeyId });
+    // The fake STS answers the key id as the UserId: the echo guard redacts the real key id (docs/guards.md#echo-guard).
+    expect(out).toEqual({ same: true, small: "hello from the sdk", keys: ["dir/big.bin", "small.txt"], account: "123456789012", userId: "credgate-redacted" });
     expectAllVerified(from);
     const puts = aws.seen.slice(from).filter((s) => s.method === "PUT");
     expect(puts.map((s) => s.bodyBytes >= 6 * 1024 * 1024)).toEqual([false, true]);
@@ -311,3 +319,87 @@ test("a request held for approval is signed when it is released, not when it arr
   const signedAt = seen[0]!.signedAt;
   expect(signedAt).toBeGreaterThanOrEqual(approvedAt);
 }, 60_000);
+
+/** `YYYYMMDDTHHMMSSZ`, now. */
+const amzNow = () => new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+
+/** curl -i output: the status line, the headers and the body of the last answer. */
+function answerOf(stdout: string): { statusLine: string; head: string; body: string } {
+  const end = stdout.lastIndexOf("\r\n\r\n");
+  // The CONNECT answer comes first.
+  const head = stdout.slice(stdout.lastIndexOf("\r\n\r\n", end - 1) + 4, end);
+  return { statusLine: head.split("\r\n")[0]!, head, body: stdout.slice(end + 4) };
+}
+
+describe("the echo guard covers what was signed with the real key (docs/guards.md#echo-guard)", () => {
+  test("a presigned GET good for 7 days, reflected by the origin: the agent gets neither its signature, its query nor the real key id, and what it got opens nothing", async () => {
+    const now = amzNow();
+    const q = `X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=${PLACEHOLDER_KEY_ID}%2F${now.slice(0, 8)}%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=${now}&X-Amz-Expires=604800&X-Amz-SignedHeaders=host&X-Amz-Signature=${"0".repeat(64)}`;
+    const from = aws.seen.length;
+    const r = await run(["curl", "-sS", "-i", "--proxy", proxy, "--cacert", ca.file, `https://s3.us-east-1.amazonaws.com:${aws.port}/b1/reflect/week.txt?${q}`]);
+    expect(r.code).toBe(0);
+    const seen = aws.seen[from]!;
+    // The origin verified the URL credgate signed with the real key.
+    expect({ failure: seen.failure, mode: seen.mode, keyId: seen.keyId }).toEqual({ failure: null, mode: "presigned", keyId: REAL.accessKeyId });
+    const realQuery = seen.url.slice(seen.url.indexOf("?") + 1);
+    const realSignature = new URLSearchParams(realQuery).get("X-Amz-Signature")!;
+    expect(realSignature).toMatch(/^[0-9a-f]{64}$/);
+    const got = answerOf(r.stdout);
+    expect(got.statusLine).toMatch(/^HTTP\/(1\.1|2) 200/);
+    for (const leaked of [realSignature, realQuery, REAL.accessKeyId, encodeURIComponent(realQuery)]) expect(r.stdout).not.toContain(leaked);
+    expect(got.head).toContain("x-reflected-url: /b1/reflect/week.txt?credgate-redacted");
+    const reflected = JSON.parse(got.body);
+    expect(reflected.url).toBe("/b1/reflect/week.txt?credgate-redacted");
+    // As an attacker: the URL the agent holds, straight at the origin, without the gateway.
+    const replay = await run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", upstreamCaFile, "--resolve", `s3.us-east-1.amazonaws.com:${aws.port}:127.0.0.1`, `https://s3.us-east-1.amazonaws.com:${aws.port}${reflected.url}`]);
+    expect(replay.stdout).toBe("403");
+  });
+
+  test("a header-signed PUT with UNSIGNED-PAYLOAD, reflected: the Signature= and the real key id never reach the agent, and no replay with another body verifies", async () => {
+    const now = amzNow();
+    const url = `https://s3.us-east-1.amazonaws.com:${aws.port}/b1/reflect/put.txt`;
+    const from = aws.seen.length;
+    const r = await run([
+      "curl", "-sS", "-i", "--proxy", proxy, "--cacert", ca.file, "-X", "PUT", "--data-binary", "the agent's body",
+      "-H", `authorization: AWS4-HMAC-SHA256 Credential=${PLACEHOLDER_KEY_ID}/${now.slice(0, 8)}/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=${"a".repeat(64)}`,
+      "-H", `x-amz-date: ${now}`, "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", url,
+    ]);
+    expect(r.code).toBe(0);
+    const seen = aws.seen[from]!;
+    expect({ failure: seen.failure, mode: seen.mode, keyId: seen.keyId, payloadHash: seen.payloadHash }).toEqual({ failure: null, mode: "header", keyId: REAL.accessKeyId, payloadHash: "UNSIGNED-PAYLOAD" });
+    const realSignature = /Signature=([0-9a-f]{64})/.exec(seen.authorization!)![1]!;
+    const got = answerOf(r.stdout);
+    expect(got.statusLine).toMatch(/^HTTP\/(1\.1|2) 200/);
+    for (const leaked of [realSignature, REAL.accessKeyId]) expect(r.stdout).not.toContain(leaked);
+    const reflected = JSON.parse(got.body);
+    expect(reflected.authorization).toContain("Signature=credgate-redacted");
+    expect(got.head).toContain("Signature=credgate-redacted");
+    // As an attacker: the Authorization and date the agent saw, on a PUT of another body, straight at the origin.
+    const replay = await run([
+      "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", upstreamCaFile, "--resolve", `s3.us-east-1.amazonaws.com:${aws.port}:127.0.0.1`,
+      "-X", "PUT", "--data-binary", "the attacker's body", "-H", `authorization: ${reflected.authorization}`, "-H", `x-amz-date: ${reflected.amzDate}`, "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", url,
+    ]);
+    expect(replay.stdout).toBe("403");
+    expect(aws.objects.has("b1/reflect/put.txt")).toBe(false);
+  });
+
+  test("the signature in the reason phrase, a header and the body of an origin's raw answer is redacted, header-signed and presigned", async () => {
+    reflector.respond((head, sock) => {
+      const sig = /Signature=([0-9a-f]{64})/.exec(head)?.[1] ?? "none";
+      sock.end(`HTTP/1.1 200 ${sig}\r\nx-signature: ${sig}\r\ncontent-length: ${sig.length + 5}\r\nconnection: close\r\n\r\nsig: ${sig}`);
+    });
+    const now = amzNow();
+    const presigned = `X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=${PLACEHOLDER_KEY_ID}%2F${now.slice(0, 8)}%2Fus-west-2%2Fs3%2Faws4_request&X-Amz-Date=${now}&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Signature=${"0".repeat(64)}`;
+    for (const target of [`/obj.txt`, `/obj.txt?${presigned}`]) {
+      const before = reflector.heads.length;
+      const r = await run(["curl", "-sS", "-i", "--http1.1", "--proxy", proxy, "--cacert", ca.file, `https://${REFLECTOR}:${reflector.port}${target}`]);
+      expect(r.code).toBe(0);
+      const sig = /Signature=([0-9a-f]{64})/.exec(reflector.heads[before]!)![1]!;
+      expect(sig).not.toBe("0".repeat(64));
+      expect(r.stdout).not.toContain(sig);
+      const got = answerOf(r.stdout);
+      expect({ statusLine: got.statusLine, body: got.body }).toEqual({ statusLine: "HTTP/1.1 200 credgate-redacted", body: "sig: credgate-redacted" });
+      expect(got.head).toContain("x-signature: credgate-redacted");
+    }
+  });
+});

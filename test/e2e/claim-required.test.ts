@@ -5,7 +5,7 @@
 // The partner API is not built yet: the organization is made partner-owned and unclaimed in the store.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { curlThroughGateway } from "../support/curl.ts";
-import { basic, gatewayCa, openConnect, openTlsTunnel, rawRequest, resolveEntries } from "../support/gateway.ts";
+import { basic, gatewayCa, openConnect, openTlsTunnel, parseHead, rawRequest, resolveEntries, run } from "../support/gateway.ts";
 import { makeUnclaimed } from "../support/partnerFixture.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
@@ -14,6 +14,9 @@ const API = "api.claim.test";
 const LLM_BY_KEY = "llm.claim.test";
 const VENDOR = "api.anthropic.com";
 const RAW = "raw.claim.test";
+/** Hosts that contain a vendor's name without being its domain or below it. */
+const LOOKALIKES = ["openai.com.evil.test", "notopenai.com"];
+const RAW_LOOKALIKE = "api.anthropic.com.evil.test";
 
 let cg: RunningCredgate;
 let up: TestUpstream;
@@ -23,15 +26,15 @@ let token = "";
 let claim: Awaited<ReturnType<typeof makeUnclaimed>>;
 
 beforeAll(async () => {
-  const pki = makePki([API, LLM_BY_KEY, VENDOR, RAW]);
+  const pki = makePki([API, LLM_BY_KEY, VENDOR, RAW, ...LOOKALIKES, RAW_LOOKALIKE]);
   up = startUpstream(pki);
   cg = await startCredgate({
     env: {
       CREDGATE_MODE: "cloud",
       CREDGATE_EGRESS_ALLOW: "127.0.0.1/32",
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
-      CREDGATE_RESOLVE: resolveEntries([API, LLM_BY_KEY, VENDOR, RAW], up.port),
-      CREDGATE_PASSTHROUGH_HOSTS: RAW,
+      CREDGATE_RESOLVE: resolveEntries([API, LLM_BY_KEY, VENDOR, RAW, ...LOOKALIKES, RAW_LOOKALIKE], up.port),
+      CREDGATE_PASSTHROUGH_HOSTS: `${RAW},${RAW_LOOKALIKE}`,
     },
   });
   ({ file: caFile, pem: caPem } = await gatewayCa(cg));
@@ -76,6 +79,49 @@ describe("before the claim", () => {
     const byKey = await curlThroughGateway(cg, `https://${LLM_BY_KEY}:${up.port}/v1/models`, { caFile, agentToken: token });
     expect(byKey.status).toBe(200);
     expect(up.seen.at(-1)!.headers["x-api-key"]).toBe("sk-ant-api03-claim-test");
+  });
+
+  test("a host that only contains a vendor's name is not the vendor's: openai.com.evil.test and notopenai.com → 403 claim_required", async () => {
+    const before = up.seen.length;
+    for (const host of LOOKALIKES) {
+      const r = await curlThroughGateway(cg, `https://${host}:${up.port}/v1/models`, { caFile, agentToken: token });
+      expect({ host, status: r.status, body: r.json }).toEqual({ host, status: 403, body: expected() });
+    }
+    const t = await openConnect(cg.gatewayPort, `${RAW_LOOKALIKE}:${up.port}`, basic(token));
+    expect(t.connect.status).toBe(403);
+    expect(JSON.parse(t.body)).toEqual(expected());
+    t.socket.destroy();
+    expect(up.seen.length).toBe(before);
+  });
+
+  test("the refusal reaches the agent whole on every path: HTTP/1.1 with Connection: close, HTTP/1.0, h2, absolute-form, the HTTPS proxy hop (docs/agent-errors.md)", async () => {
+    const proxy = (tls: boolean) => `${tls ? "https" : "http"}://x:${token}@127.0.0.1:${cg.gatewayPort}`;
+    const paths: [string, boolean, string[], string][] = [
+      ["TLS tunnel, Connection: close", false, ["--http1.1", "-H", "Connection: close"], "https"],
+      ["TLS tunnel, HTTP/1.0", false, ["--http1.0"], "https"],
+      ["TLS tunnel, h2", false, ["--http2"], "https"],
+      ["absolute-form, Connection: close", false, ["-H", "Connection: close"], "http"],
+      ["absolute-form, HTTP/1.0", false, ["--http1.0"], "http"],
+      ["HTTPS proxy hop, TLS in TLS, Connection: close", true, ["--http1.1", "-H", "Connection: close"], "https"],
+      ["HTTPS proxy hop, absolute-form, HTTP/1.0", true, ["--http1.0"], "http"],
+    ];
+    // Three of each at once: the answers meet the sockets' own events, as under load.
+    const runs = paths.flatMap(([name, tls, args, scheme]) =>
+      [0, 1, 2].map(async () => {
+        const r = await run(["curl", "-sS", "-i", "--proxy", proxy(tls), "--proxy-cacert", caFile, "--cacert", caFile, ...args, `${scheme}://${API}:${up.port}/paths`]);
+        if (r.code !== 0) return { name, error: r.stderr };
+        let out = Buffer.from(r.stdoutBytes);
+        for (;;) {
+          const end = out.indexOf("\r\n\r\n");
+          const head = parseHead(out.subarray(0, end));
+          out = out.subarray(end + 4);
+          if (/Connection Established/i.test(head.statusLine)) continue;
+          const length = head.headers["content-length"];
+          return { name, status: head.status, retry: head.headers["x-should-retry"], whole: length === undefined || Number(length) === out.length, body: JSON.parse(out.toString()) };
+        }
+      }),
+    );
+    for (const got of await Promise.all(runs)) expect(got).toEqual({ name: got.name, status: 403, retry: "false", whole: true, body: expected() });
   });
 
   test("a WebSocket upgrade → 403 claim_required", async () => {

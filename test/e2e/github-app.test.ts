@@ -121,6 +121,20 @@ describe("GitHub App installation tokens", () => {
     expect(gitUses.every((u) => u.scheme === "Basic" && u.token === github.mints.at(-1)!.token)).toBe(true);
   }, 60_000);
 
+  test("an origin that reflects the request hands the agent neither the minted token nor its Basic form (the echo guard, docs/guards.md#echo-guard)", async () => {
+    for (const [host, auth] of [["api.github.com", "authorization: Bearer credgate-managed"], ["github.com", "authorization: Basic eC1hY2Nlc3MtdG9rZW46Y3JlZGdhdGUtbWFuYWdlZA=="]] as const) {
+      const used = github.used.length;
+      const r = await run(["curl", "-sS", "-i", "--proxy", proxyOf(cg), "--cacert", ca.file, "-H", auth, `https://${host}/reflect`]);
+      expect(r.code).toBe(0);
+      // The origin got a live minted token, and reflected it.
+      const token = github.used[used]!.token!;
+      expect(github.mints.some((m) => m.token === token)).toBe(true);
+      const basic = Buffer.from(`x-access-token:${token}`).toString("base64");
+      expect({ host, token: r.stdout.includes(token), basic: r.stdout.includes(basic) }).toEqual({ host, token: false, basic: false });
+      expect(r.stdout).toContain(`x-reflected-authorization: ${host === "github.com" ? "Basic" : "Bearer"} credgate-redacted`);
+    }
+  });
+
   test("the secret lists with its app and installation ids and never its key", async () => {
     const list = await cg.api("GET", "/v1/secrets");
     const mine = list.body.filter((s: { injectionConfig: unknown }) => (s.injectionConfig as { githubApp?: unknown })?.githubApp);

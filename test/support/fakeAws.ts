@@ -2,7 +2,9 @@
 // real key — header signatures, presigned URLs, and every chunk and trailer signature of an aws-chunked body —
 // with a verifier written here from AWS's published algorithm (not the gateway's signer), and answers as S3
 // (PutObject, GetObject, ListObjectsV2, path-style and virtual-hosted) and STS (GetCallerIdentity) do, XML
-// included. A request whose signature does not verify gets S3's 403 SignatureDoesNotMatch.
+// included. A request whose signature does not verify gets S3's 403 SignatureDoesNotMatch. An object key under
+// `reflect/` is answered, once the signature verified, with the request's target, Authorization and X-Amz-Date
+// in the body and in headers, as an origin that reflects the request would (the echo guard's tests).
 import { createHash, createHmac } from "node:crypto";
 import type { Server } from "bun";
 import type { TestPki } from "./upstream.ts";
@@ -29,6 +31,8 @@ export interface AwsSeen {
   signedAt: number | null;
   /** Why verification failed; null when it passed. */
   failure: string | null;
+  /** The Authorization header as received. */
+  authorization: string | null;
 }
 
 export interface FakeAws {
@@ -238,7 +242,7 @@ export function startFakeAws(pki: TestPki, key: FakeAwsKey): FakeAws {
       const rawQuery = q === -1 ? "" : target.slice(q + 1);
       const host = req.headers.get("host") ?? "";
       const body = Buffer.from(await req.arrayBuffer());
-      const record: AwsSeen = { method: req.method, host, url: target, mode: "header", keyId: "", region: "", service: "", payloadHash: "", chunkSignatures: 0, trailers: {}, bodyBytes: body.length, signedAt: null, failure: null };
+      const record: AwsSeen = { method: req.method, host, url: target, mode: "header", keyId: "", region: "", service: "", payloadHash: "", chunkSignatures: 0, trailers: {}, bodyBytes: body.length, signedAt: null, failure: null, authorization: req.headers.get("authorization") };
       seen.push(record);
       let payload: Buffer = body;
       try {
@@ -278,6 +282,12 @@ export function startFakeAws(pki: TestPki, key: FakeAwsKey): FakeAws {
         );
       }
       const { bucket, key: objectKey } = bucketAndKey(host, rawPath);
+      if (objectKey.startsWith("reflect/")) {
+        const reflected = { url: target, authorization: req.headers.get("authorization"), amzDate: req.headers.get("x-amz-date") };
+        const headers: Record<string, string> = { "x-reflected-url": target };
+        if (reflected.authorization) headers["x-reflected-authorization"] = reflected.authorization;
+        return Response.json(reflected, { headers });
+      }
       if (req.method === "PUT" && objectKey) {
         objects.set(`${bucket}/${objectKey}`, payload);
         return new Response(null, { status: 200, headers: { etag: `"${createHash("md5").update(payload).digest("hex")}"`, "x-amz-request-id": "FAKE" } });

@@ -3,7 +3,9 @@
 // RS256 JWT with the app's public key (signature, `iss`, `iat`/`exp` within GitHub's 10 minutes) and answers 201
 // `{token, expires_at}` as GitHub does, counting every mint; the API (`api.github.com`) takes only
 // `Authorization: Bearer <a minted token>` (or GitHub's `token` scheme); git over HTTPS on `github.com` takes only
-// Basic `x-access-token:<a minted token>` and answers 401 with a Basic challenge otherwise, as GitHub does.
+// Basic `x-access-token:<a minted token>` and answers 401 with a Basic challenge otherwise, as GitHub does. On
+// either host, `/reflect` (with a good token) answers with the Authorization it received, in the body and a
+// header, as an origin that reflects the request would (the echo guard's tests).
 import { createPublicKey, verify, type KeyObject } from "node:crypto";
 import { randomBytes } from "node:crypto";
 import type { Server } from "bun";
@@ -82,6 +84,7 @@ export function startFakeGithub(pki: TestPki, app: { appId: number; publicKeyPem
         const m = /^(Bearer|token) (.+)$/.exec(auth ?? "");
         fake.used.push({ host, path: url.pathname, token: m?.[2] ?? null, scheme: m?.[1] ?? null });
         if (!m || !live.has(m[2]!)) return Response.json({ message: "Bad credentials" }, { status: 401 });
+        if (url.pathname === "/reflect") return Response.json({ authorization: auth }, { headers: { "x-reflected-authorization": auth! } });
         return Response.json({ total_count: 1, repositories: [{ full_name: "acme/repo" }] });
       }
       if (host === "github.com") {
@@ -89,6 +92,7 @@ export function startFakeGithub(pki: TestPki, app: { appId: number; publicKeyPem
         const [user, token] = basic ? Buffer.from(basic[1]!, "base64").toString().split(":") : [null, null];
         fake.used.push({ host, path: url.pathname, token: token ?? null, scheme: basic ? "Basic" : null });
         if (user !== "x-access-token" || !live.has(token ?? "")) return new Response("Authentication failed", { status: 401, headers: { "www-authenticate": 'Basic realm="GitHub"' } });
+        if (url.pathname === "/reflect") return Response.json({ authorization: auth, token }, { headers: { "x-reflected-authorization": auth! } });
         const answer = await git(req, { method: req.method, host, url: url.pathname + url.search, headers: {}, bodyBytes: 0, bodySha256: "" });
         return answer ?? new Response("not found", { status: 404 });
       }

@@ -264,7 +264,7 @@ export class ClientConnection implements AgentSocketEvents, Idle {
     const unreadBody = this.#body !== null && !this.#body.done;
     const close =
       this.#closing || head.http10 || unreadBody || connectionTokens(head.headers).has("close") || reply.header("connection")?.toLowerCase() === "close";
-    const writing = writeReply(this, reply, { method: head.method, close }, this.#track);
+    const writing = writeReply(this, reply, { method: head.method, close, http10: head.http10 }, this.#track);
     if (writing) writing.then(() => this.#answered(close, unreadBody));
     else this.#answered(close, unreadBody);
   }

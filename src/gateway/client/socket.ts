@@ -149,7 +149,10 @@ export class BunAgentSocket implements AgentSocket, BatchedSocket {
 
   onDrain(): void {
     if (this.upgradedTo !== null) return;
-    if (this.#out.writeQueued(this.socket)) this.#drained();
+    // Bun also says `drain` when nothing was queued (a TLS socket, once its handshake has gone out). This
+    // turn's batch may still be waiting for the end of the turn: only then has everything gone, and ending
+    // the socket before would lose it (an answer with `Connection: close` never arrived).
+    if (this.#out.writeQueued(this.socket) && this.#out.empty) this.#drained();
   }
 
   /** Everything written: end if asked to, else tell a waiting writer. */

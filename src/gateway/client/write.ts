@@ -18,6 +18,11 @@ export interface WriteOptions {
   method: string;
   /** Close the connection after this answer (said in the head). */
   close: boolean;
+  /**
+   * The request was HTTP/1.0: a client that cannot read chunked framing. A body of unknown length is sent as it
+   * comes and ends with the connection (close is then always set).
+   */
+  http10?: boolean;
 }
 
 /** Past this many bytes waiting, they are written at once rather than at the end of the tick. */
@@ -73,15 +78,16 @@ export function writeReply(target: ReplyTarget, reply: Reply, opts: WriteOptions
   let resizes = false;
   for (const t of transforms) resizes ||= t.resizes;
   const length = source === null ? 0 : resizes ? null : source.length;
-  const chunked = length === null;
-  const framing = noBody ? "" : chunked ? "transfer-encoding: chunked\r\n" : `content-length: ${length}\r\n`;
+  const unsized = length === null;
+  const chunked = unsized && !opts.http10;
+  const framing = noBody || (unsized && !chunked) ? "" : chunked ? "transfer-encoding: chunked\r\n" : `content-length: ${length}\r\n`;
 
   if (source === null) {
     socket.writeLatin1(headOf(reply, framing, opts.close, noBody));
     reply.finish(true);
     return undefined;
   }
-  const writer = new BodyWriter(target, reply, source, framing, chunked, opts.close, track);
+  const writer = new BodyWriter(target, reply, source, framing, unsized, chunked, opts.close, track);
   track(writer);
   // A body that was all there already (most small responses) has been written when start returns.
   source.start(writer);
@@ -116,6 +122,8 @@ class BodyWriter implements BodySink, ReplyInFlight {
     private readonly reply: Reply,
     private readonly source: BodySource,
     private readonly framing: string,
+    /** The length was not known when the head was made (chunked, or close-delimited for HTTP/1.0). */
+    private readonly unsized: boolean,
     private readonly chunked: boolean,
     private readonly close: boolean,
     private readonly track: (w: ReplyInFlight | null) => void,
@@ -143,7 +151,7 @@ class BodyWriter implements BodySink, ReplyInFlight {
   end(): void {
     if (this.#finished) return;
     for (const tail of endTransforms(this.reply.transforms, true)) this.#queue(tail);
-    if (!this.#headSent && this.chunked) {
+    if (!this.#headSent && this.unsized) {
       this.#headSent = true;
       this.#write([headOf(this.reply, `content-length: ${this.#pendingBytes}\r\n`, this.close, false), ...this.#pending]);
       this.#pending = [];

@@ -73,8 +73,13 @@ export interface AwsPlan {
 function plan(rq: ProxyRequest, signer: AwsSigner, scope: AwsScope, chunked: string | null, presigned: AwsPlan["presigned"] = null): RequestVerdict {
   rq.awsPlan = { signer, scope, presigned, chunked };
   rq.injected(signer.key.secretAccessKey);
+  // The real key id goes out in the credential scope: the echo guard redacts it too (docs/guards.md#echo-guard).
+  rq.injected(signer.key.accessKeyId, 0);
   return PASS;
 }
+
+/** A presigned URL's new signature, in the query the signer wrote. */
+const QUERY_SIGNATURE = /(?:^|&)X-Amz-Signature=([0-9a-fA-F]+)/;
 
 /** The header-signing plan; a signed chunked body must decode before anything goes on. */
 function planHeaders(rq: ProxyRequest, signer: AwsSigner, scope: AwsScope, bodyHash: string | null): RequestVerdict | Promise<RequestVerdict> {
@@ -140,6 +145,9 @@ function signHeaders(rq: ProxyRequest, p: AwsPlan, path: string, query: string):
   const longDate = amzDate(date);
   rq.headers.set("x-amz-date", longDate);
   rq.headers.set("authorization", authorization);
+  // Good for 15 minutes with the date beside it (with UNSIGNED-PAYLOAD, for any body): an upstream that reflects
+  // the request must not hand it to the agent (docs/guards.md#echo-guard).
+  rq.injected(signature, 0);
   if (p.chunked !== null && rq.body !== null) {
     const { signer, scope } = p;
     rq.body = resignChunks(rq.body, {
@@ -160,6 +168,11 @@ function presign(rq: ProxyRequest, p: AwsPlan, path: string, query: string): Pro
   return p.signer.presign(rq.method, path, parseQuery(query), headers, p.scope, date, expires).then(
     (newQuery): RequestVerdict => {
       rq.upstreamTarget = `${path}?${newQuery}`;
+      // A working URL for as long as its expiry (up to 7 days): neither the signature nor the query that carries
+      // it may come back to the agent (docs/guards.md#echo-guard).
+      const signature = QUERY_SIGNATURE.exec(newQuery)?.[1];
+      if (signature !== undefined) rq.injected(signature, 0);
+      rq.injected(newQuery, 0);
       rq.headers.delete("x-amz-security-token");
       return PASS;
     },

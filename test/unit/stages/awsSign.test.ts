@@ -82,6 +82,9 @@ describe("aws-sign stage", () => {
     expect(rq.headers.get("x-amz-date")).not.toBe("20250101T000000Z");
     expect(rq.headers.get("content-type")).toBe("image/jpeg");
     expect(rq.injectionCount).toBe(1);
+    // The echo guard's values (docs/guards.md#echo-guard): the key, the real key id and the new Signature=, one action.
+    const signature = /Signature=([0-9a-f]{64})$/.exec(rq.headers.get("authorization")!)![1]!;
+    expect([...rq.injectedValues].sort()).toEqual([KEY.secretAccessKey, KEY.accessKeyId, signature].sort());
   });
 
   test("region and service: the secret's override, else the agent's scope (bedrock for bedrock-runtime), else the host", async () => {
@@ -108,6 +111,11 @@ describe("aws-sign stage", () => {
     expect(rq.upstreamTarget).toContain(`X-Amz-Date=${date}&X-Amz-Expires=300`);
     expect(rq.upstreamTarget).not.toContain(PLACEHOLDER);
     expect(rq.upstreamTarget).not.toContain("Security-Token");
+    // The echo guard's values: the key, the real key id, the new X-Amz-Signature and the whole new query; one action.
+    const query = rq.upstreamTarget.slice(rq.upstreamTarget.indexOf("?") + 1);
+    const signature = new URLSearchParams(query).get("X-Amz-Signature")!;
+    expect([...rq.injectedValues].sort()).toEqual([KEY.secretAccessKey, KEY.accessKeyId, signature, query].sort());
+    expect(rq.injectionCount).toBe(1);
   });
 
   test.each([

@@ -33,6 +33,19 @@ describe("request", () => {
     }
   });
 
+  test("a vendor is matched label-wise: its domain or a subdomain of it, never a host that merely contains its name", async () => {
+    for (const host of ["openai.com", "api.openai.com", "API.OpenAI.com.", "a.b.anthropic.com:443", "generativelanguage.googleapis.com"]) {
+      const rq = testRequest({ tunnel: host, target: "/v1/models" });
+      signIn(rq, unclaimed);
+      expect({ host, outcome: await outcome(stage.request!(rq)) }).toEqual({ host, outcome: "pass" });
+    }
+    for (const host of ["openai.com.evil.test", "notopenai.com", "evil-anthropic.com", "anthropic.com-x.test", "xgenerativelanguage.googleapis.com", "googleapis.com"]) {
+      const rq = testRequest({ tunnel: host, target: "/v1/models" });
+      signIn(rq, unclaimed);
+      expect({ host, outcome: await outcome(stage.request!(rq)) }).toEqual({ host, outcome: expect.objectContaining({ decision: "claim_required", status: 403 }) });
+    }
+  });
+
   test("claimed: everything passes", async () => {
     const rq = testRequest({ tunnel: "api.github.com", target: "/user" });
     signIn(rq, agentCredentials());
@@ -59,5 +72,14 @@ describe("connect", () => {
     passthrough.connect!(llm);
     expect(llm.passthrough).toBe(true);
     expect(await outcome(stage.connect!(llm))).toBe("pass");
+  });
+
+  test("unclaimed: a passthrough tunnel to a host that only contains a vendor's name → 403 claim_required", async () => {
+    const look = passthroughStage({ passthroughHosts: ["api.openai.com.evil.test"] });
+    const tunnel = testTunnel({ authority: "api.openai.com.evil.test:443" });
+    signIn(tunnel, unclaimed);
+    look.connect!(tunnel);
+    expect(tunnel.passthrough).toBe(true);
+    expect(await outcome(stage.connect!(tunnel))).toEqual({ decision: "claim_required", status: 403, headers: {}, body });
   });
 });
