@@ -11,15 +11,15 @@ export interface Checkpoint {
   hash: string;
 }
 
-const VERSION = "v1";
+const VERSION = "ac1";
 const HEX64 = /^[0-9a-f]{64}$/;
 
 /** Lowercase hex HMAC-SHA256 of `credgate audit checkpoint v1:<seq>:<hash>` under `key`. */
 export function checkpointMac(key: Buffer, cp: Checkpoint): string {
-  return createHmac("sha256", key).update(`credgate audit checkpoint ${VERSION}:${cp.seq}:${cp.hash}`).digest("hex");
+  return createHmac("sha256", key).update(`credgate audit checkpoint v1:${cp.seq}:${cp.hash}`).digest("hex");
 }
 
-/** `v1:<seq>:<hash>:<mac>`: the stored form, in the database and in the data dir's file alike. */
+/** `ac1:<seq>:<hash>:<mac>` ("audit checkpoint", version 1; unlike sealed values it does not start with `v1:`): the stored form, in the database and in the data dir's file alike. */
 export function formatCheckpoint(key: Buffer, cp: Checkpoint): string {
   return `${VERSION}:${cp.seq}:${cp.hash}:${checkpointMac(key, cp)}`;
 }

@@ -13,10 +13,10 @@ const cp = (seq: number, hash: string): Checkpoint => ({ seq, hash });
 const linked = (events: number, hash: string, id: string | null = events === 0 ? null : `e${events}`) => ({ kind: "linked" as const, events, head: { seq: events, hash, id } });
 
 describe("the checkpoint's text and MAC", () => {
-  test("v1:<seq>:<hash>:<hex HMAC-SHA256 of 'credgate audit checkpoint v1:<seq>:<hash>'>", () => {
+  test("ac1:<seq>:<hash>:<hex HMAC-SHA256 of 'credgate audit checkpoint v1:<seq>:<hash>'>", () => {
     const text = formatCheckpoint(key, cp(7, h("a")));
     const mac = createHmac("sha256", key).update(`credgate audit checkpoint v1:7:${h("a")}`).digest("hex");
-    expect(text).toBe(`v1:7:${h("a")}:${mac}`);
+    expect(text).toBe(`ac1:7:${h("a")}:${mac}`);
     expect(checkpointMac(key, cp(7, h("a")))).toBe(mac);
     expect(readCheckpoint(key, text)).toEqual(cp(7, h("a")));
     expect(readCheckpoint(key, `${text}\n`)).toEqual(cp(7, h("a")));
@@ -39,7 +39,7 @@ describe("the checkpoint's text and MAC", () => {
     expect(readCheckpoint(key, [v, seq, h("c"), mac].join(":"))).toBeNull();
     // Recomputing the plain parts is what anyone with the database can do; the MAC is what they cannot.
     expect(readCheckpoint(key, [v, "4", hash, createHmac("sha256", "guess").update(`credgate audit checkpoint v1:4:${hash}`).digest("hex")].join(":"))).toBeNull();
-    for (const bad of ["", "v1", "v2:3:" + h("b") + ":" + mac, `v1:-3:${hash}:${mac}`, `v1:03:${hash}:${mac}`, `v1:3:${hash.toUpperCase()}:${mac}`, `v1:3:${hash}:${mac}:x`, `v1:3:${hash}:zz`]) {
+    for (const bad of ["", "ac1", "v1:3:" + h("b") + ":" + mac, `ac1:-3:${hash}:${mac}`, `ac1:03:${hash}:${mac}`, `ac1:3:${hash.toUpperCase()}:${mac}`, `ac1:3:${hash}:${mac}:x`, `ac1:3:${hash}:zz`]) {
       expect(readCheckpoint(key, bad)).toBeNull();
     }
     expect(readCheckpoint(key, null)).toBeNull();
