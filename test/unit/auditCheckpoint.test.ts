@@ -33,7 +33,7 @@ describe("the checkpoint's text and MAC", () => {
 
   test("refused: another key, an edited seq or hash (the MAC no longer matches), garbage, absent", () => {
     const text = formatCheckpoint(key, cp(3, h("b")));
-    const [v, seq, hash, mac] = text.split(":");
+    const [v, seq, hash, mac] = text.split(":") as [string, string, string, string];
     expect(readCheckpoint(randomBytes(32), text)).toBeNull();
     expect(readCheckpoint(key, [v, "4", hash, mac].join(":"))).toBeNull();
     expect(readCheckpoint(key, [v, seq, h("c"), mac].join(":"))).toBeNull();
@@ -59,7 +59,7 @@ describe("judgeChain: the newest event against the checkpoints", () => {
   });
 
   test("absent or forged (null), another hash at the same seq (rewritten), or behind the head (stale): mismatch", () => {
-    const mismatch = (events: number) => ({ intact: false, events, checkpointMismatch: true });
+    const mismatch = (events: number) => ({ intact: false, events, checkpointMismatch: true }) as const;
     expect(judgeChain(linked(3, h("a")), null)).toEqual(mismatch(3));
     expect(judgeChain(linked(0, GENESIS_HASH), null)).toEqual(mismatch(0));
     expect(judgeChain(linked(3, h("a")), cp(3, h("b")))).toEqual(mismatch(3));
@@ -67,7 +67,7 @@ describe("judgeChain: the newest event against the checkpoints", () => {
   });
 
   test("the copy beside (SQLite): at the head or behind it on the chain is fine; ahead of it, off the chain, absent or forged is not", () => {
-    const mismatch = { intact: false, events: 3, checkpointMismatch: true };
+    const mismatch = { intact: false, events: 3, checkpointMismatch: true } as const;
     expect(judgeChain(linked(3, h("a")), cp(3, h("a")), cp(3, h("a")), true)).toEqual({ intact: true, events: 3 });
     expect(judgeChain(linked(3, h("a")), cp(3, h("a")), cp(2, h("c")), true)).toEqual({ intact: true, events: 3 });
     expect(judgeChain(linked(3, h("a")), cp(3, h("a")), cp(2, h("c")), false)).toEqual(mismatch);
