@@ -182,6 +182,8 @@ export class AuditService {
   readonly #scopes = new AsyncLocalStorage<AuditScope>();
 
   #warned = false;
+  /** The `seq` of the newest checkpoint this process has scheduled for the data dir's file. */
+  #fileScheduled = 0;
 
   constructor(
     private readonly store: Store,
@@ -306,15 +308,23 @@ export class AuditService {
     const text = readCheckpointFile(this.anchor.file);
     if (text === null) return { stored: atHead, file: atHead };
     const beside = readCheckpoint(this.anchor.key, text);
-    const onChain = beside !== null && beside.seq <= head.seq && (await this.#hashAt(beside.seq)) === beside.hash;
-    return { stored: atHead, file: atHead && onChain };
+    return { stored: atHead, file: atHead && beside !== null && (await this.#onChain(beside, head)) };
+  }
+
+  /** Whether `cp` names the head or an event before it with that event's hash. */
+  async #onChain(cp: Checkpoint, head: Checkpoint): Promise<boolean> {
+    if (cp.seq === head.seq) return cp.hash === head.hash;
+    return cp.seq < head.seq && (await this.#hashAt(cp.seq)) === cp.hash;
   }
 
   #writeFileAfterCommit(cp: Checkpoint): void {
     const file = this.anchor.file;
     if (file === null) return;
     const text = formatCheckpoint(this.anchor.key, cp);
+    this.#fileScheduled = cp.seq;
     this.store.afterCommit(() => {
+      // A transaction that appended many events writes the file once, for its last one.
+      if (cp.seq < this.#fileScheduled) return;
       try {
         // Another process on the same file may have committed and written a later head meanwhile.
         const current = readCheckpoint(this.anchor.key, readCheckpointFile(file));
@@ -431,8 +441,7 @@ export class AuditService {
     const walk = { kind: "linked" as const, events, head: { seq: events, hash: previous, id: headId } };
     if (this.anchor.file === null) return judgeChain(walk, stored);
     const beside = readCheckpoint(this.anchor.key, readCheckpointFile(this.anchor.file));
-    const onChain = beside !== null && beside.seq <= events && (await this.#hashAt(beside.seq)) === beside.hash;
-    return judgeChain(walk, stored, beside, onChain);
+    return judgeChain(walk, stored, beside, beside !== null && (await this.#onChain(beside, walk.head)));
   }
 }
 

@@ -519,6 +519,23 @@ describe("the anchored chain (docs/operations.md#the-checkpoint)", () => {
     } else expect(existsSync(checkpointFile(api))).toBe(false);
   });
 
+  test("one transaction with several events: the checkpoint and its copy name the last of them", async () => {
+    const { api } = await withEvents(1);
+    const { store, services } = api.core;
+    const scope = { actor: { kind: "cli" as const, id: "tester", userId: null }, action: "credgate test", address: null, organizationId: null, projectId: null, partnerId: null };
+    await services.deps.audit.write(scope, () => ({ targetType: "x", targetId: null }), () =>
+      store.transaction(async () => {
+        for (let i = 0; i < 5; i++) await services.deps.audit.record({ targetType: "thing", targetId: String(i), before: null, after: { i } });
+      }),
+    );
+    const rows = await events(api);
+    expect(rows.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    const key = services.deps.sealer.deriveKey(CHECKPOINT_KEY_PURPOSE);
+    expect(readCheckpoint(key, await storedCheckpoint(api))).toEqual({ seq: 6, hash: rows[5]!.hash });
+    if (sqlite(api)) expect(readCheckpoint(key, readFileSync(checkpointFile(api), "utf8"))).toEqual({ seq: 6, hash: rows[5]!.hash });
+    expect(await services.deps.audit.verify()).toEqual({ intact: true, events: 6 });
+  });
+
   test("the two newest events deleted: 2 events missing after the one before them; every event deleted: after genesis", async () => {
     const { api, rows } = await withEvents(4);
     const { audit } = api.core.services.deps;

@@ -159,12 +159,23 @@ describe("the anchored chain through the real CLI (docs/operations.md#the-checkp
     expect((await verifyOf(d)).stdout).toBe("audit chain intact: 4 events\n");
   });
 
+  test("a stale checkpoint (an earlier one put back after more writes): 'checkpoint does not match'", async () => {
+    const current = (await queryStore<{ value: string }>(d, sql`SELECT value FROM settings WHERE key = 'audit_checkpoint'`))[0]!.value;
+    expect((await d.api("POST", "/v1/agents", { body: { name: "Stale", identifier: "stale", mode: "all" } })).status).toBe(201);
+    expect((await verifyOf(d)).stdout).toBe("audit chain intact: 5 events\n");
+    const newer = (await queryStore<{ value: string }>(d, sql`SELECT value FROM settings WHERE key = 'audit_checkpoint'`))[0]!.value;
+    await queryStore(d, sql`UPDATE settings SET value = ${current} WHERE key = 'audit_checkpoint'`, true);
+    expect(await verifyOf(d)).toEqual({ code: 1, stdout: "audit chain broken: checkpoint does not match\n", stderr: "" });
+    await queryStore(d, sql`UPDATE settings SET value = ${newer} WHERE key = 'audit_checkpoint'`, true);
+    expect((await verifyOf(d)).stdout).toBe("audit chain intact: 5 events\n");
+  });
+
   test("SQLite: an older database file put back is reported; credgate restore of the same backup verifies", async () => {
     if (d.env.CREDGATE_DATABASE_URL) return; // PostgreSQL: pg_dump / pg_restore, and no file beside
     const backup = join(tempDir(), "before.db");
     expect((await runCli(["backup", "--to", backup, "--data-dir", d.dataDir], d.env)).code).toBe(0);
     expect((await d.api("POST", "/v1/agents", { body: { name: "Later", identifier: "later", mode: "all" } })).status).toBe(201);
-    expect((await verifyOf(d)).stdout).toBe("audit chain intact: 5 events\n");
+    expect((await verifyOf(d)).stdout).toBe("audit chain intact: 6 events\n");
     expect(await d.stop()).toBe(0);
     // Put back by hand: the database's own checkpoint matches it, the copy beside it names event 5.
     for (const f of ["credgate.db-wal", "credgate.db-shm"]) rmSync(join(d.dataDir, f), { force: true });
@@ -173,10 +184,10 @@ describe("the anchored chain through the real CLI (docs/operations.md#the-checkp
     const restored = await runCli(["restore", "--from", backup, "--data-dir", d.dataDir], d.env);
     expect(restored.code).toBe(0);
     expect(existsSync(join(d.dataDir, "audit-checkpoint"))).toBe(true);
-    expect(await verifyOf(d)).toEqual({ code: 0, stdout: "audit chain intact: 4 events\n", stderr: "" });
+    expect(await verifyOf(d)).toEqual({ code: 0, stdout: "audit chain intact: 5 events\n", stderr: "" });
     // And the server goes on from there: its next write extends the restored chain.
     d = await startCredgate({ dataDir: d.dataDir, env: d.env });
     expect((await d.api("POST", "/v1/agents", { body: { name: "After", identifier: "after-restore", mode: "all" } })).status).toBe(201);
-    expect(await verifyOf(d)).toEqual({ code: 0, stdout: "audit chain intact: 5 events\n", stderr: "" });
+    expect(await verifyOf(d)).toEqual({ code: 0, stdout: "audit chain intact: 6 events\n", stderr: "" });
   }, 60_000);
 });
