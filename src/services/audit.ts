@@ -382,8 +382,16 @@ export class AuditService {
       if (stored === null || stored.seq !== head.seq || stored.hash !== head.hash) return;
       await this.#storeCheckpoint(head);
       if (old.file !== null) {
+        const file = old.file;
         const text = formatCheckpoint(newKey, head);
-        this.store.afterCommit(() => writeCheckpointFile(old.file!, text));
+        // Never thrown after the commit: the rotation has happened, and its caller must go on to keep the new key.
+        this.store.afterCommit(() => {
+          try {
+            writeCheckpointFile(file, text);
+          } catch (err) {
+            log.error("audit checkpoint file not written", { file, error: (err as Error).message });
+          }
+        });
       }
     });
   }
