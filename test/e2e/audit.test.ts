@@ -88,6 +88,15 @@ describe("credgate audit verify and the events of API and CLI writes", () => {
     }
   }, 60_000);
 
+  test("another master key: refused with one line, exit 1 (without the key no checkpoint can be checked)", async () => {
+    const wrong = Buffer.alloc(32, 0x55).toString("base64");
+    const r = await runCli(["audit", "verify", "--data-dir", c.dataDir], { ...c.env, CREDGATE_MASTER_KEY: wrong });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toStartWith("credgate: master key does not match the data in ");
+    expect(r.stderr.split("\n").length).toBe(2);
+  });
+
   test("a data dir without data: one line, exit 1", async () => {
     const r = await runCli(["audit", "verify", "--data-dir", "/nonexistent/credgate-data"], {});
     expect(r.code).toBe(1);
