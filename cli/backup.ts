@@ -1,9 +1,14 @@
 // `credgate backup --to FILE` and `credgate restore --from FILE` (docs/operations.md#backups): a consistent copy
 // of the embedded SQLite database while the server runs, and putting one back with the server stopped. The
-// master key is never part of a backup. With PostgreSQL both commands point at pg_dump / pg_restore.
+// master key is never part of a backup. With PostgreSQL both commands point at pg_dump / pg_restore. A restore
+// also puts the data dir's copy of the audit checkpoint in step with the database it restored
+// (docs/operations.md#the-checkpoint): the copy of the database it replaced would name a later head.
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
+import { readCheckpoint } from "../src/core/auditCheckpoint.ts";
 import { MASTER_KEY_FILE, readMasterKey } from "../src/crypto/masterKey.ts";
+import { auditCheckpointPath, removeCheckpointFile, writeCheckpointFile } from "../src/runtime/auditCheckpointFile.ts";
+import { CHECKPOINT_KEY_PURPOSE } from "../src/services/audit.ts";
 import { Sealer } from "../src/crypto/seal.ts";
 import { loadConfig, type Config } from "../src/runtime/config.ts";
 import { prepareDataDir } from "../src/runtime/dataDir.ts";
@@ -51,6 +56,19 @@ function checkMasterKey(config: Config, from: string, facts: BackupFacts): strin
   return null;
 }
 
+/**
+ * The data dir's copy of the audit checkpoint, for the database just restored: its own checkpoint when the key
+ * proves it; otherwise no copy (a backup from before the checkpoint, or no key here yet), which the next start
+ * writes from the database.
+ */
+function matchCheckpointFile(config: Config, facts: BackupFacts): void {
+  const file = auditCheckpointPath(config.dataDir);
+  const key = readMasterKey(config.dataDir, config.masterKey);
+  const text = facts.auditCheckpoint;
+  if (key !== null && text !== null && readCheckpoint(new Sealer(key).deriveKey(CHECKPOINT_KEY_PURPOSE), text) !== null) writeCheckpointFile(file, text.trim());
+  else removeCheckpointFile(file);
+}
+
 export function registerBackup(program: Command): void {
   program
     .command("backup")
@@ -84,6 +102,7 @@ export function registerBackup(program: Command): void {
         prepareDataDir(config.dataDir);
         const keyNote = checkMasterKey(config, from, facts);
         const kept = replaceDatabase(config.dataDir, from);
+        matchCheckpointFile(config, facts);
         process.stdout.write(`restored ${from} into ${join(config.dataDir, DB_FILE)}\n`);
         if (kept) process.stdout.write(`the previous database was kept as ${kept}\n`);
         if (keyNote) process.stdout.write(`${keyNote}\n`);

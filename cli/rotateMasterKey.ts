@@ -11,7 +11,7 @@ import { loadConfig } from "../src/runtime/config.ts";
 import { Sealer } from "../src/crypto/seal.ts";
 import { rotateSealedValues } from "../src/services/masterKeyRotation.ts";
 import { DB_FILE, openStore } from "../src/store/open.ts";
-import { AuditService } from "../src/services/audit.ts";
+import { auditAnchorOf, AuditService, CHECKPOINT_KEY_PURPOSE } from "../src/services/audit.ts";
 import { cliAuditScope } from "./audit.ts";
 import { fail } from "./fail.ts";
 
@@ -49,12 +49,14 @@ export function registerRotateMasterKey(program: Command): void {
         const store = await openStore(config);
         let rotated;
         try {
-          // One audit event, in the rotation's transaction (docs/operations.md#audit-log).
-          const audit = new AuditService(store);
+          // One audit event, in the rotation's transaction (docs/operations.md#audit-log); the checkpoint it
+          // moves is MACed again under the new key in the same transaction (docs/operations.md#the-checkpoint).
+          const audit = new AuditService(store, auditAnchorOf(new Sealer(oldKey), config));
           rotated = await audit.write(cliAuditScope("rotate-master-key"), () => MASTER_KEY_TARGET, () =>
             store.transaction(async () => {
               const done = await rotateSealedValues(store, new Sealer(oldKey), new Sealer(newKey));
               await audit.record({ ...MASTER_KEY_TARGET, before: { masterKey: "old" }, after: { masterKey: "new" } });
+              await audit.rekey(new Sealer(newKey).deriveKey(CHECKPOINT_KEY_PURPOSE));
               return done;
             }),
           );

@@ -62,6 +62,8 @@ export async function openCore(config: Config, opts: { readOnly?: boolean; insta
     const instanceId = readOnly ? crypto.randomUUID() : `${loadInstanceId(config.dataDir)}${opts.instance ? `:${opts.instance}` : ""}`;
     setClockOffset(config.testNowOffsetSeconds);
     const services = createServices({ store, instanceId, sealer, config, events }, { egress: (outbound) => new EgressGuard(config, outbound) });
+    // Before the first write can append an event (docs/operations.md#the-checkpoint).
+    if (!readOnly) await services.deps.audit.anchorAtStart();
     const info = readOnly ? await readBootstrap(services) : await bootstrap(services);
     if (!info) throw noData();
     return {

@@ -21,6 +21,8 @@ const POSTGRES_RUN = [
   "test/e2e/approval-store.test.ts",
   "test/e2e/notifications.test.ts",
   "test/e2e/remembered-approvals.test.ts",
+  // A decision served by an instance whose clock is past an approval held by another.
+  "test/e2e/approval-expiry.test.ts",
   "test/e2e/apps-gateway.test.ts",
   "test/e2e/llm-metering.test.ts",
   "test/e2e/budgets.test.ts",

@@ -5,12 +5,13 @@ import { accessSync, chmodSync, constants, existsSync, mkdirSync, statSync } fro
 import { dirname, join } from "node:path";
 import { MASTER_KEY_FILE } from "../crypto/masterKey.ts";
 import { INSTANCE_ID_FILE } from "./instanceId.ts";
+import { AUDIT_CHECKPOINT_FILE } from "./auditCheckpointFile.ts";
 import { DB_FILE } from "../store/open.ts";
 
 export class DataDirError extends Error {}
 
 /** The files credgate keeps in the data dir (the CA's in crypto/ca.ts); each must be readable and writable. */
-const OWN_FILES = [MASTER_KEY_FILE, DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, INSTANCE_ID_FILE, "ca.pem", "ca.key"];
+const OWN_FILES = [MASTER_KEY_FILE, DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, INSTANCE_ID_FILE, AUDIT_CHECKPOINT_FILE, "ca.pem", "ca.key"];
 
 const uid = (): number | null => process.getuid?.() ?? null;
 

@@ -54,7 +54,8 @@ const linkNotFound = () => ApiError.envelope(404, "Approval not found");
 const linkGone = () => ApiError.envelope(410, "Approval is no longer pending");
 
 /** What an approval link's page shows: the request while it is pending, or why not. */
-export type LinkState = { state: "pending"; row: ApprovalRow } | { state: "gone" } | { state: "not_found" };
+/** `unsettled`: still pending in the store although past its expiresAt (no timer settled it yet). */
+export type LinkState = { state: "pending"; row: ApprovalRow } | { state: "gone"; unsettled: boolean } | { state: "not_found" };
 
 /** Held requests re-read their status this often, in case a change event from another instance was lost. */
 const RECHECK_MS = 1500;
@@ -270,13 +271,19 @@ export class ApprovalService {
     return false;
   }
 
-  /** The compare-and-swap out of `pending`: what changed, or null when it was no longer pending. */
-  async #markSettled(id: string, status: Outcome, by?: { userId: string | null; email: string | null }): Promise<{ id: string; projectId: string; organizationId: string } | null> {
+  /**
+   * The compare-and-swap out of `pending`: what changed, or null when it was no longer pending. `unexpiredAt`
+   * (a person's decision): also null when the approval's `expiresAt` is not after that time, whatever this or any
+   * other process's timer did (docs/policy.md#approvals).
+   */
+  async #markSettled(id: string, status: Outcome, by?: { userId: string | null; email: string | null }, unexpiredAt?: string): Promise<{ id: string; projectId: string; organizationId: string } | null> {
     const { approvals } = this.t;
+    const where = [eq(approvals.id, id), eq(approvals.status, "pending")];
+    if (unexpiredAt !== undefined) where.push(gt(approvals.expiresAt, unexpiredAt));
     const [changed] = await this.db
       .update(approvals)
       .set({ status, decidedAt: nowIso(), decidedByUserId: by?.userId ?? null, decidedByEmail: by?.email ?? null })
-      .where(and(eq(approvals.id, id), eq(approvals.status, "pending")))
+      .where(and(...where))
       .returning({ id: approvals.id, projectId: approvals.projectId, organizationId: approvals.organizationId });
     return changed ?? null;
   }
@@ -323,7 +330,11 @@ export class ApprovalService {
   async decideByLink(id: string, token: string, decision: Decision, rememberMinutes?: number): Promise<string | null> {
     const link = await this.linkState(id, token);
     if (link.state === "not_found") throw linkNotFound();
-    if (link.state === "gone") throw linkGone();
+    if (link.state === "gone") {
+      // Past its expiresAt: the decision expires it, as a reviewer's would (#decide).
+      if (link.unsettled) await this.settle(id, "expired");
+      throw linkGone();
+    }
     return this.#decide(link.row, decision, { kind: "link" }, rememberMinutes, linkGone);
   }
 
@@ -331,9 +342,15 @@ export class ApprovalService {
   async linkState(id: string, token: string): Promise<LinkState> {
     const [row] = await this.db.select().from(this.t.approvals).where(eq(this.t.approvals.id, id)).limit(1);
     if (!row?.linkTokenHash || !timingSafeEqual(Buffer.from(tokenHash(token), "hex"), Buffer.from(row.linkTokenHash, "hex"))) return { state: "not_found" };
-    return row.status === "pending" && Date.parse(row.expiresAt) > clockNow() ? { state: "pending", row } : { state: "gone" };
+    if (row.status !== "pending") return { state: "gone", unsettled: false };
+    return Date.parse(row.expiresAt) > clockNow() ? { state: "pending", row } : { state: "gone", unsettled: true };
   }
 
+  /**
+   * A person's decision. An approval past its `expiresAt` is expired, never decided, even while its row still
+   * says pending: the timer that settles it runs only in the process holding the request, and that process may
+   * have restarted, or another process or instance may serve this decision (docs/policy.md#approvals).
+   */
   async #decide(row: ApprovalRow, decision: Decision, by: DecidedBy, rememberMinutes: number | undefined, gone: () => ApiError): Promise<string | null> {
     if (row.status !== "pending") throw gone();
     if (Date.parse(row.expiresAt) <= clockNow()) {
@@ -345,7 +362,8 @@ export class ApprovalService {
     // The remembered approval is in place, and announced before the decision (events go out in order at commit),
     // so the agent's next request, whichever process or instance takes it, already finds it.
     const outcome = await this.deps.store.transaction(async () => {
-      const changed = await this.#markSettled(row.id, status, person);
+      // The expiry is part of the swap too: the approval may expire between the check above and this statement.
+      const changed = await this.#markSettled(row.id, status, person, clockIso());
       if (!changed) return null;
       const remember = decision === "approve" && rememberMinutes !== undefined && row.ruleId !== null && row.ruleName !== null;
       const until = remember
@@ -355,7 +373,8 @@ export class ApprovalService {
       return { until };
     });
     if (!outcome) {
-      if (this.#holders.has(row.id)) await this.#followStored([row.id]);
+      if (Date.parse(row.expiresAt) <= clockNow()) await this.settle(row.id, "expired");
+      else if (this.#holders.has(row.id)) await this.#followStored([row.id]);
       throw gone();
     }
     this.#settled(row.id, status);

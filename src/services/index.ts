@@ -2,7 +2,7 @@
 import { findApp } from "../apps/index.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { AccessService } from "./access.ts";
-import { AuditService } from "./audit.ts";
+import { auditAnchorOf, AuditService } from "./audit.ts";
 import { AgentService } from "./agents.ts";
 import { AppConfigService } from "./appConfigs.ts";
 import { AppCatalogService } from "./apps.ts";
@@ -93,7 +93,7 @@ export interface ServiceParts {
 }
 
 export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceParts): Services {
-  const deps: ServiceDeps = { ...base, audit: new AuditService(base.store) };
+  const deps: ServiceDeps = { ...base, audit: new AuditService(base.store, auditAnchorOf(base.sealer, base.config)) };
   const agents = new AgentService(deps);
   const secrets = new SecretService(deps);
   const caches = new SharedCaches();

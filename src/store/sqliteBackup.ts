@@ -75,6 +75,8 @@ export interface BackupFacts {
   masterKeyCheck: string | null;
   /** One sealed API-key copy: what proves the key on a database from before the check value. */
   sealedProof: string | null;
+  /** The audit chain's checkpoint as the file stores it (docs/operations.md#the-checkpoint), or null. */
+  auditCheckpoint: string | null;
 }
 
 /**
@@ -112,7 +114,8 @@ export function inspectBackup(file: string, migrations: EmbeddedMigration[] = sq
     }
     const setting = db.query("SELECT value FROM settings WHERE key = 'master_key_check'").get() as { value: string } | null;
     const proof = db.query("SELECT token_sealed AS value FROM api_keys LIMIT 1").get() as { value: string } | null;
-    return { newestMigration: Math.max(...applied), masterKeyCheck: setting?.value ?? null, sealedProof: proof?.value ?? null };
+    const checkpoint = db.query("SELECT value FROM settings WHERE key = 'audit_checkpoint'").get() as { value: string } | null;
+    return { newestMigration: Math.max(...applied), masterKeyCheck: setting?.value ?? null, sealedProof: proof?.value ?? null, auditCheckpoint: checkpoint?.value ?? null };
   } finally {
     db.close();
   }

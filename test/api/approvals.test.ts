@@ -1,6 +1,9 @@
 // Approvals API (docs/policy.md#approvals, docs/policy.md#reviewing-approvals) through the in-process API. Held requests come from
 // the real approval service (`hold`, what the gateway calls); the gateway side is in test/e2e/policy-gateway.
 import { beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
+import { tokenHash } from "../../src/crypto/hash.ts";
+import { setClockOffset } from "../../src/runtime/clock.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { addMember, addOrganization, addProject, expectEnvelope, expectFlat, expectUnauthorized, ISO_MS } from "./helpers.ts";
 
@@ -13,7 +16,7 @@ beforeAll(async () => {
 });
 
 /** A pending approval, as the gateway's hold stage creates it, for the project's default agent. */
-async function hold(a: TestApi, projectId = a.projectId, path = "/v1/send") {
+async function hold(a: TestApi, projectId = a.projectId, path = "/v1/send", rule: { logicalId: string; name: string } | null = null) {
   const { agents, orgs } = a.core.services;
   const agent = (await agents.list(projectId)).find((x) => x.isDefault)!;
   const project = (await orgs.getProject(projectId))!;
@@ -28,6 +31,7 @@ async function hold(a: TestApi, projectId = a.projectId, path = "/v1/send") {
     headers: { "content-type": "application/json" },
     bodyPreview: 'POST request\nEndpoint: /v1/send\nBody: {"a":1}',
     summary: { action: "POST request", details: [{ label: "Endpoint", value: "/v1/send" }, { label: "Body", value: '{"a":1}' }] },
+    rule,
   });
 }
 
@@ -237,5 +241,84 @@ describe("with held requests", () => {
     expect(performance.now() - t0).toBeLessThan(1000);
     expect(res.body.requests).toEqual([]);
     expect((await a.call("GET", `/v1/approvals/${held.row.id}`)).body.status).toBe("cancelled");
+  });
+});
+
+describe("a decision on an approval still pending but past its expiresAt (its timer never ran here)", () => {
+  // The clock that expiries read moved past the approval's end (CREDGATE_TEST_NOW_OFFSET_SECONDS does this to a
+  // whole process): what a process sees when the holder's timer did not settle the row first — the holder
+  // restarted, or another process or instance serves the decision. The holding timer (real time) never fires here.
+  async function expiredButPending(a: TestApi) {
+    const held = await hold(a, a.projectId, "/v1/send", { logicalId: crypto.randomUUID(), name: "Needs a person" });
+    setClockOffset(a.core.config.approvalTimeoutSeconds + 1);
+    const row = (await a.core.store.query<{ status: string }>(sql`SELECT status FROM approvals WHERE id = ${held.row.id}`))[0]!;
+    expect(row.status).toBe("pending");
+    return held;
+  }
+  const rememberedRows = async (a: TestApi) => Number((await a.core.store.query<{ n: number }>(sql`SELECT count(*) AS n FROM remembered_approvals`))[0]!.n);
+
+  test("approve with remember → 410 approval_expired; the approval is expired, undecided, and nothing is remembered", async () => {
+    const a = await createTestApi();
+    try {
+      const held = await expiredButPending(a);
+      const res = await a.call("POST", `/v1/approvals/${held.row.id}/decision`, { body: { decision: "approve", remember: { minutes: 30 } } });
+      expect(res.text).toBe('{"error":"approval_expired"}');
+      expectFlat(res, 410, "approval_expired");
+      expect(await held.outcome).toBe("expired");
+      expect((await a.call("GET", `/v1/approvals/${held.row.id}`)).body).toMatchObject({ status: "expired", decidedBy: null });
+      expect(await rememberedRows(a)).toBe(0);
+      expect((await a.call("GET", "/v1/approvals/remembered")).body).toEqual([]);
+      // Settled once: a second try is the same 410.
+      expectFlat(await a.call("POST", `/v1/approvals/${held.row.id}/decision`, { body: { decision: "deny" } }), 410, "approval_expired");
+    } finally {
+      setClockOffset(0);
+    }
+  });
+
+  test("deny, and an org key without X-Project-Id, get the same 410", async () => {
+    const a = await createTestApi();
+    try {
+      const first = await expiredButPending(a);
+      expectFlat(await a.call("POST", `/v1/approvals/${first.row.id}/decision`, { body: { decision: "deny" } }), 410, "approval_expired");
+      expect((await a.call("GET", `/v1/approvals/${first.row.id}`)).body.status).toBe("expired");
+      setClockOffset(0);
+      const second = await expiredButPending(a);
+      expectFlat(await a.call("POST", `/v1/approvals/${second.row.id}/decision`, { key: a.orgKey, body: { decision: "approve", remember: { minutes: 5 } } }), 410, "approval_expired");
+      expect((await a.call("GET", `/v1/approvals/${second.row.id}`)).body.status).toBe("expired");
+      expect(await rememberedRows(a)).toBe(0);
+    } finally {
+      setClockOffset(0);
+    }
+  });
+
+  test("the approval link: approve with remember → 410 Approval is no longer pending; expired, nothing remembered", async () => {
+    const a = await createTestApi();
+    try {
+      const held = await expiredButPending(a);
+      // The link token is sent only to notification channels: this test sets a known one.
+      const token = "b".repeat(64);
+      await a.core.store.query(sql`UPDATE approvals SET link_token_hash = ${tokenHash(token)} WHERE id = ${held.row.id}`);
+      const res = await a.call("POST", `/v1/approvals/${held.row.id}/link-decision`, { key: null, body: { token, decision: "approve", remember: { minutes: 30 } } });
+      expectEnvelope(res, 410, "Approval is no longer pending");
+      expect((await a.call("GET", `/v1/approvals/${held.row.id}`)).body.status).toBe("expired");
+      expect(await held.outcome).toBe("expired");
+      expect(await rememberedRows(a)).toBe(0);
+    } finally {
+      setClockOffset(0);
+    }
+  });
+
+  test("before its expiresAt the same decision succeeds (the clock moved, but not past it)", async () => {
+    const a = await createTestApi();
+    try {
+      const held = await hold(a, a.projectId, "/v1/send", { logicalId: crypto.randomUUID(), name: "Needs a person" });
+      setClockOffset(a.core.config.approvalTimeoutSeconds - 30);
+      const res = await a.call("POST", `/v1/approvals/${held.row.id}/decision`, { body: { decision: "approve", remember: { minutes: 30 } } });
+      expect(res.status).toBe(200);
+      expect(await held.outcome).toBe("approved");
+      expect(await rememberedRows(a)).toBe(1);
+    } finally {
+      setClockOffset(0);
+    }
   });
 });

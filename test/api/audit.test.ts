@@ -1,11 +1,18 @@
 // The audit log (docs/operations.md#audit-log) through the in-process API: every mutating route of cloud mode,
 // performed once with a body that succeeds, leaves an event with its action template, its actor and target; no
 // secret value, key, token or password reaches the audit table; GET /v1/org/audit pages and filters; the chain
-// verifies and breaks where a row was edited or deleted.
+// verifies and breaks where a row was edited or deleted; the checkpoint (docs/operations.md#the-checkpoint) shows a
+// cut tail, a chain rewritten without the master key, a stale checkpoint and (SQLite) an older database put back.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { allRoutes } from "../../src/api/app.ts";
 import { actionOf } from "../../src/api/auditedWrite.ts";
+import { chainCheckLine, formatCheckpoint, readCheckpoint } from "../../src/core/auditCheckpoint.ts";
+import { AUDIT_CHECKPOINT_FILE } from "../../src/runtime/auditCheckpointFile.ts";
+import { chainHash, CHECKPOINT_KEY_PURPOSE, CHECKPOINT_SETTING, GENESIS_HASH } from "../../src/services/audit.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { makePki } from "../support/upstream.ts";
 import { addMember, addOrganization, expectFlat } from "./helpers.ts";
@@ -464,5 +471,170 @@ describe("the chain", () => {
       ),
     ).rejects.toThrow("rolled back");
     expect(await events(api)).toEqual([]);
+  });
+});
+
+/** The chain recomputed by someone who can write the database but has no master key: every plain hash made to follow. */
+async function rewriteChain(a: TestApi): Promise<void> {
+  let previous = GENESIS_HASH;
+  for (const r of await a.core.store.query<Record<string, any>>(sql`SELECT * FROM audit_events ORDER BY seq`)) {
+    const hash = chainHash(previous, {
+      id: r.id,
+      at: r.at,
+      organizationId: r.organization_id,
+      partnerId: r.partner_id,
+      projectId: r.project_id,
+      actor: { kind: r.actor_kind, id: r.actor_id, email: r.actor_email },
+      action: r.action,
+      targetType: r.target_type,
+      targetId: r.target_id,
+      address: r.address,
+      changes: JSON.parse(r.changes),
+    });
+    await a.core.store.query(sql`UPDATE audit_events SET hash = ${hash} WHERE id = ${r.id}`);
+    previous = hash;
+  }
+}
+
+const storedCheckpoint = async (a: TestApi) => (await a.core.store.query<{ value: string }>(sql`SELECT value FROM settings WHERE key = ${CHECKPOINT_SETTING}`))[0]?.value ?? null;
+const checkpointFile = (a: TestApi) => join(a.dataDir, AUDIT_CHECKPOINT_FILE);
+const sqlite = (a: TestApi) => a.core.store.engine === "sqlite";
+
+describe("the anchored chain (docs/operations.md#the-checkpoint)", () => {
+  async function withEvents(n: number): Promise<{ api: TestApi; rows: EventRow[] }> {
+    const api = await createTestApi();
+    for (let i = 0; i < n; i++) expect((await api.call("POST", "/v1/agents", { body: { name: `K${i}`, identifier: `k${i}`, mode: "all" } })).status).toBe(201);
+    const rows = await events(api);
+    expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: true, events: n });
+    return { api, rows };
+  }
+
+  test("the checkpoint follows every write: in the database and (SQLite) beside it, MACed under the master key's derived key", async () => {
+    const { api, rows } = await withEvents(3);
+    const key = api.core.services.deps.sealer.deriveKey(CHECKPOINT_KEY_PURPOSE);
+    expect(readCheckpoint(key, await storedCheckpoint(api))).toEqual({ seq: 3, hash: rows[2]!.hash });
+    if (sqlite(api)) {
+      expect(readFileSync(checkpointFile(api), "utf8")).toBe(`${await storedCheckpoint(api)}\n`);
+      expect(statSync(checkpointFile(api)).mode & 0o777).toBe(0o600);
+    } else expect(existsSync(checkpointFile(api))).toBe(false);
+  });
+
+  test("one transaction with several events: the checkpoint and its copy name the last of them", async () => {
+    const { api } = await withEvents(1);
+    const { store, services } = api.core;
+    const scope = { actor: { kind: "cli" as const, id: "tester", userId: null }, action: "credgate test", address: null, organizationId: null, projectId: null, partnerId: null };
+    await services.deps.audit.write(scope, () => ({ targetType: "x", targetId: null }), () =>
+      store.transaction(async () => {
+        for (let i = 0; i < 5; i++) await services.deps.audit.record({ targetType: "thing", targetId: String(i), before: null, after: { i } });
+      }),
+    );
+    const rows = await events(api);
+    expect(rows.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    const key = services.deps.sealer.deriveKey(CHECKPOINT_KEY_PURPOSE);
+    expect(readCheckpoint(key, await storedCheckpoint(api))).toEqual({ seq: 6, hash: rows[5]!.hash });
+    if (sqlite(api)) expect(readCheckpoint(key, readFileSync(checkpointFile(api), "utf8"))).toEqual({ seq: 6, hash: rows[5]!.hash });
+    expect(await services.deps.audit.verify()).toEqual({ intact: true, events: 6 });
+  });
+
+  test("the two newest events deleted: 2 events missing after the one before them; every event deleted: after genesis", async () => {
+    const { api, rows } = await withEvents(4);
+    const { audit } = api.core.services.deps;
+    await api.core.store.query(sql`DELETE FROM audit_events WHERE seq > 2`);
+    const cut = await audit.verify();
+    expect(cut).toEqual({ intact: false, events: 2, missing: 2, after: rows[1]!.id });
+    expect(chainCheckLine(cut)).toBe(`audit chain broken: 2 events missing after ${rows[1]!.id}`);
+    await api.core.store.query(sql`DELETE FROM audit_events`);
+    const all = await audit.verify();
+    expect(chainCheckLine(all)).toBe("audit chain broken: 4 events missing after genesis");
+  });
+
+  test("a write after a cut leaves the checkpoint where it was: the evidence stays", async () => {
+    const { api } = await withEvents(4);
+    const before = await storedCheckpoint(api);
+    const file = sqlite(api) ? readFileSync(checkpointFile(api), "utf8") : null;
+    await api.core.store.query(sql`DELETE FROM audit_events WHERE seq > 2`);
+    for (const i of [1, 2, 3]) expect((await api.call("POST", "/v1/agents", { body: { name: `L${i}`, identifier: `l${i}`, mode: "all" } })).status).toBe(201);
+    // Three new events take seqs 3-5 after the cut; the checkpoint still names the old event 4.
+    expect(await storedCheckpoint(api)).toBe(before);
+    if (file !== null) expect(readFileSync(checkpointFile(api), "utf8")).toBe(file);
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: false, events: 5, checkpointMismatch: true });
+  });
+
+  test("a chain rewritten without the master key (an event edited, every plain hash recomputed): checkpoint does not match", async () => {
+    const { api, rows } = await withEvents(3);
+    await api.core.store.query(sql`UPDATE audit_events SET changes = ${rows[1]!.changes.replace("K1", "K9")} WHERE id = ${rows[1]!.id}`);
+    await rewriteChain(api);
+    const check = await api.core.services.deps.audit.verify();
+    expect(check).toEqual({ intact: false, events: 3, checkpointMismatch: true });
+    expect(chainCheckLine(check)).toBe("audit chain broken: checkpoint does not match");
+  });
+
+  test("the newest event deleted and the checkpoint recomputed without the key (plain SHA-256 of its parts): does not match", async () => {
+    const { api, rows } = await withEvents(3);
+    await api.core.store.query(sql`DELETE FROM audit_events WHERE seq = 3`);
+    const forged = `ac1:2:${rows[1]!.hash}:${createHash("sha256").update(`2:${rows[1]!.hash}`).digest("hex")}`;
+    await api.core.store.query(sql`UPDATE settings SET value = ${forged} WHERE key = ${CHECKPOINT_SETTING}`);
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: false, events: 2, checkpointMismatch: true });
+  });
+
+  test("a seq skipped (an event deleted from the middle, the hashes after it recomputed): broken at the event after the gap", async () => {
+    const { api, rows } = await withEvents(4);
+    await api.core.store.query(sql`DELETE FROM audit_events WHERE seq = 2`);
+    await rewriteChain(api);
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: false, events: 1, brokenAt: rows[2]!.id });
+  });
+
+  test("a stale checkpoint (an earlier one put back after more writes), or none at all: does not match", async () => {
+    const { api } = await withEvents(2);
+    const early = await storedCheckpoint(api);
+    for (const i of [1, 2]) await api.call("POST", "/v1/agents", { body: { name: `S${i}`, identifier: `s${i}`, mode: "all" } });
+    await api.core.store.query(sql`UPDATE settings SET value = ${early!} WHERE key = ${CHECKPOINT_SETTING}`);
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: false, events: 4, checkpointMismatch: true });
+    await api.core.store.query(sql`DELETE FROM settings WHERE key = ${CHECKPOINT_SETTING}`);
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: false, events: 4, checkpointMismatch: true });
+  });
+
+  test("a row removed from the database while the data dir keeps its copy: not anchored again at start (SQLite)", async () => {
+    const { api } = await withEvents(2);
+    if (!sqlite(api)) return;
+    await api.core.store.query(sql`DELETE FROM audit_events WHERE seq = 2`);
+    await api.core.store.query(sql`DELETE FROM settings WHERE key = ${CHECKPOINT_SETTING}`);
+    await api.core.services.deps.audit.anchorAtStart();
+    expect(await storedCheckpoint(api)).toBeNull();
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: false, events: 1, checkpointMismatch: true });
+  });
+
+  test("the copy beside naming a later head (an older database put back): does not match (SQLite)", async () => {
+    const { api, rows } = await withEvents(2);
+    if (!sqlite(api)) return;
+    const key = api.core.services.deps.sealer.deriveKey(CHECKPOINT_KEY_PURPOSE);
+    writeFileSync(checkpointFile(api), formatCheckpoint(key, { seq: 5, hash: rows[1]!.hash }) + "\n");
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: false, events: 2, checkpointMismatch: true });
+    // A copy behind the head on the same chain is only late (it is written after each commit).
+    writeFileSync(checkpointFile(api), formatCheckpoint(key, { seq: 1, hash: rows[0]!.hash }) + "\n");
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: true, events: 2 });
+    rmSync(checkpointFile(api));
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: false, events: 2, checkpointMismatch: true });
+    // The next start writes a missing copy from the database's checkpoint.
+    await api.core.services.deps.audit.anchorAtStart();
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: true, events: 2 });
+  });
+
+  test("a store kept by a credgate without the checkpoint is anchored at its newest event at start", async () => {
+    const { api } = await withEvents(2);
+    await api.core.store.query(sql`DELETE FROM settings WHERE key = ${CHECKPOINT_SETTING}`);
+    rmSync(checkpointFile(api), { force: true });
+    await api.core.services.deps.audit.anchorAtStart();
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: true, events: 2 });
+    expect((await api.call("POST", "/v1/agents", { body: { name: "After", identifier: "after", mode: "all" } })).status).toBe(201);
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: true, events: 3 });
+  });
+
+  test("a new store: anchored at genesis before its first write", async () => {
+    const api = await createTestApi();
+    const key = api.core.services.deps.sealer.deriveKey(CHECKPOINT_KEY_PURPOSE);
+    expect(readCheckpoint(key, await storedCheckpoint(api))).toEqual({ seq: 0, hash: GENESIS_HASH });
+    expect(await api.core.services.deps.audit.verify()).toEqual({ intact: true, events: 0 });
   });
 });

@@ -3,7 +3,8 @@
 // provisioned member) and two partners. Every route of /v1/openapi.json that takes an id is called with the other
 // tenant's ids, by every credential kind of the first tenant: the answer must be a refusal (401/403/404; each write
 // gets a body that passes validation, so the refusal is the ownership check's), it must not contain the other tenant's names or secret values, and afterwards the other
-// tenant's records are all still there, unchanged. Lists read with each credential hold none of them either.
+// tenant's records are all still there, unchanged. Lists read with each credential hold none of them either, and a
+// project key given the other tenant's X-Project-Id still acts on its own project only (the header is ignored).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { readdirSync, readFileSync } from "node:fs";
@@ -271,6 +272,33 @@ describe("cross-tenant isolation", () => {
     const r = await curlThroughGateway(cg, `https://${HOST}:${up.port}/a-agent`, { caFile, agentToken: a.agentToken });
     expect(r.status).toBe(200);
     expect(up.seen.at(-1)!.headers["x-tenant"]).toBe(a.secretValue);
+  });
+
+  test("A's project key with B's X-Project-Id: the header is ignored, reads and a create are A's own project's, B's records by id stay 404", async () => {
+    const h = { "x-project-id": b.projectId };
+    const agents = await cg.api("GET", "/v1/agents", { key: a.projectKey, headers: h });
+    expect(agents.status).toBe(200);
+    expect(agents.body.map((x: any) => x.id)).toContain(a.agentId);
+    expect(agents.body.map((x: any) => x.id)).not.toContain(b.agentId);
+    const secrets = await cg.api("GET", "/v1/secrets", { key: a.projectKey, headers: h });
+    const ownSecrets = await cg.api("GET", "/v1/secrets", { key: a.projectKey });
+    expect(secrets.body.map((x: any) => x.id).sort()).toEqual(ownSecrets.body.map((x: any) => x.id).sort());
+    expect(secrets.body.map((x: any) => x.id)).toContain(a.secretId);
+    expect(secrets.body.map((x: any) => x.id)).not.toContain(b.secretId);
+    for (const res of [agents, secrets]) for (const name of b.names) expect({ leaked: res.text.includes(name) ? name : null }).toEqual({ leaked: null });
+    const made = await cg.api("POST", "/v1/agents", { key: a.projectKey, headers: h, body: { name: "Header ignored", identifier: "header-ignored", mode: "all" } });
+    expect(made.status).toBe(201);
+    expect((await cg.api("GET", "/v1/agents", { key: a.projectKey })).body.map((x: any) => x.id)).toContain(made.body.id);
+    expect((await cg.api("GET", "/v1/agents", { key: b.projectKey })).body.map((x: any) => x.id)).not.toContain(made.body.id);
+    const [row] = await queryStore<{ project_id: string }>(cg, sql`SELECT project_id FROM agents WHERE id = ${made.body.id}`);
+    expect(row!.project_id).toBe(a.projectId);
+    expect((await cg.api("GET", `/v1/agents/${b.agentId}`, { key: a.projectKey, headers: h })).status).toBe(404);
+    expect((await cg.api("PATCH", `/v1/secrets/${b.secretId}`, { key: a.projectKey, headers: h, body: { name: "taken" } })).status).toBe(404);
+    const decision = await cg.api("POST", `/v1/approvals/${b.approvalId}/decision`, { key: a.projectKey, headers: h, body: { decision: "approve" } });
+    expect(decision.status).toBe(404);
+    expect(decision.text).toBe('{"error":"approval_not_found"}');
+    // B's secret kept its name.
+    expect(b.names).toContain((await cg.api("GET", "/v1/secrets", { key: b.projectKey })).body.find((x: any) => x.id === b.secretId).name);
   });
 
   test("no key, token, password or secret value in the database files or the process output", async () => {

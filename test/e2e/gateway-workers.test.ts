@@ -1,14 +1,17 @@
 // Gateway workers (`--gateway-workers N`, docs/configuration.md#server-settings; issue 13): N processes share the gateway port. The
 // kernel spreads connections over them (checked with `ss`: which process holds each tunnel); a change made
 // through the API is applied by every worker before the API answers; rate limits, approvals and metrics stay
-// exact across processes; SIGTERM stops them all; a worker that dies is started again, cancelling only the
+// exact across processes (and approval decisions sent to the gateway port of any process keep one verifiable
+// audit chain); SIGTERM stops them all; a worker that dies is started again, cancelling only the
 // approvals it held itself; workers stop when their primary is killed.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import * as tls from "node:tls";
 import { basic, eventually, gatewayCa, openConnect, rawRequest, ResponseReader, resolveEntries } from "../support/gateway.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { sql } from "drizzle-orm";
+import { runCli, startCredgate, type RunningCredgate } from "../support/process.ts";
+import { queryStore } from "../support/storeQuery.ts";
 import { parseExposition } from "../support/prometheus.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
 import { clearOfWindowEdge, HOUR_MS } from "../support/windowEdge.ts";
@@ -192,6 +195,29 @@ describe("gateway workers", () => {
     } finally {
       for (const t of tunnels) t.close();
     }
+  });
+
+  test("approvals decided through the gateway port (any process): one audit event each, and the chain with its checkpoint verifies", async () => {
+    const { tunnels, answers, pending } = await heldOnEveryProcess("/audited/");
+    try {
+      for (const p of pending) {
+        // A new connection each time: the kernel hands them to the primary and the workers alike.
+        const res = await fetch(`${cg.gatewayUrl}/v1/approvals/${p.id}/decision`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${cg.keys.projectApiKey}`, "content-type": "application/json", connection: "close" },
+          body: JSON.stringify({ decision: "approve" }),
+        });
+        expect(res.status).toBe(200);
+      }
+      expect((await Promise.all(answers)).map((a) => a?.status)).toEqual(tunnels.map(() => 200));
+    } finally {
+      for (const t of tunnels) t.close();
+    }
+    const events = await queryStore<{ target_id: string; address: string | null }>(cg, sql`SELECT target_id, address FROM audit_events WHERE action = 'POST /v1/approvals/{approvalId}/decision'`);
+    for (const p of pending) expect(events.filter((e) => e.target_id === p.id)).toEqual([{ target_id: p.id, address: null }]);
+    const verified = await runCli(["audit", "verify", "--data-dir", cg.dataDir], cg.env);
+    expect(verified.stdout).toMatch(/^audit chain intact: \d+ events\n$/);
+    expect(verified.code).toBe(0);
   });
 
   test("a worker killed while holding requests cancels only its own when it starts again: the others' stay held and complete", async () => {

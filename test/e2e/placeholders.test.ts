@@ -1,6 +1,7 @@
 // Placeholder substitution (docs/injection.md#placeholders), the wider echo guard (docs/guards.md#echo-guard) and
 // the credential leak guard (docs/guards.md#credential-leak-guard) through the real process, with real clients
-// (curl, Node undici, Python requests) and real TLS upstreams: every surface with a value that needs encoding,
+// (curl, Node undici, Python requests) and real TLS upstreams: every surface with a value that needs encoding (and,
+// to a host the secret does not match, the placeholder forwarded as sent),
 // 5 MB bodies with placeholders across 64 KiB boundaries compared by digest (with a Content-Length, and chunked),
 // a body over 8 MiB forwarded chunked, a 100 MB upload with bounded memory, gzip bodies untouched, the echo forms
 // (base64, hex, JSON, reason phrase, an encoded answer decoded), request logs showing the placeholder, and the leak
@@ -167,6 +168,28 @@ describe("every surface, with a value that needs encoding", () => {
     // The upstream echoed all of it back (headers, the URL): the echo guard hands curl none of the forms.
     for (const form of [VALUE, enc, jsonEscape(VALUE)]) expect(r.stdout).not.toContain(form);
     expect(r.stdout).toContain("credgate-redacted");
+  });
+
+  test("to a host the secret does not match: the placeholder goes as sent on every surface (it is not a secret), nothing injected", async () => {
+    const marker = `/elsewhere/${PH}/${crypto.randomUUID()}`;
+    const body = JSON.stringify({ k: PH, note: `in ${PH} text` });
+    const r = await curl(["-H", `X-Api-Key: ${PH}`, "-H", "content-type: application/json", "--data-binary", body, `https://${ELSEWHERE}:${up.port}${marker}?key=${PH}`]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const s = seen(`${marker}?key=${PH}`);
+    expect(s.headers["x-api-key"]).toBe(PH);
+    expect(s.bodySha256).toBe(sha256(body));
+    expect(s.headers["content-length"]).toBe(String(Buffer.byteLength(body)));
+    // Nothing was injected, so nothing is redacted: the upstream's echo comes back with the placeholder in it.
+    expect(r.stdout).toContain(PH);
+    expect(r.stdout).not.toContain("credgate-redacted");
+    for (const form of [VALUE, percentEncode(VALUE), jsonEscape(VALUE)]) expect(r.stdout).not.toContain(form);
+    const row = await until(async () => {
+      const hit = (await cg.api("GET", "/v1/logs?limit=500")).body.data.find((l: any) => l.path === marker);
+      if (!hit) throw new Error("not logged yet");
+      return hit;
+    }, 15_000);
+    expect(row).toMatchObject({ host: `${ELSEWHERE}:${up.port}`, status: 200, injectionCount: 0, decision: "allowed" });
   });
 
   test("Python requests: a form body is form-encoded", async () => {

@@ -1,12 +1,13 @@
 // The echo stage (docs/guards.md#echo-guard): a request that received a credential asks for an identity
-// encoding, and its reply has every injected value (raw, base64, percent-encoded) replaced in header values
-// and in the body as it streams, also across chunk boundaries, and in trailers. Uncredentialed requests and
-// WebSockets are left alone.
+// encoding, and its reply has every injected value (raw, base64, percent-encoded, and the JSON-string forms JSON
+// encoders write) replaced in header values and in the body as it streams, also across chunk boundaries, and in
+// trailers. Uncredentialed requests and WebSockets are left alone.
 import { describe, expect, test } from "bun:test";
 import { Reply, StreamBody } from "../../../src/gateway/reply.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import { echoStage } from "../../../src/gateway/stages/echo.ts";
 import { injectStage } from "../../../src/gateway/stages/inject.ts";
+import { echoNeedles, redactText, REDACTED, StreamRedactor } from "../../../src/core/redactor.ts";
 import { agentCredentials, compiledSecret, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
 import { VaultResolver } from "../../../src/vault/resolver.ts";
 import { outcome } from "./helpers.ts";
@@ -15,9 +16,9 @@ const SECRET = "sk-echo-0123456789";
 const stage = echoStage();
 const inject = injectStage({ vault: new VaultResolver({ host: null, token: null, fetch: fetch }) });
 
-async function credentialed(headers: Record<string, string> = {}): Promise<ProxyRequest> {
+async function credentialed(headers: Record<string, string> = {}, value = SECRET): Promise<ProxyRequest> {
   const rq = testRequest({ tunnel: "api.echo.test", target: "/x", headers: { "accept-encoding": "gzip, br", ...headers } });
-  signIn(rq, agentCredentials({ injectable: [compiledSecret({ hostPattern: "api.echo.test", value: SECRET, injection: { headerName: "authorization", valueFormat: "Bearer {value}" } })] }));
+  signIn(rq, agentCredentials({ injectable: [compiledSecret({ hostPattern: "api.echo.test", value, injection: { headerName: "authorization", valueFormat: "Bearer {value}" } })] }));
   expect(await outcome(inject.request!(rq))).toBe("pass");
   return rq;
 }
@@ -82,5 +83,74 @@ describe("response", () => {
     const wsReply = replyOf([], [["x-echo", SECRET]]);
     await stage.response!(ws, wsReply);
     expect(wsReply.header("x-echo")).toBe(SECRET);
+  });
+});
+
+describe("JSON-escaped forms (an upstream that echoes the value inside a JSON string)", () => {
+  // Every character JSON encoders escape beyond the letters: `/`, the HTML-safe `<>&`, `'+=`, and the
+  // mandatory `"` and `\`. All header-safe, so the value can be injected into a header.
+  const VALUE = `pk/live<tok>&'+="\\end-42`;
+  const forms = {
+    stringify: JSON.stringify(VALUE).slice(1, -1), // JSON.stringify, Jackson, serde: \" and \\ only
+    php: VALUE.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("/", "\\/"), // json_encode: \/ too
+    go: JSON.stringify(VALUE).slice(1, -1).replaceAll("<", "\\u003c").replaceAll(">", "\\u003e").replaceAll("&", "\\u0026"), // encoding/json
+    dotnetUpper: VALUE.replaceAll("\\", "\\\\")
+      .replaceAll("<", "\\u003C")
+      .replaceAll(">", "\\u003E")
+      .replaceAll("&", "\\u0026")
+      .replaceAll("'", "\\u0027")
+      .replaceAll("+", "\\u002B")
+      .replaceAll('"', "\\u0022"), // System.Text.Json, upper-case hex
+  };
+
+  test("each encoder's spelling is a different string, and none is the raw value", () => {
+    const spellings = Object.values(forms);
+    expect(new Set(spellings).size).toBe(spellings.length);
+    for (const f of spellings) expect(f).not.toBe(VALUE);
+    // .NET's spelling reads back as the value: it is the value inside a JSON string.
+    expect(JSON.parse(`"${forms.dotnetUpper}"`)).toBe(VALUE);
+    expect(JSON.parse(`"${forms.php}"`)).toBe(VALUE);
+    expect(JSON.parse(`"${forms.go}"`)).toBe(VALUE);
+  });
+
+  test("the redactor (core): each form replaced in a text, whole", () => {
+    const set = echoNeedles([VALUE])!;
+    for (const [name, form] of Object.entries(forms)) {
+      expect({ name, out: redactText(`{"echo":"${form}","n":1}`, set) }).toEqual({ name, out: `{"echo":"${REDACTED}","n":1}` });
+    }
+  });
+
+  test("a non-ASCII value (a body placeholder's): raw UTF-8 and its \\uXXXX forms in either case, surrogate pairs included, streamed byte by byte", () => {
+    const value = "pässwörd-€-🔑-secret";
+    const lower = "p\\u00e4ssw\\u00f6rd-\\u20ac-\\ud83d\\udd11-secret";
+    const upper = "p\\u00E4ssw\\u00F6rd-\\u20AC-\\uD83D\\uDD11-secret";
+    expect(JSON.parse(`"${lower}"`)).toBe(value);
+    expect(JSON.parse(`"${upper}"`)).toBe(value);
+    for (const form of [value, lower, upper]) {
+      const redactor = new StreamRedactor(echoNeedles([value])!);
+      const bytes = Buffer.from(`{"a":"${form}"}`);
+      const out: Buffer[] = [];
+      for (const b of bytes) out.push(Buffer.from(redactor.push(Uint8Array.of(b))));
+      out.push(Buffer.from(redactor.end()));
+      expect({ form, out: Buffer.concat(out).toString() }).toEqual({ form, out: `{"a":"${REDACTED}"}` });
+    }
+  });
+
+  test("the echo stage: every form in a streamed body, each split across chunks, and in a header", async () => {
+    const rq = await credentialed({}, VALUE);
+    const body = `{"a":"${forms.stringify}","b":"${forms.php}","c":"${forms.go}","d":"${forms.dotnetUpper}"}`;
+    // Cut inside each form, and at one-byte steps around the first.
+    const cuts = [9, 10, 11, ...Object.values(forms).map((f) => body.indexOf(f) + Math.floor(f.length / 2))].sort((x, y) => x - y);
+    const chunks: string[] = [];
+    let at = 0;
+    for (const cut of cuts) {
+      chunks.push(body.slice(at, cut));
+      at = cut;
+    }
+    chunks.push(body.slice(at));
+    const reply = replyOf(chunks, [["x-echo", `v=${forms.go}`]]);
+    const out = (await stage.response!(rq, reply)) as Reply;
+    expect(out.header("x-echo")).toBe(`v=${REDACTED}`);
+    expect(await replyText(out)).toBe(`{"a":"${REDACTED}","b":"${REDACTED}","c":"${REDACTED}","d":"${REDACTED}"}`);
   });
 });

@@ -164,3 +164,52 @@ describe("bodies", () => {
     expect(rq.injectedValues).toEqual([VALUE]);
   });
 });
+
+describe("a host (or path) the secret does not match: the placeholder is forwarded as sent", () => {
+  // A placeholder is not a secret: it reaches another host unchanged, and nothing is watched for (docs/injection.md#placeholders).
+  const ALL: Surface[] = ["header", "query", "path", "body", "websocket"];
+
+  async function aimed(init: Omit<TestRequestInit, "tunnel">, host: string, pathPattern: string | null = null): Promise<ProxyRequest> {
+    const rq = testRequest({ tunnel: host, ...init });
+    signIn(rq, agentCredentials({ injectable: [compiledSecret({ hostPattern: "api.ph.test", pathPattern, value: VALUE, injection: { placeholder: PH, surfaces: ALL } })] }));
+    expect(await outcome(inject.request!(rq))).toBe("pass");
+    return rq;
+  }
+
+  for (const [label, host] of [
+    ["another host", "other.test"],
+    ["a host that only ends like it", "evilapi.ph.test"],
+    ["a subdomain of it", "x.api.ph.test"],
+  ] as const) {
+    test(`${label} (${host}): headers, path, query and body byte for byte as sent, the length kept, nothing injected or watched`, async () => {
+      for (const [type, body] of [
+        ["application/json", JSON.stringify({ k: PH, n: `in ${PH}` })],
+        ["application/x-www-form-urlencoded", `client_secret=${PH}&x=1`],
+        ["text/plain", `raw ${PH} raw`],
+      ] as const) {
+        const rq = await aimed({ method: "POST", target: `/v1/${PH}?key=${PH}`, headers: { "x-key": PH, authorization: `Bearer ${PH}`, "content-type": type, "content-length": String(Buffer.byteLength(body)) }, body }, host);
+        expect(await outcome(stage.request!(rq))).toBe("pass");
+        expect(rq.upstreamTarget).toBe(`/v1/${PH}?key=${PH}`);
+        expect(rq.headers.get("x-key")).toBe(PH);
+        expect(rq.headers.get("authorization")).toBe(`Bearer ${PH}`);
+        expect(await bodyOf(rq)).toBe(body);
+        expect(rq.headers.get("content-length")).toBe(String(Buffer.byteLength(body)));
+        expect(rq.injectionCount).toBe(0);
+        // The echo guard has nothing to look for: the value never went out.
+        expect(rq.injectedValues).toEqual([]);
+      }
+    });
+  }
+
+  test("the secret's host but not its path pattern: unchanged too; its path: replaced", async () => {
+    const outside = await aimed({ target: `/v2/${PH}?key=${PH}`, headers: { "x-key": PH } }, "api.ph.test", "/v1/*");
+    await stage.request!(outside);
+    expect(outside.upstreamTarget).toBe(`/v2/${PH}?key=${PH}`);
+    expect(outside.headers.get("x-key")).toBe(PH);
+    expect(outside.injectedValues).toEqual([]);
+    const inside = await aimed({ target: `/v1/x?key=${PH}`, headers: { "x-key": PH } }, "api.ph.test", "/v1/*");
+    await stage.request!(inside);
+    expect(inside.headers.get("x-key")).toBe(VALUE);
+    expect(inside.injectedValues).toEqual([VALUE]);
+  });
+});
