@@ -14,7 +14,8 @@ import { headerValue, type HeaderLines } from "./http1/head.ts";
 import type { HeaderList } from "./http1/headerList.ts";
 import { peekStream } from "./peek.ts";
 import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
-import type { RequestVerdict } from "./stage.ts";
+import { answer, type RequestVerdict } from "./stage.ts";
+import { gatewayJson, malformedRequest } from "./errors.ts";
 import type { Tunnel } from "./tunnel.ts";
 import type { MessageScans } from "./wsFrames.ts";
 import type { AwsPlan } from "./stages/awsSign.ts";
@@ -69,6 +70,12 @@ export interface LeakFinding {
 
 /** The empty list every request starts with (lists are replaced, never edited in place while shared). */
 const NONE: readonly never[] = [];
+
+/** A body that disagreed with its head's length: 400, logged as blocked (docs/gateway.md#message-framing). */
+function malformedBody(): Response {
+  const a = malformedRequest();
+  return gatewayJson(a.status, a.body);
+}
 
 export class ProxyRequest extends Flow {
   readonly method: string;
@@ -125,7 +132,15 @@ export class ProxyRequest extends Flow {
    * The answer of a stage whose body scan refused the request after it was passed on (the leak guard): the
    * forward stage answers with it when the upstream exchange broke off for it.
    */
-  refusal: RequestVerdict | null = null;
+  get refusal(): RequestVerdict | null {
+    return this.#refusal ?? (this.#side.malformed === true ? answer("blocked", malformedBody()) : null);
+  }
+
+  set refusal(verdict: RequestVerdict | null) {
+    this.#refusal = verdict;
+  }
+
+  #refusal: RequestVerdict | null = null;
   /** What reads a WebSocket's messages after 101, each way (websocket-frames stage); null: a raw pipe. */
   frames: { toUpstream: MessageScans | null; toAgent: MessageScans | null } | null = null;
   /** A metered LLM request (budget stage). */

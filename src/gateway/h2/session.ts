@@ -89,6 +89,11 @@ export class H2Stream {
   /** Server role: the request's announced content-length (−1: none), and the data bytes seen. */
   declaredLength = -1;
   receivedLength = 0;
+  /**
+   * Server role: the request's DATA disagreed with its content-length (RFC 9113 §8.1.1), and the stream was reset
+   * for it: its user must not take what it received as a whole body (docs/gateway.md#message-framing).
+   */
+  malformed = false;
 
   constructor(
     readonly session: H2Session,
@@ -283,9 +288,7 @@ export class H2Session {
     if (this.role === "server") {
       stream.receivedLength += data.length;
       const declared = stream.declaredLength;
-      if (declared >= 0 && (stream.receivedLength > declared || (endStream && stream.receivedLength !== declared))) {
-        return this.resetStream(stream, f.PROTOCOL_ERROR);
-      }
+      if (declared >= 0 && (stream.receivedLength > declared || (endStream && stream.receivedLength !== declared))) return this.#malformed(stream);
     }
     if (endStream) stream.remoteEnded = true;
     if (data.length > 0 || endStream) stream.handler?.onData(stream, data, endStream);
@@ -351,6 +354,8 @@ export class H2Session {
     const trailers = this.role === "server" || stream.responded;
     // Trailers end the stream (RFC 9113 §8.1).
     if (trailers && !endStream) return this.resetStream(stream, f.PROTOCOL_ERROR);
+    // Trailers end the body: before its declared length, the request is malformed (RFC 9113 §8.1.1).
+    if (this.role === "server" && stream.declaredLength >= 0 && stream.receivedLength !== stream.declaredLength) return this.#malformed(stream);
     if (endStream) stream.remoteEnded = true;
     stream.handler?.onHeaders(stream, fields, endStream);
     if (endStream) this.#maybeClose(stream);
@@ -590,6 +595,12 @@ export class H2Session {
     this.transport.write(f.rstStream(stream.id, code));
     this.#close(stream);
     stream.handler?.onReset(stream, code);
+  }
+
+  /** A request whose DATA disagrees with its content-length: reset, its user told why (docs/gateway.md#message-framing). */
+  #malformed(stream: H2Stream): void {
+    stream.malformed = true;
+    this.resetStream(stream, f.PROTOCOL_ERROR);
   }
 
   /** A stream that has no object (refused, or already gone) is reset by its id. */

@@ -23,6 +23,11 @@ export interface UpstreamRequest {
   body: ReadableStream<Uint8Array> | null;
   /** Send the body with chunked framing (the agent sent it so); otherwise its Content-Length is in the head. */
   chunked: boolean;
+  /**
+   * The body's length as the head declares it (−1: chunked): exactly that many bytes are sent, or the connection
+   * is aborted (docs/gateway.md#message-framing).
+   */
+  length: number;
   headerTimeoutMs: number;
   /** Tells when the agent goes away. */
   agent: AgentPresence;
@@ -33,6 +38,8 @@ export interface UpstreamRequest {
 export type ExchangeResult = { reply: Reply } | { failure: "unreachable" | "timeout"; reason: string };
 
 export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
+  // A head that promises a body nobody will send is never written (docs/gateway.md#message-framing).
+  if (rq.body === null && rq.length > 0) return Promise.resolve(SHORT_BODY);
   let acquired: Acquired | Promise<Acquired>;
   try {
     acquired = pool.acquire(rq.scheme, rq.target);
@@ -62,6 +69,10 @@ function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest,
 }
 
 const CLOSED_BEFORE_RESPONSE: ExchangeResult = { failure: "unreachable", reason: "connection closed before the response" };
+const SHORT_BODY = { failure: "unreachable", reason: "the request body is shorter than its content-length" } as const;
+
+/** A request body that does not match the length its head declares (docs/gateway.md#message-framing). */
+export class BodyLengthError extends Error {}
 const NO_HTTP2: ExchangeResult = { failure: "unreachable", reason: "the origin does not speak HTTP/2" };
 
 /** The request once more on a fresh (or another pooled) connection; never retried a second time. */
@@ -125,22 +136,33 @@ class Exchange implements ConnectionUser, BodySource, GoneWatcher {
 
   async #sendBody(body: ReadableStream<Uint8Array>): Promise<void> {
     const reader = body.getReader();
+    // Bytes the head still promises (docs/gateway.md#message-framing); unused when chunked.
+    let left = this.rq.length;
     try {
       for (;;) {
         const r = await reader.read();
         if (this.conn.closed) return void reader.cancel().catch(() => {});
         if (r.done) break;
         if (r.value.byteLength === 0) continue;
+        if (!this.rq.chunked) {
+          left -= r.value.byteLength;
+          // Past the declared length the origin would read the bytes as the next request: none is written.
+          if (left < 0) throw new BodyLengthError("the request body is longer than its content-length");
+        }
         if (!this.conn.send(this.rq.chunked ? chunk(r.value) : r.value)) await new Promise<void>((resolve) => (this.#drainWaiter = resolve));
       }
       if (this.rq.chunked) this.conn.send(lastChunk());
+      // Short of it, the origin would take the next request's first bytes for the rest.
+      else if (left > 0) throw new BodyLengthError(SHORT_BODY.reason);
       this.#requestSent = true;
       this.#maybeRelease();
-    } catch {
-      // The agent's body broke off (or a body scan refused it: docs/guards.md#credential-leak-guard): this
-      // connection carries half a request and cannot be reused, and no answer is coming on it.
+    } catch (err) {
+      // The agent's body broke off, did not match its length, or a body scan refused it
+      // (docs/guards.md#credential-leak-guard): this connection carries half a request and cannot be reused,
+      // and no answer is coming on it.
+      reader.cancel().catch(() => {});
       this.#keepAlive = false;
-      if (this.#head === null) this.#fail("unreachable", "the request body broke off");
+      if (this.#head === null) this.#fail("unreachable", err instanceof BodyLengthError ? err.message : "the request body broke off");
       else this.conn.close();
     }
   }

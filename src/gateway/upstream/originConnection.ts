@@ -80,7 +80,12 @@ export class UpstreamConnection implements BatchedSocket {
           ready(socket);
         },
         data(socket, buf) {
-          socket.data?.user?.data(buf);
+          const conn = socket.data;
+          if (!conn) return;
+          // Bytes while no exchange is waiting (idle in the pool): nobody asked for them, and the next
+          // request would take them for its answer (docs/gateway.md#message-framing).
+          if (conn.user === null) return conn.close();
+          conn.user.data(buf);
         },
         drain(socket) {
           socket.data?.flush();
