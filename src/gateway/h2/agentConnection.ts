@@ -63,7 +63,9 @@ class StreamRequest extends AgentRequest implements AgentSide, StreamHandler {
     stream.handler = this;
     stream.declaredLength = contentLength;
     this.grpc = isGrpcContentType(headerValue(headerLines, "content-type"));
-    const hasBody = !endStream && contentLength !== 0;
+    // Even a declared length of 0 is a body until the stream ends: the request is whole only then
+    // (docs/gateway.md#message-framing).
+    const hasBody = !endStream;
     this.chunked = hasBody && contentLength < 0;
     this.body = hasBody ? this.#bodyStream() : null;
     if (!hasBody) this.#bodyDone = true;

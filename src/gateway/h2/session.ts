@@ -332,7 +332,9 @@ export class H2Session {
     }
     // A new request: odd ids only, each above the last (RFC 9113 §5.1.1).
     if (id % 2 === 0 || id <= this.#lastPeerStream) {
-      if (id % 2 === 1 && id <= this.#lastPeerStream) return this.#fail(f.STREAM_CLOSED, "HEADERS on a closed stream");
+      // Trailers the client sent before it heard our RST_STREAM (a body that disagreed with its content-length:
+      // docs/gateway.md#message-framing): the block has been decoded, the stream stays closed, the others go on.
+      if (id % 2 === 1 && id <= this.#lastPeerStream) return this.#resetId(id, f.STREAM_CLOSED);
       return this.#fail(f.PROTOCOL_ERROR, "invalid stream id");
     }
     this.#lastPeerStream = id;

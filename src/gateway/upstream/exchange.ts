@@ -40,6 +40,7 @@ export type ExchangeResult = { reply: Reply } | { failure: "unreachable" | "time
 export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
   // A head that promises a body nobody will send is never written (docs/gateway.md#message-framing).
   if (rq.body === null && rq.length > 0) return Promise.resolve(SHORT_BODY);
+  if (rq.body !== null && rq.length === 0) return emptyBodyFirst(pool, rq, rq.body);
   let acquired: Acquired | Promise<Acquired>;
   try {
     acquired = pool.acquire(rq.scheme, rq.target);
@@ -52,6 +53,26 @@ export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<Excha
     (a) => exchangeOn(pool, a, rq),
     (err: Error) => ({ failure: "unreachable", reason: err.message }),
   );
+}
+
+/**
+ * A body declared empty whose end is still to come (an h2 stream with `content-length: 0` and no END_STREAM yet):
+ * the head alone would be a whole request upstream, so it waits for the end; DATA, or a reset, and nothing is
+ * sent (docs/gateway.md#message-framing).
+ */
+async function emptyBodyFirst(pool: UpstreamPool, rq: UpstreamRequest, body: ReadableStream<Uint8Array>): Promise<ExchangeResult> {
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) break;
+      if (r.value.byteLength > 0) throw new BodyLengthError("the request body is longer than its content-length");
+    }
+  } catch (err) {
+    reader.cancel().catch(() => {});
+    return { failure: "unreachable", reason: err instanceof BodyLengthError ? err.message : "the request body broke off" };
+  }
+  return exchange(pool, { ...rq, body: null });
 }
 
 /**
