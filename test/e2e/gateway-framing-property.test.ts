@@ -122,6 +122,8 @@ interface Sent {
   expected: Expected;
   /** Refused before it reached the pipeline (END_STREAM on HEADERS): no log row. */
   unlogged: boolean;
+  /** How it was sent, for the failure message. */
+  spec: H2Spec | H1Spec;
 }
 
 /** A body nobody could mistake for another: the path, then a counter, to `n` bytes. */
@@ -200,6 +202,7 @@ async function runH2(specs: H2Spec[], run: string, conn: number, burst: number, 
   // Closed once the origin has read every body: an early answer comes back before it has.
   open.push(() => h2.close());
   let stream = 1;
+  const doneStreams = new Map<number, string>();
   {
     for (let at = 0; at < specs.length; at += burst) {
       const group = specs.slice(at, at + burst).map((s, i) => {
@@ -209,7 +212,7 @@ async function runH2(specs: H2Spec[], run: string, conn: number, burst: number, 
         stream += 2;
         const bad = malformed(s);
         const expected: Expected = bad ? "refused" : s.ending === "reset" ? "abandoned" : "done";
-        const record: Sent = { path, body, expected, unlogged: bad && s.ending === "headers" };
+        const record: Sent = { path, body, expected, unlogged: bad && s.ending === "headers", spec: s };
         sent.push(record);
         return { s, id, record, frames: h2Frames(id, s, path, body) };
       });
@@ -238,9 +241,15 @@ async function runH2(specs: H2Spec[], run: string, conn: number, burst: number, 
         if (end.type === FRAME.RST_STREAM || status !== 200) throw new Error(`${g.record.path}: answered ${status}, reset ${end.type === FRAME.RST_STREAM} (${JSON.stringify(g.s)})`);
         const answer = JSON.parse(h2.body(g.id).text);
         if (answer.path !== g.record.path) throw new Error(`${g.record.path} got the answer to ${answer.path}`);
+        doneStreams.set(g.id, `${g.record.path} ${JSON.stringify(g.s)}`);
       }
     }
   }
+  await Bun.sleep(50);
+  for (const f of h2.frames) if (f.type === FRAME.RST_STREAM && doneStreams.has(f.stream)) throw new Error(`${doneStreams.get(f.stream)}: answered, then reset ${f.payload.readUInt32BE(0)}`);
+  // Nothing above is a connection error: the gateway kept the connection.
+  const away = h2.frames.find((f) => f.type === FRAME.GOAWAY);
+  if (away) throw new Error(`GOAWAY ${away.payload.readUInt32BE(4)} ${away.payload.subarray(8).toString()} on ${JSON.stringify(specs)}`);
 }
 
 /** One HTTP/1.1 tunnel's requests, one after another (an abort ends it). */
@@ -253,7 +262,7 @@ async function runH1(specs: H1Spec[], run: string, conn: number, sent: Sent[], o
       const abort = s.abort && s.length > 1;
       const path = `${s.early && !abort ? "/early" : ""}/p/${run}/h1-${conn}-${i}`;
       const body = bodyFor(path, s.length);
-      const record: Sent = { path, body, expected: abort ? "abandoned" : "done", unlogged: false };
+      const record: Sent = { path, body, expected: abort ? "abandoned" : "done", unlogged: false, spec: s };
       sent.push(record);
       const framing = s.chunked ? "transfer-encoding: chunked" : `content-length: ${body.length}`;
       const head = Buffer.from(`${s.method} ${path} HTTP/1.1\r\nhost: ${authority()}\r\n${framing}\r\n\r\n`, "latin1");
@@ -298,7 +307,7 @@ function checkOrigin(run: string, sent: Sent[], seen: RecordedRequest[]): void {
   for (const s of sent) {
     if (s.expected !== "done") continue;
     const n = seen.filter((r) => r.path === s.path).length;
-    if (n !== 1) throw new Error(`${s.path}: executed ${n} times`);
+    if (n !== 1) throw new Error(`${s.path}: executed ${n} times (${JSON.stringify(s.spec)}); the origin is reading ${JSON.stringify([...origin.reading.values()])}, cut off ${JSON.stringify(origin.cutOff.filter((c) => c.includes(s.path)))}; `);
   }
 }
 

@@ -34,6 +34,10 @@ export interface RecordingOrigin {
   connections: number;
   /** Heads the parser refused (answered 400). */
   refused: number;
+  /** Per open connection: the request whose body is being read (path, bytes so far), for failure messages. */
+  reading: Map<number, string>;
+  /** Requests whose connection closed while their body was being read. */
+  cutOff: string[];
   stop(): Promise<void>;
 }
 
@@ -41,11 +45,17 @@ const MAX_HEAD = 64 * 1024;
 
 export async function startRecordingOrigin(pki: TestPki): Promise<RecordingOrigin> {
   const sockets = new Set<tls.TLSSocket>();
-  const origin: RecordingOrigin = { port: 0, requests: [], connections: 0, refused: 0, stop: async () => {} };
+  const origin: RecordingOrigin = { port: 0, requests: [], connections: 0, refused: 0, reading: new Map(), cutOff: [], stop: async () => {} };
   const server = tls.createServer({ cert: readFileSync(pki.certFile), key: readFileSync(pki.keyFile), ALPNProtocols: ["http/1.1"] }, (socket) => {
     const conn = ++origin.connections;
+    const peerPort = socket.remotePort;
     sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
+    socket.on("close", () => {
+      sockets.delete(socket);
+      const was = origin.reading.get(conn);
+      if (was !== undefined) origin.cutOff.push(`${was} (connection ${conn} port ${peerPort} closed)`);
+      origin.reading.delete(conn);
+    });
     socket.on("error", () => {});
     let buf: Buffer = Buffer.alloc(0);
     /** The request being read: its head, and how its body is framed. */
@@ -129,6 +139,7 @@ export async function startRecordingOrigin(pki: TestPki): Promise<RecordingOrigi
           if (current.path.startsWith("/early")) answer(current, null);
         }
         const r = current;
+        origin.reading.set(conn, `${r.method} ${r.path}: ${buf.length} of ${r.chunked ? "chunked" : r.length} bytes`);
         let body: Buffer;
         if (r.chunked) {
           let got: { body: Buffer; used: number } | null;
@@ -146,6 +157,7 @@ export async function startRecordingOrigin(pki: TestPki): Promise<RecordingOrigi
           buf = buf.subarray(r.length);
         }
         current = null;
+        origin.reading.delete(conn);
         const seq = origin.requests.length;
         origin.requests.push({ conn, seq, method: r.method, path: r.path, version: r.version, headers: r.headers, rawHead: r.rawHead, body });
         if (!r.answered) answer(r, seq);
