@@ -3,7 +3,8 @@
 // lengths that agree and disagree with their DATA, END_STREAM on HEADERS, DATA or trailers, client resets,
 // heads and bodies split across writes, streams of a burst interleaved frame by frame, several connections at
 // once) and HTTP/1.1 requests (Content-Length or chunked, some cut off mid-body) — against a recording HTTP/1.1
-// origin of the test's own that parses every request on each pooled connection the way a keep-alive server does.
+// origin of the test's own that parses every request on each pooled connection the way a keep-alive server does,
+// and (for about a quarter of the connections) a recording h2 origin.
 //
 // Checked for every request: a well-formed one is answered with its own response, reaches the origin exactly
 // once with exactly its body, and is logged allowed 200; a malformed stream is refused (RST_STREAM
@@ -13,35 +14,47 @@
 // soon as their head is read; those are sent whole in one write (a split malformed one may have its head
 // forwarded before it turns out malformed, and then its early answer has already gone back).
 //
-// RUNS × the generated requests: about 2,000 requests (the exact number is printed), 10–30 s on a loaded CI box.
+// RUNS × the generated requests: about 2,500 requests (the exact number is printed), 10–30 s on a loaded CI box.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import fc from "fast-check";
 import { ERR, FLAG, FRAME, frame, headerBlock, RawH2, statusOf } from "../support/h2.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, type TestPki } from "../support/upstream.ts";
-import { startRecordingOrigin, type RecordedRequest, type RecordingOrigin } from "../support/recordingOrigin.ts";
+import { startRecordingH2Origin, startRecordingOrigin, type RecordedRequest, type RecordingOrigin } from "../support/recordingOrigin.ts";
 import { eventually, gatewayCa, openTlsTunnel, resolveEntries } from "../support/gateway.ts";
 
 const HOST = "property.framing.test";
+/** The same, served by an h2 origin (the gateway speaks h2 upstream: no early answers there). */
+const H2_HOST = "h2.property.framing.test";
 const RUNS = 100;
 
 let pki: TestPki;
 let cg: RunningCredgate;
 let origin: RecordingOrigin;
+let h2Origin: RecordingOrigin;
 let ca: { pem: string; file: string };
 
-const authority = () => `${HOST}:${origin.port}`;
+/** Where a connection goes: the HTTP/1.1 origin or the h2 one. */
+type Target = "h1" | "h2";
+const hostOf = (t: Target) => (t === "h1" ? HOST : H2_HOST);
+const authorityOf = (t: Target) => (t === "h1" ? `${HOST}:${origin.port}` : `${H2_HOST}:${h2Origin.port}`);
+/** Every request either origin has read whole. */
+const executedAll = () => [...origin.requests, ...h2Origin.requests];
 
 beforeAll(async () => {
-  pki = makePki([HOST]);
+  pki = makePki([HOST, H2_HOST]);
   origin = await startRecordingOrigin(pki);
-  cg = await startCredgate({ env: { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([HOST], origin.port) } });
+  h2Origin = await startRecordingH2Origin(pki);
+  cg = await startCredgate({
+    env: { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: [resolveEntries([HOST], origin.port), resolveEntries([H2_HOST], h2Origin.port)].join(",") },
+  });
   ca = await gatewayCa(cg);
 });
 
 afterAll(async () => {
   await cg?.stop();
   await origin?.stop();
+  await h2Origin?.stop();
 });
 
 // ── the generated traffic ─────────────────────────────────────────────────────────────────────────────────
@@ -99,9 +112,10 @@ const h1Spec: fc.Arbitrary<H1Spec> = fc.record({
   abort: fc.integer({ min: 0, max: 11 }).map((n) => n === 0),
 });
 
+const target = fc.constantFrom<Target>("h1", "h1", "h1", "h2");
 const plan = fc.record({
-  h2: fc.array(fc.array(h2Spec, { minLength: 4, maxLength: 40 }), { minLength: 1, maxLength: 3 }),
-  h1: fc.array(fc.array(h1Spec, { minLength: 1, maxLength: 12 }), { maxLength: 2 }),
+  h2: fc.array(fc.record({ to: target, specs: fc.array(h2Spec, { minLength: 4, maxLength: 40 }) }), { minLength: 1, maxLength: 3 }),
+  h1: fc.array(fc.record({ to: target, specs: fc.array(h1Spec, { minLength: 1, maxLength: 12 }) }), { maxLength: 2 }),
   burst: fc.integer({ min: 1, max: 8 }),
   seed: fc.integer(),
 });
@@ -166,11 +180,11 @@ function interleave(lists: Buffer[][], rnd: () => number, opening: boolean): Buf
 // ── sending ───────────────────────────────────────────────────────────────────────────────────────────────
 
 /** A stream's frames: the first write's and the second's (empty unless split). */
-function h2Frames(stream: number, s: H2Spec, path: string, body: Buffer): [Buffer[], Buffer[]] {
+function h2Frames(stream: number, s: H2Spec, path: string, body: Buffer, authority: string): [Buffer[], Buffer[]] {
   const fields: [string, string][] = [
     [":method", s.method],
     [":scheme", "https"],
-    [":authority", authority()],
+    [":authority", authority],
     [":path", path],
   ];
   if (s.declared !== null) fields.push(["content-length", String(s.declared)]);
@@ -197,8 +211,9 @@ function h2Frames(stream: number, s: H2Spec, path: string, body: Buffer): [Buffe
 }
 
 /** One h2 connection's requests, in bursts of interleaved streams; checks what each stream got back. */
-async function runH2(specs: H2Spec[], run: string, conn: number, burst: number, rnd: () => number, sent: Sent[], open: (() => void)[]): Promise<void> {
-  const h2 = await RawH2.open(cg.gatewayPort, authority(), cg.keys.defaultAgentToken, ca.pem, HOST);
+async function runH2(to: Target, specs: H2Spec[], run: string, conn: number, burst: number, rnd: () => number, sent: Sent[], open: (() => void)[]): Promise<void> {
+  const authority = authorityOf(to);
+  const h2 = await RawH2.open(cg.gatewayPort, authority, cg.keys.defaultAgentToken, ca.pem, hostOf(to));
   // Closed once the origin has read every body: an early answer comes back before it has.
   open.push(() => h2.close());
   let stream = 1;
@@ -214,7 +229,7 @@ async function runH2(specs: H2Spec[], run: string, conn: number, burst: number, 
         const expected: Expected = bad ? "refused" : s.ending === "reset" ? "abandoned" : "done";
         const record: Sent = { path, body, expected, unlogged: bad && s.ending === "headers", spec: s };
         sent.push(record);
-        return { s, id, record, frames: h2Frames(id, s, path, body) };
+        return { s, id, record, frames: h2Frames(id, s, path, body, authority) };
       });
       h2.write(interleave(group.map((g) => g.frames[0]), rnd, true));
       if (group.some((g) => g.frames[1].length > 0)) {
@@ -253,8 +268,9 @@ async function runH2(specs: H2Spec[], run: string, conn: number, burst: number, 
 }
 
 /** One HTTP/1.1 tunnel's requests, one after another (an abort ends it). */
-async function runH1(specs: H1Spec[], run: string, conn: number, sent: Sent[], open: (() => void)[]): Promise<void> {
-  const t = await openTlsTunnel(cg.gatewayPort, authority(), cg.keys.defaultAgentToken, ca.pem, HOST);
+async function runH1(to: Target, specs: H1Spec[], run: string, conn: number, sent: Sent[], open: (() => void)[]): Promise<void> {
+  const authority = authorityOf(to);
+  const t = await openTlsTunnel(cg.gatewayPort, authority, cg.keys.defaultAgentToken, ca.pem, hostOf(to));
   open.push(() => t.tls.destroy());
   {
     for (let i = 0; i < specs.length; i++) {
@@ -265,7 +281,7 @@ async function runH1(specs: H1Spec[], run: string, conn: number, sent: Sent[], o
       const record: Sent = { path, body, expected: abort ? "abandoned" : "done", unlogged: false, spec: s };
       sent.push(record);
       const framing = s.chunked ? "transfer-encoding: chunked" : `content-length: ${body.length}`;
-      const head = Buffer.from(`${s.method} ${path} HTTP/1.1\r\nhost: ${authority()}\r\n${framing}\r\n\r\n`, "latin1");
+      const head = Buffer.from(`${s.method} ${path} HTTP/1.1\r\nhost: ${authority}\r\n${framing}\r\n\r\n`, "latin1");
       const payload = s.chunked ? Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from("\r\n"), Buffer.from("0\r\n\r\n")]) : body;
       const chunkedBody = s.chunked && body.length === 0 ? Buffer.from("0\r\n\r\n") : payload;
       if (abort) {
@@ -285,7 +301,7 @@ async function runH1(specs: H1Spec[], run: string, conn: number, sent: Sent[], o
 
 /** This run's requests as the origin read them, once it has read every body it is going to get. */
 async function settled(run: string, sent: Sent[]) {
-  const ofRun = () => origin.requests.filter((r) => r.path.startsWith(`/p/${run}/`) || r.path.startsWith(`/early/p/${run}/`));
+  const ofRun = () => executedAll().filter((r) => r.path.startsWith(`/p/${run}/`) || r.path.startsWith(`/early/p/${run}/`));
   // An early answer comes back before the origin has read the body: wait for the last bytes to land.
   const done = sent.filter((s) => s.expected === "done").length;
   await eventually(() => ofRun().length >= done, 5_000, 10);
@@ -313,16 +329,18 @@ function checkOrigin(run: string, sent: Sent[], seen: RecordedRequest[]): void {
 
 // ── the property ──────────────────────────────────────────────────────────────────────────────────────────
 
-/** Every row the gateway logged for the host (newest first, all pages). */
+/** Every row the gateway logged for both origins' hosts (all pages). */
 async function allRows(): Promise<any[]> {
   const rows: any[] = [];
-  let cursor: string | null = null;
-  do {
-    const q: string = `/v1/logs?host=${encodeURIComponent(authority())}&limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
-    const r = await cg.api("GET", q);
-    rows.push(...r.body.data);
-    cursor = r.body.nextCursor;
-  } while (cursor);
+  for (const t of ["h1", "h2"] as const) {
+    let cursor: string | null = null;
+    do {
+      const q: string = `/v1/logs?host=${encodeURIComponent(authorityOf(t))}&limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+      const r = await cg.api("GET", q);
+      rows.push(...r.body.data);
+      cursor = r.body.nextCursor;
+    } while (cursor);
+  }
   return rows;
 }
 
@@ -338,7 +356,7 @@ test(
         const rnd = prng(p.seed);
         const open: (() => void)[] = [];
         try {
-          await Promise.all([...p.h2.map((specs, i) => runH2(specs, run, i, p.burst, rnd, sent, open)), ...p.h1.map((specs, i) => runH1(specs, run, i, sent, open))]);
+          await Promise.all([...p.h2.map((c, i) => runH2(c.to, c.specs, run, i, p.burst, rnd, sent, open)), ...p.h1.map((c, i) => runH1(c.to, c.specs, run, i, sent, open))]);
           everything.push(...sent);
           checkOrigin(run, sent, await settled(run, sent));
         } finally {
@@ -347,12 +365,12 @@ test(
       }),
       { numRuns: RUNS, endOnFailure: true },
     );
-    console.log(`framing property: ${everything.length} requests (${everything.filter((s) => s.expected === "refused").length} malformed, ${everything.filter((s) => s.expected === "abandoned").length} abandoned) over ${runs} runs`);
+    console.log(`framing property: ${everything.length} requests (${everything.filter((s) => s.expected === "refused").length} malformed, ${everything.filter((s) => s.expected === "abandoned").length} abandoned) over ${runs} runs; executed: ${origin.requests.length} by the HTTP/1.1 origin, ${h2Origin.requests.length} by the h2 one`);
 
     // Nothing the origin ever parsed is unknown, or not meant to be executed.
     await Bun.sleep(300);
     const sentBy = new Map(everything.map((s) => [s.path, s]));
-    for (const r of origin.requests) {
+    for (const r of executedAll()) {
       const s = sentBy.get(r.path);
       expect(s === undefined ? `unknown ${r.method} ${r.path}` : s.expected === "done" ? "done" : `${s.expected} ${r.path}`).toBe("done");
     }
@@ -368,7 +386,7 @@ test(
     expect(rows).not.toBeNull();
     const rowsBy = new Map<string, any[]>();
     for (const row of rows!) rowsBy.set(row.path, [...(rowsBy.get(row.path) ?? []), row]);
-    const executed = new Set(origin.requests.map((r) => r.path));
+    const executed = new Set(executedAll().map((r) => r.path));
     const mismatches: string[] = [];
     for (const s of everything) {
       const logged = rowsBy.get(s.path) ?? [];

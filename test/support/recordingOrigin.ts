@@ -11,6 +11,7 @@
 // the other agent's injected value); an HTTP/1.0 request is answered with `connection: close` and the connection
 // closed after it. A head the parser cannot read is answered 400 and the connection closed.
 import { readFileSync } from "node:fs";
+import * as http2 from "node:http2";
 import * as tls from "node:tls";
 import type { TestPki } from "./upstream.ts";
 
@@ -177,6 +178,46 @@ export async function startRecordingOrigin(pki: TestPki): Promise<RecordingOrigi
   origin.stop = () =>
     new Promise<void>((resolve) => {
       for (const s of sockets) s.destroy();
+      server.close(() => resolve());
+    });
+  return origin;
+}
+
+/**
+ * The same record from an h2 origin (node:http2, h2 only): each stream is recorded once its END_STREAM has
+ * come (a stream reset before that never is), and answered then with the same JSON. There is no early answer.
+ */
+export async function startRecordingH2Origin(pki: TestPki): Promise<RecordingOrigin> {
+  const origin: RecordingOrigin = { port: 0, requests: [], connections: 0, refused: 0, reading: new Map(), cutOff: [], stop: async () => {} };
+  const server = http2.createSecureServer({ cert: readFileSync(pki.certFile), key: readFileSync(pki.keyFile), allowHTTP1: false });
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (s) => {
+    sessions.add(s);
+    s.on("close", () => sessions.delete(s));
+  });
+  server.on("secureConnection", () => origin.connections++);
+  server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
+    const conn = origin.connections;
+    const parts: Buffer[] = [];
+    stream.on("error", () => {});
+    stream.on("data", (c: Buffer) => parts.push(c));
+    stream.on("end", () => {
+      if (stream.destroyed) return;
+      const flat: Record<string, string> = {};
+      for (const [k, v] of Object.entries(headers)) if (!k.startsWith(":")) flat[k] = String(v);
+      const method = String(headers[":method"]);
+      const path = String(headers[":path"]);
+      const seq = origin.requests.length;
+      origin.requests.push({ conn, seq, method, path, version: "HTTP/2", headers: flat, rawHead: "", body: Buffer.concat(parts) });
+      stream.respond({ ":status": 200, "content-type": "application/json" });
+      stream.end(JSON.stringify({ method, path, seq, key: flat["x-api-key"] ?? null }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  origin.port = (server.address() as { port: number }).port;
+  origin.stop = () =>
+    new Promise<void>((resolve) => {
+      for (const s of sessions) s.destroy();
       server.close(() => resolve());
     });
   return origin;
