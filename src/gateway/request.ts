@@ -129,11 +129,13 @@ export class ProxyRequest extends Flow {
   /** A credential value found on its way to a host none of its holders match (leak-guard stage). */
   leak: LeakFinding | null = null;
   /**
-   * The answer of a stage whose body scan refused the request after it was passed on (the leak guard): the
-   * forward stage answers with it when the upstream exchange broke off for it.
+   * The answer of a stage whose body scan refused the request after it was passed on (the leak guard), or of a
+   * body that disagreed with its declared length (docs/gateway.md#message-framing): the forward stage answers
+   * with it when the upstream exchange broke off for it.
    */
   get refusal(): RequestVerdict | null {
-    return this.#refusal ?? (this.#side.malformed === true ? answer("blocked", malformedBody()) : null);
+    if (this.#refusal === null && this.#side.malformed === true) this.#refusal = answer("blocked", malformedBody());
+    return this.#refusal;
   }
 
   set refusal(verdict: RequestVerdict | null) {

@@ -66,7 +66,7 @@ async function emptyBodyFirst(pool: UpstreamPool, rq: UpstreamRequest, body: Rea
     for (;;) {
       const r = await reader.read();
       if (r.done) break;
-      if (r.value.byteLength > 0) throw new BodyLengthError("the request body is longer than its content-length");
+      if (r.value.byteLength > 0) throw BodyLengthError.longer();
     }
   } catch (err) {
     reader.cancel().catch(() => {});
@@ -90,11 +90,21 @@ function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest,
 }
 
 const CLOSED_BEFORE_RESPONSE: ExchangeResult = { failure: "unreachable", reason: "connection closed before the response" };
-const SHORT_BODY = { failure: "unreachable", reason: "the request body is shorter than its content-length" } as const;
+const NO_HTTP2: ExchangeResult = { failure: "unreachable", reason: "the origin does not speak HTTP/2" };
+const SHORTER = "the request body is shorter than its content-length";
+const LONGER = "the request body is longer than its content-length";
+const SHORT_BODY: ExchangeResult = { failure: "unreachable", reason: SHORTER };
 
 /** A request body that does not match the length its head declares (docs/gateway.md#message-framing). */
-export class BodyLengthError extends Error {}
-const NO_HTTP2: ExchangeResult = { failure: "unreachable", reason: "the origin does not speak HTTP/2" };
+export class BodyLengthError extends Error {
+  static shorter(): BodyLengthError {
+    return new BodyLengthError(SHORTER);
+  }
+
+  static longer(): BodyLengthError {
+    return new BodyLengthError(LONGER);
+  }
+}
 
 /** The request once more on a fresh (or another pooled) connection; never retried a second time. */
 export async function retry(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
@@ -168,13 +178,13 @@ class Exchange implements ConnectionUser, BodySource, GoneWatcher {
         if (!this.rq.chunked) {
           left -= r.value.byteLength;
           // Past the declared length the origin would read the bytes as the next request: none is written.
-          if (left < 0) throw new BodyLengthError("the request body is longer than its content-length");
+          if (left < 0) throw BodyLengthError.longer();
         }
         if (!this.conn.send(this.rq.chunked ? chunk(r.value) : r.value)) await new Promise<void>((resolve) => (this.#drainWaiter = resolve));
       }
       if (this.rq.chunked) this.conn.send(lastChunk());
       // Short of it, the origin would take the next request's first bytes for the rest.
-      else if (left > 0) throw new BodyLengthError(SHORT_BODY.reason);
+      else if (left > 0) throw BodyLengthError.shorter();
       this.#requestSent = true;
       this.#maybeRelease();
     } catch (err) {

@@ -86,10 +86,10 @@ export class H2Exchange implements StreamHandler, BodySource, GoneWatcher {
         if (stream.closed) return void reader.cancel().catch(() => {});
         if (r.done) break;
         if (r.value.byteLength === 0) continue;
-        if (!this.rq.chunked && (left -= r.value.byteLength) < 0) throw new BodyLengthError("the request body is longer than its content-length");
+        if (!this.rq.chunked && (left -= r.value.byteLength) < 0) throw BodyLengthError.longer();
         if (!stream.sendData(r.value)) await new Promise<void>((resolve) => (this.#writableWaiter = resolve));
       }
-      if (!this.rq.chunked && left > 0) throw new BodyLengthError("the request body is shorter than its content-length");
+      if (!this.rq.chunked && left > 0) throw BodyLengthError.shorter();
       const trailers = this.rq.source.agentTrailers;
       stream.end(trailers ? h2Fields(trailers, []) : null);
     } catch {
