@@ -34,6 +34,11 @@ export interface AgentSide extends AgentPresence {
   readonly grpc: boolean;
   /** The agent's HTTP/2 request trailers, once its body has ended (null: none, or HTTP/1.1). */
   readonly trailers: HeaderLines | null;
+  /**
+   * The body turned out not to be what its head declared (an HTTP/2 stream whose DATA disagreed with its
+   * content-length: docs/gateway.md#message-framing): the request is refused, whatever it reached.
+   */
+  readonly malformed?: boolean;
   /** Hands the agent's connection over (a WebSocket after 101), with any bytes already read past the request. */
   takeOver(): { socket: AgentSocket; buffered: Buffer };
 }

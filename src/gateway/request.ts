@@ -15,7 +15,8 @@ import { headerValue, type HeaderLines } from "./http1/head.ts";
 import type { HeaderList } from "./http1/headerList.ts";
 import { peekStream } from "./peek.ts";
 import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
-import type { RequestVerdict } from "./stage.ts";
+import { answer, type RequestVerdict } from "./stage.ts";
+import { gatewayJson, malformedRequest } from "./errors.ts";
 import type { Tunnel } from "./tunnel.ts";
 import type { FrameScan } from "./wsFrames.ts";
 import type { AwsPlan } from "./stages/awsSign.ts";
@@ -70,6 +71,12 @@ export interface LeakFinding {
 
 /** The empty list every request starts with (lists are replaced, never edited in place while shared). */
 const NONE: readonly never[] = [];
+
+/** A body that disagreed with its head's length: 400, logged as blocked (docs/gateway.md#message-framing). */
+function malformedBody(): Response {
+  const a = malformedRequest();
+  return gatewayJson(a.status, a.body);
+}
 
 export class ProxyRequest extends Flow {
   readonly method: string;
@@ -126,10 +133,20 @@ export class ProxyRequest extends Flow {
   /** A credential value found on its way to a host none of its holders match (leak-guard stage). */
   leak: LeakFinding | null = null;
   /**
-   * The answer of a stage whose body scan refused the request after it was passed on (the leak guard): the
-   * forward stage answers with it when the upstream exchange broke off for it.
+   * The answer of a stage whose body scan refused the request after it was passed on (the leak guard), or of a
+   * body that disagreed with its declared length (docs/gateway.md#message-framing): the forward stage answers
+   * with it when the upstream exchange broke off for it.
    */
-  refusal: RequestVerdict | null = null;
+  get refusal(): RequestVerdict | null {
+    if (this.#refusal === null && this.#side.malformed === true) this.#refusal = answer("blocked", malformedBody());
+    return this.#refusal;
+  }
+
+  set refusal(verdict: RequestVerdict | null) {
+    this.#refusal = verdict;
+  }
+
+  #refusal: RequestVerdict | null = null;
   /**
    * What reads the agent's WebSocket frames after 101 (websocket-frames stage); null: they pass as they come. (The
    * server's are read by the echo guard when anything was injected: websocket.ts.)

@@ -306,3 +306,36 @@ export async function startGoawayOrigin(pki: TestPki): Promise<GoawayOrigin> {
   origin.stop = () => new Promise<void>((resolve) => server.close(() => resolve()));
   return origin;
 }
+
+/** The static table's `:status` entries (RFC 7541 Appendix A). */
+const STATIC_STATUS: Record<number, number> = { 8: 200, 9: 204, 10: 206, 11: 304, 12: 400, 13: 404, 14: 500 };
+
+/**
+ * The `:status` of a response HEADERS frame, read here without an HPACK table: it is the block's first field
+ * (after any table size update), either a static-table entry or a literal with the static name `:status`
+ * (index 8) and a raw (non-Huffman) value. Null when it is neither.
+ */
+export function statusOf(f: Frame): number | null {
+  const p = f.payload;
+  let at = 0;
+  while (at < p.length && (p[at]! & 0xe0) === 0x20) at++;
+  const b = p[at];
+  if (b === undefined) return null;
+  if ((b & 0x80) !== 0) return STATIC_STATUS[b & 0x7f] ?? null;
+  const nameIndex = (b & 0xc0) === 0x40 ? b & 0x3f : b & 0x0f;
+  if (nameIndex < 8 || nameIndex > 14) return null;
+  const len = p[at + 1]!;
+  if ((len & 0x80) !== 0) return null;
+  return Number(p.subarray(at + 2, at + 2 + len).toString("latin1"));
+}
+
+/** DATA frames for `body`, split into frames of at most `size` bytes, END_STREAM on the last when `end`. */
+export function dataFrames(stream: number, body: Buffer, end: boolean, size = 16_384): Buffer[] {
+  const out: Buffer[] = [];
+  for (let at = 0; at < body.length || (out.length === 0 && end); at += size) {
+    const part = body.subarray(at, at + size);
+    out.push(frame(FRAME.DATA, end && at + size >= body.length ? FLAG.END_STREAM : 0, stream, part));
+    if (body.length === 0) break;
+  }
+  return out;
+}

@@ -9,7 +9,7 @@ import { AgentRequest } from "../agentRequest.ts";
 import type { AgentSide } from "../agentSide.ts";
 import type { RequestHandler } from "../client/agentConnection.ts";
 import type { AgentSocket, AgentSocketEvents } from "../client/socket.ts";
-import { badGateway, headTooLarge } from "../errors.ts";
+import { badGateway, headTooLarge, malformedRequest, type JsonAnswer } from "../errors.ts";
 import { grpcRefusal, isGrpcContentType } from "../grpc.ts";
 import { headerValue, isNamed, type HeaderLines } from "../http1/head.ts";
 import type { Idle } from "../idle.ts";
@@ -43,6 +43,11 @@ class StreamRequest extends AgentRequest implements AgentSide, StreamHandler {
   #enqueued = 0;
   #credited = 0;
   #bodyDone = false;
+  /**
+   * The chunk that completes a declared content-length, held until the stream ends there: DATA beyond it, or a
+   * reset, must leave the upstream without a whole request (docs/gateway.md#message-framing).
+   */
+  #last: Buffer | null = null;
   /** The reply being written: told when the stream goes away or may take more. */
   writer: ReplyWriter | null = null;
 
@@ -58,7 +63,9 @@ class StreamRequest extends AgentRequest implements AgentSide, StreamHandler {
     stream.handler = this;
     stream.declaredLength = contentLength;
     this.grpc = isGrpcContentType(headerValue(headerLines, "content-type"));
-    const hasBody = !endStream && contentLength !== 0;
+    // Even a declared length of 0 is a body until the stream ends: the request is whole only then
+    // (docs/gateway.md#message-framing).
+    const hasBody = !endStream;
     this.chunked = hasBody && contentLength < 0;
     this.body = hasBody ? this.#bodyStream() : null;
     if (!hasBody) this.#bodyDone = true;
@@ -90,6 +97,11 @@ class StreamRequest extends AgentRequest implements AgentSide, StreamHandler {
     }
   }
 
+  /** The stream's DATA disagreed with its content-length, and it was reset for it. */
+  get malformed(): boolean {
+    return this.stream.malformed;
+  }
+
   takeOver(): never {
     throw new Error("an HTTP/2 stream cannot be taken over (WebSocket over HTTP/2 is not offered)");
   }
@@ -107,30 +119,38 @@ class StreamRequest extends AgentRequest implements AgentSide, StreamHandler {
     const body = this.#body;
     if (chunk.length > 0) {
       if (body === null || this.#bodyDone) this.stream.consumed(chunk.length);
-      else {
-        this.#enqueued += chunk.length;
-        try {
-          body.enqueue(chunk);
-        } catch {}
-        if ((body.desiredSize ?? 0) > 0) this.#credit(body);
-      }
+      else if (!endStream && this.stream.receivedLength === this.stream.declaredLength) this.#last = chunk;
+      else this.#enqueue(body, chunk);
     }
     if (endStream) this.#endBody();
+  }
+
+  #enqueue(body: ReadableStreamDefaultController<Uint8Array>, chunk: Buffer): void {
+    this.#enqueued += chunk.length;
+    try {
+      body.enqueue(chunk);
+    } catch {}
+    if ((body.desiredSize ?? 0) > 0) this.#credit(body);
   }
 
   #endBody(): void {
     if (this.#bodyDone) return;
     this.#bodyDone = true;
+    const last = this.#last;
+    this.#last = null;
+    if (last !== null && this.#body !== null) this.#enqueue(this.#body, last);
     try {
       this.#body?.close();
     } catch {}
   }
 
   onReset(_stream: H2Stream, code: number): void {
+    this.#last = null;
     if (!this.#bodyDone) {
       this.#bodyDone = true;
+      const why = this.stream.malformed ? "the request body disagreed with its content-length" : `the agent reset the stream (${code})`;
       try {
-        this.#body?.error(new Error(`the agent reset the stream (${code})`));
+        this.#body?.error(new Error(why));
       } catch {}
     }
     this.abandon();
@@ -210,6 +230,9 @@ export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
   #stream(stream: H2Stream, fields: HeaderField[], endStream: boolean): void {
     const head = requestHead(fields);
     if (head === null) return stream.reset(f.PROTOCOL_ERROR);
+    // The whole request is here and ends short of its content-length: malformed (RFC 9113 §8.1.1), answered
+    // before it reaches the pipeline (docs/gateway.md#message-framing).
+    if (endStream && head.contentLength > 0) return this.#malformedHead(stream);
     const request = new StreamRequest(stream, head.method, head.target, head.headers, endStream, head.contentLength);
     let reply: Promise<Reply | null>;
     try {
@@ -226,13 +249,23 @@ export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
     );
   }
 
+  /** A request that ended on its HEADERS although its content-length promised a body: 400, nothing forwarded. */
+  #malformedHead(stream: H2Stream): void {
+    stream.malformed = true;
+    this.#refuseHead(stream, malformedRequest());
+  }
+
   /** A request head over SETTINGS_MAX_HEADER_LIST_SIZE: 431, the connection kept (it never reached the pipeline). */
   #tooLarge(stream: H2Stream): void {
-    const answer = headTooLarge();
+    this.#refuseHead(stream, headTooLarge());
+  }
+
+  /** The gateway's own answer to a stream whose head never reached the pipeline. */
+  #refuseHead(stream: H2Stream, answer: JsonAnswer): void {
     const body = Buffer.from(JSON.stringify(answer.body));
     stream.sendHeaders(
       [
-        [":status", "431"],
+        [":status", String(answer.status)],
         ["content-type", "application/json"],
         ["content-length", String(body.length)],
       ],

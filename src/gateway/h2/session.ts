@@ -89,6 +89,11 @@ export class H2Stream {
   /** Server role: the request's announced content-length (−1: none), and the data bytes seen. */
   declaredLength = -1;
   receivedLength = 0;
+  /**
+   * Server role: the request's DATA disagreed with its content-length (RFC 9113 §8.1.1), and the stream was reset
+   * for it: its user must not take what it received as a whole body (docs/gateway.md#message-framing).
+   */
+  malformed = false;
 
   constructor(
     readonly session: H2Session,
@@ -283,9 +288,7 @@ export class H2Session {
     if (this.role === "server") {
       stream.receivedLength += data.length;
       const declared = stream.declaredLength;
-      if (declared >= 0 && (stream.receivedLength > declared || (endStream && stream.receivedLength !== declared))) {
-        return this.resetStream(stream, f.PROTOCOL_ERROR);
-      }
+      if (declared >= 0 && (stream.receivedLength > declared || (endStream && stream.receivedLength !== declared))) return this.#malformed(stream);
     }
     if (endStream) stream.remoteEnded = true;
     if (data.length > 0 || endStream) stream.handler?.onData(stream, data, endStream);
@@ -329,7 +332,9 @@ export class H2Session {
     }
     // A new request: odd ids only, each above the last (RFC 9113 §5.1.1).
     if (id % 2 === 0 || id <= this.#lastPeerStream) {
-      if (id % 2 === 1 && id <= this.#lastPeerStream) return this.#fail(f.STREAM_CLOSED, "HEADERS on a closed stream");
+      // Trailers the client sent before it heard our RST_STREAM (a body that disagreed with its content-length:
+      // docs/gateway.md#message-framing): the block has been decoded, the stream stays closed, the others go on.
+      if (id % 2 === 1 && id <= this.#lastPeerStream) return this.#resetId(id, f.STREAM_CLOSED);
       return this.#fail(f.PROTOCOL_ERROR, "invalid stream id");
     }
     this.#lastPeerStream = id;
@@ -351,6 +356,8 @@ export class H2Session {
     const trailers = this.role === "server" || stream.responded;
     // Trailers end the stream (RFC 9113 §8.1).
     if (trailers && !endStream) return this.resetStream(stream, f.PROTOCOL_ERROR);
+    // Trailers end the body: before its declared length, the request is malformed (RFC 9113 §8.1.1).
+    if (this.role === "server" && stream.declaredLength >= 0 && stream.receivedLength !== stream.declaredLength) return this.#malformed(stream);
     if (endStream) stream.remoteEnded = true;
     stream.handler?.onHeaders(stream, fields, endStream);
     if (endStream) this.#maybeClose(stream);
@@ -590,6 +597,12 @@ export class H2Session {
     this.transport.write(f.rstStream(stream.id, code));
     this.#close(stream);
     stream.handler?.onReset(stream, code);
+  }
+
+  /** A request whose DATA disagrees with its content-length: reset, its user told why (docs/gateway.md#message-framing). */
+  #malformed(stream: H2Stream): void {
+    stream.malformed = true;
+    this.resetStream(stream, f.PROTOCOL_ERROR);
   }
 
   /** A stream that has no object (refused, or already gone) is reset by its id. */

@@ -9,7 +9,7 @@ import { answer, relay, type RequestVerdict, type Stage } from "../stage.ts";
 import { traceUpstream, upstreamSettled } from "../trace.ts";
 import { exchange } from "../upstream/exchange.ts";
 import type { UpstreamPool } from "../upstream/pool.ts";
-import { dialTarget, upstreamHead } from "../upstream/requestHead.ts";
+import { CHUNKED_BODY, dialTarget, upstreamBodyLength, upstreamHead } from "../upstream/requestHead.ts";
 import { websocket } from "../websocket.ts";
 
 export interface ForwardDeps {
@@ -25,7 +25,8 @@ export function forwardStage(deps: ForwardDeps): Stage {
   const headerTimeoutMs = headerTimeoutSeconds * 1000;
 
   function forward(rq: ProxyRequest): Promise<RequestVerdict> {
-    const chunked = rq.body !== null && rq.chunked;
+    const length = upstreamBodyLength(rq);
+    const chunked = length === CHUNKED_BODY;
     const sent = performance.now();
     return exchange(upstreams, {
       scheme: rq.scheme,
@@ -34,6 +35,7 @@ export function forwardStage(deps: ForwardDeps): Stage {
       head: upstreamHead(rq, chunked ? "transfer-encoding: chunked\r\n" : ""),
       body: rq.body,
       chunked,
+      length,
       headerTimeoutMs,
       agent: rq.presence,
       source: rq,

@@ -23,6 +23,11 @@ export interface UpstreamRequest {
   body: ReadableStream<Uint8Array> | null;
   /** Send the body with chunked framing (the agent sent it so); otherwise its Content-Length is in the head. */
   chunked: boolean;
+  /**
+   * The body's length as the head declares it (−1: chunked): exactly that many bytes are sent, or the connection
+   * is aborted (docs/gateway.md#message-framing).
+   */
+  length: number;
   headerTimeoutMs: number;
   /** Tells when the agent goes away. */
   agent: AgentPresence;
@@ -33,6 +38,9 @@ export interface UpstreamRequest {
 export type ExchangeResult = { reply: Reply } | { failure: "unreachable" | "timeout"; reason: string };
 
 export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
+  // A head that promises a body nobody will send is never written (docs/gateway.md#message-framing).
+  if (rq.body === null && rq.length > 0) return Promise.resolve(SHORT_BODY);
+  if (rq.body !== null && rq.length === 0) return emptyBodyFirst(pool, rq, rq.body);
   let acquired: Acquired | Promise<Acquired>;
   try {
     acquired = pool.acquire(rq.scheme, rq.target);
@@ -45,6 +53,26 @@ export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<Excha
     (a) => exchangeOn(pool, a, rq),
     (err: Error) => ({ failure: "unreachable", reason: err.message }),
   );
+}
+
+/**
+ * A body declared empty whose end is still to come (an h2 stream with `content-length: 0` and no END_STREAM yet):
+ * the head alone would be a whole request upstream, so it waits for the end; DATA, or a reset, and nothing is
+ * sent (docs/gateway.md#message-framing).
+ */
+async function emptyBodyFirst(pool: UpstreamPool, rq: UpstreamRequest, body: ReadableStream<Uint8Array>): Promise<ExchangeResult> {
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) break;
+      if (r.value.byteLength > 0) throw BodyLengthError.longer();
+    }
+  } catch (err) {
+    reader.cancel().catch(() => {});
+    return { failure: "unreachable", reason: err instanceof BodyLengthError ? err.message : "the request body broke off" };
+  }
+  return exchange(pool, { ...rq, body: null });
 }
 
 /**
@@ -63,6 +91,20 @@ function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest,
 
 const CLOSED_BEFORE_RESPONSE: ExchangeResult = { failure: "unreachable", reason: "connection closed before the response" };
 const NO_HTTP2: ExchangeResult = { failure: "unreachable", reason: "the origin does not speak HTTP/2" };
+const SHORTER = "the request body is shorter than its content-length";
+const LONGER = "the request body is longer than its content-length";
+const SHORT_BODY: ExchangeResult = { failure: "unreachable", reason: SHORTER };
+
+/** A request body that does not match the length its head declares (docs/gateway.md#message-framing). */
+export class BodyLengthError extends Error {
+  static shorter(): BodyLengthError {
+    return new BodyLengthError(SHORTER);
+  }
+
+  static longer(): BodyLengthError {
+    return new BodyLengthError(LONGER);
+  }
+}
 
 /** The request once more on a fresh (or another pooled) connection; never retried a second time. */
 export async function retry(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
@@ -125,22 +167,33 @@ class Exchange implements ConnectionUser, BodySource, GoneWatcher {
 
   async #sendBody(body: ReadableStream<Uint8Array>): Promise<void> {
     const reader = body.getReader();
+    // Bytes the head still promises (docs/gateway.md#message-framing); unused when chunked.
+    let left = this.rq.length;
     try {
       for (;;) {
         const r = await reader.read();
         if (this.conn.closed) return void reader.cancel().catch(() => {});
         if (r.done) break;
         if (r.value.byteLength === 0) continue;
+        if (!this.rq.chunked) {
+          left -= r.value.byteLength;
+          // Past the declared length the origin would read the bytes as the next request: none is written.
+          if (left < 0) throw BodyLengthError.longer();
+        }
         if (!this.conn.send(this.rq.chunked ? chunk(r.value) : r.value)) await new Promise<void>((resolve) => (this.#drainWaiter = resolve));
       }
       if (this.rq.chunked) this.conn.send(lastChunk());
+      // Short of it, the origin would take the next request's first bytes for the rest.
+      else if (left > 0) throw BodyLengthError.shorter();
       this.#requestSent = true;
       this.#maybeRelease();
-    } catch {
-      // The agent's body broke off (or a body scan refused it: docs/guards.md#credential-leak-guard): this
-      // connection carries half a request and cannot be reused, and no answer is coming on it.
+    } catch (err) {
+      // The agent's body broke off, did not match its length, or a body scan refused it
+      // (docs/guards.md#credential-leak-guard): this connection carries half a request and cannot be reused,
+      // and no answer is coming on it.
+      reader.cancel().catch(() => {});
       this.#keepAlive = false;
-      if (this.#head === null) this.#fail("unreachable", "the request body broke off");
+      if (this.#head === null) this.#fail("unreachable", err instanceof BodyLengthError ? err.message : "the request body broke off");
       else this.conn.close();
     }
   }

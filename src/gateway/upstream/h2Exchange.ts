@@ -11,7 +11,7 @@ import { h2Fields, responseHead, trailerFields } from "../h2/message.ts";
 import type { H2Stream, StreamHandler } from "../h2/session.ts";
 import { headerValue } from "../http1/head.ts";
 import { Reply, type BodySink, type BodySource } from "../reply.ts";
-import { retry, type ExchangeResult, type UpstreamRequest } from "./exchange.ts";
+import { BodyLengthError, retry, type ExchangeResult, type UpstreamRequest } from "./exchange.ts";
 import type { H2Origin } from "./h2Origin.ts";
 import type { UpstreamPool } from "./pool.ts";
 
@@ -78,18 +78,23 @@ export class H2Exchange implements StreamHandler, BodySource, GoneWatcher {
   async #sendBody(body: ReadableStream<Uint8Array>): Promise<void> {
     const stream = this.#stream!;
     const reader = body.getReader();
+    // Bytes the head still promises (docs/gateway.md#message-framing); unused when chunked.
+    let left = this.rq.length;
     try {
       for (;;) {
         const r = await reader.read();
         if (stream.closed) return void reader.cancel().catch(() => {});
         if (r.done) break;
         if (r.value.byteLength === 0) continue;
+        if (!this.rq.chunked && (left -= r.value.byteLength) < 0) throw BodyLengthError.longer();
         if (!stream.sendData(r.value)) await new Promise<void>((resolve) => (this.#writableWaiter = resolve));
       }
+      if (!this.rq.chunked && left > 0) throw BodyLengthError.shorter();
       const trailers = this.rq.source.agentTrailers;
       stream.end(trailers ? h2Fields(trailers, []) : null);
     } catch {
-      // The agent's body broke off: the origin must not take half a request as a whole one.
+      // The agent's body broke off or did not match its length: the origin must not take half a request as a whole one.
+      reader.cancel().catch(() => {});
       stream.reset(f.CANCEL);
     }
   }

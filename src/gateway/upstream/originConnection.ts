@@ -80,7 +80,12 @@ export class UpstreamConnection implements BatchedSocket {
           ready(socket);
         },
         data(socket, buf) {
-          socket.data?.user?.data(buf);
+          const conn = socket.data;
+          if (!conn) return;
+          // Bytes while no exchange is waiting (idle in the pool): nobody asked for them, and the next
+          // request would take them for its answer (docs/gateway.md#message-framing).
+          if (conn.user === null) return conn.close();
+          conn.user.data(buf);
         },
         drain(socket) {
           socket.data?.flush();
@@ -134,14 +139,39 @@ export class UpstreamConnection implements BatchedSocket {
   }
 
   flushBatch(): void {
-    if (this.closed) return this.#out.clear();
+    if (this.closed && !this.#endWhenWritten) return this.#out.clear();
     const size = this.#out.batchBytes;
     // A batch past the high-water mark told its sender to wait: it has gone, so the sender may go on.
     if (this.#out.writeBatch(this.socket) === true && size >= BATCH_HIGH_WATER) this.user?.drain();
   }
 
   flush(): void {
-    if (this.#out.writeQueued(this.socket)) this.user?.drain();
+    if (!this.#out.writeQueued(this.socket)) return;
+    if (this.#endWhenWritten) return void this.socket.end();
+    this.user?.drain();
+  }
+
+  /** Ends once what it owes has been written (a connection that is not reused, its last request still leaving). */
+  #endWhenWritten = false;
+
+  /**
+   * Writes what this turn gathered now; true when nothing is left owing, so the next request's bytes cannot
+   * land among the last one's, and an abort of the next exchange (close) cannot drop them
+   * (docs/gateway.md#message-framing).
+   */
+  writtenOut(): boolean {
+    if (this.closed) return false;
+    this.#out.writeBatch(this.socket);
+    return this.#out.empty;
+  }
+
+  /** Not reused: ends once the bytes it owes have gone (close() would drop them). */
+  endWhenWritten(): void {
+    if (this.closed) return;
+    if (this.writtenOut()) return this.close();
+    this.closed = true;
+    this.user = null;
+    this.#endWhenWritten = true;
   }
 
   pause(): void {

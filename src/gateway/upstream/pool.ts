@@ -114,6 +114,8 @@ export class UpstreamPool {
 
   release(key: string, conn: UpstreamConnection): void {
     if (conn.closed) return;
+    // The last request's bytes leave before anyone else's can follow them; still owing, it is not reused.
+    if (!conn.writtenOut()) return conn.endWhenWritten();
     let idle = this.#idle.get(key);
     if (!idle) this.#idle.set(key, (idle = []));
     if (idle.length >= MAX_IDLE_PER_KEY) return conn.close();

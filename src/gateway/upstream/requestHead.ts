@@ -22,3 +22,30 @@ export function dialTarget(rq: ProxyRequest): DialTarget {
   if (!rq.dial) throw new Error("forward reached without an egress verdict");
   return rq.dial;
 }
+
+/** The body goes upstream chunked. */
+export const CHUNKED_BODY = -1;
+
+/**
+ * How the request body goes upstream, its head made to say so (docs/gateway.md#message-framing): exactly the
+ * length one `content-length` declares (repeats of one value become one field), or chunked with no length at all;
+ * a body without a length goes chunked. Throws when the head declares a length that is not one number: nothing
+ * is sent that an origin could read another way.
+ */
+export function upstreamBodyLength(rq: ProxyRequest): number {
+  const declared = rq.headers.get("content-length");
+  if (rq.body !== null && rq.chunked) {
+    if (declared !== null) rq.headers.delete("content-length");
+    return CHUNKED_BODY;
+  }
+  if (declared === null) {
+    if (rq.body === null) return 0;
+    rq.chunked = true;
+    return CHUNKED_BODY;
+  }
+  if (/^\d{1,15}$/.test(declared)) return Number(declared);
+  const values = declared.split(",").map((v) => v.trim());
+  if (!/^\d{1,15}$/.test(values[0]!) || values.some((v) => v !== values[0])) throw new Error("the request's content-length is not one number");
+  rq.headers.set("content-length", values[0]!);
+  return Number(values[0]);
+}
