@@ -151,6 +151,8 @@ function rewriteBody(rq: ProxyRequest, sub: Substitution): RequestVerdict | Prom
 export function placeholderStage(): Stage {
   return {
     name: "placeholder",
+    reads: ["secrets"],
+    provides: ["placeholdersReplaced"],
     request(rq) {
       if (rq.placeholders.length === 0) return PASS;
       const sub = substitutionFor(rq.placeholders);

@@ -7,30 +7,12 @@ import { connectionTokens, framingOf, MAX_HEAD_BYTES, parseResponseHead, type Re
 import { Reply, type BodySink, type BodySource } from "../reply.ts";
 import type { ConnectionUser, UpstreamConnection } from "./originConnection.ts";
 import type { Acquired, UpstreamPool } from "./pool.ts";
-import type { DialTarget } from "../../services/outbound.ts";
-import type { AgentPresence, GoneWatcher } from "../agentSide.ts";
+import type { GoneWatcher } from "../agentSide.ts";
 import { responseLinesForAgent } from "../headers.ts";
-import type { ProxyRequest } from "../request.ts";
 import { H2Exchange } from "./h2Exchange.ts";
+import type { ExchangeResult, UpstreamRequest } from "./upstreamRequest.ts";
 
-export interface UpstreamRequest {
-  scheme: "https" | "http";
-  /** Where to dial (checked by the egress guard) and the name to verify. */
-  target: DialTarget;
-  method: string;
-  /** The whole request head, CRLFCRLF included (latin1 bytes). */
-  head: string;
-  body: ReadableStream<Uint8Array> | null;
-  /** Send the body with chunked framing (the agent sent it so); otherwise its Content-Length is in the head. */
-  chunked: boolean;
-  headerTimeoutMs: number;
-  /** Tells when the agent goes away. */
-  agent: AgentPresence;
-  /** The request itself: an h2 origin gets its head as fields, and its trailers (docs/gateway.md#http2-and-grpc). */
-  source: ProxyRequest;
-}
-
-export type ExchangeResult = { reply: Reply } | { failure: "unreachable" | "timeout"; reason: string };
+export type { ExchangeResult, UpstreamRequest } from "./upstreamRequest.ts";
 
 export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
   let acquired: Acquired | Promise<Acquired>;
@@ -52,7 +34,7 @@ export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<Excha
  * (nothing was answered); this first exchange settles with the second one's result.
  */
 function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest, retryable = true): Promise<ExchangeResult> {
-  if (acquired.h2 !== null) return new H2Exchange(pool, acquired.h2, rq, retryable && !rq.body).run();
+  if (acquired.h2 !== null) return new H2Exchange(pool, acquired.h2, rq, retryable && !rq.body, retry).run();
   // gRPC is never translated to HTTP/1.1 (docs/gateway.md#http2-and-grpc): the unused connection goes back.
   if (rq.source.grpc) {
     pool.release(acquired.key, acquired.conn);
