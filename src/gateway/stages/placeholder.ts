@@ -151,7 +151,8 @@ function rewriteBody(rq: ProxyRequest, sub: Substitution): RequestVerdict | Prom
 export function placeholderStage(): Stage {
   return {
     name: "placeholder",
-    reads: ["secrets"],
+    // After approval: a held request's preview shows the placeholder, never the value (docs/gateway.md#stages).
+    reads: ["secrets", "approval"],
     provides: ["placeholdersReplaced"],
     request(rq) {
       if (rq.placeholders.length === 0) return PASS;

@@ -5,11 +5,13 @@
 // real list, in the documented order; and the order checked against the stages' contracts when a pipeline is
 // built (docs/architecture.md#stage-contracts).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { log } from "../../../src/observability/log.ts";
 import { errorBody } from "./helpers.ts";
 import { checkOrder, gatewayStages, Pipeline, type PipelineDeps } from "../../../src/gateway/pipeline.ts";
 import { Reply } from "../../../src/gateway/reply.ts";
-import { answer, PASS, proceedAs, relay, type ConnectVerdict, type Stage } from "../../../src/gateway/stage.ts";
+import { answer, INJECTIONS, PASS, proceedAs, relay, type ConnectVerdict, type Stage } from "../../../src/gateway/stage.ts";
 import { testPipelineDeps, testRequest, testTunnel } from "../../../src/gateway/testing.ts";
 import { createTestApi } from "../../support/app.ts";
 
@@ -218,6 +220,18 @@ describe("the gateway's list", () => {
     expect(() => checkOrder([policy, ...stages])).toThrow('stage "policy" reads "agent", which no earlier stage provides (stage "auth" provides it, later in the list)');
     const withoutEgress = gatewayStages(deps).filter((s) => s.name !== "egress");
     expect(() => checkOrder(withoutEgress)).toThrow('stage "cleartext" reads "dial", which no earlier stage provides (no stage in the list provides it)');
+  });
+
+  test("docs/gateway.md's stage table shows every stage's contract as declared", () => {
+    const table = new Map<string, string>();
+    for (const m of readFileSync(join(import.meta.dir, "../../../docs/gateway.md"), "utf8").matchAll(/^\| `([a-z-]+)` \| [^|]+ \| ([^|]+) \|/gm)) table.set(m[1]!, m[2]!.trim());
+    const shown = (keys: readonly string[]) => keys.join(", ").replace(INJECTIONS.join(", "), "INJECTIONS");
+    for (const stage of gatewayStages(deps)) {
+      const reads = shown(stage.reads!);
+      const provides = shown(stage.provides!);
+      const cell = reads === "" && provides === "" ? "—" : `${reads} → ${provides}`.trim();
+      expect({ stage: stage.name, contract: table.get(stage.name)?.replace(/`/g, "") }).toEqual({ stage: stage.name, contract: cell });
+    }
   });
 
   test("two stages that provide the same key are refused", () => {
