@@ -6,7 +6,6 @@
 import type { AuditActor, AuditScopeInit } from "../services/audit.ts";
 import type { Services } from "../services/index.ts";
 import type { PartnerContext, Principal, RequestContext } from "./auth.ts";
-import type { RouteDef } from "./route.ts";
 
 export function actorOf(principal: Principal | null): AuditActor | null {
   switch (principal?.via) {
@@ -55,7 +54,8 @@ function idOf(value: unknown): string | null {
 
 export function auditedWrite<T>(
   services: Services,
-  def: RouteDef,
+  /** The route (route.ts RouteDef: only its path template is read, so this file needs nothing of route.ts). */
+  def: { readonly path: string },
   request: Request,
   principal: Principal | null,
   ctx: RequestContext | PartnerContext | null,

@@ -4,6 +4,7 @@
 // bytes by `rawAnswer` for what has no Reply (a refused CONNECT, a head that could not be read).
 import { STATUS_CODES } from "node:http";
 import { REQUEST_ID_HEADER } from "../observability/requestId.ts";
+import { answer, type RequestVerdict } from "./verdict.ts";
 
 /** An answer of the gateway's own, before it is written. */
 export interface JsonAnswer {
@@ -63,6 +64,14 @@ export const credentialUnavailable = (host: string, reason?: string): Response =
     error: "credential_unavailable",
     message: `credgate could not obtain the credential for ${host}, so the request was not forwarded.${reason ? ` ${reason}` : ""}`,
   });
+
+/**
+ * The request is answered 502 `credential_unavailable` and logged as an error; nothing goes upstream. Shared by
+ * every stage that makes or fetches a credential (inject, inject-connection, github-app, aws-check, aws-sign).
+ */
+export function credentialUnavailableFor(rq: { readonly host: string }, reason?: string): RequestVerdict {
+  return answer("error", credentialUnavailable(rq.host, reason));
+}
 
 const upstreamUnreachableBody = (host: string, port: number, reason: string) => ({ error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${reason}` });
 

@@ -34,7 +34,7 @@ export class Flow {
     return this.#agent !== null;
   }
 
-  /** Set by the auth stage, which runs before every stage that reads it. */
+  /** Set by the auth stage ([agent]: stage.ts StageKey), which runs before every stage that reads it. */
   get agent(): AgentEntry {
     if (!this.#agent) throw new Error("the agent is read before the auth stage ran");
     return this.#agent;

@@ -4,6 +4,7 @@
 // request runs the request hooks top to bottom until one answers (the forward stage always does), then the
 // response hooks of the stages it reached, bottom to top. With tracing on, the runner also records the flow's
 // span and a span for every hook that waits (trace.ts); with it off, that costs one null check per flow.
+// Building a pipeline checks its order against the stages' contracts (checkOrder), once.
 import { log } from "../observability/log.ts";
 import type { Tracer } from "../observability/tracing.ts";
 import { REQUEST_ID_HEADER } from "../observability/requestId.ts";
@@ -15,7 +16,7 @@ import { BAD_GATEWAY, badGateway } from "./errors.ts";
 import { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
 import type { GatewaySnapshot } from "./snapshot.ts";
-import { answer, PASS, type ConnectVerdict, type RequestVerdict, type Stage } from "./stage.ts";
+import { answer, PASS, type ConnectVerdict, type RequestVerdict, type Stage, type StageKey } from "./stage.ts";
 import { approvalStage } from "./stages/approval.ts";
 import { authStage } from "./stages/auth.ts";
 import { awsCheckStage, awsSignStage } from "./stages/awsSign.ts";
@@ -86,12 +87,42 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
   ];
 }
 
+/**
+ * Throws when `stages` are not in an order their contracts allow (docs/architecture.md#stage-contracts): a stage
+ * reads a key no earlier stage provides, or two stages provide the same key. Run once, when a pipeline is built:
+ * a wrong list fails at start, never on a request.
+ */
+export function checkOrder(stages: readonly Stage[]): void {
+  const providers = new Map<StageKey, string>();
+  for (const stage of stages) {
+    for (const key of stage.provides ?? []) {
+      const other = providers.get(key);
+      if (other !== undefined) throw new Error(`gateway pipeline: stages "${other}" and "${stage.name}" both provide "${key}"; each key has one provider`);
+      providers.set(key, stage.name);
+    }
+  }
+  const provided = new Set<StageKey>();
+  for (const stage of stages) {
+    for (const key of stage.reads ?? []) {
+      if (provided.has(key)) continue;
+      const by = providers.get(key);
+      throw new Error(
+        `gateway pipeline: stage "${stage.name}" reads "${key}", which no earlier stage provides` +
+          (by === undefined ? " (no stage in the list provides it)" : ` (stage "${by}" provides it, later in the list)`),
+      );
+    }
+    for (const key of stage.provides ?? []) provided.add(key);
+  }
+}
+
 export class Pipeline {
   constructor(
     readonly stages: readonly Stage[],
     /** Null when tracing is off (docs/operations.md#traces). */
     readonly tracer: Tracer | null = null,
-  ) {}
+  ) {
+    checkOrder(stages);
+  }
 
   /** The request's reply, once the stages have answered it and the response hooks have run. */
   request(rq: ProxyRequest): Reply | Promise<Reply> {

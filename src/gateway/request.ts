@@ -1,6 +1,8 @@
 // One proxied request as it moves through the stages (docs/gateway.md#pipeline): what the agent sent (through
-// its AgentSide, whatever carries it), what will go upstream, and what the stages found out on the way. Each
-// field is set in one place: the stage named beside it, or a method here.
+// its AgentSide, whatever carries it), what will go upstream, and what the stages found out on the way. What
+// the stages found out is set in one place each: the stage named beside it, which declares the key in brackets
+// in its `provides` (stage.ts StageKey; docs/architecture.md#stage-contracts), or a method here. The outgoing
+// request itself (`headers`, `upstreamTarget`, `body`, `chunked`) is built up by several stages in order.
 import { pathWithoutQuery } from "../core/patterns.ts";
 import { targetReadings, type PathReadings } from "../core/pathReadings.ts";
 import { applyInjection, type Injectable } from "../core/inject.ts";
@@ -15,11 +17,10 @@ import { headerValue, type HeaderLines } from "./http1/head.ts";
 import type { HeaderList } from "./http1/headerList.ts";
 import { peekStream } from "./peek.ts";
 import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
-import { answer, type RequestVerdict } from "./stage.ts";
+import { answer, type RequestVerdict } from "./verdict.ts";
 import { gatewayJson, malformedRequest } from "./errors.ts";
 import type { Tunnel } from "./tunnel.ts";
 import type { FrameScan } from "./wsFrames.ts";
-import type { AwsPlan } from "./stages/awsSign.ts";
 
 export { logHostOf } from "./flow.ts";
 
@@ -99,43 +100,49 @@ export class ProxyRequest extends Flow {
 
   /** Outgoing headers: the agent's, cleaned, then edited by the stages (injection, accept-encoding). */
   readonly headers: HeaderList;
-  /** Outgoing path and query (after path and parameter injection: `inject`). */
+  /**
+   * Outgoing path and query: the agent's, then edited in pipeline order, like `headers`, by the stages that
+   * build the outgoing request: inject (path and query injection, through `inject()`), placeholder (URL
+   * placeholders replaced) and aws-sign (a presigned URL's new query). Not one writer: each edit is its stage's
+   * own idea, and aws-sign must see the others' (it declares it reads `placeholdersReplaced`).
+   */
   upstreamTarget: string;
   /** The body still to be forwarded (`peekBody` puts back an equivalent stream). */
   body: ReadableStream<Uint8Array> | null;
-  /** Where the request will be dialled (egress stage). */
+  /** Where the request will be dialled (egress stage: [dial]). */
   dial: DialTarget | null = null;
-  /** The connections whose app serves this host and path, and the winning one (connection stage). */
+  /** The connections whose app serves this host and path, and the winning one (connection stage: [connection]). */
   connectionCandidates: readonly CompiledConnection[] = NONE;
   connection: CompiledConnection | null = null;
-  /** The app the request is for, as the log shows it (connection stage). */
+  /** The app the request is for, as the log shows it (connection stage: [connection]). */
   provider: string | null = null;
-  /** The policy rule that decided, if any (policy stage). */
+  /** The policy rule that decided, if any (policy stage: [policy]). */
   matchedRule: { logicalId: string; name: string } | null = null;
-  /** The policy wants a human to approve the request (policy stage; the approval stage holds it). */
+  /** The policy wants a human to approve the request (policy stage: [policy]; the approval stage holds it). */
   needsApproval = false;
-  /** Every rule that asked for approval on some reading of the path, the deciding one first (policy stage). */
+  /** Every rule that asked for approval on some reading of the path, the deciding one first (policy stage: [policy]). */
   heldBy: readonly { logicalId: string; name: string }[] = NONE;
-  /** The secrets that match this request, in application order (inject stage). */
+  /** The secrets that match this request, in application order (inject stage: [secrets]). */
   matched: readonly CompiledSecret[] = NONE;
   /**
    * Matching secrets whose value makes the credential rather than being it (AWS keys, GitHub App keys), with
-   * their values, for the signing and minting stages (inject stage).
+   * their values, for the signing and minting stages (inject stage: [secrets]).
    */
   signing: readonly { secret: CompiledSecret; value: string }[] = NONE;
-  /** How an AWS secret will sign the request (aws-check); the aws-sign stage signs it last. */
-  awsPlan: AwsPlan | null = null;
-  /** How many places were injected, and every value injected, for the echo guard (`inject`, `injected`). */
+  /**
+   * How many places were injected, and every value injected, for the echo guard (`inject()`, `injected()`): added
+   * to by every stage that injects (stage.ts INJECTIONS), and by aws-sign and placeholder as they write.
+   */
   injectionCount = 0;
   injectedValues: readonly string[] = NONE;
-  /** The placeholder secrets that apply, with their values (`inject`; the placeholder stage replaces them). */
+  /** The placeholder secrets that apply, with their values (`inject`: [secrets]; the placeholder stage replaces them). */
   placeholders: readonly PlaceholderUse[] = NONE;
-  /** A credential value found on its way to a host none of its holders match (leak-guard stage). */
+  /** A credential value found on its way to a host none of its holders match (leak-guard stage: [leak]). */
   leak: LeakFinding | null = null;
   /**
    * The answer of a stage whose body scan refused the request after it was passed on (the leak guard), or of a
    * body that disagreed with its declared length (docs/gateway.md#message-framing): the forward stage answers
-   * with it when the upstream exchange broke off for it.
+   * with it when the upstream exchange broke off for it. [leak]
    */
   get refusal(): RequestVerdict | null {
     if (this.#refusal === null && this.#side.malformed === true) this.#refusal = answer("blocked", malformedBody());
@@ -148,15 +155,15 @@ export class ProxyRequest extends Flow {
 
   #refusal: RequestVerdict | null = null;
   /**
-   * What reads the agent's WebSocket frames after 101 (websocket-frames stage); null: they pass as they come. (The
-   * server's are read by the echo guard when anything was injected: websocket.ts.)
+   * What reads the agent's WebSocket frames after 101 (websocket-frames stage: [agentFrames]); null: they pass as
+   * they come. (The server's are read by the echo guard when anything was injected: websocket.ts.)
    */
   agentFrames: FrameScan[] | null = null;
-  /** A metered LLM request (budget stage). */
+  /** A metered LLM request (budget stage: [meter]). */
   meter: Meter | null = null;
-  /** The approval that held the request, and its log row, updated in place at the end (approval stage). */
+  /** The approval that held the request, and its log row, updated in place at the end (approval stage: [approval]). */
   approval: { id: string; logId: string } | null = null;
-  /** Time from sending upstream to the response head (ms), when the request went upstream (forward stage). */
+  /** Time from sending upstream to the response head (ms), when the request went upstream (forward stage: [upstream]). */
   upstreamMs: number | null = null;
 
   constructor(side: AgentSide, tunnel: Tunnel | null, to: Destination, websocket: boolean) {

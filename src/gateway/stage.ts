@@ -6,49 +6,74 @@
 //   response(rq, reply) on the way back, for every stage whose request hook ran, last stage first: change the
 //                       reply's headers, add body transforms or end callbacks, or put another reply in its place
 // Hooks are plain calls: synchronous unless they have to wait (then a promise), so the common path makes none.
-import type { LogDecision } from "../services/requestLogs.ts";
+// Beside its hooks a stage declares its contract (docs/architecture.md#stage-contracts): the facts it `reads`,
+// which an earlier stage must have settled, and the facts it `provides`. The pipeline checks the order against
+// them once, when it is built (pipeline.ts checkOrder); nothing is looked up by key while a request runs.
 import type { JsonAnswer } from "./errors.ts";
 import type { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
 import type { Tunnel } from "./tunnel.ts";
+import type { RequestVerdict, Verdict } from "./verdict.ts";
 
-/**
- * What a request or connect hook says. `response` null: go on to the next stage; otherwise the flow is
- * answered here. `decision`, when not null, is what the request log records from now on (the runner sets it;
- * a stage never writes the flow's decision itself). Every verdict has this one shape.
- */
-export interface Verdict<A> {
-  readonly decision: LogDecision | null;
-  readonly response: A | null;
-}
+export { answer, PASS, proceedAs, relay, type RequestVerdict, type Verdict } from "./verdict.ts";
 
-/** A request hook's answer: the gateway's own (a Response), or a Reply (the upstream's, a taken-over socket). */
-export type RequestVerdict = Verdict<Response | Reply>;
 /** A connect hook's answer is written raw on the agent's socket (errors.ts rawAnswer). */
 export type ConnectVerdict = Verdict<JsonAnswer>;
 
-/** Go on: the one verdict most hooks return, shared (nothing is made per request). */
-export const PASS: Verdict<never> = { decision: null, response: null };
+/**
+ * A fact about a flow that one stage settles and later stages rely on. Each is provided by exactly one stage, and
+ * names the fields of the flow it covers (the fields in request.ts and tunnel.ts say which key sets them):
+ *   agent                 auth: `agent`, `credentials` (tunnel and request)
+ *   dial                  egress: `rq.dial`, `tunnel.egress` (where the flow is dialled)
+ *   passthrough           passthrough: `tunnel.passthrough`
+ *   connection            connection: `connectionCandidates`, `connection`, `provider`
+ *   policy                policy: `matchedRule`, `needsApproval`, `heldBy`
+ *   leak                  leak-guard: `leak`, and `refusal` when the body scan refuses
+ *   connectionCredential  inject-connection: the winning connection's credential, injected
+ *   secrets               inject: `matched`, `signing`, `placeholders`, the secrets it injected
+ *   githubToken           github-app: the installation token, injected
+ *   awsPlan               aws-check: how the request will be signed (kept by the two AWS stages), counted as injected
+ *   meter                 budget: `meter`
+ *   approval              approval: `approval`, and the person's decision on a held request
+ *   placeholdersReplaced  placeholder: the placeholders replaced in the outgoing headers, target and body
+ *   agentFrames           websocket-frames: `agentFrames`
+ *   upstream              forward: the upstream's reply, `upstreamMs`
+ */
+export type StageKey =
+  | "agent"
+  | "dial"
+  | "passthrough"
+  | "connection"
+  | "policy"
+  | "leak"
+  | "connectionCredential"
+  | "secrets"
+  | "githubToken"
+  | "awsPlan"
+  | "meter"
+  | "approval"
+  | "placeholdersReplaced"
+  | "agentFrames"
+  | "upstream";
 
-/** The flow is answered here, and logged with `decision`. */
-export function answer<A>(decision: LogDecision, response: A): Verdict<A> {
-  return { decision, response };
-}
-
-/** The flow is answered with `response` (the upstream's), and its decision so far stands. */
-export function relay(response: Response | Reply): RequestVerdict {
-  return { decision: null, response };
-}
-
-/** Go on, and log the request with `decision` from now on (an approval granted). */
-export function proceedAs(decision: LogDecision): Verdict<never> {
-  return { decision, response: null };
-}
+/**
+ * Every stage that injects a credential: what a stage reads to know whether the request is credentialed
+ * (`injectionCount`, `injectedValues`, `placeholders`). A new injecting stage adds its key here, and every stage
+ * that judges a credentialed request is then checked to run after it.
+ */
+export const INJECTIONS: readonly StageKey[] = ["connectionCredential", "secrets", "githubToken", "awsPlan"];
 
 type Maybe<T> = T | Promise<T>;
 
 export interface Stage {
   readonly name: string;
+  /**
+   * What the stage's hooks rely on an earlier stage having settled (not what a response hook may find set by a
+   * later one: `meter` for the log row is read if present). Every stage of the gateway declares it, empty or not.
+   */
+  readonly reads?: readonly StageKey[];
+  /** What the stage settles for later stages; no other stage provides the same key. */
+  readonly provides?: readonly StageKey[];
   connect?(tunnel: Tunnel): Maybe<ConnectVerdict>;
   connected?(tunnel: Tunnel): void;
   request?(rq: ProxyRequest): Maybe<RequestVerdict>;

@@ -17,6 +17,7 @@ import type { PipelineDeps } from "./pipeline.ts";
 import type { Reply } from "./reply.ts";
 import { ProxyRequest } from "./request.ts";
 import { GatewaySnapshot, type AgentCredentials, type AgentEntry, type CompiledSecret } from "./snapshot.ts";
+import type { Stage, StageKey } from "./stage.ts";
 import { Tunnel } from "./tunnel.ts";
 
 type TestHeaders = Record<string, string> | [string, string][];
@@ -203,6 +204,15 @@ export function compiledSecret(init: TestSecretInit): CompiledSecret {
 export function signIn(flow: Flow, credentials: AgentCredentials): void {
   flow.agent = credentials.agent;
   flow.credentials = credentials;
+}
+
+/**
+ * A stage with no hooks that provides `keys`: put first in a small test pipeline, it stands for the stages the test
+ * played by hand (signIn, a secret set on the request), so the pipeline's order check (pipeline.ts checkOrder)
+ * accepts the real stages after it.
+ */
+export function given(...keys: StageKey[]): Stage {
+  return { name: `given ${keys.join(", ")}`, reads: [], provides: keys };
 }
 
 /** The stages' dependencies over real services (a temp store: test/support/app.ts), with a snapshot loaded from it. */

@@ -16,9 +16,9 @@ export class Tunnel extends Flow {
   readonly token: string | null;
   /** Bytes the agent sent after the CONNECT head: already the tunnel's. */
   readonly early: Buffer;
-  /** The egress guard's verdict on the host (egress stage); a passthrough tunnel dials what it says. */
+  /** The egress guard's verdict on the host (egress stage: [dial], stage.ts StageKey); a passthrough tunnel dials what it says. */
   egress: EgressVerdict | null = null;
-  /** Raw bytes to the host instead of interception (passthrough stage). */
+  /** Raw bytes to the host instead of interception (passthrough stage: [passthrough]). */
   passthrough = false;
   /** The status the CONNECT was answered with (0 until it is; set by Pipeline.connected). */
   status = 0;

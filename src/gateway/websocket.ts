@@ -14,7 +14,7 @@ import { MAX_HEAD_BYTES, parseResponseHead, type ResponseHead } from "./http1/he
 import { Reply } from "./reply.ts";
 import type { ProxyRequest } from "./request.ts";
 import { answer, relay, type RequestVerdict } from "./stage.ts";
-import type { ForwardDeps } from "./stages/forward.ts";
+import type { Outbound } from "../services/outbound.ts";
 import { dialTarget, upstreamHead } from "./upstream/requestHead.ts";
 import { CONNECT_TIMEOUT_MS } from "./upstream/originConnection.ts";
 import { FrameRewriter, UnreadableFrame, type FrameScan } from "./wsFrames.ts";
@@ -25,7 +25,15 @@ import { echoNeedlesOf } from "./stages/echo.ts";
 const IDLE_MS = 600_000;
 const KEPT_ON_101 = ["upgrade", "connection", "sec-websocket-accept", "sec-websocket-protocol", "sec-websocket-extensions"];
 
-export async function websocket(rq: ProxyRequest, deps: Pick<ForwardDeps, "outbound" | "headerTimeoutSeconds">): Promise<RequestVerdict> {
+/** What the WebSocket's own connection needs (the forward stage's deps hold them). */
+export interface WebSocketDeps {
+  /** Dials the WebSocket's own connection. */
+  outbound: Pick<Outbound, "connect">;
+  /** How long the upstream may take to send its response head (CREDGATE_UPSTREAM_HEADER_TIMEOUT). */
+  headerTimeoutSeconds: number;
+}
+
+export async function websocket(rq: ProxyRequest, deps: WebSocketDeps): Promise<RequestVerdict> {
   let upstream: net.Socket;
   try {
     upstream = await deps.outbound.connect(rq.host, rq.port, { tls: rq.scheme === "https", timeoutMs: CONNECT_TIMEOUT_MS, target: dialTarget(rq) });

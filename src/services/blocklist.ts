@@ -7,7 +7,7 @@ import { ApiError } from "../core/errors.ts";
 import { creationTime, newId, nowIso } from "../core/ids.ts";
 import type { BlocklistRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
-import type { PolicyOwner } from "./policy.ts";
+import type { PolicyOwner } from "./policyOwner.ts";
 import type { BlocklistEntry } from "../core/records/apps.ts";
 
 export type { BlocklistEntry };

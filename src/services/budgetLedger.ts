@@ -27,7 +27,7 @@ import { watchBudgetAdmissions } from "../observability/metrics.ts";
 import type { Budget as PartnerBudget, BudgetService } from "./budgets.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { NotificationService } from "./notifications/index.ts";
-import type { ScopeBudget } from "./scopeBudgets.ts";
+import type { ScopeBudget } from "./scopeBudget.ts";
 import type { SpendService } from "./spend.ts";
 
 /** One window of one scope budget. */

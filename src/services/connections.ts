@@ -6,7 +6,7 @@ import { newId, nowIso } from "../core/ids.ts";
 import type { ConnectionStatus } from "../core/model.ts";
 import type { ConnectionRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
-import type { PolicyOwner } from "./policy.ts";
+import type { PolicyOwner } from "./policyOwner.ts";
 import type { Connection } from "../core/records/apps.ts";
 
 export type { ConnectionRow };

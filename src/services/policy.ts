@@ -11,9 +11,10 @@ import type { PolicyRuleRow } from "../store/rows.ts";
 import type { BlocklistService } from "./blocklist.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { GrantService } from "./grants.ts";
+import type { PolicyOwner } from "./policyOwner.ts";
 
 export type { PolicyRuleRow };
-export type PolicyOwner = { scope: "project"; organizationId: string; projectId: string } | { scope: "organization"; organizationId: string };
+export type { PolicyOwner } from "./policyOwner.ts";
 
 export interface RuleFields {
   name: string;

@@ -14,12 +14,11 @@ import { clockNow } from "../runtime/clock.ts";
 import type { AgentService } from "./agents.ts";
 import type { BudgetLedger } from "./budgetLedger.ts";
 import type { ServiceDeps } from "./deps.ts";
+import type { ScopeBudget, ScopeBudgetRow } from "./scopeBudget.ts";
 
-export type ScopeBudgetRow = ServiceDeps["store"]["t"]["scopeBudgets"]["$inferSelect"];
 export type LlmType = "llm_a" | "llm_b";
 
-/** A scope budget as the gateway and the ledger use it (the row, without bookkeeping columns). */
-export type ScopeBudget = Pick<ScopeBudgetRow, "id" | "scope" | "organizationId" | "projectId" | "agentId" | "secretType" | "limitCents" | "period" | "alertPercents">;
+export type { ScopeBudget, ScopeBudgetRow } from "./scopeBudget.ts";
 
 /** The Budget record of the API (docs/budgets.md#budgets-for-every-scope). */
 export type BudgetView = R.Budget;

@@ -10,7 +10,7 @@ import { countLlmSpend } from "../observability/metrics.ts";
 import { clockNow } from "../runtime/clock.ts";
 import type { SpendRecordInsert } from "../store/store.ts";
 import type { ServiceDeps } from "./deps.ts";
-import type { ScopeBudget } from "./scopeBudgets.ts";
+import type { ScopeBudget } from "./scopeBudget.ts";
 
 export type SpendRecord = SpendRecordInsert;
 

@@ -61,6 +61,8 @@ function select(rq: ProxyRequest): RequestVerdict {
 export function connectionStage(): Stage {
   return {
     name: "connection",
+    reads: ["agent"],
+    provides: ["connection"],
     request: select,
     response(rq, reply) {
       if (rq.forwarded && !rq.websocket && rq.connectionCandidates.length > 0) {

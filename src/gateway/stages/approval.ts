@@ -95,6 +95,8 @@ export function approvalStage({ approvals, requestLogs, remembered }: ApprovalDe
 
   return {
     name: "approval",
+    reads: ["agent", "policy"],
+    provides: ["approval"],
     request(rq) {
       // Synchronous when nothing is held: no promise on every request's path.
       if (!rq.needsApproval) return PASS;

@@ -37,6 +37,8 @@ export function authStage({ snapshot }: AuthDeps): Stage {
 
   return {
     name: "auth",
+    reads: [],
+    provides: ["agent"],
     connect(tunnel) {
       const agent = tunnel.token ? snapshot.agentForToken(tunnel.token) : null;
       if (!(agent instanceof Promise)) return agent ? admit(tunnel, agent) : CONNECT_REFUSED;

@@ -8,6 +8,7 @@
 import { signingScope, type AwsScope } from "../../core/awsScope.ts";
 import type { AwsSigV4Config } from "../../core/records/secrets.ts";
 import { clockNow } from "../../runtime/clock.ts";
+import { credentialUnavailableFor } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
 import type { CompiledSecret } from "../snapshot.ts";
 import { PASS, type RequestVerdict, type Stage } from "../stage.ts";
@@ -24,7 +25,6 @@ import {
   UNSIGNED_PAYLOAD,
   amzDate,
 } from "../../crypto/awsSigV4.ts";
-import { credentialUnavailableFor } from "./inject.ts";
 import { createHash } from "node:crypto";
 
 /** A body this long or shorter is hashed for a request that declares no payload hash; a longer one cannot be. */
@@ -60,8 +60,8 @@ function headersToSign(rq: ProxyRequest): Record<string, string> {
   return out;
 }
 
-/** How the request will be signed (aws-check), done by aws-sign. */
-export interface AwsPlan {
+/** How the request will be signed (aws-check), done by aws-sign. Private to the two stages. */
+interface AwsPlan {
   signer: AwsSigner;
   scope: AwsScope;
   /** A presigned URL: re-signed in query form with the agent's date, expiry and signed headers. */
@@ -70,8 +70,15 @@ export interface AwsPlan {
   chunked: string | null;
 }
 
+/**
+ * aws-check's plan for a request, which aws-sign takes. Kept here, not on the request: only these two stages know
+ * it. Only a request with a signing secret ever has one (and aws-sign looks only then), and an entry goes with its
+ * request.
+ */
+const plans = new WeakMap<ProxyRequest, AwsPlan>();
+
 function plan(rq: ProxyRequest, signer: AwsSigner, scope: AwsScope, chunked: string | null, presigned: AwsPlan["presigned"] = null): RequestVerdict {
-  rq.awsPlan = { signer, scope, presigned, chunked };
+  plans.set(rq, { signer, scope, presigned, chunked });
   rq.injected(signer.key.secretAccessKey);
   // The real key id goes out in the credential scope: the echo guard redacts it too (docs/guards.md#echo-guard).
   rq.injected(signer.key.accessKeyId, 0);
@@ -122,6 +129,8 @@ function check(rq: ProxyRequest, secret: CompiledSecret, value: string): Request
 export function awsCheckStage(): Stage {
   return {
     name: "aws-check",
+    reads: ["secrets"],
+    provides: ["awsPlan"],
     request(rq) {
       const signing = rq.signing;
       if (signing.length === 0) return PASS;
@@ -184,9 +193,14 @@ function presign(rq: ProxyRequest, p: AwsPlan, path: string, query: string): Pro
 export function awsSignStage(): Stage {
   return {
     name: "aws-sign",
+    // It signs the request as it leaves: after the placeholders are replaced in what it signs, and after an
+    // approval that may have held it longer than a signature is good for.
+    reads: ["secrets", "awsPlan", "placeholdersReplaced", "approval"],
+    provides: [],
     request(rq) {
-      const p = rq.awsPlan;
-      if (p === null) return PASS;
+      if (rq.signing.length === 0) return PASS;
+      const p = plans.get(rq);
+      if (p === undefined) return PASS;
       const { path, query } = splitTarget(rq.upstreamTarget);
       return p.presigned !== null ? presign(rq, p, path, query) : signHeaders(rq, p, path, query);
     },

@@ -155,6 +155,8 @@ export function budgetStage({ prices, ledger, keySpend, spend, publicUrl }: Budg
 
   return {
     name: "budget",
+    reads: ["agent", "secrets"],
+    provides: ["meter"],
     request(rq) {
       // The LLM key that applies is the last LLM secret injected (project over organization over partner).
       const secret = rq.matched.findLast(isLlmSecret);

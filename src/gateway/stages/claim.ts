@@ -8,6 +8,8 @@ import { answer, PASS, type Stage } from "../stage.ts";
 export function claimStage(): Stage {
   return {
     name: "claim",
+    reads: ["agent", "passthrough"],
+    provides: [],
     connect(tunnel) {
       // An intercepted tunnel's requests are checked one by one (below); a raw tunnel carries anything.
       if (!tunnel.passthrough) return PASS;

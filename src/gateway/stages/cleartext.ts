@@ -4,7 +4,7 @@
 import { isLocalAddress, parseAddress } from "../../core/addressRules.ts";
 import { compileHostPattern } from "../../core/patterns.ts";
 import { insecureTransport } from "../errors.ts";
-import { answer, PASS, type Stage } from "../stage.ts";
+import { answer, INJECTIONS, PASS, type Stage } from "../stage.ts";
 
 export interface CleartextDeps {
   plaintextHosts: readonly string[];
@@ -14,6 +14,8 @@ export function cleartextStage({ plaintextHosts }: CleartextDeps): Stage {
   const listed = plaintextHosts.map(compileHostPattern);
   return {
     name: "cleartext",
+    reads: ["dial", ...INJECTIONS],
+    provides: [],
     request(rq) {
       // A placeholder secret that applies counts: its value may go into the body (placeholder stage, later).
       if (rq.scheme !== "http" || (rq.injectionCount === 0 && rq.placeholders.length === 0)) return PASS;

@@ -10,7 +10,7 @@ import { echoNeedles, redactText, StreamRedactor } from "../../core/redactor.ts"
 import { decodedBody, isDecodable } from "../encodedBody.ts";
 import type { BodyTransform, Reply } from "../reply.ts";
 import type { ProxyRequest } from "../request.ts";
-import { PASS, type Stage } from "../stage.ts";
+import { INJECTIONS, PASS, type Stage } from "../stage.ts";
 
 /** The needles of a set of values, kept: the same secrets are injected request after request. */
 const needleCache = new Map<string, NeedleSet | null>();
@@ -54,6 +54,8 @@ function redacted(reply: Reply, set: NeedleSet): Reply {
 export function echoStage(): Stage {
   return {
     name: "echo-guard",
+    reads: INJECTIONS,
+    provides: [],
     request(rq) {
       if (isCredentialed(rq) && !rq.websocket) rq.headers.set("accept-encoding", "identity");
       return PASS;

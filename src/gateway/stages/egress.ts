@@ -32,6 +32,8 @@ function settleConnect(tunnel: Tunnel, verdict: EgressVerdict): ConnectVerdict {
 export function egressStage({ egress }: EgressDeps): Stage {
   return {
     name: "egress",
+    reads: [],
+    provides: ["dial"],
     connect(tunnel) {
       const verdict = egress.check(tunnel.host, tunnel.port);
       return verdict instanceof Promise ? verdict.then((v) => settleConnect(tunnel, v)) : settleConnect(tunnel, verdict);

@@ -2,7 +2,6 @@
 // request-target as the agent sent it (plus the documented injection rewrites), no redirects followed, no
 // decompression, bodies streamed both ways, hop-by-hop headers stripped, a header timeout. A WebSocket upgrade
 // gets a fresh connection of its own (websocket.ts). Always the last stage: it always answers.
-import type { Outbound } from "../../services/outbound.ts";
 import { upstreamTimeout, upstreamUnreachable } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
 import { answer, relay, type RequestVerdict, type Stage } from "../stage.ts";
@@ -10,14 +9,10 @@ import { traceUpstream, upstreamSettled } from "../trace.ts";
 import { exchange } from "../upstream/exchange.ts";
 import type { UpstreamPool } from "../upstream/pool.ts";
 import { CHUNKED_BODY, dialTarget, upstreamBodyLength, upstreamHead } from "../upstream/requestHead.ts";
-import { websocket } from "../websocket.ts";
+import { websocket, type WebSocketDeps } from "../websocket.ts";
 
-export interface ForwardDeps {
+export interface ForwardDeps extends WebSocketDeps {
   upstreams: UpstreamPool;
-  /** Dials the WebSocket's own connection. */
-  outbound: Pick<Outbound, "connect">;
-  /** How long the upstream may take to send its response head (CREDGATE_UPSTREAM_HEADER_TIMEOUT). */
-  headerTimeoutSeconds: number;
 }
 
 export function forwardStage(deps: ForwardDeps): Stage {
@@ -52,6 +47,8 @@ export function forwardStage(deps: ForwardDeps): Stage {
 
   return {
     name: "forward",
+    reads: ["dial"],
+    provides: ["upstream"],
     request(rq) {
       // Traced: a CLIENT span whose traceparent goes upstream instead of the agent's (docs/operations.md#traces).
       const span = rq.trace === null ? null : traceUpstream(rq);

@@ -5,9 +5,9 @@
 // credential_unavailable, nothing forwarded.
 import type { GithubAppConfig } from "../../core/records/secrets.ts";
 import type { GithubAppTokens, MintedToken } from "../../services/githubApps.ts";
+import { credentialUnavailableFor } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
 import { PASS, type RequestVerdict, type Stage } from "../stage.ts";
-import { credentialUnavailableFor } from "./inject.ts";
 
 export interface GithubAppDeps {
   tokens: Pick<GithubAppTokens, "peek" | "token">;
@@ -34,6 +34,8 @@ function apply(rq: ProxyRequest, minted: MintedToken): RequestVerdict {
 export function githubAppStage({ tokens }: GithubAppDeps): Stage {
   return {
     name: "github-app",
+    reads: ["secrets"],
+    provides: ["githubToken"],
     request(rq) {
       const signing = rq.signing;
       if (signing.length === 0) return PASS;

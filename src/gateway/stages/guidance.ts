@@ -7,7 +7,7 @@ import { peekStream } from "../peek.ts";
 import { Reply } from "../reply.ts";
 import type { ProxyRequest } from "../request.ts";
 import { matchingCredentials } from "../snapshot.ts";
-import type { Stage } from "../stage.ts";
+import { INJECTIONS, type Stage } from "../stage.ts";
 
 export interface GuidanceDeps {
   /** The dashboard's base URL, for the links the agent is given. */
@@ -39,6 +39,8 @@ export function guidanceStage({ publicUrl }: GuidanceDeps): Stage {
   const base = publicUrl.replace(/\/+$/, "");
   return {
     name: "guidance",
+    reads: ["agent", "connection", ...INJECTIONS],
+    provides: [],
     response(rq, reply) {
       // Synchronous for every answer it leaves alone: no promise on every request's path. A gRPC client cannot
       // read JSON: its origin's answer always passes (docs/gateway.md#http2-and-grpc).

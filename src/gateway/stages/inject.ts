@@ -5,10 +5,10 @@
 import { injectsIntoHeader, isHeaderSafeValue, isSignedOrMinted } from "../../core/secretRules.ts";
 import { log } from "../../observability/log.ts";
 import type { Lookup, VaultResolver } from "../../vault/resolver.ts";
-import { credentialUnavailable } from "../errors.ts";
+import { credentialUnavailableFor } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
 import { matchingCredentials, type CompiledSecret } from "../snapshot.ts";
-import { answer, PASS, type RequestVerdict, type Stage } from "../stage.ts";
+import { PASS, type RequestVerdict, type Stage } from "../stage.ts";
 
 export interface InjectDeps {
   vault: Pick<VaultResolver, "peek" | "resolve">;
@@ -16,11 +16,6 @@ export interface InjectDeps {
 
 export const VAULT_VALUE_NOT_HEADER_SAFE =
   "The value in the external vault cannot be sent in an HTTP header: it must contain only printable ASCII characters (no line breaks, control or non-ASCII characters).";
-
-/** The request is answered 502 `credential_unavailable` and logged as an error; nothing goes upstream. */
-export function credentialUnavailableFor(rq: ProxyRequest, reason?: string): RequestVerdict {
-  return answer("error", credentialUnavailable(rq.host, reason));
-}
 
 function apply(rq: ProxyRequest, matched: readonly CompiledSecret[], vault: Map<string, Lookup> | null): RequestVerdict {
   for (const secret of matched) {
@@ -45,6 +40,8 @@ function apply(rq: ProxyRequest, matched: readonly CompiledSecret[], vault: Map<
 export function injectStage({ vault: resolver }: InjectDeps): Stage {
   return {
     name: "inject",
+    reads: ["agent"],
+    provides: ["secrets"],
     request(rq) {
       const matched = matchingCredentials(rq.credentials.injectable, rq.host, rq.pathReadings);
       rq.matched = matched;

@@ -7,9 +7,9 @@ import type { Injectable } from "../../core/inject.ts";
 import { isHeaderSafeValue, type InjectionConfigShape } from "../../core/secretRules.ts";
 import { OAuthService } from "../../services/oauth.ts";
 import type { ConnectionCredential } from "../../services/connections.ts";
+import { credentialUnavailableFor } from "../errors.ts";
 import type { ProxyRequest } from "../request.ts";
 import { PASS, type RequestVerdict, type Stage } from "../stage.ts";
-import { credentialUnavailableFor } from "./inject.ts";
 
 export interface InjectConnectionDeps {
   oauth: Pick<OAuthService, "fresh">;
@@ -51,6 +51,8 @@ function apply(rq: ProxyRequest, injections: AppInjection[], credential: Connect
 export function injectConnectionStage({ oauth }: InjectConnectionDeps): Stage {
   return {
     name: "inject-connection",
+    reads: ["connection"],
+    provides: ["connectionCredential"],
     request(rq) {
       const c = rq.connection;
       if (!c?.credential) return PASS;

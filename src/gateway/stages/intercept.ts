@@ -30,6 +30,8 @@ async function intercept(rq: ProxyRequest): Promise<RequestVerdict> {
 export function interceptStage(): Stage {
   return {
     name: "intercept",
+    reads: [],
+    provides: [],
     request(rq) {
       // Synchronous for every other request: no promise on every request's path.
       if (rq.method !== "POST" || rq.host !== "auth.openai.com" || rq.path !== "/oauth/token" || !rq.body) return PASS;

@@ -161,6 +161,8 @@ export interface LeakGuardDeps {
 export function leakGuardStage({ enabled }: LeakGuardDeps): Stage {
   return {
     name: "leak-guard",
+    reads: ["agent"],
+    provides: ["leak"],
     request(rq) {
       if (!enabled) return PASS;
       const watch = leakWatchOf(rq.credentials);

@@ -27,6 +27,8 @@ export function logStage({ requestLogs }: LogDeps): Stage {
 
   return {
     name: "log",
+    reads: [],
+    provides: [],
     connected(tunnel: Tunnel) {
       if (!tunnel.authenticated || (tunnel.status === 200 && !tunnel.passthrough)) return;
       writeLog(requestLogs, {

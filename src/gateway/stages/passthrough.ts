@@ -12,6 +12,8 @@ export function passthroughStage({ passthroughHosts }: PassthroughDeps): Stage {
   const listed = passthroughHosts.map(compileHostPattern);
   return {
     name: "passthrough",
+    reads: [],
+    provides: ["passthrough"],
     connect(tunnel) {
       if (listed.some((match) => match(tunnel.host))) tunnel.passthrough = true;
       return PASS;

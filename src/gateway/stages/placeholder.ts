@@ -151,6 +151,9 @@ function rewriteBody(rq: ProxyRequest, sub: Substitution): RequestVerdict | Prom
 export function placeholderStage(): Stage {
   return {
     name: "placeholder",
+    // After approval: a held request's preview shows the placeholder, never the value (docs/gateway.md#stages).
+    reads: ["secrets", "approval"],
+    provides: ["placeholdersReplaced"],
     request(rq) {
       if (rq.placeholders.length === 0) return PASS;
       const sub = substitutionFor(rq.placeholders);

@@ -78,6 +78,8 @@ export function policyStage({ rateLimits }: PolicyDeps): Stage {
 
   return {
     name: "policy",
+    reads: ["agent", "connection"],
+    provides: ["policy"],
     request(rq) {
       const policy = rq.credentials.policy;
       if (policy.empty) return PASS;

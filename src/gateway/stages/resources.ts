@@ -15,6 +15,8 @@ export const DROPBOX_ARGS_LIMIT = 1024 * 1024;
 export function resourcesStage(): Stage {
   return {
     name: "resources",
+    reads: ["connection"],
+    provides: [],
     request(rq) {
       const connection = rq.connection;
       const resources = connection?.grant?.resources;

@@ -42,6 +42,8 @@ function refused(rq: ProxyRequest): RequestVerdict {
 export function targetStage(): Stage {
   return {
     name: "target",
+    reads: [],
+    provides: [],
     request(rq) {
       const tunnel = rq.tunnel;
       if (tunnel === null || isTunnelTarget(rq.method, rq.agentTarget, tunnel.host, tunnel.port)) return PASS;

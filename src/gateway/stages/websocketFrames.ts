@@ -7,7 +7,7 @@
 // that is not an upgrade costs one check.
 import { NeedleStream } from "../../core/needleStream.ts";
 import type { ProxyRequest } from "../request.ts";
-import { PASS, type Stage } from "../stage.ts";
+import { INJECTIONS, PASS, type Stage } from "../stage.ts";
 import type { FrameScan } from "../wsFrames.ts";
 import { leakScan, leakWatchOf } from "./leakGuard.ts";
 import { substitutionFor, SurfaceRewriter } from "./placeholder.ts";
@@ -44,6 +44,8 @@ function toUpstream(rq: ProxyRequest, leakGuard: boolean): FrameScan[] | null {
 export function websocketFramesStage({ leakGuard }: WebSocketFramesDeps): Stage {
   return {
     name: "websocket-frames",
+    reads: ["agent", ...INJECTIONS],
+    provides: ["agentFrames"],
     request(rq) {
       if (!rq.websocket) return PASS;
       const up = toUpstream(rq, leakGuard);

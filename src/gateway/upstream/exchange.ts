@@ -7,35 +7,12 @@ import { connectionTokens, framingOf, MAX_HEAD_BYTES, parseResponseHead, type Re
 import { Reply, type BodySink, type BodySource } from "../reply.ts";
 import type { ConnectionUser, UpstreamConnection } from "./originConnection.ts";
 import type { Acquired, UpstreamPool } from "./pool.ts";
-import type { DialTarget } from "../../services/outbound.ts";
-import type { AgentPresence, GoneWatcher } from "../agentSide.ts";
+import type { GoneWatcher } from "../agentSide.ts";
 import { responseLinesForAgent } from "../headers.ts";
-import type { ProxyRequest } from "../request.ts";
 import { H2Exchange } from "./h2Exchange.ts";
+import { BodyLengthError, type ExchangeResult, type UpstreamRequest } from "./upstreamRequest.ts";
 
-export interface UpstreamRequest {
-  scheme: "https" | "http";
-  /** Where to dial (checked by the egress guard) and the name to verify. */
-  target: DialTarget;
-  method: string;
-  /** The whole request head, CRLFCRLF included (latin1 bytes). */
-  head: string;
-  body: ReadableStream<Uint8Array> | null;
-  /** Send the body with chunked framing (the agent sent it so); otherwise its Content-Length is in the head. */
-  chunked: boolean;
-  /**
-   * The body's length as the head declares it (−1: chunked): exactly that many bytes are sent, or the connection
-   * is aborted (docs/gateway.md#message-framing).
-   */
-  length: number;
-  headerTimeoutMs: number;
-  /** Tells when the agent goes away. */
-  agent: AgentPresence;
-  /** The request itself: an h2 origin gets its head as fields, and its trailers (docs/gateway.md#http2-and-grpc). */
-  source: ProxyRequest;
-}
-
-export type ExchangeResult = { reply: Reply } | { failure: "unreachable" | "timeout"; reason: string };
+export { BodyLengthError, type ExchangeResult, type UpstreamRequest } from "./upstreamRequest.ts";
 
 export function exchange(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {
   // A head that promises a body nobody will send is never written (docs/gateway.md#message-framing).
@@ -80,7 +57,7 @@ async function emptyBodyFirst(pool: UpstreamPool, rq: UpstreamRequest, body: Rea
  * (nothing was answered); this first exchange settles with the second one's result.
  */
 function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest, retryable = true): Promise<ExchangeResult> {
-  if (acquired.h2 !== null) return new H2Exchange(pool, acquired.h2, rq, retryable && !rq.body).run();
+  if (acquired.h2 !== null) return new H2Exchange(pool, acquired.h2, rq, retryable && !rq.body, retry).run();
   // gRPC is never translated to HTTP/1.1 (docs/gateway.md#http2-and-grpc): the unused connection goes back.
   if (rq.source.grpc) {
     pool.release(acquired.key, acquired.conn);
@@ -91,20 +68,7 @@ function exchangeOn(pool: UpstreamPool, acquired: Acquired, rq: UpstreamRequest,
 
 const CLOSED_BEFORE_RESPONSE: ExchangeResult = { failure: "unreachable", reason: "connection closed before the response" };
 const NO_HTTP2: ExchangeResult = { failure: "unreachable", reason: "the origin does not speak HTTP/2" };
-const SHORTER = "the request body is shorter than its content-length";
-const LONGER = "the request body is longer than its content-length";
-const SHORT_BODY: ExchangeResult = { failure: "unreachable", reason: SHORTER };
-
-/** A request body that does not match the length its head declares (docs/gateway.md#message-framing). */
-export class BodyLengthError extends Error {
-  static shorter(): BodyLengthError {
-    return new BodyLengthError(SHORTER);
-  }
-
-  static longer(): BodyLengthError {
-    return new BodyLengthError(LONGER);
-  }
-}
+const SHORT_BODY: ExchangeResult = { failure: "unreachable", reason: BodyLengthError.shorter().message };
 
 /** The request once more on a fresh (or another pooled) connection; never retried a second time. */
 export async function retry(pool: UpstreamPool, rq: UpstreamRequest): Promise<ExchangeResult> {

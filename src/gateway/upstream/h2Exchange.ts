@@ -11,7 +11,7 @@ import { h2Fields, responseHead, trailerFields } from "../h2/message.ts";
 import type { H2Stream, StreamHandler } from "../h2/session.ts";
 import { headerValue } from "../http1/head.ts";
 import { Reply, type BodySink, type BodySource } from "../reply.ts";
-import { BodyLengthError, retry, type ExchangeResult, type UpstreamRequest } from "./exchange.ts";
+import { BodyLengthError, type ExchangeResult, type Retry, type UpstreamRequest } from "./upstreamRequest.ts";
 import type { H2Origin } from "./h2Origin.ts";
 import type { UpstreamPool } from "./pool.ts";
 
@@ -56,6 +56,8 @@ export class H2Exchange implements StreamHandler, BodySource, GoneWatcher {
     private readonly rq: UpstreamRequest,
     /** A body-less request the origin refused unseen (REFUSED_STREAM, or above its GOAWAY) is sent again once. */
     private readonly retryable: boolean,
+    /** exchange.ts retry, handed in: this file does not import exchange.ts, which imports it. */
+    private readonly retry: Retry,
   ) {}
 
   run(): Promise<ExchangeResult> {
@@ -167,7 +169,7 @@ export class H2Exchange implements StreamHandler, BodySource, GoneWatcher {
     // The origin never processed it (RFC 9113 §8.7): safe to send again, on another connection.
     if (code === f.REFUSED_STREAM && this.#reply === null && this.retryable && !this.rq.agent.gone) {
       this.#finish();
-      return this.#settle(retry(this.pool, this.rq));
+      return this.#settle(this.retry(this.pool, this.rq));
     }
     const reason = code === f.REFUSED_STREAM ? "the origin refused the stream" : `the origin reset the stream (HTTP/2 error ${code})`;
     if (this.#reply === null) return this.#fail("unreachable", reason);

@@ -16,7 +16,7 @@ import { GatewaySnapshot, type AgentEntry, type CompiledSecret } from "../../../
 import { answer } from "../../../src/gateway/stage.ts";
 import { budgetStage } from "../../../src/gateway/stages/budget.ts";
 import { injectStage } from "../../../src/gateway/stages/inject.ts";
-import { agentCredentials, agentEntry, compiledSecret, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
+import { agentCredentials, agentEntry, compiledSecret, given, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
 import type { Budget } from "../../../src/services/budgets.ts";
 import { VaultResolver } from "../../../src/vault/resolver.ts";
 import { createTestApi, type TestApi } from "../../support/app.ts";
@@ -165,7 +165,7 @@ describe("response", () => {
     await api.core.services.budgets.charge("k-released", api.organizationId, NANOS_PER_CENT - Math.floor(1.5 * estimate()));
     const key = llmKey("k-released", "partner");
     // The budget stage, then a stage after it that refuses the request (as the approval stage may).
-    const refusing = new Pipeline([stage, { name: "refuses", request: () => answer("approval_denied", new Response("no", { status: 403 })) }]);
+    const refusing = new Pipeline([given("agent", "secrets"), stage, { name: "refuses", request: () => answer("approval_denied", new Response("no", { status: 403 })) }]);
     const first = await request(key, [budget]);
     expect((await refusing.request(first)).status).toBe(403);
     // Had its reservation stayed, this one would not fit beside it (the release is on its way to the store).
@@ -282,7 +282,7 @@ describe("budgets for every scope (docs/budgets.md#budgets-for-every-scope)", ()
 
   test("an llm_a call is held only against the budgets for both types; admitted but never forwarded, it drops its hold", async () => {
     const rq = await scopedRequest("llm_a");
-    const refusing = new Pipeline([scopedStage, { name: "refuses", request: () => answer("approval_denied", new Response("no", { status: 403 })) }]);
+    const refusing = new Pipeline([given("agent", "secrets"), scopedStage, { name: "refuses", request: () => answer("approval_denied", new Response("no", { status: 403 })) }]);
     expect((await refusing.request(rq)).status).toBe(403);
     expect(rq.meter!.hold!.windows.map((w) => w.budget.scope)).toEqual(["project", "organization"]);
     // Its estimate went back to the process's lease as credit (docs/budgets.md#leases), which an idle process gives back.

@@ -8,9 +8,9 @@ import { Pipeline } from "../../../src/gateway/pipeline.ts";
 import { Reply, StreamBody } from "../../../src/gateway/reply.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import type { AgentCredentials } from "../../../src/gateway/snapshot.ts";
-import { answer } from "../../../src/gateway/stage.ts";
+import { answer, INJECTIONS } from "../../../src/gateway/stage.ts";
 import { guidanceStage } from "../../../src/gateway/stages/guidance.ts";
-import { agentCredentials, agentEntry, compiledSecret, replyText, signIn, TestAgentSide, testRequest } from "../../../src/gateway/testing.ts";
+import { agentCredentials, agentEntry, compiledSecret, given, replyText, signIn, TestAgentSide, testRequest } from "../../../src/gateway/testing.ts";
 
 const stage = guidanceStage({ publicUrl: "https://credgate.test/" });
 const agent = agentEntry({ id: "agent-7", projectId: "project-7", identifier: "coder" });
@@ -111,7 +111,7 @@ describe("left alone", () => {
 
   test("the gateway's own 403 (a request that never went upstream) is not rewritten", async () => {
     const policy = { error: "blocked_by_policy", message: "no" };
-    const pipeline = new Pipeline([stage, { name: "blocks", request: () => answer("blocked", gatewayJson(403, policy)) }]);
+    const pipeline = new Pipeline([given("agent", "connection", ...INJECTIONS), stage, { name: "blocks", request: () => answer("blocked", gatewayJson(403, policy)) }]);
     const rq = request("api.unknown.test", "/x");
     const reply = await pipeline.request(rq);
     expect(rq.forwarded).toBe(false);

@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { REDACTED } from "../../../src/core/redactor.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import { leakGuardStage } from "../../../src/gateway/stages/leakGuard.ts";
-import { agentCredentials, compiledSecret, signIn, testRequest, type TestRequestInit } from "../../../src/gateway/testing.ts";
+import { agentCredentials, compiledSecret, given, signIn, testRequest, type TestRequestInit } from "../../../src/gateway/testing.ts";
 import { outcome } from "./helpers.ts";
 
 const VALUE = "sk-live-a+b/c=d&e-0123456789";
@@ -133,7 +133,7 @@ describe("in the pipeline", () => {
         return { decision: "allowed" as const, response: new Response("should not get here") };
       },
     };
-    const pipeline = new Pipeline([stage, peeker]);
+    const pipeline = new Pipeline([given("agent"), stage, peeker]);
     const rq = request({ method: "POST", target: "/", body: `{"k":"${VALUE}"}` });
     const reply = await pipeline.request(rq);
     expect(reply.status).toBe(403);

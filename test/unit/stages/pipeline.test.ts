@@ -1,14 +1,17 @@
 // The runner (src/gateway/pipeline.ts) on stages written here — a Stage is the gateway's extension point, and
 // these are stages like any other: request hooks top to bottom until one answers, synchronously until one
 // returns a promise; the decision taken from the verdicts; the response hooks of the stages reached, bottom to
-// top; a failing hook answered 502 bad_gateway; the connect hooks and the connected hooks of a CONNECT; and the
-// real list, in the documented order.
-import { beforeAll, describe, expect, test } from "bun:test";
+// top; a failing hook answered 502 bad_gateway; the connect hooks and the connected hooks of a CONNECT; the
+// real list, in the documented order; and the order checked against the stages' contracts when a pipeline is
+// built (docs/architecture.md#stage-contracts).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { log } from "../../../src/observability/log.ts";
 import { errorBody } from "./helpers.ts";
-import { gatewayStages, Pipeline } from "../../../src/gateway/pipeline.ts";
+import { checkOrder, gatewayStages, Pipeline, type PipelineDeps } from "../../../src/gateway/pipeline.ts";
 import { Reply } from "../../../src/gateway/reply.ts";
-import { answer, PASS, proceedAs, relay, type ConnectVerdict, type Stage } from "../../../src/gateway/stage.ts";
+import { answer, INJECTIONS, PASS, proceedAs, relay, type ConnectVerdict, type Stage } from "../../../src/gateway/stage.ts";
 import { testPipelineDeps, testRequest, testTunnel } from "../../../src/gateway/testing.ts";
 import { createTestApi } from "../../support/app.ts";
 
@@ -157,9 +160,14 @@ describe("connect hooks", () => {
 });
 
 describe("the gateway's list", () => {
-  test("every stage in the documented order, the forward stage last", async () => {
+  let deps: PipelineDeps;
+  beforeAll(async () => {
     const api = await createTestApi();
-    const deps = await testPipelineDeps(api.core.config, api.core.services);
+    deps = await testPipelineDeps(api.core.config, api.core.services);
+  });
+  afterAll(() => deps.upstreams.close());
+
+  test("every stage in the documented order, the forward stage last", () => {
     const names = gatewayStages(deps).map((s) => s.name);
     expect(names).toEqual([
       "log",
@@ -187,6 +195,47 @@ describe("the gateway's list", () => {
       "aws-sign",
       "forward",
     ]);
-    deps.upstreams.close();
+  });
+
+  test("every stage declares what it reads and provides, and the list's order keeps every contract", () => {
+    const stages = gatewayStages(deps);
+    for (const stage of stages) {
+      expect({ stage: stage.name, reads: Array.isArray(stage.reads), provides: Array.isArray(stage.provides) }).toEqual({ stage: stage.name, reads: true, provides: true });
+    }
+    expect(() => checkOrder(stages)).not.toThrow();
+    expect(() => new Pipeline(stages)).not.toThrow();
+  });
+
+  test("budget moved before inject: the pipeline refuses to be built, naming the stage and the key", () => {
+    const stages = gatewayStages(deps);
+    const budget = stages.findIndex((s) => s.name === "budget");
+    const [moved] = stages.splice(budget, 1);
+    stages.splice(stages.findIndex((s) => s.name === "inject"), 0, moved!);
+    expect(() => new Pipeline(stages)).toThrow('gateway pipeline: stage "budget" reads "secrets", which no earlier stage provides (stage "inject" provides it, later in the list)');
+  });
+
+  test("a stage before auth that reads the agent, and a key no stage provides, fail the same way", () => {
+    const stages = gatewayStages(deps);
+    const policy = stages.splice(stages.findIndex((s) => s.name === "policy"), 1)[0]!;
+    expect(() => checkOrder([policy, ...stages])).toThrow('stage "policy" reads "agent", which no earlier stage provides (stage "auth" provides it, later in the list)');
+    const withoutEgress = gatewayStages(deps).filter((s) => s.name !== "egress");
+    expect(() => checkOrder(withoutEgress)).toThrow('stage "cleartext" reads "dial", which no earlier stage provides (no stage in the list provides it)');
+  });
+
+  test("docs/gateway.md's stage table shows every stage's contract as declared", () => {
+    const table = new Map<string, string>();
+    for (const m of readFileSync(join(import.meta.dir, "../../../docs/gateway.md"), "utf8").matchAll(/^\| `([a-z-]+)` \| [^|]+ \| ([^|]+) \|/gm)) table.set(m[1]!, m[2]!.trim());
+    const shown = (keys: readonly string[]) => keys.join(", ").replace(INJECTIONS.join(", "), "INJECTIONS");
+    for (const stage of gatewayStages(deps)) {
+      const reads = shown(stage.reads!);
+      const provides = shown(stage.provides!);
+      const cell = reads === "" && provides === "" ? "—" : `${reads} → ${provides}`.trim();
+      expect({ stage: stage.name, contract: table.get(stage.name)?.replace(/`/g, "") }).toEqual({ stage: stage.name, contract: cell });
+    }
+  });
+
+  test("two stages that provide the same key are refused", () => {
+    const second: Stage = { name: "second-auth", reads: [], provides: ["agent"] };
+    expect(() => checkOrder([...gatewayStages(deps), second])).toThrow('gateway pipeline: stages "auth" and "second-auth" both provide "agent"; each key has one provider');
   });
 });
