@@ -1,7 +1,8 @@
 // The two schemas describe the same database: every table, column (name, nullability, default, primary
 // key), composite primary key, index (name, columns, uniqueness, partial condition) and foreign key of the
-// SQLite schema exists in the PostgreSQL schema, and nothing else does. Services are typed against one of
-// them and run on both (src/store/store.ts): this is what makes that sound.
+// SQLite schema exists in the PostgreSQL schema, and nothing else does. Both are generated from the one table
+// declaration (scripts/gen-schema.ts); this checks what the generator made of it. Services are typed against
+// the generated PostgreSQL tables and run on both (src/store/store.ts): this is what makes that sound.
 import { describe, expect, test } from "bun:test";
 import { getTableName, is, SQL } from "drizzle-orm";
 import { getTableConfig as pgConfig, PgDialect, PgTable } from "drizzle-orm/pg-core";
