@@ -1,5 +1,6 @@
-// drizzle-kit configuration for both engines: `npm run db:generate` writes migrations/sqlite/ and
-// migrations/postgres/ from the two schema files and embeds them (migrations/embed.ts).
+// drizzle-kit configuration for both engines: `npm run db:generate` writes the two schema files from the one
+// table declaration (scripts/gen-schema.ts), then migrations/sqlite/ and migrations/postgres/ from them, and
+// embeds the migrations (migrations/embed.ts).
 import { defineConfig } from "drizzle-kit";
 
 const dialect = process.env.CREDGATE_DRIZZLE_DIALECT === "postgresql" ? "postgresql" : "sqlite";

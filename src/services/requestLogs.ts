@@ -216,7 +216,7 @@ export class RequestLogService {
   }
 
   /**
-   * One page, newest first. The table's one index is per project (schema.sqlite.ts), so an organization's list
+   * One page, newest first. The table's one index is per project (store/schema/logs.ts), so an organization's list
    * is one walk per project — each already in order and cut at the page size — merged here.
    */
   async query(q: LogQuery): Promise<{ data: RequestLogView[]; nextCursor: string | null }> {

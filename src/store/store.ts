@@ -6,8 +6,10 @@ import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import type * as tables from "./schema.pg.ts";
 
 /**
- * The tables. Typed as the PostgreSQL schema; with SQLite they are the SQLite schema's tables, which
- * test/unit/schemaParity.test.ts proves identical in names, columns, nullability, keys and indexes.
+ * The tables of the one table declaration (src/store/schema/, docs/architecture.md#storage), typed as drizzle
+ * builds them for `Db`'s query builder (the PostgreSQL file generated from it). With SQLite they are the
+ * SQLite file generated from the same declaration: the same names, columns, nullability, keys and indexes
+ * (test/unit/schemaParity.test.ts), the same value types (the declaration's).
  */
 export type Tables = typeof tables;
 
