@@ -59,7 +59,7 @@ export function budgetStage({ prices, ledger, keySpend, spend, publicUrl }: Budg
     const meter: Meter = { secretId: secret.id, type, api, model: hints.model, estimateNanos, at, hold: null, costNanos: null };
 
     const scoped = rq.credentials.scopeBudgets[type];
-    const partner = (secret.scope === "partner" ? rq.credentials.budgets.get(secret.id) : undefined) ?? null;
+    const partner = (secret.scope === "partner" ? rq.credentials.partnerBudgets.get(secret.id) : undefined) ?? null;
     if (scoped.length > 0 || partner !== null) {
       // Never rejects: without the store the budgets cannot be honoured, and the first of them refuses.
       const admission = await ledger.admit(scoped, partner, estimateNanos, at);
@@ -163,7 +163,7 @@ export function budgetStage({ prices, ledger, keySpend, spend, publicUrl }: Budg
       const api = rq.websocket ? null : meteredApiOf(type, rq.method, rq.pathReadings);
       if (api) return admit(rq, secret, type, api);
       const scoped = rq.credentials.scopeBudgets[type];
-      const partner = (secret.scope === "partner" ? rq.credentials.budgets.get(secret.id) : undefined) ?? null;
+      const partner = (secret.scope === "partner" ? rq.credentials.partnerBudgets.get(secret.id) : undefined) ?? null;
       // Synchronous for a request that is not metered and under no budget: no promise on every request's path.
       return scoped.length === 0 && partner === null ? PASS : room(rq, type, scoped, partner);
     },

@@ -51,7 +51,7 @@ function llmKey(id: string, scope: CompiledSecret["scope"]): CompiledSecret {
 async function request(key: CompiledSecret, budgets: Budget[] = [], init: { method?: string; target?: string; body?: string; headers?: Record<string, string> } = {}): Promise<ProxyRequest> {
   const body = init.body ?? BODY;
   const rq = testRequest({ tunnel: HOST, method: init.method ?? "POST", target: init.target ?? "/v1/chat/completions", headers: { "content-type": "application/json", "accept-encoding": "gzip", "content-length": String(body.length), ...init.headers }, body });
-  signIn(rq, agentCredentials({ agent: agent(), injectable: [key], budgets: new Map(budgets.map((b) => [b.secretId, b])) }));
+  signIn(rq, agentCredentials({ agent: agent(), injectable: [key], partnerBudgets: new Map(budgets.map((b) => [b.secretId, b])) }));
   expect(await outcome(inject.request!(rq))).toBe("pass");
   return rq;
 }
