@@ -6,7 +6,7 @@
 // the one its refusal names. What changes in memory is recorded so the ledger can undo it if the transaction
 // does not commit.
 import type { Lease, LeaseBook } from "../../core/budgetLeases.ts";
-import { admits } from "../../core/budgetWindows.ts";
+import { admits, type BudgetWindow } from "../../core/budgetWindows.ts";
 import { NANOS_PER_CENT } from "../../core/pricing.ts";
 import type { Store } from "../../store/store.ts";
 import type { BudgetAlerts } from "./alerts.ts";
@@ -14,7 +14,6 @@ import type { PartnerBudget, PartnerBudgetService } from "./partnerBudgets.ts";
 import { partnerLockKey, type PartnerReservations } from "./partnerReservations.ts";
 import type { ScopeBudget } from "./scopeBudgets.ts";
 import { lockOrder, type WindowRef, type WindowRows, type WindowState } from "./windowRows.ts";
-import type { BudgetWindow } from "../../core/budgetWindows.ts";
 
 /** What an admitted request holds until it is settled. */
 export interface Hold {
