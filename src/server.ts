@@ -177,7 +177,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         await core.services.requestLogs.stop();
         await core.services.budgetLedger.stop();
         await core.services.spend.stop();
-        await core.services.budgets.flush().catch(() => {});
+        await core.services.partnerBudgets.flush().catch(() => {});
         await core.close();
       },
     };

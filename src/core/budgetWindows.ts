@@ -61,3 +61,12 @@ export function normalisePercents(percents: readonly number[]): number[] {
 }
 
 export const DEFAULT_ALERT_PERCENTS: readonly number[] = [80, 100];
+
+/**
+ * The admission rule of every budget, scope or partner (docs/budgets.md#admission): a request is admitted when
+ * the budget is not spent and what is spent, what is reserved by requests in flight and its estimate fit the
+ * limit. All in nano-USD.
+ */
+export function admits(spentNanos: number, reservedNanos: number, estimateNanos: number, limitNanos: number): boolean {
+  return spentNanos < limitNanos && spentNanos + reservedNanos + estimateNanos <= limitNanos;
+}

@@ -76,7 +76,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     cleartextStage({ plaintextHosts: config.plaintextHosts }),
     claimStage(),
     echoStage(),
-    budgetStage({ prices: services.prices, ledger: services.budgetLedger, keySpend: services.budgets, spend: services.spend, publicUrl: config.publicUrl }),
+    budgetStage({ prices: services.prices, ledger: services.budgetLedger, keySpend: services.partnerBudgets, spend: services.spend, publicUrl: config.publicUrl }),
     approvalStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered }),
     placeholderStage(),
     websocketFramesStage({ leakGuard: config.leakGuard }),

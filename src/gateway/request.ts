@@ -9,7 +9,7 @@ import { applyInjection, type Injectable } from "../core/inject.ts";
 import { SURFACES, type Surface } from "../core/placeholders.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
 import type { DialTarget } from "../services/outbound.ts";
-import type { Hold } from "../services/budgetLedger.ts";
+import type { Hold } from "../services/budgets/ledger.ts";
 import type { AgentPresence, AgentSide } from "./agentSide.ts";
 import { Flow } from "./flow.ts";
 import { requestHeadersForUpstream } from "./headers.ts";

@@ -13,8 +13,8 @@ import type { AgentMode, ConnectionAccess, SecretScope } from "../core/model.ts"
 import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
 import type { AgentRow } from "../services/agents.ts";
-import type { Budget } from "../services/budgets.ts";
-import type { ScopeBudget } from "../services/scopeBudgets.ts";
+import type { PartnerBudget } from "../services/budgets/partnerBudgets.ts";
+import type { ScopeBudget } from "../services/budgets/scopeBudgets.ts";
 import { needsBody, type CompiledRule } from "../core/policy.ts";
 import { compiledApp, type CompiledApp } from "../apps/match.ts";
 import type { Resources } from "../core/resources.ts";
@@ -62,7 +62,7 @@ export interface AgentCredentials {
   visibleConnections: CompiledConnection[];
   policy: AgentPolicy;
   /** Spend budgets on the partner LLM secrets this agent may inject, by secret id (docs/budgets.md#partner-budgets). */
-  budgets: Map<string, Budget>;
+  partnerBudgets: Map<string, PartnerBudget>;
   /**
    * The agent's, its project's and its organization's budgets that apply to a call with each LLM key type, in
    * refusal order (docs/budgets.md#budgets-for-every-scope): no query, nor any filtering, per request.
@@ -244,15 +244,15 @@ export class GatewaySnapshot {
       connections: connections.injectable,
       visibleConnections: connections.all,
       policy: await this.#policy(agent, compiled, connections.all),
-      budgets: await this.#budgets(agent, injectable),
+      partnerBudgets: await this.#partnerBudgets(agent, injectable),
       scopeBudgets: await this.#scopeBudgets(agent),
       claim: org && !org.claimed ? await this.services.claims.pending(org.id) : null,
     };
   }
 
-  async #budgets(agent: AgentEntry, injectable: CompiledSecret[]): Promise<Map<string, Budget>> {
+  async #partnerBudgets(agent: AgentEntry, injectable: CompiledSecret[]): Promise<Map<string, PartnerBudget>> {
     const partnerLlm = injectable.filter((s) => s.scope === "partner" && s.type !== "generic").map((s) => s.id);
-    const rows = await this.services.budgets.forSecrets(partnerLlm, agent.organizationId);
+    const rows = await this.services.partnerBudgets.forSecrets(partnerLlm, agent.organizationId);
     return new Map(rows.map((b) => [b.secretId, b]));
   }
 

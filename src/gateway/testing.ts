@@ -166,7 +166,7 @@ export function agentCredentials(parts: Partial<AgentCredentials> = {}): AgentCr
     connections: [],
     visibleConnections: [],
     policy: { organization: { ordered: [], fallback: null }, project: { ordered: [], fallback: null }, empty: true, needsBody: false },
-    budgets: new Map(),
+    partnerBudgets: new Map(),
     scopeBudgets: { llm_a: [], llm_b: [] },
     claim: null,
     ...parts,

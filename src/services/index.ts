@@ -26,10 +26,10 @@ import { ProjectService } from "./projects.ts";
 import { TeamService } from "./team.ts";
 import { MigrationService } from "./migration.ts";
 import { RateLimitService } from "./rateLimits.ts";
-import { BudgetService } from "./budgets.ts";
-import { BudgetLedger } from "./budgetLedger.ts";
-import { ScopeBudgetService } from "./scopeBudgets.ts";
-import { SpendService } from "./spend.ts";
+import { PartnerBudgetService } from "./budgets/partnerBudgets.ts";
+import { BudgetLedger } from "./budgets/ledger.ts";
+import { ScopeBudgetService } from "./budgets/scopeBudgets.ts";
+import { SpendService } from "./budgets/spend.ts";
 import { loadPriceTable } from "./pricing.ts";
 import type { PriceTable } from "../core/pricing.ts";
 import { NotificationService, type EgressCheck } from "./notifications/index.ts";
@@ -63,7 +63,8 @@ export interface Services {
   outbound: Outbound;
   migration: MigrationService;
   rateLimits: RateLimitService;
-  budgets: BudgetService;
+  /** Partner budgets: the records and the spend of partner keys (docs/budgets.md#partner-budgets). */
+  partnerBudgets: PartnerBudgetService;
   /** Budgets for every scope (docs/budgets.md#budgets-for-every-scope): the records. */
   scopeBudgets: ScopeBudgetService;
   /** Admission and spend of every budget of a request (docs/budgets.md#admission). */
@@ -126,8 +127,8 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const notifications = new NotificationService(deps, outbound, egress);
   const githubApps = new GithubAppTokens(deps, outbound, egress, caches);
   const rememberedApprovals = new RememberedApprovalService(deps);
-  const budgets = new BudgetService(deps);
-  const budgetLedger = new BudgetLedger(deps, budgets, spend, notifications);
+  const partnerBudgets = new PartnerBudgetService(deps);
+  const budgetLedger = new BudgetLedger(deps, partnerBudgets, spend, notifications);
   const apps = new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets });
   return {
     deps,
@@ -152,7 +153,7 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     outbound,
     migration: new MigrationService(deps, secrets, agents, policy, outbound),
     rateLimits: new RateLimitService(deps),
-    budgets,
+    partnerBudgets,
     scopeBudgets: new ScopeBudgetService(deps, agents, budgetLedger),
     budgetLedger,
     spend,

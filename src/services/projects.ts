@@ -11,7 +11,7 @@ import type { ApiKeyService } from "./apiKeys.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { slugify, type OrganizationService, type Project } from "./organizations.ts";
 import type { RequestLogService } from "./requestLogs.ts";
-import type { SpendService } from "./spend.ts";
+import type { SpendService } from "./budgets/spend.ts";
 import type { Project as ProjectRecord } from "../core/records/accounts.ts";
 
 export const PROJECT_NOT_FOUND = "Project not found";

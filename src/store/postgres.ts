@@ -9,7 +9,7 @@ import { postgresMigrations } from "../../migrations/postgres/index.ts";
 import type { EmbeddedMigration } from "../../migrations/types.ts";
 import { applyPending } from "./migrate.ts";
 import * as schema from "./schema.pg.ts";
-import type { Db, Notifier, RequestLogInsert, SpendRecordInsert, Store, Tables } from "./store.ts";
+import type { BudgetWindowKey, Db, Notifier, RequestLogInsert, SpendRecordInsert, Store, Tables } from "./store.ts";
 
 interface TxContext {
   tx: Db;
@@ -160,6 +160,22 @@ export class PostgresStore implements Store {
 
   async lockKey(key: string): Promise<void> {
     await this.db.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
+  }
+
+  async lockBudgetWindows(windows: readonly BudgetWindowKey[]): Promise<void> {
+    if (windows.length === 0) return;
+    // Row locks taken in ORDER BY order: budget id by code unit (COLLATE "C"), then window start.
+    const params: unknown[] = [];
+    const match = windows.map((w) => `(budget_id = $${params.push(w.budgetId)} AND window_start = $${params.push(w.start)})`).join(" OR ");
+    await this.execute(`SELECT 1 FROM budget_windows WHERE holder = '' AND (${match}) ORDER BY budget_id COLLATE "C", window_start FOR UPDATE`, params);
+  }
+
+  isRetryable(err: unknown): boolean {
+    // The server's error is the cause of drizzle's (DrizzleQueryError); its SQLSTATE is in `errno` (Bun.SQL).
+    for (let e = err as { code?: unknown; errno?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+      for (const code of [e.errno, e.code]) if (code === "40P01" || code === "40001") return true;
+    }
+    return false;
   }
 
   /**

@@ -163,6 +163,15 @@ export class SqliteStore implements Store {
     // One connection, BEGIN IMMEDIATE and the owned lock: transactions already run one at a time.
   }
 
+  async lockBudgetWindows(): Promise<void> {
+    // Transactions run one at a time (see lockKey).
+  }
+
+  isRetryable(): boolean {
+    // One writer at a time: no deadlock, no serialisation failure.
+    return false;
+  }
+
   /**
    * One prepared single-row INSERT run per row inside one transaction: drizzle's multi-row insert spent
    * most of its time building the query (~20 µs a row against ~6 µs). Runs between transactions.

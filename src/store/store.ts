@@ -23,6 +23,12 @@ export type RequestLogInsert = Omit<Tables["requestLogs"]["$inferSelect"], "seq"
 /** A spend record as the gateway queues it (docs/budgets.md#spend-report). */
 export type SpendRecordInsert = Omit<Tables["spendRecords"]["$inferSelect"], "seq">;
 
+/** A budget window's key in `budget_windows`: the budget and the window's start (epoch seconds, 0 for `total`). */
+export interface BudgetWindowKey {
+  budgetId: string;
+  start: number;
+}
+
 export interface Store {
   readonly engine: Engine;
   /** The handle for the current async context: the open transaction's inside `transaction`, else the root. */
@@ -47,6 +53,15 @@ export interface Store {
    * (PostgreSQL: a transaction-level advisory lock; SQLite transactions are serial already).
    */
   lockKey(key: string): Promise<void>;
+  /**
+   * Inside a transaction: locks the opening rows (holder '') of these budget windows until commit, in one
+   * order (budget id by code unit, then window start), so two transactions locking overlapping windows never
+   * wait on each other in a circle (docs/budgets.md#admission). PostgreSQL: SELECT … FOR UPDATE; SQLite
+   * transactions are serial already. Windows without an opening row are skipped.
+   */
+  lockBudgetWindows(windows: readonly BudgetWindowKey[]): Promise<void>;
+  /** True when the engine gave up on a transaction that may simply be run again (PostgreSQL: a deadlock victim, a serialisation failure). */
+  isRetryable(err: unknown): boolean;
   /** Inserts request-log rows in one batch; returns each row's `seq`, in order. */
   insertRequestLogs(rows: RequestLogInsert[]): Promise<number[]>;
   /** Inserts spend records in one batch (as request logs: a prepared statement, not a query built per batch). */

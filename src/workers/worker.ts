@@ -42,7 +42,7 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
     await services.requestLogs.stop();
     await services.budgetLedger.stop();
     await services.spend.stop();
-    await services.budgets.flush().catch(() => {});
+    await services.partnerBudgets.flush().catch(() => {});
     await core.close();
     process.exit(0);
   };

@@ -11,8 +11,8 @@ import { sql } from "drizzle-orm";
 import { windowOf } from "../../src/core/budgetWindows.ts";
 import { NANOS_PER_CENT } from "../../src/core/pricing.ts";
 import { setClockOffset } from "../../src/runtime/clock.ts";
-import { BudgetLedger, type Admission } from "../../src/services/budgetLedger.ts";
-import type { ScopeBudget } from "../../src/services/scopeBudgets.ts";
+import { BudgetLedger, type Admission } from "../../src/services/budgets/ledger.ts";
+import type { ScopeBudget } from "../../src/services/budgets/scopeBudgets.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { untilTrue } from "../support/gateway.ts";
 import { clearOfMidnight } from "../support/windowEdge.ts";
@@ -241,7 +241,7 @@ describe("leases", () => {
   /** A second gateway process on the same store: a ledger of its own. */
   function anotherProcess(f: Fixture, name: string): BudgetLedger {
     const s = f.api.core.services;
-    return new BudgetLedger({ ...s.deps, instanceId: name }, s.budgets, s.spend, s.notifications);
+    return new BudgetLedger({ ...s.deps, instanceId: name }, s.partnerBudgets, s.spend, s.notifications);
   }
 
   /** What each process's row of the budget's window reserves, by holder. */
@@ -374,7 +374,7 @@ describe("alerts", () => {
     expect(got.sort((a: { percent: number }, b: { percent: number }) => a.percent - b.percent)).toEqual(expected);
     // Another process (a ledger of its own, which has sent nothing yet) refuses too: the markers say it went out already.
     const s = f.api.core.services;
-    const other = new BudgetLedger({ ...deps, instanceId: "another-process" }, s.budgets, s.spend, s.notifications);
+    const other = new BudgetLedger({ ...deps, instanceId: "another-process" }, s.partnerBudgets, s.spend, s.notifications);
     expect((await other.admit(budgets, null, cents(2), Date.now())).admitted).toBe(false);
     await Bun.sleep(200);
     expect((await sent()).length).toBe(3);

@@ -1,10 +1,11 @@
-// Budgets and metered spend in the store (docs/budgets.md#partner-budgets), on the engine under test: the Spend budget record,
+// Partner budgets and metered spend in the store (docs/budgets.md#partner-budgets), on the engine under test: the Spend budget record,
 // the month and total buckets (a clock crosses a month boundary), admission with reservations (spent < limit
 // and spent + reserved + estimate ≤ limit), and the guarantee that matters: with many concurrent requests,
 // whose actual cost never exceeds their estimate, the charged total never exceeds the limit.
 import { beforeEach, describe, expect, test } from "bun:test";
 import { NANOS_PER_CENT } from "../../src/core/pricing.ts";
-import { BudgetService, monthBucket } from "../../src/services/budgets.ts";
+import { monthBucket, PartnerBudgetService } from "../../src/services/budgets/partnerBudgets.ts";
+import { PartnerReservations } from "../../src/services/budgets/partnerReservations.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { clearOfMidnight } from "../support/windowEdge.ts";
 
@@ -25,7 +26,7 @@ const cents = (n: number) => n * NANOS_PER_CENT;
 describe("budgets", () => {
   test("set creates or replaces; get/list show spentCents (floored) of the period's bucket; delete", async () => {
     const api = await createTestApi();
-    const budgets = api.core.services.budgets;
+    const budgets = api.core.services.partnerBudgets;
     const key = await partnerKey(api);
     const org = api.organizationId;
     expect(await budgets.get(key, org)).toBeNull();
@@ -42,62 +43,64 @@ describe("budgets", () => {
   test("monthly resets on the 1st (UTC); total never does", async () => {
     const api = await createTestApi();
     let at = Date.UTC(2026, 10, 30, 23, 59, 0);
-    const budgets = new BudgetService(api.core.services.deps, () => at);
+    const budgets = new PartnerBudgetService(api.core.services.deps, () => at);
+    const reservations = new PartnerReservations(api.core.services.deps, () => at);
     const key = await partnerKey(api);
     const org = api.organizationId;
     await budgets.set(key, org, 100, "monthly");
     await budgets.charge(key, org, cents(100));
     expect((await budgets.get(key, org))!.spentCents).toBe(100);
-    expect((await budgets.admit({ secretId: key, organizationId: org, limitCents: 100, period: "monthly" }, 1)).admitted).toBe(false);
+    expect((await reservations.admit({ secretId: key, organizationId: org, limitCents: 100, period: "monthly" }, 1)).admitted).toBe(false);
     at = Date.UTC(2026, 11, 1, 0, 0, 1);
     expect(monthBucket(at)).toBe("2026-12");
     expect((await budgets.get(key, org))!.spentCents).toBe(0);
-    expect((await budgets.admit({ secretId: key, organizationId: org, limitCents: 100, period: "monthly" }, 1)).admitted).toBe(true);
+    expect((await reservations.admit({ secretId: key, organizationId: org, limitCents: 100, period: "monthly" }, 1)).admitted).toBe(true);
     await budgets.set(key, org, 100, "total");
     expect((await budgets.get(key, org))!.spentCents).toBe(100);
-    expect((await budgets.admit({ secretId: key, organizationId: org, limitCents: 100, period: "total" }, 1)).admitted).toBe(false);
+    expect((await reservations.admit({ secretId: key, organizationId: org, limitCents: 100, period: "total" }, 1)).admitted).toBe(false);
   });
 
   test("admission: spent < limit, and spent + reserved + estimate ≤ limit; a charge frees its reservation", async () => {
     const api = await createTestApi();
-    const budgets = api.core.services.budgets;
+    const budgets = api.core.services.partnerBudgets;
+    const reservations = new PartnerReservations(api.core.services.deps);
     const key = await partnerKey(api);
     const b = { secretId: key, organizationId: api.organizationId, limitCents: 10, period: "monthly" as const };
-    const first = await budgets.admit(b, cents(6));
+    const first = await reservations.admit(b, cents(6));
     expect(first.admitted).toBe(true);
     // 6 reserved: another 6 would exceed 10; 4 fits exactly.
-    expect((await budgets.admit(b, cents(6))).admitted).toBe(false);
-    const second = await budgets.admit(b, cents(4));
+    expect((await reservations.admit(b, cents(6))).admitted).toBe(false);
+    const second = await reservations.admit(b, cents(4));
     expect(second.admitted).toBe(true);
-    expect((await budgets.admit(b, 1)).admitted).toBe(false);
+    expect((await reservations.admit(b, 1)).admitted).toBe(false);
     // The first cost 2 of its 6: 2 spent + 4 reserved.
     await budgets.charge(key, b.organizationId, cents(2), first.admitted ? first.reservationId : null);
-    expect((await budgets.admit(b, cents(5))).admitted).toBe(false);
-    expect((await budgets.admit(b, cents(4))).admitted).toBe(true);
+    expect((await reservations.admit(b, cents(5))).admitted).toBe(false);
+    expect((await reservations.admit(b, cents(4))).admitted).toBe(true);
     // Spent at the limit: nothing more, not even a zero estimate.
     await budgets.charge(key, b.organizationId, cents(8));
-    expect((await budgets.admit(b, 0)).admitted).toBe(false);
+    expect((await reservations.admit(b, 0)).admitted).toBe(false);
   });
 
   test("a reservation that expired (its holder died) no longer counts; release drops one", async () => {
     const api = await createTestApi();
     let at = Date.UTC(2026, 5, 1);
-    const budgets = new BudgetService(api.core.services.deps, () => at);
+    const reservations = new PartnerReservations(api.core.services.deps, () => at);
     const key = await partnerKey(api);
     const b = { secretId: key, organizationId: api.organizationId, limitCents: 10, period: "total" as const };
-    const held = await budgets.admit(b, cents(10));
+    const held = await reservations.admit(b, cents(10));
     expect(held.admitted).toBe(true);
-    expect((await budgets.admit(b, cents(1))).admitted).toBe(false);
-    at += budgets.reservationMs + 1;
-    const after = await budgets.admit(b, cents(10));
+    expect((await reservations.admit(b, cents(1))).admitted).toBe(false);
+    at += reservations.reservationMs + 1;
+    const after = await reservations.admit(b, cents(10));
     expect(after.admitted).toBe(true);
-    await budgets.release(after.admitted ? after.reservationId : "");
-    expect((await budgets.admit(b, cents(10))).admitted).toBe(true);
+    await reservations.release(after.admitted ? after.reservationId : "");
+    expect((await reservations.admit(b, cents(10))).admitted).toBe(true);
   });
 
   test("spend of keys without a budget is added up in memory and written in one batch", async () => {
     const api = await createTestApi();
-    const budgets = api.core.services.budgets;
+    const budgets = api.core.services.partnerBudgets;
     const key = await partnerKey(api);
     const org = api.organizationId;
     for (let i = 0; i < 5; i++) budgets.record(key, org, cents(3));
@@ -114,7 +117,8 @@ describe("budgets", () => {
 
   test("40 concurrent requests against a small budget: the charged total never exceeds the limit", async () => {
     const api = await createTestApi();
-    const budgets = api.core.services.budgets;
+    const budgets = api.core.services.partnerBudgets;
+    const reservations = new PartnerReservations(api.core.services.deps);
     const key = await partnerKey(api);
     const org = api.organizationId;
     const b = { secretId: key, organizationId: org, limitCents: 100, period: "monthly" as const };
@@ -122,7 +126,7 @@ describe("budgets", () => {
     const estimate = cents(7);
     const outcomes = await Promise.all(
       Array.from({ length: 40 }, async (_, i) => {
-        const a = await budgets.admit(b, estimate);
+        const a = await reservations.admit(b, estimate);
         if (!a.admitted) return false;
         await Bun.sleep(5 + (i % 7));
         // The actual cost is at most the estimate.

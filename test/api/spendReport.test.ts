@@ -3,8 +3,8 @@
 // `since` (inclusive) and `until` (exclusive), the current UTC month by default; validation; the organization
 // sees its projects, a project only its own. Through the real gateway in test/e2e/budgets.test.ts.
 import { beforeAll, describe, expect, test } from "bun:test";
-import type { SpendRecord } from "../../src/services/spend.ts";
-import { currentMonth } from "../../src/services/spend.ts";
+import type { SpendRecord } from "../../src/services/budgets/spend.ts";
+import { currentMonth } from "../../src/services/budgets/spend.ts";
 import { createTestApi, type TestApi } from "../support/app.ts";
 import { addOrganization, addProject, expectFlat } from "./helpers.ts";
 

@@ -509,7 +509,10 @@ describe("lockKey", () => {
         order.push("a done");
         throw new Error("rolled back");
       })
-      .catch(() => order.push("a rolled back"));
+      .then(
+        () => "committed",
+        (err: Error) => err.message,
+      );
     await entered.opened;
     const second = b.transaction(async () => {
       await b.lockKey("k:same");
@@ -518,8 +521,10 @@ describe("lockKey", () => {
     await lockWaits(f);
     expect(order).toEqual(["a locked"]);
     held.open();
-    await Promise.all([first, second]);
-    expect(order).toEqual(["a locked", "a done", "a rolled back", "b locked"]);
+    // b's lock is granted by the rollback itself: whether a's caller or b runs first after it is not said.
+    expect(await first).toBe("rolled back");
+    await second;
+    expect(order).toEqual(["a locked", "a done", "b locked"]);
   });
 
   test.if(onPostgres)("transactions locking different keys run side by side, across instances", async () => {
@@ -781,9 +786,9 @@ async function budgetFixture(store: Store): Promise<{ budgetId: string }> {
 
 describe("budget reservations (what the ledger's leases rely on)", () => {
   // The ledger decides in one transaction: lock the window, read its rows, write this process's row
-  // (src/services/budgetLedger.ts). Concurrent deciders, of two instances on PostgreSQL, must never reserve
-  // more than the limit: exactly as many as fit are admitted. Locked by key (lockKey) or, as the ledger does
-  // on PostgreSQL, by the window's opening row (SELECT … FOR UPDATE; SQLite transactions are serial).
+  // (src/services/budgets/). Concurrent deciders, of two instances on PostgreSQL, must never reserve
+  // more than the limit: exactly as many as fit are admitted. Locked by key (lockKey) or, as the ledger does,
+  // by the window's opening row (lockBudgetWindows: SELECT … FOR UPDATE; SQLite transactions are serial).
   for (const lock of ["lockKey", "opening row"] as const) {
     test(`concurrent reservations${onPostgres ? " of two instances" : ""} locked by ${lock} never overshoot the limit`, async () => {
       const f = await stores();
@@ -797,7 +802,7 @@ describe("budget reservations (what the ledger's leases rely on)", () => {
       const reserve = (s: Store, holder: string) =>
         s.transaction(async () => {
           if (lock === "lockKey") await s.lockKey(`window:${budgetId}:${start}`);
-          else if (s.engine === "postgres") await s.execute(`SELECT 1 FROM budget_windows WHERE holder = '' AND budget_id = $1 AND window_start = $2 FOR UPDATE`, [budgetId, start]);
+          else await s.lockBudgetWindows([{ budgetId, start }]);
           const rows = await s.execute<{ spent_nanos: number | string; held_nanos: number | string }>(`SELECT spent_nanos, held_nanos FROM budget_windows WHERE budget_id = $1 AND window_start = $2`, [budgetId, start]);
           const used = rows.reduce((sum, r) => sum + Number(r.spent_nanos) + Number(r.held_nanos), 0);
           // A gap between the read and the write, where an unlocked decider would read the same total.
@@ -816,6 +821,115 @@ describe("budget reservations (what the ledger's leases rely on)", () => {
       expect(Number(total!.used)).toBe(opening + 10 * estimate);
     });
   }
+});
+
+describe("lockBudgetWindows", () => {
+  const open = (s: Store, budgetId: string, start: number) =>
+    s.execute(`INSERT INTO budget_windows (budget_id, window_start, holder, spent_nanos, held_nanos, expires_at) VALUES ($1, CAST($2 AS BIGINT), '', 0, 0, '')`, [budgetId, start]);
+
+  test(`a transaction locking a window another holds waits for its end${onPostgres ? " across instances" : ""}, whatever order it names its windows in; committed or not`, async () => {
+    const f = await stores();
+    const a = f.store;
+    const { b } = f;
+    const { budgetId } = await budgetFixture(a);
+    const { budgetId: other } = await budgetFixture(a);
+    for (const [id, start] of [[budgetId, 0], [budgetId, 1_800_000_000], [other, 0]] as const) await open(a, id, start);
+    const order: string[] = [];
+    const held = gate();
+    const entered = gate();
+    const first = a
+      .transaction(async () => {
+        await a.lockBudgetWindows([{ budgetId: other, start: 0 }, { budgetId, start: 1_800_000_000 }, { budgetId, start: 0 }]);
+        order.push("a locked");
+        entered.open();
+        await held.opened;
+        order.push("a done");
+        throw new Error("rolled back");
+      })
+      .then(
+        () => "committed",
+        (err: Error) => err.message,
+      );
+    await entered.opened;
+    const second = b.transaction(async () => {
+      // A window without an opening row (never opened, or its budget deleted) is no error.
+      await b.lockBudgetWindows([{ budgetId, start: 1_800_000_000 }, { budgetId: "no-such-budget", start: 0 }]);
+      order.push("b locked");
+    });
+    await lockWaits(f);
+    expect(order).toEqual(["a locked"]);
+    held.open();
+    // b's lock is granted by the rollback itself: whether a's caller or b runs first after it is not said.
+    expect(await first).toBe("rolled back");
+    await second;
+    expect(order).toEqual(["a locked", "a done", "b locked"]);
+  });
+
+  test.if(onPostgres)("transactions locking other windows run side by side; many locking overlapping windows in any order never deadlock", async () => {
+    const f = await stores();
+    const { budgetId } = await budgetFixture(f.store);
+    const { budgetId: other } = await budgetFixture(f.store);
+    const windows = [
+      { budgetId, start: 0 },
+      { budgetId, start: 1_800_000_000 },
+      { budgetId: other, start: 0 },
+      { budgetId: other, start: 1_800_000_000 },
+    ];
+    for (const w of windows) await open(f.store, w.budgetId, w.start);
+    const held = gate();
+    const entered = gate();
+    const first = f.store.transaction(async () => {
+      await f.store.lockBudgetWindows([windows[0]!]);
+      entered.open();
+      await held.opened;
+    });
+    await entered.opened;
+    // Completes while the first still holds its window.
+    await f.b.transaction(() => f.b.lockBudgetWindows([windows[1]!, windows[3]!]));
+    held.open();
+    await first;
+    // Each names the windows in another order: locked in one order, none waits on another in a circle.
+    const orders = [[0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1], [1, 3, 0, 2]];
+    const runs = Array.from({ length: 16 }, (_, i) => {
+      const s = i % 2 === 0 ? f.store : f.b;
+      return s.transaction(async () => {
+        await s.lockBudgetWindows(orders[i % orders.length]!.map((j) => windows[j]!));
+        await turns(2);
+      });
+    });
+    await Promise.all(runs);
+  });
+
+  test.if(onPostgres)("isRetryable: true for the deadlock victim, which can simply run again", async () => {
+    const f = await stores();
+    const aHolds = gate();
+    const bHolds = gate();
+    const run = (s: Store, mine: string, theirs: string, holding: ReturnType<typeof gate>, other: ReturnType<typeof gate>) =>
+      s
+        .transaction(async () => {
+          await s.lockKey(mine);
+          holding.open();
+          await other.opened;
+          await s.lockKey(theirs);
+        })
+        .then(
+          () => null,
+          (err: unknown) => err,
+        );
+    const outcomes = await Promise.all([run(f.store, "dl:one", "dl:two", aHolds, bHolds), run(f.b, "dl:two", "dl:one", bHolds, aHolds)]);
+    const failed = outcomes.filter((e) => e !== null);
+    expect(failed.length).toBe(1);
+    expect(f.store.isRetryable(failed[0])).toBe(true);
+  });
+
+  test("isRetryable: false for an ordinary error", async () => {
+    const { store } = await stores();
+    let caught: unknown;
+    await store.execute(`SELECT * FROM no_such_table`, []).catch((err: unknown) => (caught = err));
+    expect(caught).toBeDefined();
+    expect(store.isRetryable(caught)).toBe(false);
+    expect(store.isRetryable(new Error("x"))).toBe(false);
+  });
 });
 
 describe("notifier", () => {

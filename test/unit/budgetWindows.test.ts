@@ -3,7 +3,7 @@
 // the refusal message in every form; which alert percents a spend has reached.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { budgetExceededMessage, normalisePercents, periodAdjective, reachedPercents, windowOf } from "../../src/core/budgetWindows.ts";
+import { admits, budgetExceededMessage, normalisePercents, periodAdjective, reachedPercents, windowOf } from "../../src/core/budgetWindows.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const at = (s: string) => Date.parse(s);
@@ -81,5 +81,27 @@ describe("alert percents", () => {
   test("stored unique and ascending", () => {
     expect(normalisePercents([100, 80, 80, 1])).toEqual([1, 80, 100]);
     expect(normalisePercents([])).toEqual([]);
+  });
+});
+
+describe("the admission rule", () => {
+  test("spent < limit and spent + reserved + estimate ≤ limit, at the edges", () => {
+    expect(admits(0, 0, 100, 100)).toBe(true);
+    expect(admits(0, 0, 101, 100)).toBe(false);
+    expect(admits(40, 30, 30, 100)).toBe(true);
+    expect(admits(40, 30, 31, 100)).toBe(false);
+    // A spent budget refuses even what costs nothing; one short of it takes a request that costs nothing.
+    expect(admits(100, 0, 0, 100)).toBe(false);
+    expect(admits(99, 0, 0, 100)).toBe(true);
+    expect(admits(0, 0, 0, 0)).toBe(false);
+  });
+
+  test("admitting never lets spent + reserved pass the limit", () => {
+    fc.assert(
+      fc.property(fc.nat(1e12), fc.nat(1e12), fc.nat(1e12), fc.nat(1e12), (spent, reserved, estimate, limit) => {
+        if (admits(spent, reserved, estimate, limit)) expect(spent + reserved + estimate).toBeLessThanOrEqual(limit);
+        else expect(spent >= limit || spent + reserved + estimate > limit).toBe(true);
+      }),
+    );
   });
 });

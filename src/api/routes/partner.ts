@@ -117,7 +117,7 @@ export const partnerBudgetRoutes: RouteDef[] = [
     access: "Pt",
     handler: async ({ services, ctx, params }) => {
       const org = await services.partners.organization(partner(ctx), params.orgId);
-      return services.budgets.list(org.id);
+      return services.partnerBudgets.list(org.id);
     },
   }),
   route({
@@ -132,7 +132,7 @@ export const partnerBudgetRoutes: RouteDef[] = [
       const org = await services.partners.organization(partner(ctx), params.orgId);
       const secret = await services.secrets.find({ scope: "partner", partnerId: partner(ctx) }, params.secretId);
       if (secret.type === "generic") throw badRequest("Budgets are only supported for LLM keys");
-      return services.budgets.set(secret.id, org.id, body.limitCents, body.period ?? "monthly");
+      return services.partnerBudgets.set(secret.id, org.id, body.limitCents, body.period ?? "monthly");
     },
   }),
   route({
@@ -145,7 +145,7 @@ export const partnerBudgetRoutes: RouteDef[] = [
     handler: async ({ services, ctx, params }) => {
       const org = await services.partners.organization(partner(ctx), params.orgId);
       const secret = await services.secrets.find({ scope: "partner", partnerId: partner(ctx) }, params.secretId);
-      if (!(await services.budgets.delete(secret.id, org.id))) throw notFound("Budget not found");
+      if (!(await services.partnerBudgets.delete(secret.id, org.id))) throw notFound("Budget not found");
       return noContent();
     },
   }),

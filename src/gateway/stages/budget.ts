@@ -20,10 +20,10 @@ import { costOf, estimateOf, type MeteredType, type PriceTable, type Usage } fro
 import { JSON_LIMIT, meteredApiOf, requestHints, UsageReader, type MeteredApi } from "../../core/usage.ts";
 import { metrics } from "../../observability/metrics.ts";
 import { clockNow } from "../../runtime/clock.ts";
-import type { BudgetLedger, Refusal } from "../../services/budgetLedger.ts";
-import type { Budget, BudgetService } from "../../services/budgets.ts";
-import type { ScopeBudget } from "../../services/scopeBudgets.ts";
-import type { SpendService } from "../../services/spend.ts";
+import type { BudgetLedger, Refusal } from "../../services/budgets/ledger.ts";
+import type { PartnerBudget, PartnerBudgetService } from "../../services/budgets/partnerBudgets.ts";
+import type { ScopeBudget } from "../../services/budgets/scopeBudgets.ts";
+import type { SpendService } from "../../services/budgets/spend.ts";
 import { gatewayJson } from "../errors.ts";
 import type { Reply } from "../reply.ts";
 import type { Meter, ProxyRequest } from "../request.ts";
@@ -35,7 +35,7 @@ export interface BudgetDeps {
   /** Admission and settlement against every budget of a request. */
   ledger: Pick<BudgetLedger, "admit" | "settle">;
   /** The spend of keys no partner budget reserved on (batched). */
-  keySpend: Pick<BudgetService, "record">;
+  keySpend: Pick<PartnerBudgetService, "record">;
   /** One spend record per admitted metered request (batched). */
   spend: Pick<SpendService, "record">;
   /** The dashboard's base URL, for the link to add an own key. */
@@ -59,7 +59,7 @@ export function budgetStage({ prices, ledger, keySpend, spend, publicUrl }: Budg
     const meter: Meter = { secretId: secret.id, type, api, model: hints.model, estimateNanos, at, hold: null, costNanos: null };
 
     const scoped = rq.credentials.scopeBudgets[type];
-    const partner = (secret.scope === "partner" ? rq.credentials.budgets.get(secret.id) : undefined) ?? null;
+    const partner = (secret.scope === "partner" ? rq.credentials.partnerBudgets.get(secret.id) : undefined) ?? null;
     if (scoped.length > 0 || partner !== null) {
       // Never rejects: without the store the budgets cannot be honoured, and the first of them refuses.
       const admission = await ledger.admit(scoped, partner, estimateNanos, at);
@@ -74,7 +74,7 @@ export function budgetStage({ prices, ledger, keySpend, spend, publicUrl }: Budg
    * A request carrying a budgeted key that is not metered: admitted while every budget has room for the
    * smallest metered request (nothing is held for it, nothing charged).
    */
-  async function room(rq: ProxyRequest, type: MeteredType, scoped: readonly ScopeBudget[], partner: Budget | null): Promise<RequestVerdict> {
+  async function room(rq: ProxyRequest, type: MeteredType, scoped: readonly ScopeBudget[], partner: PartnerBudget | null): Promise<RequestVerdict> {
     const admission = await ledger.admit(scoped, partner, minimum[type], clockNow());
     if (!admission.admitted) return answer("budget_exceeded", refusal(rq, type, admission.refusal));
     ledger.settle(admission.hold, 0);
@@ -165,7 +165,7 @@ export function budgetStage({ prices, ledger, keySpend, spend, publicUrl }: Budg
       const api = rq.websocket ? null : meteredApiOf(type, rq.method, rq.pathReadings);
       if (api) return admit(rq, secret, type, api);
       const scoped = rq.credentials.scopeBudgets[type];
-      const partner = (secret.scope === "partner" ? rq.credentials.budgets.get(secret.id) : undefined) ?? null;
+      const partner = (secret.scope === "partner" ? rq.credentials.partnerBudgets.get(secret.id) : undefined) ?? null;
       // Synchronous for a request that is not metered and under no budget: no promise on every request's path.
       return scoped.length === 0 && partner === null ? PASS : room(rq, type, scoped, partner);
     },

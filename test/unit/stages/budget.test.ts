@@ -17,7 +17,7 @@ import { answer } from "../../../src/gateway/stage.ts";
 import { budgetStage } from "../../../src/gateway/stages/budget.ts";
 import { injectStage } from "../../../src/gateway/stages/inject.ts";
 import { agentCredentials, agentEntry, compiledSecret, given, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
-import type { Budget } from "../../../src/services/budgets.ts";
+import type { PartnerBudget as Budget } from "../../../src/services/budgets/partnerBudgets.ts";
 import { VaultResolver } from "../../../src/vault/resolver.ts";
 import { createTestApi, type TestApi } from "../../support/app.ts";
 import { until, untilTrue } from "../../support/gateway.ts";
@@ -37,7 +37,7 @@ const inject = injectStage({ vault: new VaultResolver({ host: null, token: null,
 beforeAll(async () => {
   api = await createTestApi();
   const s = api.core.services;
-  stage = budgetStage({ prices: s.prices, ledger: s.budgetLedger, keySpend: s.budgets, spend: s.spend, publicUrl: "https://credgate.test" });
+  stage = budgetStage({ prices: s.prices, ledger: s.budgetLedger, keySpend: s.partnerBudgets, spend: s.spend, publicUrl: "https://credgate.test" });
 });
 afterAll(() => api.core.close());
 
@@ -51,7 +51,7 @@ function llmKey(id: string, scope: CompiledSecret["scope"]): CompiledSecret {
 async function request(key: CompiledSecret, budgets: Budget[] = [], init: { method?: string; target?: string; body?: string; headers?: Record<string, string> } = {}): Promise<ProxyRequest> {
   const body = init.body ?? BODY;
   const rq = testRequest({ tunnel: HOST, method: init.method ?? "POST", target: init.target ?? "/v1/chat/completions", headers: { "content-type": "application/json", "accept-encoding": "gzip", "content-length": String(body.length), ...init.headers }, body });
-  signIn(rq, agentCredentials({ agent: agent(), injectable: [key], budgets: new Map(budgets.map((b) => [b.secretId, b])) }));
+  signIn(rq, agentCredentials({ agent: agent(), injectable: [key], partnerBudgets: new Map(budgets.map((b) => [b.secretId, b])) }));
   expect(await outcome(inject.request!(rq))).toBe("pass");
   return rq;
 }
@@ -96,7 +96,7 @@ describe("request", () => {
     expect(await outcome(stage.request!(models))).toBe("pass");
     expect(models.meter).toBeNull();
     // Spent but for less than the smallest metered request (1 output token of gpt-4o at $10/M = 10,000 nano-USD).
-    await api.core.services.budgets.charge("k-unmetered", api.organizationId, NANOS_PER_CENT - 5_000);
+    await api.core.services.partnerBudgets.charge("k-unmetered", api.organizationId, NANOS_PER_CENT - 5_000);
     for (const init of [{ method: "GET", target: "/v1/models" }, { method: "POST", target: "/v1/embeddings" }, { method: "GET", target: "/v1/realtime", headers: { upgrade: "websocket", connection: "Upgrade" } }]) {
       const rq = await request(key, [budget], init);
       const o = await outcome(stage.request!(rq));
@@ -118,7 +118,7 @@ describe("request", () => {
   test("a partner key whose budget cannot take the estimate → 403 budget_exceeded with the link to add an own key", async () => {
     const budget: Budget = { secretId: "k-small", organizationId: api.organizationId, limitCents: 1, period: "monthly" };
     // The whole cent is spent already.
-    await api.core.services.budgets.charge("k-small", api.organizationId, NANOS_PER_CENT);
+    await api.core.services.partnerBudgets.charge("k-small", api.organizationId, NANOS_PER_CENT);
     const rq = await request(llmKey("k-small", "partner"), [budget]);
     expect(await outcome(stage.request!(rq))).toEqual({
       decision: "budget_exceeded",
@@ -149,7 +149,7 @@ describe("response", () => {
     expect(JSON.parse(await replyText(reply))).toEqual(usage);
     const cost = costOf(api.core.services.prices, "llm_b", { model: MODEL, inputTokens: 10, outputTokens: 20, cacheWriteTokens: 0, cacheReadTokens: 0 });
     expect(rq.meter?.costNanos).toBe(cost);
-    await until(async () => expect(await api.core.services.budgets.spentNanos("k-charged", api.organizationId, "total")).toBe(cost));
+    await until(async () => expect(await api.core.services.partnerBudgets.spentNanos("k-charged", api.organizationId, "total")).toBe(cost));
   });
 
   test("a non-2xx is charged nothing", async () => {
@@ -162,7 +162,7 @@ describe("response", () => {
   test("admitted but never forwarded: the reservation is dropped, so the next request fits again", async () => {
     // One cent, of which all but one and a half estimates is spent: room for one request at a time.
     const budget: Budget = { secretId: "k-released", organizationId: api.organizationId, limitCents: 1, period: "total" };
-    await api.core.services.budgets.charge("k-released", api.organizationId, NANOS_PER_CENT - Math.floor(1.5 * estimate()));
+    await api.core.services.partnerBudgets.charge("k-released", api.organizationId, NANOS_PER_CENT - Math.floor(1.5 * estimate()));
     const key = llmKey("k-released", "partner");
     // The budget stage, then a stage after it that refuses the request (as the approval stage may).
     const refusing = new Pipeline([given("agent", "secrets"), stage, { name: "refuses", request: () => answer("approval_denied", new Response("no", { status: 403 })) }]);
@@ -195,7 +195,7 @@ describe("budgets for every scope (docs/budgets.md#budgets-for-every-scope)", ()
   beforeAll(async () => {
     scoped = await createTestApi();
     const s = scoped.core.services;
-    scopedStage = budgetStage({ prices: s.prices, ledger: s.budgetLedger, keySpend: s.budgets, spend: s.spend, publicUrl: "https://credgate.test" });
+    scopedStage = budgetStage({ prices: s.prices, ledger: s.budgetLedger, keySpend: s.partnerBudgets, spend: s.spend, publicUrl: "https://credgate.test" });
     snapshot = await GatewaySnapshot.create(s);
     const a = (await s.agents.list(scoped.projectId)).find((x) => x.isDefault)!;
     me = agentEntry({ id: a.id, projectId: scoped.projectId, organizationId: scoped.organizationId });

@@ -1,15 +1,15 @@
 // Spend records and the spend report (docs/budgets.md#spend-report). The gateway records one row per metered
 // request that was admitted — agent, model, tokens, cost — queued in memory and written about every second in
 // one statement, so metering never waits on the database. The report adds them up per agent, model or day;
-// a budget window opening after spend already happened starts from their sum (budgetLedger.ts).
+// a budget window opening after spend already happened starts from their sum (ledger.ts).
 import { sql, type SQL } from "drizzle-orm";
-import type { BudgetWindow } from "../core/budgetWindows.ts";
-import type * as R from "../core/records/budgets.ts";
-import { log } from "../observability/log.ts";
-import { countLlmSpend } from "../observability/metrics.ts";
-import { clockNow } from "../runtime/clock.ts";
-import type { SpendRecordInsert } from "../store/store.ts";
-import type { ServiceDeps } from "./deps.ts";
+import type { BudgetWindow } from "../../core/budgetWindows.ts";
+import type * as R from "../../core/records/budgets.ts";
+import { log } from "../../observability/log.ts";
+import { countLlmSpend } from "../../observability/metrics.ts";
+import { clockNow } from "../../runtime/clock.ts";
+import type { SpendRecordInsert } from "../../store/store.ts";
+import type { ServiceDeps } from "../deps.ts";
 import type { ScopeBudget } from "./scopeBudget.ts";
 
 export type SpendRecord = SpendRecordInsert;

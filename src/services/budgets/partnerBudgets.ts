@@ -1,20 +1,19 @@
-// Spend budgets and metered spend (docs/budgets.md#partner-budgets). Spend is kept in nano-USD per
-// (secret, organization) in two buckets, the UTC month (`YYYY-MM`) and `total`; a budget's period picks one.
-// Admission reserves a request's estimate so concurrent requests cannot overshoot: a request is admitted only
-// when spent < limit and spent + reserved + estimate ≤ limit, decided by one conditional INSERT while the
-// (secret, organization) key is locked, so instances on one database decide in turn. At the end the
-// reservation is dropped and the actual cost added to both buckets in the same transaction. A reservation of
-// a process that died stops counting when it expires.
-import { and, eq, inArray, lte, sql } from "drizzle-orm";
-import type { BudgetPeriod } from "../core/model.ts";
-import { NANOS_PER_CENT } from "../core/pricing.ts";
-import { newId, nowIso } from "../core/ids.ts";
-import { log } from "../observability/log.ts";
-import { clockNow } from "../runtime/clock.ts";
-import type { ServiceDeps } from "./deps.ts";
-import type { SpendBudget } from "../core/records/budgets.ts";
+// Partner budgets: the records and the spend of partner keys (docs/budgets.md#partner-budgets). A partner caps
+// what one organization spends with one of its LLM keys. Spend is kept in nano-USD per (secret, organization)
+// in two buckets, the UTC month (`YYYY-MM`) and `total`; a budget's period picks one. Admission against these
+// budgets is the ledger's (ledger.ts), with the reservations of partnerReservations.ts; here the cost of a
+// settled request is added to both buckets, dropping its reservation in the same transaction.
+import { and, eq, inArray, sql } from "drizzle-orm";
+import type { BudgetPeriod } from "../../core/model.ts";
+import { NANOS_PER_CENT } from "../../core/pricing.ts";
+import { nowIso } from "../../core/ids.ts";
+import { log } from "../../observability/log.ts";
+import { clockNow } from "../../runtime/clock.ts";
+import type { ServiceDeps } from "../deps.ts";
+import type { SpendBudget } from "../../core/records/budgets.ts";
 
-export interface Budget {
+/** A partner budget: one organization's limit on one partner LLM key. */
+export interface PartnerBudget {
   secretId: string;
   organizationId: string;
   limitCents: number;
@@ -22,9 +21,7 @@ export interface Budget {
 }
 
 /** The Spend budget record of the contract. */
-export type BudgetView = SpendBudget;
-
-export type Admission = { admitted: true; reservationId: string } | { admitted: false };
+export type PartnerBudgetView = SpendBudget;
 
 /** The month bucket of an instant: `YYYY-MM`, UTC. */
 export function monthBucket(at: number): string {
@@ -34,7 +31,7 @@ export function monthBucket(at: number): string {
 /** Spend of keys without a budget is added up in memory and written this often (visible within seconds). */
 const SPEND_FLUSH_MS = 1000;
 
-export class BudgetService {
+export class PartnerBudgetService {
   /** Unbudgeted spend not yet written: `secretId organizationId` → nano-USD. */
   #pending = new Map<string, { secretId: string; organizationId: string; nanos: number }>();
   #timer: Timer | null = null;
@@ -53,11 +50,6 @@ export class BudgetService {
     return this.deps.store.t;
   }
 
-  /** How long an admitted request's reservation counts: its whole life, bounded (a dead holder's expires). */
-  get reservationMs(): number {
-    return (this.deps.config.upstreamHeaderTimeoutSeconds + 600) * 1000;
-  }
-
   bucketOf(period: BudgetPeriod): string {
     return period === "total" ? "total" : monthBucket(this.now());
   }
@@ -73,40 +65,40 @@ export class BudgetService {
     return Number(row?.nanos ?? 0);
   }
 
-  async #view(b: Budget): Promise<BudgetView> {
+  async #view(b: PartnerBudget): Promise<PartnerBudgetView> {
     const spent = await this.spentNanos(b.secretId, b.organizationId, b.period);
     return { secretId: b.secretId, organizationId: b.organizationId, limitCents: b.limitCents, period: b.period, spentCents: Math.floor(spent / NANOS_PER_CENT) };
   }
 
   /** The budgets of an organization, each with its spend this period. */
-  async list(organizationId: string): Promise<BudgetView[]> {
+  async list(organizationId: string): Promise<PartnerBudgetView[]> {
     const { budgets: b } = this.t;
     const rows = await this.db.select().from(b).where(eq(b.organizationId, organizationId)).orderBy(b.createdAt, b.secretId);
-    const out: BudgetView[] = [];
+    const out: PartnerBudgetView[] = [];
     for (const r of rows) out.push(await this.#view(r));
     return out;
   }
 
-  async get(secretId: string, organizationId: string): Promise<BudgetView | null> {
+  async get(secretId: string, organizationId: string): Promise<PartnerBudgetView | null> {
     const row = await this.find(secretId, organizationId);
     return row ? this.#view(row) : null;
   }
 
-  async find(secretId: string, organizationId: string): Promise<Budget | null> {
+  async find(secretId: string, organizationId: string): Promise<PartnerBudget | null> {
     const { budgets: b } = this.t;
     const [row] = await this.db.select().from(b).where(and(eq(b.secretId, secretId), eq(b.organizationId, organizationId))).limit(1);
     return row ?? null;
   }
 
   /** Every budget on the given secrets, for the gateway snapshot. */
-  async forSecrets(secretIds: string[], organizationId: string): Promise<Budget[]> {
+  async forSecrets(secretIds: string[], organizationId: string): Promise<PartnerBudget[]> {
     if (secretIds.length === 0) return [];
     const { budgets: b } = this.t;
     return this.db.select().from(b).where(and(inArray(b.secretId, secretIds), eq(b.organizationId, organizationId)));
   }
 
   /** Creates the budget or replaces the existing one (seed). Raising or resetting a budget re-admits at once. */
-  async set(secretId: string, organizationId: string, limitCents: number, period: BudgetPeriod): Promise<BudgetView> {
+  async set(secretId: string, organizationId: string, limitCents: number, period: BudgetPeriod): Promise<PartnerBudgetView> {
     const { budgets: b } = this.t;
     const now = nowIso();
     await this.deps.store.transaction(async () => {
@@ -143,32 +135,6 @@ export class BudgetService {
 
   #changed(organizationId: string): void {
     this.deps.events.emit({ kind: "budget", organizationId });
-  }
-
-  /**
-   * Admission (docs/budgets.md#admission): reserves `estimateNanos` when spent < limit and spent + reserved + estimate ≤ limit.
-   * One conditional INSERT, with the (secret, organization) key locked so concurrent admissions on any
-   * instance are decided one after the other.
-   */
-  async admit(budget: Budget, estimateNanos: number): Promise<Admission> {
-    const { secretId, organizationId } = budget;
-    const limit = budget.limitCents * NANOS_PER_CENT;
-    const now = this.now();
-    const id = newId();
-    const bucket = this.bucketOf(budget.period);
-    const nowText = new Date(now).toISOString();
-    const expires = new Date(now + this.reservationMs).toISOString();
-    const spent = sql`(SELECT COALESCE(SUM(nanos), 0) FROM budget_spend WHERE secret_id = ${secretId} AND organization_id = ${organizationId} AND bucket = ${bucket})`;
-    const reserved = sql`(SELECT COALESCE(SUM(estimate_nanos), 0) FROM budget_reservations WHERE secret_id = ${secretId} AND organization_id = ${organizationId} AND expires_at > ${nowText})`;
-    const rows = await this.deps.store.transaction(async () => {
-      await this.deps.store.lockKey(`budget:${secretId}:${organizationId}`);
-      return this.deps.store.query<{ id: string }>(sql`
-        INSERT INTO budget_reservations (id, secret_id, organization_id, estimate_nanos, expires_at)
-        SELECT ${id}, ${secretId}, ${organizationId}, CAST(${estimateNanos} AS BIGINT), ${expires}
-        WHERE ${spent} < CAST(${limit} AS BIGINT) AND ${spent} + ${reserved} + CAST(${estimateNanos} AS BIGINT) <= CAST(${limit} AS BIGINT)
-        RETURNING id`);
-    });
-    return rows.length > 0 ? { admitted: true, reservationId: id } : { admitted: false };
   }
 
   /**
@@ -224,17 +190,5 @@ export class BudgetService {
       for (const e of batch) this.record(e.secretId, e.organizationId, e.nanos);
       throw err;
     }
-  }
-
-  /** Drops a reservation without charging (the request never reached the upstream). */
-  async release(reservationId: string): Promise<void> {
-    const { budgetReservations: r } = this.t;
-    await this.db.delete(r).where(eq(r.id, reservationId));
-  }
-
-  /** Expired reservations (their holders died) are deleted; they already stopped counting. */
-  async purgeExpired(): Promise<void> {
-    const { budgetReservations: r } = this.t;
-    await this.db.delete(r).where(lte(r.expiresAt, new Date(this.now()).toISOString()));
   }
 }

@@ -1,24 +1,23 @@
 // Budgets for every scope (docs/budgets.md#budgets-for-every-scope): spend limits an organization sets on
 // itself, on a project or on one agent, per window (day, week, month, total) and per LLM key type (or both).
-// This module keeps the records; the ledger (budgetLedger.ts) admits requests against them and keeps their
+// This module keeps the records; the ledger (ledger.ts) admits requests against them and keeps their
 // spend. One budget per (owner, key type, period): the check runs with the owner locked, and a unique index
 // stands behind it.
 import { and, asc, eq, inArray, isNull, type SQL } from "drizzle-orm";
-import { DEFAULT_ALERT_PERCENTS, normalisePercents, windowOf } from "../core/budgetWindows.ts";
-import { conflict, notFound } from "../core/errors.ts";
-import { creationTime, newId, nowIso } from "../core/ids.ts";
-import type { BudgetScope, ScopeBudgetPeriod } from "../core/model.ts";
-import type * as R from "../core/records/budgets.ts";
-import { NANOS_PER_CENT } from "../core/pricing.ts";
-import { clockNow } from "../runtime/clock.ts";
-import type { AgentService } from "./agents.ts";
-import type { BudgetLedger } from "./budgetLedger.ts";
-import type { ServiceDeps } from "./deps.ts";
+import { DEFAULT_ALERT_PERCENTS, normalisePercents, windowOf } from "../../core/budgetWindows.ts";
+import { conflict, notFound } from "../../core/errors.ts";
+import { creationTime, newId, nowIso } from "../../core/ids.ts";
+import type { BudgetScope, ScopeBudgetPeriod } from "../../core/model.ts";
+import type * as R from "../../core/records/budgets.ts";
+import { NANOS_PER_CENT } from "../../core/pricing.ts";
+import { clockNow } from "../../runtime/clock.ts";
+import type { AgentService } from "../agents.ts";
+import type { BudgetLedger } from "./ledger.ts";
+import type { ServiceDeps } from "../deps.ts";
 import type { ScopeBudget, ScopeBudgetRow } from "./scopeBudget.ts";
 
-export type LlmType = "llm_a" | "llm_b";
-
 export type { ScopeBudget, ScopeBudgetRow } from "./scopeBudget.ts";
+export type LlmType = "llm_a" | "llm_b";
 
 /** The Budget record of the API (docs/budgets.md#budgets-for-every-scope). */
 export type BudgetView = R.Budget;
