@@ -173,8 +173,8 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
     },
   };
   const signedProbe = await requestOnce(sigv4, "/echo");
-  const credential = signedProbe.status === 200 ? (JSON.parse(signedProbe.body) as { authorizationCredential: string | null }).authorizationCredential : null;
-  if (!credential?.startsWith(`${SIGV4_KEY_ID}/`)) throw new Error(`SigV4 check for CONNECT ${SIGV4_HOST} failed: ${signedProbe.status} ${signedProbe.body}`);
+  const keyIdDigest = signedProbe.status === 200 ? (JSON.parse(signedProbe.body) as { authorizationKeyIdSha256: string | null }).authorizationKeyIdSha256 : null;
+  if (keyIdDigest !== new Bun.CryptoHasher("sha256").update(SIGV4_KEY_ID).digest("hex")) throw new Error(`SigV4 check for CONNECT ${SIGV4_HOST} failed: ${signedProbe.status} ${signedProbe.body}`);
   log("verified: the upstream received a SigV4 signature made with the real key id");
   return { credgate, gatewayCaFile, mitm, mitmIp, mitmDns, llm, uncredentialed, placeholder, sigv4 };
 }

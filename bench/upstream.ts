@@ -97,8 +97,10 @@ const server = Bun.serve({
       const auth = req.headers.get("authorization");
       return Response.json({
         authorizationSha256: auth === null ? null : new Bun.CryptoHasher("sha256").update(auth).digest("hex"),
-        // A SigV4 signature's credential part (key id and scope: no secret in it), to prove the gateway re-signed.
-        authorizationCredential: /^AWS4-HMAC-SHA256 Credential=([^,]+)/.exec(auth ?? "")?.[1] ?? null,
+        // A SigV4 signature's scope and a digest of its key id, to prove the gateway re-signed with the real key
+        // (the key id itself would come back redacted: the echo guard watches it).
+        authorizationKeyIdSha256: sigV4KeyIdDigest(auth),
+        authorizationScope: /^AWS4-HMAC-SHA256 Credential=[^/,]+\/([^,]+)/.exec(auth ?? "")?.[1] ?? null,
         host: req.headers.get("host"),
       });
     }
@@ -115,3 +117,9 @@ const server = Bun.serve({
 process.stdout.write(JSON.stringify({ port: server.port }) + "\n");
 process.on("SIGTERM", () => process.exit(0));
 process.on("SIGINT", () => process.exit(0));
+
+/** The SHA-256 of a SigV4 `Authorization`'s access key id, or null. */
+function sigV4KeyIdDigest(auth: string | null): string | null {
+  const keyId = /^AWS4-HMAC-SHA256 Credential=([^/,]+)\//.exec(auth ?? "")?.[1];
+  return keyId === undefined ? null : new Bun.CryptoHasher("sha256").update(keyId).digest("hex");
+}
