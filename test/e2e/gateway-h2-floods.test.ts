@@ -1,7 +1,8 @@
 // HTTP/2 floods and flow-control games against the real gateway (docs/gateway.md#http2-and-grpc), each played
 // with one agent token: a PING flood and a SETTINGS flood from an agent that never reads (CVE-2019-9512/9515),
 // WINDOW_UPDATE games (overflow, zero increments, idle and closed streams), an agent that shuts its window and
-// asks for an endless response (the origin is held back, nothing piles up in the gateway), and "MadeYouReset"
+// asks for an endless response, and one that opens every window and stops reading its socket (either way the
+// origin is held back and nothing piles up in the gateway), and "MadeYouReset"
 // (CVE-2025-8671): resets the agent provokes the gateway into sending count toward the rapid-reset limit. The
 // gateway's memory is read from /proc/<pid>/status (one gateway process: CREDGATE_GATEWAY_WORKERS=1), and a
 // second agent is served while each attack runs.
@@ -323,6 +324,39 @@ describe("an agent that shuts its window and never reads an endless response", (
       raw.close();
     }, 60_000);
   }
+});
+
+describe("an agent with every window open that stops reading its socket", () => {
+  test("an endless h2 origin: held back by TCP through the gateway, memory flat, others served", async () => {
+    const before = rssMb();
+    const watch = watchRss();
+    const start = endless.written;
+    const proc = spawn(["node", FLOODER, JSON.stringify({ gatewayPort: cg.gatewayPort, token: cg.keys.defaultAgentToken, authority: `${ENDLESS_H2}:${endless.port}`, caFile: ca.file, kind: "unread", path: "/endless", holdMs: 60_000 })], { stdout: "pipe", stderr: "pipe" });
+    try {
+      // The origin writes until the sockets' buffers are full and the backpressure reaches it: its count settles.
+      let last = -1;
+      await eventually(
+        () => {
+          const now = endless.written;
+          const settled = now > start && now === last;
+          last = now;
+          return settled ? true : null;
+        },
+        30_000,
+        1500,
+      );
+      await served("unread");
+      const written = endless.written - start;
+      const growthMb = watch.stop() - before;
+      console.log(`endless h2 origin, agent not reading its socket: origin wrote ${(written / MiB).toFixed(2)} MiB, gateway RSS +${growthMb.toFixed(1)} MB`);
+      // What the kernel's socket buffers hold on both hops, and a window's worth in the gateway; never the stream.
+      expect(written).toBeLessThan(48 * MiB);
+      expect(growthMb).toBeLessThanOrEqual(RSS_BUDGET_MB);
+    } finally {
+      proc.kill();
+      await proc.exited;
+    }
+  }, 60_000);
 });
 
 describe("MadeYouReset (CVE-2025-8671): resets the agent provokes count toward the rapid-reset limit", () => {

@@ -4,8 +4,10 @@
 // reading nothing. It stops when all are written, when the connection closes, or when no write has gone for
 // `stallMs` (the gateway stopped reading). Then it reads everything the gateway sent until the connection ends
 // (or `readMs` pass without a byte). argv[2]: JSON {gatewayPort, token, authority, caFile, kind: "ping"|
-// "settings", bytes, stallMs?, readMs?}. Prints `{"progress": n}` lines as it writes, then one result line
-// {sent, stalled, writeError, pingAcks, settingsAcks, goaway (error code or null), ended}.
+// "settings"|"unread", bytes, stallMs?, readMs?, path?, holdMs?}. Prints `{"progress": n}` lines as it writes,
+// then one result line {sent, stalled, writeError, pingAcks, settingsAcks, goaway (error code or null), ended}.
+// Kind "unread" floods nothing: it opens every window as wide as it goes, asks for `path`, prints
+// `{"asked": true}`, reads nothing for `holdMs`, and exits.
 const net = require("node:net");
 const tls = require("node:tls");
 const fs = require("node:fs");
@@ -82,6 +84,23 @@ function chunkOf(kind) {
   secure.write(Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1"));
   secure.write(frame(4, 0, 0, Buffer.alloc(0)));
 
+  if (cfg.kind === "unread") {
+    // SETTINGS_INITIAL_WINDOW_SIZE 2^31-1, the connection window to 2^31-1: only TCP holds the gateway back.
+    const p = Buffer.alloc(6);
+    p.writeUInt16BE(4, 0);
+    p.writeUInt32BE(0x7fffffff, 2);
+    secure.write(frame(4, 0, 0, p));
+    const inc = Buffer.alloc(4);
+    inc.writeUInt32BE(0x7fffffff - 65535);
+    secure.write(frame(8, 0, 0, inc));
+    const lit = (n, v) => Buffer.concat([Buffer.from([0, n.length]), Buffer.from(n), Buffer.from([v.length]), Buffer.from(v)]);
+    const block = Buffer.concat([lit(":method", "GET"), lit(":scheme", "https"), lit(":authority", cfg.authority), lit(":path", cfg.path)]);
+    secure.write(frame(1, 0x5, 1, block));
+    print({ asked: true });
+    await new Promise((r) => setTimeout(r, cfg.holdMs));
+    secure.destroy();
+    process.exit(0);
+  }
   const chunk = chunkOf(cfg.kind);
   const stallMs = cfg.stallMs ?? 3000;
   let written = 0;
