@@ -24,9 +24,18 @@ import { H2Session, type H2Stream, type H2Transport, type StreamHandler } from "
  * it closes: closed with unread bytes, TCP would answer RST, and the client could lose the GOAWAY that says why.
  */
 const LINGER_MS = 500;
+/**
+ * A connection that failed is gone this long after, whether or not the agent took what it was sent: one that
+ * floods without reading would otherwise hold it (and have its bytes read and dropped) for as long as it likes.
+ */
+const FAILED_CLOSE_MS = 10_000;
 
 function endSocket(socket: AgentSocket): void {
   socket.end();
+}
+
+function destroySocket(socket: AgentSocket): void {
+  if (!socket.closed) socket.destroy();
 }
 
 /** How much of a request body waits in the stream before the agent is told to hold back (its window). */
@@ -212,6 +221,10 @@ export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
 
   end(): void {
     if (this.session.failure === null) return this.socket.end();
+    setTimeout(destroySocket, FAILED_CLOSE_MS, this.socket).unref();
+    // An agent that does not read what it was sent (a flood of frames it wants answered) finds the GOAWAY behind
+    // those bytes: the socket ends once it has taken them, and lingering would not help.
+    if (this.socket.needsDrain) return this.socket.end();
     setTimeout(endSocket, LINGER_MS, this.socket).unref();
   }
 

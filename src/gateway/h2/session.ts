@@ -4,8 +4,9 @@
 // credited only when its consumer has taken the bytes (so a slow reader holds back its own stream and no
 // other), the connection's on receipt. What it sends waits per stream for its windows and for the socket.
 // The attack limits are enforced here: concurrent streams (REFUSED_STREAM), the header list size (the stream
-// is refused, the connection kept), rapid reset, CONTINUATION floods and HPACK tables beyond their limit
-// (GOAWAY ENHANCE_YOUR_CALM).
+// is refused, the connection kept), rapid reset (the peer's resets and the ones it provokes), CONTINUATION
+// floods, HPACK tables beyond their limit and control-frame answers the peer does not read (GOAWAY
+// ENHANCE_YOUR_CALM).
 import * as f from "./frames.ts";
 import { HpackDecoder, HpackEncoder, HpackError, type HeaderField } from "./hpack.ts";
 
@@ -61,11 +62,26 @@ export const DEFAULT_LIMITS: SessionLimits = {
 
 /** More CONTINUATION frames than this in one header block: an attack (docs/gateway.md#http2-and-grpc). */
 const MAX_CONTINUATIONS = 32;
-/** More client RST_STREAM frames than this within RAPID_RESET_MS: rapid reset (CVE-2023-44487). */
+/**
+ * More resets than this within RAPID_RESET_MS: rapid reset (CVE-2023-44487). The client's RST_STREAM frames
+ * count, and so do the resets it provokes us into sending (MadeYouReset, CVE-2025-8671): both free a stream
+ * slot while the work it started goes on (docs/gateway.md#http2-and-grpc).
+ */
 const MAX_RESETS = 200;
 const RAPID_RESET_MS = 10_000;
 /** A send queue past this many bytes tells its writer to wait. */
 const STREAM_HIGH_WATER = 64 * 1024;
+/**
+ * Control frames we answer with (PING and SETTINGS ACKs, WINDOW_UPDATE, RST_STREAM) queued behind a socket the
+ * peer does not read: past this many bytes, GOAWAY ENHANCE_YOUR_CALM (CVE-2019-9512/9515 ping and settings
+ * floods; docs/gateway.md#http2-and-grpc).
+ */
+const MAX_QUEUED_ANSWERS = 1024 * 1024;
+
+/** The error codes of a stream reset the peer provoked (it broke the protocol on that stream). */
+function blamesPeer(code: number): boolean {
+  return code === f.PROTOCOL_ERROR || code === f.FLOW_CONTROL_ERROR || code === f.STREAM_CLOSED || code === f.FRAME_SIZE_ERROR;
+}
 
 export class H2Stream {
   /** The stream's user (set by whoever handles it: the front's request, or the upstream exchange). */
@@ -155,6 +171,10 @@ export class H2Session {
   readonly #blocked = new Set<H2Stream>();
   #resetTimes: number[] | null = null;
   #resetAt = 0;
+  /** Bytes of answers written since the transport last drained while it held unsent bytes (MAX_QUEUED_ANSWERS). */
+  #queuedAnswers = 0;
+  /** PING and SETTINGS ACKs for the bytes being read: written as one buffer once they are read, not one each. */
+  readonly #acks: Buffer[] = [];
   peerInitialWindow = f.DEFAULT_WINDOW;
   peerMaxFrame = f.DEFAULT_MAX_FRAME;
   /** The peer's stream limit (client role): new requests wait for a free slot, or go to another session. */
@@ -221,6 +241,13 @@ export class H2Session {
       this.#frame(type, flags, stream, payload);
     }
     if (!this.closed && at < buf.length) this.#in = at === 0 ? buf : Buffer.from(buf.subarray(at));
+    if (this.#acks.length > 0) this.#flushAcks();
+  }
+
+  #flushAcks(): void {
+    const acks = this.#acks.length === 1 ? this.#acks[0]! : Buffer.concat(this.#acks);
+    this.#acks.length = 0;
+    this.#answer(acks);
   }
 
   #frame(type: number, flags: number, id: number, payload: Buffer): void {
@@ -246,7 +273,7 @@ export class H2Session {
       case f.PING:
         if (id !== 0) return this.#fail(f.PROTOCOL_ERROR, "PING on a stream");
         if (payload.length !== 8) return this.#fail(f.FRAME_SIZE_ERROR, "PING of the wrong size");
-        if ((flags & f.ACK) === 0) this.transport.write(f.pingAck(payload));
+        if ((flags & f.ACK) === 0) this.#acks.push(f.pingAck(payload));
         return;
       case f.GOAWAY:
         return this.#goaway(id, payload);
@@ -424,7 +451,7 @@ export class H2Session {
           break;
       }
     }
-    this.transport.write(f.SETTINGS_ACK);
+    this.#acks.push(f.SETTINGS_ACK);
     this.#pumpBlocked();
   }
 
@@ -474,13 +501,25 @@ export class H2Session {
     if (n === 0) return;
     this.#connUnacked += n;
     if (this.#connUnacked >= this.limits.connectionWindow / 4) {
-      this.transport.write(f.windowUpdate(0, this.#connUnacked));
+      this.#answer(f.windowUpdate(0, this.#connUnacked));
       this.#connUnacked = 0;
     }
   }
 
   creditStream(stream: H2Stream, n: number): void {
-    this.transport.write(f.windowUpdate(stream.id, n));
+    this.#answer(f.windowUpdate(stream.id, n));
+  }
+
+  /**
+   * Writes a control frame that answers the peer. When the transport already holds bytes the peer has not
+   * taken, it waits behind them: past MAX_QUEUED_ANSWERS of those, the peer is flooding us without reading.
+   */
+  #answer(frame: Buffer): void {
+    if (this.closed) return;
+    this.transport.write(frame);
+    if (!this.transport.needsDrain) return;
+    this.#queuedAnswers += frame.length;
+    if (this.#queuedAnswers > MAX_QUEUED_ANSWERS) this.#fail(f.ENHANCE_YOUR_CALM, "control frames answered faster than the peer reads them");
   }
 
   // --- streams ---
@@ -589,12 +628,14 @@ export class H2Session {
 
   /** The transport has written everything it held. */
   drained(): void {
+    this.#queuedAnswers = 0;
     this.#pumpBlocked();
   }
 
   resetStream(stream: H2Stream, code: number): void {
-    if (stream.closed) return;
-    this.transport.write(f.rstStream(stream.id, code));
+    if (stream.closed || this.#provokedTooOften(code)) return;
+    this.#answer(f.rstStream(stream.id, code));
+    if (this.closed) return;
     this.#close(stream);
     stream.handler?.onReset(stream, code);
   }
@@ -609,7 +650,15 @@ export class H2Session {
   #resetId(id: number, code: number): void {
     const stream = this.#streams.get(id);
     if (stream) return this.resetStream(stream, code);
-    this.transport.write(f.rstStream(id, code));
+    if (this.#provokedTooOften(code)) return;
+    this.#answer(f.rstStream(id, code));
+  }
+
+  /** Server role: a reset the client provoked counts as one of its own; true when it was one too many (the session failed). */
+  #provokedTooOften(code: number): boolean {
+    if (this.role !== "server" || !blamesPeer(code) || !this.#rapidReset()) return false;
+    this.#fail(f.ENHANCE_YOUR_CALM, "too many stream resets");
+    return true;
   }
 
   #maybeClose(stream: H2Stream): void {
@@ -674,6 +723,7 @@ export class H2Session {
     if (this.closed) return;
     this.closed = true;
     this.#in = null;
+    this.#acks.length = 0;
     this.#block = null;
     const open = [...this.#streams.values()];
     for (const s of open) this.#close(s);

@@ -1,7 +1,8 @@
 // The HTTP/2 session (docs/gateway.md#http2-and-grpc), both roles: a client session and a server session
 // joined by an in-memory wire, and a server session fed hand-built frames. Per-stream flow control (a stream
 // whose consumer does not read stalls alone), the attack limits (concurrent streams, rapid reset, CONTINUATION
-// flood, HPACK table size, header list size with the connection kept), and GOAWAY draining.
+// flood, HPACK table size, header list size with the connection kept), and GOAWAY draining; control-frame
+// answers the peer does not read (PING and SETTINGS floods), and resets the client provokes (MadeYouReset).
 import { describe, expect, test } from "bun:test";
 import * as f from "../../../src/gateway/h2/frames.ts";
 import { HpackEncoder, type HeaderField } from "../../../src/gateway/h2/hpack.ts";
@@ -229,5 +230,104 @@ describe("GOAWAY", () => {
     expect(s.out.ended).toBe(false);
     s.opened[0]!.sendHeaders([[":status", "200"]], true);
     expect(s.out.ended).toBe(true);
+  });
+});
+
+/** A transport whose peer reads nothing (needsDrain) until it is told it drained: what it was handed, as writes. */
+class Unread implements H2Transport {
+  needsDrain = true;
+  readonly writes: Buffer[] = [];
+  ended = false;
+  write(data: Uint8Array): void {
+    this.writes.push(Buffer.from(data));
+  }
+  end(): void {
+    this.ended = true;
+  }
+  destroy(): void {
+    this.ended = true;
+  }
+  get bytes(): number {
+    return this.writes.reduce((n, w) => n + w.length, 0);
+  }
+  goaway(): number | null {
+    const w = this.writes.find((b) => b.length === 17 && b[3] === f.GOAWAY);
+    return w ? w.readUInt32BE(13) : null;
+  }
+}
+
+const pings = (n: number) => Buffer.concat(Array.from({ length: n }, (_, i) => f.frame(f.PING, 0, 0, Buffer.from([0, 0, 0, 0, i >>> 24, (i >>> 16) & 0xff, (i >>> 8) & 0xff, i & 0xff]))));
+
+describe("control-frame floods (answers the peer does not read)", () => {
+  test("the PING ACKs of one read are one write; past 1 MiB of them unread → GOAWAY ENHANCE_YOUR_CALM", () => {
+    const t = new Unread();
+    const s = new H2Session("server", t, {});
+    s.receive(Buffer.concat([f.PREFACE, f.settingsFrame([])]));
+    const before = t.writes.length;
+    s.receive(pings(4000));
+    // The SETTINGS ACK and 4000 PING ACKs: one buffer.
+    expect(t.writes.length).toBe(before + 1);
+    expect(t.writes.at(-1)!.length).toBe(4000 * 17);
+    // 1 MiB is 61,681 ACKs: the read that passes it fails the session.
+    for (let i = 0; i < 14; i++) s.receive(pings(4000));
+    expect(s.closed).toBe(false);
+    s.receive(pings(4000));
+    expect(s.closed).toBe(true);
+    expect(s.failure?.code).toBe(f.ENHANCE_YOUR_CALM);
+    expect(t.goaway()).toBe(f.ENHANCE_YOUR_CALM);
+    expect(t.ended).toBe(true);
+  });
+
+  test("answers that leave (the transport drains) do not count: a peer that reads may ping for ever", () => {
+    const t = new Unread();
+    const s = new H2Session("server", t, {});
+    s.receive(Buffer.concat([f.PREFACE, f.settingsFrame([])]));
+    for (let i = 0; i < 100; i++) {
+      s.receive(pings(4000));
+      s.receive(Buffer.concat(Array.from({ length: 100 }, () => f.settingsFrame([[f.SETTINGS_HEADER_TABLE_SIZE, 4096]]))));
+      s.drained();
+    }
+    expect(s.closed).toBe(false);
+    // And with nothing backed up, nothing counts at all.
+    t.needsDrain = false;
+    for (let i = 0; i < 100; i++) s.receive(pings(4000));
+    expect(s.closed).toBe(false);
+  });
+});
+
+describe("MadeYouReset: resets the client provokes count toward the rapid-reset limit", () => {
+  test("a zero WINDOW_UPDATE on each open stream: 200 are reset, the 201st → GOAWAY ENHANCE_YOUR_CALM", () => {
+    const s = rawServer();
+    for (let i = 0; i < 200; i++) {
+      s.headers(1 + 2 * i, get("/made"));
+      s.server.receive(f.windowUpdate(1 + 2 * i, 0));
+    }
+    expect(s.server.closed).toBe(false);
+    expect(s.out.frames().filter((x) => x.type === f.RST_STREAM && x.payload.readUInt32BE(0) === f.PROTOCOL_ERROR)).toHaveLength(200);
+    s.headers(401, get("/made"));
+    s.server.receive(f.windowUpdate(401, 0));
+    expect(s.goaway()).toBe(f.ENHANCE_YOUR_CALM);
+    expect(s.out.frames().filter((x) => x.type === f.RST_STREAM)).toHaveLength(200);
+  });
+
+  test("client RST_STREAM frames and provoked resets share the limit; REFUSED_STREAM is not counted", () => {
+    const s = rawServer();
+    for (let i = 0; i < 100; i++) {
+      s.headers(1 + 2 * i, get("/shared"));
+      s.server.receive(f.rstStream(1 + 2 * i, f.CANCEL));
+    }
+    for (let i = 100; i < 200; i++) {
+      s.headers(1 + 2 * i, get("/shared"));
+      // DATA on a half-closed (remote) stream: STREAM_CLOSED.
+      s.server.receive(f.frame(f.DATA, 0, 1 + 2 * i, Buffer.from("late")));
+    }
+    expect(s.server.closed).toBe(false);
+    s.server.receive(f.frame(f.DATA, 0, 399, Buffer.from("late again")));
+    expect(s.goaway()).toBe(f.ENHANCE_YOUR_CALM);
+
+    const refused = rawServer();
+    for (let i = 0; i < 400; i++) refused.headers(1 + 2 * i, get("/many"));
+    expect(refused.out.frames().filter((x) => x.type === f.RST_STREAM && x.payload.readUInt32BE(0) === f.REFUSED_STREAM)).toHaveLength(300);
+    expect(refused.server.closed).toBe(false);
   });
 });
