@@ -1,4 +1,4 @@
-// Request logs (docs/gateway.md#request-logs): `/logs` for the project (P·any), `/org/logs` across projects (O·admin).
+// Request logs (docs/gateway.md#request-logs): `/logs` for the project (project·any), `/org/logs` across projects (organization·admin).
 import { ApiError } from "../../core/errors.ts";
 import { LOG_DECISIONS, type LogQuery } from "../../services/requestLogs.ts";
 import type { RequestContext } from "../auth.ts";
@@ -52,7 +52,7 @@ export const logsRoutes: RouteDef[] = [
     path: "/logs",
     query: S.LogsQuery,
     response: returns(R.RequestLogPage, "Newest first"),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx, query }) => services.requestLogs.query(parseLogQuery(query, ctx, "project")),
   }),
   route({
@@ -60,7 +60,7 @@ export const logsRoutes: RouteDef[] = [
     path: "/org/logs",
     query: S.OrgLogsQuery,
     response: returns(R.RequestLogPage, "Newest first, across the organization's projects"),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: ({ services, ctx, query }) => services.requestLogs.query(parseLogQuery(query, ctx, "organization")),
   }),
