@@ -2,7 +2,7 @@
 // no bytes, until a human decides, the approval times out, the agent goes away or the gateway shuts down.
 // Its log row is written now (202, approval_pending) and updated with the outcome by the log stage. Waiting
 // is a promise, not a thread: held requests cost memory only.
-import { approvalSummary, renderBody, summaryPreview } from "../../core/redact.ts";
+import { approvalSummary, renderBody, summaryPreview } from "../../core/approvalPreview.ts";
 import { BODY_PEEK_BYTES } from "../../core/policy.ts";
 import { log } from "../../observability/log.ts";
 import type { ApprovalService } from "../../services/approvals.ts";
