@@ -7,7 +7,7 @@ import { unknownRoute } from "../api/errors.ts";
 import { normalizeHost } from "../core/patterns.ts";
 import { VERSION } from "../runtime/version.ts";
 import type { AgentSide } from "./agentSide.ts";
-import type { RequestHandler } from "./client/agentConnection.ts";
+import type { RequestHandler } from "./client/http1AgentConnection.ts";
 import { gatewayJson } from "./errors.ts";
 import { isWebSocketUpgrade } from "./headers.ts";
 import type { Pipeline } from "./pipeline.ts";

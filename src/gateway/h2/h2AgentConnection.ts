@@ -1,5 +1,5 @@
 // An agent's HTTP/2 connection inside an intercepted tunnel (ALPN h2, docs/gateway.md#http2-and-grpc): the
-// sibling of client/agentConnection.ts. Every stream is one request: its head becomes an AgentSide that runs
+// sibling of client/http1AgentConnection.ts. Every stream is one request: its head becomes an AgentSide that runs
 // through the same pipeline as an HTTP/1.1 request, and its Reply goes back as an h2 response — headers, DATA
 // through the reply's transforms, trailers — with the stream's own flow control, so a held or slow stream never
 // holds up the others. A gRPC call refused by the gateway gets a trailers-only gRPC answer (grpc.ts); a reply
@@ -7,7 +7,7 @@
 import { log } from "../../observability/log.ts";
 import { AgentRequest } from "../agentRequest.ts";
 import type { AgentSide } from "../agentSide.ts";
-import type { RequestHandler } from "../client/agentConnection.ts";
+import type { RequestHandler } from "../client/http1AgentConnection.ts";
 import type { AgentSocket, AgentSocketEvents } from "../client/socket.ts";
 import { badGateway, headTooLarge, malformedRequest, type JsonAnswer } from "../errors.ts";
 import { grpcRefusal, isGrpcContentType } from "../grpc.ts";

@@ -21,7 +21,7 @@ import { writeReply, type ReplyInFlight } from "./write.ts";
  */
 class ReadRequest extends AgentRequest implements AgentSide {
   constructor(
-    private readonly connection: ClientConnection,
+    private readonly connection: Http1AgentConnection,
     readonly method: string,
     readonly target: string,
     readonly headerLines: HeaderLines,
@@ -61,7 +61,7 @@ const MAX_BUFFERED = 1024 * 1024;
 const LINGER_MS = 5_000;
 const EMPTY = Buffer.alloc(0);
 
-export class ClientConnection implements AgentSocketEvents, Idle {
+export class Http1AgentConnection implements AgentSocketEvents, Idle {
   /** Bytes came since the idle sweep last looked (idle.ts). */
   active = false;
   #buf: Buffer = EMPTY;
