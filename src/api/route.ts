@@ -51,7 +51,7 @@ export const noContent = (headers?: Record<string, string>) => new Result(204 as
  * What a handler may answer for its response doc: the documented body (or `ok(body)`) for 200, `created(body)`
  * for 201, `noContent()` for 204, a Response for a redirect or a non-JSON body.
  */
-export type Reply<R extends ResponseDoc> = R extends JsonDoc<infer S, 200>
+export type HandlerAnswer<R extends ResponseDoc> = R extends JsonDoc<infer S, 200>
   ? Static<S> | Result<Static<S>, 200>
   : R extends JsonDoc<infer S, 201>
     ? Result<Static<S>, 201>
@@ -84,7 +84,7 @@ export interface TypedRoute<P extends string, A extends RouteAccess, B extends T
    * have made the browser send it (docs/api.md#accounts-and-sessions).
    */
   signIn?: boolean;
-  handler(input: HandlerInput<P, A, B>): NoInfer<Reply<R> | Promise<Reply<R>>>;
+  handler(input: HandlerInput<P, A, B>): NoInfer<HandlerAnswer<R> | Promise<HandlerAnswer<R>>>;
 }
 
 /** A route in the table, its types erased (the table holds routes of every shape). */
