@@ -22,7 +22,7 @@ import { gatewayJson, malformedRequest } from "./errors.ts";
 import type { Tunnel } from "./tunnel.ts";
 import type { FrameScan } from "./wsFrames.ts";
 
-export { logHostOf } from "./flow.ts";
+export { displayHostOf } from "./flow.ts";
 
 /** Where the request goes, from the tunnel's CONNECT authority or the absolute-form target. */
 export interface Destination {
@@ -34,8 +34,8 @@ export interface Destination {
   authority: string;
   /** Path and query exactly as the agent sent them. */
   target: string;
-  /** Host with its non-default port, as logs and approvals show it (made once per tunnel: see logHostOf). */
-  logHost: string;
+  /** Host with its non-default port, as logs and approvals show it (made once per tunnel: see displayHostOf). */
+  displayHost: string;
 }
 
 /** A metered LLM request (docs/budgets.md): what the budget stage admitted, and what its response cost. */
@@ -162,12 +162,12 @@ export class ProxyRequest extends Flow {
   /** A metered LLM request (budget stage: [meter]). */
   meter: Meter | null = null;
   /** The approval that held the request, and its log row, updated in place at the end (approval stage: [approval]). */
-  approval: { id: string; logId: string } | null = null;
+  approval: { id: string; requestLogId: string } | null = null;
   /** Time from sending upstream to the response head (ms), when the request went upstream (forward stage: [upstream]). */
   upstreamMs: number | null = null;
 
   constructor(side: AgentSide, tunnel: Tunnel | null, to: Destination, websocket: boolean) {
-    super(requestIdFor(headerValue(side.headerLines, REQUEST_ID_HEADER)), to.host, to.port, to.logHost);
+    super(requestIdFor(headerValue(side.headerLines, REQUEST_ID_HEADER)), to.host, to.port, to.displayHost);
     this.#side = side;
     this.tunnel = tunnel;
     this.method = side.method;
