@@ -255,7 +255,7 @@ export function renderApiReference(doc: Json): string {
     "     GET /v1/openapi.json. Do not edit: change the routes in src/api/ and run it again. -->",
     "",
     `Every endpoint of the management API (OpenAPI ${doc.openapi}, API version ${doc.info.version}), grouped by area. Paths are`,
-    `below \`${doc.servers[0].url}\`. Authentication, contexts (the **access** markers \`P\`, \`P*\`, \`O\`, \`Pt\`), roles and the`,
+    `below \`${doc.servers[0].url}\`. Authentication, contexts (the **access** markers \`project\`, \`project-explicit\`, \`organization\`, \`partner\`), roles and the`,
     "error shapes are explained in [api.md](api.md); the behaviour behind each area is described on the pages",
     "listed in [README.md](README.md).",
     "",

@@ -7,7 +7,7 @@
 //   log-time-ids  request-log rows get time-ordered ids (uuid v7 layout) instead of uuid v4, so the id index
 //                 is appended to instead of written at random pages. docs/api.md#bodies-and-formats says entity ids are uuid v4:
 //                 this needs a contract decision. Bench only: a held request's row would no longer be found
-//                 by the id writeLog returned.
+//                 by the id writeRequestLog returned.
 import { RequestLogService, type RequestLogRow } from "../../src/services/requestLogs.ts";
 
 const enabled = new Set((process.env.BENCH_WHATIF ?? "").split(",").map((s) => s.trim()).filter(Boolean));

@@ -1,5 +1,5 @@
 // Who is calling and in which context (docs/api.md#how-a-request-is-authenticated, docs/api.md#context, docs/api.md#roles): bearer key or session cookie → Principal, then
-// the route's context marker (P, P*, O, Pt) and role gate → RequestContext. Every failure is an ApiError.
+// the route's access (project, project-explicit, organization, partner) and role gate → RequestContext. Every failure is an ApiError.
 import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
 import { apiKeyKind } from "../core/ids.ts";
 import type { Role } from "../core/model.ts";
@@ -7,7 +7,7 @@ import type { ApiKeyRecord } from "../services/apiKeys.ts";
 import type { Services } from "../services/index.ts";
 import { SESSION_COOKIE } from "../services/sessions.ts";
 
-export type Access = "P" | "P*" | "O" | "Pt" | "session" | "none";
+export type RouteAccess = "project" | "project-explicit" | "organization" | "partner" | "session" | "none";
 export type RoleGate = "any" | "admin" | "owner";
 
 /**
@@ -28,18 +28,18 @@ export function sessionIdOf(principal: Principal): string | null {
   return principal.sessionId ?? null;
 }
 
-/** The context of a project or organization route (`P`, `P*`, `O`). */
+/** The context of a project or organization route (`project`, `project-explicit`, `organization`). */
 export interface RequestContext {
   principal: Principal;
   /** The acting user (every credential that reaches these routes has one). */
   userId: string;
   organizationId: string;
-  /** The project of a project route (`P`, `P*`); empty on organization routes. */
+  /** The project of a project route (`project`, `project-explicit`); empty on organization routes. */
   projectId: string;
   role: Role;
 }
 
-/** The context of a partner route (`Pt`). */
+/** The context of a partner route (`partner`). */
 export interface PartnerContext {
   principal: Principal;
   /** The acting partner member; null for the partner key itself. */
@@ -184,14 +184,14 @@ async function organizationContext(services: Services, principal: Principal, hea
 }
 
 /** Resolves the route's context and enforces its role gate. */
-export async function resolveContext(services: Services, principal: Principal, headers: Headers, access: "P" | "P*" | "O", gate: RoleGate): Promise<RequestContext> {
+export async function resolveContext(services: Services, principal: Principal, headers: Headers, access: "project" | "project-explicit" | "organization", gate: RoleGate): Promise<RequestContext> {
   if (principal.via === "partner_key") throw unauthorized();
-  const c = access === "O" ? { ...(await organizationContext(services, principal, headers)), projectId: "" } : await projectContext(services, principal, headers, access === "P*");
+  const c = access === "organization" ? { ...(await organizationContext(services, principal, headers)), projectId: "" } : await projectContext(services, principal, headers, access === "project-explicit");
   if (gate !== "any" && RANK[c.role] < RANK[gate]) throw forbidden();
   return { principal, userId: principal.userId, ...c };
 }
 
-/** `Pt` (docs/api.md#context): a partner key acts as the partner's owner; a partner member's session with their role. */
+/** `partner` (docs/api.md#context): a partner key acts as the partner's owner; a partner member's session with their role. */
 export async function resolvePartnerContext(services: Services, principal: Principal, gate: RoleGate): Promise<PartnerContext> {
   let c: { partnerId: string; role: Role; userId: string | null };
   if (principal.via === "partner_key") c = { partnerId: principal.partnerId, role: "owner", userId: null };

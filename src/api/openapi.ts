@@ -2,7 +2,7 @@
 // route table — every route of every mode, with its access, body, query, success answer and the error
 // shapes of docs/api.md#error-shapes. Routes are data (src/api/route.ts), so the document cannot drift from what is served.
 import { OptionalKind, type TSchema } from "@sinclair/typebox";
-import type { Access } from "./auth.ts";
+import type { RouteAccess } from "./auth.ts";
 import type { RouteDef } from "./route.ts";
 import { EnvelopeError, FlatError } from "./schemas.ts";
 
@@ -50,11 +50,11 @@ function schemaRef(schema: TSchema, components: Json): Json {
   return schema.$id !== undefined ? publish(schema, components, false) : publish(schema, components, true);
 }
 
-const ACCESS_TEXT: Record<Access, string> = {
-  P: "project context (a project key; an organization key or session with X-Project-Id)",
-  "P*": "project context; an organization key without X-Project-Id gets 400 `X-Project-Id header is required`",
-  O: "organization context (no project header needed)",
-  Pt: "partner context",
+const ACCESS_TEXT: Record<RouteAccess, string> = {
+  project: "project context (a project key; an organization key or session with X-Project-Id)",
+  "project-explicit": "project context; an organization key without X-Project-Id gets 400 `X-Project-Id header is required`",
+  organization: "organization context (no project header needed)",
+  partner: "partner context",
   session: "a dashboard session (cookie)",
   none: "no authentication",
 };
@@ -95,8 +95,8 @@ function successResponse(def: RouteDef, components: Json): Json {
 function parameters(def: RouteDef, components: Json): Json[] {
   const out: Json[] = [];
   for (const m of def.path.matchAll(/:([A-Za-z0-9_]+)/g)) out.push({ name: m[1], in: "path", required: true, schema: { type: "string" } });
-  if (def.access === "P" || def.access === "P*") out.push({ $ref: "#/components/parameters/ProjectId" });
-  if (def.access === "P" || def.access === "P*" || def.access === "O" || def.access === "session") out.push({ $ref: "#/components/parameters/OrganizationId" });
+  if (def.access === "project" || def.access === "project-explicit") out.push({ $ref: "#/components/parameters/ProjectId" });
+  if (def.access === "project" || def.access === "project-explicit" || def.access === "organization" || def.access === "session") out.push({ $ref: "#/components/parameters/OrganizationId" });
   const props = (def.query?.properties ?? {}) as Record<string, TSchema>;
   for (const [name, schema] of Object.entries(props)) {
     const { description, ...rest } = publish(schema, components);

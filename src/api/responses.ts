@@ -1,6 +1,6 @@
 // What a route answers when it succeeds, as data next to its handler: the status, the body schema (a record
 // of src/core/records or a route's own) or a non-JSON content type. src/api/openapi.ts publishes it; the
-// handler's answer is typed from it (src/api/route.ts, Reply); the API tests hold every real response to it
+// handler's answer is typed from it (src/api/route.ts, HandlerAnswer); the API tests hold every real response to it
 // (test/support/openapiCheck.ts).
 import type { TSchema } from "@sinclair/typebox";
 

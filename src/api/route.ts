@@ -6,7 +6,7 @@ import { ApiError, forbidden, unauthorized } from "../core/errors.ts";
 import { auditedWrite } from "./auditedWrite.ts";
 import type { Mode } from "../runtime/config.ts";
 import type { Services } from "../services/index.ts";
-import { authenticate, resolveContext, resolvePartnerContext, sessionIdOf, type Access, type PartnerContext, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
+import { authenticate, resolveContext, resolvePartnerContext, sessionIdOf, type RouteAccess, type PartnerContext, type Principal, type RequestContext, type RoleGate } from "./auth.ts";
 import { readJsonBody } from "./body.ts";
 import { errorResponse, json, unknownRoute } from "./errors.ts";
 import type { EmptyDoc, JsonDoc, ResponseDoc } from "./responses.ts";
@@ -20,12 +20,12 @@ type Segments<P extends string> = P extends `${infer Head}/${infer Rest}` ? Head
 type ParamName<S extends string> = S extends `:${infer Name}` ? Name : never;
 
 /** What `ctx` holds on a route of access `A`: nothing on `none` and `session` routes. */
-export type ContextFor<A extends Access> = A extends "none" | "session" ? null : A extends "Pt" ? PartnerContext : RequestContext;
+export type ContextFor<A extends RouteAccess> = A extends "none" | "session" ? null : A extends "partner" ? PartnerContext : RequestContext;
 
 /** The body a route's schema admits, once validated; `undefined` on routes without a body. */
 export type BodyOf<B extends TSchema | undefined> = B extends TSchema ? Static<B> : undefined;
 
-export interface HandlerInput<P extends string, A extends Access, B extends TSchema | undefined> {
+export interface HandlerInput<P extends string, A extends RouteAccess, B extends TSchema | undefined> {
   services: Services;
   request: Request;
   params: PathParams<P>;
@@ -51,7 +51,7 @@ export const noContent = (headers?: Record<string, string>) => new Result(204 as
  * What a handler may answer for its response doc: the documented body (or `ok(body)`) for 200, `created(body)`
  * for 201, `noContent()` for 204, a Response for a redirect or a non-JSON body.
  */
-export type Reply<R extends ResponseDoc> = R extends JsonDoc<infer S, 200>
+export type HandlerAnswer<R extends ResponseDoc> = R extends JsonDoc<infer S, 200>
   ? Static<S> | Result<Static<S>, 200>
   : R extends JsonDoc<infer S, 201>
     ? Result<Static<S>, 201>
@@ -60,7 +60,7 @@ export type Reply<R extends ResponseDoc> = R extends JsonDoc<infer S, 200>
       : Response;
 
 /** A route as written: its types tie the handler's params, body and ctx to the path, schema and access, and its answer to the response doc. */
-export interface TypedRoute<P extends string, A extends Access, B extends TSchema | undefined, R extends ResponseDoc> {
+export interface TypedRoute<P extends string, A extends RouteAccess, B extends TSchema | undefined, R extends ResponseDoc> {
   method: Method;
   /** Path below the version prefix, parameters as `:name` (`/agents/:agentId`). */
   path: P;
@@ -84,16 +84,16 @@ export interface TypedRoute<P extends string, A extends Access, B extends TSchem
    * have made the browser send it (docs/api.md#accounts-and-sessions).
    */
   signIn?: boolean;
-  handler(input: HandlerInput<P, A, B>): NoInfer<Reply<R> | Promise<Reply<R>>>;
+  handler(input: HandlerInput<P, A, B>): NoInfer<HandlerAnswer<R> | Promise<HandlerAnswer<R>>>;
 }
 
 /** A route in the table, its types erased (the table holds routes of every shape). */
-export interface RouteDef extends Omit<TypedRoute<string, Access, TSchema | undefined, ResponseDoc>, "handler"> {
-  handler(input: HandlerInput<string, Access, TSchema | undefined>): unknown;
+export interface RouteDef extends Omit<TypedRoute<string, RouteAccess, TSchema | undefined, ResponseDoc>, "handler"> {
+  handler(input: HandlerInput<string, RouteAccess, TSchema | undefined>): unknown;
 }
 
 /** Declares a route; see docs/architecture.md#routes. */
-export function route<const P extends string, A extends Access, B extends TSchema | undefined = undefined, R extends ResponseDoc = ResponseDoc>(
+export function route<const P extends string, A extends RouteAccess, B extends TSchema | undefined = undefined, R extends ResponseDoc = ResponseDoc>(
   def: TypedRoute<P, A, B, R>,
 ): RouteDef {
   return def;
@@ -188,7 +188,7 @@ export async function runRoute(
     if (def.access !== "none") {
       principal = await authenticate(services, request.headers);
       seen?.(principal);
-      if (def.access === "Pt") ctx = await resolvePartnerContext(services, principal, def.role ?? "any");
+      if (def.access === "partner") ctx = await resolvePartnerContext(services, principal, def.role ?? "any");
       else if (def.access === "session") {
         if (sessionIdOf(principal) === null) throw unauthorized();
       } else {

@@ -3,11 +3,11 @@
 // stage that reads it), and the decision the request log records (set by the runner from the stages' verdicts,
 // nowhere else).
 import type { Span } from "../observability/tracing.ts";
-import type { LogDecision } from "../services/requestLogs.ts";
+import type { RequestLogDecision } from "../services/requestLogs.ts";
 import type { AgentCredentials, AgentEntry } from "./snapshot.ts";
 
 /** Host with its port unless it is the scheme's default. */
-export function logHostOf(scheme: "https" | "http", host: string, port: number): string {
+export function displayHostOf(scheme: "https" | "http", host: string, port: number): string {
   return port === (scheme === "https" ? 443 : 80) ? host : `${host}:${port}`;
 }
 
@@ -16,7 +16,7 @@ export class Flow {
   #agent: AgentEntry | null = null;
   #credentials: AgentCredentials | null = null;
   /** What the log records. The runner sets it from the verdicts (pipeline.ts); a stage never does. */
-  decision: LogDecision = "allowed";
+  decision: RequestLogDecision = "allowed";
   /** The flow's span when tracing is on and its trace is sampled (trace.ts; set by the runner), else null. */
   trace: Span | null = null;
 
@@ -27,7 +27,7 @@ export class Flow {
     readonly host: string,
     readonly port: number,
     /** Host with its non-default port, as logs and approvals show it. */
-    readonly logHost: string,
+    readonly displayHost: string,
   ) {}
 
   get authenticated(): boolean {

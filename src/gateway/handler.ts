@@ -7,12 +7,12 @@ import { unknownRoute } from "../api/errors.ts";
 import { normalizeHost } from "../core/patterns.ts";
 import { VERSION } from "../runtime/version.ts";
 import type { AgentSide } from "./agentSide.ts";
-import type { RequestHandler } from "./client/agentConnection.ts";
+import type { RequestHandler } from "./client/http1AgentConnection.ts";
 import { gatewayJson } from "./errors.ts";
 import { isWebSocketUpgrade } from "./headers.ts";
 import type { Pipeline } from "./pipeline.ts";
 import { Reply } from "./reply.ts";
-import { logHostOf, ProxyRequest, type Destination } from "./request.ts";
+import { displayHostOf, ProxyRequest, type Destination } from "./request.ts";
 import type { Tunnel } from "./tunnel.ts";
 
 /** Origin-form paths the gateway port serves, below each API prefix. */
@@ -44,7 +44,7 @@ export function absoluteDestination(target: string): Destination | null {
   }
   const port = Number(url.port) || (scheme === "https" ? 443 : 80);
   const host = normalizeHost(url.hostname);
-  return { scheme, host, port, authority: url.host, target: originPart(m[3]!), logHost: logHostOf(scheme, host, port) };
+  return { scheme, host, port, authority: url.host, target: originPart(m[3]!), displayHost: displayHostOf(scheme, host, port) };
 }
 
 /**
@@ -54,10 +54,10 @@ export function absoluteDestination(target: string): Destination | null {
 export function destinationsIn(tunnel: Tunnel, scheme: "https" | "http"): (target: string) => Destination {
   const { host, port } = tunnel;
   const authority = tunnel.authorityFor(scheme);
-  const logHost = logHostOf(scheme, host, port);
+  const displayHost = displayHostOf(scheme, host, port);
   return (raw) => {
     const m = raw.charCodeAt(0) === 0x2f ? null : ABSOLUTE.exec(raw);
-    return { scheme, host, port, authority, target: m ? originPart(m[3]!) : raw, logHost };
+    return { scheme, host, port, authority, target: m ? originPart(m[3]!) : raw, displayHost };
   };
 }
 

@@ -3,8 +3,8 @@
 // the stages' connect hooks (auth → 407, egress guard → 403, passthrough decision, claim check); refused, it is
 // answered raw; passed, it is opened: passthrough hosts get a raw pipe to the host, every other tunnel is
 // intercepted — TLS terminated on the same socket (upgradeTLS, with a leaf for the host) or kept plain — and
-// handed to a ClientConnection, which reads HTTP/1.1 and runs the pipeline per request. Any other first head
-// is handed, parsed, to a ClientConnection as a proxy connection (absolute-form or origin-form control
+// handed to a Http1AgentConnection, which reads HTTP/1.1 and runs the pipeline per request. Any other first head
+// is handed, parsed, to a Http1AgentConnection as a proxy connection (absolute-form or origin-form control
 // requests). No node stream sits on the path of an intercepted request: that layer cost more than the TLS.
 import type { TCPSocketListener } from "bun";
 import { randomUUID } from "node:crypto";
@@ -15,8 +15,8 @@ import { log } from "../observability/log.ts";
 import { metrics } from "../observability/metrics.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
 import type { Outbound } from "../services/outbound.ts";
-import { ClientConnection } from "./client/agentConnection.ts";
-import { H2AgentConnection } from "./h2/agentConnection.ts";
+import { Http1AgentConnection } from "./client/http1AgentConnection.ts";
+import { H2AgentConnection } from "./h2/h2AgentConnection.ts";
 import { DuplexAgentSocket, duplexOver } from "./client/duplexSocket.ts";
 import { pipeRaw } from "./client/pipe.ts";
 import { agentSocketHandlers, BunAgentSocket, type AgentSocket } from "./client/socket.ts";
@@ -326,11 +326,11 @@ export class GatewayListener {
     });
   }
 
-  /** Hands a client socket to a ClientConnection that reads its requests. */
-  #serve(client: AgentSocket, tunnel: { tunnel: Tunnel; scheme: "https" | "http" } | null): ClientConnection {
+  /** Hands a client socket to a Http1AgentConnection that reads its requests. */
+  #serve(client: AgentSocket, tunnel: { tunnel: Tunnel; scheme: "https" | "http" } | null): Http1AgentConnection {
     const handler = requestHandler(this.deps.pipeline, this.deps.api, tunnel);
     const memory = this.deps.memory;
-    const connection = new ClientConnection(client, (request) => {
+    const connection = new Http1AgentConnection(client, (request) => {
       memory.noteRequest();
       return handler(request);
     });

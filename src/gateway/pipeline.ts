@@ -23,7 +23,7 @@ import { awsCheckStage, awsSignStage } from "./stages/awsSign.ts";
 import { budgetStage } from "./stages/budget.ts";
 import { claimStage } from "./stages/claim.ts";
 import { cleartextStage } from "./stages/cleartext.ts";
-import { connectionStage } from "./stages/appConnection.ts";
+import { connectionStage } from "./stages/connection.ts";
 import { echoStage } from "./stages/echo.ts";
 import { egressStage } from "./stages/egress.ts";
 import { forwardStage } from "./stages/forward.ts";

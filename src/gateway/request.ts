@@ -22,7 +22,7 @@ import { gatewayJson, malformedRequest } from "./errors.ts";
 import type { Tunnel } from "./tunnel.ts";
 import type { FrameScan } from "./wsFrames.ts";
 
-export { logHostOf } from "./flow.ts";
+export { displayHostOf } from "./flow.ts";
 
 /** Where the request goes, from the tunnel's CONNECT authority or the absolute-form target. */
 export interface Destination {
@@ -34,8 +34,8 @@ export interface Destination {
   authority: string;
   /** Path and query exactly as the agent sent them. */
   target: string;
-  /** Host with its non-default port, as logs and approvals show it (made once per tunnel: see logHostOf). */
-  logHost: string;
+  /** Host with its non-default port, as logs and approvals show it (made once per tunnel: see displayHostOf). */
+  displayHost: string;
 }
 
 /** A metered LLM request (docs/budgets.md): what the budget stage admitted, and what its response cost. */
@@ -102,7 +102,7 @@ export class ProxyRequest extends Flow {
   readonly headers: HeaderList;
   /**
    * Outgoing path and query: the agent's, then edited in pipeline order, like `headers`, by the stages that
-   * build the outgoing request: inject (path and query injection, through `inject()`), placeholder (URL
+   * build the outgoing request: inject (path and query injection, through `applyCredential()`), placeholder (URL
    * placeholders replaced) and aws-sign (a presigned URL's new query). Not one writer: each edit is its stage's
    * own idea, and aws-sign must see the others' (it declares it reads `placeholdersReplaced`).
    */
@@ -130,7 +130,7 @@ export class ProxyRequest extends Flow {
    */
   signing: readonly { secret: CompiledSecret; value: string }[] = NONE;
   /**
-   * How many places were injected, and every value injected, for the echo guard (`inject()`, `injected()`): added
+   * How many places were injected, and every value injected, for the echo guard (`applyCredential()`, `recordInjection()`): added
    * to by every stage that injects (stage.ts INJECTIONS), and by aws-sign and placeholder as they write.
    */
   injectionCount = 0;
@@ -162,12 +162,12 @@ export class ProxyRequest extends Flow {
   /** A metered LLM request (budget stage: [meter]). */
   meter: Meter | null = null;
   /** The approval that held the request, and its log row, updated in place at the end (approval stage: [approval]). */
-  approval: { id: string; logId: string } | null = null;
+  approval: { id: string; requestLogId: string } | null = null;
   /** Time from sending upstream to the response head (ms), when the request went upstream (forward stage: [upstream]). */
   upstreamMs: number | null = null;
 
   constructor(side: AgentSide, tunnel: Tunnel | null, to: Destination, websocket: boolean) {
-    super(requestIdFor(headerValue(side.headerLines, REQUEST_ID_HEADER)), to.host, to.port, to.logHost);
+    super(requestIdFor(headerValue(side.headerLines, REQUEST_ID_HEADER)), to.host, to.port, to.displayHost);
     this.#side = side;
     this.tunnel = tunnel;
     this.method = side.method;
@@ -243,7 +243,7 @@ export class ProxyRequest extends Flow {
   }
 
   /** Applies one credential to the outgoing request (docs/injection.md); false when it cannot be applied safely. */
-  inject(secret: Injectable, value: string): boolean {
+  applyCredential(secret: Injectable, value: string): boolean {
     const placeholder = secret.injection?.placeholder;
     if (placeholder !== undefined) {
       const use: PlaceholderUse = { placeholder, value, surfaces: secret.injection!.surfaces ?? SURFACES };
@@ -253,12 +253,12 @@ export class ProxyRequest extends Flow {
     const out = applyInjection(secret, value, this.headers, this.upstreamTarget);
     if (!out.ok) return false;
     this.upstreamTarget = out.pathAndQuery;
-    if (out.count > 0) this.injected(value, out.count);
+    if (out.count > 0) this.recordInjection(value, out.count);
     return true;
   }
 
   /** Records `count` injected actions of `value` (a signature or a minted token counts one: docs/injection.md). */
-  injected(value: string, count = 1): void {
+  recordInjection(value: string, count = 1): void {
     this.injectionCount += count;
     this.injectedValues = this.injectedValues === NONE ? [value] : [...this.injectedValues, value];
   }

@@ -1,12 +1,12 @@
 // Request-log rows (docs/gateway.md#request-logs): one per authenticated proxied request, WebSocket upgrade and
 // passthrough tunnel; never a secret: the path is logged without its query, as the agent sent it.
 import { newId } from "../core/ids.ts";
-import type { LogDecision, RequestLogService } from "../services/requestLogs.ts";
+import type { RequestLogDecision, RequestLogService } from "../services/requestLogs.ts";
 import type { ProxyRequest } from "./request.ts";
 import type { AgentEntry } from "./snapshot.ts";
 import { countGatewayRequest } from "../observability/metrics.ts";
 
-export interface LogFields {
+export interface RequestLogFields {
   agent: AgentEntry;
   method: string;
   /** Host with its non-default port. */
@@ -16,7 +16,7 @@ export interface LogFields {
   /** performance.now() at the start; latency runs until the upstream response headers. */
   started: number;
   injectionCount: number;
-  decision: LogDecision;
+  decision: RequestLogDecision;
   provider?: string | null;
   matchedRule?: { logicalId: string; name: string } | null;
   approvalId?: string | null;
@@ -31,11 +31,11 @@ export interface LogFields {
  * The log fields of a proxied request as it stands, with its answer's status (and latency, when it was taken
  * earlier). One object with every field: no field is added to it afterwards.
  */
-export function logFieldsOf(rq: ProxyRequest, status: number, latencyMs?: number): LogFields {
+export function requestLogFieldsOf(rq: ProxyRequest, status: number, latencyMs?: number): RequestLogFields {
   return {
     agent: rq.agent,
     method: rq.websocket ? "GET" : rq.method,
-    host: rq.logHost,
+    host: rq.displayHost,
     path: rq.leak?.loggedPath ?? rq.path,
     status,
     started: rq.started,
@@ -66,7 +66,7 @@ export function latencyOf(started: number): number {
   return Math.max(0, Math.round(performance.now() - started));
 }
 
-export function writeLog(requestLogs: RequestLogService, f: LogFields): string {
+export function writeRequestLog(requestLogs: RequestLogService, f: RequestLogFields): string {
   const id = newId();
   // A held request's row is written at 202 and updated once decided: that final answer is what is counted.
   if (f.decision !== "approval_pending") countGatewayRequest(f.decision, f.status);

@@ -7,7 +7,7 @@ import { normalizeHost } from "../core/patterns.ts";
 import { REQUEST_ID_HEADER, requestIdFor } from "../observability/requestId.ts";
 import { TRACEPARENT_HEADER } from "../observability/traceContext.ts";
 import type { EgressVerdict } from "./egressGuard.ts";
-import { Flow, logHostOf } from "./flow.ts";
+import { Flow, displayHostOf } from "./flow.ts";
 import { headerValue, type RequestHead } from "./http1/head.ts";
 import { proxyToken } from "./proxyAuth.ts";
 
@@ -31,7 +31,7 @@ export class Tunnel extends Flow {
     early: Buffer,
   ) {
     const host = normalizeHost(authority.host);
-    super(requestIdFor(headerValue(head.headers, REQUEST_ID_HEADER)), host, authority.port, logHostOf("https", host, authority.port));
+    super(requestIdFor(headerValue(head.headers, REQUEST_ID_HEADER)), host, authority.port, displayHostOf("https", host, authority.port));
     this.token = proxyToken(headerValue(head.headers, "proxy-authorization"));
     this.early = early;
     this.traceparent = headerValue(head.headers, TRACEPARENT_HEADER);

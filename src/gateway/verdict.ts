@@ -1,7 +1,7 @@
 // What a stage's hook says (docs/gateway.md#stages): go on, or answer the flow here. Its own file, apart from
 // stage.ts, so that what the flow carries (request.ts) and the shared refusals (errors.ts) can name a verdict
 // without importing the Stage interface, which names them.
-import type { LogDecision } from "../services/requestLogs.ts";
+import type { RequestLogDecision } from "../services/requestLogs.ts";
 import type { Reply } from "./reply.ts";
 
 /**
@@ -10,7 +10,7 @@ import type { Reply } from "./reply.ts";
  * a stage never writes the flow's decision itself). Every verdict has this one shape.
  */
 export interface Verdict<A> {
-  readonly decision: LogDecision | null;
+  readonly decision: RequestLogDecision | null;
   readonly response: A | null;
 }
 
@@ -20,7 +20,7 @@ export type RequestVerdict = Verdict<Response | Reply>;
 export const PASS: Verdict<never> = { decision: null, response: null };
 
 /** The flow is answered here, and logged with `decision`. */
-export function answer<A>(decision: LogDecision, response: A): Verdict<A> {
+export function answer<A>(decision: RequestLogDecision, response: A): Verdict<A> {
   return { decision, response };
 }
 
@@ -30,6 +30,6 @@ export function relay(response: Response | Reply): RequestVerdict {
 }
 
 /** Go on, and log the request with `decision` from now on (an approval granted). */
-export function proceedAs(decision: LogDecision): Verdict<never> {
+export function proceedAs(decision: RequestLogDecision): Verdict<never> {
   return { decision, response: null };
 }

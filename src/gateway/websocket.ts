@@ -18,7 +18,7 @@ import type { Outbound } from "../services/outbound.ts";
 import { dialTarget, upstreamHead } from "./upstream/requestHead.ts";
 import { CONNECT_TIMEOUT_MS } from "./upstream/originConnection.ts";
 import { FrameRewriter, UnreadableFrame, type FrameScan } from "./wsFrames.ts";
-import { redactText, StreamRedactor } from "../core/redactor.ts";
+import { redactText, StreamRedactor } from "../core/echoRedaction.ts";
 import type { NeedleSet } from "../core/needles.ts";
 import { echoNeedlesOf } from "./stages/echo.ts";
 

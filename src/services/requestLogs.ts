@@ -17,7 +17,7 @@ import type { RequestLog } from "../core/records/logs.ts";
 export type RequestLogRow = Omit<RequestLogRecord, "seq">;
 export type RequestLogView = RequestLog;
 
-export const LOG_DECISIONS = [
+export const REQUEST_LOG_DECISIONS = [
   "allowed",
   "blocked",
   "blocked_by_default_policy",
@@ -33,9 +33,9 @@ export const LOG_DECISIONS = [
   "error",
 ] as const;
 
-export type LogDecision = (typeof LOG_DECISIONS)[number];
+export type RequestLogDecision = (typeof REQUEST_LOG_DECISIONS)[number];
 
-export interface LogQuery {
+export interface RequestLogQuery {
   organizationId: string;
   projectId?: string;
   agentId?: string;
@@ -219,7 +219,7 @@ export class RequestLogService {
    * One page, newest first. The table's one index is per project (store/schema/logs.ts), so an organization's list
    * is one walk per project — each already in order and cut at the page size — merged here.
    */
-  async query(q: LogQuery): Promise<{ data: RequestLogView[]; nextCursor: string | null }> {
+  async query(q: RequestLogQuery): Promise<{ data: RequestLogView[]; nextCursor: string | null }> {
     await this.flush();
     const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
     if (cursor === null) throw ApiError.flat(400, "cursor is invalid");
@@ -231,7 +231,7 @@ export class RequestLogService {
   }
 
   /** The projects whose rows can match: the one asked for, the agent's, or all of the organization's. */
-  async #projectsToWalk(q: LogQuery): Promise<string[]> {
+  async #projectsToWalk(q: RequestLogQuery): Promise<string[]> {
     if (q.projectId) return [q.projectId];
     const { agents, projects } = this.deps.store.t;
     if (q.agentId) {
@@ -244,7 +244,7 @@ export class RequestLogService {
   }
 
   /** Up to one more row than the page, newest first, of one project. */
-  async #walk(q: LogQuery, projectId: string, cursor: { createdAt: string; id: string } | undefined): Promise<RequestLogView[]> {
+  async #walk(q: RequestLogQuery, projectId: string, cursor: { createdAt: string; id: string } | undefined): Promise<RequestLogView[]> {
     const { requestLogs } = this.deps.store.t;
     const where: SQL[] = [eq(requestLogs.projectId, projectId), eq(requestLogs.organizationId, q.organizationId)];
     if (q.agentId) where.push(eq(requestLogs.agentId, q.agentId));

@@ -260,7 +260,7 @@ describe("GET /apps/{provider}/authorize", () => {
     expectUnauthorized(await a.call("GET", `/v1/apps/github/config?_token=${a.projectKey}`, { key: null }));
   });
 
-  test("P*: an org key without X-Project-Id → 400 envelope; an unknown project → 401", async () => {
+  test("project-explicit: an org key without X-Project-Id → 400 envelope; an unknown project → 401", async () => {
     const a = await createTestApi(GITHUB_ENV);
     const res = await a.call("GET", "/v1/apps/github/authorize", { key: a.orgKey });
     expect(res.text).toBe('{"error":{"message":"X-Project-Id header is required","type":"invalid_request_error"}}');
@@ -464,7 +464,7 @@ describe("POST /apps/{provider}/connect", () => {
     expect(bytes).not.toContain(secret.slice(3));
   });
 
-  test("P*: an org key without X-Project-Id → 400 envelope; with it, the project's connection", async () => {
+  test("project-explicit: an org key without X-Project-Id → 400 envelope; with it, the project's connection", async () => {
     const a = await createTestApi();
     expectEnvelope(await a.call("POST", "/v1/apps/resend/connect", { key: a.orgKey, body: { fields: { apiKey: "k" } } }), 400, "X-Project-Id header is required");
     const res = await a.call("POST", "/v1/apps/resend/connect", { key: a.orgKey, headers: { "x-project-id": a.projectId }, body: { fields: { apiKey: "k" } } });
@@ -481,7 +481,7 @@ describe("POST /apps/{provider}/connect", () => {
     expect((await a.call("GET", `/v1/connections/${res.body.connection.id}`)).body.scope).toBe("organization");
     const member = await addMember(a, "member");
     expectEnvelope(await a.call("POST", "/v1/org/apps/resend/connect", { key: member.projectKey, body: { fields: { apiKey: "k" } } }), 403, "Insufficient permissions");
-    // A member may connect at project level (P·any).
+    // A member may connect at project level (project·any).
     expect((await a.call("POST", "/v1/apps/resend/connect", { key: member.projectKey, body: { fields: { apiKey: "k" } } })).status).toBe(200);
     expectFlat(await a.call("POST", "/v1/org/apps/github/connect", { key: a.orgKey, body: { fields: {} } }), 400, 'Provider "github" is not available');
     expectFlat(await a.call("POST", "/v1/org/apps/resend/connect", { key: a.orgKey, body: {} }), 400, "Missing fields in request body");

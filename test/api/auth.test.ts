@@ -104,7 +104,7 @@ describe("project context P (docs/api.md#context)", () => {
   });
 });
 
-describe("P* endpoints (docs/api.md#context)", () => {
+describe("project-explicit endpoints (docs/api.md#context)", () => {
   test("example 3: org key without X-Project-Id → 400 envelope", async () => {
     const res = await api.call("GET", "/v1/user/api-key", { key: api.orgKey });
     expect(res.text).toBe('{"error":{"message":"X-Project-Id header is required","type":"invalid_request_error"}}');
@@ -118,11 +118,11 @@ describe("P* endpoints (docs/api.md#context)", () => {
     expect(res.body).toEqual({ apiKey: api.projectKey });
   });
 
-  test("org key with a foreign X-Project-Id on P* → 401, not 400", async () => {
+  test("org key with a foreign X-Project-Id on project-explicit → 401, not 400", async () => {
     expectUnauthorized(await api.call("GET", "/v1/user/api-key", { key: api.orgKey, headers: { "x-project-id": "zzzzzzzzzzzzzzzz" } }));
   });
 
-  test("missing key on P* → 401", async () => {
+  test("missing key on project-explicit → 401", async () => {
     expectUnauthorized(await api.call("GET", "/v1/user/api-key", { key: null }));
   });
 });

@@ -152,7 +152,7 @@ describe("PUT/DELETE /agents/{id}/grants/secrets/{secretId}", () => {
     expect(await status()).toBe("not_granted");
   });
 
-  test("any project member may grant (P·any)", async () => {
+  test("any project member may grant (project·any)", async () => {
     const member = await addMember(api, "member");
     const agent = await newAgent(api);
     const own = await newSecret(api, "Member-granted");

@@ -327,7 +327,7 @@ describe("approval links", () => {
 });
 
 describe("remembered approvals", () => {
-  test("decision with remember: validation, the remembered approval, list, revoke (P·admin)", async () => {
+  test("decision with remember: validation, the remembered approval, list, revoke (project·admin)", async () => {
     const a = await createTestApi();
     const rule = { logicalId: crypto.randomUUID(), name: "Payments need a person" };
     const held = await hold(a, { rule });

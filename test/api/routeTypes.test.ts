@@ -20,7 +20,7 @@ const none: PathParams<"/health"> = {};
 route({
   method: "GET",
   path: "/typed/:agentId",
-  access: "P",
+  access: "project",
   response: returns(R.Success),
   // @ts-expect-error `success` must be the literal true
   handler: () => ({ success: false }),
@@ -28,7 +28,7 @@ route({
 route({
   method: "GET",
   path: "/typed/:agentId",
-  access: "P",
+  access: "project",
   response: returns(R.Agent),
   // @ts-expect-error another record's shape
   handler: () => R.SUCCESS,
@@ -36,7 +36,7 @@ route({
 route({
   method: "POST",
   path: "/typed",
-  access: "P",
+  access: "project",
   response: returnsCreated(R.Success),
   // @ts-expect-error a 201 route answers with created(…)
   handler: () => R.SUCCESS,
@@ -44,7 +44,7 @@ route({
 route({
   method: "DELETE",
   path: "/typed/:agentId",
-  access: "P",
+  access: "project",
   response: returnsNothing(),
   handler: ({ params: p }) => {
     // @ts-expect-error only :agentId is in the path
@@ -74,7 +74,7 @@ const typedRoutes = [
   route({
     method: "PUT",
     path: "/typed/:agentId/things/:secretId",
-    access: "P",
+    access: "project",
     body: T.Object({ n: T.Integer({ minimum: 1 }) }),
     response: returns(Echo),
     handler: ({ params: p, body, ctx }) => ok({ agentId: p.agentId, secretId: p.secretId, n: body.n, project: ctx.projectId }, { "x-typed": "yes" }),
@@ -82,7 +82,7 @@ const typedRoutes = [
   route({
     method: "POST",
     path: "/typed",
-    access: "P",
+    access: "project",
     response: returnsCreated(R.Success),
     handler: () => created(R.SUCCESS),
   }),

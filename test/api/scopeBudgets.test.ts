@@ -1,6 +1,6 @@
 // Budgets for every scope through the in-process API (docs/budgets.md#budgets-for-every-scope): the Budget
 // record, windows and their ends, exact validation messages, the unique (scope, key type, period), PATCH and
-// DELETE, who may do what (P·any reads, P·admin writes, O·admin for the organization's), and tenants kept
+// DELETE, who may do what (project·any reads, project·admin writes, organization·admin for the organization's), and tenants kept
 // apart. Admission and spend are in budgetLedger.test.ts; through the gateway in test/e2e/budgets.test.ts.
 import { beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { windowOf } from "../../src/core/budgetWindows.ts";

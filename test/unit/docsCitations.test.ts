@@ -124,7 +124,7 @@ describe("links in docs/ and README.md", () => {
   });
 
   test("the fixed page list is there", () => {
-    for (const page of ["README.md", "architecture.md", "gateway.md", "injection.md", "guards.md", "policy.md", "budgets.md", "agent-errors.md", "api.md", "api-reference.md", "configuration.md", "operations.md"]) {
+    for (const page of ["README.md", "glossary.md", "architecture.md", "gateway.md", "injection.md", "guards.md", "policy.md", "budgets.md", "agent-errors.md", "api.md", "api-reference.md", "configuration.md", "operations.md"]) {
       expect(pages.has(page)).toBe(true);
     }
   });

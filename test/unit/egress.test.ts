@@ -1,7 +1,7 @@
 // The egress guard's address rules (docs/guards.md#egress-guard) and the echo guard's stream redactor, as pure functions.
 import { describe, expect, test } from "bun:test";
 import { egressAllowed, isLocalAddress, parseAddress, parseCidr, type EgressRules } from "../../src/core/addressRules.ts";
-import { echoNeedles, REDACTED, StreamRedactor } from "../../src/core/redactor.ts";
+import { echoNeedles, REDACTED, StreamRedactor } from "../../src/core/echoRedaction.ts";
 
 const selfHosted: EgressRules = { mode: "self-hosted", allow: [], deny: [] };
 const cloud: EgressRules = { mode: "cloud", allow: [], deny: [] };

@@ -55,7 +55,7 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
       path: "/container-config",
       query: S.ContainerConfigQuery,
       response: returns(R.ContainerConfig),
-      access: "P",
+      access: "project",
       handler: async ({ services, ctx, query }) => {
         const config = services.deps.config;
         const agent = await agentFor(services, ctx.projectId, query.get("agent")?.trim() || null);
@@ -101,14 +101,14 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
       method: "GET",
       path: "/credential-stubs",
       response: returns(R.CredentialStubList),
-      access: "P",
+      access: "project",
       handler: () => ({ agents: ["codex"] }),
     }),
     route({
       method: "GET",
       path: "/credential-stubs/:agent",
       response: returns(R.CredentialStub),
-      access: "P",
+      access: "project",
       handler: async ({ services, ctx, params }) => {
         if (params.agent !== "codex") throw ApiError.flat(404, `No credential stub for agent "${params.agent}"`);
         const oauth = (await services.secrets.listForProject(ctx.projectId, ctx.organizationId)).some((s) => s.type === "llm_b" && s.metadata?.authMode === "oauth");
@@ -121,7 +121,7 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
       path: "/skill/gateway",
       query: S.SkillQuery,
       response: returnsText("text/markdown; charset=utf-8", "The gateway skill: YAML front-matter, proxy use, placeholders and the agent-facing error codes"),
-      access: "P",
+      access: "project",
       handler: () => new Response(GATEWAY_SKILL, { headers: { "content-type": "text/markdown; charset=utf-8" } }),
     }),
   ];

@@ -1,4 +1,4 @@
-// Agents (docs/api.md#agents-and-tokens without grants): CRUD, default agent, token regeneration. All P·any.
+// Agents (docs/api.md#agents-and-tokens without grants): CRUD, default agent, token regeneration. All project·any.
 import { Type as T } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { created, noContent, route, type RouteDef } from "../route.ts";
@@ -29,14 +29,14 @@ export const agentsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents",
     response: returns(T.Array(R.Agent), "Agents with accessToken, default first, then newest first"),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx }) => services.agents.list(ctx.projectId),
   }),
   route({
     method: "POST",
     path: "/agents",
     response: returnsCreated(R.AgentCreated),
-    access: "P",
+    access: "project",
     body: CreateAgentBody,
     handler: async ({ services, ctx, body }) => {
       const row = await services.agents.create(ctx.projectId, { name: body.name, identifier: body.identifier, mode: body.mode ?? "grants" });
@@ -47,7 +47,7 @@ export const agentsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents/default",
     response: returns(R.Agent, "The default agent, with accessToken"),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx }) => {
       const row = await services.agents.findDefault(ctx.projectId);
       if (!row) throw ApiError.flat(404, "No default agent found");
@@ -58,14 +58,14 @@ export const agentsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents/:agentId",
     response: returns(R.Agent, "The agent, without accessToken"),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) => services.agents.view(await services.agents.get(ctx.projectId, params.agentId), false),
   }),
   route({
     method: "PATCH",
     path: "/agents/:agentId",
     response: returns(R.Agent, "The agent, without accessToken"),
-    access: "P",
+    access: "project",
     body: UpdateAgentBody,
     emptyBody: noFields,
     handler: async ({ services, ctx, params, body }) => {
@@ -78,7 +78,7 @@ export const agentsRoutes: RouteDef[] = [
     method: "DELETE",
     path: "/agents/:agentId",
     response: returnsNothing(),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) => {
       await services.agents.delete(ctx.projectId, params.agentId);
       return noContent();
@@ -88,7 +88,7 @@ export const agentsRoutes: RouteDef[] = [
     method: "POST",
     path: "/agents/:agentId/set-default",
     response: returns(R.Success),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) => {
       await services.agents.setDefault(ctx.projectId, params.agentId);
       return R.SUCCESS;
@@ -98,7 +98,7 @@ export const agentsRoutes: RouteDef[] = [
     method: "POST",
     path: "/agents/:agentId/regenerate-token",
     response: returns(R.AccessToken, "The new token; the old one is invalid at once"),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) => ({ accessToken: await services.agents.regenerateToken(ctx.projectId, params.agentId) }),
   }),
 ];

@@ -18,8 +18,8 @@ const AddBody = T.Object({
   hostPattern: T.Optional(T.String({ trim: true })),
 });
 
-function blocklistRoutes(prefix: "/apps" | "/org/apps", access: "P" | "O", owner: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
-  const role = access === "O" ? "admin" : "any";
+function blocklistRoutes(prefix: "/apps" | "/org/apps", access: "project" | "organization", owner: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
+  const role = access === "organization" ? "admin" : "any";
   return [
     route({
       method: "GET",
@@ -77,6 +77,6 @@ function blocklistRoutes(prefix: "/apps" | "/org/apps", access: "P" | "O", owner
 }
 
 export const appBlocklistRoutes: RouteDef[] = [
-  ...blocklistRoutes("/apps", "P", (ctx) => ({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId })),
-  ...blocklistRoutes("/org/apps", "O", (ctx) => ({ scope: "organization", organizationId: ctx.organizationId })),
+  ...blocklistRoutes("/apps", "project", (ctx) => ({ scope: "project", projectId: ctx.projectId, organizationId: ctx.organizationId })),
+  ...blocklistRoutes("/org/apps", "organization", (ctx) => ({ scope: "organization", organizationId: ctx.organizationId })),
 ];

@@ -52,14 +52,14 @@ export const approvalsRoutes: RouteDef[] = [
     method: "GET",
     path: "/approvals/remembered",
     response: returns(T.Array(R.RememberedApproval), "The project's remembered approvals still in force, soonest end first"),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx }) => services.rememberedApprovals.list({ organizationId: ctx.organizationId, projectId: ctx.projectId }),
   }),
   route({
     method: "DELETE",
     path: "/approvals/remembered/:rememberedId",
     response: returnsNothing("Ended at once"),
-    access: "P",
+    access: "project",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
       await services.rememberedApprovals.revoke({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.rememberedId);
@@ -71,14 +71,14 @@ export const approvalsRoutes: RouteDef[] = [
     path: "/approvals/pending",
     query: S.PendingQuery,
     response: returns(R.PendingApprovals, "Long-poll: at once when something is pending, else after CREDGATE_APPROVAL_POLL_SECONDS"),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx, query, request }) => pendingResponse(services, { organizationId: ctx.organizationId, projectId: ctx.projectId }, query, request.signal),
   }),
   route({
     method: "GET",
     path: "/approvals/:approvalId",
     response: returns(R.ApprovalRecord),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) =>
       services.approvals.recordView(await services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId)),
   }),
@@ -86,7 +86,7 @@ export const approvalsRoutes: RouteDef[] = [
     method: "POST",
     path: "/approvals/:approvalId/decision",
     response: returns(R.DecisionResult),
-    access: "O",
+    access: "organization",
     body: T.Object({ decision, remember }),
     handler: async ({ services, ctx, params, body, request }) => {
       const scope = await decisionScope(services, ctx, request.headers);
@@ -113,7 +113,7 @@ export const approvalsRoutes: RouteDef[] = [
     path: "/org/approvals/pending",
     query: S.PendingQuery,
     response: returns(R.PendingApprovals, "Long-poll across every project of the organization"),
-    access: "O",
+    access: "organization",
     // The key-type check comes first: any project key, whatever its holder's role, gets the same answer.
     handler: ({ services, ctx, query, request }) => {
       if (ctx.principal.via === "project_key") throw ApiError.envelope(403, "An organization API key is required for this endpoint");

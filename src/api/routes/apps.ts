@@ -67,8 +67,8 @@ async function authorizeResponse(services: Services, owner: PolicyOwner, provide
 }
 
 /** The config rows shared by project (`/apps`) and organization (`/org/apps`) scope. */
-function configRoutes(prefix: "/apps" | "/org/apps", access: "P" | "O", owner: OwnerOf): RouteDef[] {
-  const role = access === "O" ? "admin" : "any";
+function configRoutes(prefix: "/apps" | "/org/apps", access: "project" | "organization", owner: OwnerOf): RouteDef[] {
+  const role = access === "organization" ? "admin" : "any";
   return [
     route({
       method: "GET",
@@ -124,7 +124,7 @@ function configRoutes(prefix: "/apps" | "/org/apps", access: "P" | "O", owner: O
       method: "POST",
       path: `${prefix}/:provider/connect`,
       response: returns(R.Connected),
-      access: access === "P" ? "P*" : "O",
+      access: access === "project" ? "project-explicit" : "organization",
       role,
       body: ConnectBody,
       handler: ({ services, ctx, params, body }) => connect(services, owner(ctx), params.provider, body),
@@ -137,28 +137,28 @@ export const appsRoutes: RouteDef[] = [
     method: "GET",
     path: "/apps",
     response: returns(T.Array(R.AppItem)),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx }) => services.apps.items(ctx.projectId, ctx.organizationId),
   }),
   route({
     method: "GET",
     path: "/apps/permission-definitions",
     response: returns(T.Array(R.PermissionDefinition)),
-    access: "O",
+    access: "organization",
     handler: () => APPS.filter((a) => a.tools.length > 0).map(permissionDefinition),
   }),
   route({
     method: "GET",
     path: "/apps/:provider",
     response: returns(R.AppItem),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx, params }) => services.apps.item(appOrThrow(params.provider), ctx.projectId, ctx.organizationId),
   }),
   route({
     method: "GET",
     path: "/apps/:provider/permission-definition",
     response: returns(R.PermissionDefinition),
-    access: "O",
+    access: "organization",
     handler: ({ params }) => permissionDefinition(appOrThrow(params.provider)),
   }),
   route({
@@ -166,7 +166,7 @@ export const appsRoutes: RouteDef[] = [
     path: "/apps/:provider/authorize",
     query: S.AuthorizeQuery,
     response: redirects("To the provider's consent page; sets the credgate_oauth_state cookie"),
-    access: "P*",
+    access: "project-explicit",
     queryBridge: true,
     handler: ({ services, ctx, params, query }) => authorizeResponse(services, projectOwner(ctx), params.provider, query),
   }),
@@ -175,7 +175,7 @@ export const appsRoutes: RouteDef[] = [
     path: "/org/apps/:provider/authorize",
     query: S.OrgAuthorizeQuery,
     response: redirects("To the provider's consent page; the connection is created at organization level"),
-    access: "O",
+    access: "organization",
     role: "admin",
     queryBridge: true,
     handler: ({ services, ctx, params, query }) => {
@@ -198,6 +198,6 @@ export const appsRoutes: RouteDef[] = [
       return new Response(null, { status: 302, headers: { location, "set-cookie": clear, "cache-control": "no-store" } });
     },
   }),
-  ...configRoutes("/apps", "P", projectOwner),
-  ...configRoutes("/org/apps", "O", orgOwner),
+  ...configRoutes("/apps", "project", projectOwner),
+  ...configRoutes("/org/apps", "organization", orgOwner),
 ];

@@ -1,4 +1,4 @@
-// The audit log (docs/operations.md#audit-log): `GET /org/audit` (O·admin), the organization's events newest first.
+// The audit log (docs/operations.md#audit-log): `GET /org/audit` (organization·admin), the organization's events newest first.
 import { Type as T, type TSchema } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import type { AuditQuery } from "../../services/audit.ts";
@@ -74,7 +74,7 @@ export const auditRoutes: RouteDef[] = [
     path: "/org/audit",
     query: AuditQuerySchema,
     response: returns(AuditEventPage, "The organization's management writes, newest first"),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: ({ services, ctx, query }) => services.deps.audit.list(parseAuditQuery(query, ctx)),
   }),

@@ -1,6 +1,6 @@
 // Budgets for every scope and the spend report (docs/budgets.md#budgets-for-every-scope,
-// docs/budgets.md#spend-report): `/budgets` for a project and its agents (read P·any, write P·admin),
-// `/org/budgets` for the organization's own (O·admin); `/spend` (P·any) and `/org/spend` (O·admin).
+// docs/budgets.md#spend-report): `/budgets` for a project and its agents (read project·any, write project·admin),
+// `/org/budgets` for the organization's own (organization·admin); `/spend` (project·any) and `/org/spend` (organization·admin).
 import { Type as T, type TObject } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { SCOPE_BUDGET_PERIODS } from "../../core/model.ts";
@@ -58,8 +58,8 @@ const UpdateBudgetBody = T.Object({
   period: unchangeable("period"),
 });
 
-function budgetRoutes<A extends "P" | "O">(prefix: "/budgets" | "/org/budgets", access: A, owner: (ctx: ContextFor<A>) => BudgetOwner, create: TObject): RouteDef[] {
-  const org = access === "O";
+function budgetRoutes<A extends "project" | "organization">(prefix: "/budgets" | "/org/budgets", access: A, owner: (ctx: ContextFor<A>) => BudgetOwner, create: TObject): RouteDef[] {
+  const org = access === "organization";
   return [
     route({
       method: "GET",
@@ -115,14 +115,14 @@ function spendQuery(q: URLSearchParams, groups: readonly SpendGroup[]): { since:
 }
 
 export const budgetsRoutes: RouteDef[] = [
-  ...budgetRoutes("/budgets", "P", (ctx) => ({ organizationId: ctx.organizationId, projectId: ctx.projectId }), CreateBudgetBody),
-  ...budgetRoutes("/org/budgets", "O", (ctx) => ({ organizationId: ctx.organizationId, projectId: null }), CreateOrgBudgetBody),
+  ...budgetRoutes("/budgets", "project", (ctx) => ({ organizationId: ctx.organizationId, projectId: ctx.projectId }), CreateBudgetBody),
+  ...budgetRoutes("/org/budgets", "organization", (ctx) => ({ organizationId: ctx.organizationId, projectId: null }), CreateOrgBudgetBody),
   route({
     method: "GET",
     path: "/spend",
     query: S.SpendQuery,
     response: returns(R.SpendReport, "Metered requests that were admitted, per key; days in order, other keys by cost"),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx, query }) => services.spend.report({ organizationId: ctx.organizationId, projectId: ctx.projectId, ...spendQuery(query, ["agent", "model", "day"]) }),
   }),
   route({
@@ -130,7 +130,7 @@ export const budgetsRoutes: RouteDef[] = [
     path: "/org/spend",
     query: S.OrgSpendQuery,
     response: returns(R.SpendReport, "Across the organization's projects"),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: ({ services, ctx, query }) => services.spend.report({ organizationId: ctx.organizationId, projectId: null, ...spendQuery(query, ["project", "agent", "model", "day"]) }),
   }),

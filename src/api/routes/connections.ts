@@ -34,21 +34,21 @@ export const connectionsRoutes: RouteDef[] = [
     path: "/connections",
     query: S.ProviderFilterQuery,
     response: returns(T.Array(R.Connection), "The project's and the organization's connections, newest first"),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, query }) => views(await services.connections.listForProject(ctx.projectId, ctx.organizationId, query.get("provider")), (r) => services.connections.view(r)),
   }),
   route({
     method: "GET",
     path: "/connections/:connectionId",
     response: returns(R.Connection),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) => services.connections.view(await services.connections.visibleToProject(ctx.projectId, ctx.organizationId, params.connectionId)),
   }),
   route({
     method: "PATCH",
     path: "/connections/:connectionId",
     response: returns(R.ConnectionRenamed),
-    access: "P",
+    access: "project",
     body: LabelBody,
     handler: async ({ services, ctx, params, body }) => services.connections.rename(await changeable(services, ctx, params.connectionId), body.label),
   }),
@@ -56,7 +56,7 @@ export const connectionsRoutes: RouteDef[] = [
     method: "DELETE",
     path: "/connections/:connectionId",
     response: returnsNothing("Deleted, with its grants"),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) => {
       await services.connections.delete(await changeable(services, ctx, params.connectionId));
       return noContent();
@@ -67,7 +67,7 @@ export const connectionsRoutes: RouteDef[] = [
     path: "/org/connections",
     query: S.ProviderFilterQuery,
     response: returns(T.Array(R.OrganizationConnection)),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: async ({ services, ctx, query }) =>
       views(await services.connections.listForOwner({ scope: "organization", organizationId: ctx.organizationId }, query.get("provider")), (r) => services.connections.orgView(r)),
@@ -77,7 +77,7 @@ export const connectionsRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/connections/:key",
     response: returns(T.Array(R.OrganizationConnection), "The organization's connections of the provider named by {key}"),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: async ({ services, ctx, params }) =>
       views(await services.connections.listForOwner({ scope: "organization", organizationId: ctx.organizationId }, params.key), (r) => services.connections.orgView(r)),
@@ -86,7 +86,7 @@ export const connectionsRoutes: RouteDef[] = [
     method: "PATCH",
     path: "/org/connections/:key",
     response: returns(R.ConnectionRenamed, "{key} is the connection id"),
-    access: "O",
+    access: "organization",
     role: "admin",
     body: LabelBody,
     handler: async ({ services, ctx, params, body }) => services.connections.rename(await services.connections.owned({ scope: "organization", organizationId: ctx.organizationId }, params.key), body.label),
@@ -95,7 +95,7 @@ export const connectionsRoutes: RouteDef[] = [
     method: "DELETE",
     path: "/org/connections/:key",
     response: returnsNothing("{key} is the connection id"),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
       await services.connections.delete(await services.connections.owned({ scope: "organization", organizationId: ctx.organizationId }, params.key));

@@ -22,14 +22,14 @@ export const grantsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents/:agentId/grants",
     response: returns(R.GrantSet),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx, params }) => services.grants.grantSet(ctx.projectId, params.agentId),
   }),
   route({
     method: "PUT",
     path: "/agents/:agentId/grants/connections/:connectionId",
     response: returns(R.GrantSet),
-    access: "P",
+    access: "project",
     body: ConnectionGrantBody,
     handler: ({ services, ctx, params, body }) => {
       if (body.access === "custom") {
@@ -45,7 +45,7 @@ export const grantsRoutes: RouteDef[] = [
     method: "DELETE",
     path: "/agents/:agentId/grants/connections/:connectionId",
     response: returnsNothing("Detached (idempotent)"),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) => {
       await services.grants.revokeConnection(ctx.projectId, params.agentId, params.connectionId);
       return noContent();
@@ -55,14 +55,14 @@ export const grantsRoutes: RouteDef[] = [
     method: "PUT",
     path: "/agents/:agentId/grants/secrets/:secretId",
     response: returns(R.GrantSet),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx, params }) => services.grants.grantSecret(ctx.projectId, ctx.organizationId, params.agentId, params.secretId),
   }),
   route({
     method: "DELETE",
     path: "/agents/:agentId/grants/secrets/:secretId",
     response: returnsNothing("Detached (idempotent)"),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) => {
       await services.grants.revokeSecret(ctx.projectId, params.agentId, params.secretId);
       return noContent();
@@ -72,14 +72,14 @@ export const grantsRoutes: RouteDef[] = [
     method: "GET",
     path: "/connections/:connectionId/grants",
     response: returns(R.ConnectionGrants),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx, params }) => services.grants.grantsOfConnection(ctx.projectId, ctx.organizationId, params.connectionId),
   }),
   route({
     method: "GET",
     path: "/agents/:agentId/secrets",
     response: returns(T.Array(T.String()), "The ids of the secrets granted to the agent"),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) => {
       await services.agents.get(ctx.projectId, params.agentId);
       return services.grants.secretIds(params.agentId);
@@ -89,7 +89,7 @@ export const grantsRoutes: RouteDef[] = [
     method: "PUT",
     path: "/agents/:agentId/secrets",
     response: returns(R.Success),
-    access: "P",
+    access: "project",
     body: T.Object({ secretIds: T.Array(T.String(), { maxItems: 10000 }) }),
     handler: async ({ services, ctx, params, body }) => {
       await services.grants.replaceSecrets(ctx.projectId, ctx.organizationId, params.agentId, body.secretIds);
@@ -100,7 +100,7 @@ export const grantsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents/:agentId/connections",
     response: returns(R.AgentConnectionAssignments),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx, params }) => {
       await services.agents.get(ctx.projectId, params.agentId);
       return (await services.grants.connectionGrantRows(params.agentId)).map((g) => ({ appConnectionId: g.connectionId, sessionPolicy: g.resources ?? null }));
@@ -110,7 +110,7 @@ export const grantsRoutes: RouteDef[] = [
     method: "PUT",
     path: "/agents/:agentId/connections",
     response: returns(R.Success),
-    access: "P",
+    access: "project",
     body: T.Object({
       connections: T.Array(T.Object({ appConnectionId: T.String({ minLength: 1 }), sessionPolicy: T.Optional(T.Union([T.Record(T.String(), T.Unknown()), T.Null()])) }), {
         maxItems: 1000,
@@ -125,7 +125,7 @@ export const grantsRoutes: RouteDef[] = [
     method: "GET",
     path: "/agents/:agentId/effective-credentials",
     response: returns(R.EffectiveCredentials),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx, params }) => services.access.effectiveCredentials(ctx.projectId, ctx.organizationId, params.agentId),
   }),
 ];

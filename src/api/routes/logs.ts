@@ -1,6 +1,6 @@
-// Request logs (docs/gateway.md#request-logs): `/logs` for the project (P·any), `/org/logs` across projects (O·admin).
+// Request logs (docs/gateway.md#request-logs): `/logs` for the project (project·any), `/org/logs` across projects (organization·admin).
 import { ApiError } from "../../core/errors.ts";
-import { LOG_DECISIONS, type LogQuery } from "../../services/requestLogs.ts";
+import { REQUEST_LOG_DECISIONS, type RequestLogQuery } from "../../services/requestLogs.ts";
 import type { RequestContext } from "../auth.ts";
 import { route, type RouteDef } from "../route.ts";
 import * as R from "../../core/records/index.ts";
@@ -23,10 +23,10 @@ function integer(name: string, raw: string | null, min: number, max: number): nu
 }
 
 /** Query parameters in the documented order: agentId, host, decision, status, since, until, limit, cursor. */
-export function parseLogQuery(q: URLSearchParams, ctx: RequestContext, scope: "project" | "organization"): LogQuery {
+export function parseRequestLogQuery(q: URLSearchParams, ctx: RequestContext, scope: "project" | "organization"): RequestLogQuery {
   const decision = q.get("decision") || undefined;
-  if (decision !== undefined && !(LOG_DECISIONS as readonly string[]).includes(decision)) {
-    throw ApiError.flat(400, `decision must be one of: ${LOG_DECISIONS.join(", ")}`);
+  if (decision !== undefined && !(REQUEST_LOG_DECISIONS as readonly string[]).includes(decision)) {
+    throw ApiError.flat(400, `decision must be one of: ${REQUEST_LOG_DECISIONS.join(", ")}`);
   }
   const status = integer("status", q.get("status"), 100, 599);
   const since = timestamp("since", q.get("since"));
@@ -52,16 +52,16 @@ export const logsRoutes: RouteDef[] = [
     path: "/logs",
     query: S.LogsQuery,
     response: returns(R.RequestLogPage, "Newest first"),
-    access: "P",
-    handler: ({ services, ctx, query }) => services.requestLogs.query(parseLogQuery(query, ctx, "project")),
+    access: "project",
+    handler: ({ services, ctx, query }) => services.requestLogs.query(parseRequestLogQuery(query, ctx, "project")),
   }),
   route({
     method: "GET",
     path: "/org/logs",
     query: S.OrgLogsQuery,
     response: returns(R.RequestLogPage, "Newest first, across the organization's projects"),
-    access: "O",
+    access: "organization",
     role: "admin",
-    handler: ({ services, ctx, query }) => services.requestLogs.query(parseLogQuery(query, ctx, "organization")),
+    handler: ({ services, ctx, query }) => services.requestLogs.query(parseRequestLogQuery(query, ctx, "organization")),
   }),
 ];

@@ -1,5 +1,5 @@
 // Migration (docs/api.md#migration): `POST /migrate/export` on self-hosted, `POST /migrate/import` on the cloud, both
-// P·admin. Import items are validated one by one here: a bad item becomes a skip entry, never a failure.
+// project·admin. Import items are validated one by one here: a bad item becomes a skip entry, never a failure.
 import { Type as T, type Static, type TSchema } from "@sinclair/typebox";
 import type { ImportEntry } from "../../services/migration.ts";
 import { cloudApiKeyError, cloudUrlError } from "../../services/migration.ts";
@@ -80,7 +80,7 @@ export const migrationRoutes: RouteDef[] = [
     path: "/migrate/export",
     response: returns(MigrationResult),
     modes: ["self-hosted"],
-    access: "P",
+    access: "project",
     role: "admin",
     body: ExportBody,
     handler: ({ services, ctx, body }) =>
@@ -91,7 +91,7 @@ export const migrationRoutes: RouteDef[] = [
     path: "/migrate/import",
     response: returns(MigrationResult),
     modes: ["cloud"],
-    access: "P",
+    access: "project",
     role: "admin",
     body: ImportBody,
     handler: ({ services, ctx, body }) => {

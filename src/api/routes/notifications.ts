@@ -1,5 +1,5 @@
 // Notification channels and their delivery log (docs/policy.md#notifications): `/notifications/*` for a
-// project (P·admin), `/org/notifications/*` for the organization's own channels (O·admin), which receive the
+// project (project·admin), `/org/notifications/*` for the organization's own channels (organization·admin), which receive the
 // events of every project of the organization.
 import { ApiError } from "../../core/errors.ts";
 import { CHANNEL_KINDS, NOTIFICATION_EVENTS } from "../../core/model.ts";
@@ -34,7 +34,7 @@ function limitOf(raw: string | null): number {
   return n;
 }
 
-function channelRoutes<A extends "P" | "O">(prefix: "/notifications" | "/org/notifications", access: A, owner: (ctx: ContextFor<A>) => ChannelOwner): RouteDef[] {
+function channelRoutes<A extends "project" | "organization">(prefix: "/notifications" | "/org/notifications", access: A, owner: (ctx: ContextFor<A>) => ChannelOwner): RouteDef[] {
   const role = "admin" as const;
   return [
     route({
@@ -97,6 +97,6 @@ function channelRoutes<A extends "P" | "O">(prefix: "/notifications" | "/org/not
 }
 
 export const notificationsRoutes: RouteDef[] = [
-  ...channelRoutes("/notifications", "P", (ctx) => ({ organizationId: ctx.organizationId, projectId: ctx.projectId })),
-  ...channelRoutes("/org/notifications", "O", (ctx) => ({ organizationId: ctx.organizationId, projectId: null })),
+  ...channelRoutes("/notifications", "project", (ctx) => ({ organizationId: ctx.organizationId, projectId: ctx.projectId })),
+  ...channelRoutes("/org/notifications", "organization", (ctx) => ({ organizationId: ctx.organizationId, projectId: null })),
 ];

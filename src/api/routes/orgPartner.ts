@@ -19,7 +19,7 @@ export const orgPartnerRoutes: RouteDef[] = [
     path: "/org/partner/inherited-secrets",
     modes: ["cloud"],
     response: returns(T.Array(R.Secret), "The partner's secrets that apply to this organization ([] without a partner, or detached)"),
-    access: "O",
+    access: "organization",
     handler: async ({ services, ctx }) => {
       const org = await organization(services, ctx.organizationId);
       if (!org.partnerId || org.partnerDetached) return [];
@@ -31,7 +31,7 @@ export const orgPartnerRoutes: RouteDef[] = [
     path: "/org/partner/status",
     modes: ["cloud"],
     response: returns(R.OrgPartnerStatus),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: async ({ services, ctx }) => {
       const org = await organization(services, ctx.organizationId);
@@ -44,7 +44,7 @@ export const orgPartnerRoutes: RouteDef[] = [
     path: "/org/partner/detach",
     modes: ["cloud"],
     response: returns(R.Success, "Detached: the partner's secrets stop applying"),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: async ({ services, ctx }) => {
       const org = await organization(services, ctx.organizationId);

@@ -1,4 +1,4 @@
-// Organization settings and the caller's organization API key (docs/api.md#organization-level-routes). O·admin.
+// Organization settings and the caller's organization API key (docs/api.md#organization-level-routes). organization·admin.
 import { Type as T } from "@sinclair/typebox";
 import { forbidden, notFound } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
@@ -37,7 +37,7 @@ export const organizationRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/settings",
     response: returns(R.Organization),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: ({ services, ctx }) => organizationView(services, ctx.organizationId),
   }),
@@ -45,7 +45,7 @@ export const organizationRoutes: RouteDef[] = [
     method: "PATCH",
     path: "/org/settings",
     response: returns(R.Organization),
-    access: "O",
+    access: "organization",
     role: "admin",
     body: UpdateOrgBody,
     handler: async ({ services, ctx, body }) => {
@@ -57,7 +57,7 @@ export const organizationRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/api-key",
     response: returns(R.ApiKey, "The caller's organization key, created if missing"),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.keyFor(orgKeyHolder(ctx)) }),
   }),
@@ -65,7 +65,7 @@ export const organizationRoutes: RouteDef[] = [
     method: "POST",
     path: "/org/api-key/regenerate",
     response: returns(R.ApiKey, "The new key; the old one is invalid at once"),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.regenerate(orgKeyHolder(ctx)) }),
   }),

@@ -1,4 +1,4 @@
-// The partner portal's organizations (docs/api.md#partners, cloud only; access `Pt`): create one for a customer
+// The partner portal's organizations (docs/api.md#partners, cloud only; access `partner`): create one for a customer
 // (its credentials and claim link shown once), list and read them with their status, delete one nobody has
 // claimed, replace its claim link, rotate its credentials, and manage its projects.
 import { Type as T } from "@sinclair/typebox";
@@ -21,7 +21,7 @@ export const partnerRoutes: RouteDef[] = [
     path: "/partner/orgs",
     modes: ["cloud"],
     response: returns(T.Array(R.PartnerOrganization)),
-    access: "Pt",
+    access: "partner",
     handler: ({ services, ctx }) => services.partners.listOrganizations(partner(ctx)),
   }),
   route({
@@ -29,7 +29,7 @@ export const partnerRoutes: RouteDef[] = [
     path: "/partner/orgs",
     modes: ["cloud"],
     response: returnsCreated(R.PartnerOrgCreated, "The organization, its credentials and claim link (shown only here)"),
-    access: "Pt",
+    access: "partner",
     body: PartnerOrgBody,
     handler: async ({ services, ctx, body }) => created(await services.partners.createOrganization(partner(ctx), body.name)),
   }),
@@ -38,7 +38,7 @@ export const partnerRoutes: RouteDef[] = [
     path: "/partner/orgs/:orgId",
     modes: ["cloud"],
     response: returns(R.PartnerOrganization),
-    access: "Pt",
+    access: "partner",
     handler: async ({ services, ctx, params }) => services.partners.view(await services.partners.organization(partner(ctx), params.orgId)),
   }),
   route({
@@ -46,7 +46,7 @@ export const partnerRoutes: RouteDef[] = [
     path: "/partner/orgs/:orgId",
     modes: ["cloud"],
     response: returnsNothing("Deleted with everything in it (only while unclaimed)"),
-    access: "Pt",
+    access: "partner",
     handler: async ({ services, ctx, params }) => {
       await services.partners.deleteOrganization(partner(ctx), params.orgId);
       return noContent();
@@ -57,7 +57,7 @@ export const partnerRoutes: RouteDef[] = [
     path: "/partner/orgs/:orgId/claim-link",
     modes: ["cloud"],
     response: returns(R.ClaimLink, "A new claim link; the previous one dies"),
-    access: "Pt",
+    access: "partner",
     handler: async ({ services, ctx, params }) => ({ claimUrl: await services.partners.reissueClaimLink(partner(ctx), params.orgId) }),
   }),
   route({
@@ -65,7 +65,7 @@ export const partnerRoutes: RouteDef[] = [
     path: "/partner/orgs/:orgId/rotate-tokens",
     modes: ["cloud"],
     response: returns(R.RotatedTokens, "New org key, project key and agent token; the old ones die at once"),
-    access: "Pt",
+    access: "partner",
     handler: ({ services, ctx, params }) => services.partners.rotateTokens(partner(ctx), params.orgId),
   }),
   route({
@@ -73,7 +73,7 @@ export const partnerRoutes: RouteDef[] = [
     path: "/partner/orgs/:orgId/projects",
     modes: ["cloud"],
     response: returns(T.Array(R.Project)),
-    access: "Pt",
+    access: "partner",
     handler: async ({ services, ctx, params }) => (await services.partners.projectsOf(partner(ctx), params.orgId)).map(projectView),
   }),
   route({
@@ -81,7 +81,7 @@ export const partnerRoutes: RouteDef[] = [
     path: "/partner/orgs/:orgId/projects",
     modes: ["cloud"],
     response: returnsCreated(R.Project, "The project, with a Default Agent"),
-    access: "Pt",
+    access: "partner",
     body: PartnerProjectBody,
     handler: async ({ services, ctx, params, body }) => {
       const name = body.name.trim();
@@ -94,7 +94,7 @@ export const partnerRoutes: RouteDef[] = [
     path: "/partner/orgs/:orgId/projects/:projectId",
     modes: ["cloud"],
     response: returnsNothing(),
-    access: "Pt",
+    access: "partner",
     handler: async ({ services, ctx, params }) => {
       await services.partners.deleteProject(partner(ctx), params.orgId, params.projectId);
       return noContent();
@@ -114,7 +114,7 @@ export const partnerBudgetRoutes: RouteDef[] = [
     path: "/partner/orgs/:orgId/budgets",
     modes: ["cloud"],
     response: returns(T.Array(R.SpendBudget), "The organization's budgets, each with its spend this period"),
-    access: "Pt",
+    access: "partner",
     handler: async ({ services, ctx, params }) => {
       const org = await services.partners.organization(partner(ctx), params.orgId);
       return services.partnerBudgets.list(org.id);
@@ -125,7 +125,7 @@ export const partnerBudgetRoutes: RouteDef[] = [
     path: "/partner/orgs/:orgId/secrets/:secretId/budget",
     modes: ["cloud"],
     response: returns(R.SpendBudget, "The budget, created or replaced"),
-    access: "Pt",
+    access: "partner",
     role: "admin",
     body: BudgetBody,
     handler: async ({ services, ctx, params, body }) => {
@@ -140,7 +140,7 @@ export const partnerBudgetRoutes: RouteDef[] = [
     path: "/partner/orgs/:orgId/secrets/:secretId/budget",
     modes: ["cloud"],
     response: returnsNothing(),
-    access: "Pt",
+    access: "partner",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
       const org = await services.partners.organization(partner(ctx), params.orgId);
@@ -164,7 +164,7 @@ export const partnerMemberRoutes: RouteDef[] = [
     path: "/partner/members",
     modes: ["cloud"],
     response: returns(T.Array(R.PartnerMember)),
-    access: "Pt",
+    access: "partner",
     handler: ({ services, ctx }) => services.partners.members(partner(ctx)),
   }),
   route({
@@ -172,7 +172,7 @@ export const partnerMemberRoutes: RouteDef[] = [
     path: "/partner/members",
     modes: ["cloud"],
     response: returns(R.PartnerMemberAdded, "The member, with an invite URL when the person has no password yet"),
-    access: "Pt",
+    access: "partner",
     role: "admin",
     body: PartnerMemberBody,
     handler: ({ services, ctx, body }) => services.partners.addMember(partner(ctx), body.email, body.role ?? "member"),
@@ -182,7 +182,7 @@ export const partnerMemberRoutes: RouteDef[] = [
     path: "/partner/members/:userId/role",
     modes: ["cloud"],
     response: returns(R.Success),
-    access: "Pt",
+    access: "partner",
     role: "admin",
     body: PartnerRoleBody,
     handler: async ({ services, ctx, params, body }) => {
@@ -195,7 +195,7 @@ export const partnerMemberRoutes: RouteDef[] = [
     path: "/partner/members/:userId",
     modes: ["cloud"],
     response: returnsNothing(),
-    access: "Pt",
+    access: "partner",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
       await services.partners.removeMember(partner(ctx), params.userId);

@@ -1,5 +1,5 @@
-// Policy rules (docs/policy.md#rules) at project scope (`/policy/*`, P·any) and organization scope
-// (`/org/policy/*`, O·admin). Every validation failure is a 422 envelope.
+// Policy rules (docs/policy.md#rules) at project scope (`/policy/*`, project·any) and organization scope
+// (`/org/policy/*`, organization·admin). Every validation failure is a 422 envelope.
 import { Type as T, type Static } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
 import { HOST_MESSAGES, hostPatternError, pathPatternError } from "../../core/patterns.ts";
@@ -133,7 +133,7 @@ const virtualDefault = (scope: PolicyScope): PolicyRule => ({
   updatedAt: "1970-01-01T00:00:00.000Z",
 });
 
-function policyRoutesFor(prefix: "/policy" | "/org/policy", access: "P" | "O", role: RoleGate, ownerOf: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
+function policyRoutesFor(prefix: "/policy" | "/org/policy", access: "project" | "organization", role: RoleGate, ownerOf: (ctx: RequestContext) => PolicyOwner): RouteDef[] {
   const noFields = ApiError.envelope(422, "At least one field must be provided");
   return [
     route({
@@ -269,6 +269,6 @@ function policyRoutesFor(prefix: "/policy" | "/org/policy", access: "P" | "O", r
 }
 
 export const policyRoutes: RouteDef[] = [
-  ...policyRoutesFor("/policy", "P", "any", (ctx) => ({ scope: "project", organizationId: ctx.organizationId, projectId: ctx.projectId })),
-  ...policyRoutesFor("/org/policy", "O", "admin", (ctx) => ({ scope: "organization", organizationId: ctx.organizationId })),
+  ...policyRoutesFor("/policy", "project", "any", (ctx) => ({ scope: "project", organizationId: ctx.organizationId, projectId: ctx.projectId })),
+  ...policyRoutesFor("/org/policy", "organization", "admin", (ctx) => ({ scope: "organization", organizationId: ctx.organizationId })),
 ];

@@ -23,7 +23,7 @@ export const projectRoutes: RouteDef[] = [
     path: "/projects",
     modes: ["cloud"],
     response: returns(T.Array(R.Project), "The organization's projects, oldest first (a project key sees only its own)"),
-    access: "O",
+    access: "organization",
     handler: async ({ services, ctx, principal }) => {
       const all = await services.projects.list(ctx.organizationId);
       const own = principal?.via === "project_key" ? all.filter((p) => p.id === principal.projectId) : all;
@@ -35,7 +35,7 @@ export const projectRoutes: RouteDef[] = [
     path: "/projects",
     modes: ["cloud"],
     response: returnsCreated(R.ProjectCreated, "The project, with the creator's new project key (returned only here)"),
-    access: "O",
+    access: "organization",
     role: "admin",
     body: ProjectNameBody,
     handler: async ({ services, ctx, body }) => {
@@ -48,7 +48,7 @@ export const projectRoutes: RouteDef[] = [
     path: "/projects/:projectId",
     modes: ["cloud"],
     response: returns(R.Project),
-    access: "O",
+    access: "organization",
     handler: async ({ services, ctx, params }) => projectView(await services.projects.get(ctx.organizationId, params.projectId)),
   }),
   route({
@@ -56,7 +56,7 @@ export const projectRoutes: RouteDef[] = [
     path: "/projects/:projectId",
     modes: ["cloud"],
     response: returns(R.Project, "The renamed project; its slug derived again"),
-    access: "O",
+    access: "organization",
     role: "admin",
     body: ProjectNameBody,
     handler: async ({ services, ctx, params, body }) => projectView(await services.projects.rename(ctx.organizationId, params.projectId, projectName(body.name))),
@@ -66,7 +66,7 @@ export const projectRoutes: RouteDef[] = [
     path: "/projects/:projectId",
     modes: ["cloud"],
     response: returnsNothing("Deleted, with everything in it; its keys die at once"),
-    access: "O",
+    access: "organization",
     role: "owner",
     handler: async ({ services, ctx, params }) => {
       await services.projects.delete(ctx.organizationId, params.projectId);

@@ -1,4 +1,4 @@
-// Secrets: project routes `/secrets` (P·any) and organization routes `/org/secrets` (O·admin), docs/injection.md#secrets.
+// Secrets: project routes `/secrets` (project·any) and organization routes `/org/secrets` (organization·admin), docs/injection.md#secrets.
 import { Type as T } from "@sinclair/typebox";
 import { ApiError, badRequest } from "../../core/errors.ts";
 import { hostPatternError, HOST_MESSAGES, pathPatternError } from "../../core/patterns.ts";
@@ -81,11 +81,11 @@ const noFields = ApiError.flat(400, NO_FIELDS_MESSAGE);
 /** Partner secrets hold their value here: an external-vault reference would be the partner's vault, read for its customers. */
 export const PARTNER_INLINE_ONLY = "Partner secrets must hold an inline value (valueSource external_vault is not supported)";
 
-function secretRoutes<A extends "P" | "O" | "Pt">(prefix: "/secrets" | "/org/secrets" | "/partner/secrets", access: A, owner: (ctx: ContextFor<A>) => SecretOwner): RouteDef[] {
-  const role = access === "O" ? "admin" : "any";
-  const modes = access === "Pt" ? (["cloud"] as const) : undefined;
+function secretRoutes<A extends "project" | "organization" | "partner">(prefix: "/secrets" | "/org/secrets" | "/partner/secrets", access: A, owner: (ctx: ContextFor<A>) => SecretOwner): RouteDef[] {
+  const role = access === "organization" ? "admin" : "any";
+  const modes = access === "partner" ? (["cloud"] as const) : undefined;
   const inlineOnly = (body: { valueSource?: string }) => {
-    if (access === "Pt" && body.valueSource === "external_vault") throw badRequest(PARTNER_INLINE_ONLY);
+    if (access === "partner" && body.valueSource === "external_vault") throw badRequest(PARTNER_INLINE_ONLY);
   };
   return [
     route({
@@ -149,22 +149,22 @@ export const secretsRoutes: RouteDef[] = [
     method: "GET",
     path: "/secrets",
     response: returns(T.Array(R.Secret), "The project's secrets and the organization's, newest first"),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx }) => services.secrets.listForProject(ctx.projectId, ctx.organizationId),
   }),
   route({
     method: "GET",
     path: "/secrets/:secretId",
     response: returns(R.Secret),
-    access: "P",
+    access: "project",
     handler: ({ services, ctx, params }) => services.secrets.getForProject(ctx.projectId, ctx.organizationId, params.secretId),
   }),
-  ...secretRoutes("/secrets", "P", projectOwner),
+  ...secretRoutes("/secrets", "project", projectOwner),
   route({
     method: "GET",
     path: "/org/secrets",
     response: returns(T.Array(R.Secret)),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: ({ services, ctx }) => services.secrets.list(orgOwner(ctx)),
   }),
@@ -172,18 +172,18 @@ export const secretsRoutes: RouteDef[] = [
     method: "GET",
     path: "/org/secrets/:secretId",
     response: returns(R.Secret),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: async ({ services, ctx, params }) => services.secrets.view(await services.secrets.find(orgOwner(ctx), params.secretId)),
   }),
-  ...secretRoutes("/org/secrets", "O", orgOwner),
+  ...secretRoutes("/org/secrets", "organization", orgOwner),
   route({
     method: "GET",
     path: "/partner/secrets",
     modes: ["cloud"],
     response: returns(T.Array(R.Secret), "The partner's secrets (scope partner)"),
-    access: "Pt",
+    access: "partner",
     handler: ({ services, ctx }) => services.secrets.list(partnerOwner(ctx)),
   }),
-  ...secretRoutes("/partner/secrets", "Pt", partnerOwner),
+  ...secretRoutes("/partner/secrets", "partner", partnerOwner),
 ];

@@ -17,7 +17,7 @@ export const teamRoutes: RouteDef[] = [
     path: "/team/provisions",
     modes: ["cloud"],
     response: returnsCreated(R.Provision, "A placeholder member, its project `Default`, its key and a claim link (7 days)"),
-    access: "O",
+    access: "organization",
     role: "admin",
     body: ProvisionBody,
     handler: async ({ services, ctx, body }) => created(await services.team.provision(ctx.organizationId, body.role ?? "member")),
@@ -27,7 +27,7 @@ export const teamRoutes: RouteDef[] = [
     path: "/team/members",
     modes: ["cloud"],
     response: returns(T.Array(R.TeamMember)),
-    access: "O",
+    access: "organization",
     handler: ({ services, ctx }) => services.team.members(ctx.organizationId),
   }),
   route({
@@ -35,7 +35,7 @@ export const teamRoutes: RouteDef[] = [
     path: "/team/members/:userId",
     modes: ["cloud"],
     response: returns(R.TeamMember),
-    access: "O",
+    access: "organization",
     role: "admin",
     body: RoleBody,
     handler: ({ services, ctx, params, body }) => services.team.setRole(ctx.organizationId, params.userId, body.role),
@@ -45,7 +45,7 @@ export const teamRoutes: RouteDef[] = [
     path: "/team/members/:userId",
     modes: ["cloud"],
     response: returnsNothing("Removed; their keys in the organization and their sessions are revoked"),
-    access: "O",
+    access: "organization",
     role: "admin",
     handler: async ({ services, ctx, params }) => {
       await services.team.remove(ctx.organizationId, params.userId);

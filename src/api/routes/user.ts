@@ -22,7 +22,7 @@ export const userRoutes: RouteDef[] = [
     method: "GET",
     path: "/user",
     response: returns(R.User),
-    access: "O",
+    access: "organization",
     handler: async ({ services, ctx }) => {
       const u = await currentUser(services, ctx);
       return { id: u.id, email: u.email, name: u.name, createdAt: u.createdAt };
@@ -32,7 +32,7 @@ export const userRoutes: RouteDef[] = [
     method: "PATCH",
     path: "/user",
     response: returns(R.UserUpdated),
-    access: "O",
+    access: "organization",
     body: UpdateUserBody,
     handler: async ({ services, ctx, body }) => {
       const u = (await services.orgs.updateUserName((await currentUser(services, ctx)).id, body.name))!;
@@ -43,14 +43,14 @@ export const userRoutes: RouteDef[] = [
     method: "GET",
     path: "/user/api-key",
     response: returns(R.ApiKey, "The caller's key for the project, created if missing"),
-    access: "P*",
+    access: "project-explicit",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.keyFor(projectKeyHolder(ctx)) }),
   }),
   route({
     method: "POST",
     path: "/user/api-key/regenerate",
     response: returns(R.ApiKey, "The new key; the old one is invalid at once"),
-    access: "P*",
+    access: "project-explicit",
     handler: async ({ services, ctx }) => ({ apiKey: await services.apiKeys.regenerate(projectKeyHolder(ctx)) }),
   }),
 ];

@@ -16,7 +16,7 @@ export const utilityRoutes: RouteDef[] = [
     method: "GET",
     path: "/counts",
     response: returns(R.Counts),
-    access: "P",
+    access: "project",
     handler: async ({ services, ctx }) => {
       const secrets = await services.secrets.listForProject(ctx.projectId, ctx.organizationId);
       let apps = 0;

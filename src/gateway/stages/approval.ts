@@ -2,7 +2,7 @@
 // no bytes, until a human decides, the approval times out, the agent goes away or the gateway shuts down.
 // Its log row is written now (202, approval_pending) and updated with the outcome by the log stage. Waiting
 // is a promise, not a thread: held requests cost memory only.
-import { approvalSummary, renderBody, summaryPreview } from "../../core/redact.ts";
+import { approvalSummary, renderBody, summaryPreview } from "../../core/approvalPreview.ts";
 import { BODY_PEEK_BYTES } from "../../core/policy.ts";
 import { log } from "../../observability/log.ts";
 import type { ApprovalService } from "../../services/approvals.ts";
@@ -10,7 +10,7 @@ import type { RequestLogService } from "../../services/requestLogs.ts";
 import type { RememberedApprovals } from "../rememberedApprovals.ts";
 import { gatewayJson } from "../errors.ts";
 import { requestHeadersForUpstream } from "../headers.ts";
-import { logFieldsOf, writeLog } from "../requestLog.ts";
+import { requestLogFieldsOf, writeRequestLog } from "../requestLog.ts";
 import type { ProxyRequest } from "../request.ts";
 import { answer, PASS, proceedAs, type RequestVerdict, type Stage } from "../stage.ts";
 
@@ -49,7 +49,7 @@ export function approvalStage({ approvals, requestLogs, remembered }: ApprovalDe
         projectId: rq.agent.projectId,
         agent: { id: rq.agent.id, name: rq.agent.name, identifier: rq.agent.identifier },
         method: rq.method,
-        url: `${rq.scheme}://${rq.logHost}${rq.target}`,
+        url: `${rq.scheme}://${rq.displayHost}${rq.target}`,
         host: rq.host,
         path: rq.target,
         headers: reviewerHeaders(rq.agentHeaders),
@@ -62,8 +62,8 @@ export function approvalStage({ approvals, requestLogs, remembered }: ApprovalDe
       return answer("error", gatewayJson(502, { error: "approval_store_unavailable", message: "credgate manual approval service is temporarily unavailable." }));
     }
     const id = held.row.id;
-    const logId = writeLog(requestLogs, { ...logFieldsOf(rq, 202), decision: "approval_pending", approvalId: id });
-    rq.approval = { id, logId };
+    const requestLogId = writeRequestLog(requestLogs, { ...requestLogFieldsOf(rq, 202), decision: "approval_pending", approvalId: id });
+    rq.approval = { id, requestLogId };
     const cancel = () => void approvals.settle(id, "cancelled").catch((err: Error) => log.warn("approval not cancelled", { error: err.message }));
     rq.signal.addEventListener("abort", cancel);
     const outcome = await held.outcome;

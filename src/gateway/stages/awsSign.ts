@@ -79,9 +79,9 @@ const plans = new WeakMap<ProxyRequest, AwsPlan>();
 
 function plan(rq: ProxyRequest, signer: AwsSigner, scope: AwsScope, chunked: string | null, presigned: AwsPlan["presigned"] = null): RequestVerdict {
   plans.set(rq, { signer, scope, presigned, chunked });
-  rq.injected(signer.key.secretAccessKey);
+  rq.recordInjection(signer.key.secretAccessKey);
   // The real key id goes out in the credential scope: the echo guard redacts it too (docs/guards.md#echo-guard).
-  rq.injected(signer.key.accessKeyId, 0);
+  rq.recordInjection(signer.key.accessKeyId, 0);
   return PASS;
 }
 
@@ -156,7 +156,7 @@ function signHeaders(rq: ProxyRequest, p: AwsPlan, path: string, query: string):
   rq.headers.set("authorization", authorization);
   // Good for 15 minutes with the date beside it (with UNSIGNED-PAYLOAD, for any body): an upstream that reflects
   // the request must not hand it to the agent (docs/guards.md#echo-guard).
-  rq.injected(signature, 0);
+  rq.recordInjection(signature, 0);
   if (p.chunked !== null && rq.body !== null) {
     const { signer, scope } = p;
     rq.body = resignChunks(rq.body, {
@@ -180,8 +180,8 @@ function presign(rq: ProxyRequest, p: AwsPlan, path: string, query: string): Pro
       // A working URL for as long as its expiry (up to 7 days): neither the signature nor the query that carries
       // it may come back to the agent (docs/guards.md#echo-guard).
       const signature = QUERY_SIGNATURE.exec(newQuery)?.[1];
-      if (signature !== undefined) rq.injected(signature, 0);
-      rq.injected(newQuery, 0);
+      if (signature !== undefined) rq.recordInjection(signature, 0);
+      rq.recordInjection(newQuery, 0);
       rq.headers.delete("x-amz-security-token");
       return PASS;
     },

@@ -6,7 +6,7 @@
 // decoded first (encodedBody.ts), so that it can be read. A WebSocket upgrade's 101 headers and its frames are
 // redacted by the WebSocket relay (websocket.ts) with the same needles.
 import type { NeedleSet } from "../../core/needles.ts";
-import { echoNeedles, redactText, StreamRedactor } from "../../core/redactor.ts";
+import { echoNeedles, redactText, StreamRedactor } from "../../core/echoRedaction.ts";
 import { decodedBody, isDecodable } from "../encodedBody.ts";
 import type { BodyTransform, Reply } from "../reply.ts";
 import type { ProxyRequest } from "../request.ts";

@@ -21,12 +21,12 @@ function apply(rq: ProxyRequest, minted: MintedToken): RequestVerdict {
   if (GIT_HOSTS.has(rq.host)) {
     const basic = Buffer.from(`x-access-token:${minted.token}`).toString("base64");
     rq.headers.set("authorization", `Basic ${basic}`);
-    rq.injected(minted.token);
+    rq.recordInjection(minted.token);
     // The Basic form too, so the echo guard redacts it as sent.
-    rq.injected(basic, 0);
+    rq.recordInjection(basic, 0);
   } else {
     rq.headers.set("authorization", `Bearer ${minted.token}`);
-    rq.injected(minted.token);
+    rq.recordInjection(minted.token);
   }
   return PASS;
 }

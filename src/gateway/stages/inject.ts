@@ -32,7 +32,7 @@ function apply(rq: ProxyRequest, matched: readonly CompiledSecret[], vault: Map<
     }
     // Signed and minted credentials are made by their own stages (aws-sign, github-app), from this value.
     if (isSignedOrMinted(secret.injection)) rq.signing = [...rq.signing, { secret, value }];
-    else if (!rq.inject(secret, value)) return credentialUnavailableFor(rq);
+    else if (!rq.applyCredential(secret, value)) return credentialUnavailableFor(rq);
   }
   return PASS;
 }

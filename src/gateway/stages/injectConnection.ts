@@ -43,7 +43,7 @@ function apply(rq: ProxyRequest, injections: AppInjection[], credential: Connect
     // Stored values are checked when saved; a token from a provider only now: a header must not break.
     if (inj.kind !== "query" && !isHeaderSafeValue(value)) return credentialUnavailableFor(rq);
     const { secret, value: injected } = asGenericSecret(inj, value);
-    if (!rq.inject(secret, injected)) return credentialUnavailableFor(rq);
+    if (!rq.applyCredential(secret, injected)) return credentialUnavailableFor(rq);
   }
   return PASS;
 }

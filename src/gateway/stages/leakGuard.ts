@@ -11,7 +11,7 @@
 import { hostRuleFor } from "../../apps/match.ts";
 import { NeedleSet } from "../../core/needles.ts";
 import { NeedleStream, replaceInString, type NeedleHandler } from "../../core/needleStream.ts";
-import { REDACTED } from "../../core/redactor.ts";
+import { REDACTED } from "../../core/echoRedaction.ts";
 import { LEAK_MIN_LENGTH, leakForms } from "../../core/valueForms.ts";
 import { bodyCoding, decodedScan } from "../decodedScan.ts";
 import { credentialLeakBlocked, unsupportedContentEncoding } from "../errors.ts";

@@ -4,7 +4,7 @@
 // each request inside it has one. First in the list, so its response hook sees the final reply.
 import type { RequestLogService } from "../../services/requestLogs.ts";
 import { countGatewayRequest, observeGatewayLatency } from "../../observability/metrics.ts";
-import { latencyOf, logFieldsOf, writeLog } from "../requestLog.ts";
+import { latencyOf, requestLogFieldsOf, writeRequestLog } from "../requestLog.ts";
 import type { ProxyRequest } from "../request.ts";
 import type { Stage } from "../stage.ts";
 import type { Tunnel } from "../tunnel.ts";
@@ -17,10 +17,10 @@ export function logStage({ requestLogs }: LogDeps): Stage {
   function record(rq: ProxyRequest, status: number, latencyMs: number): void {
     const approval = rq.approval;
     if (approval) {
-      requestLogs.update(approval.logId, { status, decision: rq.decision, latencyMs, injectionCount: rq.injectionCount, costNanos: rq.meter?.costNanos ?? null });
+      requestLogs.update(approval.requestLogId, { status, decision: rq.decision, latencyMs, injectionCount: rq.injectionCount, costNanos: rq.meter?.costNanos ?? null });
       countGatewayRequest(rq.decision, status);
     } else {
-      writeLog(requestLogs, logFieldsOf(rq, status, latencyMs));
+      writeRequestLog(requestLogs, requestLogFieldsOf(rq, status, latencyMs));
     }
     if (rq.upstreamMs !== null) observeGatewayLatency(rq.upstreamMs / 1000, Math.max(0, performance.now() - rq.started - rq.upstreamMs) / 1000);
   }
@@ -31,10 +31,10 @@ export function logStage({ requestLogs }: LogDeps): Stage {
     provides: [],
     connected(tunnel: Tunnel) {
       if (!tunnel.authenticated || (tunnel.status === 200 && !tunnel.passthrough)) return;
-      writeLog(requestLogs, {
+      writeRequestLog(requestLogs, {
         agent: tunnel.agent,
         method: "CONNECT",
-        host: tunnel.logHost,
+        host: tunnel.displayHost,
         path: "",
         status: tunnel.status,
         started: tunnel.started,

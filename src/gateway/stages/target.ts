@@ -34,7 +34,7 @@ function refused(rq: ProxyRequest): RequestVerdict {
     "blocked",
     gatewayJson(400, {
       error: "bad_request",
-      message: `A request inside the tunnel to ${rq.logHost} must target a path on it ("/…", "*" for OPTIONS, or a URL on ${rq.logHost}); "${rq.agentTarget}" is not one.`,
+      message: `A request inside the tunnel to ${rq.displayHost} must target a path on it ("/…", "*" for OPTIONS, or a URL on ${rq.displayHost}); "${rq.agentTarget}" is not one.`,
     }),
   );
 }

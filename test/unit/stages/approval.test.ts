@@ -61,7 +61,7 @@ async function requestTo(target: string): Promise<ProxyRequest> {
 }
 
 /** The approval the request is held on, once its row exists. */
-async function held(rq: ProxyRequest): Promise<{ id: string; logId: string }> {
+async function held(rq: ProxyRequest): Promise<{ id: string; requestLogId: string }> {
   return until(() => {
     if (!rq.approval) throw new Error("not held yet");
     return rq.approval;
@@ -80,8 +80,8 @@ describe("held requests", () => {
     const rq = await request("POST", body);
     const verdict = stage.request!(rq);
     expect(verdict).toBeInstanceOf(Promise);
-    const { id, logId } = await held(rq);
-    expect(await logRow(logId)).toMatchObject({ status: 202, decision: "approval_pending", approvalId: id });
+    const { id, requestLogId } = await held(rq);
+    expect(await logRow(requestLogId)).toMatchObject({ status: 202, decision: "approval_pending", approvalId: id });
     const pending = (await api.call("GET", `/v1/approvals/${id}`)).body;
     expect(pending).toMatchObject({ method: "POST", host: "approve.test", path: "/send?to=ops" });
     expect(JSON.stringify(pending)).not.toContain("Bearer hidden");
@@ -91,7 +91,7 @@ describe("held requests", () => {
     // Once answered (the runner took the decision), the log stage updates the same row.
     const pipeline = new Pipeline([logStage({ requestLogs: api.core.services.requestLogs }), { name: "decided", request: () => verdict }, { name: "forward", request: () => relay(new Reply(200, "OK", [], null)) }]);
     await pipeline.request(rq);
-    expect(await logRow(logId)).toMatchObject({ status: 200, decision: "approval_approved", approvalId: id });
+    expect(await logRow(requestLogId)).toMatchObject({ status: 200, decision: "approval_approved", approvalId: id });
   });
 
   test("denied → 403 manual_approval_denied with the approval id, decision approval_denied", async () => {

@@ -8,7 +8,7 @@ import type { AppDefinition } from "../../../src/apps/types.ts";
 import { Reply } from "../../../src/gateway/reply.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import type { CompiledConnection, CompiledSecret } from "../../../src/gateway/snapshot.ts";
-import { connectionStage } from "../../../src/gateway/stages/appConnection.ts";
+import { connectionStage } from "../../../src/gateway/stages/connection.ts";
 import { agentCredentials, compiledSecret, signIn, testRequest } from "../../../src/gateway/testing.ts";
 import { outcome } from "./helpers.ts";
 

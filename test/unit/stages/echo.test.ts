@@ -7,7 +7,7 @@ import { Reply, StreamBody } from "../../../src/gateway/reply.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import { echoStage } from "../../../src/gateway/stages/echo.ts";
 import { injectStage } from "../../../src/gateway/stages/inject.ts";
-import { echoNeedles, redactText, REDACTED, StreamRedactor } from "../../../src/core/redactor.ts";
+import { echoNeedles, redactText, REDACTED, StreamRedactor } from "../../../src/core/echoRedaction.ts";
 import { agentCredentials, compiledSecret, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
 import { VaultResolver } from "../../../src/vault/resolver.ts";
 import { outcome } from "./helpers.ts";

@@ -47,7 +47,7 @@ afterAll(async () => {
 async function request(init: Omit<TestRequestInit, "tunnel">, host = HOST): Promise<ProxyRequest> {
   const rq = testRequest({ ...init, tunnel: host });
   signIn(rq, agentCredentials());
-  rq.inject(compiledSecret({ hostPattern: HOST, injection: { headerName: "x-api-key" } }), "injected-key");
+  rq.applyCredential(compiledSecret({ hostPattern: HOST, injection: { headerName: "x-api-key" } }), "injected-key");
   expect(await outcome(egress.request!(rq))).toBe("pass");
   return rq;
 }

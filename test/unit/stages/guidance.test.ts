@@ -88,7 +88,7 @@ describe("left alone", () => {
 
   test("a credentialed request's 401, a 200, and a reply to a request that was not forwarded", async () => {
     const credentialed = request("api.stripe.com", "/v1/charges");
-    credentialed.inject(compiledSecret({ hostPattern: "api.stripe.com" }), "sk_live_x");
+    credentialed.applyCredential(compiledSecret({ hostPattern: "api.stripe.com" }), "sk_live_x");
     const r401 = upstream(401, "{}");
     expect(await stage.response!(credentialed, r401)).toBe(r401);
     const r200 = upstream(200, "{}");

@@ -8,7 +8,7 @@ import { compileApp } from "../../../src/apps/match.ts";
 import type { AppInjection } from "../../../src/apps/types.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import type { CompiledConnection } from "../../../src/gateway/snapshot.ts";
-import { connectionStage } from "../../../src/gateway/stages/appConnection.ts";
+import { connectionStage } from "../../../src/gateway/stages/connection.ts";
 import { injectConnectionStage } from "../../../src/gateway/stages/injectConnection.ts";
 import { agentCredentials, signIn, testRequest } from "../../../src/gateway/testing.ts";
 import type { ConnectionCredential } from "../../../src/services/connections.ts";

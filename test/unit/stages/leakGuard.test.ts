@@ -4,7 +4,7 @@
 // holding it goes on, and the refusal waits on the request for the forward stage). The holders' own hosts,
 // values under 12 characters and a guard turned off pass.
 import { describe, expect, test } from "bun:test";
-import { REDACTED } from "../../../src/core/redactor.ts";
+import { REDACTED } from "../../../src/core/echoRedaction.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import { leakGuardStage } from "../../../src/gateway/stages/leakGuard.ts";
 import { agentCredentials, compiledSecret, given, signIn, testRequest, type TestRequestInit } from "../../../src/gateway/testing.ts";

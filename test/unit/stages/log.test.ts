@@ -37,7 +37,7 @@ describe("requests", () => {
   test("an authenticated request: one row with what the stages found", async () => {
     const rq = testRequest({ tunnel: "api.logged.test:8443", target: "/v1/items?secret=no", method: "POST", headers: { "x-request-id": "req-log-1" } });
     signIn(rq, credentials());
-    rq.inject(compiledSecret({ hostPattern: "api.logged.test" }), "value-1");
+    rq.applyCredential(compiledSecret({ hostPattern: "api.logged.test" }), "value-1");
     expect(await stage.response!(rq, reply(201))).toBeInstanceOf(Reply);
     expect(await rows("api.logged.test:8443")).toEqual([
       expect.objectContaining({ method: "POST", host: "api.logged.test:8443", path: "/v1/items", status: 201, decision: "allowed", injectionCount: 1, provider: null }),

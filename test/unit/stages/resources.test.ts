@@ -7,7 +7,7 @@ import { compiledApp } from "../../../src/apps/match.ts";
 import type { Resources } from "../../../src/core/resources.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import type { CompiledConnection } from "../../../src/gateway/snapshot.ts";
-import { connectionStage } from "../../../src/gateway/stages/appConnection.ts";
+import { connectionStage } from "../../../src/gateway/stages/connection.ts";
 import { resourcesStage } from "../../../src/gateway/stages/resources.ts";
 import { agentCredentials, signIn, testRequest } from "../../../src/gateway/testing.ts";
 import { PASS } from "../../../src/gateway/stage.ts";

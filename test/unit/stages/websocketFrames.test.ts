@@ -12,7 +12,7 @@ import { injectStage } from "../../../src/gateway/stages/inject.ts";
 import { placeholderStage } from "../../../src/gateway/stages/placeholder.ts";
 import { websocketFramesStage, withoutDeflate } from "../../../src/gateway/stages/websocketFrames.ts";
 import { agentCredentials, compiledSecret, signIn, testRequest } from "../../../src/gateway/testing.ts";
-import { StreamRedactor } from "../../../src/core/redactor.ts";
+import { StreamRedactor } from "../../../src/core/echoRedaction.ts";
 import { echoNeedlesOf } from "../../../src/gateway/stages/echo.ts";
 import { FrameRewriter, UnreadableFrame } from "../../../src/gateway/wsFrames.ts";
 import { VaultResolver } from "../../../src/vault/resolver.ts";

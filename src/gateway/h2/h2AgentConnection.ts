@@ -1,13 +1,13 @@
 // An agent's HTTP/2 connection inside an intercepted tunnel (ALPN h2, docs/gateway.md#http2-and-grpc): the
-// sibling of client/agentConnection.ts. Every stream is one request: its head becomes an AgentSide that runs
+// sibling of client/http1AgentConnection.ts. Every stream is one request: its head becomes an AgentSide that runs
 // through the same pipeline as an HTTP/1.1 request, and its Reply goes back as an h2 response — headers, DATA
 // through the reply's transforms, trailers — with the stream's own flow control, so a held or slow stream never
 // holds up the others. A gRPC call refused by the gateway gets a trailers-only gRPC answer (grpc.ts); a reply
 // that asks to close the connection (a 407 after a token regeneration) ends it with GOAWAY once it is written.
 import { log } from "../../observability/log.ts";
-import { AgentRequest } from "../agentRequest.ts";
+import { AgentSideBase } from "../agentSideBase.ts";
 import type { AgentSide } from "../agentSide.ts";
-import type { RequestHandler } from "../client/agentConnection.ts";
+import type { RequestHandler } from "../client/http1AgentConnection.ts";
 import type { AgentSocket, AgentSocketEvents } from "../client/socket.ts";
 import { badGateway, headTooLarge, malformedRequest, type JsonAnswer } from "../errors.ts";
 import { grpcRefusal, isGrpcContentType } from "../grpc.ts";
@@ -42,7 +42,7 @@ function destroySocket(socket: AgentSocket): void {
 const BODY_HIGH_WATER = 64 * 1024;
 
 /** One request stream, as the pipeline reads it. */
-class StreamRequest extends AgentRequest implements AgentSide, StreamHandler {
+class H2AgentSide extends AgentSideBase implements AgentSide, StreamHandler {
   readonly body: ReadableStream<Uint8Array> | null;
   readonly chunked: boolean;
   readonly grpc: boolean;
@@ -246,7 +246,7 @@ export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
     // The whole request is here and ends short of its content-length: malformed (RFC 9113 §8.1.1), answered
     // before it reaches the pipeline (docs/gateway.md#message-framing).
     if (endStream && head.contentLength > 0) return this.#malformedHead(stream);
-    const request = new StreamRequest(stream, head.method, head.target, head.headers, endStream, head.contentLength);
+    const request = new H2AgentSide(stream, head.method, head.target, head.headers, endStream, head.contentLength);
     let reply: Promise<Reply | null>;
     try {
       reply = this.handler(request);
@@ -287,7 +287,7 @@ export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
     stream.sendData(body, true);
   }
 
-  #answer(request: StreamRequest, reply: Reply | null): void {
+  #answer(request: H2AgentSide, reply: Reply | null): void {
     if (reply === null) return;
     const stream = request.stream;
     if (stream.closed) {
@@ -306,7 +306,7 @@ export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
   }
 
   /** The gateway's own answer to a gRPC call, as gRPC: trailers-only (docs/agent-errors.md#grpc). */
-  async #grpcRefusal(request: StreamRequest, reply: Reply, close: boolean): Promise<void> {
+  async #grpcRefusal(request: H2AgentSide, reply: Reply, close: boolean): Promise<void> {
     let body = "";
     try {
       body = reply.body ? await reply.toResponse().text() : "";

@@ -5,7 +5,7 @@
 // before the next pipelined request is read.
 import { randomUUID } from "node:crypto";
 import { log } from "../../observability/log.ts";
-import { AgentRequest } from "../agentRequest.ts";
+import { AgentSideBase } from "../agentSideBase.ts";
 import type { AgentSide } from "../agentSide.ts";
 import { badGateway, headTooLarge, malformedRequest, rawAnswer, type JsonAnswer } from "../errors.ts";
 import type { Idle } from "../idle.ts";
@@ -19,9 +19,9 @@ import { writeReply, type ReplyInFlight } from "./write.ts";
  * A request read off the connection. Its Headers object and its AbortSignal are made only if something asks
  * for them: the upstream exchange listens for the agent going away through a plain callback instead.
  */
-class ReadRequest extends AgentRequest implements AgentSide {
+class Http1AgentSide extends AgentSideBase implements AgentSide {
   constructor(
-    private readonly connection: ClientConnection,
+    private readonly connection: Http1AgentConnection,
     readonly method: string,
     readonly target: string,
     readonly headerLines: HeaderLines,
@@ -61,7 +61,7 @@ const MAX_BUFFERED = 1024 * 1024;
 const LINGER_MS = 5_000;
 const EMPTY = Buffer.alloc(0);
 
-export class ClientConnection implements AgentSocketEvents, Idle {
+export class Http1AgentConnection implements AgentSocketEvents, Idle {
   /** Bytes came since the idle sweep last looked (idle.ts). */
   active = false;
   #buf: Buffer = EMPTY;
@@ -73,7 +73,7 @@ export class ClientConnection implements AgentSocketEvents, Idle {
   /** The answer has gone; the rest of its request's body is read and dropped before the socket ends (#linger). */
   #lingering = false;
   /** The request being answered, told when the agent goes away. */
-  #request: ReadRequest | null = null;
+  #request: Http1AgentSide | null = null;
   /** The request body being read off the socket. */
   #body: RequestBodyState | null = null;
 
@@ -188,7 +188,7 @@ export class ClientConnection implements AgentSocketEvents, Idle {
     if (framing === undefined) return this.#refuse(malformedRequest());
     this.#busy = true;
     const body = framing === null || framing === 0 ? null : this.#bodyStream(framing, headerValue(head.headers, "expect")?.toLowerCase() === "100-continue");
-    const request = (this.#request = new ReadRequest(this, head.method, head.target, head.headers, body, framing !== null && framing < 0));
+    const request = (this.#request = new Http1AgentSide(this, head.method, head.target, head.headers, body, framing !== null && framing < 0));
     this.#serve(head, request);
     if (rest) this.data(rest);
   }

@@ -1,6 +1,6 @@
 // What a reviewer sees of a held request (docs/policy.md#approvals): redaction, rendering and caps. Pure functions.
 import { describe, expect, test } from "bun:test";
-import { approvalSummary, isSensitiveKey, renderBody, summaryPreview } from "../../src/core/redact.ts";
+import { approvalSummary, isSensitiveKey, renderBody, summaryPreview } from "../../src/core/approvalPreview.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const render = (s: string, contentType: string | null = "application/json", truncated = false) => renderBody(enc(s), contentType, truncated);

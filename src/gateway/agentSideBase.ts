@@ -1,10 +1,10 @@
-// What a request read off the agent shares whichever carrier brought it (an HTTP/1.1 connection or an HTTP/2
+// What the agent's side of a request (AgentSide, agentSide.ts) shares whichever carrier brought it (an HTTP/1.1 connection or an HTTP/2
 // stream, docs/gateway.md#pipeline): its Headers object and AbortSignal made only if something asks for them,
 // and the news that the agent went away told once to whoever watches (a plain callback, no signal per request).
 import type { GoneWatcher } from "./agentSide.ts";
 import type { HeaderLines } from "./http1/head.ts";
 
-export abstract class AgentRequest {
+export abstract class AgentSideBase {
   abstract readonly headerLines: HeaderLines;
   #headers: Headers | null = null;
   #controller: AbortController | null = null;
