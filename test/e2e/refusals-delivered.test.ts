@@ -25,6 +25,20 @@ const DOWN = "down.refuse.test";
 const UNSIGNABLE = "store.refuse.test";
 const SLOW = "slow.refuse.test";
 const LEAK_VALUE = `sk-refuse-${crypto.randomUUID()}`;
+/** No rule matches it, and the project's Default Rule is block. */
+const FALLBACK = "fallback.refuse.test";
+/** A rule holds it for approval; nobody decides within CREDGATE_APPROVAL_TIMEOUT_SECONDS. */
+const HELD = "held.refuse.test";
+/** Two connections of one app (Vercel) serve it. */
+const VERCEL = "api.vercel.com";
+/** A catalog app (Cloudflare) with no connection; its upstream answers 401 on GUIDED paths. */
+const CLOUDFLARE = "api.cloudflare.com";
+/** No credential at all; its upstream answers 401. */
+const GUIDE = "guide.refuse.test";
+/** A secret exists for it, but the agent in mode grants was not given it; its upstream answers 401. */
+const RESTRICTED = "restricted.refuse.test";
+/** Paths every upstream answers 401 (the guidance rewrites: the upstream answered, credgate wrote the body). */
+const GUIDED = "/r/guide";
 /** The catalogue's link-local example: refused by the egress guard in every mode. */
 const METADATA = "169.254.169.254";
 
@@ -36,6 +50,7 @@ let slowPlain: net.Server;
 let closedPort = 0;
 let ca: { pem: string; file: string };
 let token = "";
+let grantsToken = "";
 
 /** What a client received. */
 interface Got {
@@ -63,6 +78,10 @@ interface Refusal {
   target?: string;
   /** Sent without a valid agent token. */
   badToken?: boolean;
+  /** Sent with the token of the agent in mode grants that was given nothing. */
+  grantsAgent?: boolean;
+  /** A guidance rewrite: the upstream's status, its body replaced (docs/gateway.md#guidance-rewrite). */
+  guidance?: boolean;
 }
 
 function portFor(host: string, scheme: Scheme): number {
@@ -94,22 +113,45 @@ const REFUSALS: Refusal[] = [
   { name: "502 credential_unavailable", status: 502, error: "credential_unavailable", on: ["tunnel", "proxy"], url: at(UNSIGNABLE, "/bucket/key") },
   { name: "502 upstream_unreachable", status: 502, error: "upstream_unreachable", on: ["tunnel", "proxy"], url: at(DOWN, "/r/down") },
   { name: "504 upstream_timeout", status: 504, error: "upstream_timeout", on: ["tunnel", "proxy"], url: at(SLOW, "/r/slow") },
+  { name: "409 multiple_connections", status: 409, error: "multiple_connections", on: ["tunnel", "proxy"], url: at(VERCEL, "/v9/projects") },
+  { name: "403 blocked_by_default_policy", status: 403, error: "blocked_by_default_policy", on: ["tunnel", "proxy"], url: at(FALLBACK, "/r/default?q=1") },
+  { name: "403 manual_approval_denied (timed out)", status: 403, error: "manual_approval_denied", on: ["tunnel", "proxy"], url: at(HELD, "/r/held") },
+  {
+    name: "415 unsupported_content_encoding",
+    status: 415,
+    error: "unsupported_content_encoding",
+    on: ["tunnel", "proxy"],
+    url: at(LEAKED_TO, "/r/compress"),
+    method: "POST",
+    headers: ["content-type: application/octet-stream", "content-encoding: compress"],
+    body: "a body in a coding the leak guard cannot read",
+  },
+  { name: "401 credential_not_found (guidance)", status: 401, error: "credential_not_found", on: ["tunnel", "proxy"], url: at(GUIDE, GUIDED), guidance: true },
+  { name: "401 app_not_connected (guidance)", status: 401, error: "app_not_connected", on: ["tunnel", "proxy"], url: at(CLOUDFLARE, `/client/v4${GUIDED}`), guidance: true },
+  { name: "401 access_restricted (guidance)", status: 401, error: "access_restricted", on: ["tunnel", "proxy"], url: at(RESTRICTED, GUIDED), guidance: true, grantsAgent: true },
 ];
 
+/** The upstreams' 401 on the guidance paths: a body credgate replaces with its own. */
+const guided = (req: Request) =>
+  new URL(req.url).pathname.endsWith(GUIDED) ? Response.json({ message: "Bad credentials", documentation_url: "https://example.test/auth" }, { status: 401 }) : undefined;
+
 beforeAll(async () => {
-  const pki = makePki([BLOCKED, LIMITED, HOME, LEAKED_TO, LLM, APP_HOST, UNSIGNABLE, DOWN, SLOW]);
+  const pki = makePki([BLOCKED, LIMITED, HOME, LEAKED_TO, LLM, APP_HOST, UNSIGNABLE, DOWN, SLOW, FALLBACK, HELD, VERCEL, CLOUDFLARE, GUIDE, RESTRICTED]);
   up = startUpstream(pki);
-  plain = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => Response.json({ ok: true }) });
+  up.handle(guided);
+  plain = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => guided(req) ?? Response.json({ ok: true }) });
   // Upstreams that accept and never answer (the 504s).
   slowTls = tls.createServer({ cert: await Bun.file(pki.certFile).text(), key: await Bun.file(pki.keyFile).text() }, (s) => s.on("error", () => {}));
   slowPlain = net.createServer((s) => s.on("error", () => {}));
   await Promise.all([slowTls, slowPlain].map((s) => new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve))));
   closedPort = await freePort();
-  const hosts = [BLOCKED, LIMITED, HOME, LEAKED_TO, LLM, APP_HOST, UNSIGNABLE];
+  const hosts = [BLOCKED, LIMITED, HOME, LEAKED_TO, LLM, APP_HOST, UNSIGNABLE, FALLBACK, HELD, VERCEL, CLOUDFLARE, GUIDE, RESTRICTED];
   cg = await startCredgate({
     env: {
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
       CREDGATE_UPSTREAM_HEADER_TIMEOUT: "1",
+      // Nobody decides the held requests: each is refused after a second (docs/policy.md#approvals).
+      CREDGATE_APPROVAL_TIMEOUT_SECONDS: "1",
       CREDGATE_RESOLVE: [
         resolveEntries(hosts, up.port),
         resolveEntries(hosts, plain.port!),
@@ -126,11 +168,23 @@ beforeAll(async () => {
     ["POST", "/v1/secrets", { name: "anthropic", type: "llm_a", value: "sk-ant-api03-refusals-test", hostPattern: LLM }],
     ["POST", "/v1/secrets", { name: "aws", type: "generic", value: "refusals/test/secret/access/key/0123456789", hostPattern: UNSIGNABLE, injectionConfig: { awsSigV4: { accessKeyId: "AKIAREFUSALS00000001" } } }],
     ["POST", "/v1/policy/rules", { name: "No blocked hosts", action: "block", targets: [{ kind: "network", hostPattern: BLOCKED }] }],
+    ["POST", "/v1/secrets", { name: "restricted key", type: "generic", value: `restricted-${crypto.randomUUID()}`, hostPattern: RESTRICTED, injectionConfig: { headerName: "x-api-key" } }],
+    ["POST", "/v1/apps/vercel/connect", { fields: { apiToken: "vc-refusals-a" }, label: "Team A" }],
+    ["POST", "/v1/apps/vercel/connect", { fields: { apiToken: "vc-refusals-b" }, label: "Team B" }],
+    ["POST", "/v1/policy/rules", { name: "No blocked hosts", action: "block", targets: [{ kind: "network", hostPattern: BLOCKED }] }],
     ["POST", "/v1/policy/rules", { name: "Once a day", action: "allow", rateLimit: 1, rateLimitWindow: "day", targets: [{ kind: "network", hostPattern: LIMITED }] }],
+    ["POST", "/v1/policy/rules", { name: "Ask first", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HELD }] }],
+    // The Default Rule blocks: every other host of the matrix is allowed by name, FALLBACK by none.
+    ["POST", "/v1/policy/rules", { name: "The matrix's hosts", action: "allow", targets: [HOME, LEAKED_TO, LLM, APP_HOST, UNSIGNABLE, DOWN, SLOW, METADATA, VERCEL, CLOUDFLARE, GUIDE, RESTRICTED].map((hostPattern) => ({ kind: "network", hostPattern })) }],
+    ["PATCH", "/v1/policy/default", { action: "block" }],
     ["POST", "/v1/policy/publish", undefined],
   ];
   for (const [method, path, body] of setup) expect((await cg.api(method, path, { body })).status).toBeLessThan(300);
-  const agentId = (await cg.api("GET", "/v1/agents")).body.find((a: any) => a.accessToken === token).id;
+  const grants = await cg.api("POST", "/v1/agents", { body: { name: "Given nothing", identifier: "given-nothing", mode: "grants" } });
+  expect(grants.status).toBe(201);
+  const agents = (await cg.api("GET", "/v1/agents")).body;
+  grantsToken = agents.find((a: any) => a.id === grants.body.id).accessToken;
+  const agentId = agents.find((a: any) => a.accessToken === token).id;
   // One cent a day: no LLM call's estimate fits.
   expect((await cg.api("POST", "/v1/budgets", { body: { scope: "agent", agentId, limitCents: 1, period: "day" } })).status).toBe(201);
   // The day's one request for LIMITED; the matrix must not cross into the next day's window (docs/policy.md#rate-limits).
@@ -148,7 +202,9 @@ afterAll(async () => {
   slowPlain?.close();
 });
 
-const proxyUrl = (opts: { tls?: boolean; bad?: boolean } = {}) => `${opts.tls ? "https" : "http"}://x:${opts.bad ? "agt_not_a_token" : token}@127.0.0.1:${cg.gatewayPort}`;
+/** The token a refusal is sent with. */
+const tokenFor = (r?: Refusal) => (r?.badToken ? "agt_not_a_token" : r?.grantsAgent ? grantsToken : token);
+const proxyUrl = (opts: { tls?: boolean; as?: Refusal } = {}) => `${opts.tls ? "https" : "http"}://x:${tokenFor(opts.as)}@127.0.0.1:${cg.gatewayPort}`;
 
 // --- clients ---------------------------------------------------------------------------------------------
 
@@ -174,7 +230,7 @@ interface CurlPath {
 }
 
 async function viaCurl(path: CurlPath, r: Refusal): Promise<Got> {
-  const args = ["curl", "-sS", "-i", "--max-time", "30", "--proxy", proxyUrl({ tls: path.tlsProxy, bad: r.badToken }), "--proxy-cacert", ca.file, "--cacert", ca.file, "-H", "Expect:"];
+  const args = ["curl", "-sS", "-i", "--max-time", "30", "--proxy", proxyUrl({ tls: path.tlsProxy, as: r }), "--proxy-cacert", ca.file, "--cacert", ca.file, "-H", "Expect:"];
   args.push(...path.args);
   if (r.method) args.push("-X", r.method);
   for (const h of r.headers ?? []) args.push("-H", h);
@@ -188,7 +244,7 @@ async function viaCurl(path: CurlPath, r: Refusal): Promise<Got> {
 /** A raw request head for `r` with the given request target and version. */
 function rawHead(r: Refusal, target: string, host: string, version: "1.0" | "1.1", close: boolean, proxyAuth: boolean): Buffer {
   const lines = [`${r.method ?? "GET"} ${target} HTTP/${version}`, `Host: ${host}`];
-  if (proxyAuth) lines.push(`Proxy-Authorization: ${basic(r.badToken ? "agt_not_a_token" : token)}`);
+  if (proxyAuth) lines.push(`Proxy-Authorization: ${basic(tokenFor(r))}`);
   if (close) lines.push("Connection: close");
   lines.push(...(r.headers ?? []));
   if (r.body !== undefined) lines.push(`Content-Length: ${Buffer.byteLength(r.body)}`);
@@ -262,7 +318,7 @@ async function viaRaw(path: RawPath, r: Refusal): Promise<Got> {
     return parseRaw(await untilClosed(outer), path.version);
   }
   const url = new URL(r.url("https"));
-  const t = await connectOver(outer, url.host, basic(token));
+  const t = await connectOver(outer, url.host, basic(tokenFor({ ...r, badToken: false })));
   if (t.connect.status !== 200) throw new Error(`CONNECT ${url.host}: ${t.connect.statusLine}`);
   const inner = await connected(tls.connect({ socket: t.socket, ca: ca.pem, servername: url.hostname }), "secureConnect");
   inner.write(rawHead(r, r.target ?? url.pathname, url.host, path.version, path.version === "1.1", false));
@@ -274,7 +330,7 @@ async function viaConnect(tlsProxy: boolean, r: Refusal): Promise<Got> {
   const outer: net.Socket = tlsProxy ? await tlsToGateway() : await toGateway();
   const url = new URL(r.url("https"));
   const authority = url.port ? url.host : `${url.hostname}:443`;
-  const t = await connectOver(outer, authority, basic(r.badToken ? "agt_not_a_token" : token));
+  const t = await connectOver(outer, authority, basic(tokenFor(r)));
   const closed = await t.closed(10_000);
   outer.destroy();
   if (!closed) throw new Error("the gateway kept the connection open after refusing the CONNECT");
@@ -336,7 +392,7 @@ async function viaScript(lang: "python" | "node", scheme: Scheme, close: boolean
     const headers: Record<string, string> = {};
     for (const h of r.headers ?? []) headers[h.slice(0, h.indexOf(":")).trim()] = h.slice(h.indexOf(":") + 1).trim();
     if (close) headers.Connection = "close";
-    return { method: r.method ?? "GET", url: r.url(scheme), headers, body: r.body ?? null, proxy: proxyUrl({ bad: r.badToken }) };
+    return { method: r.method ?? "GET", url: r.url(scheme), headers, body: r.body ?? null, proxy: proxyUrl({ as: r }) };
   });
   const cmd = lang === "python" ? ["python3", "-c", PYTHON] : ["node", "-e", NODE];
   const out = await run(cmd, { stdin: new TextEncoder().encode(JSON.stringify(cases)), env: { CA_FILE: ca.file }, timeoutMs: 90_000 });
@@ -433,7 +489,7 @@ function expectWhole(got: Got | Error | undefined, r: Refusal): void {
   }
   expect(body.error).toBe(r.error);
   expect(body.message).toEqual(expect.any(String));
-  if (r.status === 403 || r.status === 404) expect(got!.headers["x-should-retry"]).toBe("false");
+  if (r.status === 403 || r.status === 404 || r.status === 409 || r.guidance) expect(got!.headers["x-should-retry"]).toBe("false");
   if (r.status === 429) expect(Number(got!.headers["retry-after"])).toBeGreaterThan(0);
   if (r.status === 407) expect(got!.headers["proxy-authenticate"]).toBe('Basic realm="credgate"');
 }
@@ -444,8 +500,8 @@ for (const path of PATHS) {
   });
 }
 
-test("nothing refused reached an upstream", () => {
-  expect(up.seen.map((s) => s.url)).toEqual(["/r/first"]);
+test("nothing refused reached an upstream (the guidance rewrites replaced what the upstream answered)", () => {
+  expect(up.seen.map((s) => s.url).filter((u) => !u.endsWith(GUIDED))).toEqual(["/r/first"]);
 });
 
 test("407 inside open tunnels once the agent's token is regenerated: each tunnel gets the whole answer, then closes", async () => {
