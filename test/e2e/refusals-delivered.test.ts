@@ -444,20 +444,20 @@ const PATHS: Path[] = [
 ];
 
 /** The refusals provoked on a path. A CONNECT is refused for a bad token or an internal address before any tunnel. */
-function refusalsOn(path: Path): Refusal[] {
-  if (path.kind === "connect") return REFUSALS.filter((r) => r.error === "proxy_authentication_required" || r.error === "egress_denied");
-  return REFUSALS.filter((r) => r.on.includes(path.kind === "tunnel" ? "tunnel" : "proxy") && !path.skip?.includes(r.name));
+function refusalsOn(path: Path, refusals = REFUSALS): Refusal[] {
+  if (path.kind === "connect") return refusals.filter((r) => r.error === "proxy_authentication_required" || r.error === "egress_denied");
+  return refusals.filter((r) => r.on.includes(path.kind === "tunnel" ? "tunnel" : "proxy") && !path.skip?.includes(r.name));
 }
 
 let results = new Map<string, Got | Error>();
 const key = (path: Path, r: Refusal) => `${path.name} | ${r.name}`;
 
-/** Every case at once (a dozen in flight at a time): answers race each other's socket events, as under load. */
-async function runAll(): Promise<Map<string, Got | Error>> {
+/** Every case at once (`width` in flight at a time): answers race each other's socket events, as under load. */
+async function runAll(refusals = REFUSALS, width = 12): Promise<Map<string, Got | Error>> {
   const out = new Map<string, Got | Error>();
   const jobs: (() => Promise<void>)[] = [];
   for (const path of PATHS) {
-    const rs = refusalsOn(path);
+    const rs = refusalsOn(path, refusals);
     if (path.script) {
       const s = path.script;
       jobs.push(async () => {
@@ -469,7 +469,7 @@ async function runAll(): Promise<Map<string, Got | Error>> {
     for (const r of rs) jobs.push(async () => void out.set(key(path, r), await path.run!(r).catch((e: Error) => e)));
   }
   let next = 0;
-  await Promise.all(Array.from({ length: 12 }, async () => {
+  await Promise.all(Array.from({ length: width }, async () => {
     while (next < jobs.length) await jobs[next++]!();
   }));
   return out;
@@ -491,6 +491,7 @@ function expectWhole(got: Got | Error | undefined, r: Refusal): void {
   expect(body.message).toEqual(expect.any(String));
   if (r.status === 403 || r.status === 404 || r.status === 409 || r.guidance) expect(got!.headers["x-should-retry"]).toBe("false");
   if (r.status === 429) expect(Number(got!.headers["retry-after"])).toBeGreaterThan(0);
+  if (r.status === 503) expect(got!.headers["retry-after"]).toBe("1");
   if (r.status === 407) expect(got!.headers["proxy-authenticate"]).toBe('Basic realm="credgate"');
 }
 
@@ -535,4 +536,44 @@ test("407 inside open tunnels once the agent's token is regenerated: each tunnel
     }),
   );
   for (const got of answers) expectWhole(got, REFUSALS[0]!);
+});
+
+// Last: the clients above are pointed at a second instance, whose shutdown releases the requests it holds.
+describe("503 gateway_restarting: one request held on every path, then SIGTERM", () => {
+  const RESTARTING: Refusal = { name: "503 gateway_restarting", status: 503, error: "gateway_restarting", on: ["tunnel", "proxy"], url: at(HELD, "/r/restarting") };
+  const held = PATHS.reduce((n, path) => n + refusalsOn(path, [RESTARTING]).length, 0);
+  let released = new Map<string, Got | Error>();
+  let exitCode: number | null = null;
+  let heldAtStop = 0;
+
+  beforeAll(async () => {
+    const first = { cg, ca, token };
+    const second = await startCredgate({
+      env: { CREDGATE_RESOLVE: [resolveEntries([HELD], up.port), resolveEntries([HELD], plain.port!)].join(","), CREDGATE_APPROVAL_POLL_SECONDS: "1" },
+    });
+    try {
+      expect((await second.api("POST", "/v1/policy/rules", { body: { name: "Ask first", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HELD }] } })).status).toBe(201);
+      expect((await second.api("POST", "/v1/policy/publish")).status).toBeLessThan(300);
+      cg = second;
+      ca = await gatewayCa(second);
+      token = second.keys.defaultAgentToken;
+      // Every case in flight at once: each waits for a decision that never comes.
+      const running = runAll([RESTARTING], held);
+      for (let i = 0; ; i++) {
+        heldAtStop = (await second.api("GET", "/v1/approvals/pending")).body.requests.length;
+        if (heldAtStop >= held || i >= 120) break;
+        await Bun.sleep(250);
+      }
+      exitCode = await second.stop();
+      released = await running;
+    } finally {
+      await second.stop();
+      ({ cg, ca, token } = first);
+    }
+  }, 90_000);
+
+  test("every path's request was held when the instance stopped, and it exited cleanly", () => expect({ heldAtStop, exitCode }).toEqual({ heldAtStop: held, exitCode: 0 }));
+  for (const path of PATHS) {
+    for (const r of refusalsOn(path, [RESTARTING])) test(`${path.name} | ${r.name}`, () => expectWhole(released.get(key(path, r)), r));
+  }
 });
