@@ -9,6 +9,8 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import { basic, connectOver, gatewayCa, parseHead, resolveEntries, run } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
+import { oauthFlow } from "../support/oauthFlow.ts";
+import { startOAuthServer, type OAuthTestServer } from "../support/oauthServer.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
 import { clearOfWindowEdge, DAY_MS } from "../support/windowEdge.ts";
@@ -538,7 +540,73 @@ test("407 inside open tunnels once the agent's token is regenerated: each tunnel
   for (const got of answers) expectWhole(got, REFUSALS[0]!);
 });
 
-// Last: the clients above are pointed at a second instance, whose shutdown releases the requests it holds.
+/** Points the clients above at another instance while `fn` runs (the matrix itself has run by then). */
+async function against<T>(instance: RunningCredgate, grants: string, fn: () => Promise<T>): Promise<T> {
+  const first = { cg, ca, token, grantsToken };
+  cg = instance;
+  ca = await gatewayCa(instance);
+  token = instance.keys.defaultAgentToken;
+  grantsToken = grants;
+  try {
+    return await fn();
+  } finally {
+    ({ cg, ca, token, grantsToken } = first);
+  }
+}
+
+describe("403 resource_access_denied: a GitHub connection granted for one repository only (a second instance, connected through the test OAuth server)", () => {
+  const RESOURCE: Refusal = {
+    name: "403 resource_access_denied",
+    status: 403,
+    error: "resource_access_denied",
+    on: ["tunnel", "proxy"],
+    url: (scheme) => `${scheme}://api.github.com/repos/acme/other/issues`,
+    grantsAgent: true,
+  };
+  let oauth: OAuthTestServer;
+  let denied = new Map<string, Got | Error>();
+
+  beforeAll(async () => {
+    const client = { clientId: "Iv1.refusals", clientSecret: "refusals-client-secret-0123456789" };
+    const apiPort = await freePort();
+    const publicUrl = `http://127.0.0.1:${apiPort}`;
+    oauth = await startOAuthServer({ clients: [{ ...client, redirectUris: [`${publicUrl}/v1/apps/github/callback`] }], user: { login: "octo-refusals", id: 4242 } });
+    const second = await startCredgate({
+      apiPort,
+      env: {
+        CREDGATE_PUBLIC_URL: publicUrl,
+        CREDGATE_OAUTH_GITHUB_CLIENT_ID: client.clientId,
+        CREDGATE_OAUTH_GITHUB_CLIENT_SECRET: client.clientSecret,
+        CREDGATE_UPSTREAM_CA_FILE: oauth.caFile,
+        CREDGATE_CONNECT_TO: `github.com:443:127.0.0.1:${oauth.port},api.github.com:443:127.0.0.1:${oauth.port}`,
+        // The plain proxy's http://api.github.com is judged by the egress guard: pinned, never looked up.
+        CREDGATE_RESOLVE: resolveEntries(["api.github.com"], 80),
+      },
+    });
+    try {
+      const caFile = (await gatewayCa(second)).file;
+      const flow = oauthFlow(() => ({ cg: second, oauth, publicUrl, caFile, agentToken: second.keys.defaultAgentToken }));
+      const connectionId = flow.expectSuccess(await flow.connectFlow());
+      const made = await second.api("POST", "/v1/agents", { body: { name: "Repo bot", identifier: "repo-bot", mode: "grants" } });
+      expect(made.status).toBe(201);
+      const agentToken = (await second.api("GET", "/v1/agents")).body.find((a: any) => a.id === made.body.id).accessToken;
+      const grant = await second.api("PUT", `/v1/agents/${made.body.id}/grants/connections/${connectionId}`, { body: { access: "full", resources: { repositories: ["acme/api"] } } });
+      expect(grant.status).toBe(200);
+      denied = await against(second, agentToken, () => runAll([RESOURCE]));
+    } finally {
+      await second.stop();
+    }
+  }, 90_000);
+
+  afterAll(() => oauth?.close());
+
+  for (const path of PATHS) {
+    for (const r of refusalsOn(path, [RESOURCE])) test(`${path.name} | ${r.name}`, () => expectWhole(denied.get(key(path, r)), r));
+  }
+  test("no refused request reached GitHub", () => expect(oauth.requests.filter((q) => q.path.includes("acme/other"))).toEqual([]));
+});
+
+// Last: the clients above are pointed at a third instance, whose shutdown releases the requests it holds.
 describe("503 gateway_restarting: one request held on every path, then SIGTERM", () => {
   const RESTARTING: Refusal = { name: "503 gateway_restarting", status: 503, error: "gateway_restarting", on: ["tunnel", "proxy"], url: at(HELD, "/r/restarting") };
   const held = PATHS.reduce((n, path) => n + refusalsOn(path, [RESTARTING]).length, 0);
@@ -547,28 +615,25 @@ describe("503 gateway_restarting: one request held on every path, then SIGTERM",
   let heldAtStop = 0;
 
   beforeAll(async () => {
-    const first = { cg, ca, token };
     const second = await startCredgate({
       env: { CREDGATE_RESOLVE: [resolveEntries([HELD], up.port), resolveEntries([HELD], plain.port!)].join(","), CREDGATE_APPROVAL_POLL_SECONDS: "1" },
     });
     try {
       expect((await second.api("POST", "/v1/policy/rules", { body: { name: "Ask first", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HELD }] } })).status).toBe(201);
       expect((await second.api("POST", "/v1/policy/publish")).status).toBeLessThan(300);
-      cg = second;
-      ca = await gatewayCa(second);
-      token = second.keys.defaultAgentToken;
-      // Every case in flight at once: each waits for a decision that never comes.
-      const running = runAll([RESTARTING], held);
-      for (let i = 0; ; i++) {
-        heldAtStop = (await second.api("GET", "/v1/approvals/pending")).body.requests.length;
-        if (heldAtStop >= held || i >= 120) break;
-        await Bun.sleep(250);
-      }
-      exitCode = await second.stop();
-      released = await running;
+      released = await against(second, "", async () => {
+        // Every case in flight at once: each waits for a decision that never comes.
+        const running = runAll([RESTARTING], held);
+        for (let i = 0; ; i++) {
+          heldAtStop = (await second.api("GET", "/v1/approvals/pending")).body.requests.length;
+          if (heldAtStop >= held || i >= 120) break;
+          await Bun.sleep(250);
+        }
+        exitCode = await second.stop();
+        return await running;
+      });
     } finally {
       await second.stop();
-      ({ cg, ca, token } = first);
     }
   }, 90_000);
 
