@@ -7,11 +7,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as net from "node:net";
 import * as tls from "node:tls";
+import { sql } from "drizzle-orm";
 import { basic, connectOver, gatewayCa, parseHead, resolveEntries, run } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
 import { oauthFlow } from "../support/oauthFlow.ts";
 import { startOAuthServer, type OAuthTestServer } from "../support/oauthServer.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { queryStore } from "../support/storeQuery.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
 import { clearOfWindowEdge, DAY_MS } from "../support/windowEdge.ts";
 
@@ -31,6 +33,8 @@ const LEAK_VALUE = `sk-refuse-${crypto.randomUUID()}`;
 const FALLBACK = "fallback.refuse.test";
 /** A rule holds it for approval; nobody decides within CREDGATE_APPROVAL_TIMEOUT_SECONDS. */
 const HELD = "held.refuse.test";
+/** A held request on this path cannot be recorded: a trigger in the store aborts its approval's insert. */
+const UNSTORED = "/r/unstored";
 /** Two connections of one app (Vercel) serve it. */
 const VERCEL = "api.vercel.com";
 /** A catalog app (Cloudflare) with no connection; its upstream answers 401 on GUIDED paths. */
@@ -117,6 +121,7 @@ const REFUSALS: Refusal[] = [
   { name: "504 upstream_timeout", status: 504, error: "upstream_timeout", on: ["tunnel", "proxy"], url: at(SLOW, "/r/slow") },
   { name: "409 multiple_connections", status: 409, error: "multiple_connections", on: ["tunnel", "proxy"], url: at(VERCEL, "/v9/projects") },
   { name: "403 blocked_by_default_policy", status: 403, error: "blocked_by_default_policy", on: ["tunnel", "proxy"], url: at(FALLBACK, "/r/default?q=1") },
+  { name: "502 approval_store_unavailable", status: 502, error: "approval_store_unavailable", on: ["tunnel", "proxy"], url: at(HELD, UNSTORED) },
   { name: "403 manual_approval_denied (timed out)", status: 403, error: "manual_approval_denied", on: ["tunnel", "proxy"], url: at(HELD, "/r/held") },
   {
     name: "415 unsupported_content_encoding",
@@ -182,6 +187,13 @@ beforeAll(async () => {
     ["POST", "/v1/policy/publish", undefined],
   ];
   for (const [method, path, body] of setup) expect((await cg.api(method, path, { body })).status).toBeLessThan(300);
+  // The store refuses the approvals of UNSTORED, a real failure of the write (as test/e2e/approval-store.test.ts).
+  if (cg.env.CREDGATE_DATABASE_URL) {
+    await queryStore(cg, sql.raw(`CREATE FUNCTION approvals_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.path LIKE '${UNSTORED}%' THEN RAISE EXCEPTION 'store unavailable'; END IF; RETURN NEW; END $$`), true);
+    await queryStore(cg, sql.raw("CREATE TRIGGER approvals_fail BEFORE INSERT ON approvals FOR EACH ROW EXECUTE FUNCTION approvals_fail()"), true);
+  } else {
+    await queryStore(cg, sql.raw(`CREATE TRIGGER approvals_fail BEFORE INSERT ON approvals WHEN NEW.path LIKE '${UNSTORED}%' BEGIN SELECT RAISE(ABORT, 'store unavailable'); END`), true);
+  }
   const grants = await cg.api("POST", "/v1/agents", { body: { name: "Given nothing", identifier: "given-nothing", mode: "grants" } });
   expect(grants.status).toBe(201);
   const agents = (await cg.api("GET", "/v1/agents")).body;
