@@ -45,6 +45,13 @@ const GUIDE = "guide.refuse.test";
 const RESTRICTED = "restricted.refuse.test";
 /** Paths every upstream answers 401 (the guidance rewrites: the upstream answered, credgate wrote the body). */
 const GUIDED = "/r/guide";
+/**
+ * Set only inside the network namespace of test/e2e/refusals-insecure.test.ts, where this non-private address is
+ * on `lo`: the file then drives insecure_transport alone, to PUBLIC pinned there (nothing leaves the namespace).
+ */
+const PUBLIC_ADDRESS = process.env.CREDGATE_REFUSALS_PUBLIC_ADDRESS ?? "";
+/** A host with a credential, pinned to PUBLIC_ADDRESS: plain HTTP to it must not carry the credential. */
+const PUBLIC = "public.refuse.test";
 /** The catalogue's link-local example: refused by the egress guard in every mode. */
 const METADATA = "169.254.169.254";
 
@@ -54,6 +61,9 @@ let plain: ReturnType<typeof Bun.serve>;
 let slowTls: tls.Server;
 let slowPlain: net.Server;
 let closedPort = 0;
+/** A listener on PUBLIC_ADDRESS that counts connections: the cleartext rule refuses before any. */
+let publicListener: net.Server | null = null;
+let publicConnections = 0;
 let ca: { pem: string; file: string };
 let token = "";
 let grantsToken = "";
@@ -88,16 +98,21 @@ interface Refusal {
   grantsAgent?: boolean;
   /** A guidance rewrite: the upstream's status, its body replaced (docs/gateway.md#guidance-rewrite). */
   guidance?: boolean;
+  /** Plain HTTP only: inside a tunnel it can be provoked in a plain one, not a TLS one. */
+  plainOnly?: boolean;
 }
 
 function portFor(host: string, scheme: Scheme): number {
   if (host === DOWN) return closedPort;
+  if (host === PUBLIC) return (publicListener!.address() as net.AddressInfo).port;
   if (host === SLOW) return scheme === "https" ? (slowTls.address() as net.AddressInfo).port : (slowPlain.address() as net.AddressInfo).port;
   return scheme === "https" ? up.port : plain.port!;
 }
 const at = (host: string, path: string) => (scheme: Scheme) => `${scheme}://${host}:${portFor(host, scheme)}${path}`;
 
-const REFUSALS: Refusal[] = [
+const INSECURE: Refusal = { name: "403 insecure_transport", status: 403, error: "insecure_transport", on: ["tunnel", "proxy"], url: at(PUBLIC, "/r/cleartext"), plainOnly: true };
+
+const MATRIX: Refusal[] = [
   { name: "407 proxy_authentication_required", status: 407, error: "proxy_authentication_required", on: ["proxy"], url: at(BLOCKED, "/r/407"), badToken: true },
   { name: "403 blocked_by_policy", status: 403, error: "blocked_by_policy", on: ["tunnel", "proxy"], url: at(BLOCKED, "/r/policy") },
   { name: "403 egress_denied", status: 403, error: "egress_denied", on: ["proxy"], url: (s) => `${s}://${METADATA}/latest/meta-data/` },
@@ -138,6 +153,9 @@ const REFUSALS: Refusal[] = [
   { name: "401 access_restricted (guidance)", status: 401, error: "access_restricted", on: ["tunnel", "proxy"], url: at(RESTRICTED, GUIDED), guidance: true, grantsAgent: true },
 ];
 
+/** Outside the namespace every refusal but insecure_transport; inside it, that one alone. */
+const REFUSALS = PUBLIC_ADDRESS ? [INSECURE] : MATRIX;
+
 /** The upstreams' 401 on the guidance paths: a body credgate replaces with its own. */
 const guided = (req: Request) =>
   new URL(req.url).pathname.endsWith(GUIDED) ? Response.json({ message: "Bad credentials", documentation_url: "https://example.test/auth" }, { status: 401 }) : undefined;
@@ -152,6 +170,13 @@ beforeAll(async () => {
   slowPlain = net.createServer((s) => s.on("error", () => {}));
   await Promise.all([slowTls, slowPlain].map((s) => new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve))));
   closedPort = await freePort();
+  if (PUBLIC_ADDRESS) {
+    publicListener = net.createServer((s) => {
+      publicConnections++;
+      s.destroy();
+    });
+    await new Promise<void>((resolve) => publicListener!.listen(0, PUBLIC_ADDRESS, resolve));
+  }
   const hosts = [BLOCKED, LIMITED, HOME, LEAKED_TO, LLM, APP_HOST, UNSIGNABLE, FALLBACK, HELD, VERCEL, CLOUDFLARE, GUIDE, RESTRICTED];
   cg = await startCredgate({
     env: {
@@ -165,6 +190,7 @@ beforeAll(async () => {
         resolveEntries([DOWN], closedPort),
         resolveEntries([SLOW], portFor(SLOW, "https")),
         resolveEntries([SLOW], portFor(SLOW, "http")),
+        ...(PUBLIC_ADDRESS ? [`${PUBLIC}:${portFor(PUBLIC, "http")}:${PUBLIC_ADDRESS}`] : []),
       ].join(","),
     },
   });
@@ -175,6 +201,7 @@ beforeAll(async () => {
     ["POST", "/v1/secrets", { name: "anthropic", type: "llm_a", value: "sk-ant-api03-refusals-test", hostPattern: LLM }],
     ["POST", "/v1/secrets", { name: "aws", type: "generic", value: "refusals/test/secret/access/key/0123456789", hostPattern: UNSIGNABLE, injectionConfig: { awsSigV4: { accessKeyId: "AKIAREFUSALS00000001" } } }],
     ["POST", "/v1/policy/rules", { name: "No blocked hosts", action: "block", targets: [{ kind: "network", hostPattern: BLOCKED }] }],
+    ["POST", "/v1/secrets", { name: "public key", type: "generic", value: `public-${crypto.randomUUID()}`, hostPattern: PUBLIC, injectionConfig: { headerName: "x-api-key" } }],
     ["POST", "/v1/secrets", { name: "restricted key", type: "generic", value: `restricted-${crypto.randomUUID()}`, hostPattern: RESTRICTED, injectionConfig: { headerName: "x-api-key" } }],
     ["POST", "/v1/apps/vercel/connect", { fields: { apiToken: "vc-refusals-a" }, label: "Team A" }],
     ["POST", "/v1/apps/vercel/connect", { fields: { apiToken: "vc-refusals-b" }, label: "Team B" }],
@@ -182,7 +209,7 @@ beforeAll(async () => {
     ["POST", "/v1/policy/rules", { name: "Once a day", action: "allow", rateLimit: 1, rateLimitWindow: "day", targets: [{ kind: "network", hostPattern: LIMITED }] }],
     ["POST", "/v1/policy/rules", { name: "Ask first", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HELD }] }],
     // The Default Rule blocks: every other host of the matrix is allowed by name, FALLBACK by none.
-    ["POST", "/v1/policy/rules", { name: "The matrix's hosts", action: "allow", targets: [HOME, LEAKED_TO, LLM, APP_HOST, UNSIGNABLE, DOWN, SLOW, METADATA, VERCEL, CLOUDFLARE, GUIDE, RESTRICTED].map((hostPattern) => ({ kind: "network", hostPattern })) }],
+    ["POST", "/v1/policy/rules", { name: "The matrix's hosts", action: "allow", targets: [HOME, LEAKED_TO, LLM, APP_HOST, UNSIGNABLE, DOWN, SLOW, METADATA, VERCEL, CLOUDFLARE, GUIDE, RESTRICTED, PUBLIC].map((hostPattern) => ({ kind: "network", hostPattern })) }],
     ["PATCH", "/v1/policy/default", { action: "block" }],
     ["POST", "/v1/policy/publish", undefined],
   ];
@@ -214,6 +241,7 @@ afterAll(async () => {
   plain?.stop(true);
   slowTls?.close();
   slowPlain?.close();
+  publicListener?.close();
 });
 
 /** The token a refusal is sent with. */
@@ -425,6 +453,8 @@ interface Path {
   /** Refusals this client cannot ask for (curl cannot send an ftp:// URL as a request target over h2, …). */
   skip?: string[];
   run?: (r: Refusal) => Promise<Got>;
+  /** A tunnel with plain HTTP inside (CONNECT to port 80). */
+  plainTunnel?: boolean;
   script?: { lang: "python" | "node"; scheme: Scheme; close: boolean };
 }
 
@@ -433,7 +463,7 @@ const PATHS: Path[] = [
   { name: "curl, TLS tunnel, HTTP/1.1 Connection: close", kind: "tunnel", run: (r) => viaCurl({ args: ["--http1.1", "-H", "Connection: close"], scheme: "https" }, r) },
   { name: "curl, TLS tunnel, HTTP/1.0", kind: "tunnel", run: (r) => viaCurl({ args: ["--http1.0"], scheme: "https" }, r) },
   { name: "curl, TLS tunnel, h2", kind: "tunnel", skip: ["400 bad_request (a target that is not on the tunnel's host)"], run: (r) => viaCurl({ args: ["--http2"], scheme: "https" }, r) },
-  { name: "curl, plain tunnel, Connection: close", kind: "tunnel", run: (r) => viaCurl({ args: ["--proxytunnel", "-H", "Connection: close"], scheme: "http" }, r) },
+  { name: "curl, plain tunnel, Connection: close", kind: "tunnel", plainTunnel: true, run: (r) => viaCurl({ args: ["--proxytunnel", "-H", "Connection: close"], scheme: "http" }, r) },
   { name: "curl, plain proxy (absolute-form)", kind: "proxy", run: (r) => viaCurl({ args: [], scheme: "http" }, r) },
   { name: "curl, plain proxy (absolute-form), Connection: close", kind: "proxy", run: (r) => viaCurl({ args: ["-H", "Connection: close"], scheme: "http" }, r) },
   { name: "curl, plain proxy (absolute-form), HTTP/1.0", kind: "proxy", run: (r) => viaCurl({ args: ["--http1.0"], scheme: "http" }, r) },
@@ -460,7 +490,7 @@ const PATHS: Path[] = [
 /** The refusals provoked on a path. A CONNECT is refused for a bad token or an internal address before any tunnel. */
 function refusalsOn(path: Path, refusals = REFUSALS): Refusal[] {
   if (path.kind === "connect") return refusals.filter((r) => r.error === "proxy_authentication_required" || r.error === "egress_denied");
-  return refusals.filter((r) => r.on.includes(path.kind === "tunnel" ? "tunnel" : "proxy") && !path.skip?.includes(r.name));
+  return refusals.filter((r) => r.on.includes(path.kind === "tunnel" ? "tunnel" : "proxy") && !path.skip?.includes(r.name) && !(r.plainOnly && path.kind === "tunnel" && !path.plainTunnel));
 }
 
 let results = new Map<string, Got | Error>();
@@ -519,6 +549,8 @@ test("nothing refused reached an upstream (the guidance rewrites replaced what t
   expect(up.seen.map((s) => s.url).filter((u) => !u.endsWith(GUIDED))).toEqual(["/r/first"]);
 });
 
+test.skipIf(PUBLIC_ADDRESS === "")("insecure_transport: nothing was dialled at the public address", () => expect(publicConnections).toBe(0));
+
 test("407 inside open tunnels once the agent's token is regenerated: each tunnel gets the whole answer, then closes", async () => {
   const created = await cg.api("POST", "/v1/agents", { body: { name: "Regenerated", identifier: "regenerated", mode: "all" } });
   expect(created.status).toBe(201);
@@ -545,11 +577,11 @@ test("407 inside open tunnels once the agent's token is regenerated: each tunnel
   }
   const answers = await Promise.all(
     tunnels.map(async (s, i) => {
-      s.write(rawHead({ ...REFUSALS[1]!, badToken: false }, "/r/regenerated", i % 3 === 2 ? `${BLOCKED}:${plain.port}` : url.host, "1.1", false, false));
+      s.write(rawHead({ ...MATRIX[1]!, badToken: false }, "/r/regenerated", i % 3 === 2 ? `${BLOCKED}:${plain.port}` : url.host, "1.1", false, false));
       return parseRaw(await untilClosed(s), "1.1");
     }),
   );
-  for (const got of answers) expectWhole(got, REFUSALS[0]!);
+  for (const got of answers) expectWhole(got, MATRIX[0]!);
 });
 
 /** Points the clients above at another instance while `fn` runs (the matrix itself has run by then). */
@@ -566,7 +598,7 @@ async function against<T>(instance: RunningCredgate, grants: string, fn: () => P
   }
 }
 
-describe("403 resource_access_denied: a GitHub connection granted for one repository only (a second instance, connected through the test OAuth server)", () => {
+describe.skipIf(PUBLIC_ADDRESS !== "")("403 resource_access_denied: a GitHub connection granted for one repository only (a second instance, connected through the test OAuth server)", () => {
   const RESOURCE: Refusal = {
     name: "403 resource_access_denied",
     status: 403,
@@ -619,7 +651,7 @@ describe("403 resource_access_denied: a GitHub connection granted for one reposi
 });
 
 // Last: the clients above are pointed at a third instance, whose shutdown releases the requests it holds.
-describe("503 gateway_restarting: one request held on every path, then SIGTERM", () => {
+describe.skipIf(PUBLIC_ADDRESS !== "")("503 gateway_restarting: one request held on every path, then SIGTERM", () => {
   const RESTARTING: Refusal = { name: "503 gateway_restarting", status: 503, error: "gateway_restarting", on: ["tunnel", "proxy"], url: at(HELD, "/r/restarting") };
   const held = PATHS.reduce((n, path) => n + refusalsOn(path, [RESTARTING]).length, 0);
   let released = new Map<string, Got | Error>();
