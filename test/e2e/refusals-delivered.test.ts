@@ -100,6 +100,8 @@ interface Refusal {
   guidance?: boolean;
   /** Plain HTTP only: inside a tunnel it can be provoked in a plain one, not a TLS one. */
   plainOnly?: boolean;
+  /** The exact message, where it tells two causes of one code apart. */
+  message?: string;
 }
 
 function portFor(host: string, scheme: Scheme): number {
@@ -137,7 +139,14 @@ const MATRIX: Refusal[] = [
   { name: "409 multiple_connections", status: 409, error: "multiple_connections", on: ["tunnel", "proxy"], url: at(VERCEL, "/v9/projects") },
   { name: "403 blocked_by_default_policy", status: 403, error: "blocked_by_default_policy", on: ["tunnel", "proxy"], url: at(FALLBACK, "/r/default?q=1") },
   { name: "502 approval_store_unavailable", status: 502, error: "approval_store_unavailable", on: ["tunnel", "proxy"], url: at(HELD, UNSTORED) },
-  { name: "403 manual_approval_denied (timed out)", status: 403, error: "manual_approval_denied", on: ["tunnel", "proxy"], url: at(HELD, "/r/held") },
+  {
+    name: "403 manual_approval_denied (timed out)",
+    status: 403,
+    error: "manual_approval_denied",
+    on: ["tunnel", "proxy"],
+    url: at(HELD, "/r/held"),
+    message: "This request was timed out by a credgate manual approval policy.",
+  },
   {
     name: "415 unsupported_content_encoding",
     status: 415,
@@ -532,7 +541,7 @@ function expectWhole(got: Got | Error | undefined, r: Refusal): void {
     throw new Error(`not JSON: ${got!.status} ${JSON.stringify(got!.headers)} ${JSON.stringify(got!.body)}`);
   }
   expect(body.error).toBe(r.error);
-  expect(body.message).toEqual(expect.any(String));
+  expect(body.message).toEqual(r.message ?? expect.any(String));
   if (r.status === 403 || r.status === 404 || r.status === 409 || r.guidance) expect(got!.headers["x-should-retry"]).toBe("false");
   if (r.status === 429) expect(Number(got!.headers["retry-after"])).toBeGreaterThan(0);
   if (r.status === 503) expect(got!.headers["retry-after"]).toBe("1");
@@ -650,10 +659,21 @@ describe.skipIf(PUBLIC_ADDRESS !== "")("403 resource_access_denied: a GitHub con
   test("no refused request reached GitHub", () => expect(oauth.requests.filter((q) => q.path.includes("acme/other"))).toEqual([]));
 });
 
-// Last: the clients above are pointed at a third instance, whose shutdown releases the requests it holds.
-describe.skipIf(PUBLIC_ADDRESS !== "")("503 gateway_restarting: one request held on every path, then SIGTERM", () => {
+// Last: the clients above are pointed at a third instance, whose reviewer denies what it holds, then whose shutdown
+// releases what it holds.
+describe.skipIf(PUBLIC_ADDRESS !== "")("one request held on every path: a reviewer denies each, then another each and SIGTERM", () => {
+  const DENIED: Refusal = {
+    name: "403 manual_approval_denied (denied by a reviewer)",
+    status: 403,
+    error: "manual_approval_denied",
+    on: ["tunnel", "proxy"],
+    url: at(HELD, "/r/denied"),
+    message: "This request was denied by a credgate manual approval policy.",
+  };
   const RESTARTING: Refusal = { name: "503 gateway_restarting", status: 503, error: "gateway_restarting", on: ["tunnel", "proxy"], url: at(HELD, "/r/restarting") };
   const held = PATHS.reduce((n, path) => n + refusalsOn(path, [RESTARTING]).length, 0);
+  let denied = new Map<string, Got | Error>();
+  let deniedCount = 0;
   let released = new Map<string, Got | Error>();
   let exitCode: number | null = null;
   let heldAtStop = 0;
@@ -665,6 +685,21 @@ describe.skipIf(PUBLIC_ADDRESS !== "")("503 gateway_restarting: one request held
     try {
       expect((await second.api("POST", "/v1/policy/rules", { body: { name: "Ask first", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HELD }] } })).status).toBe(201);
       expect((await second.api("POST", "/v1/policy/publish")).status).toBeLessThan(300);
+      denied = await against(second, "", async () => {
+        // Every case in flight at once; each is denied as soon as it is listed (the long-poll answers at once then).
+        const running = runAll([DENIED], held);
+        const decided = new Set<string>();
+        for (let i = 0; decided.size < held && i < 120; i++) {
+          const pending = (await second.api("GET", "/v1/approvals/pending")).body.requests.filter((q: any) => q.path === "/r/denied" && !decided.has(q.id));
+          for (const q of pending) {
+            decided.add(q.id);
+            expect((await second.api("POST", `/v1/approvals/${q.id}/decision`, { body: { decision: "deny" } })).status).toBe(200);
+          }
+          if (pending.length === 0) await Bun.sleep(250);
+        }
+        deniedCount = decided.size;
+        return await running;
+      });
       released = await against(second, "", async () => {
         // Every case in flight at once: each waits for a decision that never comes.
         const running = runAll([RESTARTING], held);
@@ -681,7 +716,11 @@ describe.skipIf(PUBLIC_ADDRESS !== "")("503 gateway_restarting: one request held
     }
   }, 90_000);
 
-  test("every path's request was held when the instance stopped, and it exited cleanly", () => expect({ heldAtStop, exitCode }).toEqual({ heldAtStop: held, exitCode: 0 }));
+  test("every path's request was held and denied; then every path's request was held when the instance stopped, and it exited cleanly", () =>
+    expect({ deniedCount, heldAtStop, exitCode }).toEqual({ deniedCount: held, heldAtStop: held, exitCode: 0 }));
+  for (const path of PATHS) {
+    for (const r of refusalsOn(path, [DENIED])) test(`${path.name} | ${r.name}`, () => expectWhole(denied.get(key(path, r)), r));
+  }
   for (const path of PATHS) {
     for (const r of refusalsOn(path, [RESTARTING])) test(`${path.name} | ${r.name}`, () => expectWhole(released.get(key(path, r)), r));
   }
