@@ -4,6 +4,28 @@
 // `Connection: close`, HTTP/1.0, h2), a plain tunnel, and the HTTPS proxy hop (TLS to credgate, then absolute-form
 // or CONNECT and TLS inside TLS) — with real clients (curl, Node, Python requests) and raw sockets, all at once so
 // that answers race the sockets' own events. The client must get the status, the headers and the whole JSON body.
+//
+// One instance answers most of the catalogue (its Default Rule is block, a rule holds HELD and nobody decides within
+// a second, a store trigger refuses one approval's insert, two Vercel connections, an agent in mode grants given
+// nothing, upstreams answering 401 for the guidance rewrites). A second one has a GitHub connection (through the test
+// OAuth server) granted for one repository (resource_access_denied); a third holds one request on every path,
+// whose reviewer denies each (manual_approval_denied), then holds another on every path and is stopped with
+// SIGTERM (gateway_restarting). insecure_transport needs a non-private dialled address: the file runs again, for
+// that refusal alone, in a network namespace (test/e2e/refusals-insecure.test.ts).
+//
+// Not driven here, and why:
+// - multiple_providers: no two apps of the shipped catalog serve one host and path, so no request provokes it
+//   (test/unit/stages/connection.test.ts covers it with catalog data of its own); it is written as multiple_connections.
+// - bad_gateway: only a failure inside the gateway (a stage that throws) answers it; no request provokes one
+//   (test/unit/stages/pipeline.test.ts covers it); it is written as every other JSON answer.
+// - claim_required: cloud mode with a partner organization, in test/e2e/claim-required.test.ts.
+// - the gRPC forms (not asked for here): test/e2e/gateway-grpc.test.ts drives several.
+// Where a path cannot carry a refusal: CONNECT is refused only for the token and the egress guard (policy and the
+// rest judge requests inside the tunnel); egress_denied, 407 and an ftp:// URL are answered to absolute-form
+// requests and CONNECTs, not inside a tunnel (407 inside one only once the token is regenerated: the last test but
+// two); insecure_transport needs plain HTTP (the plain proxy, a plain
+// tunnel); a malformed header line can only be sent by raw sockets; H2_SKIPS says what curl cannot send over h2;
+// Python and Node cannot send a target off the tunnel's host or an ftp:// URL.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as net from "node:net";
 import * as tls from "node:tls";
