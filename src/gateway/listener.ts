@@ -174,10 +174,13 @@ export class GatewayListener {
     const onData = (chunk: Buffer) => {
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
       const end = buf.indexOf("\r\n\r\n");
-      if (end === -1) {
-        if (buf.length > MAX_HEAD_BYTES) sock.end(rawAnswer(headTooLarge(), randomUUID()));
+      // A head over the limit is refused whether or not its end has arrived yet: checked on the incomplete
+      // buffer alone, a head that came whole in one read (or completed by its last read) passed at any size.
+      if (end === -1 ? buf.length > MAX_HEAD_BYTES : end + 4 > MAX_HEAD_BYTES) {
+        sock.end(rawAnswer(headTooLarge(), randomUUID()));
         return;
       }
+      if (end === -1) return;
       sock.events = null;
       sock.pause();
       clearTimeout(timer);

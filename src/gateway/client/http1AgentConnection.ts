@@ -170,10 +170,10 @@ export class Http1AgentConnection implements AgentSocketEvents, Idle {
   #next(): void {
     if (this.#busy || this.#closed || this.#detached || this.#buf.length === 0) return;
     const end = this.#buf.indexOf("\r\n\r\n");
-    if (end < 0) {
-      if (this.#buf.length > MAX_HEAD_BYTES) this.#refuse(headTooLarge());
-      return;
-    }
+    // Over the limit whether or not the head's end has arrived (docs/agent-errors.md#bad_request): a head that
+    // came whole in one read must not pass at any size.
+    if (end < 0 ? this.#buf.length > MAX_HEAD_BYTES : end + 4 > MAX_HEAD_BYTES) return this.#refuse(headTooLarge());
+    if (end < 0) return;
     const head = parseRequestHead(this.#buf, end);
     if (!head) return this.#refuse(malformedRequest());
     // Most requests come alone: no view made of nothing.
