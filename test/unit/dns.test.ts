@@ -9,7 +9,7 @@ import { clampTtlMs, parseHosts, pickAddress } from "../../src/core/dnsRules.ts"
 import { FAILURE_TTL_MS, FIXED_TTL_MS, NameResolver, NEGATIVE_TTL_MS } from "../../src/services/dns.ts";
 import { Outbound } from "../../src/services/outbound.ts";
 import { EgressGuard } from "../../src/gateway/egressGuard.ts";
-import { parseDnsServers } from "../../src/runtime/config.ts";
+import { parseDnsServers } from "../../src/runtime/configOutbound.ts";
 import { startDnsServer, type TestDnsServer } from "../support/dnsServer.ts";
 import { tempDir } from "../support/tmp.ts";
 
