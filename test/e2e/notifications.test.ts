@@ -433,6 +433,7 @@ describe("gateway worker processes", () => {
       expect(Number(holders[0]!.n)).toBeGreaterThan(1);
       // On a loaded machine a delivery can time out and come again with backoff (1, 2, 4, 8, 16 s, …): wait for that.
       await untilTrue(() => seenAt(hook, "/workers").length >= 18, 75_000);
+      // A fixed wait: it shows no 19th delivery comes.
       await Bun.sleep(2000);
       const all = seenAt(hook, "/workers");
       expect(all).toHaveLength(18);
