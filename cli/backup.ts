@@ -8,7 +8,7 @@ import type { Command } from "commander";
 import { readCheckpoint } from "../src/core/auditCheckpoint.ts";
 import { MASTER_KEY_FILE, readMasterKey } from "../src/crypto/masterKey.ts";
 import { auditCheckpointPath, removeCheckpointFile, writeCheckpointFile } from "../src/runtime/auditCheckpointFile.ts";
-import { CHECKPOINT_KEY_PURPOSE } from "../src/services/audit.ts";
+import { CHECKPOINT_KEY_PURPOSE } from "../src/services/auditCheckpoints.ts";
 import { Sealer } from "../src/crypto/seal.ts";
 import { loadConfig, type Config } from "../src/runtime/config.ts";
 import { prepareDataDir } from "../src/runtime/dataDir.ts";

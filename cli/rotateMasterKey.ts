@@ -11,7 +11,8 @@ import { loadConfig } from "../src/runtime/config.ts";
 import { Sealer } from "../src/crypto/seal.ts";
 import { rotateSealedValues } from "../src/services/masterKeyRotation.ts";
 import { DB_FILE, openStore } from "../src/store/open.ts";
-import { auditAnchorOf, AuditService, CHECKPOINT_KEY_PURPOSE } from "../src/services/audit.ts";
+import { AuditService } from "../src/services/audit.ts";
+import { auditAnchorOf, CHECKPOINT_KEY_PURPOSE } from "../src/services/auditCheckpoints.ts";
 import { cliAuditScope } from "./audit.ts";
 import { fail } from "./fail.ts";
 

@@ -10,7 +10,7 @@
 // queue full is dropped, and so is a batch the collector refused or did not take in time: both are counted
 // (credgate_trace_spans_dropped_total) and reported in one log line at most once a minute. Nothing waits for the
 // collector on a request's path. Each gateway process exports its own spans.
-import type { TracingConfig } from "../runtime/config.ts";
+import type { TracingConfig } from "../runtime/configTracing.ts";
 import { log } from "./log.ts";
 import { watchTraceExport } from "./metrics.ts";
 import { OtlpBatch, SpanKind, StatusCode, type AttributeValue, type Attributes, type ExportScope, type SpanRecord } from "./otlp.ts";

@@ -1,12 +1,11 @@
-// Approval requests (docs/policy.md#approvals, docs/policy.md#reviewing-approvals). Records live in the database; the gateway request they
-// hold waits in the process that holds it, for a status change made by any process or instance. Status moves
-// only out of `pending`, by compare-and-swap, so a decision, the timeout, a disconnect and a shutdown can race
-// safely: the first one wins, and every holder reads the winner back from the store.
-// Every held request also gets an approval link (docs/policy.md#approval-links): one random token per approval,
-// stored as its SHA-256 only, that lets whoever holds it decide without another credential while it is pending.
-// People hear of it through notifications (docs/policy.md#notifications), raised here without waiting for them.
-import { timingSafeEqual } from "node:crypto";
-import { and, asc, eq, gt, inArray, isNull, lt, ne, notInArray, or, type SQL } from "drizzle-orm";
+// Approval requests (docs/policy.md#approvals): creating one and holding the gateway request, and deciding it.
+// Records live in the database; the gateway request they hold waits in the process that holds it, for a status
+// change made by any process or instance. Status moves only out of `pending`, by compare-and-swap, so a decision,
+// the timeout, a disconnect and a shutdown can race safely: the first one wins, and every holder reads the winner
+// back from the store. Every held request also gets an approval link (approvalLinks.ts); people hear of it
+// through notifications (docs/policy.md#notifications), raised here without waiting for them. Reviewers' queue:
+// approvalQueue.ts; holders that died: approvalLiveness.ts.
+import { and, eq, gt, inArray, ne } from "drizzle-orm";
 import { ApiError } from "../core/errors.ts";
 import { newId, nowIso, randomHex } from "../core/ids.ts";
 import type { ApprovalStatus, ApprovalSummary } from "../core/model.ts";
@@ -16,13 +15,17 @@ import { metrics } from "../observability/metrics.ts";
 import { clockIso, clockNow } from "../runtime/clock.ts";
 import type { ApprovalRow } from "../store/rows.ts";
 import type { ChangeEvent } from "../events/bus.ts";
+import { approvalLinkState, approvalLinkUrl, linkGone, linkNotFound, type Decision, type LinkState } from "./approvalLinks.ts";
+import { ApprovalLiveness, HEARTBEAT_MS, ORPHAN_AFTER_MS } from "./approvalLiveness.ts";
+import { ApprovalQueue, RECHECK_MS, type PendingScope } from "./approvalQueue.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { NotificationService } from "./notifications/index.ts";
 import type { DecidedBy } from "./notifications/events.ts";
 import type { RememberedApprovalService } from "./rememberedApprovals.ts";
-import type { ApprovalRecord, ApprovalRequest } from "../core/records/approvals.ts";
 
 export type { ApprovalRow };
+export type { Decision, LinkState } from "./approvalLinks.ts";
+export type { PendingScope } from "./approvalQueue.ts";
 export type Outcome = Exclude<ApprovalStatus, "pending">;
 
 export interface NewApproval {
@@ -40,42 +43,22 @@ export interface NewApproval {
   rule?: { logicalId: string; name: string } | null;
 }
 
-export type Decision = "approve" | "deny";
-
-export interface PendingScope {
-  organizationId: string;
-  /** Absent for the organization-wide list. */
-  projectId?: string;
-}
-
 const notFoundBody = () => new ApiError(404, "approval_not_found", "flat");
 const expiredBody = () => new ApiError(410, "approval_expired", "flat");
-const linkNotFound = () => ApiError.envelope(404, "Approval not found");
-const linkGone = () => ApiError.envelope(410, "Approval is no longer pending");
-
-/** What an approval link's page shows: the request while it is pending, or why not. */
-/** `unsettled`: still pending in the store although past its expiresAt (no timer settled it yet). */
-export type LinkState = { state: "pending"; row: ApprovalRow } | { state: "gone"; unsettled: boolean } | { state: "not_found" };
-
-/** Held requests re-read their status this often, in case a change event from another instance was lost. */
-const RECHECK_MS = 1500;
-/** How often a process records that it is alive, and how old that record may get before its holds are orphans. */
-export const HEARTBEAT_MS = 5000;
-const ORPHAN_AFTER_MS = 30_000;
 
 export class ApprovalService {
   readonly #holders = new Map<string, (outcome: Outcome) => void>();
-  readonly #pollers = new Set<() => void>();
-  #shuttingDown = false;
+  readonly #queue: ApprovalQueue;
+  readonly #liveness: ApprovalLiveness;
   #timers: Timer[] = [];
-  /** Since when this process has reached the store without a failure (null: it just failed). */
-  #healthySince: number | null = null;
 
   constructor(
     private readonly deps: ServiceDeps,
     private readonly notifications: NotificationService,
     private readonly remembered: RememberedApprovalService,
   ) {
+    this.#queue = new ApprovalQueue(deps);
+    this.#liveness = new ApprovalLiveness(deps);
     deps.events.on((event) => this.#onEvent(event));
   }
 
@@ -106,11 +89,11 @@ export class ApprovalService {
    * cancelled with the previous life's.
    */
   async start(previousLife: "mine" | "all"): Promise<void> {
-    await this.#heartbeat();
-    await this.cancelOrphans(previousLife);
+    await this.#liveness.heartbeat();
+    await this.#liveness.cancelOrphans(previousLife);
     this.#timers.push(
-      setInterval(() => void this.#heartbeat().catch(() => (this.#healthySince = null)), HEARTBEAT_MS),
-      setInterval(() => void this.#sweep().catch(() => {}), ORPHAN_AFTER_MS / 2),
+      setInterval(() => void this.#liveness.heartbeat().catch(() => this.#liveness.failed()), HEARTBEAT_MS),
+      setInterval(() => void this.#liveness.sweep().catch(() => {}), ORPHAN_AFTER_MS / 2),
       setInterval(() => void this.#recheckHeld().catch(() => {}), RECHECK_MS),
       setInterval(() => void this.remembered.purge().catch(() => {}), ORPHAN_AFTER_MS * 10),
     );
@@ -119,71 +102,6 @@ export class ApprovalService {
   stop(): void {
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
-  }
-
-  /**
-   * Periodic orphan sweep. Only after this process has reached the store for a whole orphan period: after an
-   * outage every heartbeat is old, and the others must get the chance to beat again first.
-   */
-  async #sweep(): Promise<void> {
-    if (this.#healthySince === null || Date.now() - this.#healthySince < ORPHAN_AFTER_MS) return;
-    await this.cancelOrphans();
-  }
-
-  async #heartbeat(): Promise<void> {
-    const { instances } = this.t;
-    const now = nowIso();
-    await this.db
-      .insert(instances)
-      .values({ id: this.deps.instanceId, startedAt: now, heartbeatAt: now })
-      .onConflictDoUpdate({ target: instances.id, set: { heartbeatAt: now } });
-    this.#healthySince ??= Date.now();
-  }
-
-  /**
-   * Pending approvals whose holder is gone (no heartbeat for a while, or none at all) become `cancelled`. At
-   * start (`also`), those of this instance's previous life (`mine`), or every pending one (`all`).
-   */
-  async cancelOrphans(also: "mine" | "all" | null = null): Promise<void> {
-    const { approvals, instances } = this.t;
-    const me = this.deps.instanceId;
-    const staleBefore = new Date(Date.now() - ORPHAN_AFTER_MS).toISOString();
-    const live = this.db.select({ id: instances.id }).from(instances).where(gt(instances.heartbeatAt, staleBefore));
-    const gone = or(isNull(approvals.instanceId), notInArray(approvals.instanceId, live));
-    const holderGone = also === "all" ? undefined : also === "mine" ? or(gone, eq(approvals.instanceId, me)) : and(gone, ne(approvals.instanceId, me));
-    const orphaned = await this.db
-      .update(approvals)
-      .set({ status: "cancelled", decidedAt: nowIso() })
-      .where(and(eq(approvals.status, "pending"), holderGone))
-      .returning({ id: approvals.id, projectId: approvals.projectId, organizationId: approvals.organizationId });
-    for (const o of orphaned) this.deps.events.emit({ kind: "approval", ...o });
-    await this.db.delete(instances).where(and(lt(instances.heartbeatAt, staleBefore), ne(instances.id, me)));
-  }
-
-  requestView(row: ApprovalRow): ApprovalRequest {
-    return {
-      id: row.id,
-      projectId: row.projectId,
-      method: row.method,
-      url: row.url,
-      host: row.host,
-      path: row.path,
-      headers: row.headers,
-      bodyPreview: row.bodyPreview,
-      summary: row.summary,
-      agent: { id: row.agentId, name: row.agentName, externalId: row.agentIdentifier },
-      createdAt: row.createdAt,
-      expiresAt: row.expiresAt,
-    };
-  }
-
-  recordView(row: ApprovalRow): ApprovalRecord {
-    return {
-      ...this.requestView(row),
-      status: row.status,
-      decidedAt: row.decidedAt,
-      decidedBy: row.decidedByEmail ? { userId: row.decidedByUserId, email: row.decidedByEmail } : null,
-    };
   }
 
   /**
@@ -240,15 +158,10 @@ export class ApprovalService {
       path: pathOnly(row.path),
       summary: row.summary,
       expiresAt: row.expiresAt,
-      approveUrl: this.#linkUrl(row.id, token, "approve"),
-      denyUrl: this.#linkUrl(row.id, token, "deny"),
+      approveUrl: approvalLinkUrl(this.deps.config.publicUrl, row.id, token, "approve"),
+      denyUrl: approvalLinkUrl(this.deps.config.publicUrl, row.id, token, "deny"),
     });
     return { row, outcome };
-  }
-
-  /** `<CREDGATE_PUBLIC_URL>/approve/<id>?t=<token>`, with `&d=deny` for the deny link. */
-  #linkUrl(id: string, token: string, decision: Decision): string {
-    return `${this.deps.config.publicUrl}/approve/${id}?t=${token}${decision === "deny" ? "&d=deny" : ""}`;
   }
 
   #resolve(id: string, outcome: Outcome): void {
@@ -310,7 +223,7 @@ export class ApprovalService {
 
   #onEvent(event: ChangeEvent): void {
     if (event.kind !== "approval" && event.kind !== "reload") return;
-    for (const wake of [...this.#pollers]) wake();
+    this.#queue.wake();
     if (event.kind === "reload") void this.#recheckHeld().catch(() => {});
     else if (this.#holders.has(event.id)) void this.#followStored([event.id]).catch(() => {});
   }
@@ -338,12 +251,9 @@ export class ApprovalService {
     return this.#decide(link.row, decision, { kind: "link" }, rememberMinutes, linkGone);
   }
 
-  /** What the approval link `id` + `token` opens; the token is compared in constant time (as its hash). */
-  async linkState(id: string, token: string): Promise<LinkState> {
-    const [row] = await this.db.select().from(this.t.approvals).where(eq(this.t.approvals.id, id)).limit(1);
-    if (!row?.linkTokenHash || !timingSafeEqual(Buffer.from(tokenHash(token), "hex"), Buffer.from(row.linkTokenHash, "hex"))) return { state: "not_found" };
-    if (row.status !== "pending") return { state: "gone", unsettled: false };
-    return Date.parse(row.expiresAt) > clockNow() ? { state: "pending", row } : { state: "gone", unsettled: true };
+  /** What the approval link `id` + `token` opens (approvalLinks.ts). */
+  linkState(id: string, token: string): Promise<LinkState> {
+    return approvalLinkState(this.deps.store, id, token);
   }
 
   /**
@@ -395,47 +305,18 @@ export class ApprovalService {
   }
 
   pending(scope: PendingScope, exclude: string[]): Promise<ApprovalRow[]> {
-    const { approvals } = this.t;
-    const where: SQL[] = [eq(approvals.status, "pending"), eq(approvals.organizationId, scope.organizationId), gt(approvals.expiresAt, clockIso())];
-    if (scope.projectId !== undefined) where.push(eq(approvals.projectId, scope.projectId));
-    if (exclude.length > 0) where.push(notInArray(approvals.id, exclude));
-    return this.db.select().from(approvals).where(and(...where)).orderBy(asc(approvals.createdAt), asc(approvals.id));
+    return this.#queue.pending(scope, exclude);
   }
 
-  /**
-   * The long-poll (docs/policy.md#reviewing-approvals): at once when something is pending, else when something arrives (an approval event
-   * from any instance), else after the poll time. It also re-reads every few seconds, so a lost event only
-   * delays an answer.
-   */
-  async poll(scope: PendingScope, exclude: string[], signal?: AbortSignal): Promise<ApprovalRow[]> {
-    if (this.#shuttingDown) return [];
-    const now = await this.pending(scope, exclude);
-    if (now.length > 0) return now;
-    const deadline = Date.now() + this.deps.config.approvalPollSeconds * 1000;
-    while (Date.now() < deadline && !this.#shuttingDown && !signal?.aborted) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          this.#pollers.delete(done);
-          signal?.removeEventListener("abort", done);
-          resolve();
-        };
-        const timer = setTimeout(done, Math.max(0, Math.min(deadline - Date.now(), RECHECK_MS * 2)));
-        this.#pollers.add(done);
-        signal?.addEventListener("abort", done);
-      });
-      if (this.#shuttingDown || signal?.aborted) return [];
-      const found = await this.pending(scope, exclude);
-      if (found.length > 0) return found;
-    }
-    return [];
+  /** The reviewers' long-poll (ApprovalQueue.poll). */
+  poll(scope: PendingScope, exclude: string[], signal?: AbortSignal): Promise<ApprovalRow[]> {
+    return this.#queue.poll(scope, exclude, signal);
   }
 
   /** Shutdown: answer long-polls at once and release every held request as cancelled. */
   async releaseAll(): Promise<void> {
-    this.#shuttingDown = true;
     this.stop();
-    for (const wake of [...this.#pollers]) wake();
+    this.#queue.shutDown();
     const ids = [...this.#holders.keys()];
     if (ids.length === 0) return;
     const { approvals } = this.t;

@@ -2,7 +2,8 @@
 import { findApp } from "../apps/index.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { AccessService } from "./access.ts";
-import { auditAnchorOf, AuditService } from "./audit.ts";
+import { AuditService } from "./audit.ts";
+import { auditAnchorOf } from "./auditCheckpoints.ts";
 import { AgentService } from "./agents.ts";
 import { AppConfigService } from "./appConfigs.ts";
 import { AppCatalogService } from "./apps.ts";

@@ -151,6 +151,7 @@ describe("with held requests", () => {
     const a = await createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "10" });
     const t0 = performance.now();
     const poll = a.call("GET", "/v1/approvals/pending");
+    // A fixed pause so the poll is waiting when the approval comes (the service does not say it is).
     await Bun.sleep(200);
     const held = await hold(a);
     const res = await poll;
@@ -233,6 +234,7 @@ describe("with held requests", () => {
     const a = await createTestApi({ CREDGATE_APPROVAL_POLL_SECONDS: "10" });
     const held = await hold(a);
     const poll = a.call("GET", `/v1/approvals/pending?exclude=${held.row.id}`);
+    // A fixed pause so the poll is waiting when the shutdown comes (the service does not say it is).
     await Bun.sleep(100);
     const t0 = performance.now();
     await a.core.services.approvals.releaseAll();

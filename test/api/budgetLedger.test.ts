@@ -376,6 +376,7 @@ describe("alerts", () => {
     const s = f.api.core.services;
     const other = new BudgetLedger({ ...deps, instanceId: "another-process" }, s.partnerBudgets, s.spend, s.notifications);
     expect((await other.admit(budgets, null, cents(2), Date.now())).admitted).toBe(false);
+    // A fixed wait: it shows the other process sends nothing.
     await Bun.sleep(200);
     expect((await sent()).length).toBe(3);
   });

@@ -10,7 +10,7 @@ import { sql } from "drizzle-orm";
 import { copyFileSync, existsSync, rmSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
-import { chainHash, GENESIS_HASH } from "../../src/services/audit.ts";
+import { chainHash, GENESIS_HASH } from "../../src/services/auditChain.ts";
 import { tempDir } from "../support/tmp.ts";
 import { runCli, startCredgate, type RunningCredgate } from "../support/process.ts";
 import { queryStore } from "../support/storeQuery.ts";

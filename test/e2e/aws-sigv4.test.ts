@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
-import { gatewayCa, resolveEntries, run, startRawUpstream, type RawUpstream } from "../support/gateway.ts";
+import { gatewayCa, resolveEntries, run, startRawUpstream, untilTrue, type RawUpstream } from "../support/gateway.ts";
 import { startFakeAws, type FakeAws } from "../support/fakeAws.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -307,7 +307,8 @@ test("a request held for approval is signed when it is released, not when it arr
   }
   expect(pending).toBeDefined();
   // Held across a second boundary, so that a signature made on arrival would carry an earlier x-amz-date.
-  await Bun.sleep(1500);
+  const heldSecond = Math.floor(Date.now() / 1000);
+  await untilTrue(() => Math.floor(Date.now() / 1000) > heldSecond, 5000);
   const approvedAt = Math.floor(Date.now() / 1000);
   expect((await cg.api("POST", `/v1/approvals/${pending!.id}/decision`, { body: { decision: "approve" } })).status).toBe(200);
   const code = (await held).stdout;

@@ -297,6 +297,7 @@ describe("alerts", () => {
     await until(() => {
       if (arrived().length < 3) throw new Error(`${arrived().length} alerts so far`);
     }, 30_000);
+    // A fixed wait: it shows no other alert comes (from the other worker, or a fourth threshold).
     await Bun.sleep(2000);
     const got = arrived();
     expect(got.map((a) => a.json.data.percent).sort((x, y) => x - y)).toEqual([50, 80, 100]);

@@ -142,6 +142,7 @@ test(`every route family: ${RUNS} runs × ${BATCH} requests each, no 5xx, both e
   expect(sent).toBe(families.length * RUNS * BATCH);
   expect((await cg.api("GET", "/v1/health", { key: null })).status).toBe(200);
   expect((await cg.api("GET", "/v1/agents")).status).toBe(200);
+  // A fixed pause: the process's memory settles (no condition says when its collector has run).
   await Bun.sleep(500);
   const rssEnd = await rss();
   console.log(`[fuzz] ${sent} requests over ${families.length} families; RSS after warm-up ${(rssStart / 2 ** 20).toFixed(0)} MiB, at the end ${(rssEnd / 2 ** 20).toFixed(0)} MiB`);

@@ -109,6 +109,7 @@ describe("content-length that disagrees with the DATA (docs/gateway.md#message-f
     expectRefused(await outcome(h2, 1));
     // The slow form: the head and part of the body go upstream before the trailers come short.
     h2.write(Buffer.concat([headers(3, head(VARIANTS, "POST", `/v/${id}/trailers-late`, [["content-length", "57"]]), false), data(3, "0123456789", false)]));
+    // A fixed pause is the scenario: the trailers come in a later read than the body.
     await Bun.sleep(150);
     h2.write(headers(3, headerBlock([["x-trailer", "1"]]), true));
     expectRefused(await outcome(h2, 3));
@@ -132,6 +133,7 @@ describe("content-length that disagrees with the DATA (docs/gateway.md#message-f
     h2.write(Buffer.concat([headers(1, head(VARIANTS, "POST", `/v/${id}/one`, [["content-length", "10"]]), false), data(1, "0123456789ABCDEF", true)]));
     h2.write(Buffer.concat([headers(3, head(VARIANTS, "POST", `/v/${id}/two`, [["content-length", "10"]]), false), data(3, "0123456789", false), data(3, "ABCDEF", true)]));
     h2.write(Buffer.concat([headers(5, head(VARIANTS, "POST", `/v/${id}/late`, [["content-length", "10"]]), false), data(5, "01234", false), data(5, "56789", false)]));
+    // A fixed pause is the scenario: the extra byte comes in a later read than the declared length.
     await Bun.sleep(150);
     h2.write(data(5, "X", false));
     for (const s of [1, 3, 5]) expectRefused(await outcome(h2, s));
@@ -182,6 +184,7 @@ describe("the smuggling attacks as filed (docs/gateway.md#message-framing)", () 
       const refused = await outcome(h2, 3);
       h2.write(headers(5, head(BYPASS, "GET", second, [["x-smuggle", "POST /danger HTTP/1.0"]]), true));
       const answer = await json(h2, 5);
+      // A fixed wait: it shows no smuggled request reaches the origin.
       await Bun.sleep(300);
       expect(origin.requests.filter((r) => r.path.includes("danger")).map((r) => [r.method, r.path, r.headers["x-api-key"]])).toEqual([]);
       expect(answer.path).toBe(second);
@@ -239,6 +242,7 @@ describe("pooled upstream connections (docs/gateway.md#message-framing)", () => 
     t.tls.write(rawRequest("GET", `/u/${id}/first?junk=50`, authority(VARIANTS)));
     expect((await t.reader.response()).status).toBe(200);
     const first = origin.requests.find((r) => r.path === `/u/${id}/first?junk=50`)!;
+    // A fixed pause is the scenario: the origin's junk (sent 50 ms after its answer) arrives while the connection idles.
     await Bun.sleep(400);
     t.tls.write(rawRequest("GET", `/u/${id}/second`, authority(VARIANTS)));
     const res = await t.reader.response();

@@ -464,23 +464,24 @@ describe("restart and graceful shutdown", () => {
     return { t, pending, signalledAt };
   }
 
+  /** Whether a new connection to `port` is refused (the gateway has stopped listening). */
+  function refusesConnections(port: number): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const s = net.connect({ host: "127.0.0.1", port });
+      s.once("connect", () => {
+        s.destroy();
+        resolve(false);
+      });
+      s.once("error", (e: NodeJS.ErrnoException) => resolve(e.code === "ECONNREFUSED"));
+    });
+  }
+
   test("SIGTERM with a slow response in flight: new connections refused at once, the process drains it, exit code 0", async () => {
     const { t, pending, signalledAt } = await sigtermWithSlowRequest(cg);
-    const refused = await eventually(
-      () =>
-        new Promise<boolean>((resolve) => {
-          const s = net.connect({ host: "127.0.0.1", port: cg.gatewayPort });
-          s.once("connect", () => {
-            s.destroy();
-            resolve(false);
-          });
-          s.once("error", (e: NodeJS.ErrnoException) => resolve(e.code === "ECONNREFUSED"));
-        }),
-      3000,
-      20,
-    );
+    const refused = await eventually(() => refusesConnections(cg.gatewayPort), 3000, 20);
     expect(refused).toBe(true);
-    // Still draining: the process waits for the held request rather than exiting.
+    // Still draining: the process waits for the held request rather than exiting (a fixed wait: it shows the
+    // process does not exit meanwhile).
     await Bun.sleep(500);
     expect(cg.proc.exitCode).toBeNull();
     slowRelease!();
@@ -496,7 +497,8 @@ describe("restart and graceful shutdown", () => {
     const c = await startCredgate({ env });
     running.push(c);
     const { t, pending } = await sigtermWithSlowRequest(c);
-    await Bun.sleep(300);
+    // Released only once the shutdown is under way (the gateway no longer listens).
+    expect(await eventually(() => refusesConnections(c.gatewayPort), 3000, 20)).toBe(true);
     slowRelease!();
     const res = await pending;
     t.tls.destroy();

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import * as tls from "node:tls";
 import { closeCleanPages, launchBrowser, openPage } from "../support/browser.ts";
 import { makeGitRemote, type GitRemote } from "../support/gitHttp.ts";
-import { basic, resolveEntries } from "../support/gateway.ts";
+import { basic, resolveEntries, untilTrue } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
 import { credgateCommand, runCli, startCredgate, storeEnvFor, type RunningCredgate } from "../support/process.ts";
 import { startCaptureRelay, type CaptureRelay } from "../support/relay.ts";
@@ -198,7 +198,8 @@ describe("the API port over HTTPS (docs/operations.md#tls)", () => {
           await Bun.sleep(10);
         }
       })();
-      await Bun.sleep(300);
+      // The first certificate is being served before it is renewed.
+      await untilTrue(() => served.size > 0, 5000);
       // Renewal as certbot does it: new files written beside the old ones, then renamed over them.
       copyFileSync(second.certFile, `${certFile}.new`);
       copyFileSync(second.keyFile, `${keyFile}.new`);
@@ -207,6 +208,7 @@ describe("the API port over HTTPS (docs/operations.md#tls)", () => {
       const renewed = leafFingerprint(second.certFile);
       const deadline = Date.now() + 5000;
       while (Date.now() < deadline && !served.has(renewed)) await Bun.sleep(50);
+      // A fixed wait: the polling goes on a while after the renewal, to show no request fails then either.
       await Bun.sleep(300);
       polling = false;
       await poll;

@@ -455,7 +455,8 @@ describe("approvals", () => {
     const [pending] = await pendingFor(cg, (r) => r.path === path);
     expect(pending.url).toBe(`https://${authority(H.approve)}${path}`);
     expect(pending.method).toBe("POST");
-    // Held: nothing reached the upstream; the log row says 202 approval_pending until the decision.
+    // Held: nothing reached the upstream; the log row says 202 approval_pending until the decision. (A fixed
+    // wait: it shows nothing goes upstream meanwhile.)
     await Bun.sleep(300);
     expect(seen(H.approve).filter((s) => s.url === path).length).toBe(0);
     const interim = await logRow((x) => x.approvalId === pending.id);
@@ -508,7 +509,8 @@ describe("approvals", () => {
     const t = await tunnel(H.approve);
     t.send("POST", "/v1/send", ["content-type: application/json"], '{"to":"a@b.c"}');
     const [pending] = await pendingFor(cg, (r) => r.path === "/v1/send" && r.bodyPreview?.includes("a@b.c"));
-    await Bun.sleep(1000);
+    // A fixed wait: it shows neither the client nor the upstream gets a byte while the request is held.
+    await Bun.sleep(300);
     expect(t.received).toBe(0);
     expect(seen(H.approve, "/v1/send").length).toBe(0);
     expect((await decide(pending.id, "deny")).status).toBe(200);
@@ -606,6 +608,7 @@ describe("approvals", () => {
     expect(held).toBeGreaterThanOrEqual(POLL_SECONDS * 1000 - 100);
     // A poll waiting with the exclusion returns as soon as a new request is held.
     const waiting = api("GET", `/v1/approvals/pending?exclude=${pending.id}`);
+    // A fixed pause so the poll is waiting when the request comes (nothing outside the process says it is).
     await Bun.sleep(200);
     const t2 = await tunnel(H.approve);
     t2.send("POST", `/v1/poll2?run=${runId}`, [], "y");
@@ -966,6 +969,7 @@ describe("shutdown while held", () => {
   test("SIGTERM: the approval becomes cancelled (by the shutdown itself), long-polls answer at once, exit 0, nothing upstream", async () => {
     const { c, t, path, pending } = await holdOne();
     const poll = c.api("GET", `/v1/approvals/pending?exclude=${pending.id}`);
+    // A fixed pause so the poll is waiting when the signal comes (nothing outside the process says it is).
     await Bun.sleep(200);
     const t0 = performance.now();
     const exit = c.stop();

@@ -96,6 +96,7 @@ test("40 concurrent requests over two instances never overshoot the agent's and 
   await until(() => {
     if (hook.arrivals.filter((x) => x.path === "/org").length < 2) throw new Error("alerts not arrived yet");
   }, 30_000);
+  // A fixed wait: it shows no alert comes twice (from the other instance) past a retry's backoff.
   await Bun.sleep(3000);
   // One event per delivery id (a delivery whose answer came late may arrive again: webhooks are at least once).
   const deliveries = new Map(hook.arrivals.filter((x) => x.path === "/org").map((x) => [x.headers["x-credgate-delivery"], x]));

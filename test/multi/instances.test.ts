@@ -78,6 +78,21 @@ async function publishRule(c: RunningCredgate, rule: Record<string, unknown>): P
 }
 
 /**
+ * Publishes `rule` on `c` beside a marker rule (blocking policy.multi.test/marker-<name>), and returns once both
+ * instances' gateways block the marker: the version holding `rule` is in force on both.
+ */
+async function publishRuleEverywhere(c: RunningCredgate, rule: Record<string, unknown>, marker: string): Promise<void> {
+  const path = `/marker-${marker}`;
+  expect((await c.api("POST", "/v1/policy/rules", { body: { name: `Marker ${marker}`, action: "block", targets: [{ kind: "network", hostPattern: "policy.multi.test", pathPattern: path }] } })).status).toBe(201);
+  await publishRule(c, rule);
+  for (const x of [a, b]) {
+    await until(async () => {
+      if ((await via(x, "policy.multi.test", path)).status !== 403) throw new Error("the policy has not reached this instance yet");
+    }, 10_000);
+  }
+}
+
+/**
  * A request through an instance's gateway, with `upstream`: the headers the upstream received for it. (The
  * upstream's echo in the body cannot say: the echo guard redacts injected values there, docs/guards.md#echo-guard.)
  */
@@ -128,8 +143,7 @@ describe("one database, two instances", () => {
 
   test("a 3/hour rate limit admits exactly 3 requests across both instances", async () => {
     await clearOfWindowEdge(HOUR_MS);
-    await publishRule(a, { name: "Three per hour", action: "allow", rateLimit: 3, rateLimitWindow: "hour", targets: [{ kind: "network", hostPattern: "rate.multi.test" }] });
-    await Bun.sleep(1500);
+    await publishRuleEverywhere(a, { name: "Three per hour", action: "allow", rateLimit: 3, rateLimitWindow: "hour", targets: [{ kind: "network", hostPattern: "rate.multi.test" }] }, "rate");
     const before = up.seen.filter((s) => s.host.startsWith("rate.multi.test")).length;
     const results = await Promise.all([a, b, a, b, a, b, a, b].map((c, i) => via(c, "rate.multi.test", `/r${i}`)));
     expect(results.filter((r) => r.status === 200)).toHaveLength(3);
@@ -138,8 +152,7 @@ describe("one database, two instances", () => {
   }, 60_000);
 
   test("a request held at A's gateway is listed on B, decided on B, and completes; the OneCLI SDK loop works against B", async () => {
-    await publishRule(b, { name: "Ask first", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: "approve.multi.test", method: "POST" }] });
-    await Bun.sleep(1500);
+    await publishRuleEverywhere(b, { name: "Ask first", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: "approve.multi.test", method: "POST" }] }, "approve");
     const held = via(a, "approve.multi.test", "/send", { method: "POST", data: "held-on-a", maxTime: 30 });
     const pending = await until(async () => {
       const r = await b.api("GET", "/v1/approvals/pending");
@@ -203,7 +216,10 @@ describe("budgets across instances", () => {
     const created = await a.api("POST", "/v1/agents", { body: { name: "Burst", identifier: "burst", mode: "all" } });
     const token = (await a.api("GET", "/v1/agents")).body.find((x: { id: string }) => x.id === created.body.id).accessToken;
     fake.setUsage(BURST_HOST, { input: 10, output: 90, delayMs: 50 });
-    await Bun.sleep(1000); // the new agent reaches B's index
+    // The new agent reaches B's index: B's gateway takes its token.
+    await until(async () => {
+      if ((await via(b, "write.multi.test", "/agent-known", { token })).status !== 200) throw new Error("B does not know the agent yet");
+    }, 10_000);
     // 40 calls at once from one Node process, alternating between the two instances.
     const results = await sdk([a, b], caFile, token, { sdk: "openai", call: "chat-stream", baseURL: `https://${BURST_HOST}/v1`, model: "burst-model", maxTokens: 100 }, 40);
     const admitted = results.filter((r) => !r.error).length;

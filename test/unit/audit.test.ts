@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { actionOf, pathTarget } from "../../src/api/auditedWrite.ts";
 import { diffChanges, REDACTED, redactValue } from "../../src/core/auditChanges.ts";
 import { canonicalJson } from "../../src/core/canonicalJson.ts";
-import { chainHash, GENESIS_HASH } from "../../src/services/audit.ts";
+import { chainHash, GENESIS_HASH } from "../../src/services/auditChain.ts";
 
 describe("canonicalJson", () => {
   test("sorted keys at every depth, no whitespace, arrays in order, undefined members left out", () => {

@@ -5,7 +5,8 @@ import { describe, expect, test } from "bun:test";
 import { createHmac, randomBytes } from "node:crypto";
 import { chainCheckLine, checkpointMac, formatCheckpoint, judgeChain, readCheckpoint, type Checkpoint } from "../../src/core/auditCheckpoint.ts";
 import { Sealer } from "../../src/crypto/seal.ts";
-import { CHECKPOINT_KEY_PURPOSE, chainHash, GENESIS_HASH } from "../../src/services/audit.ts";
+import { chainHash, GENESIS_HASH } from "../../src/services/auditChain.ts";
+import { CHECKPOINT_KEY_PURPOSE } from "../../src/services/auditCheckpoints.ts";
 
 const key = randomBytes(32);
 const h = (c: string) => c.repeat(64);

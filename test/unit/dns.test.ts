@@ -9,8 +9,9 @@ import { clampTtlMs, parseHosts, pickAddress } from "../../src/core/dnsRules.ts"
 import { FAILURE_TTL_MS, FIXED_TTL_MS, NameResolver, NEGATIVE_TTL_MS } from "../../src/services/dns.ts";
 import { Outbound } from "../../src/services/outbound.ts";
 import { EgressGuard } from "../../src/gateway/egressGuard.ts";
-import { parseDnsServers } from "../../src/runtime/config.ts";
+import { parseDnsServers } from "../../src/runtime/configOutbound.ts";
 import { startDnsServer, type TestDnsServer } from "../support/dnsServer.ts";
+import { until } from "../support/gateway.ts";
 import { tempDir } from "../support/tmp.ts";
 
 let dns: TestDnsServer;
@@ -79,8 +80,8 @@ describe("NameResolver (CREDGATE_DNS_SERVERS)", () => {
     expect(dns.count("hosts.dns.test")).toBe(queries);
     writeFileSync(hostsFile, "127.0.0.27 hosts.dns.test\n");
     utimesSync(hostsFile, new Date(), new Date(Date.now() + 5_000));
-    await Bun.sleep(1_050);
-    expect((await r.load("hosts.dns.test")).value).toEqual({ address: "127.0.0.27" });
+    // Read again at the next check of the file (at most once a second).
+    await until(async () => expect((await r.load("hosts.dns.test")).value).toEqual({ address: "127.0.0.27" }), 5000);
     expect((await r.load("alias.dns.test")).value).toEqual({ address: null, reason: "ENOTFOUND" });
   });
   test("a server that does not answer: the resolver's code, kept 1 s", async () => {
@@ -130,6 +131,7 @@ describe("Outbound's cache of answers", () => {
     dns.set("expiry.dns.test", { addresses: ["127.0.0.34"], ttl: 1 });
     expect((await out.resolveName("expiry.dns.test")).value).toEqual({ address: "127.0.0.33" });
     expect(dns.count("expiry.dns.test")).toBe(1);
+    // A fixed wait: it waits out the answer's real TTL (1 s, the shortest DNS carries) on the resolver's clock.
     await Bun.sleep(1_100);
     expect((await out.resolveName("expiry.dns.test")).value).toEqual({ address: "127.0.0.34" });
     expect(dns.count("expiry.dns.test")).toBe(2);
@@ -164,6 +166,7 @@ describe("the egress guard on names (docs/guards.md#egress-guard)", () => {
     for (let i = 0; i < 10; i++) expect(g.check("guard.dns.test", 443)).toBe(verdict);
     // The name now points at the metadata address: once the 1-s answer expired it is judged again, and refused.
     dns.set("guard.dns.test", { addresses: ["169.254.169.254"], ttl: 1 });
+    // A fixed wait: the verdict must stay cached until the TTL ends, so only the clock can end it.
     await Bun.sleep(1_100);
     const again = g.check("guard.dns.test", 443);
     expect(again instanceof Promise).toBe(true);

@@ -27,7 +27,7 @@ test("an idle tunnel is closed; one with bytes or a request in flight is not; a 
   sweeper.forget(sweeper.watch(forgotten, 200));
   const keepTalking = setInterval(() => (chatty.active = true), 20);
   await untilTrue(() => idle.closed, 5000);
-  // Well past its idle time, the chatty and the busy one are still open.
+  // Well past its idle time, the chatty and the busy one are still open (a fixed wait: it shows they are not closed).
   await Bun.sleep(600);
   expect([chatty.closed, busy.closed, forgotten.closed]).toEqual([false, false, false]);
   clearInterval(keepTalking);

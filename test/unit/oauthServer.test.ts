@@ -159,6 +159,7 @@ describe("controls", () => {
       const body = (await (await codeExchange(location!.searchParams.get("code")!, verifier)).json()) as Record<string, unknown>;
       expect(body.expires_in).toBe(1);
       expect((await get("/user", { authorization: `Bearer ${body.access_token}` })).status).toBe(200);
+      // A fixed wait: it waits out the token's real lifetime (1 s, the shortest the server issues).
       await Bun.sleep(1_100);
       const late = await get("/user", { authorization: `Bearer ${body.access_token}` });
       expect(late.status).toBe(401);

@@ -3,7 +3,8 @@
 // messages, test/support/otlpCollector.ts) and by JSON.parse, sampling, and the batch exporter against a real
 // HTTP collector on loopback: batching, a full queue and a refusing collector dropped and counted.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ConfigError, parseTracing, type TracingConfig } from "../../src/runtime/config.ts";
+import { ConfigError } from "../../src/runtime/config.ts";
+import { parseTracing, type TracingConfig } from "../../src/runtime/configTracing.ts";
 import { OtlpBatch, SpanKind, unixNanosString, type ExportScope, type SpanRecord } from "../../src/observability/otlp.ts";
 import { formatTraceparent, parseTraceparent } from "../../src/observability/traceContext.ts";
 import { Tracer } from "../../src/observability/tracing.ts";

@@ -4,6 +4,7 @@
 import { Type as T } from "@sinclair/typebox";
 import { ApiError, forbidden, unauthorized } from "../../core/errors.ts";
 import type { PendingScope } from "../../services/approvals.ts";
+import { approvalRecordView, approvalRequestView } from "../../services/approvalViews.ts";
 import type { Services } from "../../services/index.ts";
 import type { RequestContext } from "../auth.ts";
 import { noContent, route, type RouteDef } from "../route.ts";
@@ -44,7 +45,7 @@ async function decisionScope(services: Services, ctx: RequestContext, headers: H
 
 async function pendingResponse(services: Services, scope: PendingScope, query: URLSearchParams, signal: AbortSignal) {
   const rows = await services.approvals.poll(scope, excludeOf(query), signal);
-  return { requests: rows.map((r) => services.approvals.requestView(r)), timeoutSeconds: services.approvals.timeoutSeconds };
+  return { requests: rows.map(approvalRequestView), timeoutSeconds: services.approvals.timeoutSeconds };
 }
 
 export const approvalsRoutes: RouteDef[] = [
@@ -80,7 +81,7 @@ export const approvalsRoutes: RouteDef[] = [
     response: returns(R.ApprovalRecord),
     access: "project",
     handler: async ({ services, ctx, params }) =>
-      services.approvals.recordView(await services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId)),
+      approvalRecordView(await services.approvals.get({ organizationId: ctx.organizationId, projectId: ctx.projectId }, params.approvalId)),
   }),
   route({
     method: "POST",

@@ -1,7 +1,7 @@
 // The audit log (docs/operations.md#audit-log): `GET /org/audit` (organization·admin), the organization's events newest first.
 import { Type as T, type TSchema } from "@sinclair/typebox";
 import { ApiError } from "../../core/errors.ts";
-import type { AuditQuery } from "../../services/audit.ts";
+import type { AuditQuery } from "../../services/auditQuery.ts";
 import type { RequestContext } from "../auth.ts";
 import { returns } from "../responses.ts";
 import { route, type RouteDef } from "../route.ts";

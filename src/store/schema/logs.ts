@@ -40,7 +40,7 @@ export const requestLogs = table(
 
 /**
  * The audit log (docs/operations.md#audit-log): one row per management write, appended in `seq` order. Each row's
- * `hash` chains it to the previous row's (services/audit.ts), so an edited or deleted row breaks the chain.
+ * `hash` chains it to the previous row's (services/auditChain.ts), so an edited or deleted row breaks the chain.
  * `changes` is canonical JSON text (kept as written: the hash covers it exactly).
  */
 export const auditEvents = table(
