@@ -1,5 +1,6 @@
-// HTTP/2 frames (RFC 9113 §4 and RFC 9113 §6): the types, flags, error codes and settings the gateway uses, and the
-// builders of the frames it writes. A frame is a 9-byte header (length, type, flags, stream id) then its payload.
+// HTTP/2 frames (RFC 9113 §4 and RFC 9113 §6): the types, flags, error codes and settings the gateway uses, the
+// builders of the frames it writes, and `unpad` for the padded ones it reads. A frame is a 9-byte header (length,
+// type, flags, stream id) then its payload.
 export const FRAME_HEADER = 9;
 export const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 
@@ -117,4 +118,16 @@ export function headerFrames(stream: number, block: Buffer, endStream: boolean, 
     parts.push(frame(type, flags, stream, block.subarray(at, Math.min(block.length, at + maxFrame))));
   }
   return Buffer.concat(parts);
+}
+
+/**
+ * A DATA or HEADERS payload without its padding (PADDED flag) and the `extra` bytes after the pad length (HEADERS'
+ * priority fields); null when the padding is longer than the frame.
+ */
+export function unpad(flags: number, payload: Buffer, extra: number): Buffer | null {
+  if ((flags & PADDED) === 0) return extra === 0 ? payload : payload.length < extra ? null : payload.subarray(extra);
+  if (payload.length < 1) return null;
+  const pad = payload[0]!;
+  if (1 + extra + pad > payload.length) return null;
+  return payload.subarray(1 + extra, payload.length - pad);
 }

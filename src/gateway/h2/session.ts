@@ -7,27 +7,19 @@
 // is refused, the connection kept), rapid reset (the peer's resets and the ones it provokes), CONTINUATION
 // floods, HPACK tables beyond their limit and control-frame answers the peer does not read (GOAWAY
 // ENHANCE_YOUR_CALM).
+// The parts: stream.ts (one stream's state), sender.ts (the send side), headerBlock.ts (CONTINUATION assembly),
+// answers.ts (control-frame answers and their budget), rapidReset.ts (reset counting); this file reads and
+// dispatches frames, keeps the stream table and SETTINGS, and ends streams and the connection.
+import { Answers } from "./answers.ts";
 import * as f from "./frames.ts";
+import { PendingHeaderBlock } from "./headerBlock.ts";
 import { HpackDecoder, HpackEncoder, HpackError, type HeaderField } from "./hpack.ts";
+import { blamesPeer, ResetCounter } from "./rapidReset.ts";
+import { Sender, type H2Transport } from "./sender.ts";
+import { H2Stream, type StreamHandler, type StreamOwner } from "./stream.ts";
 
-/** Where the session's bytes go: the agent's socket or the origin's connection, batched per turn. */
-export interface H2Transport {
-  write(data: Uint8Array): void;
-  readonly needsDrain: boolean;
-  end(): void;
-  destroy(): void;
-}
-
-/** What one stream's user hears. */
-export interface StreamHandler {
-  /** A header block: a response head (client role; 1xx included), or trailers (`endStream` then true). */
-  onHeaders(stream: H2Stream, fields: HeaderField[], endStream: boolean): void;
-  onData(stream: H2Stream, chunk: Buffer, endStream: boolean): void;
-  /** The peer reset the stream, or the connection went away (`code`: the h2 error code). */
-  onReset(stream: H2Stream, code: number): void;
-  /** Everything queued has been sent: more may be written. */
-  onWritable(stream: H2Stream): void;
-}
+export { H2Stream };
+export type { H2Transport, StreamHandler };
 
 export interface SessionEvents {
   /** Server role: a new request stream, with its header block (already checked to be within the limits). */
@@ -60,123 +52,27 @@ export const DEFAULT_LIMITS: SessionLimits = {
   connectionWindow: 16 * 1024 * 1024,
 };
 
-/** More CONTINUATION frames than this in one header block: an attack (docs/gateway.md#http2-and-grpc). */
-const MAX_CONTINUATIONS = 32;
-/**
- * More resets than this within RAPID_RESET_MS: rapid reset (CVE-2023-44487). The client's RST_STREAM frames
- * count, and so do the resets it provokes us into sending (MadeYouReset, CVE-2025-8671): both free a stream
- * slot while the work it started goes on (docs/gateway.md#http2-and-grpc).
- */
-const MAX_RESETS = 200;
-const RAPID_RESET_MS = 10_000;
-/** A send queue past this many bytes tells its writer to wait. */
-const STREAM_HIGH_WATER = 64 * 1024;
-/**
- * Control frames we answer with (PING and SETTINGS ACKs, WINDOW_UPDATE, RST_STREAM) queued behind a socket the
- * peer does not read: past this many bytes, GOAWAY ENHANCE_YOUR_CALM (CVE-2019-9512/9515 ping and settings
- * floods; docs/gateway.md#http2-and-grpc).
- */
-const MAX_QUEUED_ANSWERS = 1024 * 1024;
-
-/** The error codes of a stream reset the peer provoked (it broke the protocol on that stream). */
-function blamesPeer(code: number): boolean {
-  return code === f.PROTOCOL_ERROR || code === f.FLOW_CONTROL_ERROR || code === f.STREAM_CLOSED || code === f.FRAME_SIZE_ERROR;
-}
-
-export class H2Stream {
-  /** The stream's user (set by whoever handles it: the front's request, or the upstream exchange). */
-  handler: StreamHandler | null = null;
-  sendWindow: number;
-  recvWindow: number;
-  /** Bytes the consumer took that the peer has not been credited for yet. */
-  #unacked = 0;
-  /** What waits to be sent: data chunks, then (once `#ending`) END_STREAM or trailers. */
-  readonly queue: Buffer[] = [];
-  queuedBytes = 0;
-  ending = false;
-  trailers: HeaderField[] | null = null;
-  /** The writer was told to wait: it hears `writable` once the queue has gone. */
-  waiting = false;
-  localEnded = false;
-  remoteEnded = false;
-  closed = false;
-  /** Client role: the final response head has arrived. */
-  responded = false;
-  /** Server role: the request's announced content-length (−1: none), and the data bytes seen. */
-  declaredLength = -1;
-  receivedLength = 0;
-  /**
-   * Server role: the request's DATA disagreed with its content-length (RFC 9113 §8.1.1), and the stream was reset
-   * for it: its user must not take what it received as a whole body (docs/gateway.md#message-framing).
-   */
-  malformed = false;
-
-  constructor(
-    readonly session: H2Session,
-    readonly id: number,
-  ) {
-    this.sendWindow = session.peerInitialWindow;
-    this.recvWindow = session.limits.streamWindow;
-  }
-
-  /** The consumer has taken `n` bytes of data: the peer may send that many more. */
-  consumed(n: number): void {
-    if (this.closed || this.remoteEnded || n <= 0) return;
-    this.#unacked += n;
-    if (this.#unacked >= this.session.limits.streamWindow / 4) {
-      this.session.creditStream(this, this.#unacked);
-      this.recvWindow += this.#unacked;
-      this.#unacked = 0;
-    }
-  }
-
-  sendHeaders(fields: Iterable<HeaderField>, endStream: boolean): void {
-    this.session.sendHeaders(this, fields, endStream);
-  }
-
-  /** Queues a chunk; false when the writer should wait for `writable`. */
-  sendData(chunk: Uint8Array, endStream = false): boolean {
-    return this.session.sendData(this, chunk, endStream);
-  }
-
-  /** Ends the stream after what is queued, with trailers when given. */
-  end(trailers: HeaderField[] | null = null): void {
-    this.session.endStream(this, trailers);
-  }
-
-  reset(code: number): void {
-    this.session.resetStream(this, code);
-  }
-}
-
 type Role = "server" | "client";
 
-export class H2Session {
+export class H2Session implements StreamOwner {
   readonly #streams = new Map<number, H2Stream>();
-  readonly #decoder: HpackDecoder;
+  readonly #decoder = new HpackDecoder();
   readonly #encoder = new HpackEncoder();
+  readonly #send: Sender;
+  readonly #answers: Answers;
+  /** A header block in progress (HEADERS without END_HEADERS, then its CONTINUATIONs). */
+  readonly #block = new PendingHeaderBlock();
+  readonly #resets = new ResetCounter();
   /** Incoming bytes not yet a whole frame. */
   #in: Buffer | null = null;
   #prefaceLeft: number;
   #settingsSeen = false;
-  /** A header block in progress: its stream, fragments, whether END_STREAM came with it, CONTINUATIONs so far. */
-  #block: { stream: number; parts: Buffer[]; endStream: boolean; continuations: number } | null = null;
   /** Highest peer-opened stream id (server) or next id to use (client). */
   #lastPeerStream = 0;
   #nextStream = 1;
   #active = 0;
-  #connSendWindow = f.DEFAULT_WINDOW;
   #connUnacked = 0;
-  /** Streams with bytes waiting for a window or the socket, in the order they started waiting. */
-  readonly #blocked = new Set<H2Stream>();
-  #resetTimes: number[] | null = null;
-  #resetAt = 0;
-  /** Bytes of answers written since the transport last drained while it held unsent bytes (MAX_QUEUED_ANSWERS). */
-  #queuedAnswers = 0;
-  /** PING and SETTINGS ACKs for the bytes being read: written as one buffer once they are read, not one each. */
-  readonly #acks: Buffer[] = [];
   peerInitialWindow = f.DEFAULT_WINDOW;
-  peerMaxFrame = f.DEFAULT_MAX_FRAME;
   /** The peer's stream limit (client role): new requests wait for a free slot, or go to another session. */
   peerMaxStreams = 100;
   /** We sent GOAWAY (no new streams are taken), or the peer did (none may be opened). */
@@ -190,7 +86,8 @@ export class H2Session {
     private readonly events: SessionEvents,
     readonly limits: SessionLimits = DEFAULT_LIMITS,
   ) {
-    this.#decoder = new HpackDecoder();
+    this.#send = new Sender(transport, this.#encoder, (stream) => this.#maybeClose(stream));
+    this.#answers = new Answers(transport);
     this.#prefaceLeft = role === "server" ? f.PREFACE.length : 0;
     const settings: [number, number][] = [
       [f.SETTINGS_MAX_CONCURRENT_STREAMS, limits.maxConcurrentStreams],
@@ -241,19 +138,15 @@ export class H2Session {
       this.#frame(type, flags, stream, payload);
     }
     if (!this.closed && at < buf.length) this.#in = at === 0 ? buf : Buffer.from(buf.subarray(at));
-    if (this.#acks.length > 0) this.#flushAcks();
-  }
-
-  #flushAcks(): void {
-    const acks = this.#acks.length === 1 ? this.#acks[0]! : Buffer.concat(this.#acks);
-    this.#acks.length = 0;
-    this.#answer(acks);
+    const acks = this.#answers.takeAcks();
+    if (acks !== null) this.#answer(acks);
   }
 
   #frame(type: number, flags: number, id: number, payload: Buffer): void {
     if (this.role === "server" && !this.#settingsSeen && type !== f.SETTINGS) return this.#fail(f.PROTOCOL_ERROR, "the first frame is not SETTINGS");
     // Nothing may come between a HEADERS without END_HEADERS and its CONTINUATIONs (RFC 9113 §6.10).
-    if (this.#block !== null && (type !== f.CONTINUATION || id !== this.#block.stream)) return this.#fail(f.PROTOCOL_ERROR, "header block interrupted");
+    const pending = this.#block.stream;
+    if (pending !== 0 && (type !== f.CONTINUATION || id !== pending)) return this.#fail(f.PROTOCOL_ERROR, "header block interrupted");
     switch (type) {
       case f.DATA:
         return this.#data(flags, id, payload);
@@ -273,7 +166,7 @@ export class H2Session {
       case f.PING:
         if (id !== 0) return this.#fail(f.PROTOCOL_ERROR, "PING on a stream");
         if (payload.length !== 8) return this.#fail(f.FRAME_SIZE_ERROR, "PING of the wrong size");
-        if ((flags & f.ACK) === 0) this.#acks.push(f.pingAck(payload));
+        if ((flags & f.ACK) === 0) this.#answers.ack(f.pingAck(payload));
         return;
       case f.GOAWAY:
         return this.#goaway(id, payload);
@@ -287,15 +180,6 @@ export class H2Session {
     }
   }
 
-  /** The payload without its padding (PADDED flag); null when the padding is longer than the frame. */
-  #unpad(flags: number, payload: Buffer, extra: number): Buffer | null {
-    if ((flags & f.PADDED) === 0) return extra === 0 ? payload : payload.length < extra ? null : payload.subarray(extra);
-    if (payload.length < 1) return null;
-    const pad = payload[0]!;
-    if (1 + extra + pad > payload.length) return null;
-    return payload.subarray(1 + extra, payload.length - pad);
-  }
-
   #data(flags: number, id: number, payload: Buffer): void {
     if (id === 0) return this.#fail(f.PROTOCOL_ERROR, "DATA on stream 0");
     const length = payload.length;
@@ -307,16 +191,12 @@ export class H2Session {
     }
     if (length > stream.recvWindow) return this.resetStream(stream, f.FLOW_CONTROL_ERROR);
     stream.recvWindow -= length;
-    const data = this.#unpad(flags, payload, 0);
+    const data = f.unpad(flags, payload, 0);
     if (data === null) return this.#fail(f.PROTOCOL_ERROR, "padding longer than the frame");
     // Padding is flow-controlled too, but nobody reads it: credit it at once.
     if (data.length < length) stream.consumed(length - data.length);
     const endStream = (flags & f.END_STREAM) !== 0;
-    if (this.role === "server") {
-      stream.receivedLength += data.length;
-      const declared = stream.declaredLength;
-      if (declared >= 0 && (stream.receivedLength > declared || (endStream && stream.receivedLength !== declared))) return this.#malformed(stream);
-    }
+    if (this.role === "server" && stream.bodyDisagrees(data.length, endStream)) return this.#malformed(stream);
     if (endStream) stream.remoteEnded = true;
     if (data.length > 0 || endStream) stream.handler?.onData(stream, data, endStream);
     if (endStream) this.#maybeClose(stream);
@@ -324,21 +204,20 @@ export class H2Session {
 
   #headers(flags: number, id: number, payload: Buffer): void {
     if (id === 0) return this.#fail(f.PROTOCOL_ERROR, "HEADERS on stream 0");
-    const fragment = this.#unpad(flags, payload, (flags & f.PRIORITY_FLAG) !== 0 ? 5 : 0);
+    const fragment = f.unpad(flags, payload, (flags & f.PRIORITY_FLAG) !== 0 ? 5 : 0);
     if (fragment === null) return this.#fail(f.PROTOCOL_ERROR, "padding longer than the frame");
     const endStream = (flags & f.END_STREAM) !== 0;
     if ((flags & f.END_HEADERS) !== 0) return this.#headerBlock(id, fragment, endStream);
-    this.#block = { stream: id, parts: [Buffer.from(fragment)], endStream, continuations: 0 };
+    this.#block.begin(id, fragment, endStream);
   }
 
   #continuation(flags: number, id: number, payload: Buffer): void {
     const block = this.#block;
-    if (block === null || id !== block.stream) return this.#fail(f.PROTOCOL_ERROR, "CONTINUATION without a header block");
-    if (++block.continuations > MAX_CONTINUATIONS) return this.#fail(f.ENHANCE_YOUR_CALM, "too many CONTINUATION frames");
-    block.parts.push(Buffer.from(payload));
+    if (block.stream === 0 || id !== block.stream) return this.#fail(f.PROTOCOL_ERROR, "CONTINUATION without a header block");
+    if (!block.add(payload)) return this.#fail(f.ENHANCE_YOUR_CALM, "too many CONTINUATION frames");
     if ((flags & f.END_HEADERS) === 0) return;
-    this.#block = null;
-    this.#headerBlock(id, Buffer.concat(block.parts), block.endStream);
+    const endStream = block.endStream;
+    this.#headerBlock(id, block.take(), endStream);
   }
 
   /** A complete header block: decoded (always: the table must stay in step), then a new stream, a response or trailers. */
@@ -384,7 +263,7 @@ export class H2Session {
     // Trailers end the stream (RFC 9113 §8.1).
     if (trailers && !endStream) return this.resetStream(stream, f.PROTOCOL_ERROR);
     // Trailers end the body: before its declared length, the request is malformed (RFC 9113 §8.1.1).
-    if (this.role === "server" && stream.declaredLength >= 0 && stream.receivedLength !== stream.declaredLength) return this.#malformed(stream);
+    if (this.role === "server" && stream.endedShort()) return this.#malformed(stream);
     if (endStream) stream.remoteEnded = true;
     stream.handler?.onHeaders(stream, fields, endStream);
     if (endStream) this.#maybeClose(stream);
@@ -394,22 +273,12 @@ export class H2Session {
     if (id === 0) return this.#fail(f.PROTOCOL_ERROR, "RST_STREAM on stream 0");
     if (payload.length !== 4) return this.#fail(f.FRAME_SIZE_ERROR, "RST_STREAM of the wrong size");
     if (!this.#known(id)) return this.#fail(f.PROTOCOL_ERROR, "RST_STREAM on an idle stream");
-    if (this.role === "server" && this.#rapidReset()) return this.#fail(f.ENHANCE_YOUR_CALM, "too many stream resets");
+    if (this.role === "server" && this.#resets.tooMany()) return this.#fail(f.ENHANCE_YOUR_CALM, "too many stream resets");
     const stream = this.#streams.get(id);
     if (!stream) return;
     const code = payload.readUInt32BE(0);
     this.#close(stream);
     stream.handler?.onReset(stream, code);
-  }
-
-  /** Whether this reset is one too many within the window: the times of the last MAX_RESETS are kept, and this one is the MAX_RESETS+1st within RAPID_RESET_MS of the oldest. */
-  #rapidReset(): boolean {
-    const now = performance.now();
-    const times = (this.#resetTimes ??= new Array<number>(MAX_RESETS).fill(-Infinity));
-    const oldest = times[this.#resetAt]!;
-    times[this.#resetAt] = now;
-    this.#resetAt = (this.#resetAt + 1) % times.length;
-    return now - oldest < RAPID_RESET_MS;
   }
 
   #settings(flags: number, id: number, payload: Buffer): void {
@@ -445,14 +314,14 @@ export class H2Session {
         }
         case f.SETTINGS_MAX_FRAME_SIZE:
           if (value < f.DEFAULT_MAX_FRAME || value > 0xffffff) return this.#fail(f.PROTOCOL_ERROR, "invalid SETTINGS_MAX_FRAME_SIZE");
-          this.peerMaxFrame = value;
+          this.#send.maxFrame = value;
           break;
         default:
           break;
       }
     }
-    this.#acks.push(f.SETTINGS_ACK);
-    this.#pumpBlocked();
+    this.#answers.ack(f.SETTINGS_ACK);
+    this.#send.pumpBlocked();
   }
 
   #goaway(id: number, payload: Buffer): void {
@@ -477,9 +346,9 @@ export class H2Session {
     const increment = payload.readUInt32BE(0) & f.MAX_WINDOW;
     if (id === 0) {
       if (increment === 0) return this.#fail(f.PROTOCOL_ERROR, "WINDOW_UPDATE of 0");
-      this.#connSendWindow += increment;
-      if (this.#connSendWindow > f.MAX_WINDOW) return this.#fail(f.FLOW_CONTROL_ERROR, "connection window overflow");
-      return this.#pumpBlocked();
+      this.#send.connWindow += increment;
+      if (this.#send.connWindow > f.MAX_WINDOW) return this.#fail(f.FLOW_CONTROL_ERROR, "connection window overflow");
+      return this.#send.pumpBlocked();
     }
     const stream = this.#streams.get(id);
     if (!stream) {
@@ -489,7 +358,7 @@ export class H2Session {
     if (increment === 0) return this.resetStream(stream, f.PROTOCOL_ERROR);
     stream.sendWindow += increment;
     if (stream.sendWindow > f.MAX_WINDOW) return this.resetStream(stream, f.FLOW_CONTROL_ERROR);
-    this.#pump(stream);
+    this.#send.pump(stream);
   }
 
   /** Whether `id` is a stream that was opened at some point (not idle). */
@@ -510,16 +379,10 @@ export class H2Session {
     this.#answer(f.windowUpdate(stream.id, n));
   }
 
-  /**
-   * Writes a control frame that answers the peer. When the transport already holds bytes the peer has not
-   * taken, it waits behind them: past MAX_QUEUED_ANSWERS of those, the peer is flooding us without reading.
-   */
+  /** Writes a control frame that answers the peer, within the budget of answers it does not read (answers.ts). */
   #answer(frame: Buffer): void {
     if (this.closed) return;
-    this.transport.write(frame);
-    if (!this.transport.needsDrain) return;
-    this.#queuedAnswers += frame.length;
-    if (this.#queuedAnswers > MAX_QUEUED_ANSWERS) this.#fail(f.ENHANCE_YOUR_CALM, "control frames answered faster than the peer reads them");
+    if (!this.#answers.write(frame)) this.#fail(f.ENHANCE_YOUR_CALM, "control frames answered faster than the peer reads them");
   }
 
   // --- streams ---
@@ -543,93 +406,21 @@ export class H2Session {
   }
 
   sendHeaders(stream: H2Stream, fields: Iterable<HeaderField>, endStream: boolean): void {
-    if (stream.closed || stream.localEnded) return;
-    this.#writeHeaders(stream.id, this.#encoder.encode(fields), endStream);
-    if (endStream) {
-      stream.localEnded = true;
-      this.#maybeClose(stream);
-    }
+    this.#send.headers(stream, fields, endStream);
   }
 
   sendData(stream: H2Stream, chunk: Uint8Array, endStream: boolean): boolean {
-    if (stream.closed || stream.localEnded || stream.ending) return false;
-    if (chunk.byteLength > 0) {
-      stream.queue.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-      stream.queuedBytes += chunk.byteLength;
-    }
-    if (endStream) stream.ending = true;
-    this.#pump(stream);
-    if (stream.closed || stream.localEnded) return !stream.closed;
-    if (stream.queuedBytes < STREAM_HIGH_WATER && !this.transport.needsDrain) return true;
-    stream.waiting = true;
-    // Nothing queued, the socket full: the stream waits for its drain with the others.
-    this.#blocked.add(stream);
-    return false;
-  }
-
-  /** A header block: one HEADERS frame (its 9-byte header, then the block as it is), or HEADERS + CONTINUATIONs. */
-  #writeHeaders(id: number, block: Buffer, endStream: boolean): void {
-    if (block.length > this.peerMaxFrame) return this.transport.write(f.headerFrames(id, block, endStream, this.peerMaxFrame));
-    this.transport.write(f.frameHeader(block.length, f.HEADERS, (endStream ? f.END_STREAM : 0) | f.END_HEADERS, id));
-    this.transport.write(block);
+    return this.#send.data(stream, chunk, endStream);
   }
 
   endStream(stream: H2Stream, trailers: HeaderField[] | null): void {
-    if (stream.closed || stream.localEnded || stream.ending) return;
-    stream.ending = true;
-    stream.trailers = trailers;
-    this.#pump(stream);
-  }
-
-  /** Sends what the stream's windows and the socket allow; tells the writer once its queue is empty. */
-  #pump(stream: H2Stream): void {
-    if (stream.closed) return;
-    const queue = stream.queue;
-    while (queue.length > 0) {
-      if (this.transport.needsDrain) return void this.#blocked.add(stream);
-      const chunk = queue[0]!;
-      const n = Math.min(chunk.length, stream.sendWindow, this.#connSendWindow, this.peerMaxFrame);
-      if (n <= 0) return void this.#blocked.add(stream);
-      const last = n === chunk.length && queue.length === 1 && stream.ending && stream.trailers === null;
-      this.transport.write(f.frameHeader(n, f.DATA, last ? f.END_STREAM : 0, stream.id));
-      this.transport.write(n === chunk.length ? chunk : chunk.subarray(0, n));
-      if (n === chunk.length) queue.shift();
-      else queue[0] = chunk.subarray(n);
-      stream.queuedBytes -= n;
-      stream.sendWindow -= n;
-      this.#connSendWindow -= n;
-      if (last) {
-        stream.localEnded = true;
-        this.#blocked.delete(stream);
-        return this.#maybeClose(stream);
-      }
-    }
-    this.#blocked.delete(stream);
-    if (stream.ending && !stream.localEnded) {
-      stream.localEnded = true;
-      if (stream.trailers !== null) this.#writeHeaders(stream.id, this.#encoder.encode(stream.trailers), true);
-      else this.transport.write(f.frame(f.DATA, f.END_STREAM, stream.id, null));
-      return this.#maybeClose(stream);
-    }
-    if (!stream.waiting) return;
-    if (this.transport.needsDrain) return void this.#blocked.add(stream);
-    stream.waiting = false;
-    stream.handler?.onWritable(stream);
-  }
-
-  /** Windows opened or the socket drained: the waiting streams go on, oldest first. */
-  #pumpBlocked(): void {
-    if (this.#blocked.size === 0) return;
-    for (const stream of [...this.#blocked]) {
-      if (this.transport.needsDrain) return;
-      this.#pump(stream);
-    }
+    this.#send.end(stream, trailers);
   }
 
   /** The transport has written everything it held. */
   drained(): void {
-    this.#queuedAnswers = 0;
-    this.#pumpBlocked();
+    this.#answers.drained();
+    this.#send.pumpBlocked();
   }
 
   resetStream(stream: H2Stream, code: number): void {
@@ -656,7 +447,7 @@ export class H2Session {
 
   /** Server role: a reset the client provoked counts as one of its own; true when it was one too many (the session failed). */
   #provokedTooOften(code: number): boolean {
-    if (this.role !== "server" || !blamesPeer(code) || !this.#rapidReset()) return false;
+    if (this.role !== "server" || !blamesPeer(code) || !this.#resets.tooMany()) return false;
     this.#fail(f.ENHANCE_YOUR_CALM, "too many stream resets");
     return true;
   }
@@ -668,9 +459,7 @@ export class H2Session {
   #close(stream: H2Stream): void {
     if (stream.closed) return;
     stream.closed = true;
-    stream.queue.length = 0;
-    stream.queuedBytes = 0;
-    this.#blocked.delete(stream);
+    this.#send.forget(stream);
     this.#streams.delete(stream.id);
     this.#active--;
     this.events.streamClosed?.(stream);
@@ -723,8 +512,8 @@ export class H2Session {
     if (this.closed) return;
     this.closed = true;
     this.#in = null;
-    this.#acks.length = 0;
-    this.#block = null;
+    this.#answers.clear();
+    this.#block.clear();
     const open = [...this.#streams.values()];
     for (const s of open) this.#close(s);
     for (const s of open) s.handler?.onReset(s, code);
