@@ -1,7 +1,8 @@
 // The control frames an HTTP/2 session answers the peer with (PING and SETTINGS ACKs, WINDOW_UPDATE, RST_STREAM),
 // and their budget: answers queued behind a socket the peer does not read are a flood (CVE-2019-9512/9515 ping
 // and settings floods), past MAX_QUEUED_ANSWERS bytes the session ends with ENHANCE_YOUR_CALM
-// (docs/gateway.md#http2-and-grpc).
+// (docs/gateway.md#http2-and-grpc). The connection's receive window is credited here too: on receipt.
+import * as f from "./frames.ts";
 import type { H2Transport } from "./sender.ts";
 
 /** Bytes of answers that may wait behind unsent bytes before the peer counts as flooding us. */
@@ -12,8 +13,24 @@ export class Answers {
   #queued = 0;
   /** PING and SETTINGS ACKs for the bytes being read: written as one buffer once they are read, not one each. */
   readonly #acks: Buffer[] = [];
+  /** DATA bytes received that the connection's window has not been credited for yet. */
+  #connUnacked = 0;
 
-  constructor(private readonly transport: H2Transport) {}
+  constructor(
+    private readonly transport: H2Transport,
+    /** Our connection receive window (SessionLimits.connectionWindow). */
+    private readonly connectionWindow: number,
+  ) {}
+
+  /** `n` bytes of DATA arrived: the connection's window is credited a quarter at a time; false when over the budget. */
+  creditConnection(n: number): boolean {
+    if (n === 0) return true;
+    this.#connUnacked += n;
+    if (this.#connUnacked < this.connectionWindow / 4) return true;
+    const frame = f.windowUpdate(0, this.#connUnacked);
+    this.#connUnacked = 0;
+    return this.write(frame);
+  }
 
   /** An ACK, sent with the others once the bytes being read are handled. */
   ack(frame: Buffer): void {

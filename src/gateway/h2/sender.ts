@@ -3,7 +3,7 @@
 // and the waiting streams go on, oldest first, when a window opens or the socket drains.
 import * as f from "./frames.ts";
 import type { HeaderField, HpackEncoder } from "./hpack.ts";
-import type { H2Stream } from "./stream.ts";
+import type { H2Stream, StreamSender } from "./stream.ts";
 
 /** Where the session's bytes go: the agent's socket or the origin's connection, batched per turn. */
 export interface H2Transport {
@@ -16,7 +16,7 @@ export interface H2Transport {
 /** A send queue past this many bytes tells its writer to wait. */
 const STREAM_HIGH_WATER = 64 * 1024;
 
-export class Sender {
+export class Sender implements StreamSender {
   /** The connection's send window (the peer's receive window for all streams together). */
   connWindow = f.DEFAULT_WINDOW;
   /** The peer's SETTINGS_MAX_FRAME_SIZE. */

@@ -1,25 +1,23 @@
 // One HTTP/2 connection (RFC 9113), either side of the gateway (docs/gateway.md#http2-and-grpc): the agent's
 // (server role, inside an intercepted tunnel) or an origin's (client role, pooled). It reads frames off the
-// bytes it is fed, keeps HPACK in step, and runs flow control per stream: a stream's receive window is
-// credited only when its consumer has taken the bytes (so a slow reader holds back its own stream and no
-// other), the connection's on receipt. What it sends waits per stream for its windows and for the socket.
-// The attack limits are enforced here: concurrent streams (REFUSED_STREAM), the header list size (the stream
-// is refused, the connection kept), rapid reset (the peer's resets and the ones it provokes), CONTINUATION
-// floods, HPACK tables beyond their limit and control-frame answers the peer does not read (GOAWAY
-// ENHANCE_YOUR_CALM).
-// The parts: stream.ts (one stream's state), sender.ts (the send side), headerBlock.ts (CONTINUATION assembly),
-// answers.ts (control-frame answers and their budget), rapidReset.ts (reset counting); this file reads and
-// dispatches frames, keeps the stream table and SETTINGS, and ends streams and the connection.
+// bytes it is fed, dispatches them, keeps HPACK in step and the table of open streams, and ends streams and
+// the connection. A stream's receive window is credited only when its consumer has taken the bytes (a slow
+// reader holds back its own stream and no other), the connection's on receipt. The attack limits are enforced
+// here or in the part that owns them: concurrent streams (REFUSED_STREAM), the header list size (the stream is
+// refused, the connection kept), HPACK tables beyond their limit; rapid reset (rapidReset.ts), CONTINUATION
+// floods (headerBlock.ts) and answers the peer does not read (answers.ts) end it with ENHANCE_YOUR_CALM.
+// The other parts: stream.ts (one stream's state), sender.ts (the send side), settings.ts (SETTINGS both ways).
 import { Answers } from "./answers.ts";
 import * as f from "./frames.ts";
 import { PendingHeaderBlock } from "./headerBlock.ts";
 import { HpackDecoder, HpackEncoder, HpackError, type HeaderField } from "./hpack.ts";
 import { blamesPeer, ResetCounter } from "./rapidReset.ts";
 import { Sender, type H2Transport } from "./sender.ts";
+import { announcedSettings, applyPeerSettings, DEFAULT_LIMITS, type SessionLimits } from "./settings.ts";
 import { H2Stream, type StreamHandler, type StreamOwner } from "./stream.ts";
 
-export { H2Stream };
-export type { H2Transport, StreamHandler };
+export { DEFAULT_LIMITS, H2Stream };
+export type { H2Transport, SessionLimits, StreamHandler };
 
 export interface SessionEvents {
   /** Server role: a new request stream, with its header block (already checked to be within the limits). */
@@ -33,24 +31,6 @@ export interface SessionEvents {
   /** The session is over: GOAWAY either way, a protocol error, or the transport closed. */
   closed?(): void;
 }
-
-export interface SessionLimits {
-  /** SETTINGS_MAX_CONCURRENT_STREAMS we announce (server role). */
-  maxConcurrentStreams: number;
-  /** SETTINGS_MAX_HEADER_LIST_SIZE we announce and enforce. */
-  maxHeaderListSize: number;
-  /** Our receive window per stream, credited as the consumer reads. */
-  streamWindow: number;
-  /** Our connection receive window, credited on receipt. */
-  connectionWindow: number;
-}
-
-export const DEFAULT_LIMITS: SessionLimits = {
-  maxConcurrentStreams: 100,
-  maxHeaderListSize: 65_536,
-  streamWindow: 256 * 1024,
-  connectionWindow: 16 * 1024 * 1024,
-};
 
 type Role = "server" | "client";
 
@@ -70,8 +50,6 @@ export class H2Session implements StreamOwner {
   /** Highest peer-opened stream id (server) or next id to use (client). */
   #lastPeerStream = 0;
   #nextStream = 1;
-  #active = 0;
-  #connUnacked = 0;
   peerInitialWindow = f.DEFAULT_WINDOW;
   /** The peer's stream limit (client role): new requests wait for a free slot, or go to another session. */
   peerMaxStreams = 100;
@@ -87,27 +65,21 @@ export class H2Session implements StreamOwner {
     readonly limits: SessionLimits = DEFAULT_LIMITS,
   ) {
     this.#send = new Sender(transport, this.#encoder, (stream) => this.#maybeClose(stream));
-    this.#answers = new Answers(transport);
+    this.#answers = new Answers(transport, limits.connectionWindow);
     this.#prefaceLeft = role === "server" ? f.PREFACE.length : 0;
-    const settings: [number, number][] = [
-      [f.SETTINGS_MAX_CONCURRENT_STREAMS, limits.maxConcurrentStreams],
-      [f.SETTINGS_INITIAL_WINDOW_SIZE, limits.streamWindow],
-      [f.SETTINGS_MAX_HEADER_LIST_SIZE, limits.maxHeaderListSize],
-      [f.SETTINGS_ENABLE_PUSH, 0],
-    ];
     if (role === "client") transport.write(f.PREFACE);
-    transport.write(f.settingsFrame(settings));
+    transport.write(announcedSettings(limits));
     transport.write(f.windowUpdate(0, limits.connectionWindow - f.DEFAULT_WINDOW));
   }
 
   /** Streams open now. */
   get activeStreams(): number {
-    return this.#active;
+    return this.#streams.size;
   }
 
   /** Client role: whether a new stream may be opened now. */
   get canOpen(): boolean {
-    return !this.closed && !this.goingAway && !this.peerWentAway && this.#active < this.peerMaxStreams && this.#nextStream < f.MAX_WINDOW;
+    return !this.closed && !this.goingAway && !this.peerWentAway && this.#streams.size < this.peerMaxStreams && this.#nextStream < f.MAX_WINDOW;
   }
 
   // --- reading ---
@@ -183,7 +155,7 @@ export class H2Session implements StreamOwner {
   #data(flags: number, id: number, payload: Buffer): void {
     if (id === 0) return this.#fail(f.PROTOCOL_ERROR, "DATA on stream 0");
     const length = payload.length;
-    this.#creditConnection(length);
+    if (!this.#answers.creditConnection(length)) this.#flooded();
     const stream = this.#streams.get(id);
     if (!stream || stream.remoteEnded) {
       if (!this.#known(id)) return this.#fail(f.PROTOCOL_ERROR, "DATA on an idle stream");
@@ -244,7 +216,7 @@ export class H2Session implements StreamOwner {
       return this.#fail(f.PROTOCOL_ERROR, "invalid stream id");
     }
     this.#lastPeerStream = id;
-    if (this.goingAway || this.#active >= this.limits.maxConcurrentStreams) return this.#resetId(id, f.REFUSED_STREAM);
+    if (this.goingAway || this.#streams.size >= this.limits.maxConcurrentStreams) return this.#resetId(id, f.REFUSED_STREAM);
     const stream = this.#open(id);
     if (endStream) stream.remoteEnded = true;
     if (oversize) {
@@ -289,37 +261,8 @@ export class H2Session implements StreamOwner {
     }
     if (payload.length % 6 !== 0) return this.#fail(f.FRAME_SIZE_ERROR, "SETTINGS of the wrong size");
     this.#settingsSeen = true;
-    for (let at = 0; at < payload.length; at += 6) {
-      const key = payload.readUInt16BE(at);
-      const value = payload.readUInt32BE(at + 2);
-      switch (key) {
-        case f.SETTINGS_HEADER_TABLE_SIZE:
-          this.#encoder.setMaxSize(value);
-          break;
-        case f.SETTINGS_ENABLE_PUSH:
-          if (value > 1) return this.#fail(f.PROTOCOL_ERROR, "invalid SETTINGS_ENABLE_PUSH");
-          break;
-        case f.SETTINGS_MAX_CONCURRENT_STREAMS:
-          this.peerMaxStreams = value;
-          break;
-        case f.SETTINGS_INITIAL_WINDOW_SIZE: {
-          if (value > f.MAX_WINDOW) return this.#fail(f.FLOW_CONTROL_ERROR, "SETTINGS_INITIAL_WINDOW_SIZE too large");
-          const delta = value - this.peerInitialWindow;
-          this.peerInitialWindow = value;
-          for (const s of this.#streams.values()) {
-            s.sendWindow += delta;
-            if (s.sendWindow > f.MAX_WINDOW) return this.#fail(f.FLOW_CONTROL_ERROR, "stream window overflow");
-          }
-          break;
-        }
-        case f.SETTINGS_MAX_FRAME_SIZE:
-          if (value < f.DEFAULT_MAX_FRAME || value > 0xffffff) return this.#fail(f.PROTOCOL_ERROR, "invalid SETTINGS_MAX_FRAME_SIZE");
-          this.#send.maxFrame = value;
-          break;
-        default:
-          break;
-      }
-    }
+    const error = applyPeerSettings(payload, this, this.#send, this.#encoder, this.#streams);
+    if (error !== null) return this.#fail(error.code, error.reason);
     this.#answers.ack(f.SETTINGS_ACK);
     this.#send.pumpBlocked();
   }
@@ -338,7 +281,7 @@ export class H2Session implements StreamOwner {
         s.handler?.onReset(s, f.REFUSED_STREAM);
       }
     }
-    if (this.#active === 0) this.#finish();
+    if (this.#streams.size === 0) this.#finish();
   }
 
   #windowUpdate(id: number, payload: Buffer): void {
@@ -366,15 +309,6 @@ export class H2Session implements StreamOwner {
     return this.role === "server" ? (id % 2 === 1 && id <= this.#lastPeerStream) || id % 2 === 0 : id % 2 === 1 ? id < this.#nextStream : false;
   }
 
-  #creditConnection(n: number): void {
-    if (n === 0) return;
-    this.#connUnacked += n;
-    if (this.#connUnacked >= this.limits.connectionWindow / 4) {
-      this.#answer(f.windowUpdate(0, this.#connUnacked));
-      this.#connUnacked = 0;
-    }
-  }
-
   creditStream(stream: H2Stream, n: number): void {
     this.#answer(f.windowUpdate(stream.id, n));
   }
@@ -382,15 +316,18 @@ export class H2Session implements StreamOwner {
   /** Writes a control frame that answers the peer, within the budget of answers it does not read (answers.ts). */
   #answer(frame: Buffer): void {
     if (this.closed) return;
-    if (!this.#answers.write(frame)) this.#fail(f.ENHANCE_YOUR_CALM, "control frames answered faster than the peer reads them");
+    if (!this.#answers.write(frame)) this.#flooded();
+  }
+
+  #flooded(): void {
+    this.#fail(f.ENHANCE_YOUR_CALM, "control frames answered faster than the peer reads them");
   }
 
   // --- streams ---
 
   #open(id: number): H2Stream {
-    const stream = new H2Stream(this, id);
+    const stream = new H2Stream(this, this.#send, id);
     this.#streams.set(id, stream);
-    this.#active++;
     return stream;
   }
 
@@ -401,20 +338,8 @@ export class H2Session implements StreamOwner {
     this.#nextStream += 2;
     const stream = this.#open(id);
     stream.handler = handler;
-    this.sendHeaders(stream, fields, endStream);
-    return stream;
-  }
-
-  sendHeaders(stream: H2Stream, fields: Iterable<HeaderField>, endStream: boolean): void {
     this.#send.headers(stream, fields, endStream);
-  }
-
-  sendData(stream: H2Stream, chunk: Uint8Array, endStream: boolean): boolean {
-    return this.#send.data(stream, chunk, endStream);
-  }
-
-  endStream(stream: H2Stream, trailers: HeaderField[] | null): void {
-    this.#send.end(stream, trailers);
+    return stream;
   }
 
   /** The transport has written everything it held. */
@@ -461,9 +386,8 @@ export class H2Session implements StreamOwner {
     stream.closed = true;
     this.#send.forget(stream);
     this.#streams.delete(stream.id);
-    this.#active--;
     this.events.streamClosed?.(stream);
-    if (this.#active === 0 && (this.goingAway || this.peerWentAway)) this.#finish();
+    if (this.#streams.size === 0 && (this.goingAway || this.peerWentAway)) this.#finish();
   }
 
   // --- the connection ---
@@ -476,7 +400,7 @@ export class H2Session implements StreamOwner {
     if (this.closed || this.goingAway) return;
     this.goingAway = true;
     this.transport.write(f.goaway(this.#lastPeerStream, code));
-    if (this.#active === 0) this.#finish();
+    if (this.#streams.size === 0) this.#finish();
   }
 
   /** A connection error: GOAWAY with `code`, every stream reset, the transport ended. */

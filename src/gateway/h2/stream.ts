@@ -1,6 +1,7 @@
 // One HTTP/2 stream's state (docs/gateway.md#http2-and-grpc): its windows both ways, what waits to be sent, how
 // far each end has got, and (server role) whether the request's DATA agrees with its content-length
-// (docs/gateway.md#message-framing). The session that owns it does the framing; the stream is what its user holds.
+// (docs/gateway.md#message-framing). Its session reads its frames and the send side (sender.ts) writes them;
+// the stream is what its user holds.
 import type { HeaderField } from "./hpack.ts";
 
 /** What one stream's user hears. */
@@ -14,15 +15,20 @@ export interface StreamHandler {
   onWritable(stream: H2Stream): void;
 }
 
-/** What a stream asks of the session it belongs to (the session implements it; kept here so neither file imports the other). */
+// The session and its send side implement these two, declared here so that neither file imports the other.
+/** What a stream asks of the session it belongs to. */
 export interface StreamOwner {
   readonly peerInitialWindow: number;
   readonly limits: { readonly streamWindow: number };
   creditStream(stream: H2Stream, n: number): void;
-  sendHeaders(stream: H2Stream, fields: Iterable<HeaderField>, endStream: boolean): void;
-  sendData(stream: H2Stream, chunk: Uint8Array, endStream: boolean): boolean;
-  endStream(stream: H2Stream, trailers: HeaderField[] | null): void;
   resetStream(stream: H2Stream, code: number): void;
+}
+
+/** What a stream asks of its session's send side (sender.ts). */
+export interface StreamSender {
+  headers(stream: H2Stream, fields: Iterable<HeaderField>, endStream: boolean): void;
+  data(stream: H2Stream, chunk: Uint8Array, endStream: boolean): boolean;
+  end(stream: H2Stream, trailers: HeaderField[] | null): void;
 }
 
 export class H2Stream {
@@ -55,6 +61,7 @@ export class H2Stream {
 
   constructor(
     readonly session: StreamOwner,
+    private readonly send: StreamSender,
     readonly id: number,
   ) {
     this.sendWindow = session.peerInitialWindow;
@@ -88,17 +95,17 @@ export class H2Stream {
   }
 
   sendHeaders(fields: Iterable<HeaderField>, endStream: boolean): void {
-    this.session.sendHeaders(this, fields, endStream);
+    this.send.headers(this, fields, endStream);
   }
 
   /** Queues a chunk; false when the writer should wait for `writable`. */
   sendData(chunk: Uint8Array, endStream = false): boolean {
-    return this.session.sendData(this, chunk, endStream);
+    return this.send.data(this, chunk, endStream);
   }
 
   /** Ends the stream after what is queued, with trailers when given. */
   end(trailers: HeaderField[] | null = null): void {
-    this.session.endStream(this, trailers);
+    this.send.end(this, trailers);
   }
 
   reset(code: number): void {
