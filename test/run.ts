@@ -110,8 +110,9 @@ const started = performance.now();
 const passes: [string, Promise<Outcome>][] = fast
   ? [["SQLite", run("SQLite (embedded store), fast tier", FAST_RUN, { CREDGATE_TEST_ENGINE: "sqlite" }, true)]]
   : [
-      ["SQLite", run("SQLite (embedded store)", SQLITE_RUN, { CREDGATE_TEST_ENGINE: "sqlite" }, true)],
-      ["PostgreSQL", run("PostgreSQL (shared store)", POSTGRES_RUN, { CREDGATE_TEST_ENGINE: "postgres" }, false)],
+      // Each pass picks its free ports from its own half of the range (test/support/ports.ts).
+      ["SQLite", run("SQLite (embedded store)", SQLITE_RUN, { CREDGATE_TEST_ENGINE: "sqlite", CREDGATE_TEST_PORT_SLICE: "0/2" }, true)],
+      ["PostgreSQL", run("PostgreSQL (shared store)", POSTGRES_RUN, { CREDGATE_TEST_ENGINE: "postgres", CREDGATE_TEST_PORT_SLICE: "1/2" }, false)],
     ];
 const results: [string, Outcome][] = [];
 for (const [label, pending] of passes) {
