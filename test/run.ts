@@ -48,6 +48,11 @@ const fast = process.argv.includes("--fast");
 // this Bun, whose default is 5 s — too tight for a loaded CI machine).
 const extra = ["--timeout", "60000", ...process.argv.slice(2).filter((a) => a !== "--fast")];
 
+/** Writes to stdout and resolves once written: nothing printed later overtakes it, and exit cuts none of it. */
+function print(text: string): Promise<void> {
+  return new Promise((resolve) => process.stdout.write(text, () => resolve()));
+}
+
 interface Outcome {
   pass: number;
   fail: number;
@@ -66,8 +71,8 @@ async function run(label: string, paths: string[], env: Record<string, string>, 
   const failed: string[] = [];
   const seconds = new Map<string, number>();
   let output = "";
-  const emit = (text: string) => (live ? process.stdout.write(text) : (output += text));
-  emit(`\n── ${label} ──\n`);
+  const emit = async (text: string) => (live ? print(text) : void (output += text));
+  await emit(`\n── ${label} ──\n`);
   // bun names the file on a line of its own ("test/e2e/x.test.ts:") before that file's results, and prints a
   // failure's error before its "(fail)" line.
   let file = "";
@@ -79,7 +84,7 @@ async function run(label: string, paths: string[], env: Record<string, string>, 
     let rest = "";
     for await (const chunk of stream) {
       const text = decoder.decode(chunk, { stream: true });
-      emit(text);
+      await emit(text);
       const lines = (rest + text).split("\n");
       rest = lines.pop()!;
       for (const line of lines) {
@@ -117,20 +122,21 @@ const passes: [string, Promise<Outcome>][] = fast
 const results: [string, Outcome][] = [];
 for (const [label, pending] of passes) {
   const outcome = await pending;
-  process.stdout.write(outcome.output);
+  await print(outcome.output);
   results.push([label, outcome]);
 }
 const slowest = results
   .flatMap(([label, r]) => [...r.seconds].map(([file, s]) => ({ label, file, s })))
   .sort((a, b) => b.s - a.s)
   .slice(0, 12);
-console.log(`\nSlowest files (seconds in their tests; the run took ${((performance.now() - started) / 1000).toFixed(0)} s):`);
-for (const { label, file, s } of slowest) console.log(`  ${s.toFixed(1).padStart(6)}  ${label}  ${file}`);
+const lines = [`\nSlowest files (seconds in their tests; the run took ${((performance.now() - started) / 1000).toFixed(0)} s):`];
+for (const { label, file, s } of slowest) lines.push(`  ${s.toFixed(1).padStart(6)}  ${label}  ${file}`);
 for (const [label, r] of results) {
-  for (const name of r.failed) console.log(`failed (${label}) ${name}`);
+  for (const name of r.failed) lines.push(`failed (${label}) ${name}`);
 }
-console.log(`\n${results.map(([label, r]) => `${label}: ${r.pass} pass, ${r.fail} fail`).join(" · ")}`);
+lines.push(`\n${results.map(([label, r]) => `${label}: ${r.pass} pass, ${r.fail} fail`).join(" · ")}`);
 const total = (key: "pass" | "fail") => results.reduce((n, [, r]) => n + r[key], 0);
-console.log(` ${total("pass")} pass`);
-console.log(` ${total("fail")} fail`);
+lines.push(` ${total("pass")} pass`, ` ${total("fail")} fail`);
+// The totals are the last lines CI reads: everything before them has been written whole when they are.
+await print(`${lines.join("\n")}\n`);
 process.exit(results.every(([, r]) => r.code === 0) ? 0 : 1);
