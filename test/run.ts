@@ -1,13 +1,22 @@
-// README's test command (`npm test`): the whole suite on the embedded SQLite store and, at the same time, the
-// suites where the engine matters again on a real PostgreSQL server (test/support/postgres.ts), plus the
-// multi-instance suite, which only makes sense there. The two passes share no state (each its own ports, data
-// dirs and PostgreSQL server), so they run side by side: the SQLite pass prints as it goes, the PostgreSQL
-// pass's output is printed whole after it (their lines would interleave otherwise). Then the slowest files, the
-// failed tests' names (CI keeps only the tail of a log) and the totals in bun's format (` N pass`, ` N fail`).
+// README's test command (`npm test`): the whole suite on the embedded SQLite store, and the suites where the
+// engine matters again on a real PostgreSQL server (test/support/postgres.ts), plus the multi-instance suite,
+// which only makes sense there. The runs share no state (each its own ports, data dirs and PostgreSQL server), so
+// they go in two lanes side by side, one per core: the SQLite run of most suites in one; the PostgreSQL run and
+// then the SQLite run of the rest in the other, sized so that both lanes end about together. The first lane
+// prints as it goes; the other lane's output is printed whole after it (their lines would interleave otherwise).
+// Then the slowest files, the failed tests' names (CI keeps only the tail of a log) and the totals in bun's
+// format (` N pass`, ` N fail`).
 // `--fast` (`npm run test:fast`): the inner loop — unit, stage and API/store tests on SQLite only.
 import { spawn } from "bun";
+import { readdirSync } from "node:fs";
 
-const SQLITE_RUN = ["test/unit", "test/api", "test/e2e"];
+/** SQLite suites that run in the second lane, after the PostgreSQL run (~200 s of a quiet 2-core machine's 700). */
+const SQLITE_SECOND_LANE = ["test/unit", "test/api", "test/e2e/fuzz.test.ts", "test/e2e/dashboard.test.ts"];
+const SQLITE_FIRST_LANE = readdirSync("test/e2e")
+  .filter((f) => f.endsWith(".test.ts"))
+  .map((f) => `test/e2e/${f}`)
+  .filter((f) => !SQLITE_SECOND_LANE.includes(f))
+  .sort();
 // Suites whose path never reads the store (framing, h2 and gRPC, streaming, tunnels, clients, placeholder
 // substitution: the gateway works from its snapshot and the API only sets them up) run on SQLite alone; the
 // store itself is covered on both engines by test/api.
@@ -112,18 +121,34 @@ async function run(label: string, paths: string[], env: Record<string, string>, 
 }
 
 const started = performance.now();
-const passes: [string, Promise<Outcome>][] = fast
-  ? [["SQLite", run("SQLite (embedded store), fast tier", FAST_RUN, { CREDGATE_TEST_ENGINE: "sqlite" }, true)]]
+interface Run {
+  label: string;
+  paths: string[];
+  env: Record<string, string>;
+}
+const sqlite = { CREDGATE_TEST_ENGINE: "sqlite" };
+const postgres = { CREDGATE_TEST_ENGINE: "postgres" };
+// Each lane picks its free ports from its own half of the range (test/support/ports.ts).
+const lanes: Run[][] = fast
+  ? [[{ label: "SQLite, fast tier", paths: FAST_RUN, env: sqlite }]]
   : [
-      // Each pass picks its free ports from its own half of the range (test/support/ports.ts).
-      ["SQLite", run("SQLite (embedded store)", SQLITE_RUN, { CREDGATE_TEST_ENGINE: "sqlite", CREDGATE_TEST_PORT_SLICE: "0/2" }, true)],
-      ["PostgreSQL", run("PostgreSQL (shared store)", POSTGRES_RUN, { CREDGATE_TEST_ENGINE: "postgres", CREDGATE_TEST_PORT_SLICE: "1/2" }, false)],
+      [{ label: "SQLite", paths: SQLITE_FIRST_LANE, env: { ...sqlite, CREDGATE_TEST_PORT_SLICE: "0/2" } }],
+      [
+        { label: "PostgreSQL", paths: POSTGRES_RUN, env: { ...postgres, CREDGATE_TEST_PORT_SLICE: "1/2" } },
+        { label: "SQLite, second lane", paths: SQLITE_SECOND_LANE, env: { ...sqlite, CREDGATE_TEST_PORT_SLICE: "1/2" } },
+      ],
     ];
+const laneResults = lanes.map(async (lane, i) => {
+  const outcomes: [string, Outcome][] = [];
+  for (const r of lane) outcomes.push([r.label, await run(r.label, r.paths, r.env, i === 0)]);
+  return outcomes;
+});
 const results: [string, Outcome][] = [];
-for (const [label, pending] of passes) {
-  const outcome = await pending;
-  await print(outcome.output);
-  results.push([label, outcome]);
+for (const pending of laneResults) {
+  for (const [label, outcome] of await pending) {
+    await print(outcome.output);
+    results.push([label, outcome]);
+  }
 }
 const slowest = results
   .flatMap(([label, r]) => [...r.seconds].map(([file, s]) => ({ label, file, s })))
