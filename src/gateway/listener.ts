@@ -3,8 +3,8 @@
 // the stages' connect hooks (auth → 407, egress guard → 403, passthrough decision, claim check); refused, it is
 // answered raw; passed, it is opened: passthrough hosts get a raw pipe to the host, every other tunnel is
 // intercepted — TLS terminated on the same socket (upgradeTLS, with a leaf for the host) or kept plain — and
-// handed to a Http1AgentConnection, which reads HTTP/1.1 and runs the pipeline per request. Any other first head
-// is handed, parsed, to a Http1AgentConnection as a proxy connection (absolute-form or origin-form control
+// handed to an Http1AgentConnection, which reads HTTP/1.1 and runs the pipeline per request. Any other first head
+// is handed, parsed, to an Http1AgentConnection as a proxy connection (absolute-form or origin-form control
 // requests). No node stream sits on the path of an intercepted request: that layer cost more than the TLS.
 import type { TCPSocketListener } from "bun";
 import { randomUUID } from "node:crypto";
@@ -329,7 +329,7 @@ export class GatewayListener {
     });
   }
 
-  /** Hands a client socket to a Http1AgentConnection that reads its requests. */
+  /** Hands a client socket to an Http1AgentConnection that reads its requests. */
   #serve(client: AgentSocket, tunnel: { tunnel: Tunnel; scheme: "https" | "http" } | null): Http1AgentConnection {
     const handler = requestHandler(this.deps.pipeline, this.deps.api, tunnel);
     const memory = this.deps.memory;

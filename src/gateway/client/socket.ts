@@ -5,7 +5,7 @@
 import type { Socket, SocketHandler } from "bun";
 import { OutgoingBytes, type BatchedSocket, type Outgoing } from "../writeBatch.ts";
 
-/** Whoever reads the socket now: the front while it reads the first head, then a Http1AgentConnection or a relay. */
+/** Whoever reads the socket now: the front while it reads the first head, then an Http1AgentConnection or a relay. */
 export interface AgentSocketEvents {
   data(chunk: Buffer): void;
   drain(): void;
