@@ -10,8 +10,11 @@
 import { spawn } from "bun";
 import { readdirSync } from "node:fs";
 
-/** SQLite suites that run in the second lane, after the PostgreSQL run (~200 s of a quiet 2-core machine's 700). */
-const SQLITE_SECOND_LANE = ["test/unit", "test/api", "test/e2e/fuzz.test.ts", "test/e2e/dashboard.test.ts"];
+/**
+ * SQLite suites that run in the second lane, after the PostgreSQL run (~200 s of a quiet 2-core machine's 700).
+ * The dashboard suites stay together in the first lane: with two Chromiums at once, a page waited 30 s in vain.
+ */
+const SQLITE_SECOND_LANE = ["test/unit", "test/api", "test/e2e/fuzz.test.ts", "test/e2e/budgets.test.ts", "test/e2e/oauth-connection.test.ts"];
 const SQLITE_FIRST_LANE = readdirSync("test/e2e")
   .filter((f) => f.endsWith(".test.ts"))
   .map((f) => `test/e2e/${f}`)

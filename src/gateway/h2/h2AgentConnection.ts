@@ -30,6 +30,9 @@ const LINGER_MS = 500;
  */
 const FAILED_CLOSE_MS = 10_000;
 
+/** Bytes dropped after a connection error between two young collections (see #drop). */
+const DROPPED_PER_COLLECTION = 4 * 1024 * 1024;
+
 function endSocket(socket: AgentSocket): void {
   socket.end();
 }
@@ -206,8 +209,23 @@ export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
 
   data(chunk: Buffer): void {
     this.active = true;
+    if (this.session.failure !== null) return this.#drop(chunk.byteLength);
     this.session.receive(chunk);
   }
+
+  /**
+   * Bytes after a connection error are read and dropped until the socket closes (it keeps reading, however it is
+   * asked to pause). An agent flooding without reading sends them as fast as they are taken, and each read's
+   * buffer holds native memory until a collection finds it: a young collection every few MiB keeps that flat.
+   */
+  #drop(bytes: number): void {
+    this.#dropped += bytes;
+    if (this.#dropped < DROPPED_PER_COLLECTION) return;
+    this.#dropped = 0;
+    Bun.gc(false);
+  }
+
+  #dropped = 0;
 
   // --- H2Transport: the session's bytes go to the agent's socket ---
 
