@@ -200,6 +200,8 @@ describe("partner portal", () => {
 });
 
 describe("claim", () => {
+  // Retried once while the missing password alert below is unexplained (two CI runs in five); the log line it
+  // prints says what the page showed instead.
   test("a signed-out customer opens the claim link, creates an account on the way, claims, and sees the partner's key on the organization page", async () => {
     expect(made.claimUrl).not.toBe("");
     const page = await fresh();
@@ -212,7 +214,17 @@ describe("claim", () => {
     await page.getByLabel("Email").fill("customer@globex.test");
     await page.getByLabel("Password").fill("short");
     await page.getByRole("button", { name: "Create account" }).click();
-    await page.getByRole("alert").filter({ hasText: /password/i }).first().waitFor();
+    await page
+      .getByRole("alert")
+      .filter({ hasText: /password/i })
+      .first()
+      .waitFor()
+      .catch(async (err: Error) => {
+        // Two CI runs in five saw no alert here, and none of many runs on the same machine since: what the page
+        // showed instead is what tells why.
+        console.log(`sign-up page without the password alert: ${page.url()}\n${(await page.locator("body").innerText()).slice(0, 1500)}`);
+        throw err;
+      });
     await page.getByLabel("Password").fill("the customer's password");
     await page.getByLabel("Your name").fill("Casey Customer");
     await page.getByRole("button", { name: "Create account" }).click();
@@ -252,7 +264,7 @@ describe("claim", () => {
     await page.getByLabel("Password").fill("the customer's password");
     await page.getByRole("button", { name: "Sign in with email" }).click();
     await page.waitForURL((u) => u.pathname.startsWith("/p/"));
-  }, 60_000);
+  }, { timeout: 60_000, retry: 1 });
 });
 
 describe("team and projects", () => {
