@@ -5,35 +5,15 @@
 // `slow` request reads its first chunk, then nothing until every other request has completed (its stream's
 // window fills and stays full), then the rest. The last line is {done: true, alpn}.
 const http2 = require("node:http2");
-const net = require("node:net");
 const tls = require("node:tls");
 const fs = require("node:fs");
+const { connectTunnel } = require("./connectTunnel.cjs");
 
 const cfg = JSON.parse(process.argv[2]);
 const print = (o) => process.stdout.write(JSON.stringify(o) + "\n");
 
-function tunnel() {
-  return new Promise((resolve, reject) => {
-    const s = net.connect(cfg.gatewayPort, "127.0.0.1", () => {
-      const auth = Buffer.from(`x:${cfg.token}`).toString("base64");
-      s.write(`CONNECT ${cfg.authority} HTTP/1.1\r\nHost: ${cfg.authority}\r\nProxy-Authorization: Basic ${auth}\r\n\r\n`);
-    });
-    let buf = Buffer.alloc(0);
-    const onData = (c) => {
-      buf = Buffer.concat([buf, c]);
-      const end = buf.indexOf("\r\n\r\n");
-      if (end < 0) return;
-      s.off("data", onData);
-      if (!buf.subarray(0, end).toString().startsWith("HTTP/1.1 200")) return reject(new Error(buf.toString()));
-      resolve(s);
-    };
-    s.on("data", onData);
-    s.on("error", reject);
-  });
-}
-
 (async () => {
-  const raw = await tunnel();
+  const raw = await connectTunnel(cfg);
   const host = cfg.authority.replace(/:\d+$/, "");
   const secure = tls.connect({ socket: raw, servername: host, ca: fs.readFileSync(cfg.caFile), ALPNProtocols: ["h2"] });
   await new Promise((resolve, reject) => {

@@ -8,33 +8,12 @@
 // then one result line {sent, stalled, writeError, pingAcks, settingsAcks, goaway (error code or null), ended}.
 // Kind "unread" floods nothing: it opens every window as wide as it goes, asks for `path`, prints
 // `{"asked": true}`, reads nothing for `holdMs`, and exits.
-const net = require("node:net");
 const tls = require("node:tls");
 const fs = require("node:fs");
+const { connectTunnel } = require("./connectTunnel.cjs");
 
 const cfg = JSON.parse(process.argv[2]);
 const print = (o) => process.stdout.write(JSON.stringify(o) + "\n");
-
-function tunnel() {
-  return new Promise((resolve, reject) => {
-    const s = net.connect(cfg.gatewayPort, "127.0.0.1", () => {
-      const auth = Buffer.from(`x:${cfg.token}`).toString("base64");
-      s.write(`CONNECT ${cfg.authority} HTTP/1.1\r\nHost: ${cfg.authority}\r\nProxy-Authorization: Basic ${auth}\r\n\r\n`);
-    });
-    let buf = Buffer.alloc(0);
-    const onData = (c) => {
-      buf = Buffer.concat([buf, c]);
-      const end = buf.indexOf("\r\n\r\n");
-      if (end < 0) return;
-      s.off("data", onData);
-      s.pause();
-      if (!buf.subarray(0, end).toString().startsWith("HTTP/1.1 200")) return reject(new Error(buf.toString()));
-      resolve(s);
-    };
-    s.on("data", onData);
-    s.on("error", reject);
-  });
-}
 
 function frame(type, flags, stream, payload) {
   const h = Buffer.alloc(9);
@@ -68,7 +47,7 @@ function chunkOf(kind) {
 }
 
 (async () => {
-  const raw = await tunnel();
+  const raw = await connectTunnel(cfg, { pause: true });
   const host = cfg.authority.replace(/:\d+$/, "");
   const secure = tls.connect({ socket: raw, servername: host, ca: fs.readFileSync(cfg.caFile), ALPNProtocols: ["h2"] });
   await new Promise((resolve, reject) => {
