@@ -216,4 +216,16 @@ describe("which database credentials an agent gets", () => {
     expect(v.env.PGDATABASE).toBe("app");
     expect(v.env.CREDGATE_DB_MAIN_URL).toContain("@host.docker.internal:10256/app?");
   });
+
+  test("with the listener off (CREDGATE_DB_PORT=0), container-config hands out no database URL", async () => {
+    const off = await createTestApi({ CREDGATE_DB_PORT: "0" });
+    try {
+      const r = await off.call("POST", "/v1/secrets", { body: { name: "main", type: "generic", value: "pw-123456789012", hostPattern: "db.test", injectionConfig: { database: { engine: "postgresql", user: "u" } } } });
+      expect(r.status).toBe(201);
+      const env = (await off.call("GET", "/v1/container-config")).body.env as Record<string, string>;
+      expect(Object.keys(env).filter((k) => k.startsWith("PG") || k.startsWith("CREDGATE_DB_"))).toEqual([]);
+    } finally {
+      await off.core.close();
+    }
+  });
 });
