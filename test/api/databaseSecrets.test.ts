@@ -77,6 +77,15 @@ describe("validation", () => {
     }
   });
 
+  test("an IPv6 host stored as [::1] reaches the snapshot bare, ready to dial", async () => {
+    const r = await post(db({ engine: "postgresql", user: "app", tls: "off" }, { name: "v6", hostPattern: "[::1]" }));
+    expect(r.status).toBe(201);
+    const agent = ((await api.call("GET", "/v1/agents")).body as { isDefault: boolean; accessToken: string }[]).find((a) => a.isDefault)!;
+    const snapshot = await GatewaySnapshot.create(api.core.services);
+    const creds = await snapshot.credentials((await snapshot.agentForToken(agent.accessToken))!);
+    expect(creds.databases.get("v6")).toMatchObject({ host: "::1", tls: "off" });
+  });
+
   test("a password with a NUL character → 400 (the wire's C strings cannot carry it)", async () => {
     expectFlat(await post(db({ engine: "postgresql", user: "app" }, { value: "pass\u0000word" })), 400, "value must not contain NUL characters");
   });
