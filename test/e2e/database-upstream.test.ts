@@ -277,7 +277,7 @@ async function rawServer(onConnection: (socket: net.Socket, received: () => Buff
   const server = net.createServer((socket) => {
     sockets.push(socket);
     const i = received.push(Buffer.alloc(0)) - 1;
-    socket.on("data", (c) => (received[i] = Buffer.concat([received[i]!, c])));
+    socket.on("data", (c: Buffer) => (received[i] = Buffer.concat([received[i]!, c])));
     socket.on("error", () => {});
     onConnection(socket, () => received[i]!);
   });

@@ -1,11 +1,11 @@
-// Which of the agent's startup parameters reach the real server. PostgreSQL takes any run-time setting as a startup
-// parameter, and a named one is applied after the `options` string, so an agent passing
-// `default_transaction_read_only=off` (or `-c session_preload_libraries=…` in its options, or `replication=database`)
-// would undo or escape what credgate set. Only settings that change how results look or how long a statement may
-// run pass; the agent's `options` are read for those same settings (`-c name=value`, `--name=value`) and the rest
-// of them dropped. A client encoding whose multibyte characters may contain an ASCII quote or backslash byte
-// (SJIS, BIG5, GBK, UHC, GB18030, JOHAB) is refused: the server would read a statement's literals differently from
-// the statement judge.
+// Which of the agent's startup parameters reach the real server (docs/databases.md#upstream-tls-and-authentication).
+// PostgreSQL takes any run-time setting as a startup parameter, and a named one is applied after the `options` string,
+// so an agent passing `default_transaction_read_only=off` (or `-c session_preload_libraries=…` in its options, or
+// `replication=database`) would undo or escape what credgate set. Only settings that change how results look or how
+// long a statement may run pass; the agent's `options` are read for those same settings (`-c name=value`,
+// `--name=value`) and the rest of them dropped. A client encoding whose multibyte characters may contain an ASCII quote
+// or backslash byte (SJIS, BIG5, GBK, UHC, GB18030, JOHAB) is refused: the server would read a statement's literals
+// differently from the statement judge.
 
 /** Settings an agent may choose (lower case; PostgreSQL's names are case-insensitive). */
 const PASSED = new Set([
