@@ -126,16 +126,37 @@ describe("stored form and edits", () => {
   });
 });
 
-describe("partner secrets", () => {
+describe("cloud: partner secrets and migration import", () => {
+  let cloud: TestApi;
+  beforeAll(async () => {
+    cloud = await createTestApi({ CREDGATE_MODE: "cloud" });
+  });
+  afterAll(async () => {
+    await cloud?.core.close();
+  });
+
   test("a partner cannot hold a database secret", async () => {
-    const cloud = await createTestApi({ CREDGATE_MODE: "cloud" });
-    try {
-      const { partnerKey } = await cloud.core.services.partners.create("Db Partner", "owner@dbpartner.test");
-      const r = await cloud.call("POST", "/v1/partner/secrets", { key: partnerKey, body: db({ engine: "postgresql", user: "app" }) });
-      expectEnvelope(r, 400, "database secrets belong to a project or an organization");
-    } finally {
-      await cloud.core.close();
-    }
+    const { partnerKey } = await cloud.core.services.partners.create("Db Partner", "owner@dbpartner.test");
+    const r = await cloud.call("POST", "/v1/partner/secrets", { key: partnerKey, body: db({ engine: "postgresql", user: "app" }) });
+    expectEnvelope(r, 400, "database secrets belong to a project or an organization");
+  });
+
+  test("an imported database secret gets the same rules and the stored form; a wildcard one is skipped with the message", async () => {
+    const r = await cloud.call("POST", "/v1/migrate/import", {
+      body: {
+        version: 1,
+        secrets: [
+          { name: "imported-db", type: "generic", value: PASSWORD, hostPattern: "db.example.com", injectionConfig: { database: { engine: "postgresql", user: "app", writes: "approve" } } },
+          { name: "wild-db", type: "generic", value: PASSWORD, hostPattern: "*.example.com", injectionConfig: { database: { engine: "postgresql", user: "app" } } },
+        ],
+        agents: [],
+      },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.imported.secrets).toBe(1);
+    expect(r.body.skipped).toEqual([{ type: "generic", name: "wild-db", reason: EXACT }]);
+    const stored = (await cloud.call("GET", "/v1/secrets")).body.find((s: any) => s.name === "imported-db");
+    expect(stored.injectionConfig).toEqual({ database: { engine: "postgresql", port: 5432, user: "app", tls: "verify-full", readOnly: false, writes: "approve" } });
   });
 });
 
