@@ -40,13 +40,14 @@ import { migrationRoutes } from "./routes/migration.ts";
 import { notificationsRoutes } from "./routes/notifications.ts";
 import { organizationRoutes } from "./routes/organization.ts";
 import { secretsRoutes } from "./routes/secrets.ts";
+import { sshKeyRoutes } from "./routes/sshKeys.ts";
 import { userRoutes } from "./routes/user.ts";
 import { utilityRoutes } from "./routes/utility.ts";
 
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...notificationsRoutes, ...budgetsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes, ...auditRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...sshKeyRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...notificationsRoutes, ...budgetsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes, ...auditRoutes];
 }
 
 /** Routes that serve the gateway's CA certificate (agent setup), built once the CA is loaded. */

@@ -4,6 +4,7 @@ import { createPrivateKey } from "node:crypto";
 import type { InjectionConfig } from "./records/secrets.ts";
 import { normalizeSurfaces, placeholderError, surfacesError } from "./placeholders.ts";
 import { databaseConfigError, normalizeDatabaseConfig } from "./databaseRules.ts";
+import { normalizeSshConfig, sshConfigError } from "./sshRules.ts";
 
 export type SecretTypeName = "llm_a" | "llm_b" | "generic";
 export type AuthMode = "api-key" | "oauth";
@@ -68,6 +69,7 @@ export function injectionConfigError(raw: unknown): string | null {
   const keys = Object.keys(cfg);
   if (keys.length === 1 && (keys[0] === "awsSigV4" || keys[0] === "githubApp")) return signedVariantError(cfg);
   if (keys.length === 1 && keys[0] === "database") return databaseConfigError(cfg.database);
+  if (keys.length === 1 && keys[0] === "ssh") return sshConfigError(cfg.ssh);
   const variant = VARIANTS.find(
     (v) => v.required.every((k) => k in cfg) && keys.every((k) => v.required.includes(k) || v.optional.includes(k)),
   );
@@ -115,6 +117,7 @@ export function normalizeInjectionConfig(cfg: InjectionConfig): InjectionConfig 
     return { githubApp: { appId: positiveId(cfg.githubApp.appId)!, installationId: positiveId(cfg.githubApp.installationId)! } };
   }
   if (cfg.database !== undefined) return { database: normalizeDatabaseConfig(cfg.database) };
+  if (cfg.ssh !== undefined) return { ssh: normalizeSshConfig(cfg.ssh) };
   if (cfg.headerName !== undefined) return { headerName: cfg.headerName, valueFormat: cfg.valueFormat ?? "{value}" };
   if (cfg.paramName !== undefined) return { paramName: cfg.paramName, paramFormat: cfg.paramFormat ?? "{value}" };
   if (cfg.pathTemplate !== undefined) return { pathTemplate: cfg.pathTemplate };
@@ -143,6 +146,11 @@ export function isGithubAppKey(value: string): boolean {
 /** A database secret (docs/databases.md#the-database-secret): its value is a password for the database listener, never sent over HTTP. */
 export function isDatabase(cfg: InjectionConfigShape | null | undefined): boolean {
   return cfg?.database !== undefined;
+}
+
+/** An SSH key (docs/ssh.md#the-ssh-secret): used by the gateway's SSH interception only, never sent over HTTP. */
+export function isSshKey(cfg: InjectionConfigShape | null | undefined): boolean {
+  return cfg?.ssh !== undefined;
 }
 
 export function injectsIntoPath(cfg: InjectionConfigShape | null | undefined): boolean {

@@ -23,6 +23,8 @@ import {
   type InjectionConfigShape,
 } from "../core/secretRules.ts";
 import { DATABASE_PARTNER_MESSAGE, databaseHostError } from "../core/databaseRules.ts";
+import { SSH_KEY_MESSAGE, SSH_PARTNER_MESSAGE } from "../core/sshRules.ts";
+import { parseSshPrivateKey } from "../crypto/sshKeys.ts";
 import type { SecretType, ValueSource } from "../core/model.ts";
 import type { InjectionConfig, Secret, SecretCreated, SecretMetadata } from "../core/records/secrets.ts";
 import type { SecretRow } from "../store/rows.ts";
@@ -180,6 +182,8 @@ export class SecretService {
   private checkValuePlacement(type: SecretType, value: string, cfg: InjectionConfigShape | null, accountId?: string): void {
     if (type === "generic" && cfg?.githubApp !== undefined) {
       if (!isGithubAppKey(value)) throw ApiError.flat(400, GITHUB_APP_KEY_MESSAGE);
+    } else if (type === "generic" && cfg?.ssh !== undefined) {
+      if (!parseSshPrivateKey(value)) throw ApiError.flat(400, SSH_KEY_MESSAGE);
     } else if (type === "generic" && injectsIntoPath(cfg)) {
       if (!isPathSafeValue(value)) throw badRequest(PATH_VALUE_MESSAGE);
     } else if (injectsIntoHeader(type, cfg) && !(isHeaderSafeValue(value) && isHeaderSafeValue(accountId ?? ""))) {
@@ -230,6 +234,8 @@ export class SecretService {
 
   /** A database secret's checks that need its host too (flat 400s) and its owner (docs/databases.md#the-database-secret). */
   #checkDatabase(owner: SecretOwner, hostPattern: string, cfg: InjectionConfigShape | null): void {
+    // An SSH key is served to a project's agents too; a partner's would reach every customer's (docs/ssh.md#the-ssh-secret).
+    if (cfg?.ssh !== undefined && owner.scope === "partner") throw badRequest(SSH_PARTNER_MESSAGE);
     if (cfg?.database === undefined) return;
     const message = databaseHostError(hostPattern, cfg.database);
     if (message) throw ApiError.flat(400, message);

@@ -21,6 +21,7 @@ interface InjectionFields {
   awsSigV4?: AwsSigV4Config;
   githubApp?: GithubAppConfig;
   database?: DatabaseConfig;
+  ssh?: SshConfig;
 }
 
 /** Signs requests with a long-term AWS key (docs/injection.md#aws-signature-v4); the value is the secret access key. */
@@ -49,6 +50,17 @@ export interface DatabaseConfig {
 }
 export type DatabaseTls = "verify-full" | "require" | "off";
 export type DatabaseWrites = "allow" | "approve" | "block";
+
+/** Where credgate logs in over SSH with this private key (docs/ssh.md#the-ssh-secret); stored with every default filled in. */
+export interface SshConfig {
+  user?: string;
+  /** known_hosts lines pinning the server's host keys. */
+  knownHosts: string;
+  commands?: SshCommands;
+  push?: SshPush;
+}
+export type SshCommands = "git" | "any";
+export type SshPush = "allow" | "approve" | "block";
 
 /**
  * Where a generic secret goes (docs/injection.md): on the wire exactly one of the variants (what the
@@ -85,6 +97,17 @@ export const InjectionConfig = T.Unsafe<InjectionFields>(
             writes: T.Optional(Enum("allow", "approve", "block")),
           },
           { description: "A PostgreSQL server reached through credgate's database listener; the value is the password (docs/databases.md)" },
+        ),
+      }),
+      T.Object({
+        ssh: T.Object(
+          {
+            user: T.Optional(T.String({ minLength: 1, maxLength: 255, default: "git", description: "The user credgate logs in as" })),
+            knownHosts: T.String({ description: "known_hosts lines pinning the server's host keys" }),
+            commands: T.Optional(Enum("git", "any")),
+            push: T.Optional(Enum("allow", "approve", "block")),
+          },
+          { description: "An SSH server (git) reached through the gateway on port 22; the value is an OpenSSH private key (docs/ssh.md)" },
         ),
       }),
     ],

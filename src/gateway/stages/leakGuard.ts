@@ -71,7 +71,8 @@ function compileWatch(creds: AgentCredentials): LeakWatch | null {
     if (seen.has(s.id) || s.value === null) continue;
     seen.add(s.id);
     // A database password belongs to the database listener only: no HTTP host may receive it (docs/databases.md#the-leak-guard).
-    hold(s.value, s.name, s.injection?.database !== undefined ? NO_HTTP_HOST : (host) => s.hostMatch(host));
+    // An SSH key likewise belongs to the SSH interception only (docs/ssh.md#the-ssh-secret).
+    hold(s.value, s.name, s.injection?.database !== undefined || s.injection?.ssh !== undefined ? NO_HTTP_HOST : (host) => s.hostMatch(host));
   }
   for (const c of creds.visibleConnections) {
     const cred = c.credential;
