@@ -12,6 +12,7 @@ import { registerMigrate } from "./migrate.ts";
 import { registerRotateMasterKey } from "./rotateMasterKey.ts";
 import { registerRun } from "./run.ts";
 import { registerServe } from "./serve.ts";
+import { registerTunnel } from "./tunnel.ts";
 
 const program = new Command()
   .name("credgate")
@@ -22,6 +23,7 @@ const program = new Command()
 registerServe(program);
 registerKeys(program);
 registerRun(program);
+registerTunnel(program);
 registerMigrate(program);
 registerDoctor(program);
 registerRotateMasterKey(program);

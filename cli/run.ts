@@ -10,6 +10,7 @@ import { combinedBundle, curlrcWithProxyCa, runEnvironment, type ContainerConfig
 import { nodePreloadBundle } from "../src/run/preloadBundle.ts" with { type: "macro" };
 import { NoDataError, openCore } from "../src/server.ts";
 import { fail } from "./fail.ts";
+import { sshFiles } from "../src/run/sshConfig.ts";
 
 const RUN_HELP = `
 Which server, and as whom:
@@ -75,6 +76,17 @@ async function getJson(url: string, key: string): Promise<unknown> {
   return JSON.parse(text);
 }
 
+async function getText(url: string): Promise<string> {
+  let res: Response;
+  try {
+    res = await fetch(url);
+  } catch (err) {
+    throw new Error(`cannot reach the credgate API at ${url}: ${(err as Error).message}`);
+  }
+  if (!res.ok) throw new Error(`${url} answered ${res.status}`);
+  return res.text();
+}
+
 export function registerRun(program: Command): void {
   program
     .command("run")
@@ -100,6 +112,10 @@ export function registerRun(program: Command): void {
         writeFileSync(files.nodePreload, nodePreloadBundle());
         writeFileSync(join(files.curlHome, ".curlrc"), curlrcWithProxyCa(process.env, files.bundle));
         const env = runEnvironment(process.env, config, gatewayUrl, files);
+        // git and ssh over SSH through the gateway (docs/ssh.md#the-agent-side): no key on this side.
+        const ssh = sshFiles(dir, await getText(`${base}/v1/gateway/ssh-ca`));
+        for (const [file, text] of Object.entries(ssh.files)) writeFileSync(file, text, { mode: 0o600 });
+        Object.assign(env, ssh.env);
         const child = Bun.spawn(command, { env, stdio: ["inherit", "inherit", "inherit"] });
         const forward = (signal: NodeJS.Signals) => child.kill(signal);
         process.on("SIGINT", forward);

@@ -14,6 +14,9 @@ import { LeafCache, SelfLeaf } from "./tls.ts";
 import { selfNames } from "../listen/selfNames.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { VaultResolver } from "../vault/resolver.ts";
+import { loadSshCa } from "../services/sshCa.ts";
+import { ExecJudge } from "./ssh/judge.ts";
+import { SshInterception } from "./ssh/session.ts";
 
 /** What the stages share, over these services: the egress guard, the vault cache and the upstream pool are one each. */
 export function pipelineDeps(config: Config, services: Services, snapshot: GatewaySnapshot): PipelineDeps {
@@ -57,6 +60,13 @@ export class Gateway {
       tunnelIdleSeconds: config.tunnelIdleSeconds,
       passthroughIdleSeconds: config.passthroughIdleSeconds,
       http2: config.gatewayHttp2,
+      // SSH to port 22 of a host an `ssh` secret names (docs/ssh.md#how-it-works).
+      ssh: new SshInterception({
+        outbound: services.outbound,
+        judge: new ExecJudge({ approvals: services.approvals, rateLimits: services.rateLimits, remembered: snapshot.remembered }),
+        requestLogs: services.requestLogs,
+        ca: () => loadSshCa(services.deps),
+      }),
     });
   }
 

@@ -29,6 +29,7 @@ import type { Pipeline } from "./pipeline.ts";
 import { answer, type ConnectVerdict } from "./stage.ts";
 import type { LeafCache, LeafPem, SelfLeaf } from "./tls.ts";
 import { Tunnel } from "./tunnel.ts";
+import type { SshInterception } from "./ssh/session.ts";
 
 const HEAD_TIMEOUT_MS = 30_000;
 const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -50,6 +51,8 @@ export interface ListenerDeps {
   passthroughIdleSeconds: number;
   /** Offer h2 inside intercepted tunnels (CREDGATE_GATEWAY_HTTP2, docs/gateway.md#http2-and-grpc). */
   http2: boolean;
+  /** Terminates SSH to port 22 of hosts an `ssh` secret names (docs/ssh.md#how-it-works); absent: such tunnels are ordinary. */
+  ssh?: SshInterception;
 }
 
 /**
@@ -211,7 +214,19 @@ export class GatewayListener {
     if (sock.closed) return;
     if (verdict.response !== null) return this.#refuse(sock, tunnel, verdict);
     if (tunnel.passthrough) return this.#passthrough(sock, tunnel);
+    const sshKey = this.deps.ssh?.credentialFor(tunnel) ?? null;
+    if (sshKey) return this.#interceptSsh(sock, tunnel, sshKey);
     return this.#intercept(sock, tunnel);
+  }
+
+  /** 200, then credgate is the SSH server inside the tunnel (closed at shutdown like a passthrough tunnel). */
+  #interceptSsh(sock: AgentSocket, tunnel: Tunnel, key: NonNullable<ReturnType<SshInterception["credentialFor"]>>): void {
+    sock.write(ESTABLISHED);
+    this.deps.pipeline.connected(tunnel, 200);
+    countTunnel(sock);
+    this.#passthroughSockets.add(sock);
+    sock.onceClosed(() => this.#passthroughSockets.delete(sock));
+    void this.deps.ssh!.serve(sock, tunnel, key, tunnel.early);
   }
 
   /** The CONNECT is answered with the verdict's answer, and the connection closed. */

@@ -74,6 +74,23 @@ export interface DatabaseCredential {
   writes: "allow" | "approve" | "block";
 }
 
+/**
+ * An SSH key this agent may use through the gateway's SSH interception (docs/ssh.md#the-ssh-secret): the
+ * first of `AgentCredentials.ssh` whose host pattern names a CONNECT host on port 22 is the one used.
+ */
+export interface SshCredential {
+  secretId: string;
+  name: string;
+  hostMatch: HostMatcher;
+  /** The private key (inline only: an external-vault key is resolved by the interception). */
+  key: string | null;
+  opRef: string | null;
+  user: string;
+  knownHosts: string;
+  commands: "git" | "any";
+  push: "allow" | "approve" | "block";
+}
+
 export interface AgentCredentials {
   agent: AgentEntry;
   /** Credentials this agent may inject, in application order. */
@@ -85,6 +102,8 @@ export interface AgentCredentials {
   visible: CompiledSecret[];
   /** The database secrets this agent may use, by name, project over organization (docs/databases.md#connecting). */
   databases: Map<string, DatabaseCredential>;
+  /** The SSH keys this agent may use, project's before organization's, newest first (docs/ssh.md#the-ssh-secret). */
+  ssh: SshCredential[];
   /** App connections this agent may inject (usable, and granted in mode `grants`). */
   connections: CompiledConnection[];
   /** Every connection of the project and organization, for policy targets and the guidance rewrite. */
@@ -261,7 +280,7 @@ export class GatewaySnapshot {
     const access = await this.services.access.forAgent(agent);
     const org = access.organization;
     // A database password is never injected into HTTP: its secret is used by the database listener only.
-    const injectableIds = new Set(access.secrets.filter((s) => s.injectable && s.secret.injectionConfig?.database === undefined).map((s) => s.secret.id));
+    const injectableIds = new Set(access.secrets.filter((s) => s.injectable && s.secret.injectionConfig?.database === undefined && s.secret.injectionConfig?.ssh === undefined).map((s) => s.secret.id));
     const compiled = access.secrets.map((s) => this.#compile(s.secret)).sort(
       (a, b) => a.tier - b.tier || Number(b.catchAllPath) - Number(a.catchAllPath) || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
     );
@@ -272,6 +291,7 @@ export class GatewaySnapshot {
       injectable,
       visible: compiled.filter((s) => s.scope !== "partner"),
       databases: this.#databases(access),
+      ssh: this.#ssh(access),
       connections: connections.injectable,
       visibleConnections: connections.all,
       policy: await this.#policy(agent, compiled, connections.all),
@@ -345,6 +365,29 @@ export class GatewaySnapshot {
         readOnly: db.readOnly ?? false,
         writes: db.writes ?? "allow",
       });
+    }
+    return out;
+  }
+
+  /** The SSH keys the agent may use (mode and grants, as every secret), a project's before its organization's. */
+  #ssh(access: AgentAccess): SshCredential[] {
+    const out: SshCredential[] = [];
+    for (const scope of ["project", "organization"] as const) {
+      for (const { secret: row, injectable } of access.secrets) {
+        const ssh = row.injectionConfig?.ssh;
+        if (!injectable || row.scope !== scope || ssh === undefined) continue;
+        out.push({
+          secretId: row.id,
+          name: row.name,
+          hostMatch: compileHostPattern(row.hostPattern),
+          key: this.services.secrets.openValue(row),
+          opRef: row.opRef,
+          user: ssh.user ?? "git",
+          knownHosts: ssh.knownHosts,
+          commands: ssh.commands ?? "git",
+          push: ssh.push ?? "allow",
+        });
+      }
     }
     return out;
   }

@@ -166,6 +166,7 @@ export function agentCredentials(parts: Partial<AgentCredentials> = {}): AgentCr
     connections: [],
     visibleConnections: [],
     databases: new Map(),
+    ssh: [],
     policy: { organization: { ordered: [], fallback: null }, project: { ordered: [], fallback: null }, empty: true, needsBody: false },
     partnerBudgets: new Map(),
     scopeBudgets: { llm_a: [], llm_b: [] },
