@@ -28,7 +28,7 @@ function str(v: Buffer | string): Buffer {
 
 /** The 32 raw bytes of an ed25519 public key. */
 function rawEd25519(key: KeyObject): Buffer {
-  const der = createPublicKey(key).export({ type: "spki", format: "der" });
+  const der = (key.type === "public" ? key : createPublicKey(key)).export({ type: "spki", format: "der" });
   return der.subarray(der.length - 32);
 }
 

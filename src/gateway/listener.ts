@@ -226,7 +226,10 @@ export class GatewayListener {
     countTunnel(sock);
     this.#passthroughSockets.add(sock);
     sock.onceClosed(() => this.#passthroughSockets.delete(sock));
-    void this.deps.ssh!.serve(sock, tunnel, key, tunnel.early);
+    this.deps.ssh!.serve(sock, tunnel, key, tunnel.early).catch((err: Error) => {
+      log.error("ssh interception failed; the tunnel is closed", { host: tunnel.host, error: err.message });
+      sock.destroy();
+    });
   }
 
   /** The CONNECT is answered with the verdict's answer, and the connection closed. */

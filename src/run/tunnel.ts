@@ -54,6 +54,8 @@ export function openTunnel(proxy: URL, host: string, port: number, done: (err: E
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1]);
     if (status === 200) {
       const rest = head.subarray(end + 4);
+      // Off first: Bun hands unshifted bytes straight back to the data listeners (this one would read them again).
+      socket.removeListener("data", onData);
       if (rest.length > 0) socket.unshift(rest);
       finish(null);
       return;

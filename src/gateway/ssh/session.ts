@@ -21,7 +21,7 @@ import type { ExecJudge, ExecVerdict, MatchedRule } from "./judge.ts";
 import { connectUpstream, type UpstreamFailure } from "./upstream.ts";
 
 const SSH_PORT = 22;
-const CIPHERS = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr", "chacha20-poly1305@openssh.com"];
+const CIPHERS = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr"];
 
 export interface SshInterceptionDeps {
   outbound: Pick<Outbound, "connect">;
@@ -50,7 +50,7 @@ export class SshInterception {
     const ca = await this.deps.ca();
     if (sock.closed) return;
     const hostKey = certifiedHostKey(ca.hostCertificate(tunnel.host));
-    const server = new Server({ hostKeys: [hostKey.key as never], ident: "credgate", algorithms: { cipher: CIPHERS as never } });
+    const server = new Server({ hostKeys: [{ key: hostKey.key } as never], ident: "credgate", algorithms: { cipher: CIPHERS as never } });
     const duplex: Duplex = duplexOver(sock, first);
     server.on("connection", (client: Connection) => {
       hostKey.bind((client as unknown as { _protocol: unknown })._protocol);
@@ -212,7 +212,8 @@ class AgentConnection {
  */
 function relay(agent: ServerChannel, up: ClientChannel, done: (code: number | null) => void): void {
   let code: number | null = null;
-  let open = 2;
+  // Output ends (stdout, stderr) and the channel's close: the server sends its exit status between EOF and close.
+  let open = 3;
   agent.pipe(up);
   up.pipe(agent, { end: false });
   up.stderr.pipe(agent.stderr, { end: false });
@@ -232,5 +233,6 @@ function relay(agent: ServerChannel, up: ClientChannel, done: (code: number | nu
   };
   up.once("end", ended);
   up.stderr.once("end", ended);
+  up.once("close", ended);
   agent.once("close", () => up.close());
 }
