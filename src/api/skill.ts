@@ -35,6 +35,26 @@ OAuth tokens on the user's behalf. You never see them, and you do not need them.
   are blocked, a write was not approved). Do not retry a refused write; tell the user. A write may also wait
   for a person's approval before it runs.
 
+## git over SSH
+
+- You hold no SSH key: credgate logs in to the git server for you. Under \`credgate run\`, \`git\` and \`ssh\` are
+  set up already (\`GIT_SSH_COMMAND\`). In a container, point ssh at the gateway with \`socat\` (the values come
+  from your \`HTTPS_PROXY\`, \`http://x:<agent token>@<gateway host>:<gateway port>\`):
+
+  \`\`\`
+  curl -s http://<gateway host>:<gateway port>/v1/gateway/ssh-ca > ~/.ssh/credgate_known_hosts
+  cat >> ~/.ssh/config <<'EOF'
+  Host *
+    ProxyCommand socat - PROXY:<gateway host>:%h:%p,proxyport=<gateway port>,proxyauth=x:<agent token>
+    UserKnownHostsFile ~/.ssh/credgate_known_hosts
+    StrictHostKeyChecking yes
+    IdentityFile none
+  EOF
+  \`\`\`
+- Only git commands run (clone, fetch, push); no shell, terminal, sftp or forwarding. A refusal is a line on
+  stderr starting with \`credgate:\`; a push may wait for a person's approval. Do not retry a refused push; tell
+  the user.
+
 ## Errors the gateway returns
 
 Every gateway error is JSON: \`{"error": "<code>", "message": "...", ...}\`. Responses with the header

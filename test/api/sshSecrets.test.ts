@@ -115,3 +115,10 @@ describe("keys", () => {
     expect(r.text.trim()).toMatch(/^@cert-authority \* ssh-ed25519 AAAAC3NzaC1lZDI1NTE5[A-Za-z0-9+/=]+ credgate$/);
   });
 });
+
+test("the gateway skill tells an agent how to reach git over SSH from a container (socat ProxyCommand, the CA line)", async () => {
+  const r = await api.call("GET", "/v1/skill/gateway");
+  expect(r.status).toBe(200);
+  expect(r.text).toContain("ProxyCommand socat - PROXY:<gateway host>:%h:%p,proxyport=<gateway port>,proxyauth=x:<agent token>");
+  expect(r.text).toContain("/v1/gateway/ssh-ca");
+});
