@@ -19,6 +19,7 @@ import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
 import { killAll, reapAll, runClient } from "./procs.ts";
 import { pinProcess, placement } from "./placement.ts";
 import { printH2Rows, runH2Rows } from "./h2.ts";
+import { printSshClone, runSshClone } from "./sshClone.ts";
 import { testEngine } from "../test/support/postgres.ts";
 import { tempDir } from "../test/support/tmp.ts";
 import { budgetCost, budgetRounds, type BudgetRounds } from "./budgetRounds.ts";
@@ -244,6 +245,9 @@ async function main(): Promise<void> {
   }
   await off.credgate.stop();
   const leakGuard = { secrets: WATCHED, on, off: offRuns };
+  // git clone over SSH (bench/sshClone.ts, docs/ssh.md#the-ssh-implementation): its own sshd and credgate.
+  progress("ssh clone: a 30 MB repository over SSH, direct and through credgate, 3 rounds each");
+  const sshClone = await runSshClone(progress);
 
   const ratio = many.mitm.rps / many.direct.rps;
   const addedP50 = one.mitm.latencyMs.p50 - one.direct.latencyMs.p50;
@@ -281,6 +285,7 @@ async function main(): Promise<void> {
     placeholders,
     leakGuard,
     http2,
+    sshClone,
     errors,
   };
 
@@ -300,6 +305,7 @@ async function main(): Promise<void> {
     printPlaceholders(placeholders);
     printLeakGuard(leakGuard);
     printH2Rows(http2, TARGETS.throughputRatio);
+    printSshClone(sshClone);
   }
 }
 

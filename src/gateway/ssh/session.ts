@@ -21,7 +21,12 @@ import type { ExecJudge, ExecVerdict, MatchedRule } from "./judge.ts";
 import { connectUpstream, type UpstreamFailure } from "./upstream.ts";
 
 const SSH_PORT = 22;
-const CIPHERS = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr"];
+/**
+ * AES-GCM only toward the agent: the client's order decides, and OpenSSH would pick AES-CTR with a MAC that ssh2
+ * computes separately (measured: the clone bench ran ~0.7× of direct with it, ~0.9× with GCM). OpenSSH ≥ 6.2,
+ * Go's x/crypto and libssh2 ≥ 1.11 speak GCM (docs/ssh.md#the-ssh-implementation).
+ */
+const CIPHERS = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com"];
 
 export interface SshInterceptionDeps {
   outbound: Pick<Outbound, "connect">;
