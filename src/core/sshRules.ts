@@ -3,7 +3,6 @@
 // relays (docs/ssh.md#commands): `git-upload-pack`, `git-receive-pack`, `git-upload-archive` with one repository.
 import { createHmac } from "node:crypto";
 import type { SshCommands, SshConfig, SshPush } from "./records/secrets.ts";
-import { compileHostPattern } from "./patterns.ts";
 
 export const SSH_KEY_MESSAGE = "value must be an OpenSSH private key";
 export const SSH_KNOWN_HOSTS_MESSAGE = "knownHosts must hold at least one host key";
@@ -121,7 +120,6 @@ export function normalizeSshConfig(c: SshConfig): StoredSshConfig {
 }
 
 export type GitService = "git-upload-pack" | "git-receive-pack" | "git-upload-archive";
-const GIT_SERVICES: readonly GitService[] = ["git-upload-pack", "git-receive-pack", "git-upload-archive"];
 
 /** A git command as git's ssh transport sends it: the service and its one repository argument, unquoted. */
 export interface GitCommand {
@@ -168,17 +166,8 @@ export function repositoryPath(repository: string): string {
   return repository.startsWith("/") ? repository : `/${repository}`;
 }
 
-export function isGitService(name: string): name is GitService {
-  return (GIT_SERVICES as readonly string[]).includes(name);
-}
-
 /** The host without `:22`, any other port kept (logs and approvals). */
 export function sshDisplayHost(host: string, port: number): string {
   const h = host.includes(":") ? `[${host}]` : host;
   return port === 22 ? host : `${h}:${port}`;
-}
-
-/** Whether a host pattern of an ssh secret names `host` (patterns as for every secret). */
-export function sshHostMatcher(hostPattern: string): (host: string) => boolean {
-  return compileHostPattern(hostPattern);
 }
