@@ -410,6 +410,16 @@ export type InjectionConfig = {
     readOnly?: boolean;
     writes?: "allow" | "approve" | "block";
   };
+} | {
+  /** An SSH server (git) reached through the gateway on port 22; the value is an OpenSSH private key (docs/ssh.md) */
+  ssh: {
+    /** The user credgate logs in as */
+    user?: string;
+    /** known_hosts lines pinning the server's host keys */
+    knownHosts: string;
+    commands?: "git" | "any";
+    push?: "allow" | "approve" | "block";
+  };
 };
 
 export type LastPublish = {
@@ -787,6 +797,27 @@ export interface SpendReport {
     costUsd: number;
   }[];
   totalUsd: number;
+}
+
+export interface SshKeyCreated {
+  id: string;
+  name: string;
+  type: "llm_a" | "llm_b" | "generic";
+  valueSource: "inline" | "external_vault";
+  opRef: string | null;
+  hostPattern: string;
+  pathPattern: string | null;
+  /** ISO 8601 UTC with milliseconds */
+  createdAt: string;
+  /** inline secrets only: first 4 + •••••••• + last 4, or •••••••• for short values */
+  preview?: string;
+  /** `<type> <base64> <comment>`: add it at the forge as a deploy key or user key */
+  publicKey: string;
+}
+
+export interface SshPublicKey {
+  /** `<type> <base64> <comment>`: add it at the forge as a deploy key or user key */
+  publicKey: string;
 }
 
 export interface Success {

@@ -1,6 +1,6 @@
 // The secret form shared by create and edit, project and organization: every injection variant of a generic
 // secret (header, query parameter, URL path template, URL path regex, placeholder with its surfaces, AWS
-// Signature V4, GitHub App, PostgreSQL database), the LLM key types, and an external vault reference. It builds the request body
+// Signature V4, GitHub App, PostgreSQL database, SSH key), the LLM key types, and an external vault reference. It builds the request body
 // of POST and PATCH /secrets (docs/injection.md#secrets).
 import type { FieldSpec } from "../components.ts";
 import type { Secret } from "../api-types.ts";
@@ -22,6 +22,18 @@ const INJECTIONS: [string, string][] = [
   ["awsSigV4", "AWS Signature V4 (signs every request)"],
   ["githubApp", "GitHub App (mints installation tokens)"],
   ["database", "PostgreSQL database (agents connect through credgate's database port)"],
+  ["ssh", "SSH key (git over SSH through the gateway)"],
+];
+
+/** An SSH secret's choices (docs/ssh.md#the-ssh-secret). */
+const SSH_COMMANDS: [string, string][] = [
+  ["git", "git only (clone, fetch, push)"],
+  ["any", "Any command"],
+];
+const SSH_PUSH: [string, string][] = [
+  ["allow", "Allowed"],
+  ["approve", "Held for a person's approval"],
+  ["block", "Blocked"],
 ];
 
 /** A database secret's choices (docs/databases.md#the-database-secret). */
@@ -51,6 +63,7 @@ type ConfigFields = Partial<Record<string, string | string[]>> & {
   awsSigV4?: { accessKeyId: string; region?: string; service?: string };
   githubApp?: { appId: number; installationId: number };
   database?: { engine: "postgresql"; port?: number; user: string; databases?: string[]; tls?: string; readOnly?: boolean; writes?: string };
+  ssh?: { user?: string; knownHosts: string; commands?: string; push?: string };
 };
 
 function injectionKind(c: ConfigFields | null): string {
@@ -59,6 +72,7 @@ function injectionKind(c: ConfigFields | null): string {
   if (c.awsSigV4) return "awsSigV4";
   if (c.githubApp) return "githubApp";
   if (c.database) return "database";
+  if (c.ssh) return "ssh";
   if ("paramName" in c) return "query";
   if ("pathTemplate" in c) return "pathTemplate";
   if ("pathRegex" in c) return "pathRegex";
@@ -85,6 +99,10 @@ export function describeInjection(s: SecretRecord): string {
       .filter(Boolean)
       .join(" · ");
   }
+  if ("ssh" in c) {
+    const k = c.ssh;
+    return [`SSH ${k.user ?? "git"}@${s.hostPattern}`, k.commands === "any" ? "any command" : "git only", `pushes ${k.push ?? "allow"}`].join(" · ");
+  }
   if ("headerName" in c) return `Header ${c.headerName}: ${c.valueFormat ?? "{value}"}`;
   if ("paramName" in c) return `Query ${c.paramName}=${c.paramFormat ?? "{value}"}`;
   if ("pathTemplate" in c) return `Path ${c.pathTemplate}`;
@@ -99,6 +117,9 @@ const isKind = (v: Values, kind: string) => isGeneric(v) && v.injection === kind
 /** The variants whose value is a key with a field of its own (the secret access key, the PEM). */
 const isKeyed = (v: Values) => isKind(v, "awsSigV4") || isKind(v, "githubApp");
 const isDatabase = (v: Values) => isKind(v, "database");
+const isSsh = (v: Values) => isKind(v, "ssh");
+/** Variants that are no HTTP credential: no path pattern, a value field of their own. */
+const notHttp = (v: Values) => isDatabase(v) || isSsh(v);
 
 export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?: string; host?: string }; allowVault: boolean }): FieldSpec[] {
   const s = opts.existing;
@@ -137,7 +158,7 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       type: "password",
       required: !s,
       hint: s ? "Leave empty to keep the stored value. Values are never shown again." : "Stored encrypted; it is never shown again.",
-      when: (v) => !isVault(v) && !isKeyed(v) && !isDatabase(v),
+      when: (v) => !isVault(v) && !isKeyed(v) && !notHttp(v),
       match: /^value |secret value/i,
     },
     { name: "opRef", label: "Vault reference", placeholder: "op://vault/item/field", value: s?.opRef ?? "", required: true, when: isVault, match: /opRef|vault/i },
@@ -161,7 +182,7 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       hint: "Hostname only. LLM keys default to the vendor's API host when empty.",
       match: /host|hostname|wildcard|public suffix/i,
     },
-    { name: "pathPattern", label: "Path", value: s?.pathPattern ?? "", placeholder: "/v1/*", hint: "Optional: only requests whose path matches get the secret.", when: (v) => !isDatabase(v), match: /pathPattern/i },
+    { name: "pathPattern", label: "Path", value: s?.pathPattern ?? "", placeholder: "/v1/*", hint: "Optional: only requests whose path matches get the secret.", when: (v) => !notHttp(v), match: /pathPattern/i },
     { name: "injection", label: "Inject as", type: "select", value: kind, options: INJECTIONS, when: isGeneric, match: /injectionConfig must be|Header name, parameter name/i },
     { name: "headerName", label: "Header", value: text("headerName"), placeholder: "authorization", required: true, when: (v) => isGeneric(v) && v.injection === "header", match: /headerName/i },
     { name: "valueFormat", label: "Value format", value: text("valueFormat"), placeholder: "Bearer {value}", hint: "Where the secret goes; {value} alone when empty.", when: (v) => isGeneric(v) && v.injection === "header", match: /valueFormat/i },
@@ -216,6 +237,7 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       match: /PEM private key|^value /i,
     },
     ...databaseFields(c?.database, !s),
+    ...sshFields(c?.ssh, !s),
   );
   return fields;
 }
@@ -250,6 +272,39 @@ function databaseFields(d: ConfigFields["database"], creating: boolean): FieldSp
   ];
 }
 
+/** The SSH variant's fields (docs/ssh.md#the-ssh-secret); the Host field above is the SSH server's. */
+function sshFields(k: ConfigFields["ssh"], creating: boolean): FieldSpec[] {
+  const when = isSsh;
+  return [
+    {
+      name: "sshKey",
+      label: "Private key (OpenSSH)",
+      type: "textarea",
+      required: creating,
+      placeholder: "-----BEGIN OPENSSH PRIVATE KEY-----",
+      hint: creating
+        ? "An unencrypted ed25519, ECDSA or RSA key; agents never see it. To have credgate make one, use POST /v1/secrets/generate-ssh-key. Never shown again."
+        : "Leave empty to keep the stored key. Its public half: GET /v1/secrets/<id>/public-key. Never shown again.",
+      when: (v) => isSsh(v) && !isVault(v),
+      match: /OpenSSH private key|^value /i,
+    },
+    { name: "sshUser", label: "SSH user", value: k?.user ?? "", placeholder: "git", when, match: /ssh\.user/i },
+    {
+      name: "sshKnownHosts",
+      label: "Server host keys (known_hosts lines)",
+      type: "textarea",
+      value: k?.knownHosts ?? "",
+      placeholder: "github.com ssh-ed25519 AAAAC3…",
+      required: true,
+      hint: "The server's keys as ssh-keyscan prints them; credgate refuses any other key.",
+      when,
+      match: /knownHosts/i,
+    },
+    { name: "sshCommands", label: "Commands", type: "select", value: k?.commands ?? "git", options: SSH_COMMANDS, when, match: /ssh\.commands/i },
+    { name: "sshPush", label: "Pushes", type: "select", value: k?.push ?? "allow", options: SSH_PUSH, when, match: /ssh\.push/i },
+  ];
+}
+
 const str = (v: string | boolean | undefined) => (typeof v === "string" ? v.trim() : "");
 
 /** A database config from the form: a port of digits becomes a number (anything else is sent as typed, for the API's message). */
@@ -280,6 +335,8 @@ function injectionConfig(v: Values): Record<string, unknown> {
       return { githubApp: { appId: str(v.appId), installationId: str(v.installationId) } };
     case "database":
       return databaseConfig(v);
+    case "ssh":
+      return { ssh: { ...(str(v.sshUser) ? { user: str(v.sshUser) } : {}), knownHosts: str(v.sshKnownHosts), commands: str(v.sshCommands) || "git", push: str(v.sshPush) || "allow" } };
     case "query":
       return { paramName: str(v.paramName), ...(str(v.paramFormat) ? { paramFormat: str(v.paramFormat) } : {}) };
     case "pathTemplate":
@@ -301,13 +358,13 @@ export function secretBody(v: Values, editing: boolean): Record<string, unknown>
   if (v.valueSource !== undefined && (!editing || vault)) body.valueSource = vault ? "external_vault" : "inline";
   if (vault) body.opRef = str(v.opRef);
   else {
-    const value = isKind(v, "awsSigV4") ? v.secretAccessKey : isKind(v, "githubApp") ? v.privateKey : isDatabase(v) ? v.dbPassword : v.value;
+    const value = isKind(v, "awsSigV4") ? v.secretAccessKey : isKind(v, "githubApp") ? v.privateKey : isDatabase(v) ? v.dbPassword : isSsh(v) ? v.sshKey : v.value;
     if (typeof value === "string" && value !== "") body.value = value;
   }
   if (v.type !== "generic" && str(v.authMode)) body.metadata = { authMode: str(v.authMode) };
   if (str(v.hostPattern) || v.type === "generic") body.hostPattern = str(v.hostPattern);
-  if (isDatabase(v)) {
-    // No path for a database; an edit clears one a former HTTP variant had.
+  if (notHttp(v)) {
+    // No path for a database or an SSH key; an edit clears one a former HTTP variant had.
     if (editing) body.pathPattern = null;
   } else if (editing) body.pathPattern = str(v.pathPattern) || null;
   else if (str(v.pathPattern)) body.pathPattern = str(v.pathPattern);
