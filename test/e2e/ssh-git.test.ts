@@ -262,6 +262,33 @@ describe("push approvals", () => {
   });
 });
 
+describe("who may use a key", () => {
+  test("an agent in mode grants gets no SSH interception without a grant of the key, and does with one", async () => {
+    const created = await cg.api("POST", "/v1/agents", { body: { name: "Granted", identifier: "ssh-grants" } });
+    expect(created.status).toBe(201);
+    const token = (await cg.api("GET", "/v1/agents")).body.find((a: any) => a.id === created.body.id).accessToken;
+    const asAgent = { HTTPS_PROXY: `http://x:${token}@127.0.0.1:${cg.gatewayPort}` };
+    // An ordinary tunnel (it waits for an HTTP request): ssh gives up waiting for the server's banner.
+    const without = await ssh(["-o", "ConnectTimeout=3", "git@git.test", "git-upload-pack", "'team/app.git'"], asAgent);
+    expect(without.code).toBe(255);
+    expect(without.stderr).toContain("banner exchange");
+    expect(without.stderr).not.toContain("Host 'git.test' is known");
+    expect((await cg.api("PUT", `/v1/agents/${created.body.id}/grants/secrets/${secrets.git}`)).status).toBe(200);
+    const work = tempDir("credgate-granted-");
+    const cloned = await until(async () => {
+      const r = await run(["git", "clone", "-q", "git@git.test:team/app.git", join(work, `app-${Date.now()}`)], { env: { ...sshEnv, ...asAgent }, timeoutMs: 60_000 });
+      return r.code === 0 ? r : null;
+    }, 20_000);
+    expect(cloned.code).toBe(0);
+  });
+
+  test("a wrong agent token is refused at the CONNECT (407): nothing reaches the server", async () => {
+    const r = await ssh(["git@git.test", "git-upload-pack", "'team/app.git'"], { HTTPS_PROXY: `http://x:agt_${"0".repeat(64)}@127.0.0.1:${cg.gatewayPort}` });
+    expect(r.code).toBe(255);
+    expect(r.stderr).toContain("407");
+  });
+});
+
 describe("the key stays in credgate", () => {
   test("not in a response, a log line, the agent's files or the database file", async () => {
     for (const id of Object.values(secrets)) {
