@@ -282,6 +282,30 @@ describe("who may use a key", () => {
     expect(cloned.code).toBe(0);
   });
 
+  test("a token regenerated while an SSH connection stays open: its next command is refused", async () => {
+    const created = await cg.api("POST", "/v1/agents", { body: { name: "Rotated", identifier: "ssh-rotated", mode: "all" } });
+    const token = (await cg.api("GET", "/v1/agents")).body.find((a: any) => a.id === created.body.id).accessToken;
+    const asAgent = { HTTPS_PROXY: `http://x:${token}@127.0.0.1:${cg.gatewayPort}` };
+    const control = join(agentDir, "ctl");
+    const mux = ["-o", `ControlPath=${control}`];
+    const master = spawn(["ssh", "-F", join(agentDir, "ssh_config"), ...mux, "-o", "ControlMaster=yes", "-N", "git@git.test"], { env: { ...process.env, ...sshEnv, ...asAgent }, stdout: "ignore", stderr: "ignore" });
+    try {
+      await until(async () => ((await ssh([...mux, "-O", "check", "git@git.test"], asAgent)).code === 0 ? true : null), 20_000);
+      const before = await ssh([...mux, "-o", "ControlMaster=no", "git@git.test", "git-upload-pack", "'team/app.git'"], asAgent);
+      // The server answered (its refs; it then ends on the closed stdin).
+      expect(before.stdout).toContain("refs/heads/main");
+      expect((await cg.api("POST", `/v1/agents/${created.body.id}/regenerate-token`)).status).toBe(200);
+      const after = await until(async () => {
+        const r = await ssh([...mux, "-o", "ControlMaster=no", "git@git.test", "git-upload-pack", "'team/app.git'"], asAgent);
+        return r.code === 1 ? r : null;
+      }, 10_000);
+      expect(after.stderr).toContain("credgate: the agent token is no longer valid");
+      expect(after.stdout).toBe("");
+    } finally {
+      master.kill();
+    }
+  });
+
   test("a wrong agent token is refused at the CONNECT (407): nothing reaches the server", async () => {
     const r = await ssh(["git@git.test", "git-upload-pack", "'team/app.git'"], { HTTPS_PROXY: `http://x:agt_${"0".repeat(64)}@127.0.0.1:${cg.gatewayPort}` });
     expect(r.code).toBe(255);

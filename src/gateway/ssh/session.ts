@@ -14,7 +14,7 @@ import type { RequestLogService } from "../../services/requestLogs.ts";
 import { duplexOver } from "../client/duplexSocket.ts";
 import type { AgentSocket } from "../client/socket.ts";
 import { latencyOf, writeRequestLog } from "../requestLog.ts";
-import type { SshCredential } from "../snapshot.ts";
+import type { AgentCredentials, GatewaySnapshot, SshCredential } from "../snapshot.ts";
 import type { Tunnel } from "../tunnel.ts";
 import { certifiedHostKey } from "./hostKey.ts";
 import type { ExecJudge, ExecVerdict, MatchedRule } from "./judge.ts";
@@ -33,6 +33,8 @@ export interface SshInterceptionDeps {
   judge: ExecJudge;
   requestLogs: Pick<RequestLogService, "enqueue" | "update">;
   ca: () => Promise<SshCertificateAuthority>;
+  /** Read again before every command: the token, the agent's right to the key and its current rules. */
+  snapshot: Pick<GatewaySnapshot, "agentForToken" | "credentials">;
 }
 
 type Row = { status: number; decision: ExecVerdict["decision"]; rule?: MatchedRule | null; approvalId?: string | null };
@@ -76,7 +78,7 @@ class AgentConnection {
     private readonly deps: SshInterceptionDeps,
     private readonly client: Connection,
     private readonly tunnel: Tunnel,
-    private readonly credential: SshCredential,
+    private credential: SshCredential,
   ) {
     this.#displayHost = sshDisplayHost(tunnel.host, tunnel.port);
   }
@@ -136,13 +138,34 @@ class AgentConnection {
     this.#log(what, row, started);
   }
 
+  /**
+   * The agent's current view for one command on this connection (docs/ssh.md#commands): its token still valid
+   * (a regenerated one ends every command from then on) and the key still its own, with today's rules.
+   */
+  async #current(): Promise<{ credentials: AgentCredentials; credential: SshCredential } | string> {
+    const agent = await this.deps.snapshot.agentForToken(this.tunnel.token ?? "");
+    if (!agent || agent.id !== this.tunnel.agent.id) return "credgate: the agent token is no longer valid";
+    const credentials = await this.deps.snapshot.credentials(agent);
+    const credential = credentials.ssh.find((c) => c.secretId === this.credential.secretId) ?? null;
+    if (!credential) return `credgate: no SSH key for ${this.tunnel.host} is available to this agent any more`;
+    return { credentials, credential };
+  }
+
   async #exec(channel: ServerChannel, command: string, gitProtocol: string | null): Promise<void> {
     const started = performance.now();
     let heldRow: string | null = null;
+    let current: { credentials: AgentCredentials; credential: SshCredential } | string;
+    try {
+      current = await this.#current();
+    } catch {
+      current = "credgate: gateway internal error";
+    }
+    if (typeof current === "string") return this.#refuse(channel, command, current, { status: current.includes("token") ? 407 : 403, decision: "blocked" }, started);
+    this.credential = current.credential;
     const pending = this.deps.judge.judge(
       {
-        credentials: this.tunnel.credentials,
-        credential: this.credential,
+        credentials: current.credentials,
+        credential: current.credential,
         host: this.tunnel.host,
         displayHost: this.#displayHost,
         onHeld: (approvalId, rule) => {
