@@ -25,7 +25,8 @@ CREDGATE_GATEWAY_URL is, with the CA of that hop set for every runtime), the gat
 curl, git, Go and Deno, and a Node preload that sends fetch() and the http/https modules (axios,
 got, vendor SDKs) through the gateway, and for each PostgreSQL credential the agent may use a URL in
 CREDGATE_DB_<NAME>_URL (and PGHOST, PGUSER, PGPASSWORD… when there is exactly one) whose password is the agent's
-token, for credgate's database port. New agents are in mode "grants": they inject only the secrets granted to
+token, for credgate's database port. git and ssh over SSH go through the gateway too (GIT_SSH_COMMAND, and
+CREDGATE_SSH_CONFIG for ssh -F): no key on this side, credgate logs in with the SSH secret's key. New agents are in mode "grants": they inject only the secrets granted to
 them (PUT /v1/agents/<id>/grants/secrets/<secretId>); the Default Agent injects every secret.
 
 Examples:
