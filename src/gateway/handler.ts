@@ -16,7 +16,7 @@ import { displayHostOf, ProxyRequest, type Destination } from "./request.ts";
 import type { Tunnel } from "./tunnel.ts";
 
 /** Origin-form paths the gateway port serves, below each API prefix. */
-const CONTROL_PATHS = [/^\/approvals(\/|$)/, /^\/org\/approvals\/pending$/, /^\/health$/, /^\/gateway\/ca$/, /^\/gateway-url$/];
+const CONTROL_PATHS = [/^\/approvals(\/|$)/, /^\/org\/approvals\/pending$/, /^\/health$/, /^\/gateway\/ca$/, /^\/gateway\/ssh-ca$/, /^\/gateway-url$/];
 
 export function isControlPath(path: string): boolean {
   const prefix = API_PREFIXES.find((p) => path.startsWith(`${p}/`));

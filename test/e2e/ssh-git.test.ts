@@ -112,6 +112,14 @@ describe("git through credgate", () => {
     expect(r.stderr).not.toContain("Offering public key");
   });
 
+  test("the gateway port serves the SSH CA line too (for containers that reach only the gateway)", async () => {
+    const fromApi = await (await fetch(`${cg.apiUrl}/v1/gateway/ssh-ca`)).text();
+    const fromGateway = await fetch(`http://127.0.0.1:${cg.gatewayPort}/v1/gateway/ssh-ca`);
+    expect(fromGateway.status).toBe(200);
+    expect(await fromGateway.text()).toBe(fromApi);
+    expect(fromApi).toMatch(/^@cert-authority \* ssh-ed25519 \S+ credgate\n$/);
+  });
+
   test("credgate run: git clone over SSH with the config it writes", async () => {
     const work = tempDir("credgate-run-");
     const r = await run([...credgateCommand(), "run", "--", "git", "clone", "-q", "git@git.test:team/app.git", join(work, "app")], {
