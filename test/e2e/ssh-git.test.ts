@@ -215,6 +215,10 @@ describe("refusals", () => {
       });
       expect(blocked.code).toBe(1);
       expect(blocked.stderr).toContain('credgate: blocked by credgate policy rule "no blocked repos"');
+      // A dot segment does not walk around the rule: the server would serve blocked/app.git.
+      const around = await ssh(["git@git.test", "git-upload-pack", "'team/../blocked/app.git'"]);
+      expect(around.code).toBe(1);
+      expect(around.stderr).toContain('credgate: blocked by credgate policy rule "no blocked repos"');
       const work = tempDir("credgate-policy-");
       expect((await gitRun(["clone", "-q", "git@git.test:team/app.git", join(work, "app")])).code).toBe(0);
     } finally {

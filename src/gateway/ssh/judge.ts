@@ -4,6 +4,7 @@
 // and secret). Synchronous unless something waits (a rate-limit count, a person).
 import { evaluateReadings, type CompiledRule, type PolicyRequest } from "../../core/policy.ts";
 import { parseGitCommand, repositoryPath } from "../../core/sshRules.ts";
+import { pathReadings } from "../../core/pathReadings.ts";
 import { log } from "../../observability/log.ts";
 import type { ApprovalService } from "../../services/approvals.ts";
 import type { RateLimitService } from "../../services/rateLimits.ts";
@@ -52,7 +53,9 @@ export class ExecJudge {
     const policy = ctx.credentials.policy;
     if (policy.empty) return this.#afterPolicy(ctx, command, push, null, null, signal);
     const req: PolicyRequest = { host: ctx.host, path, method: "SSH", agentId: ctx.credentials.agent.id, connectionId: null, body: null };
-    const decision = evaluateReadings(policy, req, [path]);
+    // Every reading of the repository path (docs/injection.md#every-reading-of-a-path): a server resolves
+    // `acme/../other.git` to another repository, which a rule on `/acme/*` alone must not open.
+    const decision = evaluateReadings(policy, req, pathReadings(path));
     const rule = decision.rule ? { logicalId: decision.rule.logicalId, name: decision.rule.name } : null;
     switch (decision.verdict) {
       case "allow":
