@@ -129,13 +129,15 @@ export interface GitCommand {
 
 /**
  * Reads `git-upload-pack '/owner/repo.git'` (git quotes with single quotes, `'\''` for a quote inside); an
- * unquoted argument without shell characters is taken too. Anything else (a second argument, `;`, `$(…)`) → null.
+ * unquoted argument without shell characters is taken too. Anything else (a second argument, `;`, `$(…)`, an
+ * option such as `--help`) → null.
  */
 export function parseGitCommand(command: string): GitCommand | null {
   const m = /^(git-upload-pack|git-receive-pack|git-upload-archive) +(.+)$/.exec(command.trim());
   if (!m) return null;
   const arg = unquoteOne(m[2]!);
-  if (arg === null || arg === "" || /[\u0000-\u001f\u007f]/.test(arg)) return null;
+  // A leading `-` would be read as an option by the server's git, not as a repository.
+  if (arg === null || arg === "" || arg.startsWith("-") || /[\u0000-\u001f\u007f]/.test(arg)) return null;
   return { service: m[1] as GitService, repository: arg };
 }
 

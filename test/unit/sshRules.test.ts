@@ -31,6 +31,8 @@ describe("git commands", () => {
     "id",
     "git-upload-pack ''",
     "git-upload-pack 'a\nb'",
+    "git-upload-pack '--help'",
+    "git-upload-archive --remote=x",
   ])("%s → not a git command", (cmd) => {
     expect(parseGitCommand(cmd)).toBeNull();
   });
