@@ -248,6 +248,26 @@ describe("push approvals", () => {
     expect(rows.status).toBe(403);
   });
 
+  test("the agent's ssh goes away while its push is held → the approval is cancelled, the row says so", async () => {
+    const created = await cg.api("POST", "/v1/agents", { body: { name: "Leaving", identifier: "ssh-leaving", mode: "all" } });
+    const token = (await cg.api("GET", "/v1/agents")).body.find((a: any) => a.id === created.body.id).accessToken;
+    const proc = spawn(["ssh", "-F", join(agentDir, "ssh_config"), "git@approve.test", "git-receive-pack", "'team/app.git'"], {
+      env: { ...process.env, ...sshEnv, HTTPS_PROXY: `http://x:${token}@127.0.0.1:${cg.gatewayPort}` },
+      stdin: "pipe",
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    const approval = await until(async () => (await cg.api("GET", "/v1/approvals/pending")).body.requests.find((a: any) => a.agent.id === created.body.id) ?? null, 20_000);
+    proc.kill();
+    const record = await until(async () => {
+      const r = await cg.api("GET", `/v1/approvals/${approval.id}`);
+      return r.body.status === "cancelled" ? r.body : null;
+    }, 15_000);
+    expect(record.status).toBe("cancelled");
+    const row = await until(async () => (await cg.api("GET", "/v1/logs?limit=200")).body.data.find((l: any) => l.approvalId === approval.id && l.decision === "approval_cancelled") ?? null, 15_000);
+    expect(row.method).toBe("SSH");
+  });
+
   test("approve → a real push goes through; approve with remember → the next push is not held", async () => {
     const work = tempDir("credgate-approve-");
     expect((await gitRun(["clone", "-q", "git@approve.test:team/app.git", join(work, "app")])).code).toBe(0);
