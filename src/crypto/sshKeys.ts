@@ -1,5 +1,6 @@
 // SSH keys (docs/ssh.md#the-ssh-secret): reading a stored private key (ed25519, ECDSA or RSA; OpenSSH or
 // unencrypted PEM), its public line for the forge, and a new ed25519 key in OpenSSH's own format.
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { utils, type ParsedKey } from "ssh2";
 
 /** The private key of an `ssh` secret, or null when the value is not an unencrypted private key we can sign with. */
@@ -19,8 +20,44 @@ export function publicKeyLine(value: string, comment: string): string | null {
   return `${key.type} ${key.getPublicSSH().toString("base64")}${safe ? ` ${safe}` : ""}`;
 }
 
-/** A new ed25519 key in OpenSSH format (what ssh-keygen writes). */
+/**
+ * A new ed25519 key in OpenSSH's own format (what ssh-keygen writes: `openssh-key-v1`, no cipher). Written here
+ * from node:crypto's raw key: ssh2's generator drops a leading zero byte of the public key under Bun (about one
+ * key in 128 came out unreadable).
+ */
 export function generateEd25519(comment: string): { privateKey: string; publicKey: string } {
-  const pair = utils.generateKeyPairSync("ed25519", { comment });
-  return { privateKey: pair.private, publicKey: pair.public.trim() };
+  const { privateKey } = generateKeyPairSync("ed25519");
+  const jwk = privateKey.export({ format: "jwk" });
+  const seed = Buffer.from(jwk.d!, "base64url");
+  const pub = Buffer.from(jwk.x!, "base64url");
+  const blob = Buffer.concat([sshString("ssh-ed25519"), sshString(pub)]);
+  const check = randomBytes(4);
+  let secret = Buffer.concat([check, check, sshString("ssh-ed25519"), sshString(pub), sshString(Buffer.concat([seed, pub])), sshString(comment)]);
+  const pad = (8 - (secret.length % 8)) % 8;
+  secret = Buffer.concat([secret, Buffer.from(Array.from({ length: pad }, (_, i) => i + 1))]);
+  const body = Buffer.concat([
+    Buffer.from("openssh-key-v1\0", "latin1"),
+    sshString("none"),
+    sshString("none"),
+    sshString(""),
+    u32(1),
+    sshString(blob),
+    sshString(secret),
+  ]);
+  const lines = body.toString("base64").match(/.{1,70}/g)!.join("\n");
+  return {
+    privateKey: `-----BEGIN OPENSSH PRIVATE KEY-----\n${lines}\n-----END OPENSSH PRIVATE KEY-----\n`,
+    publicKey: `ssh-ed25519 ${blob.toString("base64")}${comment ? ` ${comment}` : ""}`,
+  };
+}
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+}
+
+function sshString(v: Buffer | string): Buffer {
+  const b = typeof v === "string" ? Buffer.from(v, "utf8") : v;
+  return Buffer.concat([u32(b.length), b]);
 }

@@ -7,6 +7,7 @@
 // (read once more, for that name, right after; nothing reads it later).
 import { utils, type ParsedKey } from "ssh2";
 import type { HostCertificate } from "../../crypto/sshCertificate.ts";
+import { generateEd25519 } from "../../crypto/sshKeys.ts";
 
 export const CERT_ALGORITHM = "ssh-ed25519-cert-v01@openssh.com";
 
@@ -14,8 +15,7 @@ export const CERT_ALGORITHM = "ssh-ed25519-cert-v01@openssh.com";
 let template: ParsedKey | null = null;
 function parsedTemplate(): ParsedKey {
   if (!template) {
-    const pair = utils.generateKeyPairSync("ed25519");
-    template = utils.parseKey(pair.private) as ParsedKey;
+    template = utils.parseKey(generateEd25519("").privateKey) as ParsedKey;
   }
   return template;
 }
