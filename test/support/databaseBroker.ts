@@ -6,7 +6,6 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { databaseServer, type DatabaseServer, type DatabaseUserKind } from "./databaseServer.ts";
 import { eventually, gatewayCa } from "./gateway.ts";
-import { freePort } from "./ports.ts";
 import { startCredgate, type RunningCredgate, type StartOptions } from "./process.ts";
 import { tempDir } from "./tmp.ts";
 
@@ -73,17 +72,16 @@ export const DB_TEST_HOSTS = ["policy.db.test", "rate.db.test", "ask.db.test", "
 
 export async function startBroker(opts: StartOptions & { db?: DatabaseServer } = {}): Promise<Broker> {
   const db = opts.db ?? (await databaseServer());
-  const dbPort = await freePort();
   const cg = await startCredgate({
     ...opts,
     env: {
-      CREDGATE_DB_PORT: String(dbPort),
       CREDGATE_UPSTREAM_CA_FILE: db.caFile,
       CREDGATE_RESOLVE: DB_TEST_HOSTS.map((h) => `${h}:${db.port}:127.0.0.1`).join(","),
       CREDGATE_APPROVAL_POLL_SECONDS: "1",
       ...opts.env,
     },
   });
+  const dbPort = cg.dbPort;
   const ca = await gatewayCa(cg);
   const token = cg.keys.defaultAgentToken;
   const url = (secret: string, o: BrokerUrlOptions = {}) => {
