@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startBroker, type Broker } from "../support/databaseBroker.ts";
 import { pgClient } from "../support/databaseClients.ts";
 import { eventually } from "../support/gateway.ts";
-import { cancelRequest, fields, gssencRequest, password, PROTOCOL_3, query, RawConnection, sslRequest, startup, typed, untyped } from "../support/pgRaw.ts";
+import { cancelRequest, fields, type Frame, gssencRequest, password, PROTOCOL_3, query, RawConnection, sslRequest, startup, typed, untyped } from "../support/pgRaw.ts";
 
 const SECRET = "fuzz_db";
 let b: Broker;
@@ -59,8 +59,10 @@ async function hostile(bytes: Buffer[], opts: { keepOpen?: boolean } = {}): Prom
       error = fields(f.body);
       break;
     }
+    // Asked for a password: the packet was taken as a valid startup; nothing more will come unasked.
+    if (f.type === "R") break;
   }
-  if (!opts.keepOpen) {
+  if (!opts.keepOpen && first !== "R") {
     await Promise.race([c.closed, Bun.sleep(Math.max(0, deadline - Date.now()))]);
   }
   const closed = c.isClosed;
@@ -205,7 +207,7 @@ describe("startup phase", () => {
 });
 
 describe("after authentication", () => {
-  test("unknown message types, absurd lengths and truncated messages end the session, never the listener; no backend is left", async () => {
+  test("unknown message types, absurd lengths and malformed messages → ErrorResponse (FATAL ends the session), never a crash; no backend is left", async () => {
     const baseline = await backends();
     const cases: [string, Buffer][] = [
       ["type 0x00", typed(0, Buffer.from("abc"))],
@@ -223,17 +225,30 @@ describe("after authentication", () => {
     for (const [name, bytes] of cases) {
       const c = await loggedIn();
       c.write(bytes);
-      // A truncated message would wait for the rest forever: the agent gives up, as a client would.
-      const frames: string[] = [];
-      const deadline = Date.now() + 5_000;
+      // Every one is answered with an ErrorResponse (credgate's or the server's); a FATAL one ends the session.
+      const frames: Frame[] = [];
+      const deadline = Date.now() + 10_000;
       while (!c.isClosed && Date.now() < deadline) {
         const f = await c.frame(Math.max(1, deadline - Date.now())).catch(() => null);
         if (!f) break;
-        frames.push(f.type);
+        frames.push(f);
         if (f.type === "Z" || f.type === "E") break;
+      }
+      const error = frames.find((f) => f.type === "E");
+      expect({ name, answered: error ? "E" : frames.map((f) => f.type).join("") }).toEqual({ name, answered: "E" });
+      if (fields(error!.body).S === "FATAL") {
+        await Promise.race([c.closed, Bun.sleep(10_000)]);
+        expect({ name, closed: c.isClosed }).toEqual({ name, closed: true });
       }
       c.close();
       expect({ name, crashed: b.cg.proc.exitCode !== null }).toEqual({ name, crashed: false });
+    }
+    // Truncated messages: the rest never comes, the agent hangs up mid-message.
+    for (const partial of [Buffer.from([0x51, 0, 0, 0]), Buffer.concat([Buffer.from("Q"), Buffer.from([0, 0, 0, 100]), Buffer.from("SELECT")]), Buffer.from("P")]) {
+      const c = await loggedIn();
+      c.write(partial);
+      await Bun.sleep(20);
+      c.close();
     }
     await stillServing();
     // Every session ended with its agent connection: the server's backends return to the baseline.

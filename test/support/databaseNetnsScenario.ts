@@ -47,6 +47,8 @@ try {
   const token = cg.keys.defaultAgentToken;
   const url = (host: string, sslmode: string, tok = token) =>
     `postgresql://db_any:${encodeURIComponent(tok)}@${host}:${cg.dbPort}/app?sslmode=${sslmode}${sslmode === "verify-full" ? `&sslrootcert=${ca.file}` : ""}`;
+  // The first start prints the token in its banner: only what is written from here on is searched.
+  const mark = cg.output().length;
   // libpq connects from the address it dials when that address is local: 10.1.2.3 → 10.1.2.3.
   const plainPsql = await psql(url(ADDRESS, "disable"), "SELECT 1");
   const plainPg = await pgConnectError({ host: ADDRESS, port: cg.dbPort, user: "db_any", password: token, database: "app", ssl: false });
@@ -54,7 +56,7 @@ try {
   const tlsWrongToken = await pgConnectError({ host: ADDRESS, port: cg.dbPort, user: "db_any", password: "agt_wrong", database: "app", ssl: { ca: ca.pem } });
   const tlsPsql = await psql(url(ADDRESS, "verify-full"), "SELECT 1");
   const loopbackPlain = await pgConnectError({ host: "127.0.0.1", port: cg.dbPort, user: "db_any", password: token, database: "app", ssl: false });
-  const output = cg.output();
+  const output = cg.output().slice(mark);
   console.log(JSON.stringify({ plainPsql: plainPsql.stderr, plainPg, plainRaw, tlsWrongToken, tlsPsql: tlsPsql.stderr, loopbackPlain, tokenInOutput: output.includes(token) }));
 } finally {
   await cg.stop();
