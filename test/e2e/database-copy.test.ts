@@ -26,11 +26,11 @@ beforeAll(async () => {
   b = await startBroker();
   await b.secret(SECRET, { user: "scram", tls: "off" });
   table = `sink_${crypto.randomUUID().slice(0, 8)}`;
-  // A table that keeps nothing (the server's disk is not what is measured) and stalls 3 s on the line 'pause'.
+  // A table that keeps nothing (the server's disk is not what is measured) and stalls 5 s on the line 'pause'.
   await b.db.admin(
     [
       `CREATE TABLE ${table} (line text)`,
-      `CREATE FUNCTION ${table}_drop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.line = 'pause' THEN PERFORM pg_sleep(3); END IF; RETURN NULL; END $$`,
+      `CREATE FUNCTION ${table}_drop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.line = 'pause' THEN PERFORM pg_sleep(5); END IF; RETURN NULL; END $$`,
       `CREATE TRIGGER ${table}_drop BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${table}_drop()`,
       `GRANT ALL ON ${table} TO scram_user`,
     ].join(";\n"),
@@ -46,7 +46,7 @@ function report(what: string, idle: number, peak: number, ms: number): void {
 }
 
 describe("a 1 GB COPY through the broker keeps the gateway's memory bounded", () => {
-  test("COPY FROM STDIN: the agent uploads 1 GB; the server stalls 3 s after 100 MB", async () => {
+  test("COPY FROM STDIN: the agent uploads 1 GB; the server stalls 5 s after 100 MB", async () => {
     const rss = new RssWatch(b.cg.proc.pid);
     const sql = porsager(b.url(SECRET, { sslmode: "disable" }));
     try {
@@ -75,7 +75,7 @@ describe("a 1 GB COPY through the broker keeps the gateway's memory bounded", ()
     }
   }, 300_000);
 
-  test("COPY TO STDOUT: the server sends 1 GB; the agent stops reading for 3 s after 100 MB", async () => {
+  test("COPY TO STDOUT: the server sends 1 GB; the agent stops reading for 5 s after 100 MB", async () => {
     const rss = new RssWatch(b.cg.proc.pid);
     const sql = porsager(b.url(SECRET, { sslmode: "disable" }));
     try {
@@ -97,7 +97,7 @@ describe("a 1 GB COPY through the broker keeps the gateway's memory bounded", ()
             if (sample.length < 2048) sample += chunk.toString("latin1", 0, Math.min(chunk.length, 2048));
             if (!stalled && received >= STALL_AT) {
               stalled = true;
-              setTimeout(done, 3_000);
+              setTimeout(done, 5_000);
             } else done();
           },
         }),
