@@ -75,6 +75,9 @@ export class StartupConversation {
     const length = buf.readInt32BE(0);
     if (length < 8 || length > MAX_STARTUP_PACKET) return this.#refuse(protocolViolation("invalid length of startup packet"));
     if (buf.length < length) return;
+    const code = buf.readInt32BE(4);
+    // Not a request code (1234.56xx) nor protocol 3: PostgreSQL answers 0A000.
+    if (code >>> 16 !== 1234 && code >>> 16 !== 3) return this.#refuse(unsupportedProtocol(code >>> 16, code & 0xffff));
     const packet = parseStartupPacket(buf.subarray(0, length));
     this.#buf = buf.subarray(length);
     if ("error" in packet) return this.#refuse(protocolViolation(packet.error));
