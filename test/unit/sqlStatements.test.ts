@@ -2,7 +2,9 @@
 // string as PostgreSQL's scanner does, the read list, and every spelling of a statement that lifts read-only mode.
 // Written as an attacker with one agent token: each case is a way to get a write read as a read, or a lift missed.
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import { classifyStatement, liftsReadOnly, splitStatements, statementNature } from "../../src/core/sqlStatements.ts";
+import { selects, separators } from "../support/sqlFragments.ts";
 
 describe("splitStatements", () => {
   const cases: [string, string[]][] = [
@@ -243,5 +245,51 @@ describe("read twice when a backslash could change the reading", () => {
   test("a plain backslash in an E string is only an escape", () => {
     expect(classifyStatement("SELECT E'a\\nb', 'c'")).toBe("read");
     expect(liftsReadOnly("SELECT E'\\\\'")).toBe(false);
+  });
+});
+
+describe("properties (fast-check): literals, identifiers, dollar quotes and comments full of `;`", () => {
+  const trim = (s: string) => s.replace(/^[ \t\n\r\f\v]+|[ \t\n\r\f\v]+$/g, "");
+  const query = (statements: string[], seps: string[]) => statements.map((s, i) => s + (seps[i % seps.length] ?? ";")).join("");
+
+  test("a Query of SELECTs splits into exactly those SELECTs, never inside a literal or comment", () => {
+    fc.assert(
+      fc.property(fc.array(selects({ backslashes: true }), { minLength: 1, maxLength: 4 }), fc.array(separators, { minLength: 1, maxLength: 4 }), (statements, seps) => {
+        expect(splitStatements(query(statements, seps))).toEqual(statements.map(trim));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  test("whatever the literals and comments hold (DELETE, SET …, quotes, $$), such a SELECT is a read that lifts nothing", () => {
+    fc.assert(
+      fc.property(selects({ backslashes: false }), (statement) => {
+        expect(statementNature(statement)).toEqual({ write: false, lifts: false });
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  test("a DELETE outside the literals, after any of them, makes the Query a write", () => {
+    fc.assert(
+      fc.property(fc.array(selects({ backslashes: false }), { minLength: 1, maxLength: 3 }), separators, fc.nat(), (statements, sep, at) => {
+        const parts = [...statements];
+        parts.splice(at % (parts.length + 1), 0, "DELETE FROM t");
+        const sql = parts.join(sep);
+        expect(classifyStatement(sql)).toBe("write");
+        expect(splitStatements(sql).filter((s) => classifyStatement(s) === "write")).toEqual(["DELETE FROM t"]);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  test("a lift outside the literals is found wherever it stands", () => {
+    fc.assert(
+      fc.property(selects({ backslashes: false }), fc.constantFrom("SET transaction_read_only = off", "RESET ALL", "BEGIN READ WRITE", "SELECT set_config('transaction_read_only', 'off', false)"), (statement, lift) => {
+        expect(liftsReadOnly(`${statement}; ${lift}`)).toBe(true);
+        expect(liftsReadOnly(`${lift}; ${statement}`)).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
