@@ -9,9 +9,10 @@ import type * as net from "node:net";
 import { log } from "../../observability/log.ts";
 import type { AgentSocket } from "../client/socket.ts";
 import type { CancelKey, CancelTarget } from "./cancelKeys.ts";
-import type { DbSession, StatementJudge, StatementVerdict } from "./provisional.ts";
+import { splitStatements } from "../../core/sqlStatements.ts";
+import type { DbSession, StatementJudge, StatementVerdict } from "./judge.ts";
+import type { StatementLogRow } from "./statementLog.ts";
 import type { UpstreamSession } from "./upstream.ts";
-import { splitStatements } from "./provisional.ts";
 import { functionCallRefused, protocolViolation, shuttingDown, statementTooLarge, type Refusal } from "./refusals.ts";
 import { ServerReplies, type StatementRecord } from "./serverReplies.ts";
 import { errorResponse, MAX_MESSAGE, parseParse, parseQuery, readyForQuery } from "./wire.ts";
@@ -25,7 +26,7 @@ const TERMINATE = Uint8Array.of(X, 0, 0, 0, 4);
 export interface SessionDeps {
   judge: Pick<StatementJudge, "judge">;
   /** Writes one request-log row (statementLog.ts). */
-  logStatement(db: DbSession, row: { statement: string; decision: string; status: 200 | 400 | 403; latencyMs: number; approvalId?: string }): void;
+  logStatement(db: DbSession, row: StatementLogRow): void;
   /** Sends a CancelRequest with the server's real key. */
   forwardCancel(db: DbSession, backendKey: UpstreamSession["backendKey"]): Promise<void>;
 }
@@ -286,7 +287,7 @@ export class DatabaseSession implements CancelTarget {
         return false;
       }
       if (!v.ok) {
-        this.#refused(raw[0]!, text, statements, v, receivedAt);
+        this.#refused(raw[0]!, text, statements, v, i, receivedAt);
         return true;
       }
       verdicts.push(v);
@@ -306,7 +307,7 @@ export class DatabaseSession implements CancelTarget {
       let v = await first;
       for (let i = at; ; ) {
         if (this.#closed) return;
-        if (!v.ok) return this.#refused(copy[0]!, text, statements, v, receivedAt);
+        if (!v.ok) return this.#refused(copy[0]!, text, statements, v, i, receivedAt);
         verdicts.push(v);
         if (++i === statements.length) break;
         const next = this.#deps.judge.judge(this.#db, statements[i]!, this.#abort.signal);
@@ -318,7 +319,7 @@ export class DatabaseSession implements CancelTarget {
       .catch((err: Error) => {
         if (this.#closed) return;
         log.error("database statement judge failed", { host: this.#db.host, error: err.message });
-        this.#refused(copy[0]!, text, statements, { ok: false, decision: "error", code: "XX000", message: "credgate: the statement could not be judged" }, receivedAt);
+        this.#refused(copy[0]!, text, statements, { ok: false, decision: "error", code: "XX000", message: "credgate: the statement could not be judged" }, verdicts.length, receivedAt);
       })
       .finally(() => this.#release());
   }
@@ -345,11 +346,13 @@ export class DatabaseSession implements CancelTarget {
   }
 
   /** Log rows for a refused Query (each of its statements) or Parse (its text), then the refusal itself. */
-  #refused(type: number, text: string, statements: string[], v: Extract<StatementVerdict, { ok: false }>, receivedAt: number): void {
+  #refused(type: number, text: string, statements: string[], v: Extract<StatementVerdict, { ok: false }>, at: number, receivedAt: number): void {
     const latencyMs = performance.now() - receivedAt;
-    const approval = v.approvalId !== undefined ? { approvalId: v.approvalId } : {};
-    if (type === Q) for (const s of statements) this.#deps.logStatement(this.#db, { statement: s, decision: v.decision, status: 403, latencyMs, ...approval });
-    else this.#deps.logStatement(this.#db, { statement: text, decision: v.decision, status: 403, latencyMs, ...approval });
+    const refusal = { decision: v.decision, status: 403 as const, latencyMs };
+    // The statement refused carries the verdict's approval and rule; the others of its Query were refused with it.
+    const own = { ...refusal, ...(v.approvalId !== undefined ? { approvalId: v.approvalId } : {}), rule: v.rule ?? null };
+    if (type !== Q) this.#deps.logStatement(this.#db, { statement: text, ...own });
+    else for (let i = 0; i < statements.length; i++) this.#deps.logStatement(this.#db, { statement: statements[i]!, ...(i === at ? own : refusal) });
     this.#refuse(type, { code: v.code, message: v.message });
   }
 
@@ -385,6 +388,7 @@ export class DatabaseSession implements CancelTarget {
       status,
       latencyMs,
       ...(r.approvalId !== undefined ? { approvalId: r.approvalId } : {}),
+      rule: r.rule ?? null,
     });
   }
 
@@ -423,10 +427,10 @@ export class DatabaseSession implements CancelTarget {
   }
 }
 
-/** A forwarded statement's log entry; an approved write keeps the approval's id for its row. */
+/** A forwarded statement's log entry; an approved write keeps its approval and rule for its row. */
 function record(statement: string, v: StatementVerdict, sentAt: number): StatementRecord {
   const r: StatementRecord = { statement, decision: v.decision, sentAt };
-  const approvalId = (v as { approvalId?: string }).approvalId;
-  if (approvalId !== undefined) r.approvalId = approvalId;
+  if (v.approvalId !== undefined) r.approvalId = v.approvalId;
+  if (v.rule !== undefined) r.rule = v.rule;
   return r;
 }
