@@ -67,7 +67,7 @@ export class DatabaseSession implements CancelTarget {
     this.#backendKey = upstream.backendKey;
     this.#replies = new ServerReplies({
       write: (bytes) => agent.write(bytes),
-      settle: (record, status) => this.#log(record, status, performance.now() - record.sentAt),
+      settle: (record, status) => this.#log(record, status, Math.round(performance.now() - record.sentAt)),
       readyForQuery,
     });
   }
@@ -347,7 +347,7 @@ export class DatabaseSession implements CancelTarget {
 
   /** Log rows for a refused Query (each of its statements) or Parse (its text), then the refusal itself. */
   #refused(type: number, text: string, statements: string[], v: Extract<StatementVerdict, { ok: false }>, at: number, receivedAt: number): void {
-    const latencyMs = performance.now() - receivedAt;
+    const latencyMs = Math.round(performance.now() - receivedAt);
     const refusal = { decision: v.decision, status: 403 as const, latencyMs };
     // The statement refused carries the verdict's approval and rule; the others of its Query were refused with it.
     const own = { ...refusal, ...(v.approvalId !== undefined ? { approvalId: v.approvalId } : {}), rule: v.rule ?? null };
