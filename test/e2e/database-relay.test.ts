@@ -7,18 +7,19 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import * as net from "node:net";
 import { startBroker, type Broker } from "../support/databaseBroker.ts";
-import { pgClient, psql } from "../support/databaseClients.ts";
+import { pgClient, porsager, psql } from "../support/databaseClients.ts";
 import { eventually } from "../support/gateway.ts";
 import { fe, RawPg, types, type Seen } from "../support/pgRawClient.ts";
 
 let b: Broker;
-const S = { scram: "relay_scram", md5Plain: "relay_md5_plain", otherOnly: "relay_other_only" };
+const S = { scram: "relay_scram", md5Plain: "relay_md5_plain", otherOnly: "relay_other_only", blocked: "relay_blocked" };
 
 beforeAll(async () => {
   b = await startBroker();
   await b.secret(S.scram, { user: "scram" });
   await b.secret(S.md5Plain, { user: "md5", tls: "off" });
   await b.secret(S.otherOnly, { user: "scram", databases: ["other"] });
+  await b.secret(S.blocked, { user: "md5", tls: "off", writes: "block" });
 });
 
 afterAll(async () => {
@@ -215,6 +216,55 @@ describe("the relay", () => {
     expect(seen.filter((s) => s.type === "D").map((s) => s.text)).toEqual(["1", "2", "3"]);
     expect(seen[9]).toMatchObject({ code: "0A000", severity: "ERROR" });
     expect(seen[9]!.message).toContain("function call message is not supported");
+    client.close();
+  });
+
+  test("porsager's pipeline (Parse/Bind/Describe/Execute/Sync per query, all sent at once) with a refused write in the middle: every query gets its own answer", async () => {
+    const sql = porsager(b.url(S.blocked, { sslmode: "disable" }));
+    try {
+      await sql`SELECT 1`; // connected before the burst
+      const tag = crypto.randomUUID();
+      const results = await Promise.allSettled([
+        sql`SELECT ${"a-" + tag}::text AS v`,
+        sql`SELECT ${"b-" + tag}::text AS v`,
+        sql`INSERT INTO items (name) VALUES (${tag})`,
+        sql`SELECT ${"c-" + tag}::text AS v`,
+        sql.unsafe("SELECT 1; DELETE FROM items"),
+        sql`SELECT ${"d-" + tag}::text AS v`,
+      ]);
+      expect(results.map((r) => (r.status === "fulfilled" ? (r.value as unknown as { v: string }[])[0]?.v : (r.reason as { code: string }).code))).toEqual([
+        `a-${tag}`,
+        `b-${tag}`,
+        "42501",
+        `c-${tag}`,
+        "42501",
+        `d-${tag}`,
+      ]);
+      expect(await b.db.admin(`SELECT 1 FROM items WHERE name = '${tag}'`)).toHaveLength(0);
+    } finally {
+      await sql.end();
+    }
+  });
+
+  test("one log row per statement: a Query's statements as each is answered (200, the error 400, those never run 400), a refused one 403", async () => {
+    const tag = crypto.randomUUID().slice(0, 8);
+    const { client } = await login(S.blocked);
+    client.send(fe.query(`SELECT '${tag}-1'; SELECT 1/0 AS "${tag}-2"; SELECT '${tag}-3'`));
+    expect(types(await client.readies(1))).toBe("TDCEZ");
+    client.send(fe.parse("", `SELECT 1/0 AS "${tag}-4"`), fe.bind("", ""), fe.execute(""), fe.sync());
+    // 1/0 of constants fails when the plan is made, at Bind.
+    expect(types(await client.readies(1))).toBe("1EZ");
+    client.send(fe.query(`DELETE FROM items WHERE name = '${tag}-5'`));
+    expect(types(await client.readies(1))).toBe("EZ");
+    const rows = await b.logs((r) => r.method === "SQL" && r.path.includes(tag), 5);
+    const byPath = Object.fromEntries(rows.map((r) => [r.path, [r.status, r.decision]]));
+    expect(byPath).toEqual({
+      [`SELECT '${tag}-1'`]: [200, "allowed"],
+      [`SELECT 1/0 AS "${tag}-2"`]: [400, "allowed"],
+      [`SELECT '${tag}-3'`]: [400, "allowed"],
+      [`SELECT 1/0 AS "${tag}-4"`]: [400, "allowed"],
+      [`DELETE FROM items WHERE name = '${tag}-5'`]: [403, "blocked"],
+    });
     client.close();
   });
 
