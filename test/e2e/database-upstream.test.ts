@@ -146,6 +146,21 @@ describe("logging in as the real user", () => {
     expect((await query(writable, "SHOW default_transaction_read_only")).rows).toEqual([["off"]]);
   });
 
+  test("a non-ASCII SCRAM password is prepared as the server prepared it (SASLprep)", async () => {
+    // U+2168 (ROMAN NUMERAL NINE) becomes "IX", U+00AD (SOFT HYPHEN) nothing, U+00A0 a space.
+    const password = `p\u00E4ss\u00ADw\u00F6rd\u00A0\u2168-${db.users.scram.password}`;
+    await db.admin(`ALTER ROLE scram_user PASSWORD '${password}'`);
+    try {
+      const s = kept(await connect("scram", {}, {}, password));
+      expect((await query(s, "SELECT current_user")).rows).toEqual([["scram_user"]]);
+      // The prepared form is the same password to the server; an unprepared reading of it would not be.
+      kept(await connect("scram", {}, {}, `p\u00E4ssw\u00F6rd IX-${db.users.scram.password}`));
+      expect(await refusal(connect("scram", {}, {}, `p\u00E4ssw\u00F6rd\u00A0\u2168-${db.users.scram.password}x`))).toContain("password authentication failed");
+    } finally {
+      await db.admin(`ALTER ROLE scram_user PASSWORD '${db.users.scram.password}'`);
+    }
+  });
+
   test("the database asked for is the one connected to", async () => {
     const s = kept(await connect("md5", {}, { database: db.otherDatabase }));
     expect((await query(s, "SELECT current_database()")).rows).toEqual([["other"]]);
@@ -277,7 +292,7 @@ async function rawServer(onConnection: (socket: net.Socket, received: () => Buff
   const server = net.createServer((socket) => {
     sockets.push(socket);
     const i = received.push(Buffer.alloc(0)) - 1;
-    socket.on("data", (c) => (received[i] = Buffer.concat([received[i]!, c])));
+    socket.on("data", (c: Buffer) => (received[i] = Buffer.concat([received[i]!, c])));
     socket.on("error", () => {});
     onConnection(socket, () => received[i]!);
   });

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { X509Certificate } from "node:crypto";
 import { certificateBindingHash, ScramClient, ScramError, tlsServerEndPoint } from "../../src/gateway/postgres/scram.ts";
 import { saslprep } from "../../src/gateway/postgres/saslprep.ts";
-import { upstreamStartupParams } from "../../src/gateway/postgres/startupParams.ts";
+import { unsafeForStatementChecks, upstreamStartupParams } from "../../src/gateway/postgres/startupParams.ts";
 import { tempDir } from "../support/tmp.ts";
 
 describe("SCRAM-SHA-256 client", () => {
@@ -151,5 +151,13 @@ describe("agent startup settings", () => {
       expect("error" in r && r.error).toContain(`client_encoding ${enc}`);
     }
     for (const enc of ["UTF8", "utf-8", "LATIN1", "WIN1252", "EUC_JP", "SQL_ASCII"]) expect(pass({ client_encoding: enc }).client_encoding).toBe(enc);
+  });
+
+  test("server settings that would make the server read statements differently are named", () => {
+    expect(unsafeForStatementChecks("standard_conforming_strings", "off")).toBe("standard_conforming_strings is off");
+    expect(unsafeForStatementChecks("standard_conforming_strings", "on")).toBeNull();
+    expect(unsafeForStatementChecks("client_encoding", "SJIS")).toBe("client_encoding is SJIS");
+    expect(unsafeForStatementChecks("client_encoding", "UTF8")).toBeNull();
+    expect(unsafeForStatementChecks("DateStyle", "ISO, MDY")).toBeNull();
   });
 });

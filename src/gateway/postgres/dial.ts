@@ -37,7 +37,9 @@ export interface DialWatch {
 }
 
 /** A connection to the server, TLS per the credential, nothing sent on it yet after the handshake. */
-export async function dialDatabase(endpoint: DatabaseEndpoint, deps: DialDeps, watch: DialWatch): Promise<net.Socket | tls.TLSSocket> {
+export async function dialDatabase(given: DatabaseEndpoint, deps: DialDeps, watch: DialWatch): Promise<net.Socket | tls.TLSSocket> {
+  // An IPv6 literal may come bracketed; names are case-insensitive (as the outbound door reads them).
+  const endpoint = { ...given, host: given.host.replace(/^\[|\]$/g, "").toLowerCase() };
   const target = await judged(endpoint, deps);
   if (endpoint.tls === "off") plainAllowed(endpoint, target, deps);
   let raw: net.Socket;

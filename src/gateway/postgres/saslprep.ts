@@ -1,9 +1,9 @@
-// SASLprep (RFC 4013) of a password, as PostgreSQL's own pg_saslprep (server and libpq alike) does it for SCRAM:
-// an ASCII password is used as it is; any other is mapped
-// (non-ASCII spaces to a space, "commonly mapped to nothing" characters removed), NFKC-normalised and checked, and a
-// password with a prohibited character or broken bidirectional text is used as it is, unprepared, exactly like
-// the server did when the password was set. Unassigned code points are judged against today's Unicode, not 3.2's:
-// a password mixing a character newer than Unicode 3.2 with one that NFKC changes is the one case that may differ.
+// SASLprep (RFC 4013) of a password, as PostgreSQL's own pg_saslprep (server and libpq alike) does it for SCRAM: an
+// ASCII password is used as it is; any other is mapped (non-ASCII spaces to a space, "commonly mapped to nothing"
+// characters removed), NFKC-normalised and checked, and a password with a prohibited character or broken bidirectional
+// text is used as it is, unprepared, exactly like the server did when the password was set. Unassigned code points are
+// judged against today's Unicode, not 3.2's: a password mixing a character newer than Unicode 3.2 with one that NFKC
+// changes is the one case that may differ.
 
 /** RFC 3454 C.1.2, mapped to U+0020. */
 const NON_ASCII_SPACE = /[\u00A0\u1680\u2000-\u200B\u202F\u205F\u3000]/gu;

@@ -1,9 +1,9 @@
-// The client side of SCRAM-SHA-256 and SCRAM-SHA-256-PLUS (RFC 5802, RFC 7677) as credgate answers a PostgreSQL
-// server with a database credential's password. The user name is sent empty, as libpq does: the server takes the
-// startup message's. The server must prove that it knows the password too (its signature in the final message);
-// one that cannot is refused. Channel binding is
-// `tls-server-end-point` (RFC 5929): a hash of the server certificate the TLS connection saw, so a relay that
-// terminates TLS with another certificate cannot pass the exchange on.
+// The client side of SCRAM-SHA-256 and SCRAM-SHA-256-PLUS (RFC 5802, RFC 7677) as credgate answers a PostgreSQL server
+// with a database credential's password (docs/databases.md#upstream-tls-and-authentication). The user name is sent
+// empty, as libpq does: the server takes the startup message's. The server must prove that it knows the password too
+// (its signature in the final message); one that cannot is refused. Channel binding is `tls-server-end-point` (RFC
+// 5929): a hash of the server certificate the TLS connection saw, so a relay that terminates TLS with another
+// certificate cannot pass the exchange on.
 import { createHash, createHmac, pbkdf2, randomBytes, timingSafeEqual } from "node:crypto";
 import { saslprep } from "./saslprep.ts";
 

@@ -1,11 +1,11 @@
-// Which of the agent's startup parameters reach the real server. PostgreSQL takes any run-time setting as a startup
-// parameter, and a named one is applied after the `options` string, so an agent passing
-// `default_transaction_read_only=off` (or `-c session_preload_libraries=…` in its options, or `replication=database`)
-// would undo or escape what credgate set. Only settings that change how results look or how long a statement may
-// run pass; the agent's `options` are read for those same settings (`-c name=value`, `--name=value`) and the rest
-// of them dropped. A client encoding whose multibyte characters may contain an ASCII quote or backslash byte
-// (SJIS, BIG5, GBK, UHC, GB18030, JOHAB) is refused: the server would read a statement's literals differently from
-// the statement judge.
+// Which of the agent's startup parameters reach the real server (docs/databases.md#upstream-tls-and-authentication).
+// PostgreSQL takes any run-time setting as a startup parameter, and a named one is applied after the `options` string,
+// so an agent passing `default_transaction_read_only=off` (or `-c session_preload_libraries=…` in its options, or
+// `replication=database`) would undo or escape what credgate set. Only settings that change how results look or how
+// long a statement may run pass; the agent's `options` are read for those same settings (`-c name=value`,
+// `--name=value`) and the rest of them dropped. A client encoding whose multibyte characters may contain an ASCII quote
+// or backslash byte (SJIS, BIG5, GBK, UHC, GB18030, JOHAB) is refused: the server would read a statement's literals
+// differently from the statement judge.
 
 /** Settings an agent may choose (lower case; PostgreSQL's names are case-insensitive). */
 const PASSED = new Set([
@@ -27,6 +27,20 @@ const PASSED = new Set([
 /** Client encodings in which every byte of a multibyte character is ≥ 0x80 (names as the server normalises them). */
 const ASCII_SAFE_ENCODING =
   /^(sqlascii|utf8|unicode|latin(10|[1-9])|iso8859(1[0-6]|[1-9])|(win|windows|cp)(866|874|125[0-8])|win|alt|koi8[ru]?|euc(jp|cn|kr|tw|jis2004)|muleinternal|tcvn(5712)?|vscii|abc)$/;
+
+/**
+ * Why a server setting would make the server read statements differently from credgate's statement checks, or
+ * null. For the relay to watch the server's ParameterStatus messages during a session (both settings are reported
+ * whenever they change): `SET standard_conforming_strings = off` makes `\'` an escaped quote inside '…' literals,
+ * and a client encoding such as SJIS lets a multibyte character end in a backslash byte, so a statement credgate
+ * reads as one literal can hide another statement from it.
+ */
+export function unsafeForStatementChecks(name: string, value: string): string | null {
+  const key = name.toLowerCase();
+  if (key === "standard_conforming_strings" && value.toLowerCase() !== "on") return "standard_conforming_strings is off";
+  if (key === "client_encoding" && !ASCII_SAFE_ENCODING.test(value.toLowerCase().replace(/[^a-z0-9]/g, ""))) return `client_encoding is ${value}`;
+  return null;
+}
 
 /** PostgreSQL's own splitting of `options` (pg_split_opts): whitespace separates, a backslash keeps the next character. */
 function splitOptions(options: string): string[] {

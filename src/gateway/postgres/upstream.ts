@@ -1,8 +1,8 @@
-// The upstream side of a database session: credgate connects to the real PostgreSQL server with a database
-// credential (dial, egress guard and TLS in dial.ts), sends the startup message with the real user, answers the
-// server's authentication itself (SCRAM-SHA-256, SCRAM-SHA-256-PLUS, MD5, cleartext over TLS only), and hands the
-// relay a paused socket at the server's first ReadyForQuery, with the server's parameters and its real cancel key.
-// The agent never sees the password, and no reason given for a failure contains it.
+// The upstream side of a database session (docs/databases.md#upstream-tls-and-authentication): credgate connects to the
+// real PostgreSQL server with a database credential (dial, egress guard and TLS in dial.ts), sends the startup message
+// with the real user, answers the server's authentication itself (SCRAM-SHA-256, SCRAM-SHA-256-PLUS, MD5, cleartext
+// over TLS only), and hands the relay a paused socket at the server's first ReadyForQuery, with the server's parameters
+// and its real cancel key. The agent never sees the password, and no reason given for a failure contains it.
 import { createHash } from "node:crypto";
 import type * as net from "node:net";
 import * as tls from "node:tls";
