@@ -47,7 +47,7 @@ export function chosenDatabase(params: Map<string, string>, credential: Database
   return credential.databases?.[0] ?? credential.user;
 }
 
-/** The host as logs and approvals show it: without the default port (docs/databases.md#statements). */
+/** The host as logs and approvals show it: without the default port (docs/databases.md#request-logs-and-metrics). */
 export function loggedHost(credential: DatabaseCredential): string {
   if (credential.port === 5432) return credential.host;
   return credential.host.includes(":") ? `[${credential.host}]:${credential.port}` : `${credential.host}:${credential.port}`;
