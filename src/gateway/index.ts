@@ -14,6 +14,7 @@ import { LeafCache, SelfLeaf } from "./tls.ts";
 import { selfNames } from "../listen/selfNames.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { VaultResolver } from "../vault/resolver.ts";
+import { recheck } from "./postgres/agentAuth.ts";
 import { DatabaseListener } from "./postgres/listener.ts";
 import { statementJudgeOf } from "./postgres/judge.ts";
 import { logStatement } from "./postgres/statementLog.ts";
@@ -71,6 +72,7 @@ export class Gateway {
       auth: { snapshot, vault: deps.vault, upstream },
       session: {
         judge: statementJudgeOf(services, snapshot, config),
+        recheck: (db, token) => recheck(snapshot, db, token),
         logStatement: (db, row) => logStatement(requestLogs, db, row),
         forwardCancel: (db, key) => forwardCancel(db.credential, key, upstream),
       },

@@ -395,6 +395,51 @@ describe("the relay", () => {
   });
 });
 
+describe("a running session follows what changes (checked before each statement)", () => {
+  const ask = async (client: RawPg, sql: string) => {
+    client.send(fe.query(sql));
+    return client.until((s) => s.type === "Z" || (s.type === "E" && s.severity === "FATAL"));
+  };
+
+  test("the agent's token regenerated: the next statement gets FATAL 28P01 and the session ends, on the server too", async () => {
+    const agent = await b.agent(`relay-regen-${crypto.randomUUID().slice(0, 8)}`);
+    const tag = `relay-regen-${crypto.randomUUID()}`;
+    const { client } = await RawPg.login(b.dbPort, { user: S.md5Plain, database: "app", application_name: tag }, agent.token);
+    expect(types(await ask(client, "SELECT 1"))).toBe("TDCZ");
+    expect((await b.cg.api("POST", `/v1/agents/${agent.id}/regenerate-token`)).status).toBe(200);
+    const seen = await ask(client, "SELECT 2");
+    expect(seen).toEqual([{ type: "E", severity: "FATAL", code: "28P01", message: "credgate: invalid agent token" }]);
+    expect(await client.closedWithin()).toBe(true);
+    expect(await eventually(async () => (await b.db.admin(`SELECT 1 FROM pg_stat_activity WHERE application_name = '${tag}'`)).length === 0)).toBe(true);
+  });
+
+  test("the database secret deleted: FATAL 28000 no database credential", async () => {
+    const name = `relay_doomed_${crypto.randomUUID().slice(0, 8)}`;
+    const id = await b.secret(name, { user: "md5", tls: "off" });
+    const { client } = await login(name);
+    expect(types(await ask(client, "SELECT 1"))).toBe("TDCZ");
+    expect((await b.cg.api("DELETE", `/v1/secrets/${id}`)).status).toBe(204);
+    expect(await ask(client, "SELECT 2")).toEqual([{ type: "E", severity: "FATAL", code: "28000", message: `credgate: no database credential "${name}" for this agent` }]);
+    expect(await client.closedWithin()).toBe(true);
+  });
+
+  test("a block rule published while a session is open applies to its next statement; dropped, statements pass again", async () => {
+    await b.secret("relay_names", { user: "md5", tls: "require", host: "names.db.test" });
+    const { client } = await login("relay_names");
+    expect(types(await ask(client, "SELECT 1"))).toBe("TDCZ");
+    const created = await b.cg.api("POST", "/v1/policy/rules", { body: { name: "No names.db.test", action: "block", targets: [{ kind: "network", hostPattern: "names.db.test" }] } });
+    expect(created.status).toBe(201);
+    expect((await b.cg.api("POST", "/v1/policy/publish")).status).toBe(200);
+    const refused = await ask(client, "SELECT 2");
+    expect(types(refused)).toBe("EZ");
+    expect(refused[0]).toMatchObject({ severity: "ERROR", code: "42501" });
+    await b.cg.api("DELETE", `/v1/policy/rules/${created.body.id}`);
+    await b.cg.api("POST", "/v1/policy/publish");
+    expect(types(await ask(client, "SELECT 3"))).toBe("TDCZ");
+    client.close();
+  });
+});
+
 describe("stopping", () => {
   test("a stopping credgate ends an idle session with FATAL 57P01; the server's session ends too", async () => {
     const own = await startBroker({ db: b.db });

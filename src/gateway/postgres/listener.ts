@@ -47,7 +47,7 @@ export class DatabaseListener {
             auth: this.deps.auth,
             selfLeaf: this.deps.selfLeaf,
             cancelKeys: this.#cancelKeys,
-            started: (agent, upstream, db, early) => this.#start(agent, upstream, db, early),
+            started: (agent, upstream, db, token, early) => this.#start(agent, upstream, db, token, early),
           });
         },
       },
@@ -56,12 +56,12 @@ export class DatabaseListener {
   }
 
   /** The relay begins: credgate's BackendKeyData (the cancel key it will recognise), ReadyForQuery, then both ways. */
-  #start(agent: AgentSocket, upstream: UpstreamSession, db: DbSession, early: Buffer): void {
+  #start(agent: AgentSocket, upstream: UpstreamSession, db: DbSession, token: string, early: Buffer): void {
     if (agent.closed) {
       upstream.socket.destroy();
       return;
     }
-    const session = new DatabaseSession(agent, upstream, db, this.deps.session, (s) => {
+    const session = new DatabaseSession(agent, upstream, db, token, this.deps.session, (s) => {
       this.#sessions.delete(s);
       if (s.key) this.#cancelKeys.release(s.key);
       metrics.dbConnections.dec();

@@ -10,6 +10,7 @@ import { log } from "../../observability/log.ts";
 import type { AgentSocket } from "../client/socket.ts";
 import type { CancelKey, CancelTarget } from "./cancelKeys.ts";
 import { splitStatements } from "../../core/sqlStatements.ts";
+import type { Recheck } from "./agentAuth.ts";
 import type { DbSession, StatementJudge, StatementVerdict } from "./judge.ts";
 import type { StatementLogRow } from "./statementLog.ts";
 import type { UpstreamSession } from "./upstream.ts";
@@ -23,8 +24,20 @@ export const MAX_JUDGED_BYTES = 16 * 1024 * 1024;
 const SYNC = Uint8Array.of(S, 0, 0, 0, 4);
 const TERMINATE = Uint8Array.of(X, 0, 0, 0, 4);
 
+/** A Query or Parse being judged: what it says, and the verdicts so far. */
+interface Judging {
+  raw: Buffer;
+  type: number;
+  text: string;
+  statements: string[];
+  verdicts: StatementVerdict[];
+  receivedAt: number;
+}
+
 export interface SessionDeps {
   judge: Pick<StatementJudge, "judge">;
+  /** Before each statement: the agent, its credential and the database still stand (agentAuth.ts); `db` is brought up to date. */
+  recheck(db: DbSession, token: string): Recheck | Promise<Recheck>;
   /** Writes one request-log row (statementLog.ts). */
   logStatement(db: DbSession, row: StatementLogRow): void;
   /** Sends a CancelRequest with the server's real key. */
@@ -37,6 +50,7 @@ export class DatabaseSession implements CancelTarget {
   readonly #db: DbSession;
   readonly #deps: SessionDeps;
   readonly #backendKey: UpstreamSession["backendKey"];
+  readonly #token: string;
   readonly #replies: ServerReplies;
   readonly #abort = new AbortController();
   // The agent's message stream: what is left of the current message, passed on or (`#discard`) dropped.
@@ -59,8 +73,17 @@ export class DatabaseSession implements CancelTarget {
   #closed = false;
   key: CancelKey | null = null;
 
-  constructor(agent: AgentSocket, upstream: UpstreamSession, db: DbSession, deps: SessionDeps, private readonly onClosed: (session: DatabaseSession) => void) {
+  constructor(
+    agent: AgentSocket,
+    upstream: UpstreamSession,
+    db: DbSession,
+    /** The agent's token, to recheck before each statement that the session still stands. */
+    token: string,
+    deps: SessionDeps,
+    private readonly onClosed: (session: DatabaseSession) => void,
+  ) {
     this.#agent = agent;
+    this.#token = token;
     this.#server = upstream.socket;
     this.#db = db;
     this.#deps = deps;
@@ -279,47 +302,63 @@ export class DatabaseSession implements CancelTarget {
       this.#forward(raw, type, text, [], []);
       return true;
     }
-    const verdicts: StatementVerdict[] = [];
-    for (let i = 0; i < statements.length; i++) {
-      const v = this.#deps.judge.judge(this.#db, statements[i]!, this.#abort.signal);
-      if (v instanceof Promise) {
-        this.#hold(v, raw, text, statements, verdicts, i, receivedAt, chunk.subarray(pos));
-        return false;
+    const job: Judging = { raw, type, text, statements, verdicts: [], receivedAt };
+    const outcome = this.#run(job, -1);
+    if (!(outcome instanceof Promise)) return outcome;
+    this.#hold(job, outcome, chunk.subarray(pos));
+    return false;
+  }
+
+  /**
+   * Judges `job` from step `from` (-1: the session still stands; then each statement) and forwards or refuses it.
+   * True when the walk may go on, false when the session ended; a promise when a step has to wait.
+   */
+  #run(job: Judging, from: number): boolean | Promise<boolean> {
+    for (let i = from; i < job.statements.length; i++) {
+      const step = i < 0 ? this.#deps.recheck(this.#db, this.#token) : this.#deps.judge.judge(this.#db, job.statements[i]!, this.#abort.signal);
+      if (step instanceof Promise) {
+        return step.then((v: Recheck | StatementVerdict) => {
+          if (this.#closed) return false;
+          const settled = this.#apply(job, i, v);
+          return settled ?? this.#run(job, i + 1);
+        });
       }
-      if (!v.ok) {
-        this.#refused(raw[0]!, text, statements, v, i, receivedAt);
-        return true;
-      }
-      verdicts.push(v);
+      const settled = this.#apply(job, i, step);
+      if (settled !== null) return settled;
     }
-    this.#forward(raw, type, text, statements, verdicts);
+    this.#forward(job.raw, job.type, job.text, job.statements, job.verdicts);
     return true;
   }
 
-  /** A verdict must be awaited (an approval, a rate-limit count): this session's agent→server direction waits. */
-  #hold(first: Promise<StatementVerdict>, raw: Buffer, text: string, statements: string[], verdicts: StatementVerdict[], at: number, receivedAt: number, rest: Buffer): void {
+  /** One step's answer: null to go on; true when the message was refused (the session goes on), false when the session ended. */
+  #apply(job: Judging, i: number, v: Recheck | StatementVerdict): boolean | null {
+    if (i < 0) {
+      const check = v as Recheck;
+      if (check.ok) return null;
+      this.#fatal(check.refusal);
+      return false;
+    }
+    const verdict = v as StatementVerdict;
+    if (!verdict.ok) {
+      this.#refused(job.type, job.text, job.statements, verdict, i, job.receivedAt);
+      return true;
+    }
+    job.verdicts.push(verdict);
+    return null;
+  }
+
+  /** A step must be awaited (an approval, a rate-limit count, the snapshot rebuilding): this session's agent→server direction waits. */
+  #hold(job: Judging, outcome: Promise<boolean>, rest: Buffer): void {
     this.#held = true;
     this.#agent.pause();
     if (rest.length > 0) this.#backlog.unshift(rest);
-    // `raw` may be a view of a chunk Bun reuses: keep its bytes.
-    const copy = Buffer.from(raw);
-    const judgeRest = async (): Promise<void> => {
-      let v = await first;
-      for (let i = at; ; ) {
-        if (this.#closed) return;
-        if (!v.ok) return this.#refused(copy[0]!, text, statements, v, i, receivedAt);
-        verdicts.push(v);
-        if (++i === statements.length) break;
-        const next = this.#deps.judge.judge(this.#db, statements[i]!, this.#abort.signal);
-        v = next instanceof Promise ? await next : next;
-      }
-      this.#forward(copy, copy[0]!, text, statements, verdicts);
-    };
-    judgeRest()
+    // The message leaves later: keep its own bytes, not a view of the read it came in.
+    job.raw = Buffer.from(job.raw);
+    outcome
       .catch((err: Error) => {
         if (this.#closed) return;
         log.error("database statement judge failed", { host: this.#db.host, error: err.message });
-        this.#refused(copy[0]!, text, statements, { ok: false, decision: "error", code: "XX000", message: "credgate: the statement could not be judged" }, verdicts.length, receivedAt);
+        this.#refused(job.type, job.text, job.statements, { ok: false, decision: "error", code: "XX000", message: "credgate: the statement could not be judged" }, job.verdicts.length, job.receivedAt);
       })
       .finally(() => this.#release());
   }

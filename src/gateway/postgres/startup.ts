@@ -33,7 +33,7 @@ export interface StartupDeps {
   selfLeaf: SelfLeaf;
   cancelKeys: CancelKeys;
   /** The session begins: the listener relays it from here. `early`: the agent's bytes that came after its password. */
-  started(agent: AgentSocket, upstream: UpstreamSession, db: DbSession, early: Buffer): void;
+  started(agent: AgentSocket, upstream: UpstreamSession, db: DbSession, token: string, early: Buffer): void;
 }
 
 type Phase = "startup" | "password" | "authenticating" | "done";
@@ -168,7 +168,7 @@ export class StartupConversation {
     const { upstream } = result;
     sock.write(authenticationOk());
     for (const [name, value] of upstream.parameters) sock.write(parameterStatus(name, value));
-    this.deps.started(sock, upstream, result.db, this.#buf);
+    this.deps.started(sock, upstream, result.db, token, this.#buf);
   }
 
   #refuse(refusal: Refusal): void {
