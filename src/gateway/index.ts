@@ -14,8 +14,10 @@ import { LeafCache, SelfLeaf } from "./tls.ts";
 import { selfNames } from "../listen/selfNames.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
 import { VaultResolver } from "../vault/resolver.ts";
+import { recheck } from "./postgres/agentAuth.ts";
 import { DatabaseListener } from "./postgres/listener.ts";
-import { logStatement, StatementJudge } from "./postgres/provisional.ts";
+import { statementJudgeOf } from "./postgres/judge.ts";
+import { logStatement } from "./postgres/statementLog.ts";
 import { forwardCancel, type UpstreamDeps } from "./postgres/upstream.ts";
 
 /** What the stages share, over these services: the egress guard, the vault cache and the upstream pool are one each. */
@@ -69,7 +71,8 @@ export class Gateway {
     this.#database = new DatabaseListener({
       auth: { snapshot, vault: deps.vault, upstream },
       session: {
-        judge: new StatementJudge(),
+        judge: statementJudgeOf(services, snapshot, config),
+        recheck: (db, token) => recheck(snapshot, db, token),
         logStatement: (db, row) => logStatement(requestLogs, db, row),
         forwardCancel: (db, key) => forwardCancel(db.credential, key, upstream),
       },

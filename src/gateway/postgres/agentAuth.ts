@@ -4,11 +4,11 @@
 // with the real password. Every refusal is a Refusal the listener sends as a FATAL ErrorResponse.
 import { log } from "../../observability/log.ts";
 import type { VaultResolver } from "../../vault/resolver.ts";
-import type { DatabaseCredential, GatewaySnapshot } from "../snapshot.ts";
+import type { AgentCredentials, AgentEntry, DatabaseCredential, GatewaySnapshot } from "../snapshot.ts";
 import { isLoopbackPeer } from "./loopbackPeer.ts";
-import type { DbSession } from "./provisional.ts";
+import type { DbSession } from "./judge.ts";
 import { connectUpstream, UpstreamError, type UpstreamDeps, type UpstreamSession } from "./upstream.ts";
-import { databaseNotAllowed, invalidToken, needsTls, noCredential, noUser, upstreamFailed, type Refusal } from "./refusals.ts";
+import { credentialChanged, databaseNotAllowed, invalidToken, needsTls, noCredential, noUser, upstreamFailed, type Refusal } from "./refusals.ts";
 
 export interface AgentAuthDeps {
   snapshot: Pick<GatewaySnapshot, "agentForToken" | "credentials">;
@@ -23,6 +23,10 @@ export interface StartupFacts {
   secure: boolean;
   peer: string | null;
 }
+
+/** Whether a running session still stands (see `recheck`). */
+export type Recheck = { ok: true } | { ok: false; refusal: Refusal };
+const STANDS: Recheck = { ok: true };
 
 export type AuthResult =
   | { ok: true; db: DbSession; upstream: UpstreamSession }
@@ -47,7 +51,7 @@ export function chosenDatabase(params: Map<string, string>, credential: Database
   return credential.databases?.[0] ?? credential.user;
 }
 
-/** The host as logs and approvals show it: without the default port (docs/databases.md#statements). */
+/** The host as logs and approvals show it: without the default port (docs/databases.md#request-logs-and-metrics). */
 export function loggedHost(credential: DatabaseCredential): string {
   if (credential.port === 5432) return credential.host;
   return credential.host.includes(":") ? `[${credential.host}]:${credential.port}` : `${credential.host}:${credential.port}`;
@@ -66,6 +70,39 @@ function agentSettings(params: Map<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of params) if (name !== "user" && name !== "database") out[name] = value;
   return out;
+}
+
+/**
+ * Before each statement of a running session (docs/databases.md#authentication): the token still names the
+ * agent (not regenerated, the agent not deleted), the agent may still use the credential, the database is still
+ * allowed, and the credential still points where the session was opened. `db` takes the agent's current view
+ * (policy rules, secret values for the leak guard, readOnly and writes). Synchronous unless the snapshot is being
+ * rebuilt after a change.
+ */
+export function recheck(snapshot: AgentAuthDeps["snapshot"], db: DbSession, token: string): Recheck | Promise<Recheck> {
+  const found = snapshot.agentForToken(token);
+  return found instanceof Promise ? found.then((agent) => recheckAgent(snapshot, db, agent)) : recheckAgent(snapshot, db, found);
+}
+
+function recheckAgent(snapshot: AgentAuthDeps["snapshot"], db: DbSession, agent: AgentEntry | null): Recheck | Promise<Recheck> {
+  if (agent === null || agent.id !== db.agent.id) return { ok: false, refusal: invalidToken };
+  const pending = snapshot.credentials(agent);
+  return pending instanceof Promise ? pending.then((c) => recheckCredentials(db, agent, c)) : recheckCredentials(db, agent, pending);
+}
+
+function recheckCredentials(db: DbSession, agent: AgentEntry, credentials: AgentCredentials): Recheck {
+  if (credentials === db.credentials) return STANDS;
+  const was = db.credential;
+  const credential = credentials.databases.get(was.name);
+  if (credential === undefined) return { ok: false, refusal: noCredential(was.name) };
+  if (credential.secretId !== was.secretId || credential.host !== was.host || credential.port !== was.port || credential.user !== was.user || credential.tls !== was.tls) {
+    return { ok: false, refusal: credentialChanged(was.name) };
+  }
+  if (credential.databases !== null && !credential.databases.includes(db.database)) return { ok: false, refusal: databaseNotAllowed(db.database) };
+  db.agent = agent;
+  db.credentials = credentials;
+  db.credential = credential;
+  return STANDS;
 }
 
 /** Token → agent → credential → database → upstream session. `signal` aborts the upstream connection (timeout, the agent left). */

@@ -4,11 +4,12 @@
 // process only (not in gateway workers): a CancelRequest comes on a new connection, which must reach the
 // process that holds the session it names.
 import type { TCPSocketListener } from "bun";
+import { metrics } from "../../observability/metrics.ts";
 import { agentSocketHandlers, BunAgentSocket, type AgentSocket } from "../client/socket.ts";
 import type { SelfLeaf } from "../tls.ts";
 import type { AgentAuthDeps } from "./agentAuth.ts";
 import { CancelKeys } from "./cancelKeys.ts";
-import type { DbSession } from "./provisional.ts";
+import type { DbSession } from "./judge.ts";
 import type { UpstreamSession } from "./upstream.ts";
 import { DatabaseSession, type SessionDeps } from "./session.ts";
 import { StartupConversation } from "./startup.ts";
@@ -46,7 +47,7 @@ export class DatabaseListener {
             auth: this.deps.auth,
             selfLeaf: this.deps.selfLeaf,
             cancelKeys: this.#cancelKeys,
-            started: (agent, upstream, db, early) => this.#start(agent, upstream, db, early),
+            started: (agent, upstream, db, token, early) => this.#start(agent, upstream, db, token, early),
           });
         },
       },
@@ -55,16 +56,18 @@ export class DatabaseListener {
   }
 
   /** The relay begins: credgate's BackendKeyData (the cancel key it will recognise), ReadyForQuery, then both ways. */
-  #start(agent: AgentSocket, upstream: UpstreamSession, db: DbSession, early: Buffer): void {
-    const session = new DatabaseSession(agent, upstream, db, this.deps.session, (s) => {
-      this.#sessions.delete(s);
-      if (s.key) this.#cancelKeys.release(s.key);
-    });
+  #start(agent: AgentSocket, upstream: UpstreamSession, db: DbSession, token: string, early: Buffer): void {
     if (agent.closed) {
       upstream.socket.destroy();
       return;
     }
+    const session = new DatabaseSession(agent, upstream, db, token, this.deps.session, (s) => {
+      this.#sessions.delete(s);
+      if (s.key) this.#cancelKeys.release(s.key);
+      metrics.dbConnections.dec();
+    });
     this.#sessions.add(session);
+    metrics.dbConnections.inc();
     const key = this.#cancelKeys.issue(session);
     session.key = key;
     agent.write(backendKeyData(key.processId, key.secretKey));

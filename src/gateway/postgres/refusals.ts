@@ -13,6 +13,10 @@ export const noUser: Refusal = {
 };
 export const noCredential = (user: string): Refusal => ({ code: "28000", message: `credgate: no database credential "${user}" for this agent` });
 export const databaseNotAllowed = (db: string): Refusal => ({ code: "42501", message: `credgate: database "${db}" is not allowed for this credential` });
+export const credentialChanged = (user: string): Refusal => ({
+  code: "28000",
+  message: `credgate: the database credential "${user}" has changed (server, user or TLS): reconnect`,
+});
 export const upstreamFailed = (reason: string): Refusal => ({ code: "08006", message: `credgate: could not connect to the database: ${reason}` });
 export const protocolViolation = (what: string): Refusal => ({ code: "08P01", message: `credgate: ${what}` });
 export const unsupportedProtocol = (major: number, minor: number): Refusal => ({

@@ -8,11 +8,15 @@
 // one per forwarded Sync (with the extended-protocol messages sent since the previous one). The slot still being
 // filled by the agent's messages (extended messages with no Sync yet) is `open`.
 
+import type { MatchedRule } from "./judge.ts";
+import type { RequestLogDecision } from "../../services/requestLogs.ts";
+
 /** A statement the server was sent, until its answer comes and its log row is written. */
 export interface StatementRecord {
   statement: string;
-  decision: string;
+  decision: RequestLogDecision;
   approvalId?: string;
+  rule?: MatchedRule;
   /** performance.now() when it was forwarded. */
   sentAt: number;
 }

@@ -9,9 +9,11 @@ import type * as net from "node:net";
 import { log } from "../../observability/log.ts";
 import type { AgentSocket } from "../client/socket.ts";
 import type { CancelKey, CancelTarget } from "./cancelKeys.ts";
-import type { DbSession, StatementJudge, StatementVerdict } from "./provisional.ts";
+import { splitStatements } from "../../core/sqlStatements.ts";
+import type { Recheck } from "./agentAuth.ts";
+import type { DbSession, StatementJudge, StatementVerdict } from "./judge.ts";
+import type { StatementLogRow } from "./statementLog.ts";
 import type { UpstreamSession } from "./upstream.ts";
-import { splitStatements } from "./provisional.ts";
 import { functionCallRefused, protocolViolation, shuttingDown, statementTooLarge, type Refusal } from "./refusals.ts";
 import { ServerReplies, type StatementRecord } from "./serverReplies.ts";
 import { errorResponse, MAX_MESSAGE, parseParse, parseQuery, readyForQuery } from "./wire.ts";
@@ -22,10 +24,22 @@ export const MAX_JUDGED_BYTES = 16 * 1024 * 1024;
 const SYNC = Uint8Array.of(S, 0, 0, 0, 4);
 const TERMINATE = Uint8Array.of(X, 0, 0, 0, 4);
 
+/** A Query or Parse being judged: what it says, and the verdicts so far. */
+interface Judging {
+  raw: Buffer;
+  type: number;
+  text: string;
+  statements: string[];
+  verdicts: StatementVerdict[];
+  receivedAt: number;
+}
+
 export interface SessionDeps {
   judge: Pick<StatementJudge, "judge">;
+  /** Before each statement: the agent, its credential and the database still stand (agentAuth.ts); `db` is brought up to date. */
+  recheck(db: DbSession, token: string): Recheck | Promise<Recheck>;
   /** Writes one request-log row (statementLog.ts). */
-  logStatement(db: DbSession, row: { statement: string; decision: string; status: 200 | 400 | 403; latencyMs: number; approvalId?: string }): void;
+  logStatement(db: DbSession, row: StatementLogRow): void;
   /** Sends a CancelRequest with the server's real key. */
   forwardCancel(db: DbSession, backendKey: UpstreamSession["backendKey"]): Promise<void>;
 }
@@ -36,6 +50,7 @@ export class DatabaseSession implements CancelTarget {
   readonly #db: DbSession;
   readonly #deps: SessionDeps;
   readonly #backendKey: UpstreamSession["backendKey"];
+  readonly #token: string;
   readonly #replies: ServerReplies;
   readonly #abort = new AbortController();
   // The agent's message stream: what is left of the current message, passed on or (`#discard`) dropped.
@@ -58,15 +73,24 @@ export class DatabaseSession implements CancelTarget {
   #closed = false;
   key: CancelKey | null = null;
 
-  constructor(agent: AgentSocket, upstream: UpstreamSession, db: DbSession, deps: SessionDeps, private readonly onClosed: (session: DatabaseSession) => void) {
+  constructor(
+    agent: AgentSocket,
+    upstream: UpstreamSession,
+    db: DbSession,
+    /** The agent's token, to recheck before each statement that the session still stands. */
+    token: string,
+    deps: SessionDeps,
+    private readonly onClosed: (session: DatabaseSession) => void,
+  ) {
     this.#agent = agent;
+    this.#token = token;
     this.#server = upstream.socket;
     this.#db = db;
     this.#deps = deps;
     this.#backendKey = upstream.backendKey;
     this.#replies = new ServerReplies({
       write: (bytes) => agent.write(bytes),
-      settle: (record, status) => this.#log(record, status, performance.now() - record.sentAt),
+      settle: (record, status) => this.#log(record, status, Math.round(performance.now() - record.sentAt)),
       readyForQuery,
     });
   }
@@ -278,47 +302,63 @@ export class DatabaseSession implements CancelTarget {
       this.#forward(raw, type, text, [], []);
       return true;
     }
-    const verdicts: StatementVerdict[] = [];
-    for (let i = 0; i < statements.length; i++) {
-      const v = this.#deps.judge.judge(this.#db, statements[i]!, this.#abort.signal);
-      if (v instanceof Promise) {
-        this.#hold(v, raw, text, statements, verdicts, i, receivedAt, chunk.subarray(pos));
-        return false;
+    const job: Judging = { raw, type, text, statements, verdicts: [], receivedAt };
+    const outcome = this.#run(job, -1);
+    if (!(outcome instanceof Promise)) return outcome;
+    this.#hold(job, outcome, chunk.subarray(pos));
+    return false;
+  }
+
+  /**
+   * Judges `job` from step `from` (-1: the session still stands; then each statement) and forwards or refuses it.
+   * True when the walk may go on, false when the session ended; a promise when a step has to wait.
+   */
+  #run(job: Judging, from: number): boolean | Promise<boolean> {
+    for (let i = from; i < job.statements.length; i++) {
+      const step = i < 0 ? this.#deps.recheck(this.#db, this.#token) : this.#deps.judge.judge(this.#db, job.statements[i]!, this.#abort.signal);
+      if (step instanceof Promise) {
+        return step.then((v: Recheck | StatementVerdict) => {
+          if (this.#closed) return false;
+          const settled = this.#apply(job, i, v);
+          return settled ?? this.#run(job, i + 1);
+        });
       }
-      if (!v.ok) {
-        this.#refused(raw[0]!, text, statements, v, receivedAt);
-        return true;
-      }
-      verdicts.push(v);
+      const settled = this.#apply(job, i, step);
+      if (settled !== null) return settled;
     }
-    this.#forward(raw, type, text, statements, verdicts);
+    this.#forward(job.raw, job.type, job.text, job.statements, job.verdicts);
     return true;
   }
 
-  /** A verdict must be awaited (an approval, a rate-limit count): this session's agent→server direction waits. */
-  #hold(first: Promise<StatementVerdict>, raw: Buffer, text: string, statements: string[], verdicts: StatementVerdict[], at: number, receivedAt: number, rest: Buffer): void {
+  /** One step's answer: null to go on; true when the message was refused (the session goes on), false when the session ended. */
+  #apply(job: Judging, i: number, v: Recheck | StatementVerdict): boolean | null {
+    if (i < 0) {
+      const check = v as Recheck;
+      if (check.ok) return null;
+      this.#fatal(check.refusal);
+      return false;
+    }
+    const verdict = v as StatementVerdict;
+    if (!verdict.ok) {
+      this.#refused(job.type, job.text, job.statements, verdict, i, job.receivedAt);
+      return true;
+    }
+    job.verdicts.push(verdict);
+    return null;
+  }
+
+  /** A step must be awaited (an approval, a rate-limit count, the snapshot rebuilding): this session's agent→server direction waits. */
+  #hold(job: Judging, outcome: Promise<boolean>, rest: Buffer): void {
     this.#held = true;
     this.#agent.pause();
     if (rest.length > 0) this.#backlog.unshift(rest);
-    // `raw` may be a view of a chunk Bun reuses: keep its bytes.
-    const copy = Buffer.from(raw);
-    const judgeRest = async (): Promise<void> => {
-      let v = await first;
-      for (let i = at; ; ) {
-        if (this.#closed) return;
-        if (!v.ok) return this.#refused(copy[0]!, text, statements, v, receivedAt);
-        verdicts.push(v);
-        if (++i === statements.length) break;
-        const next = this.#deps.judge.judge(this.#db, statements[i]!, this.#abort.signal);
-        v = next instanceof Promise ? await next : next;
-      }
-      this.#forward(copy, copy[0]!, text, statements, verdicts);
-    };
-    judgeRest()
+    // The message leaves later: keep its own bytes, not a view of the read it came in.
+    job.raw = Buffer.from(job.raw);
+    outcome
       .catch((err: Error) => {
         if (this.#closed) return;
         log.error("database statement judge failed", { host: this.#db.host, error: err.message });
-        this.#refused(copy[0]!, text, statements, { ok: false, decision: "error", code: "XX000", message: "credgate: the statement could not be judged" }, receivedAt);
+        this.#refused(job.type, job.text, job.statements, { ok: false, decision: "error", code: "XX000", message: "credgate: the statement could not be judged" }, job.verdicts.length, job.receivedAt);
       })
       .finally(() => this.#release());
   }
@@ -345,11 +385,13 @@ export class DatabaseSession implements CancelTarget {
   }
 
   /** Log rows for a refused Query (each of its statements) or Parse (its text), then the refusal itself. */
-  #refused(type: number, text: string, statements: string[], v: Extract<StatementVerdict, { ok: false }>, receivedAt: number): void {
-    const latencyMs = performance.now() - receivedAt;
-    const approval = v.approvalId !== undefined ? { approvalId: v.approvalId } : {};
-    if (type === Q) for (const s of statements) this.#deps.logStatement(this.#db, { statement: s, decision: v.decision, status: 403, latencyMs, ...approval });
-    else this.#deps.logStatement(this.#db, { statement: text, decision: v.decision, status: 403, latencyMs, ...approval });
+  #refused(type: number, text: string, statements: string[], v: Extract<StatementVerdict, { ok: false }>, at: number, receivedAt: number): void {
+    const latencyMs = Math.round(performance.now() - receivedAt);
+    const refusal = { decision: v.decision, status: 403 as const, latencyMs };
+    // The statement refused carries the verdict's approval and rule; the others of its Query were refused with it.
+    const own = { ...refusal, ...(v.approvalId !== undefined ? { approvalId: v.approvalId } : {}), rule: v.rule ?? null };
+    if (type !== Q) this.#deps.logStatement(this.#db, { statement: text, ...own });
+    else for (let i = 0; i < statements.length; i++) this.#deps.logStatement(this.#db, { statement: statements[i]!, ...(i === at ? own : refusal) });
     this.#refuse(type, { code: v.code, message: v.message });
   }
 
@@ -385,6 +427,7 @@ export class DatabaseSession implements CancelTarget {
       status,
       latencyMs,
       ...(r.approvalId !== undefined ? { approvalId: r.approvalId } : {}),
+      rule: r.rule ?? null,
     });
   }
 
@@ -423,10 +466,10 @@ export class DatabaseSession implements CancelTarget {
   }
 }
 
-/** A forwarded statement's log entry; an approved write keeps the approval's id for its row. */
+/** A forwarded statement's log entry; an approved write keeps its approval and rule for its row. */
 function record(statement: string, v: StatementVerdict, sentAt: number): StatementRecord {
   const r: StatementRecord = { statement, decision: v.decision, sentAt };
-  const approvalId = (v as { approvalId?: string }).approvalId;
-  if (approvalId !== undefined) r.approvalId = approvalId;
+  if (v.approvalId !== undefined) r.approvalId = v.approvalId;
+  if (v.rule !== undefined) r.rule = v.rule;
   return r;
 }

@@ -8,7 +8,7 @@ import { agentSocketHandlers, BunAgentSocket, type AgentSocket } from "../client
 import type { SelfLeaf } from "../tls.ts";
 import { authenticate, refusalBeforePassword, type AgentAuthDeps, type StartupFacts } from "./agentAuth.ts";
 import type { CancelKeys } from "./cancelKeys.ts";
-import type { DbSession } from "./provisional.ts";
+import type { DbSession } from "./judge.ts";
 import type { UpstreamSession } from "./upstream.ts";
 import { authenticationTimeout, protocolViolation, unsupportedProtocol, type Refusal } from "./refusals.ts";
 import {
@@ -33,7 +33,7 @@ export interface StartupDeps {
   selfLeaf: SelfLeaf;
   cancelKeys: CancelKeys;
   /** The session begins: the listener relays it from here. `early`: the agent's bytes that came after its password. */
-  started(agent: AgentSocket, upstream: UpstreamSession, db: DbSession, early: Buffer): void;
+  started(agent: AgentSocket, upstream: UpstreamSession, db: DbSession, token: string, early: Buffer): void;
 }
 
 type Phase = "startup" | "password" | "authenticating" | "done";
@@ -75,6 +75,9 @@ export class StartupConversation {
     const length = buf.readInt32BE(0);
     if (length < 8 || length > MAX_STARTUP_PACKET) return this.#refuse(protocolViolation("invalid length of startup packet"));
     if (buf.length < length) return;
+    const code = buf.readInt32BE(4);
+    // Not a request code (1234.56xx) nor protocol 3: PostgreSQL answers 0A000.
+    if (code >>> 16 !== 1234 && code >>> 16 !== 3) return this.#refuse(unsupportedProtocol(code >>> 16, code & 0xffff));
     const packet = parseStartupPacket(buf.subarray(0, length));
     this.#buf = buf.subarray(length);
     if ("error" in packet) return this.#refuse(protocolViolation(packet.error));
@@ -165,7 +168,7 @@ export class StartupConversation {
     const { upstream } = result;
     sock.write(authenticationOk());
     for (const [name, value] of upstream.parameters) sock.write(parameterStatus(name, value));
-    this.deps.started(sock, upstream, result.db, this.#buf);
+    this.deps.started(sock, upstream, result.db, token, this.#buf);
   }
 
   #refuse(refusal: Refusal): void {
