@@ -9,14 +9,14 @@
 // (bench/placement.ts): credgate alone on CPU 0; pgbench on the other CPUs; the server beside pgbench through
 // credgate and on credgate's idle CPU for direct runs. Each statement is judged and logged (a request-log row).
 //
-//   bun bench/postgres.ts [--duration s] [--scale n] [--rounds n] [--json] [--no-pin]
+//   bun bench/postgres.ts [--duration s] [--scale n] [--rounds n] [--json] [--no-pin] [--profile dir]
 import { spawnSync } from "bun";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startBroker, type Broker } from "../test/support/databaseBroker.ts";
 import { startDatabaseServer, type DatabaseServer } from "../test/support/databaseServer.ts";
 import { pgBinary } from "../test/support/postgres.ts";
-import { flag, numberOption } from "./options.ts";
+import { flag, numberOption, pathOption } from "./options.ts";
 import { onCpus, pinProcess, placement, type Placement } from "./placement.ts";
 
 export const POSTGRES_TARGET = 0.6;
@@ -72,7 +72,16 @@ async function pgbench(args: string[], env: Record<string, string>, cpus: string
   return { tps: Number(tps), latencyMs: Number(latency), transactions: Number(transactions) };
 }
 
-export async function runPostgresRows(o: { cpus: Placement | null; durationS: number; scale: number; rounds: number; clients?: number; log: (m: string) => void }): Promise<PostgresRows> {
+export async function runPostgresRows(o: {
+  cpus: Placement | null;
+  durationS: number;
+  scale: number;
+  rounds: number;
+  clients?: number;
+  /** Run credgate under Bun's CPU profiler (.cpuprofile and .md written here when it stops). */
+  profileDir?: string;
+  log: (m: string) => void;
+}): Promise<PostgresRows> {
   const clients = o.clients ?? 8;
   o.log(`PostgreSQL broker: a test server, pgbench -i -s ${o.scale}, credgate with one gateway process`);
   const db = await startDatabaseServer();
@@ -83,7 +92,8 @@ export async function runPostgresRows(o: { cpus: Placement | null; durationS: nu
     if (init.exitCode !== 0) throw new Error(`pgbench -i failed: ${init.stderr}`);
     await db.admin(`GRANT ALL ON ALL TABLES IN SCHEMA public TO scram_user`, DATABASE);
     await db.admin("VACUUM ANALYZE", DATABASE);
-    broker = await startBroker({ db, env: { CREDGATE_GATEWAY_WORKERS: "1" } });
+    const profiler: Record<string, string> = o.profileDir ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-md --cpu-prof-dir=${o.profileDir}` } : {};
+    broker = await startBroker({ db, env: { CREDGATE_GATEWAY_WORKERS: "1", ...profiler } });
     await broker.secret(SECRET, { user: "scram", tls: "off", writes: "allow" });
     const gatewayPid = broker.cg.proc.pid;
     if (o.cpus) pinProcess(gatewayPid, o.cpus.gateway);
@@ -164,6 +174,7 @@ if (import.meta.main) {
       durationS: numberOption("--duration", "BENCH_DURATION", 10),
       scale: Math.round(numberOption("--scale", "BENCH_PG_SCALE", 5)),
       rounds: Math.round(numberOption("--rounds", "BENCH_PG_ROUNDS", 1)),
+      profileDir: pathOption("--profile", "BENCH_PROFILE"),
       log,
     });
     if (json) console.log(JSON.stringify(rows, null, 2));
