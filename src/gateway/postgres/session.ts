@@ -368,6 +368,7 @@ export class DatabaseSession implements CancelTarget {
     if (this.#closed) return;
     while (!this.#held && !this.#closed && this.#backlog.length > 0) this.#walk(this.#backlog.shift()!, 0);
     if (!this.#held && !this.#serverFull) this.#agent.resume();
+    if (this.#closing) this.#endIfIdle();
   }
 
   #forward(raw: Uint8Array, type: number, text: string, statements: string[], verdicts: StatementVerdict[]): void {
