@@ -76,12 +76,13 @@ class Tokens {
     return i < this.length ? (this.kinds[i]! as T) : -1;
   }
 
-  /** Token `i` in ASCII lower case when it is an unquoted word (of a length a key word or function name has). */
+  /** Words already read, in lower case (each is asked for several times). */
+  #words: (string | undefined)[] = [];
+
+  /** Token `i` in ASCII lower case when it is an unquoted word. */
   word(i: number): string | null {
     if (i >= this.length || this.kinds[i] !== T.Word) return null;
-    const start = this.starts[i]!;
-    const end = this.ends[i]!;
-    return end - start > 64 ? null : asciiLower(this.sql.slice(start, end));
+    return (this.#words[i] ??= asciiLower(this.sql.slice(this.starts[i], this.ends[i])));
   }
 
   punct(i: number, ch: number): boolean {
@@ -106,7 +107,7 @@ class Tokens {
    */
   name(i: number): string | null {
     const kind = this.kind(i);
-    if (kind === T.Word) return asciiLower(this.sql.slice(this.starts[i], this.ends[i]));
+    if (kind === T.Word) return this.word(i);
     const raw = kind === T.Ident || kind === T.UIdent ? this.sql.slice(this.starts[i]! + (kind === T.UIdent ? 3 : 1), this.ends[i]! - 1) : null;
     if (raw === null) return null;
     if (kind === T.Ident) return asciiLower(raw.replace(/""/g, '"'));
@@ -167,12 +168,10 @@ function isIdentCont(c: number): boolean {
 
 /** ASCII-only lower case, as PostgreSQL folds key words (String#toLowerCase would fold the Kelvin sign to k). */
 function asciiLower(s: string): string {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 65 && c <= 90) return s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
-  }
-  return s;
+  return NON_ASCII.test(s) ? s.replace(/[A-Z]+/g, (m) => m.toLowerCase()) : s.toLowerCase();
 }
+
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /** The end of a -- comment: the next newline (not consumed) or the end. */
 function lineCommentEnd(sql: string, i: number): number {

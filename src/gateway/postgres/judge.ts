@@ -1,8 +1,9 @@
-// The database broker's judge (docs/databases.md#statements-reads-and-writes): every statement an agent sends (each statement of a
-// Query, every Parse) is judged before it reaches the server, in order — the leak guard (no credgate secret in
-// it), the policy rules on the database host (method SQL, path /: block, rate limit, approval), the credential's
-// readOnly, then its `writes` (block, or approve: held for a person). The verdict is synchronous unless something
-// has to wait (a rate-limit count, a person), so a session of reads costs no promise per statement.
+// The database broker's judge (docs/databases.md#statements-reads-and-writes): every statement an agent sends
+// (each statement of a Query, every Parse) is judged before it reaches the server, in order — the leak guard (no
+// credgate secret in it), the policy rules on the database host (method SQL, path /: block, rate limit,
+// approval), the credential's readOnly, then its `writes` (block, or approve: held for a person). The verdict is
+// synchronous unless something has to wait (a rate-limit count, a person): a session of reads costs no promise
+// per statement, and a credential with `writes: allow` and no readOnly is not even classified.
 import { approvalSummaryOfStatement, approvalPreviewOfStatement } from "./statementApproval.ts";
 import { evaluateReadings, BODY_PEEK_BYTES, type CompiledRule, type PolicyRequest } from "../../core/policy.ts";
 import { statementNature } from "../../core/sqlStatements.ts";
@@ -13,25 +14,12 @@ import type { RequestLogDecision, RequestLogService } from "../../services/reque
 import type { RememberedApprovals } from "../rememberedApprovals.ts";
 import type { Config } from "../../runtime/config.ts";
 import type { Services } from "../../services/index.ts";
-import type { AgentCredentials, AgentEntry, DatabaseCredential, GatewaySnapshot } from "../snapshot.ts";
+import type { DatabaseCredential, GatewaySnapshot } from "../snapshot.ts";
+import type { DbSession, MatchedRule } from "./dbSession.ts";
 import { leakWatchOf } from "../stages/leakGuard.ts";
 import { logHeldStatement, statementAsBytes } from "./statementLog.ts";
 
-/** One agent connection on the database listener, as the judge and the log see it. */
-export interface DbSession {
-  agent: AgentEntry;
-  credential: DatabaseCredential;
-  /** The host as logged and shown to reviewers: without `:5432`, with any other port. */
-  host: string;
-  database: string;
-  credentials: AgentCredentials;
-}
-
-/** A policy rule that decided, for the log row (matchedRuleLogicalId, matchedRuleName). */
-export interface MatchedRule {
-  logicalId: string;
-  name: string;
-}
+export type { DbSession, MatchedRule } from "./dbSession.ts";
 
 export type StatementVerdict =
   | { ok: true; decision: RequestLogDecision; approvalId?: string; rule?: MatchedRule }

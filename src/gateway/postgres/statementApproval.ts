@@ -2,7 +2,7 @@
 // statement — whole in the preview up to its cap, since a person approves exactly what runs. No credgate secret
 // can be in it: the leak guard refused such a statement before any hold.
 import type { ApprovalSummary } from "../../core/model.ts";
-import type { DbSession } from "./judge.ts";
+import type { DbSession } from "./dbSession.ts";
 
 const DETAIL_CAP = 240;
 const PREVIEW_CAP = 3000;

@@ -11,7 +11,7 @@ import { countDbStatement } from "../../observability/metrics.ts";
 import type { RequestLogDecision, RequestLogService } from "../../services/requestLogs.ts";
 import { logTime } from "../requestLog.ts";
 import { leakWatchOf } from "../stages/leakGuard.ts";
-import type { DbSession, MatchedRule } from "./judge.ts";
+import type { DbSession, MatchedRule } from "./dbSession.ts";
 
 /** How much of a statement the log keeps. */
 export const LOGGED_STATEMENT_CHARS = 200;
@@ -36,9 +36,10 @@ const heldRows = new Map<string, string>();
  * as latin1 when it has any non-ASCII character, so a secret value with one is found too.
  */
 export function statementAsBytes(statement: string): string {
-  for (let i = 0; i < statement.length; i++) if (statement.charCodeAt(i) > 0x7f) return Buffer.from(statement, "utf8").toString("latin1");
-  return statement;
+  return NON_ASCII.test(statement) ? Buffer.from(statement, "utf8").toString("latin1") : statement;
 }
+
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /** The statement as logged: its first 200 characters, every credgate secret value in them redacted. */
 export function loggedStatement(session: DbSession, statement: string): string {
