@@ -8,7 +8,7 @@
 // one per forwarded Sync (with the extended-protocol messages sent since the previous one). The slot still being
 // filled by the agent's messages (extended messages with no Sync yet) is `open`.
 
-import type { MatchedRule } from "./judge.ts";
+import type { MatchedRule } from "./dbSession.ts";
 import type { RequestLogDecision } from "../../services/requestLogs.ts";
 
 /** A statement the server was sent, until its answer comes and its log row is written. */

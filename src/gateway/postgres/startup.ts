@@ -8,7 +8,7 @@ import { agentSocketHandlers, BunAgentSocket, type AgentSocket } from "../client
 import type { SelfLeaf } from "../tls.ts";
 import { authenticate, refusalBeforePassword, type AgentAuthDeps, type StartupFacts } from "./agentAuth.ts";
 import type { CancelKeys } from "./cancelKeys.ts";
-import type { DbSession } from "./judge.ts";
+import type { DbSession } from "./dbSession.ts";
 import type { UpstreamSession } from "./upstream.ts";
 import { authenticationTimeout, protocolViolation, unsupportedProtocol, type Refusal } from "./refusals.ts";
 import {
