@@ -12,6 +12,7 @@ import { eventually } from "../support/gateway.ts";
 import { fe, RawPg, types, type Seen } from "../support/pgRawClient.ts";
 
 let b: Broker;
+const RELAY_DB = "relay";
 const S = { scram: "relay_scram", md5Plain: "relay_md5_plain", otherOnly: "relay_other_only", blocked: "relay_blocked" };
 
 beforeAll(async () => {
@@ -20,6 +21,8 @@ beforeAll(async () => {
   await b.secret(S.md5Plain, { user: "md5", tls: "off" });
   await b.secret(S.otherOnly, { user: "scram", databases: ["other"] });
   await b.secret(S.blocked, { user: "md5", tls: "off", writes: "block" });
+  // The server is shared by the test process's suites: what this one writes goes to a database of its own.
+  await b.db.createDatabase(RELAY_DB);
 });
 
 afterAll(async () => {
@@ -27,7 +30,7 @@ afterAll(async () => {
 });
 
 const login = (secret: string, opts: { ca?: boolean; params?: Record<string, string>; token?: string } = {}) =>
-  RawPg.login(b.dbPort, { user: secret, database: "app", ...opts.params }, opts.token ?? b.token, opts.ca ? b.ca.pem : undefined);
+  RawPg.login(b.dbPort, { user: secret, database: RELAY_DB, ...opts.params }, opts.token ?? b.token, opts.ca ? b.ca.pem : undefined);
 
 /** What the agent is told when a connection is refused: the FATAL ErrorResponse, then the connection closes. */
 async function refusal(client: RawPg): Promise<Seen> {
@@ -220,7 +223,7 @@ describe("the relay", () => {
   });
 
   test("porsager's pipeline (Parse/Bind/Describe/Execute/Sync per query, all sent at once) with a refused write in the middle: every query gets its own answer", async () => {
-    const sql = porsager(b.url(S.blocked, { sslmode: "disable" }));
+    const sql = porsager(b.url(S.blocked, { sslmode: "disable", database: RELAY_DB }));
     try {
       await sql`SELECT 1`; // connected before the burst
       const tag = crypto.randomUUID();
@@ -240,7 +243,7 @@ describe("the relay", () => {
         "42501",
         `d-${tag}`,
       ]);
-      expect(await b.db.admin(`SELECT 1 FROM items WHERE name = '${tag}'`)).toHaveLength(0);
+      expect(await b.db.admin(`SELECT 1 FROM items WHERE name = '${tag}'`, RELAY_DB)).toHaveLength(0);
     } finally {
       await sql.end();
     }
@@ -346,7 +349,7 @@ describe("the relay", () => {
     client.send(fe.copyDone());
     const done = await client.readies(1);
     expect(done.find((s) => s.type === "C")!.text).toBe("COPY 20000");
-    const out = await psql(b.url(S.scram, { sslmode: "disable" }), `COPY (SELECT name, n FROM items WHERE name = 'copy-${tag}' ORDER BY n) TO STDOUT`);
+    const out = await psql(b.url(S.scram, { sslmode: "disable", database: RELAY_DB }), `COPY (SELECT name, n FROM items WHERE name = 'copy-${tag}' ORDER BY n) TO STDOUT`);
     expect(out.stdout).toBe(rows.join(""));
     client.close();
   });
