@@ -416,6 +416,18 @@ describe("a running session follows what changes (checked before each statement)
     expect(await eventually(async () => (await b.db.admin(`SELECT 1 FROM pg_stat_activity WHERE application_name = '${tag}'`)).length === 0)).toBe(true);
   });
 
+  test("revoked while an earlier statement runs: its answer first, then the FATAL, then the connection closes", async () => {
+    const agent = await b.agent(`relay-regen2-${crypto.randomUUID().slice(0, 8)}`);
+    const { client } = await RawPg.login(b.dbPort, { user: S.md5Plain, database: RELAY_DB }, agent.token);
+    client.send(fe.query("SELECT pg_sleep(1)::text"));
+    expect((await b.cg.api("POST", `/v1/agents/${agent.id}/regenerate-token`)).status).toBe(200);
+    client.send(fe.query("SELECT 2"));
+    const seen = await client.until((s) => s.type === "E");
+    expect(types(seen)).toBe("TDCZE");
+    expect(seen.at(-1)).toEqual({ type: "E", severity: "FATAL", code: "28P01", message: "credgate: invalid agent token" });
+    expect(await client.closedWithin()).toBe(true);
+  });
+
   test("the database secret deleted: FATAL 28000 no database credential", async () => {
     const name = `relay_doomed_${crypto.randomUUID().slice(0, 8)}`;
     const id = await b.secret(name, { user: "md5", tls: "off" });

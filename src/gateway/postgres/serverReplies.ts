@@ -115,6 +115,11 @@ export class ServerReplies {
     return this.#queue.length === 0 && this.#open === null && this.#rem === 0;
   }
 
+  /** Everything inserted so far has been written (nothing owed is left to put it behind). */
+  get delivered(): boolean {
+    return this.#queue.length === 0 && this.#rem === 0 && this.#atBoundary === null;
+  }
+
   /** Sends credgate's own answer in order: after the last ReadyForQuery owed, or now (at a message boundary). */
   insert(inserts: Insert[]): void {
     const last = this.#queue.at(-1);
