@@ -455,6 +455,27 @@ describe("a running session follows what changes (checked before each statement)
   });
 });
 
+describe("gateway workers", () => {
+  test("with gateway workers the listener stays in the primary: sessions, and every cancel reaches the process holding its session", async () => {
+    const own = await startBroker({ db: b.db, env: { CREDGATE_GATEWAY_WORKERS: "3" } });
+    try {
+      await own.secret(S.md5Plain, { user: "md5", tls: "off" });
+      for (let i = 0; i < 4; i++) {
+        const { client, key } = await RawPg.login(own.dbPort, { user: S.md5Plain, database: RELAY_DB }, own.token);
+        client.send(fe.query("SELECT pg_sleep(30)"));
+        // The cancel is a new connection: with the listener shared by processes it would land on any of them.
+        await eventually(async () => (await b.db.admin("SELECT 1 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'")).length > 0);
+        const cancel = await RawPg.open(own.dbPort);
+        cancel.send(fe.cancelRequest(key.processId, key.secretKey));
+        expect((await client.readies(1)).find((s) => s.type === "E")).toMatchObject({ code: "57014" });
+        client.close();
+      }
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
 describe("stopping", () => {
   test("a stopping credgate ends an idle session with FATAL 57P01; the server's session ends too", async () => {
     const own = await startBroker({ db: b.db });
