@@ -12,6 +12,7 @@ import { eventually } from "../support/gateway.ts";
 import { fe, RawPg, types, type Seen } from "../support/pgRawClient.ts";
 
 let b: Broker;
+const RELAY_DB = "relay";
 const S = { scram: "relay_scram", md5Plain: "relay_md5_plain", otherOnly: "relay_other_only", blocked: "relay_blocked" };
 
 beforeAll(async () => {
@@ -20,6 +21,8 @@ beforeAll(async () => {
   await b.secret(S.md5Plain, { user: "md5", tls: "off" });
   await b.secret(S.otherOnly, { user: "scram", databases: ["other"] });
   await b.secret(S.blocked, { user: "md5", tls: "off", writes: "block" });
+  // The server is shared by the test process's suites: what this one writes goes to a database of its own.
+  await b.db.createDatabase(RELAY_DB);
 });
 
 afterAll(async () => {
@@ -27,7 +30,7 @@ afterAll(async () => {
 });
 
 const login = (secret: string, opts: { ca?: boolean; params?: Record<string, string>; token?: string } = {}) =>
-  RawPg.login(b.dbPort, { user: secret, database: "app", ...opts.params }, opts.token ?? b.token, opts.ca ? b.ca.pem : undefined);
+  RawPg.login(b.dbPort, { user: secret, database: RELAY_DB, ...opts.params }, opts.token ?? b.token, opts.ca ? b.ca.pem : undefined);
 
 /** What the agent is told when a connection is refused: the FATAL ErrorResponse, then the connection closes. */
 async function refusal(client: RawPg): Promise<Seen> {
@@ -220,7 +223,7 @@ describe("the relay", () => {
   });
 
   test("porsager's pipeline (Parse/Bind/Describe/Execute/Sync per query, all sent at once) with a refused write in the middle: every query gets its own answer", async () => {
-    const sql = porsager(b.url(S.blocked, { sslmode: "disable" }));
+    const sql = porsager(b.url(S.blocked, { sslmode: "disable", database: RELAY_DB }));
     try {
       await sql`SELECT 1`; // connected before the burst
       const tag = crypto.randomUUID();
@@ -240,7 +243,7 @@ describe("the relay", () => {
         "42501",
         `d-${tag}`,
       ]);
-      expect(await b.db.admin(`SELECT 1 FROM items WHERE name = '${tag}'`)).toHaveLength(0);
+      expect(await b.db.admin(`SELECT 1 FROM items WHERE name = '${tag}'`, RELAY_DB)).toHaveLength(0);
     } finally {
       await sql.end();
     }
@@ -346,7 +349,7 @@ describe("the relay", () => {
     client.send(fe.copyDone());
     const done = await client.readies(1);
     expect(done.find((s) => s.type === "C")!.text).toBe("COPY 20000");
-    const out = await psql(b.url(S.scram, { sslmode: "disable" }), `COPY (SELECT name, n FROM items WHERE name = 'copy-${tag}' ORDER BY n) TO STDOUT`);
+    const out = await psql(b.url(S.scram, { sslmode: "disable", database: RELAY_DB }), `COPY (SELECT name, n FROM items WHERE name = 'copy-${tag}' ORDER BY n) TO STDOUT`);
     expect(out.stdout).toBe(rows.join(""));
     client.close();
   });
@@ -413,6 +416,18 @@ describe("a running session follows what changes (checked before each statement)
     expect(await eventually(async () => (await b.db.admin(`SELECT 1 FROM pg_stat_activity WHERE application_name = '${tag}'`)).length === 0)).toBe(true);
   });
 
+  test("revoked while an earlier statement runs: its answer first, then the FATAL, then the connection closes", async () => {
+    const agent = await b.agent(`relay-regen2-${crypto.randomUUID().slice(0, 8)}`);
+    const { client } = await RawPg.login(b.dbPort, { user: S.md5Plain, database: RELAY_DB }, agent.token);
+    client.send(fe.query("SELECT pg_sleep(1)::text"));
+    expect((await b.cg.api("POST", `/v1/agents/${agent.id}/regenerate-token`)).status).toBe(200);
+    client.send(fe.query("SELECT 2"));
+    const seen = await client.until((s) => s.type === "E");
+    expect(types(seen)).toBe("TDCZE");
+    expect(seen.at(-1)).toEqual({ type: "E", severity: "FATAL", code: "28P01", message: "credgate: invalid agent token" });
+    expect(await client.closedWithin()).toBe(true);
+  });
+
   test("the database secret deleted: FATAL 28000 no database credential", async () => {
     const name = `relay_doomed_${crypto.randomUUID().slice(0, 8)}`;
     const id = await b.secret(name, { user: "md5", tls: "off" });
@@ -437,6 +452,27 @@ describe("a running session follows what changes (checked before each statement)
     await b.cg.api("POST", "/v1/policy/publish");
     expect(types(await ask(client, "SELECT 3"))).toBe("TDCZ");
     client.close();
+  });
+});
+
+describe("gateway workers", () => {
+  test("with gateway workers the listener stays in the primary: sessions, and every cancel reaches the process holding its session", async () => {
+    const own = await startBroker({ db: b.db, env: { CREDGATE_GATEWAY_WORKERS: "3" } });
+    try {
+      await own.secret(S.md5Plain, { user: "md5", tls: "off" });
+      for (let i = 0; i < 4; i++) {
+        const { client, key } = await RawPg.login(own.dbPort, { user: S.md5Plain, database: RELAY_DB }, own.token);
+        client.send(fe.query("SELECT pg_sleep(30)"));
+        // The cancel is a new connection: with the listener shared by processes it would land on any of them.
+        await eventually(async () => (await b.db.admin("SELECT 1 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'")).length > 0);
+        const cancel = await RawPg.open(own.dbPort);
+        cancel.send(fe.cancelRequest(key.processId, key.secretKey));
+        expect((await client.readies(1)).find((s) => s.type === "E")).toMatchObject({ code: "57014" });
+        client.close();
+      }
+    } finally {
+      await own.stop();
+    }
   });
 });
 

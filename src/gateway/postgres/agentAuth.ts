@@ -6,7 +6,7 @@ import { log } from "../../observability/log.ts";
 import type { VaultResolver } from "../../vault/resolver.ts";
 import type { AgentCredentials, AgentEntry, DatabaseCredential, GatewaySnapshot } from "../snapshot.ts";
 import { isLoopbackPeer } from "./loopbackPeer.ts";
-import type { DbSession } from "./judge.ts";
+import type { DbSession } from "./dbSession.ts";
 import { connectUpstream, UpstreamError, type UpstreamDeps, type UpstreamSession } from "./upstream.ts";
 import { credentialChanged, databaseNotAllowed, invalidToken, needsTls, noCredential, noUser, upstreamFailed, type Refusal } from "./refusals.ts";
 

@@ -9,7 +9,7 @@ import { agentSocketHandlers, BunAgentSocket, type AgentSocket } from "../client
 import type { SelfLeaf } from "../tls.ts";
 import type { AgentAuthDeps } from "./agentAuth.ts";
 import { CancelKeys } from "./cancelKeys.ts";
-import type { DbSession } from "./judge.ts";
+import type { DbSession } from "./dbSession.ts";
 import type { UpstreamSession } from "./upstream.ts";
 import { DatabaseSession, type SessionDeps } from "./session.ts";
 import { StartupConversation } from "./startup.ts";

@@ -8,7 +8,7 @@
 // one per forwarded Sync (with the extended-protocol messages sent since the previous one). The slot still being
 // filled by the agent's messages (extended messages with no Sync yet) is `open`.
 
-import type { MatchedRule } from "./judge.ts";
+import type { MatchedRule } from "./dbSession.ts";
 import type { RequestLogDecision } from "../../services/requestLogs.ts";
 
 /** A statement the server was sent, until its answer comes and its log row is written. */
@@ -113,6 +113,11 @@ export class ServerReplies {
   /** Nothing owed, nothing half-sent: a message of credgate's may go to the agent now. */
   get idle(): boolean {
     return this.#queue.length === 0 && this.#open === null && this.#rem === 0;
+  }
+
+  /** Everything inserted so far has been written (nothing owed is left to put it behind). */
+  get delivered(): boolean {
+    return this.#queue.length === 0 && this.#rem === 0 && this.#atBoundary === null;
   }
 
   /** Sends credgate's own answer in order: after the last ReadyForQuery owed, or now (at a message boundary). */

@@ -11,7 +11,8 @@ import type { AgentSocket } from "../client/socket.ts";
 import type { CancelKey, CancelTarget } from "./cancelKeys.ts";
 import { splitStatements } from "../../core/sqlStatements.ts";
 import type { Recheck } from "./agentAuth.ts";
-import type { DbSession, StatementJudge, StatementVerdict } from "./judge.ts";
+import type { DbSession } from "./dbSession.ts";
+import type { StatementJudge, StatementVerdict } from "./judge.ts";
 import type { StatementLogRow } from "./statementLog.ts";
 import type { UpstreamSession } from "./upstream.ts";
 import { functionCallRefused, protocolViolation, shuttingDown, statementTooLarge, type Refusal } from "./refusals.ts";
@@ -69,7 +70,8 @@ export class DatabaseSession implements CancelTarget {
   #held = false;
   readonly #backlog: Buffer[] = [];
   #serverFull = false;
-  #closing = false;
+  /** Ending with a FATAL error, written in its place behind the answers still owed; the agent is no longer read. */
+  #ending = false;
   #closed = false;
   key: CancelKey | null = null;
 
@@ -127,10 +129,9 @@ export class DatabaseSession implements CancelTarget {
     this.#deps.forwardCancel(this.#db, this.#backendKey).catch((err: Error) => log.warn("database cancel request failed", { host: this.#db.host, error: err.message }));
   }
 
-  /** The gateway is stopping: an idle session ends now with FATAL 57P01, a busy one once its replies are in. */
+  /** The gateway is stopping: an idle session ends now with FATAL 57P01, a busy one once the answers it is owed are in. */
   shutdown(): void {
-    this.#closing = true;
-    this.#endIfIdle();
+    this.#fatal(shuttingDown);
   }
 
   get closed(): boolean {
@@ -149,12 +150,13 @@ export class DatabaseSession implements CancelTarget {
     replies.push(chunk);
     if (replies.full && this.#agent.needsDrain) this.#server.pause();
     else replies.full = false;
-    if (this.#closing) this.#endIfIdle();
+    if (this.#ending) this.#endWhenDelivered();
   }
 
   // --- agent → server ---
 
   #fromAgent(chunk: Buffer): void {
+    if (this.#ending) return;
     if (this.#held) this.#backlog.push(chunk);
     else this.#walk(chunk, 0);
   }
@@ -318,7 +320,7 @@ export class DatabaseSession implements CancelTarget {
       const step = i < 0 ? this.#deps.recheck(this.#db, this.#token) : this.#deps.judge.judge(this.#db, job.statements[i]!, this.#abort.signal);
       if (step instanceof Promise) {
         return step.then((v: Recheck | StatementVerdict) => {
-          if (this.#closed) return false;
+          if (this.#closed || this.#ending) return false;
           const settled = this.#apply(job, i, v);
           return settled ?? this.#run(job, i + 1);
         });
@@ -356,7 +358,7 @@ export class DatabaseSession implements CancelTarget {
     job.raw = Buffer.from(job.raw);
     outcome
       .catch((err: Error) => {
-        if (this.#closed) return;
+        if (this.#closed || this.#ending) return;
         log.error("database statement judge failed", { host: this.#db.host, error: err.message });
         this.#refused(job.type, job.text, job.statements, { ok: false, decision: "error", code: "XX000", message: "credgate: the statement could not be judged" }, job.verdicts.length, job.receivedAt);
       })
@@ -365,7 +367,7 @@ export class DatabaseSession implements CancelTarget {
 
   #release(): void {
     this.#held = false;
-    if (this.#closed) return;
+    if (this.#closed || this.#ending) return;
     while (!this.#held && !this.#closed && this.#backlog.length > 0) this.#walk(this.#backlog.shift()!, 0);
     if (!this.#held && !this.#serverFull) this.#agent.resume();
   }
@@ -433,13 +435,6 @@ export class DatabaseSession implements CancelTarget {
 
   // --- the end ---
 
-  #endIfIdle(): void {
-    if (this.#closed || this.#held || !this.#replies.idle || this.#msg !== null) return;
-    this.#agent.end(errorResponse("FATAL", shuttingDown.code, shuttingDown.message));
-    this.#server.end(TERMINATE);
-    this.#close();
-  }
-
   /** Terminate: it has been passed on; both sides close once what is written has gone. */
   #terminate(): void {
     this.#server.end();
@@ -447,9 +442,24 @@ export class DatabaseSession implements CancelTarget {
     this.#close();
   }
 
+  /**
+   * Ends the session with a FATAL error (a broken message, the agent's right gone, the gateway stopping): the error
+   * goes behind the answers the agent is still owed, the agent's further messages are dropped, and both sides
+   * close once it has been written; the server gets Terminate.
+   */
   #fatal(refusal: Refusal): void {
-    this.#agent.end(errorResponse("FATAL", refusal.code, refusal.message));
-    this.#server.destroy();
+    if (this.#closed || this.#ending) return;
+    this.#ending = true;
+    this.#backlog.length = 0;
+    this.#agent.pause();
+    this.#replies.insert([errorResponse("FATAL", refusal.code, refusal.message)]);
+    this.#endWhenDelivered();
+  }
+
+  #endWhenDelivered(): void {
+    if (this.#closed || !this.#replies.delivered) return;
+    this.#agent.end();
+    this.#server.end(TERMINATE);
     this.#close();
   }
 
