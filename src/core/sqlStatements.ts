@@ -20,6 +20,24 @@ export interface StatementNature {
   write: boolean;
   /** Would make a read-only session writable (or change how credgate must read the session's statements). */
   lifts: boolean;
+  /**
+   * Sets a client_encoding in which a byte of a multibyte character can be `\` or `'` (SJIS, BIG5, GBK, …):
+   * from then on the server would read the bytes credgate judged differently (docs/databases.md#statements-reads-and-writes).
+   */
+  rereads: boolean;
+}
+
+/**
+ * Client encodings in which every byte of a multibyte character is ≥ 0x80, so `\`, `'` and `;` are always
+ * themselves (PostgreSQL's encoding names, lower-cased without punctuation).
+ */
+const ASCII_SAFE_ENCODING =
+  /^(sqlascii|utf8|unicode|latin(10|[1-9])|iso8859(1[0-6]|[1-9])|(win|windows|cp)(866|874|125[0-8])|win|alt|koi8[ru]?|euc(jp|cn|kr|tw|jis2004)|muleinternal|tcvn(5712)?|vscii|abc)$/;
+
+/** Whether a client_encoding value keeps every ASCII byte itself (`DEFAULT` returns to the session's own). */
+export function asciiSafeEncoding(name: string): boolean {
+  const key = name.toLowerCase().replace(/[^a-z0-9]/g, "");
+  return key === "default" || ASCII_SAFE_ENCODING.test(key);
 }
 
 const enum T {
@@ -494,11 +512,12 @@ const GUARDED_SETTINGS = new Set(["default_transaction_read_only", "transaction_
 interface Calls {
   writes: boolean;
   lifts: boolean;
+  rereads: boolean;
 }
 
 /** Function calls in tokens [from, to): a name followed by `(`. */
 function calls(tk: Tokens, from: number, to: number): Calls {
-  const found: Calls = { writes: false, lifts: false };
+  const found: Calls = { writes: false, lifts: false, rereads: false };
   for (let i = from; i < to; i++) {
     const kind = tk.kind(i);
     if (kind !== T.Word && kind !== T.Ident && kind !== T.UIdent) continue;
@@ -508,21 +527,29 @@ function calls(tk: Tokens, from: number, to: number): Calls {
     if (name === null) continue;
     if (name === "") {
       // A name that cannot be read: it may be any of them.
-      found.writes = found.lifts = true;
+      found.writes = found.lifts = found.rereads = true;
       continue;
     }
     if (WRITING_FUNCTIONS.has(name)) found.writes = true;
-    else if (SQL_RUNNING_FUNCTIONS.has(name)) found.writes = found.lifts = true;
-    else if (name === "set_config" && !harmlessSetConfig(tk, open + 1, to)) found.lifts = true;
+    else if (SQL_RUNNING_FUNCTIONS.has(name)) found.writes = found.lifts = found.rereads = true;
+    else if (name === "set_config") setConfig(tk, open + 1, to, found);
   }
   return found;
 }
 
-/** set_config's first argument is a constant naming a setting that does not matter here. */
-function harmlessSetConfig(tk: Tokens, i: number, to: number): boolean {
-  if (i + 1 >= to || !tk.punct(i + 1, COMMA)) return false;
-  const value = tk.stringValue(i);
-  return value !== null && !GUARDED_SETTINGS.has(asciiLower(value));
+/**
+ * set_config(name, value, is_local): harmless when `name` is a constant naming a setting that does not matter
+ * here; a client_encoding only when `value` is a constant safe one. Anything computed may be anything.
+ */
+function setConfig(tk: Tokens, i: number, to: number, found: Calls): void {
+  const name = i + 1 < to && tk.punct(i + 1, COMMA) ? tk.stringValue(i) : null;
+  const setting = name === null ? null : asciiLower(name);
+  if (setting === null || GUARDED_SETTINGS.has(setting)) found.lifts = true;
+  if (setting === null) found.rereads = true;
+  else if (setting === "client_encoding") {
+    const value = i + 3 < to && tk.punct(i + 3, COMMA) ? tk.stringValue(i + 2) : null;
+    if (value === null || !asciiSafeEncoding(value)) found.rereads = true;
+  }
 }
 
 /** `READ WRITE` among tokens [from, to). */
@@ -630,6 +657,24 @@ function lifts(tk: Tokens, from: number, to: number, functionsLift: boolean): bo
   }
 }
 
+/** SET [SESSION | LOCAL] client_encoding / NAMES to an encoding that is not ASCII-safe (or not known). */
+function rereads(tk: Tokens, from: number, to: number, functionsReread: boolean): boolean {
+  if (functionsReread) return true;
+  if (tk.word(from) !== "set") return false;
+  let i = from + 1;
+  const scope = i < to ? tk.word(i) : null;
+  if (scope === "session" || scope === "local") i++;
+  if (i >= to) return false;
+  const name = tk.name(i);
+  if (name === "") return true;
+  if (name !== "client_encoding" && name !== "names") return false;
+  i++;
+  if (name === "client_encoding" && (tk.word(i) === "to" || tk.punct(i, 61))) i++;
+  if (i + 1 !== to) return true;
+  const value = tk.kind(i) === T.Word ? tk.word(i) : tk.stringValue(i);
+  return value === null || !asciiSafeEncoding(value);
+}
+
 function guardedSetting(tk: Tokens, i: number, to: number): boolean {
   if (i >= to) return false;
   const name = tk.name(i);
@@ -638,8 +683,8 @@ function guardedSetting(tk: Tokens, i: number, to: number): boolean {
 
 function natureIn(sql: string, backslashQuotes: boolean): StatementNature {
   const tk = scan(sql, backslashQuotes);
-  if (!tk.complete) return { write: true, lifts: true };
-  const nature: StatementNature = { write: false, lifts: false };
+  if (!tk.complete) return { write: true, lifts: true, rereads: false };
+  const nature: StatementNature = { write: false, lifts: false, rereads: false };
   let from = 0;
   for (let i = 0; i <= tk.length; i++) {
     if (i < tk.length && !tk.punct(i, SEMICOLON)) continue;
@@ -647,6 +692,7 @@ function natureIn(sql: string, backslashQuotes: boolean): StatementNature {
       const found = calls(tk, from, i);
       if (!nature.write && isWrite(tk, from, i, found.writes)) nature.write = true;
       if (!nature.lifts && lifts(tk, from, i, found.lifts)) nature.lifts = true;
+      if (!nature.rereads && rereads(tk, from, i, found.rereads)) nature.rereads = true;
     }
     from = i + 1;
   }
@@ -659,10 +705,10 @@ function natureIn(sql: string, backslashQuotes: boolean): StatementNature {
  */
 export function statementNature(sql: string): StatementNature {
   const nature = natureIn(sql, false);
-  if (sql.indexOf("\\") < 0 || (nature.write && nature.lifts)) return nature;
+  if (sql.indexOf("\\") < 0) return nature;
   // Read the old way too (backslash escapes in plain strings): what hides there is caught as well.
   const old = natureIn(sql, true);
-  return { write: nature.write || old.write, lifts: nature.lifts || old.lifts };
+  return { write: nature.write || old.write, lifts: nature.lifts || old.lifts, rereads: nature.rereads || old.rereads };
 }
 
 export function classifyStatement(statement: string): "read" | "write" {

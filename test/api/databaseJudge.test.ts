@@ -236,6 +236,19 @@ describe("policy rules on the database host (method SQL, path /)", () => {
 });
 
 describe("writes: approve", () => {
+  test("a client_encoding that could hide a quote from the judge is refused, never asked; a safe one is held like any SET", async () => {
+    const s = await sessionOn(snapshot, api, "apv");
+    const refused: StatementVerdict = { ok: false, decision: "blocked", code: "42501", message: "credgate: this client_encoding cannot be used through credgate; use UTF8" };
+    expect(sync(judge.judge(s, "SET client_encoding = 'SJIS'", never))).toEqual(refused);
+    // A read to the classifier, a change of encoding to the server.
+    expect(sync(judge.judge(s, "SELECT set_config('client_encoding', 'BIG5', false)", never))).toEqual(refused);
+    const safe = judge.judge(s, "SET client_encoding = 'UTF8'", never);
+    expect(safe).toBeInstanceOf(Promise);
+    const held = await pendingApproval(api, "SET client_encoding = 'UTF8'");
+    await decide(api, held.id, { decision: "deny" });
+    expect(await safe).toMatchObject({ decision: "approval_denied" });
+  });
+
   test("a read passes at once; a write is held until approved, then passes as approval_approved", async () => {
     const s = await sessionOn(snapshot, api, "apv");
     expect(sync(judge.judge(s, "SELECT * FROM items", never))).toEqual({ ok: true, decision: "allowed" });
