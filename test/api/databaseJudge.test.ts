@@ -58,6 +58,8 @@ beforeAll(async () => {
   await createDatabaseSecret(api, "held", "held.db.test");
   await createDatabaseSecret(api, "held-apv", "held.db.test", { writes: "approve" });
   await createDatabaseSecret(api, "drops", "drops.db.test");
+  const bySecret = await createDatabaseSecret(api, "by-secret", "secret.db.test");
+  await rule(api, { name: "Not this credential", action: "block", targets: [{ kind: "secret", secretId: bySecret }] });
   await rule(api, { name: "No statements to blocked", action: "block", targets: [{ kind: "network", hostPattern: "blocked.db.test" }] });
   await rule(api, { name: "Two a minute", action: "allow", rateLimit: 2, rateLimitWindow: "minute", targets: [{ kind: "network", hostPattern: "limited.db.test" }] });
   await rule(api, { name: "Ask for held", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: "held.db.test" }] });
@@ -175,6 +177,14 @@ describe("policy rules on the database host (method SQL, path /)", () => {
     const s = await sessionOn(snapshot, api, "drops");
     expect(sync(judge.judge(s, "DROP TABLE items", never))).toMatchObject({ ok: false, code: "42501", message: 'credgate: policy rule "No drops" blocks statements to host "drops.db.test"' });
     expect(sync(judge.judge(s, "SELECT 1", never))).toMatchObject({ ok: true, decision: "allowed" });
+  });
+
+  test("a rule on the database secret itself applies to its statements", async () => {
+    expect(sync(judge.judge(await sessionOn(snapshot, api, "by-secret"), "SELECT 1", never))).toMatchObject({
+      ok: false,
+      code: "42501",
+      message: 'credgate: policy rule "Not this credential" blocks statements to host "secret.db.test"',
+    });
   });
 
   test("a rule for another method (POST) does not apply to statements", async () => {
