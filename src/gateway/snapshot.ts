@@ -59,7 +59,7 @@ export interface DatabaseCredential {
   secretId: string;
   name: string;
   scope: "project" | "organization";
-  /** The secret's hostPattern: an exact host name or address. */
+  /** The secret's hostPattern: an exact host name or address (IPv6 without brackets). */
   host: string;
   port: number;
   /** The real database user. */
@@ -334,7 +334,8 @@ export class GatewaySnapshot {
         secretId: row.id,
         name,
         scope: row.scope as "project" | "organization",
-        host: row.hostPattern,
+        // An IPv6 address may be stored as `[::1]`: the dial wants it bare.
+        host: row.hostPattern.replace(/^\[|\]$/g, ""),
         port: db.port ?? DEFAULT_DATABASE_PORT,
         user: db.user,
         password: this.services.secrets.openValue(row),

@@ -77,6 +77,15 @@ describe("validation", () => {
     }
   });
 
+  test("an IPv6 host stored as [::1] reaches the snapshot bare, ready to dial", async () => {
+    const r = await post(db({ engine: "postgresql", user: "app", tls: "off" }, { name: "v6", hostPattern: "[::1]" }));
+    expect(r.status).toBe(201);
+    const agent = ((await api.call("GET", "/v1/agents")).body as { isDefault: boolean; accessToken: string }[]).find((a) => a.isDefault)!;
+    const snapshot = await GatewaySnapshot.create(api.core.services);
+    const creds = await snapshot.credentials((await snapshot.agentForToken(agent.accessToken))!);
+    expect(creds.databases.get("v6")).toMatchObject({ host: "::1", tls: "off" });
+  });
+
   test("a password with a NUL character → 400 (the wire's C strings cannot carry it)", async () => {
     expectFlat(await post(db({ engine: "postgresql", user: "app" }, { value: "pass\u0000word" })), 400, "value must not contain NUL characters");
   });
@@ -117,16 +126,37 @@ describe("stored form and edits", () => {
   });
 });
 
-describe("partner secrets", () => {
+describe("cloud: partner secrets and migration import", () => {
+  let cloud: TestApi;
+  beforeAll(async () => {
+    cloud = await createTestApi({ CREDGATE_MODE: "cloud" });
+  });
+  afterAll(async () => {
+    await cloud?.core.close();
+  });
+
   test("a partner cannot hold a database secret", async () => {
-    const cloud = await createTestApi({ CREDGATE_MODE: "cloud" });
-    try {
-      const { partnerKey } = await cloud.core.services.partners.create("Db Partner", "owner@dbpartner.test");
-      const r = await cloud.call("POST", "/v1/partner/secrets", { key: partnerKey, body: db({ engine: "postgresql", user: "app" }) });
-      expectEnvelope(r, 400, "database secrets belong to a project or an organization");
-    } finally {
-      await cloud.core.close();
-    }
+    const { partnerKey } = await cloud.core.services.partners.create("Db Partner", "owner@dbpartner.test");
+    const r = await cloud.call("POST", "/v1/partner/secrets", { key: partnerKey, body: db({ engine: "postgresql", user: "app" }) });
+    expectEnvelope(r, 400, "database secrets belong to a project or an organization");
+  });
+
+  test("an imported database secret gets the same rules and the stored form; a wildcard one is skipped with the message", async () => {
+    const r = await cloud.call("POST", "/v1/migrate/import", {
+      body: {
+        version: 1,
+        secrets: [
+          { name: "imported-db", type: "generic", value: PASSWORD, hostPattern: "db.example.com", injectionConfig: { database: { engine: "postgresql", user: "app", writes: "approve" } } },
+          { name: "wild-db", type: "generic", value: PASSWORD, hostPattern: "*.example.com", injectionConfig: { database: { engine: "postgresql", user: "app" } } },
+        ],
+        agents: [],
+      },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.imported.secrets).toBe(1);
+    expect(r.body.skipped).toEqual([{ type: "generic", name: "wild-db", reason: EXACT }]);
+    const stored = (await cloud.call("GET", "/v1/secrets")).body.find((s: any) => s.name === "imported-db");
+    expect(stored.injectionConfig).toEqual({ database: { engine: "postgresql", port: 5432, user: "app", tls: "verify-full", readOnly: false, writes: "approve" } });
   });
 });
 
@@ -215,5 +245,17 @@ describe("which database credentials an agent gets", () => {
     expect(v.creds.databases.get("main")!.secretId).toBe(ids["project:main"]!);
     expect(v.env.PGDATABASE).toBe("app");
     expect(v.env.CREDGATE_DB_MAIN_URL).toContain("@host.docker.internal:10256/app?");
+  });
+
+  test("with the listener off (CREDGATE_DB_PORT=0), container-config hands out no database URL", async () => {
+    const off = await createTestApi({ CREDGATE_DB_PORT: "0" });
+    try {
+      const r = await off.call("POST", "/v1/secrets", { body: { name: "main", type: "generic", value: "pw-123456789012", hostPattern: "db.test", injectionConfig: { database: { engine: "postgresql", user: "u" } } } });
+      expect(r.status).toBe(201);
+      const env = (await off.call("GET", "/v1/container-config")).body.env as Record<string, string>;
+      expect(Object.keys(env).filter((k) => k.startsWith("PG") || k.startsWith("CREDGATE_DB_"))).toEqual([]);
+    } finally {
+      await off.core.close();
+    }
   });
 });
