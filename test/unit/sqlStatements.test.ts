@@ -267,6 +267,8 @@ describe("read twice when a backslash could change the reading", () => {
     const sql = "SELECT 'a\\' , $$' ; DELETE FROM t; -- $$";
     expect(splitStatements(sql)).toEqual([sql]);
     expect(statementNature(sql).write).toBe(true);
+    // The same for a lift hidden that way.
+    expect(liftsReadOnly("SELECT 'a\\' , $$' ; SET transaction_read_only = off; -- $$")).toBe(true);
   });
 
   test("split where the server splits, each piece still judged the old way", () => {
