@@ -47,7 +47,7 @@ export async function addPartnerLlmKey(
   if (opts.budget) {
     await queryStore(
       c,
-      sql`INSERT INTO budgets (secret_id, organization_id, limit_cents, period, created_at, updated_at) VALUES (${id}, ${c.keys.organizationId}, ${opts.budget.limitCents}, ${opts.budget.period}, ${now}, ${now})`,
+      sql`INSERT INTO budgets (id, secret_id, organization_id, limit_cents, period, created_at, updated_at) VALUES (${crypto.randomUUID()}, ${id}, ${c.keys.organizationId}, ${opts.budget.limitCents}, ${opts.budget.period}, ${now}, ${now})`,
       true,
     );
   }
