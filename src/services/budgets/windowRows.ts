@@ -1,11 +1,13 @@
 // The rows of budgets' windows (docs/budgets.md#admission): how the ledger keeps a window's spend and
 // reservations in the store, for every kind of budget — scope budgets (an agent's, a project's, an
-// organization's) and partner budgets alike. Every window has an opening row (holder ''), started from the spend
-// already recorded in the window (spend records for a scope budget, the key's spend buckets for a partner
-// budget), and one row per gateway process, where that process adds what it charged and keeps what it reserves. A window's spend is the sum of its rows; what is reserved, the sum of the reservations of
-// live processes (a live process keeps its rows' expiry ahead; the reservations of one that died stop
-// counting HOLD_TTL_MS later). The ledger's transaction locks the opening rows (Store.lockBudgetWindows),
-// reads, decides and writes this process's rows.
+// organization's) and partner budgets alike. Every window has an opening row (holder ''), started from the
+// spend already recorded in the window (spend records for a scope budget, the key's spend buckets for a partner
+// budget), and one row per gateway process, where that process adds what it charged and keeps what it
+// reserves. A window's spend is the sum of its rows; what is reserved, the sum of the reservations of live
+// processes (a live process keeps its rows' expiry ahead; the reservations of one that died stop counting
+// HOLD_TTL_MS later). The ledger's transaction locks the opening rows (Store.lockBudgetWindows), reads, decides
+// and writes this process's rows. Each row names its budget in the foreign key of its kind (scope_budget_id or
+// partner_budget_id), so that deleting a budget deletes its windows (src/store/schema/budgets.ts).
 import { sql, type SQL } from "drizzle-orm";
 import { windowOf, type BudgetWindow } from "../../core/budgetWindows.ts";
 import type { ScopeBudgetPeriod } from "../../core/model.ts";
