@@ -14,4 +14,6 @@ UPDATE "budgets" SET "id" = "secret_id" || ':' || "organization_id";--> statemen
 ALTER TABLE "budgets" ALTER COLUMN "id" SET NOT NULL;--> statement-breakpoint
 ALTER TABLE "budget_windows" ADD CONSTRAINT "budget_windows_scope_budget_id_scope_budgets_id_fk" FOREIGN KEY ("scope_budget_id") REFERENCES "public"."scope_budgets"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "budgets" ADD CONSTRAINT "budgets_id_unique" UNIQUE("id");--> statement-breakpoint
-ALTER TABLE "budget_windows" ADD CONSTRAINT "budget_windows_partner_budget_id_budgets_id_fk" FOREIGN KEY ("partner_budget_id") REFERENCES "public"."budgets"("id") ON DELETE cascade ON UPDATE no action;
+ALTER TABLE "budget_windows" ADD CONSTRAINT "budget_windows_partner_budget_id_budgets_id_fk" FOREIGN KEY ("partner_budget_id") REFERENCES "public"."budgets"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+CREATE INDEX "budget_windows_scope_budget" ON "budget_windows" USING btree ("scope_budget_id");--> statement-breakpoint
+CREATE INDEX "budget_windows_partner_budget" ON "budget_windows" USING btree ("partner_budget_id");

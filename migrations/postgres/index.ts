@@ -23,5 +23,5 @@ export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0007_scope_budgets", when: 1795710363186, breakpoints: true, sql: m7 },
   { tag: "0008_signed_credentials", when: 1795716300965, breakpoints: true, sql: m8 },
   { tag: "0009_key_sessions", when: 1796468875821, breakpoints: true, sql: m9 },
-  { tag: "0010_partner_budget_windows", when: 1796478687586, breakpoints: true, sql: m10 },
+  { tag: "0010_partner_budget_windows", when: 1796479734299, breakpoints: true, sql: m10 },
 ];

@@ -41,4 +41,6 @@ INSERT INTO `__new_budget_windows`("budget_id", "scope_budget_id", "partner_budg
 DROP TABLE `budget_windows`;--> statement-breakpoint
 ALTER TABLE `__new_budget_windows` RENAME TO `budget_windows`;--> statement-breakpoint
 PRAGMA foreign_keys=ON;--> statement-breakpoint
-CREATE INDEX `budget_windows_holder` ON `budget_windows` (`holder`);
+CREATE INDEX `budget_windows_holder` ON `budget_windows` (`holder`);--> statement-breakpoint
+CREATE INDEX `budget_windows_scope_budget` ON `budget_windows` (`scope_budget_id`);--> statement-breakpoint
+CREATE INDEX `budget_windows_partner_budget` ON `budget_windows` (`partner_budget_id`);

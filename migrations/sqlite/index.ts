@@ -31,5 +31,5 @@ export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0011_scope_budgets", when: 1795710359280, breakpoints: true, sql: m11 },
   { tag: "0012_signed_credentials", when: 1795716298536, breakpoints: true, sql: m12 },
   { tag: "0013_key_sessions", when: 1796468874319, breakpoints: true, sql: m13 },
-  { tag: "0014_partner_budget_windows", when: 1796478685635, breakpoints: true, sql: m14 },
+  { tag: "0014_partner_budget_windows", when: 1796479730113, breakpoints: true, sql: m14 },
 ];

@@ -516,6 +516,8 @@ export const budgetWindows = sqliteTable(
   (t) => [
     primaryKey({ columns: [t.budgetId, t.windowStart, t.holder] }),
     index("budget_windows_holder").on(t.holder),
+    index("budget_windows_scope_budget").on(t.scopeBudgetId),
+    index("budget_windows_partner_budget").on(t.partnerBudgetId),
   ],
 );
 

@@ -95,7 +95,15 @@ export const budgetWindows = table(
     heldNanos: bigint("held_nanos").notNull(),
     expiresAt: text("expires_at").notNull(),
   },
-  { primaryKey: ["budgetId", "windowStart", "holder"], indexes: [index("budget_windows_holder", ["holder"])] },
+  {
+    primaryKey: ["budgetId", "windowStart", "holder"],
+    indexes: [
+      index("budget_windows_holder", ["holder"]),
+      // What a budget's deletion cascades through (and a partner budget's new period clears).
+      index("budget_windows_scope_budget", ["scopeBudgetId"]),
+      index("budget_windows_partner_budget", ["partnerBudgetId"]),
+    ],
+  },
 );
 
 /** `budget.threshold` alerts of scope budgets sent (docs/budgets.md#alerts): the key makes each (budget, window, percent) go out once. */
