@@ -298,6 +298,21 @@ describe("the relay", () => {
     client.close();
   });
 
+  test("a client that waits after a Flush (no Sync) hears the refusal of its Parse at once, behind the answers before it", async () => {
+    const { client } = await login(S.md5Plain);
+    client.send(fe.parse("", "SELECT 11"), fe.bind("", ""), fe.execute(""), fe.parse("", huge), fe.bind("", ""), fe.execute(""), fe.flush());
+    const seen = await client.until((s) => s.type === "E");
+    expect(types(seen)).toBe("12DCE");
+    expect(seen[2]!.text).toBe("11");
+    expect(seen[4]).toMatchObject({ code: "54000", severity: "ERROR" });
+    client.send(fe.sync(), fe.query("SELECT 12"));
+    const rest = await client.readies(2);
+    expect(types(rest)).toBe("Z" + "TDCZ");
+    expect(rest[0]).toEqual({ type: "Z", text: "I" });
+    expect(rest[2]!.text).toBe("12");
+    client.close();
+  });
+
   test("messages cut anywhere — a header across two writes, one byte at a time — relay the same", async () => {
     const { client } = await login(S.md5Plain);
     const bytes = Buffer.concat([fe.query("SELECT 7"), fe.parse("", "SELECT 8"), fe.bind("", ""), fe.execute(""), fe.sync(), fe.functionCall(871, ["x"]), fe.query("SELECT 9")]);
