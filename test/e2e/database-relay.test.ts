@@ -61,6 +61,18 @@ describe("connecting", () => {
     expect(r.stdout.trim()).toBe("42");
   });
 
+  test("a query sent with the password, before the session is ready, is relayed once it is", async () => {
+    const client = await RawPg.open(b.dbPort);
+    client.send(fe.startup({ user: S.md5Plain, database: RELAY_DB }));
+    await client.until((s) => s.type === "R");
+    client.send(fe.password(b.token), fe.query("SELECT 13"));
+    const seen = await client.readies(2);
+    expect(types(seen.slice(-4))).toBe("TDCZ");
+    expect(seen.at(-2)).toEqual({ type: "C", text: "SELECT 1" });
+    expect(seen.find((s) => s.type === "D")!.text).toBe("13");
+    client.close();
+  });
+
   test("GSSENCRequest → N, and the client goes on with SSLRequest", async () => {
     const client = await RawPg.open(b.dbPort);
     client.send(fe.gssencRequest());
@@ -310,6 +322,21 @@ describe("the relay", () => {
     expect(types(rest)).toBe("Z" + "TDCZ");
     expect(rest[0]).toEqual({ type: "Z", text: "I" });
     expect(rest[2]!.text).toBe("12");
+    client.close();
+  });
+
+  test("a statement of a megabyte is read whole across reads, judged and sent; a prepare answered after Flush, run after", async () => {
+    const { client } = await login(S.md5Plain);
+    client.send(fe.query(`SELECT length('${"y".repeat(1024 * 1024)}')::text`));
+    expect((await client.readies(1)).find((s) => s.type === "D")!.text).toBe(String(1024 * 1024));
+    const describeStatement = Buffer.from(fe.describePortal("s1"));
+    describeStatement[5] = 0x53; // 'S': describe the statement, not a portal
+    client.send(fe.parse("s1", "SELECT $1::int + 1"), describeStatement, fe.flush());
+    expect(types(await client.until((s) => s.type === "T"))).toBe("1tT");
+    client.send(fe.bind("", "s1", ["41"]), fe.execute(""), fe.sync());
+    const run = await client.readies(1);
+    expect(types(run)).toBe("2DCZ");
+    expect(run[1]!.text).toBe("42");
     client.close();
   });
 
