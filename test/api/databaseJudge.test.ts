@@ -58,6 +58,8 @@ beforeAll(async () => {
   await createDatabaseSecret(api, "held", "held.db.test");
   await createDatabaseSecret(api, "held-apv", "held.db.test", { writes: "approve" });
   await createDatabaseSecret(api, "drops", "drops.db.test");
+  const bySecret = await createDatabaseSecret(api, "by-secret", "secret.db.test");
+  await rule(api, { name: "Not this credential", action: "block", targets: [{ kind: "secret", secretId: bySecret }] });
   await rule(api, { name: "No statements to blocked", action: "block", targets: [{ kind: "network", hostPattern: "blocked.db.test" }] });
   await rule(api, { name: "Two a minute", action: "allow", rateLimit: 2, rateLimitWindow: "minute", targets: [{ kind: "network", hostPattern: "limited.db.test" }] });
   await rule(api, { name: "Ask for held", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: "held.db.test" }] });
@@ -177,6 +179,14 @@ describe("policy rules on the database host (method SQL, path /)", () => {
     expect(sync(judge.judge(s, "SELECT 1", never))).toMatchObject({ ok: true, decision: "allowed" });
   });
 
+  test("a rule on the database secret itself applies to its statements", async () => {
+    expect(sync(judge.judge(await sessionOn(snapshot, api, "by-secret"), "SELECT 1", never))).toMatchObject({
+      ok: false,
+      code: "42501",
+      message: 'credgate: policy rule "Not this credential" blocks statements to host "secret.db.test"',
+    });
+  });
+
   test("a rule for another method (POST) does not apply to statements", async () => {
     expect(sync(judge.judge(await sessionOn(snapshot, api, "rw"), "SELECT 1", never))).toEqual({ ok: true, decision: "allowed" });
   });
@@ -236,6 +246,19 @@ describe("policy rules on the database host (method SQL, path /)", () => {
 });
 
 describe("writes: approve", () => {
+  test("a client_encoding that could hide a quote from the judge is refused, never asked; a safe one is held like any SET", async () => {
+    const s = await sessionOn(snapshot, api, "apv");
+    const refused: StatementVerdict = { ok: false, decision: "blocked", code: "42501", message: "credgate: this client_encoding cannot be used through credgate; use UTF8" };
+    expect(sync(judge.judge(s, "SET client_encoding = 'SJIS'", never))).toEqual(refused);
+    // A read to the classifier, a change of encoding to the server.
+    expect(sync(judge.judge(s, "SELECT set_config('client_encoding', 'BIG5', false)", never))).toEqual(refused);
+    const safe = judge.judge(s, "SET client_encoding = 'UTF8'", never);
+    expect(safe).toBeInstanceOf(Promise);
+    const held = await pendingApproval(api, "SET client_encoding = 'UTF8'");
+    await decide(api, held.id, { decision: "deny" });
+    expect(await safe).toMatchObject({ decision: "approval_denied" });
+  });
+
   test("a read passes at once; a write is held until approved, then passes as approval_approved", async () => {
     const s = await sessionOn(snapshot, api, "apv");
     expect(sync(judge.judge(s, "SELECT * FROM items", never))).toEqual({ ok: true, decision: "allowed" });

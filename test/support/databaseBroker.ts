@@ -2,12 +2,9 @@
 // free port, the test PostgreSQL server (test/support/databaseServer.ts) behind it, and helpers that create
 // database secrets and agents through the API and hand out connection URLs to the listener the way an agent
 // gets them: `postgresql://<secret name>:<agent token>@127.0.0.1:<db port>/<database>?sslmode=…`.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { databaseServer, type DatabaseServer, type DatabaseUserKind } from "./databaseServer.ts";
 import { eventually, gatewayCa } from "./gateway.ts";
 import { startCredgate, type RunningCredgate, type StartOptions } from "./process.ts";
-import { tempDir } from "./tmp.ts";
 
 export interface DatabaseSecretOptions {
   /** Which role of the test server the secret holds (its name and password). */
@@ -140,11 +137,4 @@ export async function startBroker(opts: StartOptions & { db?: DatabaseServer } =
       await cg.stop();
     },
   };
-}
-
-/** Writes `text` to a temp file; its path. */
-export function tempFile(name: string, text: string): string {
-  const file = join(tempDir(), name);
-  writeFileSync(file, text);
-  return file;
 }

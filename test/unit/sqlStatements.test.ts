@@ -3,7 +3,7 @@
 // Written as an attacker with one agent token: each case is a way to get a write read as a read, or a lift missed.
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { classifyStatement, liftsReadOnly, splitStatements, statementNature } from "../../src/core/sqlStatements.ts";
+import { asciiSafeEncoding, classifyStatement, liftsReadOnly, splitStatements, statementNature } from "../../src/core/sqlStatements.ts";
 import { selects, separators } from "../support/sqlFragments.ts";
 
 describe("splitStatements", () => {
@@ -226,12 +226,49 @@ describe("liftsReadOnly", () => {
   for (const sql of keeps.filter((s) => !s.includes("= on"))) test(`keeps: ${JSON.stringify(sql)}`, () => expect(liftsReadOnly(sql)).toBe(false));
 });
 
+describe("client encodings in which a multibyte character can hold a backslash or a quote", () => {
+  const rereads = [
+    "SET client_encoding = 'SJIS'",
+    "SET client_encoding TO sjis",
+    "set session client_encoding to 'BIG5'",
+    "SET LOCAL client_encoding = 'gbk'",
+    "SET NAMES 'UHC'",
+    "SET NAMES gb18030",
+    `SET "client_encoding" = 'Shift_JIS_2004'`,
+    "SET client_encoding = 'WIN932'",
+    "SELECT set_config('client_encoding', 'SJIS', false)",
+    "SELECT set_config('Client_Encoding', 'johab', false)",
+    "SELECT set_config('client_encoding', $1, false)",
+    "SELECT set_config($1, 'SJIS', false)",
+    "SELECT 1; SET client_encoding = 'SJIS'",
+  ];
+  for (const sql of rereads) test(`rereads: ${JSON.stringify(sql)}`, () => expect(statementNature(sql).rereads).toBe(true));
+  const safe = [
+    "SET client_encoding = 'UTF8'",
+    "SET client_encoding TO 'utf-8'",
+    "SET client_encoding TO DEFAULT",
+    "SET NAMES 'LATIN1'",
+    "SET client_encoding = 'EUC_JP'",
+    "SELECT set_config('client_encoding', 'UTF8', false)",
+    "SELECT set_config('search_path', 'x', false)",
+    "SET search_path = sjis",
+    `SELECT 'SET client_encoding = ''SJIS'''`,
+  ];
+  for (const sql of safe) test(`safe: ${JSON.stringify(sql)}`, () => expect(statementNature(sql).rereads).toBe(false));
+  test("asciiSafeEncoding reads PostgreSQL's spellings", () => {
+    expect(["UTF8", "utf-8", "Unicode", "SQL_ASCII", "LATIN1", "ISO_8859_5", "WIN1252", "KOI8R", "EUC_KR", "default"].every(asciiSafeEncoding)).toBe(true);
+    expect(["SJIS", "Shift_JIS", "BIG5", "GBK", "UHC", "GB18030", "JOHAB", "WIN950", "cp936", "nonsense"].some(asciiSafeEncoding)).toBe(false);
+  });
+});
+
 describe("read twice when a backslash could change the reading", () => {
   test("a statement that hides a second one when backslashes escape quotes is a write", () => {
     // As the server reads it today: one SELECT of a string. With standard_conforming_strings off: a DELETE.
     const sql = "SELECT 'a\\' , $$' ; DELETE FROM t; -- $$";
     expect(splitStatements(sql)).toEqual([sql]);
     expect(statementNature(sql).write).toBe(true);
+    // The same for a lift hidden that way.
+    expect(liftsReadOnly("SELECT 'a\\' , $$' ; SET transaction_read_only = off; -- $$")).toBe(true);
   });
 
   test("split where the server splits, each piece still judged the old way", () => {
@@ -264,7 +301,7 @@ describe("properties (fast-check): literals, identifiers, dollar quotes and comm
   test("whatever the literals and comments hold (DELETE, SET …, quotes, $$), such a SELECT is a read that lifts nothing", () => {
     fc.assert(
       fc.property(selects({ backslashes: false }), (statement) => {
-        expect(statementNature(statement)).toEqual({ write: false, lifts: false });
+        expect(statementNature(statement)).toEqual({ write: false, lifts: false, rereads: false });
       }),
       { numRuns: 2000 },
     );

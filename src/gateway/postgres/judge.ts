@@ -47,6 +47,12 @@ const ALLOWED: StatementVerdict = { ok: true, decision: "allowed" };
 const LEAK: StatementVerdict = { ok: false, decision: "blocked", code: INSUFFICIENT_PRIVILEGE, message: "credgate: the statement carries a credgate secret" };
 const READ_ONLY: StatementVerdict = { ok: false, decision: "blocked", code: READ_ONLY_TRANSACTION, message: "credgate: this database credential is read-only" };
 const WRITES_BLOCKED: StatementVerdict = { ok: false, decision: "blocked", code: INSUFFICIENT_PRIVILEGE, message: "credgate: writes are blocked for this database credential" };
+const ENCODING_REFUSED: StatementVerdict = {
+  ok: false,
+  decision: "blocked",
+  code: INSUFFICIENT_PRIVILEGE,
+  message: "credgate: this client_encoding cannot be used through credgate; use UTF8",
+};
 const APPROVAL_STORE_DOWN: StatementVerdict = { ok: false, decision: "error", code: SYSTEM_ERROR, message: "credgate: the approval service is temporarily unavailable; try again" };
 
 /** The approval that holds a write of a credential with `writes: approve`, remembered per agent and secret. */
@@ -107,6 +113,9 @@ export class StatementJudge {
       const nature = statementNature(statement);
       if (cred.readOnly && (nature.write || nature.lifts)) return READ_ONLY;
       if (cred.writes === "block" && (nature.write || nature.lifts)) return WRITES_BLOCKED;
+      // A client_encoding whose multibyte characters hold ASCII bytes would make the server read later
+      // statements otherwise than the judge: refused, never asked (a reviewer could not see that).
+      if (nature.rereads) return ENCODING_REFUSED;
       writeHeld = cred.writes === "approve" && nature.write;
     }
     if (heldBy === null && !writeHeld) return rule === null ? ALLOWED : { ok: true, decision: "allowed", rule };

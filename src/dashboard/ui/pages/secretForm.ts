@@ -76,7 +76,7 @@ export function describeInjection(s: SecretRecord): string {
   if ("database" in c) {
     const d = c.database;
     return [
-      `PostgreSQL ${d.user}@${s.hostPattern}:${d.port ?? 5432}`,
+      `PostgreSQL ${d.user}@${s.hostPattern.includes(":") && !s.hostPattern.startsWith("[") ? `[${s.hostPattern}]` : s.hostPattern}:${d.port ?? 5432}`,
       d.databases ? `databases ${d.databases.join(", ")}` : "any database",
       `TLS ${d.tls ?? "verify-full"}`,
       d.readOnly ? "read-only" : null,
