@@ -112,7 +112,7 @@ export class DatabaseSession implements CancelTarget {
     server.on("data", (chunk: Buffer) => this.#fromServer(chunk));
     server.on("drain", () => {
       this.#serverFull = false;
-      if (!this.#held) agent.resume();
+      if (!this.#held && !this.#ending) agent.resume();
     });
     server.on("end", () => this.#close());
     server.on("close", () => this.#close());
@@ -120,7 +120,7 @@ export class DatabaseSession implements CancelTarget {
     if (pending.length > 0) this.#fromServer(Buffer.from(pending.buffer, pending.byteOffset, pending.byteLength));
     if (early.length > 0) this.#fromAgent(early);
     server.resume();
-    if (!this.#held && !this.#serverFull) agent.resume();
+    if (!this.#held && !this.#serverFull && !this.#ending) agent.resume();
   }
 
   cancel(): void {
