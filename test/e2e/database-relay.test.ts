@@ -56,6 +56,8 @@ describe("connecting", () => {
       client.send(fe.terminate());
       expect(await client.closedWithin()).toBe(true);
     }
+    // The start line says where the listener is.
+    expect(b.cg.output()).toContain(`"dbPort":${b.dbPort}`);
     const r = await psql(b.url(S.scram, { sslmode: "verify-full" }), "SELECT 40 + 2");
     expect(r.stderr).toBe("");
     expect(r.stdout.trim()).toBe("42");
