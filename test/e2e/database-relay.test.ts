@@ -56,9 +56,23 @@ describe("connecting", () => {
       client.send(fe.terminate());
       expect(await client.closedWithin()).toBe(true);
     }
+    // The start line says where the listener is.
+    expect(b.cg.output()).toContain(`"dbPort":${b.dbPort}`);
     const r = await psql(b.url(S.scram, { sslmode: "verify-full" }), "SELECT 40 + 2");
     expect(r.stderr).toBe("");
     expect(r.stdout.trim()).toBe("42");
+  });
+
+  test("a query sent with the password, before the session is ready, is relayed once it is", async () => {
+    const client = await RawPg.open(b.dbPort);
+    client.send(fe.startup({ user: S.md5Plain, database: RELAY_DB }));
+    await client.until((s) => s.type === "R");
+    client.send(fe.password(b.token), fe.query("SELECT 13"));
+    const seen = await client.readies(2);
+    expect(types(seen.slice(-4))).toBe("TDCZ");
+    expect(seen.at(-2)).toEqual({ type: "C", text: "SELECT 1" });
+    expect(seen.find((s) => s.type === "D")!.text).toBe("13");
+    client.close();
   });
 
   test("GSSENCRequest → N, and the client goes on with SSLRequest", async () => {
@@ -295,6 +309,36 @@ describe("the relay", () => {
     expect(seen[2]!.text).toBe("5");
     expect(seen[4]).toMatchObject({ code: "54000" });
     expect(seen[7]!.text).toBe("6");
+    client.close();
+  });
+
+  test("a client that waits after a Flush (no Sync) hears the refusal of its Parse at once, behind the answers before it", async () => {
+    const { client } = await login(S.md5Plain);
+    client.send(fe.parse("", "SELECT 11"), fe.bind("", ""), fe.execute(""), fe.parse("", huge), fe.bind("", ""), fe.execute(""), fe.flush());
+    const seen = await client.until((s) => s.type === "E");
+    expect(types(seen)).toBe("12DCE");
+    expect(seen[2]!.text).toBe("11");
+    expect(seen[4]).toMatchObject({ code: "54000", severity: "ERROR" });
+    client.send(fe.sync(), fe.query("SELECT 12"));
+    const rest = await client.readies(2);
+    expect(types(rest)).toBe("Z" + "TDCZ");
+    expect(rest[0]).toEqual({ type: "Z", text: "I" });
+    expect(rest[2]!.text).toBe("12");
+    client.close();
+  });
+
+  test("a statement of a megabyte is read whole across reads, judged and sent; a prepare answered after Flush, run after", async () => {
+    const { client } = await login(S.md5Plain);
+    client.send(fe.query(`SELECT length('${"y".repeat(1024 * 1024)}')::text`));
+    expect((await client.readies(1)).find((s) => s.type === "D")!.text).toBe(String(1024 * 1024));
+    const describeStatement = Buffer.from(fe.describePortal("s1"));
+    describeStatement[5] = 0x53; // 'S': describe the statement, not a portal
+    client.send(fe.parse("s1", "SELECT $1::int + 1"), describeStatement, fe.flush());
+    expect(types(await client.until((s) => s.type === "T"))).toBe("1tT");
+    client.send(fe.bind("", "s1", ["41"]), fe.execute(""), fe.sync());
+    const run = await client.readies(1);
+    expect(types(run)).toBe("2DCZ");
+    expect(run[1]!.text).toBe("42");
     client.close();
   });
 

@@ -64,8 +64,6 @@ export class DatabaseSession implements CancelTarget {
   #msgAt = 0;
   /** Dropping the agent's messages up to its next Sync (after a refused Parse). */
   #ignoreTillSync = false;
-  /** The refusal to send just before the ReadyForQuery of that Sync, when it must be forwarded (see #refuse). */
-  #refusedBeforeSync: Uint8Array | null = null;
   /** Waiting for a verdict: the agent's chunks wait in `#backlog`, in order. */
   #held = false;
   readonly #backlog: Buffer[] = [];
@@ -114,7 +112,7 @@ export class DatabaseSession implements CancelTarget {
     server.on("data", (chunk: Buffer) => this.#fromServer(chunk));
     server.on("drain", () => {
       this.#serverFull = false;
-      if (!this.#held) agent.resume();
+      if (!this.#held && !this.#ending) agent.resume();
     });
     server.on("end", () => this.#close());
     server.on("close", () => this.#close());
@@ -122,7 +120,7 @@ export class DatabaseSession implements CancelTarget {
     if (pending.length > 0) this.#fromServer(Buffer.from(pending.buffer, pending.byteOffset, pending.byteLength));
     if (early.length > 0) this.#fromAgent(early);
     server.resume();
-    if (!this.#held && !this.#serverFull) agent.resume();
+    if (!this.#held && !this.#serverFull && !this.#ending) agent.resume();
   }
 
   cancel(): void {
@@ -260,7 +258,7 @@ export class DatabaseSession implements CancelTarget {
       this.#discard = false;
       switch (type) {
         case S:
-          this.#replies.syncForwarded(null);
+          this.#replies.syncForwarded();
           break;
         case E:
           this.#replies.executeForwarded();
@@ -400,26 +398,24 @@ export class DatabaseSession implements CancelTarget {
   /**
    * The agent hears the refusal where the server's answer would have been. A Query (or function call): the
    * ErrorResponse and a ReadyForQuery, behind what the server still owes. A Parse: the ErrorResponse, and the
-   * messages up to the next Sync are dropped; when extended messages were already forwarded without a Sync, their
-   * answers are still to come, so that Sync goes to the server and the refusal is sent just before its
-   * ReadyForQuery; otherwise the refusal goes now and the Sync is answered by credgate.
+   * messages up to the next Sync are dropped, that Sync answered by credgate. When extended messages were already
+   * forwarded without a Sync, their answers are still to come, and nothing marks their end: credgate sends a Sync
+   * of its own and writes the refusal in place of its ReadyForQuery — at once, so a client waiting after a Flush
+   * hears it without sending its Sync first.
    */
   #refuse(type: number, refusal: Refusal): void {
     const error = errorResponse("ERROR", refusal.code, refusal.message);
     if (type !== P) return this.#replies.insert([error, null]);
     this.#ignoreTillSync = true;
-    if (this.#replies.unsynced) this.#refusedBeforeSync = error;
-    else this.#replies.insert([error]);
+    if (!this.#replies.unsynced) return this.#replies.insert([error]);
+    this.#toServer(SYNC);
+    this.#replies.ownSyncForwarded(error);
   }
 
-  /** The Sync that ends the messages dropped after a refused Parse. */
+  /** The Sync that ends the messages dropped after a refused Parse: a ReadyForQuery with the server's last status. */
   #syncAfterRefusal(): void {
     this.#ignoreTillSync = false;
-    const before = this.#refusedBeforeSync;
-    if (before === null) return this.#replies.insert([null]);
-    this.#refusedBeforeSync = null;
-    this.#toServer(SYNC);
-    this.#replies.syncForwarded(before);
+    this.#replies.insert([null]);
   }
 
   #log(r: StatementRecord, status: 200 | 400 | 403, latencyMs: number): void {
