@@ -9,7 +9,7 @@
 // (bench/placement.ts): credgate alone on CPU 0; pgbench on the other CPUs; the server beside pgbench through
 // credgate and on credgate's idle CPU for direct runs. Each statement is judged and logged (a request-log row).
 //
-//   bun bench/postgres.ts [--duration s] [--scale n] [--rounds n] [--json] [--no-pin] [--profile dir]
+//   bun bench/postgres.ts [--duration s] [--scale n] [--rounds n] [--json] [--no-pin] [--profile dir] [--server-cpu idle|peers]
 import { spawnSync } from "bun";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -35,6 +35,8 @@ export interface PostgresRows {
   clients: number;
   durationS: number;
   scale: number;
+  serverCpu: "idle" | "peers";
+  pinned: boolean;
   rounds: { selectOnly: { direct: PgbenchRun; credgate: PgbenchRun }; tpcb: { direct: PgbenchRun; credgate: PgbenchRun }; one: { direct: PgbenchRun; credgate: PgbenchRun } }[];
   /** Statements credgate counted in credgate_db_statements_total over the whole run (null: no such metric). */
   judgedStatements: number | null;
@@ -80,6 +82,12 @@ export async function runPostgresRows(o: {
   clients?: number;
   /** Run credgate under Bun's CPU profiler (.cpuprofile and .md written here when it stops). */
   profileDir?: string;
+  /**
+   * Where the server runs for direct runs: `idle` (default) on credgate's idle CPU, as the HTTP rows place their
+   * upstream; `peers` beside pgbench in both kinds of run, so that the only difference is credgate's hop (on its
+   * own CPU) between the same client and server.
+   */
+  serverCpu?: "idle" | "peers";
   log: (m: string) => void;
 }): Promise<PostgresRows> {
   const clients = o.clients ?? 8;
@@ -103,7 +111,7 @@ export async function runPostgresRows(o: {
     const target = (direct: boolean) => ["-h", "127.0.0.1", "-p", String(direct ? db.port : broker!.dbPort), "-U", direct ? "scram_user" : SECRET];
     // pgbench's -n: no VACUUM before the run (done once above; through credgate it would be a judged write).
     const run = async (direct: boolean, mode: string[], n: number, seconds: number): Promise<PgbenchRun> => {
-      if (o.cpus) pinServer(db, direct ? o.cpus.gateway : o.cpus.peers);
+      if (o.cpus) pinServer(db, direct && o.serverCpu !== "peers" ? o.cpus.gateway : o.cpus.peers);
       const before = cpuTicks(gatewayPid);
       const r = await pgbench([...target(direct), "-n", ...mode, "-c", String(n), "-j", String(Math.min(n, 2)), "-T", String(seconds), DATABASE], direct ? directEnv : credgateEnv, peers);
       const ticks = cpuTicks(gatewayPid) - before;
@@ -126,7 +134,7 @@ export async function runPostgresRows(o: {
     const metrics = await (await fetch(`${broker.cg.apiUrl}/metrics`)).text();
     const counted = [...metrics.matchAll(/^credgate_db_statements_total\{[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
     const judgedStatements = metrics.includes("credgate_db_statements_total") ? counted : null;
-    return { clients, durationS: o.durationS, scale: o.scale, rounds, judgedStatements };
+    return { clients, durationS: o.durationS, scale: o.scale, serverCpu: o.serverCpu ?? "idle", pinned: o.cpus !== null, rounds, judgedStatements };
   } finally {
     await broker?.stop();
     db.stop();
@@ -140,6 +148,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 export function printPostgresRows(r: PostgresRows): void {
   const lines = [
     `PostgreSQL broker (docs/databases.md): pgbench (scale ${r.scale}, ${r.durationS} s per run) direct vs through credgate's database listener, one gateway process; plain TCP on loopback both hops; every statement judged and logged`,
+    `  placement: ${!r.pinned ? "not pinned" : r.serverCpu === "peers" ? "credgate on CPU 0; pgbench and the server on the others in every run" : "credgate on CPU 0; pgbench on the others; the server beside pgbench through credgate, on CPU 0 for direct runs"}`,
   ];
   const ratios = { selectOnly: [] as number[], tpcb: [] as number[], added: [] as number[] };
   for (const [i, round] of r.rounds.entries()) {
@@ -163,6 +172,16 @@ export function printPostgresRows(r: PostgresRows): void {
   console.log(lines.join("\n"));
 }
 
+function serverCpuOption(): "idle" | "peers" {
+  const i = process.argv.indexOf("--server-cpu");
+  const value = (i === -1 ? undefined : process.argv[i + 1]) ?? process.env.BENCH_PG_SERVER_CPU ?? "idle";
+  if (value !== "idle" && value !== "peers") {
+    console.error(`--server-cpu / BENCH_PG_SERVER_CPU must be idle or peers, got "${value}"`);
+    process.exit(2);
+  }
+  return value;
+}
+
 if (import.meta.main) {
   const json = flag("--json", "BENCH_JSON");
   const log = (m: string) => {
@@ -175,6 +194,7 @@ if (import.meta.main) {
       scale: Math.round(numberOption("--scale", "BENCH_PG_SCALE", 5)),
       rounds: Math.round(numberOption("--rounds", "BENCH_PG_ROUNDS", 1)),
       profileDir: pathOption("--profile", "BENCH_PROFILE"),
+      serverCpu: serverCpuOption(),
       log,
     });
     if (json) console.log(JSON.stringify(rows, null, 2));
