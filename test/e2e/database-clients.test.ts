@@ -14,6 +14,7 @@ import type pg from "pg";
 import { startBroker, storeText, type Broker } from "../support/databaseBroker.ts";
 import { pgClient, pgConnectError, porsager, porsagerError, psql, psycopg2 } from "../support/databaseClients.ts";
 import { eventually } from "../support/gateway.ts";
+import { freePort } from "../support/ports.ts";
 import { pgBinary } from "../support/postgres.ts";
 
 const S = {
@@ -27,6 +28,7 @@ const S = {
   clearPlain: "pg_clear_plain",
   wrongPassword: "pg_wrong_password",
   otherOnly: "pg_other_only",
+  unreachable: "pg_unreachable",
 };
 const WRONG_PASSWORD = `not-the-password-${crypto.randomUUID()}`;
 const CONNECT_FAILED = "credgate: could not connect to the database: ";
@@ -48,6 +50,7 @@ beforeAll(async () => {
   await b.secret(S.clearPlain, { user: "cleartextPlain", tls: "off" });
   await b.secret(S.wrongPassword, { user: "scram", password: WRONG_PASSWORD });
   await b.secret(S.otherOnly, { user: "scram", databases: ["other"] });
+  await b.secret(S.unreachable, { user: "scram", tls: "off", port: await freePort() });
 });
 
 afterAll(async () => {
@@ -211,6 +214,13 @@ describe("connection refusals: PostgreSQL errors with the contract's SQLSTATE an
     const r = await psql(b.url(S.wrongPassword), "SELECT 1");
     seenByClients.push(r.stderr);
     expect(r.stderr).toContain(`FATAL:  ${CONNECT_FAILED}`);
+  });
+
+  test("a server nobody listens for → FATAL 08006 could not connect", async () => {
+    const err = await pgConnectError(b.pgConfig(S.unreachable));
+    seenByClients.push(err.message);
+    expect(err.code).toBe("08006");
+    expect(err.message.startsWith(CONNECT_FAILED)).toBe(true);
   });
 
   test("verify-full against a server whose certificate does not name the host → FATAL 08006; tls require on the same host works", async () => {
@@ -390,6 +400,35 @@ describe("the protocol passes through", () => {
     const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
     expect(stderr).toContain("ERROR:  57014: canceling statement due to user request");
     expect(code).toBe(1);
+  });
+
+  test("30 sessions at once, each with its own values: every answer reaches its own session, in order", async () => {
+    const sessions = await Promise.all(Array.from({ length: 30 }, (_, i) => pgClient(b.pgConfig(i % 2 ? S.md5 : S.scramPlain, { sslmode: i % 3 ? "verify-full" : "disable" }))));
+    try {
+      await Promise.all(
+        sessions.map(async (c, i) => {
+          for (let k = 0; k < 20; k++) {
+            const r = await c.query("SELECT $1::int AS i, $2::int AS k, pg_backend_pid() AS pid", [i, k]);
+            expect(r.rows[0]).toMatchObject({ i, k });
+          }
+        }),
+      );
+      const pids = await Promise.all(sessions.map(async (c) => (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid));
+      expect(new Set(pids).size).toBe(30);
+    } finally {
+      await Promise.all(sessions.map((c) => c.end()));
+    }
+  });
+
+  test("the server ending the session (pg_terminate_backend) reaches the agent as the server's FATAL 57P01, and the connection closes", async () => {
+    const client = await pgClient(b.pgConfig(S.scram));
+    const pid = (await client.query("SELECT pg_backend_pid() AS pid")).rows[0].pid;
+    const ended = new Promise<void>((resolve) => client.on("end", () => resolve()));
+    const errors: { code?: string }[] = [];
+    client.on("error", (e) => errors.push(e as { code?: string }));
+    await b.db.admin(`SELECT pg_terminate_backend(${pid})`);
+    await ended;
+    expect(errors.map((e) => e.code)).toContain("57P01");
   });
 
   test("Terminate ends the server session too", async () => {

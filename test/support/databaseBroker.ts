@@ -24,6 +24,8 @@ export interface DatabaseSecretOptions {
   password?: string;
   /** Leaves `port` out of the variant (the 5432 default). */
   noPort?: boolean;
+  /** Another port than the test server's (nothing listening there, for an unreachable server). */
+  port?: number;
 }
 
 export interface BrokerUrlOptions {
@@ -101,7 +103,7 @@ export async function startBroker(opts: StartOptions & { db?: DatabaseServer } =
     async secret(name, s) {
       const user = db.users[s.user];
       const database: Record<string, unknown> = { engine: "postgresql", user: user.name };
-      if (!s.noPort) database.port = db.port;
+      if (!s.noPort) database.port = s.port ?? db.port;
       for (const k of ["databases", "tls", "readOnly", "writes"] as const) if (s[k] !== undefined) database[k] = s[k];
       const res = await cg.api("POST", "/v1/secrets", {
         body: { name, type: "generic", value: s.password ?? user.password, hostPattern: s.host ?? db.host, injectionConfig: { database } },
