@@ -14,7 +14,7 @@ import type { AgentMode, ConnectionAccess, SecretScope } from "../core/model.ts"
 import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
 import type { AgentRow } from "../services/agents.ts";
-import type { PartnerBudget } from "../services/budgets/partnerBudgets.ts";
+import type { PartnerBudget } from "../services/budgets/partnerBudget.ts";
 import type { ScopeBudget } from "../services/budgets/scopeBudgets.ts";
 import { needsBody, type CompiledRule } from "../core/policy.ts";
 import { compiledApp, type CompiledApp } from "../apps/match.ts";
