@@ -6,7 +6,7 @@
 // The engine matters (approvals and request logs live in the store): this suite runs on both.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type pg from "pg";
-import { startBroker, type Broker, type LogRow } from "../support/databaseBroker.ts";
+import { startBroker, storeText, type Broker, type LogRow } from "../support/databaseBroker.ts";
 import { pgClient, pgQueryError, porsager, psql, psycopg2 } from "../support/databaseClients.ts";
 import { eventually } from "../support/gateway.ts";
 import { parseExposition, sampleValue, type Family } from "../support/prometheus.ts";
@@ -408,6 +408,20 @@ describe("policy rules on the database host (method SQL, path /)", () => {
     } finally {
       await drop(id);
     }
+  });
+});
+
+describe("the passwords stay secret on this engine's store", () => {
+  test("no database password in the store (SQLite file bytes or every PostgreSQL row), the request logs or credgate's output", async () => {
+    const stored = await storeText(b.cg);
+    expect(stored).toContain(S.approve);
+    const logs = JSON.stringify((await b.cg.api("GET", "/v1/logs?limit=500")).body);
+    for (const u of Object.values(b.db.users)) {
+      expect(stored).not.toContain(u.password);
+      expect(logs).not.toContain(u.password);
+      expect(b.cg.output()).not.toContain(u.password);
+    }
+    expect(stored).not.toContain(HTTP_SECRET_VALUE);
   });
 });
 
