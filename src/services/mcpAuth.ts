@@ -3,6 +3,7 @@
 // gateway process of the instance (a shared cache), written with compare-and-swap so that instances never clobber
 // each other; a failed refresh keeps using the old token and moves the status (three failures → `error`, a
 // refused refresh token → `revoked`).
+import { ApiError } from "../core/errors.ts";
 import type { SharedCache, SharedCaches } from "../core/sharedCache.ts";
 import { log } from "../observability/log.ts";
 import type { ServiceDeps } from "./deps.ts";
@@ -53,7 +54,9 @@ export class McpAuthService {
 
   /** `refresh-tools`: lists the tools again with the current credential. */
   async refreshTools(row: McpServerRow): Promise<McpServerRow> {
-    return this.servers.discoverTools(row, await this.current(row));
+    const credential = await this.current(row);
+    if (!credential) throw ApiError.envelope(400, "Connect the MCP server first: credgate holds no token for it");
+    return this.servers.discoverTools(row, credential);
   }
 
   async #refresh(serverId: string): Promise<McpCredential | null> {

@@ -157,7 +157,8 @@ export class McpServerService {
     } catch (err) {
       const message = err instanceof McpAuthRequired ? `The server refused credgate's credential: ${err.message}` : `Listing the tools failed: ${(err as Error).message}`;
       log.warn("mcp tools not listed", { mcpServerId: row.id, error: (err as Error).message });
-      const status: McpServerStatus = err instanceof McpAuthRequired ? (row.authKind === "oauth" ? "revoked" : "error") : row.status === "pending" && credential ? "error" : row.status;
+      const refused = err instanceof McpAuthRequired && credential !== null;
+      const status: McpServerStatus = refused ? (credential.kind === "oauth" ? "revoked" : "error") : row.status === "pending" && credential ? "error" : row.status;
       set = { lastError: message, status };
     }
     const [updated] = await this.db.update(this.t).set({ ...set, updatedAt: nowIso() }).where(eq(this.t.id, row.id)).returning();

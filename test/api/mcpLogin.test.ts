@@ -9,6 +9,8 @@ import { createTestApi, storedText, type TestApi } from "../support/app.ts";
 import { startMcpAuthServer, type McpAuthServer } from "../support/mcpAuthServer.ts";
 import { GatewaySnapshot } from "../../src/gateway/snapshot.ts";
 import { expectEnvelope } from "./helpers.ts";
+import { McpAuthService } from "../../src/services/mcpAuth.ts";
+import { SharedCaches } from "../../src/core/sharedCache.ts";
 
 const PUBLIC = "https://credgate.test";
 let api: TestApi;
@@ -170,6 +172,14 @@ describe("the login", () => {
     const second = await startLogin(server.id);
     const denied = await callback(await consent(second.location, "deny"), second.nonce);
     expect(denied.searchParams.get("message")).toBe("Authorization was denied");
+
+    // A flow started with a client credgate no longer holds (a later authorize registered another) says so.
+    const third = await startLogin(server.id);
+    const { mcpServers } = api.core.services;
+    const row = (await mcpServers.byId(server.id))!;
+    await mcpServers.saveClient(server.id, { ...mcpServers.oauthClient(row)!, clientId: "another-client" });
+    const stale = await callback(await consent(third.location, "approve"), third.nonce);
+    expect(stale.searchParams.get("message")).toBe("A newer login was started for this server: finish that one, or connect again");
   });
 
   test("discovery refuses metadata for another resource, and a static server has nothing to log in to", async () => {
@@ -209,6 +219,23 @@ describe("refresh", () => {
     // refresh-tools lists with the current (refreshed) token.
     const listed = await api.call("POST", `/v1/mcp-servers/${server.id}/refresh-tools`);
     expect(listed.body).toMatchObject({ status: "connected", error: null });
+  });
+
+  test("two instances refreshing at once (separate single-flights, one database): the rotated refresh token's loser takes the winner's token", async () => {
+    const as = await authServer({ expiresIn: 30 });
+    const server = await register(as.mcp.url);
+    await login(as, server.id);
+    const { deps, mcpServers } = api.core.services;
+    const instances = [new McpAuthService(deps, mcpServers, new SharedCaches()), new McpAuthService(deps, mcpServers, new SharedCaches())];
+    const [a, b] = await Promise.all(instances.map((i) => i.fresh(server.id)));
+    expect(a).not.toBeNull();
+    expect(b).toEqual(a);
+    const stored = (await mcpServers.byId(server.id))!;
+    expect(stored.status).toBe("connected");
+    expect(mcpServers.credential(stored)).toEqual(a!);
+    // The token both use is one the authorization server issued last and still accepts.
+    expect(a!.kind === "oauth" && a!.accessToken).toBe(as.accessTokens.at(-1)!);
+    expect(as.tokenRequests.filter((r) => r.grant === "refresh_token").length).toBeLessThanOrEqual(2);
   });
 
   test("a refused refresh token makes the server revoked, and nothing is injected", async () => {

@@ -83,6 +83,8 @@ describe("registering", () => {
     const server = await register({ name: "Login later", url: streamable.url });
     expect(server).toMatchObject({ authKind: "oauth", status: "pending", tools: [], toolsRefreshedAt: null });
     expect(streamable.requests.length).toBe(before);
+    expectEnvelope(await api.call("POST", `/v1/mcp-servers/${server.id}/refresh-tools`), 400, "Connect the MCP server first: credgate holds no token for it");
+    expect((await api.call("GET", `/v1/mcp-servers/${server.id}`)).body.status).toBe("pending");
   });
 
   test("a server that cannot be reached is registered in error, saying why", async () => {
@@ -113,11 +115,16 @@ describe("registering", () => {
     for (const [body, message] of cases) expectFlat(await api.call("POST", "/v1/mcp-servers", { body }), 400, message);
   });
 
-  test("plain http only to loopback, and never in cloud mode", async () => {
+  test("plain http only to loopback, and never in cloud mode; in cloud mode the egress guard keeps credgate off internal addresses", async () => {
     const cloud = await createTestApi({ CREDGATE_MODE: "cloud" });
     try {
       const res = await cloud.call("POST", "/v1/mcp-servers", { body: { name: "x", url: streamable.url, auth: { bearer: TOKEN } }, headers: { "x-project-id": cloud.projectId } });
       expectFlat(res, 400, "url must be an https:// URL");
+      // An https:// URL to an internal address passes validation, and the egress guard refuses to connect.
+      const internal = await cloud.call("POST", "/v1/mcp-servers", { body: { name: "x", url: "https://127.0.0.1:9/mcp", auth: { bearer: TOKEN } }, headers: { "x-project-id": cloud.projectId } });
+      expect(internal.status).toBe(201);
+      expect(internal.body.status).toBe("error");
+      expect(internal.body.error).toBe("Listing the tools failed: credgate does not connect to 127.0.0.1 (127.0.0.1): the destination is an internal or reserved address");
     } finally {
       await cloud.core.close();
     }
