@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, storedText, type TestApi } from "../support/app.ts";
 import { startMcpUpstream, type McpUpstream } from "../support/mcpUpstream.ts";
 import { GatewaySnapshot } from "../../src/gateway/snapshot.ts";
+import { startTinyproxy } from "../support/upstreamProxies.ts";
 import { addMember, addProject, expectEnvelope, expectFlat, ISO_MS, UUID_V4 } from "./helpers.ts";
 
 const TOKEN = "mcp-static-token-0123456789abcdef";
@@ -127,6 +128,23 @@ describe("registering", () => {
       expect(internal.body.error).toBe("Listing the tools failed: credgate does not connect to 127.0.0.1 (127.0.0.1): the destination is an internal or reserved address");
     } finally {
       await cloud.core.close();
+    }
+  });
+});
+
+describe("the outbound door", () => {
+  test("with an upstream proxy, credgate's own listing goes through it (CONNECT to the server), and still works", async () => {
+    const proxy = await startTinyproxy({ user: "mcp", password: "mcp-proxy-pass", connectPorts: [Number(new URL(streamable.url).port)] });
+    const proxied = await createTestApi({ CREDGATE_UPSTREAM_PROXY: `http://mcp:mcp-proxy-pass@127.0.0.1:${proxy.port}` });
+    try {
+      const res = await proxied.call("POST", "/v1/mcp-servers", { body: { name: "Proxied", url: streamable.url, auth: { bearer: TOKEN } } });
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ status: "connected", error: null });
+      expect(res.body.tools).toHaveLength(3);
+      expect(proxy.targets()).toContain(`127.0.0.1:${new URL(streamable.url).port}`);
+    } finally {
+      await proxied.core.close();
+      await proxy.stop();
     }
   });
 });
