@@ -222,7 +222,7 @@ describe("refresh", () => {
   });
 
   test("two instances refreshing at once (separate single-flights, one database): the rotated refresh token's loser takes the winner's token", async () => {
-    const as = await authServer({ expiresIn: 30 });
+    const as = await authServer({ expiresIn: 30, refreshedExpiresIn: 3600 });
     const server = await register(as.mcp.url);
     await login(as, server.id);
     const { deps, mcpServers } = api.core.services;
@@ -236,6 +236,7 @@ describe("refresh", () => {
     // The token both use is one the authorization server issued last and still accepts.
     expect(a!.kind === "oauth" && a!.accessToken).toBe(as.accessTokens.at(-1)!);
     expect(as.tokenRequests.filter((r) => r.grant === "refresh_token").length).toBeLessThanOrEqual(2);
+    expect(as.accessTokens).toHaveLength(2);
   });
 
   test("a refused refresh token makes the server revoked, and nothing is injected", async () => {
