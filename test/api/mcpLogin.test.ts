@@ -148,6 +148,30 @@ describe("the login", () => {
     expect(as.tokenRequests.at(-1)).toEqual({ grant: "authorization_code", clientId: client.client_id, resource: as.mcp.url });
   });
 
+  test("the operator's client for an authorization server (CREDGATE_OAUTH_MCP_<HOST>_CLIENT_ID): no registration", async () => {
+    const as = await authServer();
+    const reg = await fetch(new URL("/register", as.issuer), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ redirect_uris: [`${PUBLIC}/v1/mcp-servers/callback`], client_name: "operator", token_endpoint_auth_method: "client_secret_post" }),
+    });
+    const client = (await reg.json()) as { client_id: string; client_secret: string };
+    const operator = await createTestApi({ CREDGATE_PUBLIC_URL: PUBLIC, CREDGATE_OAUTH_MCP_127_0_0_1_CLIENT_ID: client.client_id, CREDGATE_OAUTH_MCP_127_0_0_1_CLIENT_SECRET: client.client_secret });
+    try {
+      const server = (await operator.call("POST", "/v1/mcp-servers", { body: { name: "Operator client", url: as.mcp.url } })).body;
+      const start = await operator.call("GET", `/v1/mcp-servers/${server.id}/authorize`);
+      expect(new URL(start.headers.get("location")!).searchParams.get("client_id")).toBe(client.client_id);
+      const nonce = /credgate_oauth_state=([^;]+)/.exec(start.headers.get("set-cookie")!)![1]!;
+      const back = await consent(start.headers.get("location")!, "approve");
+      const done = await operator.call("GET", `/v1/mcp-servers/callback${back.search}`, { key: null, headers: { cookie: `credgate_oauth_state=${nonce}` } });
+      expect(new URL(done.headers.get("location")!).searchParams.get("status")).toBe("success");
+      expect(as.registrations).toHaveLength(1);
+      expect(as.tokenRequests.at(-1)).toEqual({ grant: "authorization_code", clientId: client.client_id, resource: as.mcp.url });
+    } finally {
+      await operator.core.close();
+    }
+  });
+
   test("the callback refuses what it did not start: no state, a forged or foreign state, a missing cookie, a denial, a replayed code", async () => {
     const as = await authServer();
     const server = await register(as.mcp.url);

@@ -124,13 +124,25 @@ export class McpLogin {
       redirectUri: this.redirectUri,
     };
     const kept = this.servers.oauthClient(row);
+    const fromEnv = this.#configuredFor(found.server.issuer);
     let client: McpOAuthClient;
     if (kept?.configured) client = { ...kept, authMethod: kept.clientSecret ? secretMethod(found.server) : "none" };
+    else if (fromEnv) client = { ...fromEnv, authMethod: fromEnv.clientSecret ? secretMethod(found.server) : "none", configured: true, endpoints: null };
     else if (kept && kept.endpoints?.issuer === endpoints.issuer && kept.endpoints.redirectUri === endpoints.redirectUri) client = kept;
     else client = await this.#register(found.server, endpoints);
     const next = { ...client, endpoints };
     await this.servers.saveClient(row.id, next);
     return next;
+  }
+
+  /**
+   * The operator's client for an authorization server: `CREDGATE_OAUTH_MCP_<HOST>_CLIENT_ID` (and `_CLIENT_SECRET`),
+   * the issuer's host with every character other than a letter or digit written `_` (docs/mcp.md#the-login).
+   */
+  #configuredFor(issuer: string): { clientId: string; clientSecret: string | null } | null {
+    const host = new URL(issuer).hostname.toLowerCase().replace(/[^a-z0-9]/g, "-");
+    const found = this.deps.config.oauthClients.get(`mcp-${host}`);
+    return found ? { clientId: found.clientId, clientSecret: found.clientSecret || null } : null;
   }
 
   /** RFC 7591 dynamic client registration, as a confidential client when the server takes client secrets. */
