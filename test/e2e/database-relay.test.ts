@@ -263,7 +263,7 @@ describe("the relay", () => {
     }
   });
 
-  test("one log row per statement: a Query's statements as each is answered (200, the error 400, those never run 400), a refused one 403", async () => {
+  test("one log row per statement: a Query's statements as each is answered (200, the error 400, those never run 400), a refused one 403, one left without an answer 400", async () => {
     const tag = crypto.randomUUID().slice(0, 8);
     const { client } = await login(S.blocked);
     client.send(fe.query(`SELECT '${tag}-1'; SELECT 1/0 AS "${tag}-2"; SELECT '${tag}-3'`));
@@ -273,7 +273,11 @@ describe("the relay", () => {
     expect(types(await client.readies(1))).toBe("1EZ");
     client.send(fe.query(`DELETE FROM items WHERE name = '${tag}-5'`));
     expect(types(await client.readies(1))).toBe("EZ");
-    const rows = await b.logs((r) => r.method === "SQL" && r.path.includes(tag), 5);
+    // Sent, and the connection gone before its answer: still a row.
+    client.send(fe.query(`SELECT pg_sleep(5), '${tag}-6'`));
+    await eventually(async () => (await b.db.admin(`SELECT 1 FROM pg_stat_activity WHERE query LIKE '%${tag}-6%' AND state = 'active' AND pid <> pg_backend_pid()`)).length === 1);
+    client.close();
+    const rows = await b.logs((r) => r.method === "SQL" && r.path.includes(tag), 6);
     const byPath = Object.fromEntries(rows.map((r) => [r.path, [r.status, r.decision]]));
     expect(byPath).toEqual({
       [`SELECT '${tag}-1'`]: [200, "allowed"],
@@ -281,8 +285,8 @@ describe("the relay", () => {
       [`SELECT '${tag}-3'`]: [400, "allowed"],
       [`SELECT 1/0 AS "${tag}-4"`]: [400, "allowed"],
       [`DELETE FROM items WHERE name = '${tag}-5'`]: [403, "blocked"],
+      [`SELECT pg_sleep(5), '${tag}-6'`]: [400, "allowed"],
     });
-    client.close();
   });
 
   const huge = "SELECT '" + "x".repeat(16 * 1024 * 1024) + "'";

@@ -128,6 +128,20 @@ export class ServerReplies {
     return this.#queue.length === 0 && this.#open === null && this.#rem === 0;
   }
 
+  /** The session closed: the statements still waiting for an answer get their rows (400: none came). */
+  abandon(): void {
+    const slots = this.#open === null ? this.#queue : [...this.#queue, this.#open];
+    for (const slot of slots) {
+      for (let i = slot.done; i < slot.completions.length; i++) {
+        const record = slot.completions[i];
+        if (record) this.out.settle(record, 400);
+      }
+      for (const record of slot.unclaimed) this.out.settle(record, 400);
+    }
+    this.#queue.length = 0;
+    this.#open = null;
+  }
+
   /** Everything inserted so far has been written (nothing owed is left to put it behind). */
   get delivered(): boolean {
     return this.#queue.length === 0 && this.#rem === 0 && this.#atBoundary === null;

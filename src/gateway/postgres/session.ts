@@ -464,6 +464,7 @@ export class DatabaseSession implements CancelTarget {
     this.#closed = true;
     this.#abort.abort();
     this.#backlog.length = 0;
+    this.#replies.abandon();
     if (!this.#agent.ended) this.#agent.end();
     if (!this.#server.destroyed) this.#server.end();
     // A server that does not close its side promptly is cut.
