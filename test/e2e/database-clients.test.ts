@@ -456,7 +456,9 @@ describe("the password stays secret", () => {
       await b.cg.api("GET", `/v1/agents/${(await b.cg.api("GET", "/v1/agents/default")).body.id}/effective-credentials`),
     ].map((r) => r.text);
     for (const id of ((await b.cg.api("GET", "/v1/secrets")).body as { id: string }[]).map((s) => s.id)) answers.push((await b.cg.api("GET", `/v1/secrets/${id}`)).text);
-    expect(seenByClients.length).toBeGreaterThan(3);
+    // What the refusals above told their clients, and (when this test runs alone) two told here.
+    for (const secret of [S.wrongPassword, S.clearPlain]) seenByClients.push((await pgConnectError(b.pgConfig(secret))).message);
+    expect(seenByClients.length).toBeGreaterThan(1);
     const stored = await storeText(b.cg);
     for (const pw of [...passwords, WRONG_PASSWORD]) {
       for (const text of [...seenByClients, b.cg.output(), ...answers, stored]) expect(text).not.toContain(pw);
