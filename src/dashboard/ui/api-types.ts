@@ -397,6 +397,18 @@ export type InjectionConfig = {
     appId: number;
     installationId: number;
   };
+} | {
+  gcpServiceAccount: {
+    /** OAuth scopes of the minted tokens; default https://www.googleapis.com/auth/cloud-platform */
+    scopes?: string[];
+  };
+} | {
+  azureClientSecret: {
+    tenantId: string;
+    clientId: string;
+    /** e.g. https://management.azure.com/.default; otherwise the request's host implies it */
+    scope?: string;
+  };
 };
 
 export type LastPublish = {

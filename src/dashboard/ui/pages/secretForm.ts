@@ -1,6 +1,6 @@
 // The secret form shared by create and edit, project and organization: every injection variant of a generic
 // secret (header, query parameter, URL path template, URL path regex, placeholder with its surfaces, AWS
-// Signature V4, GitHub App), the LLM key types, and an external vault reference. It builds the request body
+// Signature V4, GitHub App, Google service account, Azure client secret), the LLM key types, and an external vault reference. It builds the request body
 // of POST and PATCH /secrets (docs/injection.md#secrets).
 import type { FieldSpec } from "../components.ts";
 import type { Secret } from "../api-types.ts";
@@ -21,6 +21,8 @@ const INJECTIONS: [string, string][] = [
   ["placeholder", "Placeholder (replaced wherever the agent writes it)"],
   ["awsSigV4", "AWS Signature V4 (signs every request)"],
   ["githubApp", "GitHub App (mints installation tokens)"],
+  ["gcpServiceAccount", "Google Cloud service account (mints access tokens)"],
+  ["azureClientSecret", "Azure client secret (mints access tokens)"],
 ];
 
 /** Where a placeholder is replaced (docs/injection.md#placeholders): one checkbox each. */
@@ -34,13 +36,20 @@ const SURFACES: [string, string][] = [
 const surfaceField = (name: string) => `surface_${name}`;
 
 /** An injectionConfig read field by field, whichever variant it is. */
-type ConfigFields = Partial<Record<string, string | string[]>> & { awsSigV4?: { accessKeyId: string; region?: string; service?: string }; githubApp?: { appId: number; installationId: number } };
+type ConfigFields = Partial<Record<string, string | string[]>> & {
+  awsSigV4?: { accessKeyId: string; region?: string; service?: string };
+  githubApp?: { appId: number; installationId: number };
+  gcpServiceAccount?: { scopes?: string[] };
+  azureClientSecret?: { tenantId: string; clientId: string; scope?: string };
+};
 
 function injectionKind(c: ConfigFields | null): string {
   if (!c) return "header";
   if ("placeholder" in c) return "placeholder";
   if (c.awsSigV4) return "awsSigV4";
   if (c.githubApp) return "githubApp";
+  if (c.gcpServiceAccount) return "gcpServiceAccount";
+  if (c.azureClientSecret) return "azureClientSecret";
   if ("paramName" in c) return "query";
   if ("pathTemplate" in c) return "pathTemplate";
   if ("pathRegex" in c) return "pathRegex";
@@ -55,6 +64,8 @@ export function describeInjection(s: SecretRecord): string {
     return `AWS SigV4, key ${accessKeyId}${region || service ? ` (${[region, service].filter(Boolean).join(", ")})` : ""}`;
   }
   if ("githubApp" in c) return `GitHub App ${c.githubApp.appId}, installation ${c.githubApp.installationId}`;
+  if ("gcpServiceAccount" in c) return `Google service account${c.gcpServiceAccount.scopes ? ` (${c.gcpServiceAccount.scopes.join(" ")})` : ""}`;
+  if ("azureClientSecret" in c) return `Azure app ${c.azureClientSecret.clientId}, tenant ${c.azureClientSecret.tenantId}${c.azureClientSecret.scope ? ` (${c.azureClientSecret.scope})` : ""}`;
   if ("headerName" in c) return `Header ${c.headerName}: ${c.valueFormat ?? "{value}"}`;
   if ("paramName" in c) return `Query ${c.paramName}=${c.paramFormat ?? "{value}"}`;
   if ("pathTemplate" in c) return `Path ${c.pathTemplate}`;
@@ -67,7 +78,7 @@ const isGeneric = (v: Values) => v.type === "generic";
 const isVault = (v: Values) => v.valueSource === "external_vault";
 const isKind = (v: Values, kind: string) => isGeneric(v) && v.injection === kind;
 /** The variants whose value is a key with a field of its own (the secret access key, the PEM). */
-const isKeyed = (v: Values) => isKind(v, "awsSigV4") || isKind(v, "githubApp");
+const isKeyed = (v: Values) => isKind(v, "awsSigV4") || isKind(v, "githubApp") || isKind(v, "gcpServiceAccount") || isKind(v, "azureClientSecret");
 
 export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?: string; host?: string }; allowVault: boolean }): FieldSpec[] {
   const s = opts.existing;
@@ -184,6 +195,45 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       when: (v) => isKind(v, "githubApp") && !isVault(v),
       match: /PEM private key|^value /i,
     },
+    {
+      name: "gcpKey",
+      label: "Service-account key (JSON)",
+      type: "textarea",
+      required: !s,
+      placeholder: '{"type": "service_account", …}',
+      hint: s ? "Leave empty to keep the stored key. Never shown again." : "The JSON key file; credgate mints access tokens with it and agents get a stub. Never shown again. Host defaults to *.googleapis.com.",
+      when: (v) => isKind(v, "gcpServiceAccount") && !isVault(v),
+      match: /service-account JSON key|^value /i,
+    },
+    {
+      name: "gcpScopes",
+      label: "Scopes",
+      value: c?.gcpServiceAccount?.scopes?.join(" ") ?? "",
+      placeholder: "https://www.googleapis.com/auth/cloud-platform",
+      hint: "Optional, separated by spaces.",
+      when: (v) => isKind(v, "gcpServiceAccount"),
+      match: /scopes/i,
+    },
+    { name: "tenantId", label: "Tenant ID", value: c?.azureClientSecret?.tenantId ?? "", placeholder: "00000000-0000-0000-0000-000000000000", required: true, when: (v) => isKind(v, "azureClientSecret"), match: /tenantId/i },
+    { name: "clientId", label: "Client ID", value: c?.azureClientSecret?.clientId ?? "", placeholder: "00000000-0000-0000-0000-000000000000", required: true, when: (v) => isKind(v, "azureClientSecret"), match: /clientId/i },
+    {
+      name: "clientSecret",
+      label: "Client secret",
+      type: "password",
+      required: !s,
+      hint: "Agents get AZURE_CLIENT_SECRET=credgate-managed; credgate mints tokens with this secret. Never shown again.",
+      when: (v) => isKind(v, "azureClientSecret") && !isVault(v),
+      match: /^value /i,
+    },
+    {
+      name: "azureScope",
+      label: "Scope",
+      value: c?.azureClientSecret?.scope ?? "",
+      placeholder: "from the request's host",
+      hint: "Optional, e.g. https://management.azure.com/.default.",
+      when: (v) => isKind(v, "azureClientSecret"),
+      match: /azureClientSecret.scope/i,
+    },
   );
   return fields;
 }
@@ -196,6 +246,12 @@ function injectionConfig(v: Values): Record<string, unknown> {
       return { awsSigV4: { accessKeyId: str(v.accessKeyId), ...(str(v.region) ? { region: str(v.region) } : {}), ...(str(v.service) ? { service: str(v.service) } : {}) } };
     case "githubApp":
       return { githubApp: { appId: str(v.appId), installationId: str(v.installationId) } };
+    case "gcpServiceAccount": {
+      const scopes = str(v.gcpScopes).split(/\s+/).filter(Boolean);
+      return { gcpServiceAccount: scopes.length > 0 ? { scopes } : {} };
+    }
+    case "azureClientSecret":
+      return { azureClientSecret: { tenantId: str(v.tenantId), clientId: str(v.clientId), ...(str(v.azureScope) ? { scope: str(v.azureScope) } : {}) } };
     case "query":
       return { paramName: str(v.paramName), ...(str(v.paramFormat) ? { paramFormat: str(v.paramFormat) } : {}) };
     case "pathTemplate":
@@ -217,11 +273,13 @@ export function secretBody(v: Values, editing: boolean): Record<string, unknown>
   if (v.valueSource !== undefined && (!editing || vault)) body.valueSource = vault ? "external_vault" : "inline";
   if (vault) body.opRef = str(v.opRef);
   else {
-    const value = isKind(v, "awsSigV4") ? v.secretAccessKey : isKind(v, "githubApp") ? v.privateKey : v.value;
+    const keyField: Record<string, string> = { awsSigV4: "secretAccessKey", githubApp: "privateKey", gcpServiceAccount: "gcpKey", azureClientSecret: "clientSecret" };
+    const value = isGeneric(v) && typeof v.injection === "string" && keyField[v.injection] ? v[keyField[v.injection]!] : v.value;
     if (typeof value === "string" && value !== "") body.value = value;
   }
   if (v.type !== "generic" && str(v.authMode)) body.metadata = { authMode: str(v.authMode) };
-  if (str(v.hostPattern) || v.type === "generic") body.hostPattern = str(v.hostPattern);
+  // A Google service account's host defaults to *.googleapis.com when left empty.
+  if (str(v.hostPattern) || (v.type === "generic" && !isKind(v, "gcpServiceAccount"))) body.hostPattern = str(v.hostPattern);
   if (editing) body.pathPattern = str(v.pathPattern) || null;
   else if (str(v.pathPattern)) body.pathPattern = str(v.pathPattern);
   if (v.type === "generic") body.injectionConfig = injectionConfig(v);
