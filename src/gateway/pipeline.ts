@@ -28,6 +28,7 @@ import { echoStage } from "./stages/echo.ts";
 import { egressStage } from "./stages/egress.ts";
 import { forwardStage } from "./stages/forward.ts";
 import { githubAppStage } from "./stages/githubApp.ts";
+import { cloudTokenStage } from "./stages/cloudToken.ts";
 import { guidanceStage } from "./stages/guidance.ts";
 import { injectStage } from "./stages/inject.ts";
 import { injectConnectionStage } from "./stages/injectConnection.ts";
@@ -72,6 +73,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
     githubAppStage({ tokens: services.githubApps }),
+    cloudTokenStage({ tokens: services.cloudTokens }),
     awsCheckStage(),
     cleartextStage({ plaintextHosts: config.plaintextHosts }),
     claimStage(),

@@ -32,6 +32,7 @@ export type ConnectVerdict = Verdict<JsonAnswer>;
  *   connectionCredential  inject-connection: the winning connection's credential, injected
  *   secrets               inject: `matched`, `signing`, `placeholders`, the secrets it injected
  *   githubToken           github-app: the installation token, injected
+ *   cloudToken            cloud-token: a Google Cloud or Azure access token, injected
  *   awsPlan               aws-check: how the request will be signed (kept by the two AWS stages), counted as injected
  *   meter                 budget: `meter`
  *   approval              approval: `approval`, and the person's decision on a held request
@@ -49,6 +50,7 @@ export type StageKey =
   | "connectionCredential"
   | "secrets"
   | "githubToken"
+  | "cloudToken"
   | "awsPlan"
   | "meter"
   | "approval"
@@ -61,7 +63,7 @@ export type StageKey =
  * (`injectionCount`, `injectedValues`, `placeholders`). A new injecting stage adds its key here, and every stage
  * that judges a credentialed request is then checked to run after it.
  */
-export const INJECTIONS: readonly StageKey[] = ["connectionCredential", "secrets", "githubToken", "awsPlan"];
+export const INJECTIONS: readonly StageKey[] = ["connectionCredential", "secrets", "githubToken", "cloudToken", "awsPlan"];
 
 type Maybe<T> = T | Promise<T>;
 

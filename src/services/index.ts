@@ -37,6 +37,7 @@ import { NotificationService, type EgressCheck } from "./notifications/index.ts"
 import { RememberedApprovalService } from "./rememberedApprovals.ts";
 import { SharedCaches } from "../core/sharedCache.ts";
 import { GithubAppTokens } from "./githubApps.ts";
+import { CloudTokens } from "./cloudTokens.ts";
 import { SecretTester } from "./secretTests.ts";
 
 export interface Services {
@@ -82,6 +83,7 @@ export interface Services {
   prices: PriceTable;
   /** GitHub App installation tokens, minted once for every process and instance (docs/injection.md#github-app). */
   githubApps: GithubAppTokens;
+  cloudTokens: CloudTokens;
   /** The secret form's test of AWS and GitHub App secrets against their issuer. */
   secretTests: SecretTester;
   /** The caches the instance's gateway processes share (docs/operations.md#gateway-workers-and-caches). */
@@ -127,6 +129,7 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const egress = parts.egress(outbound);
   const notifications = new NotificationService(deps, outbound, egress);
   const githubApps = new GithubAppTokens(deps, outbound, egress, caches);
+  const cloudTokens = new CloudTokens(deps, outbound, egress, caches);
   const rememberedApprovals = new RememberedApprovalService(deps);
   const partnerBudgets = new PartnerBudgetService(deps);
   const budgetLedger = new BudgetLedger(deps, partnerBudgets, spend, notifications);
@@ -165,6 +168,7 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     accounts: new AccountService(deps, orgs, projects),
     partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
     githubApps,
+    cloudTokens,
     secretTests: new SecretTester(secrets, githubApps, outbound, egress),
     caches,
   };
