@@ -29,6 +29,7 @@ import { egressStage } from "./stages/egress.ts";
 import { forwardStage } from "./stages/forward.ts";
 import { githubAppStage } from "./stages/githubApp.ts";
 import { cloudTokenStage } from "./stages/cloudToken.ts";
+import { cloudPlaceholdersStage } from "./stages/cloudPlaceholders.ts";
 import { guidanceStage } from "./stages/guidance.ts";
 import { injectStage } from "./stages/inject.ts";
 import { injectConnectionStage } from "./stages/injectConnection.ts";
@@ -63,6 +64,8 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     logStage({ requestLogs: services.requestLogs }),
     authStage({ snapshot: d.snapshot }),
     targetStage(),
+    // Before egress: the metadata hosts are answered here and never dialled (169.254.169.254 would be refused).
+    cloudPlaceholdersStage(),
     egressStage({ egress: d.egress }),
     passthroughStage({ passthroughHosts: config.passthroughHosts }),
     interceptStage(),
