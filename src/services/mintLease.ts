@@ -40,8 +40,11 @@ export async function leasedToken(deps: ServiceDeps, rowKey: string, mint: () =>
     if (row?.tokenSealed && fresh > 0) return { value: { ok: true, token: deps.sealer.open(row.tokenSealed) }, ttlMs: fresh };
     const now = Date.now();
     const lease = { leaseOwner: owner, leaseUntil: now + LEASE_MS, updatedAt: nowIso() };
+    // Taken only while nobody holds it and the token is still stale: a process that read the row just before another
+    // wrote a fresh token (and let the lease go) must not mint a second one.
+    const stale = or(isNull(t.expiresAt), lt(t.expiresAt, clockNow() + EXPIRY_MARGIN_MS));
     const taken = row
-      ? (await db.update(t).set(lease).where(and(eq(t.key, rowKey), or(isNull(t.leaseUntil), lt(t.leaseUntil, now)))).returning({ key: t.key })).length > 0
+      ? (await db.update(t).set(lease).where(and(eq(t.key, rowKey), or(isNull(t.leaseUntil), lt(t.leaseUntil, now)), stale)).returning({ key: t.key })).length > 0
       : (await db.insert(t).values({ key: rowKey, tokenSealed: null, expiresAt: null, ...lease }).onConflictDoNothing().returning({ key: t.key })).length > 0;
     if (!taken) {
       await sleep(POLL_MS);

@@ -1,4 +1,4 @@
-// Fake Google Cloud and Azure for the cloud identity tests, over TLS on loopback (reached with CREDGATE_RESOLVE),
+// Fake Google Cloud and Azure for the cloud identity tests, over TLS on loopback (reached with CREDGATE_CONNECT_TO),
 // verifying what the real issuers verify and accepting only tokens they issued:
 // - oauth2.googleapis.com `POST /token`: a JWT-bearer assertion, RS256-signed with the service account's key
 //   (checked with its public key), `iss` the account, `aud` the token endpoint, a `scope`, at most an hour long;
@@ -11,6 +11,7 @@
 import { createPublicKey, createHash, randomBytes, verify, type KeyObject } from "node:crypto";
 import type { Server } from "bun";
 import type { TestPki } from "./upstream.ts";
+import { CRC32C } from "@google-cloud/storage";
 
 export const GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token";
 
@@ -71,6 +72,9 @@ export function startFakeClouds(pki: TestPki, accounts: CloudAccounts): FakeClou
   };
   const { object } = accounts;
   const md5 = createHash("md5").update(object.content).digest("base64");
+  const crc = new CRC32C();
+  crc.update(Buffer.from(object.content));
+  const crc32c = crc.toString();
 
   /** The request's Bearer token when the fake issued it for a scope `accepts`; records the use. */
   const authorized = (req: Request, host: string, path: string, accepts: (scope: string) => boolean): boolean => {
@@ -174,7 +178,7 @@ export function startFakeClouds(pki: TestPki, accounts: CloudAccounts): FakeClou
         const m = /^\/storage\/v1\/b\/([^/]+)\/o\/([^/]+)$/.exec(url.pathname);
         if (!m || m[1] !== object.container || decodeURIComponent(m[2]!) !== object.name) return Response.json({ error: { code: 404, message: "No such object" } }, { status: 404 });
         if (url.searchParams.get("alt") === "media") {
-          return new Response(object.content, { headers: { "content-type": "text/plain", "x-goog-hash": `md5=${md5}`, "x-goog-stored-content-encoding": "identity", "x-goog-generation": "1" } });
+          return new Response(object.content, { headers: { "content-type": "text/plain", "x-goog-hash": `crc32c=${crc32c},md5=${md5}`, "x-goog-stored-content-encoding": "identity", "x-goog-generation": "1" } });
         }
         return Response.json({ kind: "storage#object", name: object.name, bucket: object.container, size: String(Buffer.byteLength(object.content)), md5Hash: md5, generation: "1", contentType: "text/plain" });
       }
