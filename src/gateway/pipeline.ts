@@ -72,7 +72,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     connectionStage(),
     policyStage({ rateLimits: services.rateLimits }),
     resourcesStage(),
-    leakGuardStage({ enabled: config.leakGuard }),
+    leakGuardStage({ enabled: config.leakGuard, minted: services.cloudTokens.known }),
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
     githubAppStage({ tokens: services.githubApps }),
@@ -84,7 +84,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     budgetStage({ prices: services.prices, ledger: services.budgetLedger, keySpend: services.partnerBudgets, spend: services.spend, publicUrl: config.publicUrl }),
     approvalStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered }),
     placeholderStage(),
-    websocketFramesStage({ leakGuard: config.leakGuard }),
+    websocketFramesStage({ leakGuard: config.leakGuard, minted: services.cloudTokens.known }),
     guidanceStage({ publicUrl: config.publicUrl }),
     // Last before forwarding: a signature is good for 15 minutes, and an approval may have held the request longer.
     awsSignStage(),

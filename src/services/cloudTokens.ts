@@ -7,6 +7,7 @@ import { createHash, createPrivateKey, sign } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { parseGcpKey, type AzureClientSecretConfig, type GcpKey } from "../core/cloudIdentity.ts";
 import type { SharedCache, SharedCaches } from "../core/sharedCache.ts";
+import { KnownTokens } from "../core/knownTokens.ts";
 import { log } from "../observability/log.ts";
 import { clockNow } from "../runtime/clock.ts";
 import type { ServiceDeps } from "./deps.ts";
@@ -42,6 +43,8 @@ export class CloudTokens {
   readonly #cache: SharedCache<TokenOutcome>;
   /** Secret values by cache key, as the gateway last gave them (the primary mints with them). */
   readonly #values = new Map<string, string>();
+  /** Every token this process has used, for the leak guard (docs/guards.md#credential-leak-guard). */
+  readonly known = new KnownTokens();
   /** Parsed keys by secret value: a value is parsed once, not per request. */
   readonly #keys = new Map<string, GcpKey | null>();
 
@@ -85,7 +88,10 @@ export class CloudTokens {
   /** The token: cached, or being minted (once, for every process and instance) with the secret's `value`. */
   token(cacheKey: string, value: string): Promise<TokenOutcome> {
     this.#values.set(cacheKey, value);
-    return this.#cache.get(cacheKey).then((entry) => entry.value);
+    return this.#cache.get(cacheKey).then((entry) => {
+      if (entry.value.ok) this.known.add(entry.value.token, cacheKey.startsWith('["gcp"') ? "gcp" : "azure");
+      return entry.value;
+    });
   }
 
   async #load(cacheKey: string): Promise<{ value: TokenOutcome; ttlMs: number }> {

@@ -236,6 +236,20 @@ print(project, r.status_code, r.text, end="")`;
   });
 });
 
+describe("leak guard", () => {
+  test("a minted token on its way to a host of no secret of its cloud → 403 credential_leak_blocked; to a Google host it passes", async () => {
+    // The agent never gets a minted token (the echo guard); here the test plays an agent that got one some other way.
+    const token = clouds.google.mints.at(-1)!.token;
+    const used = clouds.used.length;
+    const r = await curl(["-H", `x-debug: ${token}`, `https://acct.blob.core.windows.net/${OBJECT.container}/${OBJECT.name}`]);
+    expect(r.status).toBe(403);
+    expect(JSON.parse(r.body).error).toBe("credential_leak_blocked");
+    expect(clouds.used.length).toBe(used);
+    const ok = await curl(["-H", `x-debug: ${token}`, gcsUrl]);
+    expect(ok.status).toBe(200);
+  });
+});
+
 describe("placeholder endpoints", () => {
   test("the Google and Azure token endpoints are answered with placeholders, nothing reaching the vendor", async () => {
     const seen = clouds.google.mints.length + clouds.google.refused.length + clouds.azure.mints.length + clouds.azure.refused.length;
