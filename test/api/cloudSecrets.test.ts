@@ -120,3 +120,34 @@ describe("vendor-served wildcards", () => {
     expectFlat(await api.call("PATCH", `/v1/secrets/${cloud.body.id}`, { body: { injectionConfig: { headerName: "authorization" } } }), 400, "A wildcard can't cover a public suffix like *.com; use a specific domain, e.g. *.example.com");
   });
 });
+
+describe("container-config", () => {
+  test("the cloud placeholders follow the secrets the agent may use (mode and grants); the stub holds no real key", async () => {
+    const fresh = await createTestApi();
+    const g = await fresh.call("POST", "/v1/secrets", { body: gcp({}) });
+    const a = await fresh.call("POST", "/v1/secrets", { body: azure({ tenantId: TENANT, clientId: CLIENT }) });
+    const all = (await fresh.call("GET", "/v1/container-config")).body;
+    expect(all.env).toMatchObject({
+      GOOGLE_APPLICATION_CREDENTIALS: "/tmp/credgate-gcp-credentials.json",
+      GOOGLE_CLOUD_PROJECT: "demo-project",
+      AZURE_TENANT_ID: TENANT.toLowerCase(),
+      AZURE_CLIENT_ID: CLIENT,
+      AZURE_CLIENT_SECRET: "credgate-managed",
+    });
+    const stub = all.credentialStubs.find((s: { containerPath: string }) => s.containerPath === "/tmp/credgate-gcp-credentials.json");
+    expect(JSON.parse(stub.content)).toMatchObject({ type: "service_account", client_email: "robot@demo-project.iam.gserviceaccount.com", token_uri: "https://oauth2.googleapis.com/token" });
+    expect(JSON.stringify(all)).not.toContain(PEM.split("\n")[1]);
+    expect(JSON.stringify(all)).not.toContain("az~client.secret_value");
+
+    const coder = (await fresh.call("POST", "/v1/agents", { body: { name: "Coder", identifier: "coder" } })).body.id;
+    const none = (await fresh.call("GET", "/v1/container-config?agent=coder")).body;
+    expect(none.env.GOOGLE_APPLICATION_CREDENTIALS).toBeUndefined();
+    expect(none.env.AZURE_CLIENT_ID).toBeUndefined();
+    expect(none.credentialStubs).toEqual([]);
+    expect((await fresh.call("PUT", `/v1/agents/${coder}/grants/secrets/${a.body.id}`)).status).toBe(200);
+    const granted = (await fresh.call("GET", "/v1/container-config?agent=coder")).body;
+    expect(granted.env.AZURE_CLIENT_ID).toBe(CLIENT);
+    expect(granted.env.GOOGLE_APPLICATION_CREDENTIALS).toBeUndefined();
+    expect(g.status).toBe(201);
+  });
+});

@@ -10,7 +10,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { credgateCommand, startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
 import { gatewayCa, openTlsTunnel, rawRequest, ResponseReader, run } from "../support/gateway.ts";
 import { GOOGLE_TOKEN_URI, startFakeClouds, type FakeClouds } from "../support/fakeClouds.ts";
@@ -234,6 +234,21 @@ print(project, r.status_code, r.text, end="")`;
       expect(r.out).toContain("x-reflected-authorization: Bearer credgate-redacted");
     }
   });
+});
+
+describe("credgate run", () => {
+  test("`credgate run -- node …`: the stub file, GCE_METADATA_HOST and the Azure placeholders; @google-cloud/storage works as it is", async () => {
+    const script = `
+      const e = process.env;
+      const stub = JSON.parse(require("node:fs").readFileSync(e.GOOGLE_APPLICATION_CREDENTIALS, "utf8"));
+      const { Storage } = require("@google-cloud/storage");
+      new Storage().bucket(${JSON.stringify(OBJECT.container)}).file(${JSON.stringify(OBJECT.name)}).download()
+        .then(([buf]) => console.log(JSON.stringify({ content: buf.toString(), email: stub.client_email, meta: e.GCE_METADATA_HOST, project: e.GOOGLE_CLOUD_PROJECT, azure: [e.AZURE_TENANT_ID, e.AZURE_CLIENT_ID, e.AZURE_CLIENT_SECRET] })))
+        .catch((err) => { console.error(err.message); process.exit(1); });`;
+    const r = await run([...credgateCommand(), "run", "--", "node", "-e", script], { env: { CREDGATE_URL: cg.apiUrl, CREDGATE_API_KEY: cg.keys.projectApiKey }, timeoutMs: 60_000 });
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toEqual({ content: OBJECT.content, email: EMAIL, meta: "metadata.google.internal", project: "demo-project", azure: [TENANT, CLIENT, "credgate-managed"] });
+  }, 90_000);
 });
 
 describe("leak guard", () => {
