@@ -210,6 +210,20 @@ print(project, r.status_code, r.text, end="")`;
     expect(blobUses.every((u) => u.ok && u.token === token)).toBe(true);
   }, 90_000);
 
+  test("@azure/identity DefaultAzureCredential (the AZURE_* placeholders) with @azure/storage-blob; no new mint", async () => {
+    const before = clouds.azure.mints.length;
+    const script = `
+      const { DefaultAzureCredential } = require("@azure/identity");
+      const { BlobServiceClient } = require("@azure/storage-blob");
+      new BlobServiceClient("https://acct.blob.core.windows.net", new DefaultAzureCredential()).getContainerClient(${JSON.stringify(OBJECT.container)}).getBlobClient(${JSON.stringify(OBJECT.name)})
+        .downloadToBuffer().then((b) => console.log(JSON.stringify({ content: b.toString() })))
+        .catch((err) => { console.error(err.message); process.exit(1); });`;
+    const r = await run(["node", "-e", script], { env: agentEnv(), timeoutMs: 60_000 });
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toEqual({ content: OBJECT.content });
+    expect(clouds.azure.mints.length).toBe(before);
+  }, 90_000);
+
   test("@azure/identity ManagedIdentityCredential (IMDS answered by credgate) with @azure/storage-blob", async () => {
     const before = clouds.azure.mints.length;
     const script = `
