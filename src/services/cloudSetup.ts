@@ -44,10 +44,15 @@ export interface CloudSetup {
 
 /** The env and stub files for the cloud secrets among `usable` (the secrets the agent may inject). */
 export function cloudAgentSetup(usable: readonly SecretRow[], openValue: (row: SecretRow) => string | null): CloudSetup {
-  const ordered = [...usable].sort((a, b) => TIER[a.scope]! - TIER[b.scope]! || (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
+  // Precedence order (docs/injection.md#precedence): tier, then catch-all path patterns first, then the older.
+  const catchAll = (s: SecretRow) => (["", "*", "/*"].includes(s.pathPattern?.trim() ?? "") ? 0 : 1);
+  const ordered = [...usable].sort(
+    (a, b) => TIER[a.scope]! - TIER[b.scope]! || catchAll(a) - catchAll(b) || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
+  );
   const env: Record<string, string> = {};
   const stubs: CloudSetup["stubs"] = [];
-  const gcp = ordered.find((s) => s.injectionConfig?.gcpServiceAccount !== undefined);
+  // Application order: the last wins.
+  const gcp = ordered.findLast((s) => s.injectionConfig?.gcpServiceAccount !== undefined);
   if (gcp) {
     const value = openValue(gcp);
     const key = value === null ? null : parseGcpKey(value);
@@ -56,7 +61,7 @@ export function cloudAgentSetup(usable: readonly SecretRow[], openValue: (row: S
     env.GOOGLE_APPLICATION_CREDENTIALS = GCP_STUB_CONTAINER_PATH;
     env.GOOGLE_CLOUD_PROJECT = projectId;
   }
-  const azure = ordered.find((s) => s.injectionConfig?.azureClientSecret !== undefined)?.injectionConfig?.azureClientSecret;
+  const azure = ordered.findLast((s) => s.injectionConfig?.azureClientSecret !== undefined)?.injectionConfig?.azureClientSecret;
   if (azure) {
     env.AZURE_TENANT_ID = azure.tenantId;
     env.AZURE_CLIENT_ID = azure.clientId;

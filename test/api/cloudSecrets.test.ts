@@ -151,3 +151,18 @@ describe("container-config", () => {
     expect(g.status).toBe(201);
   });
 });
+
+test("with several secrets of a cloud, the setup names the one first in precedence (project over organization)", async () => {
+  const fresh = await createTestApi();
+  await fresh.call("POST", "/v1/org/secrets", { key: fresh.orgKey, body: gcp({}, { value: key({ client_email: "org@org-project.iam.gserviceaccount.com", project_id: "org-project" }) }) });
+  await fresh.call("POST", "/v1/org/secrets", { key: fresh.orgKey, body: azure({ tenantId: TENANT, clientId: "aaaaaaaa-0000-0000-0000-000000000000" }) });
+  let config = (await fresh.call("GET", "/v1/container-config")).body;
+  expect(config.env.GOOGLE_CLOUD_PROJECT).toBe("org-project");
+  expect(config.env.AZURE_CLIENT_ID).toBe("aaaaaaaa-0000-0000-0000-000000000000");
+  await fresh.call("POST", "/v1/secrets", { body: gcp({}) });
+  await fresh.call("POST", "/v1/secrets", { body: azure({ tenantId: TENANT, clientId: CLIENT }) });
+  config = (await fresh.call("GET", "/v1/container-config")).body;
+  expect(config.env.GOOGLE_CLOUD_PROJECT).toBe("demo-project");
+  expect(JSON.parse(config.credentialStubs[0].content).client_email).toBe("robot@demo-project.iam.gserviceaccount.com");
+  expect(config.env.AZURE_CLIENT_ID).toBe(CLIENT);
+});

@@ -31,15 +31,19 @@ export interface CloudView {
 
 const views = new WeakMap<AgentCredentials, CloudView>();
 
-/** The agent's cloud identities, from the first secret of each cloud in precedence order (once per agent view). */
+/**
+ * The agent's cloud identities (once per agent view): of each cloud, the secret first in precedence — the one that
+ * wins, as its token does on a request both match (project over organization over partner; docs/injection.md#precedence).
+ */
 export function cloudViewOf(creds: AgentCredentials): CloudView {
   let view = views.get(creds);
   if (view === undefined) {
     view = { gcp: null, azure: null };
+    // Application order: a later secret wins.
     for (const s of creds.injectable) {
       const cfg = s.injection;
-      if (cfg?.gcpServiceAccount !== undefined && view.gcp === null) view.gcp = gcpIdentity(s.value);
-      if (cfg?.azureClientSecret !== undefined && view.azure === null) view.azure = { clientId: cfg.azureClientSecret.clientId };
+      if (cfg?.gcpServiceAccount !== undefined) view.gcp = gcpIdentity(s.value);
+      if (cfg?.azureClientSecret !== undefined) view.azure = { clientId: cfg.azureClientSecret.clientId };
     }
     views.set(creds, view);
   }

@@ -77,6 +77,14 @@ describe("cloud-placeholders stage", () => {
     }
   });
 
+  test("with two Google secrets, the metadata email is the winning one's (the later in application order)", async () => {
+    const org = compiledSecret({ hostPattern: "*.googleapis.com", value: KEY.replace(/bot@proj-1/g, "org@proj-0"), injection: { gcpServiceAccount: {} } });
+    const creds = agentCredentials({ injectable: [org, gcp] });
+    const rq = testRequest({ target: "http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/email", headers: { "metadata-flavor": "Google" } });
+    signIn(rq, creds);
+    expect(await ((await stage.request!(rq)).response as Response).text()).toBe("bot@proj-1.iam.gserviceaccount.com");
+  });
+
   test("every other request: synchronous PASS", () => {
     const rq = testRequest({ tunnel: "storage.googleapis.com", target: "/storage/v1/b" });
     signIn(rq, both);
