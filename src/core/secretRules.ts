@@ -4,6 +4,7 @@ import { createPrivateKey } from "node:crypto";
 import type { InjectionConfig } from "./records/secrets.ts";
 import { normalizeSurfaces, placeholderError, surfacesError } from "./placeholders.ts";
 import { cloudVariantError, normalizeAzure, normalizeGcp } from "./cloudIdentity.ts";
+import { databaseConfigError, normalizeDatabaseConfig } from "./databaseRules.ts";
 
 export type SecretTypeName = "llm_a" | "llm_b" | "generic";
 export type AuthMode = "api-key" | "oauth";
@@ -12,7 +13,7 @@ export type AuthMode = "api-key" | "oauth";
 export type InjectionConfigShape = InjectionConfig;
 
 export const INJECTION_SHAPE_MESSAGE =
-  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {gcpServiceAccount}, {azureClientSecret}";
+  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}, {gcpServiceAccount}, {azureClientSecret}";
 export const AWS_KEY_ID_MESSAGE = "awsSigV4.accessKeyId must be 16-128 characters of A-Z and 0-9";
 export const AWS_REGION_MESSAGE = "awsSigV4.region is not a region name";
 export const AWS_SERVICE_MESSAGE = "awsSigV4.service is not a service name";
@@ -67,6 +68,7 @@ export function injectionConfigError(raw: unknown): string | null {
   const cfg = raw as Record<string, unknown>;
   const keys = Object.keys(cfg);
   if (keys.length === 1 && (keys[0] === "awsSigV4" || keys[0] === "githubApp")) return signedVariantError(cfg);
+  if (keys.length === 1 && keys[0] === "database") return databaseConfigError(cfg.database);
   if (keys.length === 1 && (keys[0] === "gcpServiceAccount" || keys[0] === "azureClientSecret")) return cloudVariantError(cfg, INJECTION_SHAPE_MESSAGE);
   const variant = VARIANTS.find(
     (v) => v.required.every((k) => k in cfg) && keys.every((k) => v.required.includes(k) || v.optional.includes(k)),
@@ -116,6 +118,7 @@ export function normalizeInjectionConfig(cfg: InjectionConfig): InjectionConfig 
   }
   if (cfg.gcpServiceAccount !== undefined) return { gcpServiceAccount: normalizeGcp(cfg.gcpServiceAccount) };
   if (cfg.azureClientSecret !== undefined) return { azureClientSecret: normalizeAzure(cfg.azureClientSecret) };
+  if (cfg.database !== undefined) return { database: normalizeDatabaseConfig(cfg.database) };
   if (cfg.headerName !== undefined) return { headerName: cfg.headerName, valueFormat: cfg.valueFormat ?? "{value}" };
   if (cfg.paramName !== undefined) return { paramName: cfg.paramName, paramFormat: cfg.paramFormat ?? "{value}" };
   if (cfg.pathTemplate !== undefined) return { pathTemplate: cfg.pathTemplate };
@@ -144,6 +147,11 @@ export function isGithubAppKey(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** A database secret (docs/databases.md#the-database-secret): its value is a password for the database listener, never sent over HTTP. */
+export function isDatabase(cfg: InjectionConfigShape | null | undefined): boolean {
+  return cfg?.database !== undefined;
 }
 
 export function injectsIntoPath(cfg: InjectionConfigShape | null | undefined): boolean {

@@ -409,6 +409,19 @@ export type InjectionConfig = {
     /** e.g. https://management.azure.com/.default; otherwise the request's host implies it */
     scope?: string;
   };
+} | {
+  /** A PostgreSQL server reached through credgate's database listener; the value is the password (docs/databases.md) */
+  database: {
+    engine: "postgresql";
+    port?: number;
+    /** The real database user credgate logs in as */
+    user: string;
+    /** Allowed database names; any when absent */
+    databases?: string[];
+    tls?: "verify-full" | "require" | "off";
+    readOnly?: boolean;
+    writes?: "allow" | "approve" | "block";
+  };
 };
 
 export type LastPublish = {

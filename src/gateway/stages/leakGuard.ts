@@ -45,6 +45,8 @@ export class LeakWatch {
   }
 }
 
+const NO_HTTP_HOST: Holder = () => false;
+
 const watches = new WeakMap<AgentCredentials, { watch: LeakWatch | null; generation: number }>();
 
 /**
@@ -54,7 +56,8 @@ const watches = new WeakMap<AgentCredentials, { watch: LeakWatch | null; generat
 export function leakWatchOf(creds: AgentCredentials, minted: KnownTokens | null = null): LeakWatch | null {
   const generation = minted?.generation ?? 0;
   let kept = watches.get(creds);
-  if (kept === undefined || kept.generation !== generation) {
+  // A caller without the minted tokens (the database broker) takes the watch as it is, minted tokens and all.
+  if (kept === undefined || (minted !== null && kept.generation !== generation)) {
     kept = { watch: compileWatch(creds, minted), generation };
     watches.set(creds, kept);
   }
@@ -83,7 +86,8 @@ function compileWatch(creds: AgentCredentials, minted: KnownTokens | null): Leak
   for (const s of [...creds.visible, ...creds.injectable]) {
     if (seen.has(s.id) || s.value === null) continue;
     seen.add(s.id);
-    hold(s.value, s.name, (host) => s.hostMatch(host));
+    // A database password belongs to the database listener only: no HTTP host may receive it (docs/databases.md#the-leak-guard).
+    hold(s.value, s.name, s.injection?.database !== undefined ? NO_HTTP_HOST : (host) => s.hostMatch(host));
     const pem = s.injection?.gcpServiceAccount !== undefined ? gcpPrivateKey(s.value) : null;
     if (pem !== null) hold(pem, s.name, (host) => s.hostMatch(host));
   }
