@@ -32,11 +32,13 @@ export interface RequestLogFields {
  * earlier). One object with every field: no field is added to it afterwards.
  */
 export function requestLogFieldsOf(rq: ProxyRequest, status: number, latencyMs?: number): RequestLogFields {
+  // An MCP tools/call is logged as method MCP and the tool's name (docs/gateway.md#mcp-servers).
+  const tool = rq.mcp !== null && rq.mcp.tools.length > 0 ? rq.mcp.tools[0]! : null;
   return {
     agent: rq.agent,
-    method: rq.websocket ? "GET" : rq.method,
+    method: tool !== null ? "MCP" : rq.websocket ? "GET" : rq.method,
     host: rq.displayHost,
-    path: rq.leak?.loggedPath ?? rq.path,
+    path: tool ?? rq.leak?.loggedPath ?? rq.path,
     status,
     started: rq.started,
     injectionCount: rq.injectionCount,

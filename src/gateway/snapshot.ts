@@ -70,6 +70,22 @@ export interface AgentCredentials {
   scopeBudgets: Record<"llm_a" | "llm_b", readonly ScopeBudget[]>;
   /** Set while the organization is an unclaimed partner organization (docs/guards.md#claim-required). */
   claim: ClaimPending | null;
+  /** The project's MCP servers with this agent's grant on each (docs/gateway.md#mcp-servers). */
+  mcpServers: CompiledMcpServer[];
+}
+
+/** An MCP server as the gateway sees it for one agent (docs/gateway.md#mcp-servers). */
+export interface CompiledMcpServer {
+  id: string;
+  name: string;
+  /** The server's URL: origin and path prefix a request must be under. */
+  origin: string; // "https://mcp.example.com" (scheme://host[:port], lowercase host, default port omitted)
+  pathPrefix: string; // "/mcp" (no trailing slash; "" for the whole origin)
+  /** How credgate authenticates to it: a header name and value (Authorization: Bearer <token> for oauth/bearer), or none. */
+  auth: { header: string; value: string } | null;
+  status: "pending" | "connected" | "error" | "revoked";
+  /** This agent's grant: full, or custom with allow/ask tool names and argument globs; null = no grant (refuse every tools/call). */
+  grant: { access: "full" } | { access: "custom"; allow: Set<string>; ask: Set<string>; arguments: Record<string, Record<string, string>> } | null;
 }
 
 export interface CompiledConnection {
@@ -247,6 +263,7 @@ export class GatewaySnapshot {
       partnerBudgets: await this.#partnerBudgets(agent, injectable),
       scopeBudgets: await this.#scopeBudgets(agent),
       claim: org && !org.claimed ? await this.services.claims.pending(org.id) : null,
+      mcpServers: [],
     };
   }
 

@@ -1,0 +1,173 @@
+// MCP servers at the gateway, first half (docs/gateway.md#mcp-servers): a request whose URL is one of the agent's
+// MCP servers' (same origin, path equal or below; or a message endpoint a server's HTTP+SSE stream named) gets
+// the server's token in place of whatever the agent sent, and the server's answers are read on the way back:
+// tools/list results filtered to the agent's grant (a JSON body whole, an SSE stream event by event) and the
+// `endpoint` event of an HTTP+SSE stream learned. What the body asks is judged by mcp-tools (mcpTools.ts).
+// An agent without MCP servers costs one length check; another agent's request to another host, one origin
+// comparison per server.
+import { isJsonObject, jsonRpcError, TOOL_REFUSED, type JsonValue } from "../../core/jsonRpc.ts";
+import type { McpExchange, ProxyRequest } from "../request.ts";
+import type { Reply } from "../reply.ts";
+import type { CompiledMcpServer } from "../snapshot.ts";
+import { PASS, type Stage } from "../stage.ts";
+import { jsonBodyRewrite, parseSseEvent, SseEventSource, sseEventWith } from "./mcpEvents.ts";
+import type { McpSessions } from "./mcpSessions.ts";
+
+export interface McpDeps {
+  sessions: McpSessions;
+}
+
+const NO_TOOLS: readonly string[] = [];
+
+/** `scheme://host[:port]` as CompiledMcpServer.origin spells it: lowercase host, default port left out. */
+export function originOf(rq: ProxyRequest): string {
+  const host = rq.host.includes(":") ? `[${rq.host}]` : rq.host;
+  const defaultPort = rq.scheme === "https" ? 443 : 80;
+  return rq.port === defaultPort ? `${rq.scheme}://${host}` : `${rq.scheme}://${host}:${rq.port}`;
+}
+
+function under(prefix: string, path: string): boolean {
+  return prefix === "" || path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 0x2f);
+}
+
+/**
+ * The server a request is for. Every reading of its path counts (docs/injection.md#every-reading-of-a-path), and
+ * case is ignored: a server that reads `/MCP/../mcp` or `/Mcp` as its URL must not receive a call nobody judged.
+ */
+export function mcpServerFor(servers: readonly CompiledMcpServer[], rq: ProxyRequest, sessions: McpSessions): CompiledMcpServer | null {
+  let origin: string | null = null;
+  for (const server of servers) {
+    if (!server.origin.endsWith(rq.host) && !server.origin.includes(`${rq.host}:`) && !server.origin.includes(`[${rq.host}]`)) continue;
+    origin ??= originOf(rq);
+    if (server.origin !== origin) continue;
+    const prefix = server.pathPrefix.toLowerCase();
+    for (const reading of rq.pathReadings) {
+      const path = reading.toLowerCase();
+      if (under(prefix, path) || sessions.isEndpoint(server.id, path)) return server;
+    }
+  }
+  return null;
+}
+
+/** Whether the agent may see tool `name` of a server under `grant`. */
+export function toolVisible(grant: CompiledMcpServer["grant"], name: string): boolean {
+  if (grant === null) return false;
+  if (grant.access === "full") return true;
+  return grant.allow.has(name) || grant.ask.has(name);
+}
+
+/**
+ * The JSON-RPC text with every tools/list result (a response whose `result.tools` is an array, answering one of
+ * `ids`, or any when `ids` is null) cut to the tools the grant shows; null when nothing changed or it is not JSON.
+ */
+export function filterToolLists(text: string, ids: ReadonlySet<string | number> | null, grant: CompiledMcpServer["grant"]): string | null {
+  let value: JsonValue;
+  try {
+    value = JSON.parse(text) as JsonValue;
+  } catch {
+    return null;
+  }
+  let changed = false;
+  for (const msg of Array.isArray(value) ? value : [value]) {
+    if (!isJsonObject(msg)) continue;
+    const result = msg["result"];
+    if (!isJsonObject(result) || !Array.isArray(result["tools"])) continue;
+    const id = msg["id"];
+    if (ids !== null && !(typeof id === "string" || typeof id === "number" ? ids.has(id) : false)) continue;
+    const tools = result["tools"];
+    const shown = tools.filter((t) => isJsonObject(t) && typeof t["name"] === "string" && toolVisible(grant, t["name"]));
+    if (shown.length !== tools.length) {
+      result["tools"] = shown;
+      changed = true;
+    }
+  }
+  return changed ? JSON.stringify(value) : null;
+}
+
+function filtersTools(server: CompiledMcpServer): boolean {
+  return server.grant === null || server.grant.access !== "full";
+}
+
+export function mcpStage({ sessions }: McpDeps): Stage {
+  function readStream(rq: ProxyRequest, mcp: McpExchange, reply: Reply, body: NonNullable<Reply["body"]>): void {
+    const server = mcp.server;
+    const isGet = rq.method === "GET";
+    // A POST's stream answers its own requests; a GET stream may replay them (a resumed session) or carry every
+    // answer (HTTP+SSE), so any tools/list result on it is filtered.
+    const ids = isGet ? null : mcp.listIds;
+    const filter = filtersTools(server) && (isGet || ids !== null);
+    if (!filter && !isGet) return;
+    let forget: (() => void) | null = null;
+    const source: SseEventSource = new SseEventSource(
+      body,
+      (text) => {
+        if (isGet && forget === null && text.includes("endpoint")) {
+          const ev = parseSseEvent(text);
+          if (ev.event === "endpoint" && ev.data !== null) forget = learnEndpoint(rq, server, ev.data, source);
+        }
+        if (filter && text.includes('"tools"')) {
+          const ev = parseSseEvent(text);
+          const filtered = ev.data === null ? null : filterToolLists(ev.data, ids, server.grant);
+          if (filtered !== null) return sseEventWith(ev, filtered);
+        }
+        return null;
+      },
+      () => forget?.(),
+    );
+    reply.body = source;
+    if (reply.header("content-length") !== null) reply.headers.delete("content-length");
+  }
+
+  function learnEndpoint(rq: ProxyRequest, server: CompiledMcpServer, data: string, source: SseEventSource): (() => void) | null {
+    let url: URL;
+    try {
+      url = new URL(data.trim(), `${originOf(rq)}${rq.path}`);
+    } catch {
+      return null;
+    }
+    // Only a path of the server's own origin becomes the server's: the token never goes elsewhere.
+    if (url.origin !== server.origin) return null;
+    return sessions.learn(server.id, url.pathname + url.search, source);
+  }
+
+  return {
+    name: "mcp",
+    reads: ["agent"],
+    provides: ["mcp"],
+    request(rq) {
+      const servers = rq.credentials.mcpServers;
+      if (servers.length === 0) return PASS;
+      const server = mcpServerFor(servers, rq, sessions);
+      if (server === null) return PASS;
+      rq.mcp = { server, tools: NO_TOOLS, listIds: null };
+      const auth = server.auth;
+      if (auth !== null) {
+        // The agent's own Authorization never reaches the server: the server's token takes its place.
+        rq.headers.delete("authorization");
+        rq.headers.set(auth.header, auth.value);
+        const bearer = /^bearer\s+/i.exec(auth.value);
+        rq.recordInjection(bearer ? auth.value.slice(bearer[0].length) : auth.value);
+      }
+      return PASS;
+    },
+    response(rq, reply) {
+      const mcp = rq.mcp;
+      if (mcp === null || !reply.fromUpstream || reply.body === null) return reply;
+      const type = (reply.header("content-type") ?? "").toLowerCase();
+      if (type.startsWith("text/event-stream")) readStream(rq, mcp, reply, reply.body);
+      else if (type.includes("json") && mcp.listIds !== null && filtersTools(mcp.server)) {
+        const ids = mcp.listIds;
+        reply.transforms.push(
+          jsonBodyRewrite(
+            (text) => filterToolLists(text, ids, mcp.server.grant),
+            () => {
+              const errors = [...ids].map((id) => jsonRpcError(id, TOOL_REFUSED, "credgate: the tools/list result is over 16 MiB and was not passed on"));
+              return JSON.stringify(errors.length === 1 ? errors[0] : errors);
+            },
+          ),
+        );
+      }
+      return reply;
+    },
+  };
+}

@@ -1,0 +1,225 @@
+// The mcp stage (docs/gateway.md#mcp-servers): which requests are an MCP server's (origin, path equal or below, every
+// reading of the path, case ignored; an HTTP+SSE stream's endpoint), the token put in place of the agent's
+// Authorization, and the server's answers read on the way back: tools/list results cut to the grant, in a JSON
+// body and in an SSE stream event by event (an event goes on as soon as it is whole; nothing waits for the end).
+import { describe, expect, test } from "bun:test";
+import { Reply, type BodySink, type BodySource } from "../../../src/gateway/reply.ts";
+import type { CompiledMcpServer } from "../../../src/gateway/snapshot.ts";
+import { mcpStage } from "../../../src/gateway/stages/mcp.ts";
+import { McpSessions } from "../../../src/gateway/stages/mcpSessions.ts";
+import { agentCredentials, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
+import type { ProxyRequest } from "../../../src/gateway/request.ts";
+
+function server(parts: Partial<CompiledMcpServer> = {}): CompiledMcpServer {
+  return {
+    id: "mcp-1",
+    name: "tools",
+    origin: "https://mcp.example.com",
+    pathPrefix: "/mcp",
+    auth: { header: "Authorization", value: "Bearer server-token-123" },
+    status: "connected",
+    grant: { access: "custom", allow: new Set(["echo"]), ask: new Set(["add"]), arguments: {} },
+    ...parts,
+  };
+}
+
+function request(target: string, servers: CompiledMcpServer[], init: { method?: string; tunnel?: string; headers?: Record<string, string>; body?: string } = {}): ProxyRequest {
+  const rq = testRequest({ tunnel: init.tunnel ?? "mcp.example.com:443", target, method: init.method ?? "POST", headers: init.headers, body: init.body ?? null });
+  signIn(rq, agentCredentials({ mcpServers: servers }));
+  return rq;
+}
+
+/** A body the test pushes chunk by chunk, seeing what reaches the agent after each. */
+class PushedBody implements BodySource {
+  readonly length = null;
+  sink: BodySink | null = null;
+  cancelled = false;
+  start(sink: BodySink): void {
+    this.sink = sink;
+  }
+  resume(): void {}
+  cancel(): void {
+    this.cancelled = true;
+  }
+}
+
+function upstreamReply(type: string, body: BodySource): Reply {
+  const reply = new Reply(200, "OK", [["content-type", type]], body);
+  reply.fromUpstream = true;
+  return reply;
+}
+
+/** Starts the reply's body and collects what the agent receives (through the transforms). */
+function receive(reply: Reply): { chunks: string[]; ended: () => boolean } {
+  const chunks: string[] = [];
+  let ended = false;
+  reply.body!.start({
+    data(chunk) {
+      let c = chunk;
+      for (const t of reply.transforms) c = t.data(c);
+      if (c.byteLength > 0) chunks.push(new TextDecoder().decode(c));
+      return true;
+    },
+    end() {
+      for (const t of reply.transforms) {
+        const tail = t.end(true);
+        if (tail && tail.byteLength > 0) chunks.push(new TextDecoder().decode(tail));
+      }
+      ended = true;
+    },
+    error() {},
+  });
+  return { chunks, ended: () => ended };
+}
+
+const toolList = (id: number, names: string[]) => JSON.stringify({ jsonrpc: "2.0", id, result: { tools: names.map((name) => ({ name, inputSchema: { type: "object" } })) } });
+const enc = (s: string) => new TextEncoder().encode(s);
+
+describe("which requests are the server's", () => {
+  const stage = mcpStage({ sessions: new McpSessions() });
+  const cases: [string, string, boolean][] = [
+    ["mcp.example.com:443", "/mcp", true],
+    ["mcp.example.com:443", "/mcp/", true],
+    ["mcp.example.com:443", "/mcp/sub?x=1", true],
+    ["mcp.example.com:443", "/MCP", true],
+    ["mcp.example.com:443", "/other/../mcp", true],
+    ["mcp.example.com:443", "/x/%2e%2e/mcp", true],
+    ["mcp.example.com:443", "/mcpx", false],
+    ["mcp.example.com:443", "/", false],
+    ["mcp.example.com:8443", "/mcp", false],
+    ["evil.example.com:443", "/mcp", false],
+  ];
+  for (const [tunnel, target, mine] of cases) {
+    test(`${tunnel} ${target}: ${mine ? "the server's" : "not the server's"}`, () => {
+      const rq = request(target, [server()], { tunnel, headers: { authorization: "Bearer agent-placeholder" } });
+      stage.request!(rq);
+      expect(rq.mcp?.server.id ?? null).toBe(mine ? "mcp-1" : null);
+      expect(rq.headers.get("authorization")).toBe(mine ? "Bearer server-token-123" : "Bearer agent-placeholder");
+      expect(rq.injectionCount).toBe(mine ? 1 : 0);
+      if (mine) expect(rq.injectedValues).toEqual(["server-token-123"]);
+    });
+  }
+
+  test("a server on a port and at the whole origin; a header token; no token leaves the agent's headers alone", () => {
+    const s = server({ origin: "https://mcp.example.com:8443", pathPrefix: "", auth: { header: "X-Api-Key", value: "k-123456789" } });
+    const rq = request("/anything", [s], { tunnel: "mcp.example.com:8443", headers: { authorization: "Bearer agent" } });
+    stage.request!(rq);
+    expect(rq.mcp?.server.id).toBe("mcp-1");
+    expect(rq.headers.get("x-api-key")).toBe("k-123456789");
+    expect(rq.headers.get("authorization")).toBeNull();
+    const open = request("/mcp", [server({ auth: null })], { headers: { authorization: "Bearer agent" } });
+    stage.request!(open);
+    expect(open.mcp).not.toBeNull();
+    expect(open.headers.get("authorization")).toBe("Bearer agent");
+    expect(open.injectionCount).toBe(0);
+  });
+
+  test("an agent without MCP servers passes untouched", () => {
+    const rq = request("/mcp", []);
+    stage.request!(rq);
+    expect(rq.mcp).toBeNull();
+  });
+});
+
+describe("tools/list results", () => {
+  test("a JSON answer is cut to allow ∪ ask; another id's result and other messages are left alone", async () => {
+    const stage = mcpStage({ sessions: new McpSessions() });
+    const rq = request("/mcp", [server()]);
+    stage.request!(rq);
+    rq.mcp!.listIds = new Set([1]);
+    const body = JSON.stringify([JSON.parse(toolList(1, ["echo", "add", "delete_all"])), JSON.parse(toolList(2, ["delete_all"]))]);
+    const again = stage.response!(rq, Object.assign(Reply.of(new Response(body, { headers: { "content-type": "application/json" } })), { fromUpstream: true })) as Reply;
+    const out = JSON.parse(await replyText(again));
+    expect(out[0].result.tools.map((t: { name: string }) => t.name)).toEqual(["echo", "add"]);
+    expect(out[1].result.tools.map((t: { name: string }) => t.name)).toEqual(["delete_all"]);
+  });
+
+  test("no grant: no tools; full: the answer is not touched at all", async () => {
+    const none = mcpStage({ sessions: new McpSessions() });
+    const rq = request("/mcp", [server({ grant: null })]);
+    none.request!(rq);
+    rq.mcp!.listIds = new Set([1]);
+    const reply = none.response!(rq, Object.assign(Reply.of(new Response(toolList(1, ["echo"]), { headers: { "content-type": "application/json" } })), { fromUpstream: true })) as Reply;
+    expect(JSON.parse(await replyText(reply)).result.tools).toEqual([]);
+    const full = request("/mcp", [server({ grant: { access: "full" } })]);
+    none.request!(full);
+    full.mcp!.listIds = new Set([1]);
+    const untouched = none.response!(full, Object.assign(Reply.of(new Response(toolList(1, ["echo"]), { headers: { "content-type": "application/json" } })), { fromUpstream: true })) as Reply;
+    expect(untouched.transforms).toHaveLength(0);
+  });
+
+  test("an SSE answer: each event goes on as soon as it is whole, filtered; a split event waits only for its own end", () => {
+    const stage = mcpStage({ sessions: new McpSessions() });
+    const rq = request("/mcp", [server()], { headers: { accept: "application/json, text/event-stream" } });
+    stage.request!(rq);
+    rq.mcp!.listIds = new Set([1]);
+    const upstream = new PushedBody();
+    const reply = stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply;
+    const got = receive(reply);
+    upstream.sink!.data(enc('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n'));
+    expect(got.chunks).toEqual(['event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n']);
+    const list = `event: message\r\nid: 7\r\ndata: ${toolList(1, ["echo", "delete_all", "add"])}\r\n\r\n`;
+    upstream.sink!.data(enc(list.slice(0, 40)));
+    upstream.sink!.data(enc(list.slice(40, 90)));
+    expect(got.chunks).toHaveLength(1);
+    upstream.sink!.data(enc(list.slice(90)));
+    expect(got.chunks).toHaveLength(2);
+    expect(got.chunks[1]).toStartWith("event: message\nid: 7\ndata: ");
+    const data = JSON.parse(got.chunks[1]!.split("data: ")[1]!);
+    expect(data.result.tools.map((t: { name: string }) => t.name)).toEqual(["echo", "add"]);
+    upstream.sink!.end();
+    expect(got.ended()).toBe(true);
+  });
+
+  test("a GET stream: any tools/list result is cut (a resumed stream replays them), and the endpoint event is learned", () => {
+    const sessions = new McpSessions();
+    const stage = mcpStage({ sessions });
+    const rq = request("/mcp/sse", [server()], { method: "GET" });
+    stage.request!(rq);
+    const upstream = new PushedBody();
+    const reply = stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply;
+    const got = receive(reply);
+    upstream.sink!.data(enc("event: endpoint\ndata: /messages?sessionId=abc\n\n"));
+    expect(sessions.isEndpoint("mcp-1", "/messages")).toBe(true);
+    expect(sessions.stream("mcp-1", "/messages?sessionId=abc")).not.toBeNull();
+    upstream.sink!.data(enc(`event: message\ndata: ${toolList(99, ["delete_all", "echo"])}\n\n`));
+    expect(JSON.parse(got.chunks[1]!.split("data: ")[1]!).result.tools).toEqual([{ name: "echo", inputSchema: { type: "object" } }]);
+    // The endpoint now belongs to the server: a POST there gets the token.
+    const post = request("/messages?sessionId=abc", [server()]);
+    stage.request!(post);
+    expect(post.mcp?.server.id).toBe("mcp-1");
+    // A gateway event goes between two of the server's events, never inside one.
+    upstream.sink!.data(enc("event: message\ndata: {\"partial\":"));
+    sessions.stream("mcp-1", "/messages?sessionId=abc")!.inject('event: message\ndata: {"injected":true}\n\n');
+    expect(got.chunks).toHaveLength(2);
+    upstream.sink!.data(enc("1}\n\n"));
+    expect(got.chunks[2]).toBe('event: message\ndata: {"partial":1}\n\nevent: message\ndata: {"injected":true}\n\n');
+    upstream.sink!.end();
+    expect(sessions.stream("mcp-1", "/messages?sessionId=abc")).toBeNull();
+  });
+
+  test("an endpoint on another origin is not learned", () => {
+    const sessions = new McpSessions();
+    const stage = mcpStage({ sessions });
+    const rq = request("/mcp/sse", [server()], { method: "GET" });
+    stage.request!(rq);
+    const upstream = new PushedBody();
+    receive(stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply);
+    upstream.sink!.data(enc("event: endpoint\ndata: https://evil.example.com/messages?sessionId=abc\n\n"));
+    expect(sessions.isEndpoint("mcp-1", "/messages")).toBe(false);
+  });
+
+  test("an SSE event that never ends is not held without bound", () => {
+    const stage = mcpStage({ sessions: new McpSessions() });
+    const rq = request("/mcp", [server()], { method: "GET" });
+    stage.request!(rq);
+    const upstream = new PushedBody();
+    const reply = stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply;
+    let failed: Error | null = null;
+    reply.body!.start({ data: () => true, end() {}, error: (e) => (failed = e) });
+    const mib = enc("data: " + "x".repeat(1024 * 1024));
+    for (let i = 0; i < 17 && failed === null; i++) upstream.sink!.data(mib);
+    expect(failed).not.toBeNull();
+    expect(upstream.cancelled).toBe(true);
+  });
+});
