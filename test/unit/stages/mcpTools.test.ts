@@ -236,6 +236,25 @@ describe("ask tools", () => {
     expect(await outcome(again)).toMatchObject({ decision: "approval_denied" });
   });
 
+  test("remembered with anyArguments: the tool passes whatever its arguments, for this agent", async () => {
+    const rq = await post(text(call(1, "add", { a: 100 })));
+    const verdict = tools.request!(rq);
+    const { id } = await held(rq);
+    expect((await api.call("POST", `/v1/approvals/${id}/decision`, { body: { decision: "approve", remember: { minutes: 10, anyArguments: true } } })).status).toBe(200);
+    expect(await verdict).toEqual({ decision: "approval_approved", response: null });
+    const [memory] = ((await api.call("GET", "/v1/approvals/remembered")).body as { ruleId: string }[]).filter((m) => m.ruleId.endsWith(":*"));
+    expect(memory!.ruleId).toBe("mcp:mcp-1:add:*");
+    const other = await post(text(call(2, "add", { a: 999, c: "anything" })));
+    expect(
+      await until(async () => {
+        const v = await tools.request!(other);
+        if (v.decision !== "approved_by_memory") throw new Error(`not remembered yet: ${v.decision}`);
+        return v;
+      }),
+    ).toEqual({ decision: "approved_by_memory", response: null });
+    expect((await api.call("POST", `/v1/approvals/${id}/decision`, { body: { decision: "approve", remember: { minutes: 10, anyArguments: "yes" } } })).status).toBe(400);
+  });
+
   test("two ask calls in one batch are refused, each named", async () => {
     const rq = await post(text([call(1, "add", { a: 1 }), call(2, "add", { a: 2 })]));
     expect(await outcome(tools.request!(rq))).toMatchObject({ decision: "blocked", body: [{ id: 1, error: { code: -32010 } }, { id: 2, error: { code: -32010 } }] });
