@@ -1,7 +1,8 @@
 // Real MCP servers for gateway tests, built with the official SDK's own server transports over HTTPS (a leaf of a
 // test PKI, reached through credgate with CREDGATE_RESOLVE): `/mcp` speaks Streamable HTTP (sessions, SSE
-// answers, resumable), `/stateless` Streamable HTTP without sessions (one server per POST: what an h2 client can
-// call without an initialize first), `/sse` + `/messages` the older HTTP+SSE transport. The tools are
+// answers), `/mcp/stateless` Streamable HTTP without sessions (one server per POST: what an h2 client can call
+// without an initialize first; `?json` for JSON answers), `/mcp/sse` the older HTTP+SSE transport, whose
+// stream names `/messages` (outside `/mcp`: the gateway learns it from the stream) as its message endpoint. The tools are
 // @modelcontextprotocol/server-everything's, or `tools: n` made-up echo tools (`tool_0` … `tool_<n-1>`) for the
 // filtering benchmark. Every request must carry `Authorization: Bearer <token>` (else 401), and every tools/call
 // the server receives is recorded, so a test can tell that a refused call never reached it.
@@ -104,7 +105,7 @@ export async function startMcpServer(pki: TestPki, opts: { token: string; tools?
       await transport.handleRequest(req as never, res, parsed);
       return;
     }
-    if (url.pathname === "/stateless" && req.method === "POST") {
+    if (url.pathname === "/mcp/stateless" && req.method === "POST") {
       const made = make();
       const t = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: url.searchParams.has("json") });
       res.on("close", () => {
@@ -115,7 +116,7 @@ export async function startMcpServer(pki: TestPki, opts: { token: string; tools?
       await t.handleRequest(req as never, res, parsed);
       return;
     }
-    if (url.pathname === "/sse" && req.method === "GET") {
+    if (url.pathname === "/mcp/sse" && req.method === "GET") {
       const made = make();
       const t = new SSEServerTransport("/messages", res);
       sseSessions.set(t.sessionId, t);
