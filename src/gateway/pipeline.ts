@@ -76,7 +76,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
     // After inject: the MCP server's token replaces a secret's on the same header.
-    mcpStage({ sessions: mcpSessions }),
+    mcpStage({ sessions: mcpSessions, auth: services.mcpAuth }),
     githubAppStage({ tokens: services.githubApps }),
     awsCheckStage(),
     cleartextStage({ plaintextHosts: config.plaintextHosts }),

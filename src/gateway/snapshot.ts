@@ -24,6 +24,9 @@ import type { AgentAccess } from "../services/access.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { log } from "../observability/log.ts";
 import { RememberedApprovals } from "./rememberedApprovals.ts";
+import { mcpServerScope } from "../core/mcpServerUrl.ts";
+import type { McpServerStatus } from "../core/model.ts";
+import { authHeaderOf } from "../services/mcp/credential.ts";
 
 export interface AgentEntry {
   id: string;
@@ -70,23 +73,37 @@ export interface AgentCredentials {
   scopeBudgets: Record<"llm_a" | "llm_b", readonly ScopeBudget[]>;
   /** Set while the organization is an unclaimed partner organization (docs/guards.md#claim-required). */
   claim: ClaimPending | null;
-  /** The project's MCP servers with this agent's grant on each (docs/gateway.md#mcp-servers). */
+  /** The project's MCP servers with this agent's grant of each (docs/mcp.md#at-the-gateway). */
   mcpServers: CompiledMcpServer[];
 }
 
-/** An MCP server as the gateway sees it for one agent (docs/gateway.md#mcp-servers). */
+/** An MCP server as the gateway sees it for one agent (docs/mcp.md#at-the-gateway). */
 export interface CompiledMcpServer {
   id: string;
   name: string;
-  /** The server's URL: origin and path prefix a request must be under. */
-  origin: string; // "https://mcp.example.com" (scheme://host[:port], lowercase host, default port omitted)
-  pathPrefix: string; // "/mcp" (no trailing slash; "" for the whole origin)
-  /** How credgate authenticates to it: a header name and value (Authorization: Bearer <token> for oauth/bearer), or none. */
+  /** The server's URL: origin and path prefix a request must be under (core/mcpServerUrl.ts). */
+  origin: string;
+  /** No trailing slash; "" for the whole origin. */
+  pathPrefix: string;
+  /**
+   * How credgate authenticates to it: the header to set (replacing the agent's), or null while there is no usable
+   * credential (pending, revoked). An OAuth token due for refresh (`expiresAt`) is replaced through
+   * `services.mcpAuth.fresh(id)`, which refreshes once for every process; the snapshot entry is rebuilt after.
+   */
   auth: { header: string; value: string } | null;
-  status: "pending" | "connected" | "error" | "revoked";
-  /** This agent's grant: full, or custom with allow/ask tool names and argument globs; null = no grant (refuse every tools/call). */
-  grant: { access: "full" } | { access: "custom"; allow: Set<string>; ask: Set<string>; arguments: Record<string, Record<string, string>> } | null;
+  /** Epoch ms at which an OAuth access token expires; null for static credentials or a token without expiry. */
+  expiresAt: number | null;
+  status: McpServerStatus;
+  /**
+   * This agent's grant: its stored grant, else `full` in mode `all` on a server that can be used (connected, or
+   * error with its last token); null = no grant (every tools/call refused).
+   */
+  grant: McpGrant | null;
 }
+
+export type McpGrant =
+  | { access: "full" }
+  | { access: "custom"; allow: Set<string>; ask: Set<string>; arguments: Record<string, Record<string, string>> };
 
 export interface CompiledConnection {
   id: string;
@@ -263,7 +280,7 @@ export class GatewaySnapshot {
       partnerBudgets: await this.#partnerBudgets(agent, injectable),
       scopeBudgets: await this.#scopeBudgets(agent),
       claim: org && !org.claimed ? await this.services.claims.pending(org.id) : null,
-      mcpServers: [],
+      mcpServers: await this.#mcpServers(agent),
     };
   }
 
@@ -285,6 +302,33 @@ export class GatewaySnapshot {
     const all = [...organization.ordered, ...project.ordered];
     const empty = all.length === 0 && organization.fallback === null && project.fallback === null;
     return { organization, project, empty, needsBody: needsBody(all) };
+  }
+
+  async #mcpServers(agent: AgentEntry): Promise<CompiledMcpServer[]> {
+    const rows = await this.services.mcpServers.list(agent.projectId);
+    if (rows.length === 0) return [];
+    const grants = new Map((await this.services.mcpGrants.rowsOfAgent(agent.id)).map((g) => [g.mcpServerId, g]));
+    return rows.map((row) => {
+      const usable = row.status === "connected" || row.status === "error";
+      const credential = usable ? this.services.mcpServers.credential(row) : null;
+      const stored = grants.get(row.id);
+      const grant: McpGrant | null = stored
+        ? stored.access === "full"
+          ? { access: "full" }
+          : { access: "custom", allow: new Set(stored.allow), ask: new Set(stored.ask), arguments: stored.arguments }
+        : agent.mode === "all" && usable
+          ? { access: "full" }
+          : null;
+      return {
+        id: row.id,
+        name: row.name,
+        ...mcpServerScope(row.url),
+        auth: authHeaderOf(credential),
+        expiresAt: credential?.kind === "oauth" ? credential.expiresAt : null,
+        status: row.status,
+        grant,
+      };
+    });
   }
 
   /** Connections of the project and organization (`all`), and those this agent can inject with: usable (`connected` or `error`) and allowed. */

@@ -361,6 +361,8 @@ export interface GrantSet {
   mode: "all" | "grants";
   connections: ConnectionGrant[];
   secrets: SecretGrant[];
+  /** the agent's MCP server grants (docs/mcp.md#tool-grants) */
+  mcpServers: McpServerGrant[];
 }
 
 export interface Health {
@@ -412,6 +414,49 @@ export type LastPublish = {
 
 export interface Login {
   user: User;
+}
+
+export interface McpServer {
+  id: string;
+  name: string;
+  url: string;
+  authKind: "bearer" | "header" | "oauth";
+  status: "pending" | "connected" | "error" | "revoked";
+  tools: McpTool[];
+  toolsRefreshedAt: string | null;
+  error: string | null;
+  /** ISO 8601 UTC with milliseconds */
+  createdAt: string;
+  /** ISO 8601 UTC with milliseconds */
+  updatedAt: string;
+}
+
+export interface McpServerGrant {
+  mcpServerId: string;
+  name: string;
+  access: "full" | "custom";
+  allow: string[];
+  ask: string[];
+  arguments: Record<string, Record<string, string>>;
+}
+
+export interface McpServerGrants {
+  mcpServerId: string;
+  agents: {
+    agentId: string;
+    agentName: string;
+    access: "full" | "custom";
+    allow: string[];
+    ask: string[];
+    arguments: Record<string, Record<string, string>>;
+  }[];
+}
+
+export interface McpTool {
+  /** the tool's name: its id in grants */
+  name: string;
+  description: string | null;
+  readOnlyHint: boolean | null;
 }
 
 export interface MigrationResult {

@@ -6,15 +6,21 @@
 // An agent without MCP servers costs one length check; another agent's request to another host, one origin
 // comparison per server.
 import { isJsonObject, jsonRpcError, TOOL_REFUSED, type JsonValue } from "../../core/jsonRpc.ts";
+import type { McpAuthService } from "../../services/mcpAuth.ts";
+import { authHeaderOf } from "../../services/mcp/credential.ts";
+import { REFRESH_AHEAD_MS } from "../../services/oauth.ts";
+import { credentialUnavailableFor } from "../errors.ts";
 import type { McpExchange, ProxyRequest } from "../request.ts";
 import type { Reply } from "../reply.ts";
 import type { CompiledMcpServer } from "../snapshot.ts";
-import { PASS, type Stage } from "../stage.ts";
+import { PASS, type RequestVerdict, type Stage } from "../stage.ts";
 import { jsonBodyRewrite, parseSseEvent, SseEventSource, sseEventWith } from "./mcpEvents.ts";
 import type { McpSessions } from "./mcpSessions.ts";
 
 export interface McpDeps {
   sessions: McpSessions;
+  /** Refreshes an OAuth token inside its refresh window, once for every process (docs/mcp.md#the-login). */
+  auth: Pick<McpAuthService, "fresh">;
 }
 
 const NO_TOOLS: readonly string[] = [];
@@ -88,7 +94,17 @@ function filtersTools(server: CompiledMcpServer): boolean {
   return server.grant === null || server.grant.access !== "full";
 }
 
-export function mcpStage({ sessions }: McpDeps): Stage {
+/** Puts the server's credential on the request in place of the agent's Authorization. */
+function injectAuth(rq: ProxyRequest, auth: { header: string; value: string }): RequestVerdict {
+  // The agent's own Authorization never reaches the server: the server's token takes its place.
+  rq.headers.delete("authorization");
+  rq.headers.set(auth.header, auth.value);
+  const bearer = /^bearer\s+/i.exec(auth.value);
+  rq.recordInjection(bearer ? auth.value.slice(bearer[0].length) : auth.value);
+  return PASS;
+}
+
+export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
   function readStream(rq: ProxyRequest, mcp: McpExchange, reply: Reply, body: NonNullable<Reply["body"]>): void {
     const server = mcp.server;
     const isGet = rq.method === "GET";
@@ -141,14 +157,13 @@ export function mcpStage({ sessions }: McpDeps): Stage {
       if (server === null) return PASS;
       rq.mcp = { server, tools: NO_TOOLS, listIds: null };
       const auth = server.auth;
-      if (auth !== null) {
-        // The agent's own Authorization never reaches the server: the server's token takes its place.
-        rq.headers.delete("authorization");
-        rq.headers.set(auth.header, auth.value);
-        const bearer = /^bearer\s+/i.exec(auth.value);
-        rq.recordInjection(bearer ? auth.value.slice(bearer[0].length) : auth.value);
-      }
-      return PASS;
+      if (auth === null) return PASS;
+      // An OAuth token inside its refresh window is refreshed first, as connections' are (docs/mcp.md#the-login).
+      if (server.expiresAt === null || Date.now() < server.expiresAt - REFRESH_AHEAD_MS) return injectAuth(rq, auth);
+      return mcpAuth.fresh(server.id).then((fresh) => {
+        const header = authHeaderOf(fresh);
+        return header === null ? credentialUnavailableFor(rq) : injectAuth(rq, header);
+      });
     },
     response(rq, reply) {
       const mcp = rq.mcp;

@@ -17,6 +17,7 @@ function server(parts: Partial<CompiledMcpServer> = {}): CompiledMcpServer {
     origin: "https://mcp.example.com",
     pathPrefix: "/mcp",
     auth: { header: "Authorization", value: "Bearer server-token-123" },
+    expiresAt: null,
     status: "connected",
     grant: { access: "custom", allow: new Set(["echo"]), ask: new Set(["add"]), arguments: {} },
     ...parts,
@@ -73,10 +74,11 @@ function receive(reply: Reply): { chunks: string[]; ended: () => boolean } {
 }
 
 const toolList = (id: number, names: string[]) => JSON.stringify({ jsonrpc: "2.0", id, result: { tools: names.map((name) => ({ name, inputSchema: { type: "object" } })) } });
+const noRefresh = { fresh: () => Promise.reject(new Error("no refresh in this test")) };
 const enc = (s: string) => new TextEncoder().encode(s);
 
 describe("which requests are the server's", () => {
-  const stage = mcpStage({ sessions: new McpSessions() });
+  const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
   const cases: [string, string, boolean][] = [
     ["mcp.example.com:443", "/mcp", true],
     ["mcp.example.com:443", "/mcp/", true],
@@ -114,6 +116,30 @@ describe("which requests are the server's", () => {
     expect(open.injectionCount).toBe(0);
   });
 
+  test("an OAuth token inside its refresh window is refreshed first; none to be had: 502 credential_unavailable", async () => {
+    const due = server({ expiresAt: Date.now() + 30_000, auth: { header: "authorization", value: "Bearer old-token-1234" } });
+    const asked: string[] = [];
+    const refreshing = mcpStage({
+      sessions: new McpSessions(),
+      auth: { fresh: async (id) => (asked.push(id), { kind: "oauth", accessToken: "new-token-5678", refreshToken: "r", expiresAt: Date.now() + 3_600_000 }) },
+    });
+    const rq = request("/mcp", [due]);
+    expect(await refreshing.request!(rq)).toEqual({ decision: null, response: null });
+    expect(asked).toEqual(["mcp-1"]);
+    expect(rq.headers.get("authorization")).toBe("Bearer new-token-5678");
+    expect(rq.injectedValues).toEqual(["new-token-5678"]);
+    const revoked = mcpStage({ sessions: new McpSessions(), auth: { fresh: async () => null } });
+    const gone = request("/mcp", [due]);
+    const verdict = await revoked.request!(gone);
+    expect(verdict.decision).toBe("error");
+    expect((verdict.response as Response).status).toBe(502);
+    expect(await (verdict.response as Response).json()).toMatchObject({ error: "credential_unavailable" });
+    // A token far from expiry: no refresh, no promise.
+    const fresh = request("/mcp", [server({ expiresAt: Date.now() + 3_600_000 })]);
+    expect(refreshing.request!(fresh)).not.toBeInstanceOf(Promise);
+    expect(asked).toHaveLength(1);
+  });
+
   test("an agent without MCP servers passes untouched", () => {
     const rq = request("/mcp", []);
     stage.request!(rq);
@@ -123,7 +149,7 @@ describe("which requests are the server's", () => {
 
 describe("tools/list results", () => {
   test("a JSON answer is cut to allow ∪ ask; another id's result and other messages are left alone", async () => {
-    const stage = mcpStage({ sessions: new McpSessions() });
+    const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
     const rq = request("/mcp", [server()]);
     stage.request!(rq);
     rq.mcp!.listIds = new Set([1]);
@@ -135,7 +161,7 @@ describe("tools/list results", () => {
   });
 
   test("no grant: no tools; full: the answer is not touched at all", async () => {
-    const none = mcpStage({ sessions: new McpSessions() });
+    const none = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
     const rq = request("/mcp", [server({ grant: null })]);
     none.request!(rq);
     rq.mcp!.listIds = new Set([1]);
@@ -149,7 +175,7 @@ describe("tools/list results", () => {
   });
 
   test("an SSE answer: each event goes on as soon as it is whole, filtered; a split event waits only for its own end", () => {
-    const stage = mcpStage({ sessions: new McpSessions() });
+    const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
     const rq = request("/mcp", [server()], { headers: { accept: "application/json, text/event-stream" } });
     stage.request!(rq);
     rq.mcp!.listIds = new Set([1]);
@@ -173,7 +199,7 @@ describe("tools/list results", () => {
 
   test("a GET stream: any tools/list result is cut (a resumed stream replays them), and the endpoint event is learned", () => {
     const sessions = new McpSessions();
-    const stage = mcpStage({ sessions });
+    const stage = mcpStage({ sessions, auth: noRefresh });
     const rq = request("/mcp/sse", [server()], { method: "GET" });
     stage.request!(rq);
     const upstream = new PushedBody();
@@ -200,7 +226,7 @@ describe("tools/list results", () => {
 
   test("an endpoint on another origin is not learned", () => {
     const sessions = new McpSessions();
-    const stage = mcpStage({ sessions });
+    const stage = mcpStage({ sessions, auth: noRefresh });
     const rq = request("/mcp/sse", [server()], { method: "GET" });
     stage.request!(rq);
     const upstream = new PushedBody();
@@ -210,7 +236,7 @@ describe("tools/list results", () => {
   });
 
   test("an SSE event that never ends is not held without bound", () => {
-    const stage = mcpStage({ sessions: new McpSessions() });
+    const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
     const rq = request("/mcp", [server()], { method: "GET" });
     stage.request!(rq);
     const upstream = new PushedBody();

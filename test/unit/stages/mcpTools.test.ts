@@ -19,6 +19,7 @@ let api: TestApi;
 let deps: PipelineDeps;
 const sessions = new McpSessions();
 let tools: ReturnType<typeof mcpToolsStage>;
+const noRefresh = { fresh: () => Promise.reject(new Error("no refresh in this test")) };
 
 const server: CompiledMcpServer = {
   id: "mcp-1",
@@ -26,6 +27,7 @@ const server: CompiledMcpServer = {
   origin: "https://mcp.example.com",
   pathPrefix: "/mcp",
   auth: { header: "Authorization", value: "Bearer server-token-123" },
+  expiresAt: null,
   status: "connected",
   grant: {
     access: "custom",
@@ -52,7 +54,7 @@ async function post(body: string | Uint8Array | ReadableStream<Uint8Array>, head
   const rq = testRequest({ tunnel, method: "POST", target: "/mcp", body, headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } });
   expect(await outcome(authStage({ snapshot: deps.snapshot }).request!(rq))).toBe("pass");
   rq.credentials = { ...rq.credentials, mcpServers: [{ ...server, grant }] };
-  expect(await outcome(mcpStage({ sessions }).request!(rq))).toBe("pass");
+  expect(await outcome(mcpStage({ sessions, auth: noRefresh }).request!(rq))).toBe("pass");
   return rq;
 }
 
