@@ -152,6 +152,20 @@ describe("the older HTTP+SSE transport", () => {
     expect(mcp.calls.length).toBe(callsBefore);
     await client.close();
   });
+
+  test("an ask tool decided while the session's SSE stream is open: denied → -32011 on the stream; approved → the server's answer", async () => {
+    const client = await legacySse(agent.token);
+    const denied = rpcError(client.callTool({ name: "get-sum", arguments: { a: 40, b: 2 } }, undefined, { timeout: 60_000 }));
+    const first = await pendingApproval("get-sum");
+    expect(JSON.parse(first.bodyPreview)).toEqual({ a: 40, b: 2 });
+    expect((await cg.api("POST", `/v1/approvals/${first.id}/decision`, { body: { decision: "deny" } })).status).toBe(200);
+    expect(await denied).toMatchObject({ code: -32011, message: expect.stringContaining("credgate: the call to get-sum was not approved") });
+    const approved = client.callTool({ name: "get-sum", arguments: { a: 40, b: 2 } }, undefined, { timeout: 60_000 });
+    const second = await pendingApproval("get-sum");
+    expect((await cg.api("POST", `/v1/approvals/${second.id}/decision`, { body: { decision: "approve" } })).status).toBe(200);
+    expect(JSON.stringify((await approved).content)).toContain("42");
+    await client.close();
+  });
 });
 
 describe("HTTP/2 agents", () => {
