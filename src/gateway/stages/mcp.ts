@@ -9,9 +9,10 @@ import { isJsonObject, jsonRpcError, TOOL_REFUSED, type JsonValue } from "../../
 import type { McpAuthService } from "../../services/mcpAuth.ts";
 import { authHeaderOf } from "../../services/mcp/credential.ts";
 import { REFRESH_AHEAD_MS } from "../../services/oauth.ts";
-import { credentialUnavailableFor } from "../errors.ts";
+import { decodedBody, isDecodable } from "../encodedBody.ts";
+import { credentialUnavailableFor, gatewayJson } from "../errors.ts";
 import type { McpExchange, ProxyRequest } from "../request.ts";
-import type { Reply } from "../reply.ts";
+import { Reply } from "../reply.ts";
 import type { CompiledMcpServer } from "../snapshot.ts";
 import { PASS, type RequestVerdict, type Stage } from "../stage.ts";
 import { jsonBodyRewrite, parseSseEvent, SseEventSource, sseEventWith } from "./mcpEvents.ts";
@@ -156,6 +157,8 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
       const server = mcpServerFor(servers, rq, sessions);
       if (server === null) return PASS;
       rq.mcp = { server, tools: NO_TOOLS, listIds: null };
+      // Answers are read to filter tool lists: asked for unencoded, whether or not a token goes on.
+      rq.headers.set("accept-encoding", "identity");
       const auth = server.auth;
       if (auth === null) return PASS;
       // An OAuth token inside its refresh window is refreshed first, as connections' are (docs/mcp.md#the-login).
@@ -169,9 +172,22 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
       const mcp = rq.mcp;
       if (mcp === null || !reply.fromUpstream || reply.body === null) return reply;
       const type = (reply.header("content-type") ?? "").toLowerCase();
-      if (type.startsWith("text/event-stream")) readStream(rq, mcp, reply, reply.body);
-      else if (type.includes("json") && mcp.listIds !== null && filtersTools(mcp.server)) {
-        const ids = mcp.listIds;
+      const sse = type.startsWith("text/event-stream");
+      const reads = sse ? rq.method === "GET" || (mcp.listIds !== null && filtersTools(mcp.server)) : type.includes("json") && mcp.listIds !== null && filtersTools(mcp.server);
+      if (!reads) return reply;
+      // Encoded although identity was asked for (the echo guard decodes only credentialed answers): decoded
+      // here, or, in an encoding credgate cannot read, not passed on: an unread tool list must not leak.
+      const coding = reply.header("content-encoding");
+      if (coding !== null && coding.trim().toLowerCase() !== "identity") {
+        if (!isDecodable(coding)) {
+          reply.body.cancel();
+          return Reply.of(gatewayJson(502, jsonRpcError(null, TOOL_REFUSED, `credgate: the MCP server answered in an encoding credgate cannot read (${coding.slice(0, 40)}); the answer was not passed on`)));
+        }
+        decodedBody(reply);
+      }
+      if (sse) readStream(rq, mcp, reply, reply.body!);
+      else {
+        const ids = mcp.listIds!;
         reply.transforms.push(
           jsonBodyRewrite(
             (text) => filterToolLists(text, ids, mcp.server.grant),

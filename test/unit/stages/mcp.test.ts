@@ -235,6 +235,24 @@ describe("tools/list results", () => {
     expect(sessions.isEndpoint("mcp-1", "/messages")).toBe(false);
   });
 
+  test("answers are asked for unencoded; one that comes gzipped anyway is decoded and filtered; an unreadable coding is not passed on", async () => {
+    const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
+    const rq = request("/mcp", [server({ auth: null })], { headers: { "accept-encoding": "gzip, br" } });
+    stage.request!(rq);
+    expect(rq.headers.get("accept-encoding")).toBe("identity");
+    rq.mcp!.listIds = new Set([1]);
+    const gz = Bun.gzipSync(enc(`event: message\ndata: ${toolList(1, ["echo", "delete_all"])}\n\n`));
+    const reply = Reply.of(new Response(gz, { headers: { "content-type": "text/event-stream", "content-encoding": "gzip" } }));
+    reply.fromUpstream = true;
+    const out = await replyText(stage.response!(rq, reply) as Reply);
+    expect(JSON.parse(out.split("data: ")[1]!).result.tools.map((t: { name: string }) => t.name)).toEqual(["echo"]);
+    const odd = Reply.of(new Response("\u0001\u0002", { headers: { "content-type": "application/json", "content-encoding": "compress" } }));
+    odd.fromUpstream = true;
+    const refused = stage.response!(rq, odd) as Reply;
+    expect(refused.status).toBe(502);
+    expect(JSON.parse(await replyText(refused))).toMatchObject({ error: { code: -32010, message: expect.stringContaining("encoding credgate cannot read (compress)") } });
+  });
+
   test("an SSE event that never ends is not held without bound", () => {
     const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
     const rq = request("/mcp", [server()], { method: "GET" });
