@@ -169,7 +169,7 @@ describe("the older HTTP+SSE transport", () => {
 });
 
 describe("HTTP/2 agents", () => {
-  test("a refused and a granted call on one h2 connection (stateless server)", async () => {
+  test("a refused call, a granted one and a filtered SSE tools/list on one h2 connection (stateless server)", async () => {
     const body = (id: number, name: string, args: unknown) => JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
     const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
     const cfg = {
@@ -180,6 +180,8 @@ describe("HTTP/2 agents", () => {
       requests: [
         { path: "/mcp/stateless?json", method: "POST", headers, body: body(1, "get-env", {}) },
         { path: "/mcp/stateless?json", method: "POST", headers, body: body(2, "echo", { message: "hello h2" }) },
+        // An SSE answer (no ?json) over h2, read event by event and cut to the grant.
+        { path: "/mcp/stateless", method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/list" }) },
       ],
     };
     const out = await run(["node", "test/support/h2client.cjs", JSON.stringify(cfg)], { timeoutMs: 30_000 });
@@ -190,5 +192,8 @@ describe("HTTP/2 agents", () => {
     expect(JSON.parse(byIndex.get(0).text)).toMatchObject({ id: 1, error: { code: -32010 } });
     expect(byIndex.get(1).status).toBe(200);
     expect(byIndex.get(1).text).toContain("Echo: hello h2");
+    expect(byIndex.get(2).headers["content-type"]).toContain("text/event-stream");
+    const listed = JSON.parse(byIndex.get(2).text.split("data: ")[1]);
+    expect(listed.result.tools.map((t: { name: string }) => t.name).sort()).toEqual(["echo", "get-sum"]);
   });
 });

@@ -122,7 +122,8 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
           const ev = parseSseEvent(text);
           if (ev.event === "endpoint" && ev.data !== null) forget = learnEndpoint(rq, server, ev.data, source);
         }
-        if (filter && text.includes('"tools"')) {
+        // Any event that may name `tools`, spelled out or through a JSON escape, is read.
+        if (filter && (text.includes("tools") || text.includes("\\u"))) {
           const ev = parseSseEvent(text);
           const filtered = ev.data === null ? null : filterToolLists(ev.data, ids, server.grant);
           if (filtered !== null) return sseEventWith(ev, filtered);

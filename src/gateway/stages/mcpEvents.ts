@@ -133,6 +133,11 @@ export class SseEventSource implements BodySource {
       const b = buf[i]!;
       if (b === LF && this.#prevCR) {
         this.#prevCR = false;
+        // The LF of a CRLF whose CR ended the last event: it goes on at once, so no event is left half through.
+        if (i === start && this.#atLineStart) {
+          out.push(buf.subarray(start, i + 1));
+          start = i + 1;
+        }
         continue;
       }
       if (b !== LF && b !== CR) {

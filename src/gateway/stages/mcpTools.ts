@@ -224,7 +224,8 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
     provides: [],
     request(rq) {
       const mcp = rq.mcp;
-      if (mcp === null || rq.method !== "POST") return PASS;
+      // Every body sent to the server is judged, whatever the method says (a lenient server may read a PUT's).
+      if (mcp === null || rq.body === null) return PASS;
       return judge(rq, mcp);
     },
     response(rq, reply) {

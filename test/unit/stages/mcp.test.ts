@@ -224,6 +224,24 @@ describe("tools/list results", () => {
     expect(sessions.stream("mcp-1", "/messages?sessionId=abc")).toBeNull();
   });
 
+  test("CRLF events split between the CR and the LF; a result whose keys are JSON escapes is read all the same", () => {
+    const sessions = new McpSessions();
+    const stage = mcpStage({ sessions, auth: noRefresh });
+    const rq = request("/mcp/sse", [server()], { method: "GET" });
+    stage.request!(rq);
+    const upstream = new PushedBody();
+    const got = receive(stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply);
+    upstream.sink!.data(enc("event: endpoint\r\ndata: /messages?sessionId=s1\r\n\r"));
+    upstream.sink!.data(enc("\n"));
+    expect(got.chunks.join("")).toBe("event: endpoint\r\ndata: /messages?sessionId=s1\r\n\r\n");
+    // Nothing is held: a gateway event goes out at once.
+    sessions.stream("mcp-1", "/messages?sessionId=s1")!.inject("event: message\ndata: {}\n\n");
+    expect(got.chunks.at(-1)).toBe("event: message\ndata: {}\n\n");
+    const escaped = '{"jsonrpc":"2.0","id":3,"result":{"tool\\u0073":[{"name":"echo"},{"n\\u0061me":"delete_all"}]}}';
+    upstream.sink!.data(enc(`data: ${escaped}\n\n`));
+    expect(JSON.parse(got.chunks.at(-1)!.split("data: ")[1]!)).toEqual({ jsonrpc: "2.0", id: 3, result: { tools: [{ name: "echo" }] } });
+  });
+
   test("an endpoint on another origin is not learned", () => {
     const sessions = new McpSessions();
     const stage = mcpStage({ sessions, auth: noRefresh });

@@ -49,9 +49,9 @@ afterAll(async () => {
 });
 
 /** A POST of the default agent to the MCP server, through the real auth and mcp stages. */
-async function post(body: string | Uint8Array | ReadableStream<Uint8Array>, headers: Record<string, string> = {}, grant: CompiledMcpServer["grant"] = server.grant): Promise<ProxyRequest> {
+async function post(body: string | Uint8Array | ReadableStream<Uint8Array>, headers: Record<string, string> = {}, grant: CompiledMcpServer["grant"] = server.grant, method = "POST"): Promise<ProxyRequest> {
   const tunnel = testTunnel({ authority: "mcp.example.com:443", token: api.core.bootstrap.defaultAgentToken });
-  const rq = testRequest({ tunnel, method: "POST", target: "/mcp", body, headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } });
+  const rq = testRequest({ tunnel, method, target: "/mcp", body, headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } });
   expect(await outcome(authStage({ snapshot: deps.snapshot }).request!(rq))).toBe("pass");
   rq.credentials = { ...rq.credentials, mcpServers: [{ ...server, grant }] };
   expect(await outcome(mcpStage({ sessions, auth: noRefresh }).request!(rq))).toBe("pass");
@@ -115,6 +115,13 @@ describe("judged calls", () => {
     ]) {
       const rq = await post(raw);
       expect(await outcome(tools.request!(rq))).toMatchObject({ decision: "blocked", body: { error: { code: -32010, message: "credgate: tool delete_all is not granted to this agent" } } });
+    }
+  });
+
+  test("a body sent with another method (PUT, lowercase post, even GET) is judged like a POST's", async () => {
+    for (const method of ["PUT", "post", "PATCH", "GET"]) {
+      const rq = await post(text(call(1, "delete_all")), {}, server.grant, method);
+      expect(await outcome(tools.request!(rq))).toMatchObject({ decision: "blocked", body: { error: { code: -32010 } } });
     }
   });
 
