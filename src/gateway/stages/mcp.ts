@@ -122,6 +122,9 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
           const ev = parseSseEvent(text);
           if (ev.event === "endpoint" && ev.data !== null) forget = learnEndpoint(rq, server, ev.data, source);
         }
+        // A stream that is not an HTTP+SSE session (its first event names no endpoint) of an agent whose tool
+        // lists are not cut: nothing more to read, and no event is held from now on.
+        if (!filter && forget === null) source.stopReading();
         // Any event that may name `tools`, spelled out or through a JSON escape, is read.
         if (filter && (text.includes("tools") || text.includes("\\u"))) {
           const ev = parseSseEvent(text);

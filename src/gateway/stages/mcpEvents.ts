@@ -61,6 +61,8 @@ export class SseEventSource implements BodySource {
   #prevCR = false;
   #pending: string[] = [];
   #ended = false;
+  /** Nothing more to read: chunks go on as they come (stopReading). */
+  #raw = false;
   #closed: (() => void) | null;
 
   constructor(
@@ -98,6 +100,14 @@ export class SseEventSource implements BodySource {
     this.inner.cancel();
   }
 
+  /**
+   * Nothing more needs reading (no tool list to cut, no session to answer on): from now on the stream is relayed
+   * as it comes, and no event is held. Events of the gateway's own can no longer be sent.
+   */
+  stopReading(): void {
+    this.#raw = true;
+  }
+
   /** Sends an event of the gateway's own: now when no event of the server's is half through, else after it. */
   inject(eventText: string): void {
     if (this.#ended) return;
@@ -124,6 +134,7 @@ export class SseEventSource implements BodySource {
   }
 
   #data(chunk: Uint8Array): boolean {
+    if (this.#raw && this.#held.byteLength === 0) return this.#sink!.data(chunk);
     const held = this.#held;
     const scanFrom = held.byteLength;
     const buf = scanFrom === 0 ? chunk : Buffer.concat([held, chunk]);
@@ -157,6 +168,13 @@ export class SseEventSource implements BodySource {
         this.#pending = [];
       }
       start = i + 1;
+      if (this.#raw) break;
+    }
+    if (this.#raw) {
+      this.#pending = [];
+      this.#ended = true;
+      out.push(buf.subarray(start));
+      start = buf.byteLength;
     }
     this.#held = start === buf.byteLength ? new Uint8Array(0) : buf.subarray(start).slice();
     if (this.#held.byteLength > SSE_EVENT_LIMIT) {

@@ -271,6 +271,20 @@ describe("tools/list results", () => {
     expect(JSON.parse(await replyText(refused))).toMatchObject({ error: { code: -32010, message: expect.stringContaining("encoding credgate cannot read (compress)") } });
   });
 
+  test("a full grant's GET stream that is no HTTP+SSE session is relayed as it comes after its first event", () => {
+    const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
+    const rq = request("/mcp", [server({ grant: { access: "full" } })], { method: "GET" });
+    stage.request!(rq);
+    const upstream = new PushedBody();
+    const got = receive(stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply);
+    upstream.sink!.data(enc('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message"}\n\nevent: mess'));
+    expect(got.chunks.join("")).toBe('event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message"}\n\nevent: mess');
+    upstream.sink!.data(enc("age\ndata: half"));
+    expect(got.chunks.at(-1)).toBe("age\ndata: half");
+    for (let i = 0; i < 17; i++) upstream.sink!.data(enc("x".repeat(1024 * 1024)));
+    expect(upstream.cancelled).toBe(false);
+  });
+
   test("an SSE event that never ends is not held without bound", () => {
     const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
     const rq = request("/mcp", [server()], { method: "GET" });
