@@ -305,27 +305,21 @@ export class GatewaySnapshot {
   }
 
   async #mcpServers(agent: AgentEntry): Promise<CompiledMcpServer[]> {
-    const rows = await this.services.mcpServers.list(agent.projectId);
-    if (rows.length === 0) return [];
-    const grants = new Map((await this.services.mcpGrants.rowsOfAgent(agent.id)).map((g) => [g.mcpServerId, g]));
-    return rows.map((row) => {
-      const usable = row.status === "connected" || row.status === "error";
-      const credential = usable ? this.services.mcpServers.credential(row) : null;
-      const stored = grants.get(row.id);
-      const grant: McpGrant | null = stored
-        ? stored.access === "full"
+    // Which servers with which grant: services/mcpGrants.ts, the answer the agent setup gives too.
+    return (await this.services.mcpGrants.forAgent(agent)).map(({ server, usable, grant: g }) => {
+      const credential = usable ? this.services.mcpServers.credential(server) : null;
+      const grant: McpGrant | null = !g
+        ? null
+        : g.access === "full"
           ? { access: "full" }
-          : { access: "custom", allow: new Set(stored.allow), ask: new Set(stored.ask), arguments: stored.arguments }
-        : agent.mode === "all" && usable
-          ? { access: "full" }
-          : null;
+          : { access: "custom", allow: new Set(g.allow), ask: new Set(g.ask), arguments: g.arguments };
       return {
-        id: row.id,
-        name: row.name,
-        ...mcpServerScope(row.url),
+        id: server.id,
+        name: server.name,
+        ...mcpServerScope(server.url),
         auth: authHeaderOf(credential),
         expiresAt: credential?.kind === "oauth" ? credential.expiresAt : null,
-        status: row.status,
+        status: server.status,
         grant,
       };
     });

@@ -6,7 +6,8 @@ import { ApiError } from "../core/errors.ts";
 import { creationTime } from "../core/ids.ts";
 import type { ConnectionAccess } from "../core/model.ts";
 import type { McpServerGrant, McpServerGrants } from "../core/records/mcp.ts";
-import type { McpGrantRow } from "../store/rows.ts";
+import type { McpGrantRow, McpServerRow } from "../store/rows.ts";
+import type { AgentMode } from "../core/model.ts";
 import type { AgentService } from "./agents.ts";
 import type { ServiceDeps } from "./deps.ts";
 import type { McpServerService } from "./mcpServers.ts";
@@ -21,6 +22,14 @@ export interface McpGrantInput {
 }
 
 type GrantShape = Pick<McpGrantRow, "access" | "allow" | "ask" | "arguments">;
+export type McpGrantShape = GrantShape;
+
+/** A server of the agent's project, whether it can be used, and the agent's grant of it (null: none). */
+export interface AgentMcpServer {
+  server: McpServerRow;
+  usable: boolean;
+  grant: McpGrantShape | null;
+}
 
 export class McpGrantService {
   constructor(
@@ -47,6 +56,27 @@ export class McpGrantService {
       .where(eq(agentMcpGrants.agentId, agentId))
       .orderBy(asc(agentMcpGrants.createdAt), asc(agentMcpGrants.mcpServerId));
     return rows.map(({ grant: g, name }) => ({ mcpServerId: g.mcpServerId, name, ...shown(g) }));
+  }
+
+  /**
+   * The project's servers as one agent may use them (docs/mcp.md#tool-grants): its stored grant, else `full` in
+   * mode `all` on a server that can be used (connected, or error with its last token), else none. The one answer
+   * the gateway snapshot and the agent setup share.
+   */
+  async forAgent(agent: { id: string; projectId: string; mode: AgentMode }): Promise<AgentMcpServer[]> {
+    const rows = await this.servers.list(agent.projectId);
+    if (rows.length === 0) return [];
+    const grants = new Map((await this.rowsOfAgent(agent.id)).map((g) => [g.mcpServerId, g]));
+    return rows.map((server) => {
+      const usable = server.status === "connected" || server.status === "error";
+      const stored = grants.get(server.id) ?? null;
+      const grant: McpGrantShape | null = stored
+        ? { access: stored.access, allow: stored.allow, ask: stored.ask, arguments: stored.arguments }
+        : agent.mode === "all" && usable
+          ? { access: "full", allow: [], ask: [], arguments: {} }
+          : null;
+      return { server, usable, grant };
+    });
   }
 
   /** The stored rows of an agent, for the gateway snapshot. */

@@ -239,4 +239,21 @@ describe("tool grants", () => {
     await api.call("DELETE", `/v1/mcp-servers/${server.id}`);
     expect((await view(granted.accessToken)).find((s) => s.id === server.id)).toBeUndefined();
   });
+
+  test("agent setup lists the servers each agent may use, with their URLs and granted tools", async () => {
+    const server = await register({ name: "Setup", url: streamable.url, auth: { bearer: TOKEN } });
+    const granted = await newAgent("grants", "setup-granted");
+    await newAgent("grants", "setup-bare");
+    await newAgent("all", "setup-all");
+    await api.call("PUT", `/v1/agents/${granted.id}/grants/mcp-servers/${server.id}`, { body: { access: "custom", allow: ["read_file"], ask: ["write_file"] } });
+    const listed = async (identifier: string) => {
+      const all = ((await api.call("GET", `/v1/container-config?agent=${identifier}`)).body.mcpServers ?? []) as Record<string, unknown>[];
+      return all.filter((m) => m.id === server.id);
+    };
+    expect(await listed("setup-granted")).toEqual([{ id: server.id, name: "Setup", url: streamable.url, status: "connected", access: "custom", tools: ["read_file", "write_file"] }]);
+    expect(await listed("setup-bare")).toEqual([]);
+    expect(await listed("setup-all")).toEqual([{ id: server.id, name: "Setup", url: streamable.url, status: "connected", access: "full", tools: [] }]);
+    const text = (await api.call("GET", "/v1/container-config?agent=setup-granted")).text;
+    expect(text).not.toContain(TOKEN);
+  });
 });

@@ -255,6 +255,17 @@ export interface ContainerConfig {
     content: string;
   }[];
   warnings?: string[];
+  /** the agent's MCP servers (docs/mcp.md#agent-setup); absent when it may use none */
+  mcpServers?: {
+    id: string;
+    name: string;
+    /** the URL an MCP client connects to (through the gateway, without a token) */
+    url: string;
+    status: "pending" | "connected" | "error" | "revoked";
+    access: "full" | "custom";
+    /** the tools the agent may call (allow and ask); [] with full access */
+    tools: string[];
+  }[];
 }
 
 export interface Counts {
