@@ -3,7 +3,11 @@
 //
 // Strict on purpose: a server's parser and ours must not disagree about which tool is called. So a body is
 // refused (never forwarded) when it is not UTF-8, not one JSON text, nests deeper than MAX_JSON_DEPTH, or has an
-// object with the same key twice (`{"name":"read","name":"delete"}` is `read` to some parsers, `delete` to others).
+// object with the same key twice (`{"name":"read","name":"delete"}` is `read` to some parsers, `delete` to
+// others) — the same ignoring case, too: Go's encoding/json matches keys to fields without regard to case (and
+// with Unicode folding: `ſ` is `s`), so `{"name":"read","NAME":"delete"}` calls `delete` on a Go server. For the
+// same reason the message's own fields (`method`, `params`, `name`, `arguments`, `id`) are found whatever their
+// case: `{"METHOD":"tools/call"}` is a call to a Go server.
 
 /** A JSON value as parsed here: objects have no prototype, so `__proto__` is an ordinary key. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
@@ -152,6 +156,7 @@ class StrictParser {
     if (depth > MAX_JSON_DEPTH) this.fail(`JSON nested deeper than ${MAX_JSON_DEPTH}`);
     this.i++;
     const out = Object.create(null) as JsonObject;
+    let folded: Set<string> | null = null;
     this.ws();
     if (this.s[this.i] === "}") {
       this.i++;
@@ -162,10 +167,12 @@ class StrictParser {
       if (this.s[this.i] !== '"') this.fail("expected a string key");
       const at = this.i;
       const key = this.string();
-      if (Object.prototype.hasOwnProperty.call(out, key)) {
+      const f = foldKey(key);
+      if ((folded ??= new Set()).has(f)) {
         this.i = at;
-        this.fail(`duplicate key ${JSON.stringify(key)}`);
+        this.fail(`duplicate key ${JSON.stringify(key)} (keys are compared ignoring case)`);
       }
+      folded.add(f);
       this.ws();
       if (this.s[this.i++] !== ":") {
         this.i--;
@@ -182,6 +189,18 @@ class StrictParser {
       }
     }
   }
+}
+
+/** A key as a case-insensitive parser matches it (Unicode simple folding, as Go's: `ſ` → `s`, `K` (Kelvin) → `k`). */
+export function foldKey(key: string): string {
+  return key.toUpperCase().toLowerCase();
+}
+
+/** The member of `obj` whose key folds to `name` (lowercase ASCII); duplicates ignoring case were refused. */
+export function memberOf(obj: JsonObject, name: string): JsonValue | undefined {
+  if (Object.prototype.hasOwnProperty.call(obj, name)) return obj[name];
+  for (const key of Object.keys(obj)) if (foldKey(key) === name) return obj[key];
+  return undefined;
 }
 
 const ESCAPES: Record<string, string> = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
@@ -231,7 +250,11 @@ export function readJsonRpcBody(bytes: Uint8Array): BodyRead {
   const parsed = parseStrictJson(text);
   if (!parsed.ok) return { ok: false, code: PARSE_ERROR, message: `credgate: the MCP request body is not valid JSON (${parsed.reason})` };
   const v = parsed.value;
-  if (Array.isArray(v)) return { ok: true, batch: true, messages: v.map(messageOf) };
+  if (Array.isArray(v)) {
+    // A batch holds messages; one that holds another batch is no JSON-RPC a server should try to read.
+    if (v.some((m) => Array.isArray(m))) return { ok: false, code: INVALID_REQUEST, message: "credgate: a JSON-RPC batch must not hold another batch" };
+    return { ok: true, batch: true, messages: v.map(messageOf) };
+  }
   return { ok: true, batch: false, messages: [messageOf(v)] };
 }
 
@@ -242,19 +265,20 @@ function kindOf(method: string): MessageKind {
 
 function messageOf(value: JsonValue): JsonRpcMessage {
   if (!isJsonObject(value)) return { value, id: null, kind: "other", method: null };
-  const rawId = value["id"];
+  const rawId = memberOf(value, "id");
   const id = typeof rawId === "string" || typeof rawId === "number" ? rawId : null;
-  const method = typeof value["method"] === "string" ? value["method"] : null;
+  const rawMethod = memberOf(value, "method");
+  const method = typeof rawMethod === "string" ? rawMethod : null;
   return { value, id, kind: method === null ? "other" : kindOf(method), method };
 }
 
 /** The tool call of a `tools/call` message, or why it cannot be judged (then it is refused). */
 export function toolCallOf(message: JsonRpcMessage): { ok: true; call: ToolCall } | { ok: false; message: string } {
-  const params = isJsonObject(message.value) ? message.value["params"] : undefined;
+  const params = isJsonObject(message.value) ? memberOf(message.value, "params") : undefined;
   if (!isJsonObject(params)) return { ok: false, message: "credgate: tools/call params must be an object" };
-  const name = params["name"];
+  const name = memberOf(params, "name");
   if (typeof name !== "string") return { ok: false, message: "credgate: tools/call params.name must be a string" };
-  const args = params["arguments"];
+  const args = memberOf(params, "arguments");
   if (args === undefined || args === null) return { ok: true, call: { name, arguments: Object.create(null) as JsonObject } };
   if (!isJsonObject(args)) return { ok: false, message: `credgate: tools/call arguments of ${name} must be an object` };
   return { ok: true, call: { name, arguments: args } };

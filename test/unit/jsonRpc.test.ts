@@ -14,10 +14,17 @@ describe("parseStrictJson", () => {
   });
 
   test("refuses duplicate keys, at any depth and however the key is spelled", () => {
-    expect(parseStrictJson('{"name":"read","name":"delete"}')).toEqual({ ok: false, reason: 'duplicate key "name" at offset 15' });
+    expect(parseStrictJson('{"name":"read","name":"delete"}')).toEqual({ ok: false, reason: 'duplicate key "name" (keys are compared ignoring case) at offset 15' });
     const r = parseStrictJson('{"params":{"name":"read","n\\u0061me":"delete"}}');
     expect(r.ok).toBe(false);
     expect(parseStrictJson('[{"a":1},{"a":2}]').ok).toBe(true);
+  });
+
+  test("refuses keys that are the same ignoring case, as Go's encoding/json reads them (Unicode folding included)", () => {
+    for (const text of ['{"name":"read","NAME":"delete"}', '{"Name":"read","nAME":"delete"}', '{"arguments":{},"argumentſ":{"path":"/etc"}}', '{"k":1,"\u212a":2}']) {
+      expect(parseStrictJson(text).ok).toBe(false);
+    }
+    expect(parseStrictJson('{"name":"read","names":"delete"}').ok).toBe(true);
   });
 
   test("__proto__ is an ordinary key, not the prototype", () => {
@@ -84,6 +91,31 @@ describe("readJsonRpcBody", () => {
     }
     const list = readJsonRpcBody(bytes('{"jsonrpc":"2.0","id":1,"method":" Tools/List"}'));
     expect(list.ok && list.messages[0]!.kind).toBe("tools/list");
+  });
+
+  test("the message's own fields are found whatever their case: a Go server reads METHOD and NAME", () => {
+    const r = readJsonRpcBody(bytes('{"JSONRPC":"2.0","ID":4,"METHOD":"tools/call","PARAMS":{"NAME":"delete_all","ARGUMENTS":{"x":1}}}'));
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.messages[0]!.kind).toBe("tools/call");
+    expect(r.messages[0]!.id).toBe(4);
+    const c = toolCallOf(r.messages[0]!);
+    expect(c.ok && c.call.name).toBe("delete_all");
+    expect(c.ok && c.call.arguments).toEqual({ x: 1 });
+    const folded = readJsonRpcBody(bytes('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","argumentſ":{"path":"/etc"}}}'));
+    expect(folded.ok).toBe(true);
+    if (folded.ok) {
+      const f = toolCallOf(folded.messages[0]!);
+      expect(f.ok && f.call.arguments).toEqual({ path: "/etc" });
+    }
+  });
+
+  test("a batch inside a batch is refused", () => {
+    expect(readJsonRpcBody(bytes('[[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_all"}}]]'))).toEqual({
+      ok: false,
+      code: -32600,
+      message: "credgate: a JSON-RPC batch must not hold another batch",
+    });
   });
 
   test("unicode escapes in a tool name are read as the server reads them", () => {

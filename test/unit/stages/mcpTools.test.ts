@@ -112,6 +112,8 @@ describe("judged calls", () => {
       '{"jsonrpc":"2.0","id":1,"method":"Tools/Call","params":{"name":"delete_all"}}',
       '{"jsonrpc":"2.0","id":1,"method":" tools/call ","params":{"name":"delete_all"}}',
       '{"jsonrpc":"2.0","id":1,"method":"tools\\/call","params":{"name":"delete\\u005fall"}}',
+      // Go's encoding/json matches fields ignoring case: this is a call to delete_all on a Go server.
+      '{"jsonrpc":"2.0","id":1,"METHOD":"tools/call","Params":{"NAME":"delete_all"}}',
     ]) {
       const rq = await post(raw);
       expect(await outcome(tools.request!(rq))).toMatchObject({ decision: "blocked", body: { error: { code: -32010, message: "credgate: tool delete_all is not granted to this agent" } } });
@@ -159,6 +161,13 @@ describe("bodies credgate will not forward unread", () => {
   test("duplicate keys: 400 -32700, whichever value a server would take", async () => {
     const rq = await post('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"delete_all"}}');
     expect(await outcome(tools.request!(rq))).toMatchObject({ decision: "blocked", status: 400, body: { id: null, error: { code: -32700, message: expect.stringContaining('duplicate key "name"') } } });
+  });
+
+  test("keys that differ only in case: 400 -32700 (a Go server would take the last)", async () => {
+    const rq = await post('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","NAME":"delete_all"}}');
+    expect(await outcome(tools.request!(rq))).toMatchObject({ status: 400, body: { error: { code: -32700, message: expect.stringContaining("ignoring case") } } });
+    const args = await post(text(call(1, "write_file", { path: "/tmp/a", PATH: "/etc/passwd", mode: "text" })));
+    expect(await outcome(tools.request!(args))).toMatchObject({ status: 400, body: { error: { code: -32700 } } });
   });
 
   test("params that are not an object, a name that is not a string, arguments that are not an object: -32602", async () => {
