@@ -25,6 +25,8 @@ export interface RequestLogFields {
   costNanos?: number | null;
   /** The request's x-request-id. */
   requestId: string;
+  /** The MCP server of a tools/call (docs/gateway.md#mcp-servers). */
+  mcpServerId?: string | null;
 }
 
 /**
@@ -49,6 +51,7 @@ export function requestLogFieldsOf(rq: ProxyRequest, status: number, latencyMs?:
     latencyMs,
     costNanos: rq.meter?.costNanos ?? null,
     requestId: rq.requestId,
+    mcpServerId: tool !== null ? rq.mcp!.server.id : null,
   };
 }
 
@@ -91,6 +94,7 @@ export function writeRequestLog(requestLogs: RequestLogService, f: RequestLogFie
     costNanos: f.costNanos ?? null,
     requestId: f.requestId,
     createdAt: nowIso(),
+    mcpServerId: f.mcpServerId ?? null,
   });
   return id;
 }

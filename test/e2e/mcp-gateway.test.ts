@@ -130,11 +130,14 @@ describe("Streamable HTTP with the SDK's client", () => {
 
   test("each call is a log row (method MCP, the tool as path), refusals blocked; the metric counts them", async () => {
     const rows = await until(async () => {
-      const data = (await cg.api("GET", `/v1/logs?agentId=${agent.id}&limit=500`)).body.data as { method: string; path: string; decision: string }[];
+      const data = (await cg.api("GET", `/v1/logs?agentId=${agent.id}&limit=500`)).body.data as { method: string; path: string; decision: string; mcpServerId: string | null }[];
       if (!data.some((r) => r.method === "MCP" && r.path === "get-env")) throw new Error("not logged yet");
       return data;
     }, 15_000);
-    expect(rows.find((r) => r.method === "MCP" && r.path === "get-env")!.decision).toBe("blocked");
+    expect(rows.find((r) => r.method === "MCP" && r.path === "get-env")).toMatchObject({ decision: "blocked", mcpServerId: serverId });
+    expect(rows.filter((r) => r.method === "MCP").every((r) => r.mcpServerId === serverId)).toBe(true);
+    // What is not a tools/call (initialize, tools/list, the GET stream) keeps its HTTP method, path and no server.
+    expect(rows.some((r) => r.method === "POST" && r.path === "/mcp" && r.mcpServerId === null)).toBe(true);
     expect(rows.some((r) => r.method === "MCP" && r.path === "echo" && r.decision === "allowed")).toBe(true);
     expect(rows.some((r) => r.method === "MCP" && r.path === "get-sum" && r.decision === "approval_approved")).toBe(true);
     const metrics = await (await fetch(`${cg.apiUrl}/metrics`, { headers: { authorization: `Bearer ${cg.keys.orgApiKey}` } })).text();
