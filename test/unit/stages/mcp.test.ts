@@ -160,6 +160,17 @@ describe("tools/list results", () => {
     expect(out[1].result.tools.map((t: { name: string }) => t.name)).toEqual(["delete_all"]);
   });
 
+  test("a JSON answer to a tools/list over 16 MiB is replaced by an error, never passed on unread", async () => {
+    const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
+    const rq = request("/mcp", [server()]);
+    stage.request!(rq);
+    rq.mcp!.listIds = new Set([1]);
+    const huge = toolList(1, Array.from({ length: 300_000 }, (_, i) => `tool_with_a_long_name_${i}`));
+    expect(huge.length).toBeGreaterThan(16 * 1024 * 1024);
+    const reply = stage.response!(rq, Object.assign(Reply.of(new Response(huge, { headers: { "content-type": "application/json" } })), { fromUpstream: true })) as Reply;
+    expect(JSON.parse(await replyText(reply))).toEqual({ jsonrpc: "2.0", id: 1, error: { code: -32010, message: "credgate: the tools/list result is over 16 MiB and was not passed on" } });
+  });
+
   test("no grant: no tools; full: the answer is not touched at all", async () => {
     const none = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
     const rq = request("/mcp", [server({ grant: null })]);
