@@ -171,6 +171,48 @@ describe("the older HTTP+SSE transport", () => {
   });
 });
 
+describe("an attacker with one agent token, with curl", () => {
+  const post = (path: string, body: string | Uint8Array, headers: string[] = []) =>
+    run(
+      ["curl", "-sS", "--max-time", "20", "--proxy", proxyOf(agent.token), "--cacert", ca.file, "-X", "POST", "-H", "content-type: application/json", ...(headers.some((h) => h.startsWith("accept:")) ? [] : ["-H", "accept: application/json, text/event-stream"]), ...headers.flatMap((h) => ["-H", h]), "--data-binary", "@-", "-w", "\n%{http_code}", `https://${HOST}:${mcp.port}${path}`],
+      { stdin: typeof body === "string" ? new TextEncoder().encode(body) : body },
+    );
+  const answer = (out: { stdout: string; stderr: string; code: number }) => {
+    const at = out.stdout.lastIndexOf("\n");
+    if (out.code !== 0) throw new Error(`curl exited ${out.code}: ${out.stderr}`);
+    return { status: Number(out.stdout.slice(at + 1)), body: out.stdout.slice(0, at) };
+  };
+
+  test("nothing it tries reaches the server: duplicate or case-folded keys, METHOD in capitals, /MCP, gzip, a 5 MiB body", async () => {
+    const callsBefore = mcp.calls.length;
+    const seenBefore = mcp.seen.length;
+    const dup = answer(await post("/mcp/stateless?json", '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"get-env"}}'));
+    expect(dup.status).toBe(400);
+    expect(JSON.parse(dup.body)).toMatchObject({ id: null, error: { code: -32700 } });
+    const folded = answer(await post("/mcp/stateless?json", '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","NAME":"get-env"}}'));
+    expect(folded.status).toBe(400);
+    const capitals = answer(await post("/mcp/stateless?json", '{"jsonrpc":"2.0","id":2,"METHOD":"tools/call","PARAMS":{"NAME":"get-env"}}'));
+    expect(JSON.parse(capitals.body)).toMatchObject({ id: 2, error: { code: -32010, message: "credgate: tool get-env is not granted to this agent" } });
+    const upper = answer(await post("/MCP/stateless?json", '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get-env"}}'));
+    expect(JSON.parse(upper.body)).toMatchObject({ id: 3, error: { code: -32010 } });
+    const gz = answer(await post("/mcp/stateless?json", Bun.gzipSync(new TextEncoder().encode('{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get-env"}}')), ["content-encoding: gzip"]));
+    expect(gz.status).toBe(415);
+    const big = answer(await post("/mcp/stateless?json", JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "echo", arguments: { message: "hello " + "x".repeat(5 * 1024 * 1024) } } })));
+    expect(big.status).toBe(413);
+    const batch = answer(await post("/mcp/stateless?json", JSON.stringify([{ jsonrpc: "2.0", id: 6, method: "tools/call", params: { name: "echo", arguments: { message: "hello" } } }, { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "get-env" } }])));
+    expect(JSON.parse(batch.body)).toMatchObject([{ id: 6, error: { code: -32010 } }, { id: 7, error: { code: -32010 } }]);
+    expect(mcp.calls.length).toBe(callsBefore);
+    expect(mcp.seen.length).toBe(seenBefore);
+  });
+
+  test("a client that accepts only SSE gets its refusal as an SSE event", async () => {
+    const out = answer(await post("/mcp/stateless", '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get-env"}}', ["accept: text/event-stream"]));
+    expect(out.status).toBe(200);
+    expect(out.body).toStartWith("event: message\ndata: ");
+    expect(JSON.parse(out.body.split("data: ")[1]!)).toMatchObject({ id: 8, error: { code: -32010 } });
+  });
+});
+
 describe("HTTP/2 agents", () => {
   test("a refused call, a granted one and a filtered SSE tools/list on one h2 connection (stateless server)", async () => {
     const body = (id: number, name: string, args: unknown) => JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
