@@ -3,6 +3,7 @@
 // gateway process of the instance (a shared cache), written with compare-and-swap so that instances never clobber
 // each other; a failed refresh keeps using the old token and moves the status (three failures → `error`, a
 // refused refresh token → `revoked`).
+import { ApiError } from "../core/errors.ts";
 import type { SharedCache, SharedCaches } from "../core/sharedCache.ts";
 import { log } from "../observability/log.ts";
 import type { ServiceDeps } from "./deps.ts";
@@ -13,6 +14,9 @@ import { REFRESH_AHEAD_MS } from "./oauth.ts";
 
 const RETRY_AFTER_FAILURE_MS = 5_000;
 const FAILURES_UNTIL_ERROR = 3;
+/** How long a refresh refused as `invalid_grant` waits for another instance's write of the token that won. */
+const NEWER_WRITE_POLLS = 10;
+const NEWER_WRITE_POLL_MS = 100;
 
 export class McpAuthService {
   readonly login: McpLogin;
@@ -53,7 +57,20 @@ export class McpAuthService {
 
   /** `refresh-tools`: lists the tools again with the current credential. */
   async refreshTools(row: McpServerRow): Promise<McpServerRow> {
-    return this.servers.discoverTools(row, await this.current(row));
+    const credential = await this.current(row);
+    if (!credential) throw ApiError.envelope(400, "Connect the MCP server first: credgate holds no token for it");
+    return this.servers.discoverTools(row, credential);
+  }
+
+  /** A credential written after `row` was read (another instance's refresh), waiting up to a second for it. */
+  async #newerCredential(row: McpServerRow): Promise<McpCredential | null> {
+    for (let i = 0; i < NEWER_WRITE_POLLS; i++) {
+      const now = await this.servers.byId(row.id).catch(() => null);
+      if (!now) return null;
+      if (now.version !== row.version) return now.status === "connected" || now.status === "error" ? this.servers.credential(now) : null;
+      await Bun.sleep(NEWER_WRITE_POLL_MS);
+    }
+    return null;
   }
 
   async #refresh(serverId: string): Promise<McpCredential | null> {
@@ -82,14 +99,18 @@ export class McpAuthService {
       const message = (err as Error).message;
       log.warn("mcp token refresh failed", { mcpServerId: row.id, error: message });
       if (code === "invalid_grant") {
-        // Another instance may have refreshed with this refresh token first: its stored token is the one to use.
-        const now = await this.servers.byId(row.id).catch(() => null);
-        if (now && now.version !== row.version && (now.status === "connected" || now.status === "error")) return this.servers.credential(now);
-        await this.servers.setStatus(row.id, "revoked", row.refreshFailures + 1, `The authorization server refused the refresh token: connect again (${message})`).catch(() => {});
-        return null;
+        // Another instance may have refreshed with this refresh token first (the server rotated it): its token is
+        // the one to use. Its answer came before ours, its write may still be on its way: wait for it a moment,
+        // and mark the server revoked only if nothing was written meanwhile (compare-and-swap on the version).
+        const theirs = await this.#newerCredential(row);
+        if (theirs) return theirs;
+        const revoked = await this.servers
+          .setStatus(row.id, "revoked", row.refreshFailures + 1, `The authorization server refused the refresh token: connect again (${message})`, row.version)
+          .catch(() => false);
+        return revoked ? null : ((await this.#newerCredential(row)) ?? null);
       }
       const failures = row.refreshFailures + 1;
-      await this.servers.setStatus(row.id, failures >= FAILURES_UNTIL_ERROR ? "error" : row.status, failures, `Refreshing the token failed: ${message}`).catch(() => {});
+      await this.servers.setStatus(row.id, failures >= FAILURES_UNTIL_ERROR ? "error" : row.status, failures, `Refreshing the token failed: ${message}`, row.version).catch(() => {});
       this.#retryAt.set(row.id, Date.now() + RETRY_AFTER_FAILURE_MS);
       return current;
     }

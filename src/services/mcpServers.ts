@@ -157,7 +157,8 @@ export class McpServerService {
     } catch (err) {
       const message = err instanceof McpAuthRequired ? `The server refused credgate's credential: ${err.message}` : `Listing the tools failed: ${(err as Error).message}`;
       log.warn("mcp tools not listed", { mcpServerId: row.id, error: (err as Error).message });
-      const status: McpServerStatus = err instanceof McpAuthRequired ? (row.authKind === "oauth" ? "revoked" : "error") : row.status === "pending" && credential ? "error" : row.status;
+      const refused = err instanceof McpAuthRequired && credential !== null;
+      const status: McpServerStatus = refused ? (credential.kind === "oauth" ? "revoked" : "error") : row.status === "pending" && credential ? "error" : row.status;
       set = { lastError: message, status };
     }
     const [updated] = await this.db.update(this.t).set({ ...set, updatedAt: nowIso() }).where(eq(this.t.id, row.id)).returning();
@@ -203,10 +204,16 @@ export class McpServerService {
     return row ? { swapped: true, row } : { swapped: false, row: await this.byId(id) };
   }
 
-  /** A refresh or login outcome that is not a new token: the status, the failure count and why. */
-  async setStatus(id: string, status: McpServerStatus, refreshFailures: number, lastError: string | null): Promise<void> {
-    const [row] = await this.db.update(this.t).set({ status, refreshFailures, lastError, updatedAt: nowIso() }).where(eq(this.t.id, id)).returning();
+  /**
+   * A refresh or login outcome that is not a new token: the status, the failure count and why. With `version`,
+   * only if no credential was written since it was read (a refresh's failure must not mark a token someone else
+   * just stored); true when written.
+   */
+  async setStatus(id: string, status: McpServerStatus, refreshFailures: number, lastError: string | null, version?: number): Promise<boolean> {
+    const where = version === undefined ? eq(this.t.id, id) : and(eq(this.t.id, id), eq(this.t.version, version));
+    const [row] = await this.db.update(this.t).set({ status, refreshFailures, lastError, updatedAt: nowIso() }).where(where).returning();
     if (row) this.changed(row.organizationId);
+    return row !== undefined;
   }
 
   private changed(organizationId: string): void {

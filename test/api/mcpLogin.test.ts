@@ -9,6 +9,8 @@ import { createTestApi, storedText, type TestApi } from "../support/app.ts";
 import { startMcpAuthServer, type McpAuthServer } from "../support/mcpAuthServer.ts";
 import { GatewaySnapshot } from "../../src/gateway/snapshot.ts";
 import { expectEnvelope } from "./helpers.ts";
+import { McpAuthService } from "../../src/services/mcpAuth.ts";
+import { SharedCaches } from "../../src/core/sharedCache.ts";
 
 const PUBLIC = "https://credgate.test";
 let api: TestApi;
@@ -146,6 +148,30 @@ describe("the login", () => {
     expect(as.tokenRequests.at(-1)).toEqual({ grant: "authorization_code", clientId: client.client_id, resource: as.mcp.url });
   });
 
+  test("the operator's client for an authorization server (CREDGATE_OAUTH_MCP_<HOST>_CLIENT_ID): no registration", async () => {
+    const as = await authServer();
+    const reg = await fetch(new URL("/register", as.issuer), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ redirect_uris: [`${PUBLIC}/v1/mcp-servers/callback`], client_name: "operator", token_endpoint_auth_method: "client_secret_post" }),
+    });
+    const client = (await reg.json()) as { client_id: string; client_secret: string };
+    const operator = await createTestApi({ CREDGATE_PUBLIC_URL: PUBLIC, CREDGATE_OAUTH_MCP_127_0_0_1_CLIENT_ID: client.client_id, CREDGATE_OAUTH_MCP_127_0_0_1_CLIENT_SECRET: client.client_secret });
+    try {
+      const server = (await operator.call("POST", "/v1/mcp-servers", { body: { name: "Operator client", url: as.mcp.url } })).body;
+      const start = await operator.call("GET", `/v1/mcp-servers/${server.id}/authorize`);
+      expect(new URL(start.headers.get("location")!).searchParams.get("client_id")).toBe(client.client_id);
+      const nonce = /credgate_oauth_state=([^;]+)/.exec(start.headers.get("set-cookie")!)![1]!;
+      const back = await consent(start.headers.get("location")!, "approve");
+      const done = await operator.call("GET", `/v1/mcp-servers/callback${back.search}`, { key: null, headers: { cookie: `credgate_oauth_state=${nonce}` } });
+      expect(new URL(done.headers.get("location")!).searchParams.get("status")).toBe("success");
+      expect(as.registrations).toHaveLength(1);
+      expect(as.tokenRequests.at(-1)).toEqual({ grant: "authorization_code", clientId: client.client_id, resource: as.mcp.url });
+    } finally {
+      await operator.core.close();
+    }
+  });
+
   test("the callback refuses what it did not start: no state, a forged or foreign state, a missing cookie, a denial, a replayed code", async () => {
     const as = await authServer();
     const server = await register(as.mcp.url);
@@ -170,6 +196,14 @@ describe("the login", () => {
     const second = await startLogin(server.id);
     const denied = await callback(await consent(second.location, "deny"), second.nonce);
     expect(denied.searchParams.get("message")).toBe("Authorization was denied");
+
+    // A flow started with a client credgate no longer holds (a later authorize registered another) says so.
+    const third = await startLogin(server.id);
+    const { mcpServers } = api.core.services;
+    const row = (await mcpServers.byId(server.id))!;
+    await mcpServers.saveClient(server.id, { ...mcpServers.oauthClient(row)!, clientId: "another-client" });
+    const stale = await callback(await consent(third.location, "approve"), third.nonce);
+    expect(stale.searchParams.get("message")).toBe("A newer login was started for this server: finish that one, or connect again");
   });
 
   test("discovery refuses metadata for another resource, and a static server has nothing to log in to", async () => {
@@ -209,6 +243,24 @@ describe("refresh", () => {
     // refresh-tools lists with the current (refreshed) token.
     const listed = await api.call("POST", `/v1/mcp-servers/${server.id}/refresh-tools`);
     expect(listed.body).toMatchObject({ status: "connected", error: null });
+  });
+
+  test("two instances refreshing at once (separate single-flights, one database): the rotated refresh token's loser takes the winner's token", async () => {
+    const as = await authServer({ expiresIn: 30, refreshedExpiresIn: 3600 });
+    const server = await register(as.mcp.url);
+    await login(as, server.id);
+    const { deps, mcpServers } = api.core.services;
+    const instances = [new McpAuthService(deps, mcpServers, new SharedCaches()), new McpAuthService(deps, mcpServers, new SharedCaches())];
+    const [a, b] = await Promise.all(instances.map((i) => i.fresh(server.id)));
+    expect(a).not.toBeNull();
+    expect(b).toEqual(a);
+    const stored = (await mcpServers.byId(server.id))!;
+    expect(stored.status).toBe("connected");
+    expect(mcpServers.credential(stored)).toEqual(a!);
+    // The token both use is one the authorization server issued last and still accepts.
+    expect(a!.kind === "oauth" && a!.accessToken).toBe(as.accessTokens.at(-1)!);
+    expect(as.tokenRequests.filter((r) => r.grant === "refresh_token").length).toBeLessThanOrEqual(2);
+    expect(as.accessTokens).toHaveLength(2);
   });
 
   test("a refused refresh token makes the server revoked, and nothing is injected", async () => {

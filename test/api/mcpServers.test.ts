@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApi, storedText, type TestApi } from "../support/app.ts";
 import { startMcpUpstream, type McpUpstream } from "../support/mcpUpstream.ts";
 import { GatewaySnapshot } from "../../src/gateway/snapshot.ts";
+import { startTinyproxy } from "../support/upstreamProxies.ts";
 import { addMember, addProject, expectEnvelope, expectFlat, ISO_MS, UUID_V4 } from "./helpers.ts";
 
 const TOKEN = "mcp-static-token-0123456789abcdef";
@@ -83,6 +84,8 @@ describe("registering", () => {
     const server = await register({ name: "Login later", url: streamable.url });
     expect(server).toMatchObject({ authKind: "oauth", status: "pending", tools: [], toolsRefreshedAt: null });
     expect(streamable.requests.length).toBe(before);
+    expectEnvelope(await api.call("POST", `/v1/mcp-servers/${server.id}/refresh-tools`), 400, "Connect the MCP server first: credgate holds no token for it");
+    expect((await api.call("GET", `/v1/mcp-servers/${server.id}`)).body.status).toBe("pending");
   });
 
   test("a server that cannot be reached is registered in error, saying why", async () => {
@@ -113,13 +116,90 @@ describe("registering", () => {
     for (const [body, message] of cases) expectFlat(await api.call("POST", "/v1/mcp-servers", { body }), 400, message);
   });
 
-  test("plain http only to loopback, and never in cloud mode", async () => {
+  test("plain http only to loopback, and never in cloud mode; in cloud mode the egress guard keeps credgate off internal addresses", async () => {
     const cloud = await createTestApi({ CREDGATE_MODE: "cloud" });
     try {
       const res = await cloud.call("POST", "/v1/mcp-servers", { body: { name: "x", url: streamable.url, auth: { bearer: TOKEN } }, headers: { "x-project-id": cloud.projectId } });
       expectFlat(res, 400, "url must be an https:// URL");
+      // An https:// URL to an internal address passes validation, and the egress guard refuses to connect.
+      const internal = await cloud.call("POST", "/v1/mcp-servers", { body: { name: "x", url: "https://127.0.0.1:9/mcp", auth: { bearer: TOKEN } }, headers: { "x-project-id": cloud.projectId } });
+      expect(internal.status).toBe(201);
+      expect(internal.body.status).toBe("error");
+      expect(internal.body.error).toBe("Listing the tools failed: credgate does not connect to 127.0.0.1 (127.0.0.1): the destination is an internal or reserved address");
     } finally {
       await cloud.core.close();
+    }
+  });
+});
+
+describe("a hostile server", () => {
+  /** A plain HTTP server answering every request with `answer`; it and a bystander record who came. */
+  async function hostile(answer: (req: Request, bystander: string) => Response | Promise<Response>) {
+    const bystanderSeen: string[] = [];
+    const bystander = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => (bystanderSeen.push(`${req.method} ${new URL(req.url).pathname} ${req.headers.get("authorization")}`), new Response("ok")) });
+    const bystanderUrl = `http://127.0.0.1:${bystander.port}`;
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => answer(req, bystanderUrl) });
+    return { url: `http://127.0.0.1:${server.port}/mcp`, bystanderSeen, stop: () => (server.stop(true), bystander.stop(true)) };
+  }
+
+  test("a redirect is not followed: the token never reaches the other host", async () => {
+    const h = await hostile((_req, other) => new Response(null, { status: 307, headers: { location: `${other}/mcp` } }));
+    try {
+      const server = await register({ name: "Redirects", url: h.url, auth: { bearer: TOKEN } });
+      expect(server.status).toBe("error");
+      expect(server.error).toBe("Listing the tools failed: initialize was answered with HTTP 307");
+      expect(h.bystanderSeen).toEqual([]);
+    } finally {
+      h.stop();
+    }
+  });
+
+  test("an HTTP+SSE stream naming a message endpoint on another origin: nothing is posted there", async () => {
+    const h = await hostile((req, other) =>
+      req.method === "POST"
+        ? new Response(null, { status: 405 })
+        : new Response(`event: endpoint\ndata: ${other}/steal?sessionId=1\n\n`, { headers: { "content-type": "text/event-stream" } }),
+    );
+    try {
+      const server = await register({ name: "Steals", url: h.url, auth: { bearer: TOKEN } });
+      expect(server.error).toBe("Listing the tools failed: the event stream named a message endpoint on another origin");
+      expect(h.bystanderSeen).toEqual([]);
+    } finally {
+      h.stop();
+    }
+  });
+
+  test("an endless answer is cut at its bound, and a tool list of more than 1000 tools is refused", async () => {
+    const big = await hostile(() => new Response(`{"jsonrpc":"2.0","id":0,"result":{"pad":"${"x".repeat(5 * 1024 * 1024)}"}}`, { headers: { "content-type": "application/json" } }));
+    const many = await hostile(async (req) => {
+      const msg = (await req.json()) as { id?: number; method: string };
+      if (msg.id === undefined) return new Response(null, { status: 202 });
+      const result = msg.method === "initialize" ? { protocolVersion: "2025-06-18", capabilities: {}, serverInfo: { name: "many", version: "1" } } : { tools: Array.from({ length: 1001 }, (_, i) => ({ name: `t${i}`, inputSchema: { type: "object" } })) };
+      return Response.json({ jsonrpc: "2.0", id: msg.id, result });
+    });
+    try {
+      expect((await register({ name: "Big", url: big.url, auth: { bearer: TOKEN } })).error).toBe(`Listing the tools failed: the answer is larger than ${4 * 1024 * 1024} bytes`);
+      expect((await register({ name: "Many", url: many.url, auth: { bearer: TOKEN } })).error).toBe("Listing the tools failed: the server lists more than 1000 tools");
+    } finally {
+      big.stop();
+      many.stop();
+    }
+  });
+});
+
+describe("the outbound door", () => {
+  test("with an upstream proxy, credgate's own listing goes through it (CONNECT to the server), and still works", async () => {
+    const proxy = await startTinyproxy({ user: "mcp", password: "mcp-proxy-pass", connectPorts: [Number(new URL(streamable.url).port)] });
+    const proxied = await createTestApi({ CREDGATE_UPSTREAM_PROXY: `http://mcp:mcp-proxy-pass@127.0.0.1:${proxy.port}` });
+    try {
+      const res = await proxied.call("POST", "/v1/mcp-servers", { body: { name: "Proxied", url: streamable.url, auth: { bearer: TOKEN } } });
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ status: "connected", error: null });
+      expect(res.body.tools).toHaveLength(3);
+      expect(proxy.targets()).toContain(`127.0.0.1:${new URL(streamable.url).port}`);
+    } finally {
+      await proxied.core.close();
+      await proxy.stop();
     }
   });
 });

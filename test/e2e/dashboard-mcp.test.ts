@@ -69,9 +69,14 @@ test("add an MCP server, Connect → the authorization server's consent → back
   await dialog.getByLabel("Access").selectOption("custom");
   await dialog.getByLabel("read_file").selectOption("allow");
   await dialog.getByLabel("write_file").selectOption("ask");
+  // A rule for a tool that is not granted is refused, next to the field; then a good one is saved.
+  await dialog.getByLabel("Argument rules").fill('{"delete_repository": {"/path": "*"}}');
+  await dialog.getByRole("button", { name: "Save access" }).click();
+  await dialog.getByText("arguments names tools that are not granted: delete_repository").waitFor();
+  await dialog.getByLabel("Argument rules").fill('{"write_file": {"/path": "/tmp/*"}}');
   await dialog.getByRole("button", { name: "Save access" }).click();
   await dialog.waitFor({ state: "detached" });
   await page.getByRole("cell", { name: "1 allowed · 1 need approval" }).waitFor();
   const grants = (await cg.api("GET", `/v1/agents/${agent.id}/grants`)).body;
-  expect(grants.mcpServers).toEqual([{ mcpServerId: serverId, name: "Files", access: "custom", allow: ["read_file"], ask: ["write_file"], arguments: {} }]);
+  expect(grants.mcpServers).toEqual([{ mcpServerId: serverId, name: "Files", access: "custom", allow: ["read_file"], ask: ["write_file"], arguments: { write_file: { "/path": "/tmp/*" } } }]);
 }, 90_000);

@@ -29,6 +29,8 @@ export interface McpAuthServerOptions {
   tools?: McpUpstreamTool[];
   /** Lifetime of access tokens, in seconds (under 60: due for refresh as soon as issued). Default 3600. */
   expiresIn?: number;
+  /** Lifetime of the tokens a refresh issues, when it differs. */
+  refreshedExpiresIn?: number;
   /** Whether the protected-resource metadata is named in the 401 (else found at the well-known URL). Default true. */
   challengeNamesMetadata?: boolean;
   /** What the protected-resource metadata says its resource is (default: the MCP server's URL). */
@@ -71,10 +73,10 @@ export async function startMcpAuthServer(opts: McpAuthServerOptions = {}): Promi
     },
   };
 
-  const issue = (clientId: string, resource: string | undefined): OAuthTokens => {
+  const issue = (clientId: string, resource: string | undefined, refreshed = false): OAuthTokens => {
     const token = `at-${randomUUID()}`;
     const refresh = `rt-${randomUUID()}`;
-    const expiresIn = opts.expiresIn ?? 3600;
+    const expiresIn = (refreshed ? opts.refreshedExpiresIn : undefined) ?? opts.expiresIn ?? 3600;
     tokens.set(token, { clientId, resource, expiresAt: Date.now() + expiresIn * 1000 });
     refreshTokens.set(refresh, { clientId, resource });
     accessTokens.push(token);
@@ -125,7 +127,7 @@ export async function startMcpAuthServer(opts: McpAuthServerOptions = {}): Promi
       checkResource(resource);
       // Refresh tokens rotate: the old one is spent.
       refreshTokens.delete(refreshToken);
-      return issue(client.client_id, data.resource);
+      return issue(client.client_id, data.resource, true);
     },
     async verifyAccessToken(token): Promise<AuthInfo> {
       const data = tokens.get(token);

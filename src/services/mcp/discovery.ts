@@ -61,11 +61,8 @@ async function probe(fetch: McpFetch, url: URL): Promise<string | null> {
 
 /** The resource's metadata URLs to try: the challenge's, else the path-aware well-known URL, then the root one. */
 function resourceMetadataUrls(server: URL, challenge: Record<string, string>, mode: Mode): URL[] {
-  if (challenge.resource_metadata) {
-    const named = checkedUrl(challenge.resource_metadata, mode, "The server's resource_metadata URL");
-    if (named.origin !== server.origin) throw new OutboundRefused("The server's resource_metadata URL is on another origin");
-    return [named];
-  }
+  // The metadata may live elsewhere; what it says is held to the server's origin below (its `resource`).
+  if (challenge.resource_metadata) return [checkedUrl(challenge.resource_metadata, mode, "The server's resource_metadata URL")];
   const path = server.pathname.replace(/\/+$/, "");
   const urls = [new URL(`/.well-known/oauth-protected-resource${path}`, server.origin)];
   if (path) urls.push(new URL("/.well-known/oauth-protected-resource", server.origin));

@@ -21,6 +21,8 @@ interface FlowState {
   /** The server's id and project. */
   s: string;
   p: string;
+  /** The client the flow was started with (a later authorize may have registered another). */
+  c: string;
   n: string;
   exp: number;
 }
@@ -100,7 +102,7 @@ export class McpLogin {
     url.searchParams.set("response_type", "code");
     url.searchParams.set("client_id", client.clientId);
     url.searchParams.set("redirect_uri", this.redirectUri);
-    url.searchParams.set("state", this.#encode({ s: row.id, p: row.projectId, n: nonce, exp: Date.now() + STATE_TTL_MS }));
+    url.searchParams.set("state", this.#encode({ s: row.id, p: row.projectId, c: client.clientId, n: nonce, exp: Date.now() + STATE_TTL_MS }));
     url.searchParams.set("code_challenge", createHash("sha256").update(this.#verifier(nonce)).digest("base64url"));
     url.searchParams.set("code_challenge_method", "S256");
     url.searchParams.set("resource", client.endpoints.resource);
@@ -122,13 +124,25 @@ export class McpLogin {
       redirectUri: this.redirectUri,
     };
     const kept = this.servers.oauthClient(row);
+    const fromEnv = this.#configuredFor(found.server.issuer);
     let client: McpOAuthClient;
     if (kept?.configured) client = { ...kept, authMethod: kept.clientSecret ? secretMethod(found.server) : "none" };
+    else if (fromEnv) client = { ...fromEnv, authMethod: fromEnv.clientSecret ? secretMethod(found.server) : "none", configured: true, endpoints: null };
     else if (kept && kept.endpoints?.issuer === endpoints.issuer && kept.endpoints.redirectUri === endpoints.redirectUri) client = kept;
     else client = await this.#register(found.server, endpoints);
     const next = { ...client, endpoints };
     await this.servers.saveClient(row.id, next);
     return next;
+  }
+
+  /**
+   * The operator's client for an authorization server: `CREDGATE_OAUTH_MCP_<HOST>_CLIENT_ID` (and `_CLIENT_SECRET`),
+   * the issuer's host with every character other than a letter or digit written `_` (docs/mcp.md#the-login).
+   */
+  #configuredFor(issuer: string): { clientId: string; clientSecret: string | null } | null {
+    const host = new URL(issuer).hostname.toLowerCase().replace(/[^a-z0-9]/g, "-");
+    const found = this.deps.config.oauthClients.get(`mcp-${host}`);
+    return found ? { clientId: found.clientId, clientSecret: found.clientSecret || null } : null;
   }
 
   /** RFC 7591 dynamic client registration, as a confidential client when the server takes client secrets. */
@@ -180,6 +194,7 @@ export class McpLogin {
     if (!code) return fail("Missing authorization code");
     const client = this.servers.oauthClient(row);
     if (!client?.endpoints) return fail("The login was not started for this server");
+    if (client.clientId !== state.c) return fail("A newer login was started for this server: finish that one, or connect again");
     let credential: McpCredential;
     try {
       credential = await tokenRequest(this.servers.fetch, client, { grant_type: "authorization_code", code, redirect_uri: client.endpoints.redirectUri, code_verifier: this.#verifier(state.n) }, null);

@@ -45,6 +45,15 @@ function openGrantDialog(ctx: PageCtx, server: McpServer, agent: Agent, grant: H
         when: (v) => v.access === "custom",
       }),
     ),
+    {
+      name: "arguments",
+      label: "Argument rules",
+      type: "textarea",
+      value: grant && Object.keys(grant.arguments).length ? JSON.stringify(grant.arguments, null, 2) : "",
+      hint: 'Optional. Per tool, a JSON pointer into its arguments and the glob the value must match, e.g. {"read_file": {"/path": "/srv/**"}}.',
+      when: (v) => v.access === "custom",
+      match: /arguments/i,
+    },
   ];
   openDialog(`Access of ${agent.name} to ${server.name}`, (close) =>
     form({
@@ -53,12 +62,21 @@ function openGrantDialog(ctx: PageCtx, server: McpServer, agent: Agent, grant: H
       onCancel: close,
       async onSubmit(v) {
         const picked = (choice: string) => server.tools.filter((t) => v[`tool:${t.name}`] === choice).map((t) => t.name);
+        const rules = String(v.arguments ?? "").trim();
+        let args: unknown = {};
+        if (v.access === "custom" && rules) {
+          try {
+            args = JSON.parse(rules);
+          } catch {
+            throw new Error("arguments must be JSON: an object of tools, each an object of JSON pointers and globs");
+          }
+        }
         if (v.access === "none") await ctx.api.send("DELETE", `/agents/${agent.id}/grants/mcp-servers/${server.id}`);
         else
           await ctx.api.send(
             "PUT",
             `/agents/${agent.id}/grants/mcp-servers/${server.id}`,
-            v.access === "custom" ? { access: "custom", allow: picked("allow"), ask: picked("ask"), arguments: grant?.arguments ?? {} } : { access: "full" },
+            v.access === "custom" ? { access: "custom", allow: picked("allow"), ask: picked("ask"), arguments: args } : { access: "full" },
           );
         close();
         await onSaved();
