@@ -148,7 +148,7 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
     }
     // Only a path of the server's own origin becomes the server's: the token never goes elsewhere.
     if (url.origin !== server.origin) return null;
-    return sessions.learn(server.id, url.pathname + url.search, source);
+    return sessions.learn(server.id, url.pathname + url.search, source, rq.agent.id);
   }
 
   return {

@@ -10,8 +10,8 @@ const ENDPOINTS_PER_SERVER = 1024;
 export class McpSessions {
   /** Server id → lowercased endpoint paths (no query), in the order learned. */
   readonly #endpoints = new Map<string, Set<string>>();
-  /** `serverId path?query` → the session's open stream. */
-  readonly #streams = new Map<string, SseEventSource>();
+  /** `serverId path?query` → the session's open stream, and the agent whose it is. */
+  readonly #streams = new Map<string, { stream: SseEventSource; agentId: string }>();
 
   /** Whether `lowerPath` is a message endpoint a stream of `serverId` named. */
   isEndpoint(serverId: string, lowerPath: string): boolean {
@@ -19,7 +19,7 @@ export class McpSessions {
   }
 
   /** A stream of `serverId` named `pathAndQuery` (same origin) as its message endpoint; `stream` carries the session. */
-  learn(serverId: string, pathAndQuery: string, stream: SseEventSource): () => void {
+  learn(serverId: string, pathAndQuery: string, stream: SseEventSource, agentId: string): () => void {
     const q = pathAndQuery.indexOf("?");
     const path = (q < 0 ? pathAndQuery : pathAndQuery.slice(0, q)).toLowerCase();
     let paths = this.#endpoints.get(serverId);
@@ -28,14 +28,19 @@ export class McpSessions {
     paths.add(path);
     if (paths.size > ENDPOINTS_PER_SERVER) paths.delete(paths.values().next().value!);
     const key = `${serverId} ${pathAndQuery}`;
-    this.#streams.set(key, stream);
+    const entry = { stream, agentId };
+    this.#streams.set(key, entry);
     return () => {
-      if (this.#streams.get(key) === stream) this.#streams.delete(key);
+      if (this.#streams.get(key) === entry) this.#streams.delete(key);
     };
   }
 
-  /** The open stream of the session whose endpoint is `pathAndQuery`, if this process relays it. */
-  stream(serverId: string, pathAndQuery: string): SseEventSource | null {
-    return this.#streams.get(`${serverId} ${pathAndQuery}`) ?? null;
+  /**
+   * The open stream of the session whose endpoint is `pathAndQuery`, if this process relays it to `agentId`: an
+   * agent that learned another's session id cannot put events on that agent's stream.
+   */
+  stream(serverId: string, pathAndQuery: string, agentId: string): SseEventSource | null {
+    const entry = this.#streams.get(`${serverId} ${pathAndQuery}`);
+    return entry !== undefined && entry.agentId === agentId ? entry.stream : null;
   }
 }

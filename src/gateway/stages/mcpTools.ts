@@ -116,7 +116,7 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
   function rpcAnswer(rq: ProxyRequest, body: unknown, status = 200): Response {
     const mcp = rq.mcp!;
     // An HTTP+SSE session: answers travel on its stream; the POST itself is accepted, as the server would.
-    const stream = status === 200 ? sessions.stream(mcp.server.id, sessionKeyOf(rq)) : null;
+    const stream = status === 200 ? sessions.stream(mcp.server.id, sessionKeyOf(rq), rq.agent.id) : null;
     if (stream !== null && body !== null) {
       for (const m of Array.isArray(body) ? body : [body]) stream.inject(sseMessageEvent(m));
       return gatewayJson(202, body as Record<string, unknown>);

@@ -218,7 +218,9 @@ describe("tools/list results", () => {
     const got = receive(reply);
     upstream.sink!.data(enc("event: endpoint\ndata: /messages?sessionId=abc\n\n"));
     expect(sessions.isEndpoint("mcp-1", "/messages")).toBe(true);
-    expect(sessions.stream("mcp-1", "/messages?sessionId=abc")).not.toBeNull();
+    expect(sessions.stream("mcp-1", "/messages?sessionId=abc", "agent-1")).not.toBeNull();
+    // Another agent that learned the session id cannot put events on this agent's stream.
+    expect(sessions.stream("mcp-1", "/messages?sessionId=abc", "agent-2")).toBeNull();
     upstream.sink!.data(enc(`event: message\ndata: ${toolList(99, ["delete_all", "echo"])}\n\n`));
     expect(JSON.parse(got.chunks[1]!.split("data: ")[1]!).result.tools).toEqual([{ name: "echo", inputSchema: { type: "object" } }]);
     // The endpoint now belongs to the server: a POST there gets the token.
@@ -227,12 +229,12 @@ describe("tools/list results", () => {
     expect(post.mcp?.server.id).toBe("mcp-1");
     // A gateway event goes between two of the server's events, never inside one.
     upstream.sink!.data(enc("event: message\ndata: {\"partial\":"));
-    sessions.stream("mcp-1", "/messages?sessionId=abc")!.inject('event: message\ndata: {"injected":true}\n\n');
+    sessions.stream("mcp-1", "/messages?sessionId=abc", "agent-1")!.inject('event: message\ndata: {"injected":true}\n\n');
     expect(got.chunks).toHaveLength(2);
     upstream.sink!.data(enc("1}\n\n"));
     expect(got.chunks[2]).toBe('event: message\ndata: {"partial":1}\n\nevent: message\ndata: {"injected":true}\n\n');
     upstream.sink!.end();
-    expect(sessions.stream("mcp-1", "/messages?sessionId=abc")).toBeNull();
+    expect(sessions.stream("mcp-1", "/messages?sessionId=abc", "agent-1")).toBeNull();
   });
 
   test("CRLF events split between the CR and the LF; a result whose keys are JSON escapes is read all the same", () => {
@@ -246,7 +248,7 @@ describe("tools/list results", () => {
     upstream.sink!.data(enc("\n"));
     expect(got.chunks.join("")).toBe("event: endpoint\r\ndata: /messages?sessionId=s1\r\n\r\n");
     // Nothing is held: a gateway event goes out at once.
-    sessions.stream("mcp-1", "/messages?sessionId=s1")!.inject("event: message\ndata: {}\n\n");
+    sessions.stream("mcp-1", "/messages?sessionId=s1", "agent-1")!.inject("event: message\ndata: {}\n\n");
     expect(got.chunks.at(-1)).toBe("event: message\ndata: {}\n\n");
     const escaped = '{"jsonrpc":"2.0","id":3,"result":{"tool\\u0073":[{"name":"echo"},{"n\\u0061me":"delete_all"}]}}';
     upstream.sink!.data(enc(`data: ${escaped}\n\n`));
