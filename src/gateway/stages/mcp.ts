@@ -4,7 +4,7 @@
 // tools/list results filtered to the agent's grant (a JSON body whole, an SSE stream event by event) and the
 // `endpoint` event of an HTTP+SSE stream learned. What the body asks is judged by mcp-tools (mcpTools.ts).
 // An agent without MCP servers costs one length check; another agent's request to another host, one origin
-// comparison per server.
+// string and a comparison per server.
 import { isJsonObject, jsonRpcError, TOOL_REFUSED, type JsonValue } from "../../core/jsonRpc.ts";
 import type { McpAuthService } from "../../services/mcpAuth.ts";
 import { authHeaderOf } from "../../services/mcp/credential.ts";
@@ -42,10 +42,9 @@ function under(prefix: string, path: string): boolean {
  * case is ignored: a server that reads `/MCP/../mcp` or `/Mcp` as its URL must not receive a call nobody judged.
  */
 export function mcpServerFor(servers: readonly CompiledMcpServer[], rq: ProxyRequest, sessions: McpSessions): CompiledMcpServer | null {
-  let origin: string | null = null;
+  // One origin string per request of an agent that has MCP servers; none for the others.
+  const origin = originOf(rq);
   for (const server of servers) {
-    if (!server.origin.endsWith(rq.host) && !server.origin.includes(`${rq.host}:`) && !server.origin.includes(`[${rq.host}]`)) continue;
-    origin ??= originOf(rq);
     if (server.origin !== origin) continue;
     const prefix = server.pathPrefix.toLowerCase();
     for (const reading of rq.pathReadings) {
