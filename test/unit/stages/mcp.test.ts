@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { Reply, type BodySink, type BodySource } from "../../../src/gateway/reply.ts";
 import type { CompiledMcpServer } from "../../../src/gateway/snapshot.ts";
+import { guidanceStage } from "../../../src/gateway/stages/guidance.ts";
 import { mcpStage } from "../../../src/gateway/stages/mcp.ts";
 import { McpSessions } from "../../../src/gateway/stages/mcpSessions.ts";
 import { agentCredentials, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
@@ -138,6 +139,22 @@ describe("which requests are the server's", () => {
     const fresh = request("/mcp", [server({ expiresAt: Date.now() + 3_600_000 })]);
     expect(refreshing.request!(fresh)).not.toBeInstanceOf(Promise);
     expect(asked).toHaveLength(1);
+  });
+
+  test("a server credgate has no token for answers 401: the agent is told to have it connected, not to add a secret", async () => {
+    const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
+    const rq = request("/mcp", [server({ auth: null, status: "pending" })]);
+    stage.request!(rq);
+    rq.decision = "allowed";
+    const upstream = Object.assign(Reply.of(new Response('{"error":"unauthorized"}', { status: 401, headers: { "content-type": "application/json" } })), { fromUpstream: true });
+    const guided = await guidanceStage({ publicUrl: "https://credgate.example" }).response!(rq, upstream);
+    expect(guided.status).toBe(401);
+    expect(JSON.parse(await replyText(guided))).toEqual({
+      error: "app_not_connected",
+      message: "The MCP server tools is not connected in credgate. Ask the user to open this URL to connect it: https://credgate.example/p/project-1/mcp-servers/mcp-1",
+      provider: "tools",
+      connect_url: "https://credgate.example/p/project-1/mcp-servers/mcp-1",
+    });
   });
 
   test("an agent without MCP servers passes untouched", () => {
