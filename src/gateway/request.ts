@@ -75,7 +75,7 @@ export interface McpExchange {
   readonly server: CompiledMcpServer;
   /** The tools/call names of the body, in order (read by mcp-tools; the first is the log row's path). */
   tools: readonly string[];
-  /** The ids of the body's tools/list requests, whose results are filtered; null when it has none. */
+  /** The ids of the body's tools/list requests (empty: asked without one); null when it asks none. */
   listIds: ReadonlySet<string | number> | null;
 }
 

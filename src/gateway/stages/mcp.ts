@@ -108,10 +108,11 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
   function readStream(rq: ProxyRequest, mcp: McpExchange, reply: Reply, body: NonNullable<Reply["body"]>): void {
     const server = mcp.server;
     const isGet = rq.method === "GET";
-    // A POST's stream answers its own requests; a GET stream may replay them (a resumed session) or carry every
-    // answer (HTTP+SSE), so any tools/list result on it is filtered.
-    const ids = isGet ? null : mcp.listIds;
-    const filter = filtersTools(server) && (isGet || ids !== null);
+    // Every tools/list result on any stream is cut, whatever its id: a server may answer with an id other than the
+    // one asked (`1e400` comes back `null` from a JavaScript server), a GET stream may replay a POST's answers
+    // (a resumed session) or carry every answer (HTTP+SSE).
+    const ids = null;
+    const filter = filtersTools(server);
     if (!filter && !isGet) return;
     let forget: (() => void) | null = null;
     const source: SseEventSource = new SseEventSource(
@@ -176,7 +177,7 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
       if (mcp === null || !reply.fromUpstream || reply.body === null) return reply;
       const type = (reply.header("content-type") ?? "").toLowerCase();
       const sse = type.startsWith("text/event-stream");
-      const reads = sse ? rq.method === "GET" || (mcp.listIds !== null && filtersTools(mcp.server)) : type.includes("json") && mcp.listIds !== null && filtersTools(mcp.server);
+      const reads = sse ? rq.method === "GET" || filtersTools(mcp.server) : type.includes("json") && mcp.listIds !== null && filtersTools(mcp.server);
       if (!reads) return reply;
       // Encoded although identity was asked for (the echo guard decodes only credentialed answers): decoded
       // here, or, in an encoding credgate cannot read, not passed on: an unread tool list must not leak.
@@ -190,12 +191,12 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
       }
       if (sse) readStream(rq, mcp, reply, reply.body!);
       else {
-        const ids = mcp.listIds!;
+        const ids = [...mcp.listIds!];
         reply.transforms.push(
           jsonBodyRewrite(
-            (text) => filterToolLists(text, ids, mcp.server.grant),
+            (text) => filterToolLists(text, null, mcp.server.grant),
             () => {
-              const errors = [...ids].map((id) => jsonRpcError(id, TOOL_REFUSED, "credgate: the tools/list result is over 16 MiB and was not passed on"));
+              const errors = (ids.length === 0 ? [null] : ids).map((id) => jsonRpcError(id, TOOL_REFUSED, "credgate: the tools/list result is over 16 MiB and was not passed on"));
               return JSON.stringify(errors.length === 1 ? errors[0] : errors);
             },
           ),

@@ -164,7 +164,9 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
     let listIds: Set<string | number> | null = null;
     for (const message of read.messages) {
       if (message.kind === "tools/list") {
-        if (message.id !== null) (listIds ??= new Set()).add(message.id);
+        // Asked with any id, or none (a lenient server may answer that too): the JSON answer is read.
+        listIds ??= new Set();
+        if (message.id !== null) listIds.add(message.id);
         continue;
       }
       if (message.kind !== "tools/call") continue;

@@ -165,16 +165,18 @@ describe("which requests are the server's", () => {
 });
 
 describe("tools/list results", () => {
-  test("a JSON answer is cut to allow ∪ ask; another id's result and other messages are left alone", async () => {
+  test("a JSON answer is cut to allow ∪ ask, whatever id it carries (id 1e400 comes back null); other messages are left alone", async () => {
     const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
     const rq = request("/mcp", [server()]);
     stage.request!(rq);
-    rq.mcp!.listIds = new Set([1]);
-    const body = JSON.stringify([JSON.parse(toolList(1, ["echo", "add", "delete_all"])), JSON.parse(toolList(2, ["delete_all"]))]);
-    const again = stage.response!(rq, Object.assign(Reply.of(new Response(body, { headers: { "content-type": "application/json" } })), { fromUpstream: true })) as Reply;
-    const out = JSON.parse(await replyText(again));
+    rq.mcp!.listIds = new Set([Infinity]);
+    const call = { jsonrpc: "2.0", id: 2, result: { content: [{ type: "text", text: "tools: delete_all" }] } };
+    const body = JSON.stringify([JSON.parse(toolList(1, ["echo", "add", "delete_all"])).result && { ...JSON.parse(toolList(1, ["echo", "add", "delete_all"])), id: null }, call]);
+    const reply = stage.response!(rq, Object.assign(Reply.of(new Response(body, { headers: { "content-type": "application/json" } })), { fromUpstream: true })) as Reply;
+    const out = JSON.parse(await replyText(reply));
+    expect(out[0].id).toBeNull();
     expect(out[0].result.tools.map((t: { name: string }) => t.name)).toEqual(["echo", "add"]);
-    expect(out[1].result.tools.map((t: { name: string }) => t.name)).toEqual(["delete_all"]);
+    expect(out[1]).toEqual(call);
   });
 
   test("a JSON answer to a tools/list over 16 MiB is replaced by an error, never passed on unread", async () => {
