@@ -117,17 +117,18 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
     let forget: (() => void) | null = null;
     const source: SseEventSource = new SseEventSource(
       body,
-      (text) => {
-        if (isGet && forget === null && text.includes("endpoint")) {
-          const ev = parseSseEvent(text);
+      (event) => {
+        // Bytes are searched before anything is decoded: most events are neither an endpoint nor a tool list.
+        if (isGet && forget === null && event.includes("endpoint")) {
+          const ev = parseSseEvent(event.toString("utf8"));
           if (ev.event === "endpoint" && ev.data !== null) forget = learnEndpoint(rq, server, ev.data, source);
         }
         // A stream that is not an HTTP+SSE session (its first event names no endpoint) of an agent whose tool
         // lists are not cut: nothing more to read, and no event is held from now on.
         if (!filter && forget === null) source.stopReading();
         // Any event that may name `tools`, spelled out or through a JSON escape, is read.
-        if (filter && (text.includes("tools") || text.includes("\\u"))) {
-          const ev = parseSseEvent(text);
+        if (filter && (event.includes("tools") || event.includes("\\u"))) {
+          const ev = parseSseEvent(event.toString("utf8"));
           const filtered = ev.data === null ? null : filterToolLists(ev.data, ids, server.grant);
           if (filtered !== null) return sseEventWith(ev, filtered);
         }

@@ -49,8 +49,8 @@ export function sseEventWith(ev: SseEvent, data: string): string {
 }
 
 /**
- * A body source over an SSE stream that hands each whole event to `rewrite` (its text: null to send it on as
- * it came) and can be given events to send between two of the server's.
+ * A body source over an SSE stream that hands each whole event to `rewrite` (its bytes; the text to send instead,
+ * or null to send it on as it came) and can be given events to send between two of the server's.
  */
 export class SseEventSource implements BodySource {
   readonly length = null;
@@ -67,7 +67,8 @@ export class SseEventSource implements BodySource {
 
   constructor(
     private readonly inner: BodySource,
-    private readonly rewrite: (eventText: string) => string | null,
+    /** Given each whole event's bytes (a view: read it, do not keep it). */
+    private readonly rewrite: (event: Buffer) => string | null,
     onClosed: (() => void) | null = null,
   ) {
     this.#closed = onClosed;
@@ -129,7 +130,7 @@ export class SseEventSource implements BodySource {
   }
 
   #emitOne(bytes: Uint8Array): Uint8Array {
-    const replaced = this.rewrite(decoder.decode(bytes));
+    const replaced = this.rewrite(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
     return replaced === null ? bytes : encoder.encode(replaced);
   }
 
