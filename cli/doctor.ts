@@ -14,6 +14,7 @@ export function registerDoctor(program: Command): void {
     .option("--data-dir <dir>", "data directory (CREDGATE_DATA_DIR, default ./credgate-data)")
     .option("--port <port>", "API port to check (CREDGATE_PORT, default 10254)")
     .option("--gateway-port <port>", "gateway port to check (CREDGATE_GATEWAY_PORT, default 10255)")
+    .option("--db-port <port>", "database listener port to check (CREDGATE_DB_PORT, default 10256; 0: off)")
     .option("--host <address>", "bind address to check (CREDGATE_HOST, default 0.0.0.0)")
     .option("--check-host <host[:port]>", "an upstream to reach over TLS (repeatable; default: the CREDGATE_RESOLVE hosts)", (v: string, acc: string[]) => [...acc, v], [] as string[])
     .action(async (flags: ConfigFlags & { checkHost: string[] }) => {

@@ -12,6 +12,7 @@ export function registerGatewayWorker(program: Command): void {
     .option("--data-dir <dir>")
     .option("--port <port>")
     .option("--gateway-port <port>")
+    .option("--db-port <port>")
     .option("--host <address>")
     .option("--mode <mode>")
     .action(async (flags: ConfigFlags & { index?: string }) => {

@@ -22,7 +22,9 @@ NODE_EXTRA_CA_CERTS (fetch it from http://<gateway>/v1/gateway/ca).
 The command gets the agent's proxy (HTTPS_PROXY, HTTP_PROXY, NO_PROXY for loopback; https:// when the server's
 CREDGATE_GATEWAY_URL is, with the CA of that hop set for every runtime), the gateway CA for Node, Bun, Python,
 curl, git, Go and Deno, and a Node preload that sends fetch() and the http/https modules (axios,
-got, vendor SDKs) through the gateway. New agents are in mode "grants": they inject only the secrets granted to
+got, vendor SDKs) through the gateway, and for each PostgreSQL credential the agent may use a URL in
+CREDGATE_DB_<NAME>_URL (and PGHOST, PGUSER, PGPASSWORD… when there is exactly one) whose password is the agent's
+token, for credgate's database port. New agents are in mode "grants": they inject only the secrets granted to
 them (PUT /v1/agents/<id>/grants/secrets/<secretId>); the Default Agent injects every secret.
 
 Examples:

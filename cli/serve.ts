@@ -40,6 +40,7 @@ export function registerServe(program: Command): void {
     .option("--data-dir <dir>", "data directory (CREDGATE_DATA_DIR, default ./credgate-data)")
     .option("--port <port>", "API port (CREDGATE_PORT, default 10254)")
     .option("--gateway-port <port>", "gateway port (CREDGATE_GATEWAY_PORT, default 10255)")
+    .option("--db-port <port>", "PostgreSQL broker port (CREDGATE_DB_PORT, default 10256; 0 turns it off)")
     .option("--host <address>", "bind address (CREDGATE_HOST, default 0.0.0.0)")
     .option("--mode <mode>", "self-hosted or cloud (CREDGATE_MODE)")
     .option("--gateway-workers <n>", "gateway processes sharing the gateway port (CREDGATE_GATEWAY_WORKERS, default: the number of cores)")

@@ -52,6 +52,8 @@ const POSTGRES_RUN = [
   "test/e2e/audit.test.ts",
   // GitHub App tokens minted once for every process and instance (the minted_tokens row and its lease).
   "test/e2e/github-app.test.ts",
+  // The database broker's approvals, remembered approvals and per-statement request logs live in the store.
+  "test/e2e/database-statements.test.ts",
   "test/multi",
 ];
 

@@ -26,6 +26,15 @@ OAuth tokens on the user's behalf. You never see them, and you do not need them.
 - If several connections of one app exist, choose one with the header
   \`x-credgate-connection-id: <id>\`; the list comes back in the \`x-credgate-connections\` response header.
 
+## Databases
+
+- When \`CREDGATE_DB_<NAME>_URL\` variables (or \`PGHOST\`, \`PGUSER\`, …) are set, connect to PostgreSQL with
+  them as they are: \`psql "$CREDGATE_DB_ORDERS_URL"\`, or pass the URL to your driver. The password in them is
+  your agent token, not the database's: credgate logs in to the real database for you. Keep the \`sslmode\` given.
+- A refusal is a PostgreSQL error whose message starts with \`credgate:\` (the credential is read-only, writes
+  are blocked, a write was not approved). Do not retry a refused write; tell the user. A write may also wait
+  for a person's approval before it runs.
+
 ## Errors the gateway returns
 
 Every gateway error is JSON: \`{"error": "<code>", "message": "...", ...}\`. Responses with the header

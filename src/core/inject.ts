@@ -124,8 +124,9 @@ export function applyInjection(secret: Injectable, value: string, headers: Heade
   }
   const cfg = secret.injection;
   // A placeholder is replaced where the agent wrote it, body included: the placeholder stage's work. Signed and
-  // minted variants are applied by their own gateway stages (docs/injection.md#signed-and-minted-credentials).
-  if (!cfg || cfg.placeholder !== undefined || cfg.awsSigV4 !== undefined || cfg.githubApp !== undefined) return { ok: true, pathAndQuery, count };
+  // minted variants are applied by their own gateway stages (docs/injection.md#signed-and-minted-credentials). A
+  // database password never goes into HTTP (docs/databases.md#the-database-secret).
+  if (!cfg || cfg.placeholder !== undefined || cfg.awsSigV4 !== undefined || cfg.githubApp !== undefined || cfg.database !== undefined) return { ok: true, pathAndQuery, count };
   if (cfg.headerName !== undefined) {
     return { ok: true, pathAndQuery, count: setHeader(headers, cfg.headerName, fill(cfg, cfg.valueFormat ?? "{value}", value)) };
   }

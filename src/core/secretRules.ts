@@ -3,6 +3,7 @@
 import { createPrivateKey } from "node:crypto";
 import type { InjectionConfig } from "./records/secrets.ts";
 import { normalizeSurfaces, placeholderError, surfacesError } from "./placeholders.ts";
+import { databaseConfigError, normalizeDatabaseConfig } from "./databaseRules.ts";
 
 export type SecretTypeName = "llm_a" | "llm_b" | "generic";
 export type AuthMode = "api-key" | "oauth";
@@ -11,7 +12,7 @@ export type AuthMode = "api-key" | "oauth";
 export type InjectionConfigShape = InjectionConfig;
 
 export const INJECTION_SHAPE_MESSAGE =
-  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}";
+  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}";
 export const AWS_KEY_ID_MESSAGE = "awsSigV4.accessKeyId must be 16-128 characters of A-Z and 0-9";
 export const AWS_REGION_MESSAGE = "awsSigV4.region is not a region name";
 export const AWS_SERVICE_MESSAGE = "awsSigV4.service is not a service name";
@@ -66,6 +67,7 @@ export function injectionConfigError(raw: unknown): string | null {
   const cfg = raw as Record<string, unknown>;
   const keys = Object.keys(cfg);
   if (keys.length === 1 && (keys[0] === "awsSigV4" || keys[0] === "githubApp")) return signedVariantError(cfg);
+  if (keys.length === 1 && keys[0] === "database") return databaseConfigError(cfg.database);
   const variant = VARIANTS.find(
     (v) => v.required.every((k) => k in cfg) && keys.every((k) => v.required.includes(k) || v.optional.includes(k)),
   );
@@ -112,6 +114,7 @@ export function normalizeInjectionConfig(cfg: InjectionConfig): InjectionConfig 
   if (cfg.githubApp !== undefined) {
     return { githubApp: { appId: positiveId(cfg.githubApp.appId)!, installationId: positiveId(cfg.githubApp.installationId)! } };
   }
+  if (cfg.database !== undefined) return { database: normalizeDatabaseConfig(cfg.database) };
   if (cfg.headerName !== undefined) return { headerName: cfg.headerName, valueFormat: cfg.valueFormat ?? "{value}" };
   if (cfg.paramName !== undefined) return { paramName: cfg.paramName, paramFormat: cfg.paramFormat ?? "{value}" };
   if (cfg.pathTemplate !== undefined) return { pathTemplate: cfg.pathTemplate };
@@ -135,6 +138,11 @@ export function isGithubAppKey(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** A database secret (docs/databases.md#the-database-secret): its value is a password for the database listener, never sent over HTTP. */
+export function isDatabase(cfg: InjectionConfigShape | null | undefined): boolean {
+  return cfg?.database !== undefined;
 }
 
 export function injectsIntoPath(cfg: InjectionConfigShape | null | undefined): boolean {

@@ -134,16 +134,19 @@ function portFree(host: string, port: number): Promise<string | null> {
   });
 }
 
-/** The API and gateway ports can be bound on the configured address. */
-export async function checkPorts(config: Pick<Config, "host" | "port" | "gatewayPort">): Promise<CheckResult> {
+/** The API, gateway and database-listener ports (docs/databases.md#the-listener; unless off) can be bound on the configured address. */
+export async function checkPorts(config: Pick<Config, "host" | "port" | "gatewayPort"> & Partial<Pick<Config, "dbPort">>): Promise<CheckResult> {
   const name = "ports";
   const problems: string[] = [];
-  for (const [label, port] of [["API", config.port], ["gateway", config.gatewayPort]] as const) {
+  const ports: [string, number][] = [["API", config.port], ["gateway", config.gatewayPort], ...(config.dbPort ? [["database", config.dbPort] as [string, number]] : [])];
+  for (const [label, port] of ports) {
     const problem = await portFree(config.host, port);
     if (problem) problems.push(`${label} ${config.host}:${port} ${problem}`);
   }
   if (config.port === config.gatewayPort && config.port !== 0) problems.push(`the API and gateway ports are both ${config.port}`);
-  return problems.length > 0 ? fail(name, problems.join("; ")) : pass(name, `API ${config.host}:${config.port} and gateway ${config.host}:${config.gatewayPort} are free`);
+  if (config.dbPort && (config.dbPort === config.port || config.dbPort === config.gatewayPort)) problems.push(`the database port ${config.dbPort} is also the ${config.dbPort === config.port ? "API" : "gateway"} port`);
+  const free = ports.map(([label, port]) => `${label} ${config.host}:${port}`);
+  return problems.length > 0 ? fail(name, problems.join("; ")) : pass(name, `${free.slice(0, -1).join(", ")} and ${free.at(-1)} are free`);
 }
 
 /** The API's TLS pair (docs/operations.md#tls), when files are configured: readable, and the key belongs to the certificate. */

@@ -34,11 +34,12 @@ export class EgressGuard {
   #keptCount = 0;
 
   constructor(
-    private readonly config: Pick<Config, "mode" | "egressAllow" | "egressDeny" | "port" | "gatewayPort">,
+    private readonly config: Pick<Config, "mode" | "egressAllow" | "egressDeny" | "port" | "gatewayPort"> & Partial<Pick<Config, "dbPort">>,
     private readonly outbound: Outbound,
   ) {
     this.#rules = { mode: config.mode, allow: config.egressAllow, deny: config.egressDeny };
-    this.#ownPorts = new Set([config.port, config.gatewayPort]);
+    // The database listener too: a database secret pointed at credgate's own listener would loop.
+    this.#ownPorts = new Set([config.port, config.gatewayPort, ...(config.dbPort ? [config.dbPort] : [])]);
     this.#localAddresses = new Set(
       Object.values(networkInterfaces())
         .flatMap((list) => list ?? [])

@@ -58,7 +58,7 @@ export function requestLogFieldsOf(rq: ProxyRequest, status: number, latencyMs?:
 /** The current time as ISO 8601, formatted once per millisecond (many rows share one at load). */
 let isoMs = -1;
 let iso = "";
-function nowIso(): string {
+export function logTime(): string {
   const ms = Date.now();
   if (ms !== isoMs) {
     isoMs = ms;
@@ -93,7 +93,7 @@ export function writeRequestLog(requestLogs: RequestLogService, f: RequestLogFie
     approvalId: f.approvalId ?? null,
     costNanos: f.costNanos ?? null,
     requestId: f.requestId,
-    createdAt: nowIso(),
+    createdAt: logTime(),
     mcpServerId: f.mcpServerId ?? null,
   });
   return id;

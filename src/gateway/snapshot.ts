@@ -9,18 +9,19 @@ import type { ClaimPending } from "./claim.ts";
 import type { PathReadings } from "../core/pathReadings.ts";
 import type { Injectable } from "../core/inject.ts";
 import type { AuthMode } from "../core/secretRules.ts";
+import { DEFAULT_DATABASE_PORT } from "../core/databaseRules.ts";
 import type { AgentMode, ConnectionAccess, SecretScope } from "../core/model.ts";
 import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
 import type { AgentRow } from "../services/agents.ts";
-import type { PartnerBudget } from "../services/budgets/partnerBudgets.ts";
+import type { PartnerBudget } from "../services/budgets/partnerBudget.ts";
 import type { ScopeBudget } from "../services/budgets/scopeBudgets.ts";
 import { needsBody, type CompiledRule } from "../core/policy.ts";
 import { compiledApp, type CompiledApp } from "../apps/match.ts";
 import type { Resources } from "../core/resources.ts";
 import { agentRules, compileAgentRules, targetResolver } from "../services/agentRules.ts";
 import type { ConnectionCredential } from "../services/connections.ts";
-import type { AgentAccess } from "../services/access.ts";
+import { usableDatabaseSecrets, type AgentAccess } from "../services/access.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { log } from "../observability/log.ts";
 import { RememberedApprovals } from "./rememberedApprovals.ts";
@@ -53,12 +54,40 @@ export interface CompiledSecret extends Injectable {
   opRef: string | null;
 }
 
+/**
+ * A database secret this agent may use through the PostgreSQL broker (docs/databases.md#the-database-secret),
+ * keyed in `AgentCredentials.databases` by its name: the startup `user` an agent connects with.
+ */
+export interface DatabaseCredential {
+  secretId: string;
+  name: string;
+  scope: "project" | "organization";
+  /** The secret's hostPattern: an exact host name or address (IPv6 without brackets). */
+  host: string;
+  port: number;
+  /** The real database user. */
+  user: string;
+  /** Inline value; null when it lives in an external vault (then `opRef`). */
+  password: string | null;
+  opRef: string | null;
+  /** Allowed database names; null = any. */
+  databases: string[] | null;
+  tls: "verify-full" | "require" | "off";
+  readOnly: boolean;
+  writes: "allow" | "approve" | "block";
+}
+
 export interface AgentCredentials {
   agent: AgentEntry;
   /** Credentials this agent may inject, in application order. */
   injectable: CompiledSecret[];
-  /** Every secret of the project and organization, for the guidance rewrite ("exists but not granted"). */
+  /**
+   * Every secret of the project and organization: the guidance rewrite's "exists but not granted" (HTTP secrets
+   * only) and the leak guard's needles (database passwords included, held by no HTTP host).
+   */
   visible: CompiledSecret[];
+  /** The database secrets this agent may use, by name, project over organization (docs/databases.md#connecting). */
+  databases: Map<string, DatabaseCredential>;
   /** App connections this agent may inject (usable, and granted in mode `grants`). */
   connections: CompiledConnection[];
   /** Every connection of the project and organization, for policy targets and the guidance rewrite. */
@@ -264,7 +293,8 @@ export class GatewaySnapshot {
     // Which credentials the agent may inject: services/access.ts, the answer the API gives too.
     const access = await this.services.access.forAgent(agent);
     const org = access.organization;
-    const injectableIds = new Set(access.secrets.filter((s) => s.injectable).map((s) => s.secret.id));
+    // A database password is never injected into HTTP: its secret is used by the database listener only.
+    const injectableIds = new Set(access.secrets.filter((s) => s.injectable && s.secret.injectionConfig?.database === undefined).map((s) => s.secret.id));
     const compiled = access.secrets.map((s) => this.#compile(s.secret)).sort(
       (a, b) => a.tier - b.tier || Number(b.catchAllPath) - Number(a.catchAllPath) || a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
     );
@@ -274,6 +304,7 @@ export class GatewaySnapshot {
       agent,
       injectable,
       visible: compiled.filter((s) => s.scope !== "partner"),
+      databases: this.#databases(access),
       connections: connections.injectable,
       visibleConnections: connections.all,
       policy: await this.#policy(agent, compiled, connections.all),
@@ -347,6 +378,30 @@ export class GatewaySnapshot {
     }
     const injectable = all.filter((c) => c.usable && allowed.has(c.id));
     return { all, injectable };
+  }
+
+  /** The database credentials the agent may use (services/access.ts decides which), by name. */
+  #databases(access: AgentAccess): Map<string, DatabaseCredential> {
+    const out = new Map<string, DatabaseCredential>();
+    for (const [name, row] of usableDatabaseSecrets(access.secrets)) {
+      const db = row.injectionConfig!.database!;
+      out.set(name, {
+        secretId: row.id,
+        name,
+        scope: row.scope as "project" | "organization",
+        // An IPv6 address may be stored as `[::1]`: the dial wants it bare.
+        host: row.hostPattern.replace(/^\[|\]$/g, ""),
+        port: db.port ?? DEFAULT_DATABASE_PORT,
+        user: db.user,
+        password: this.services.secrets.openValue(row),
+        opRef: row.opRef,
+        databases: db.databases ?? null,
+        tls: db.tls ?? "verify-full",
+        readOnly: db.readOnly ?? false,
+        writes: db.writes ?? "allow",
+      });
+    }
+    return out;
   }
 
   #compile(row: SecretRow): CompiledSecret {

@@ -165,6 +165,7 @@ export function agentCredentials(parts: Partial<AgentCredentials> = {}): AgentCr
     visible: [],
     connections: [],
     visibleConnections: [],
+    databases: new Map(),
     policy: { organization: { ordered: [], fallback: null }, project: { ordered: [], fallback: null }, empty: true, needsBody: false },
     partnerBudgets: new Map(),
     scopeBudgets: { llm_a: [], llm_b: [] },

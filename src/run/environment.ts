@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { rootCertificates } from "node:tls";
+import { databaseEnv, isDatabaseEnvKey, type DatabaseUrlCredential } from "../core/databaseUrls.ts";
 
 export interface ContainerConfig {
   env: Record<string, string>;
@@ -33,6 +34,25 @@ export function curlrcWithProxyCa(base: Record<string, string | undefined>, bund
   return `${lines}proxy-cacert = ${JSON.stringify(bundle)}\n`;
 }
 
+/**
+ * The container config's database URLs made for this machine (docs/databases.md#connecting): the same names,
+ * token, port and databases, on the gateway URL's host, with the CA file `run` wrote.
+ */
+export function runDatabaseEnv(config: ContainerConfig, gatewayHost: string, caFile: string): Record<string, string> {
+  const list: DatabaseUrlCredential[] = [];
+  let token = "";
+  let port = 0;
+  for (const [key, value] of Object.entries(config.env)) {
+    if (!/^CREDGATE_DB_[A-Z0-9_]*_URL$/.test(key)) continue;
+    const url = new URL(value);
+    token = decodeURIComponent(url.password);
+    port = Number(url.port);
+    const database = decodeURIComponent(url.pathname.slice(1));
+    list.push({ name: decodeURIComponent(url.username), databases: database === "" ? null : [database] });
+  }
+  return list.length === 0 ? {} : databaseEnv(list, { host: gatewayHost.replace(/^\[|\]$/g, ""), port, token, caPath: caFile });
+}
+
 export function runEnvironment(
   base: Record<string, string | undefined>,
   config: ContainerConfig,
@@ -45,7 +65,8 @@ export function runEnvironment(
   const proxy = `${gateway.protocol}//x:${token}@${gateway.host}`;
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
-  for (const [k, v] of Object.entries(config.env)) if (!CONTAINER_ONLY.has(k)) env[k] = v;
+  for (const [k, v] of Object.entries(config.env)) if (!CONTAINER_ONLY.has(k) && !isDatabaseEnvKey(k)) env[k] = v;
+  Object.assign(env, runDatabaseEnv(config, gateway.hostname, files.ca));
   const noProxy = [...new Set([...(env.NO_PROXY ?? env.no_proxy ?? "").split(",").map((s) => s.trim()).filter(Boolean), ...LOOPBACK])].join(",");
   const nodeOptions = [env.NODE_OPTIONS, `--require ${JSON.stringify(files.nodePreload)}`].filter(Boolean).join(" ");
   return {

@@ -18,6 +18,8 @@ export interface Config {
   dataDir: string;
   port: number;
   gatewayPort: number;
+  /** The PostgreSQL broker's listener (CREDGATE_DB_PORT, --db-port, docs/databases.md#the-listener); 0: off. */
+  dbPort: number;
   host: string;
   publicUrl: string;
   gatewayUrl: string;
@@ -87,6 +89,7 @@ export interface ConfigFlags {
   dataDir?: string;
   port?: string | number;
   gatewayPort?: string | number;
+  dbPort?: string | number;
   host?: string;
   gatewayWorkers?: string | number;
 }
@@ -126,6 +129,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
   }
   const port = parsePort("port", flags.port ?? env.CREDGATE_PORT, 10254);
   const gatewayPort = parsePort("gateway port", flags.gatewayPort ?? env.CREDGATE_GATEWAY_PORT, 10255);
+  const dbPort = parsePort("database port", flags.dbPort ?? env.CREDGATE_DB_PORT, 10256);
 
   const masterKey = nonEmpty(env.CREDGATE_MASTER_KEY);
   if (masterKey !== null && Buffer.from(masterKey, "base64").length !== 32) {
@@ -162,6 +166,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     dataDir: resolvePath(flags.dataDir ?? nonEmpty(env.CREDGATE_DATA_DIR) ?? "./credgate-data"),
     port,
     gatewayPort,
+    dbPort,
     host: flags.host ?? nonEmpty(env.CREDGATE_HOST) ?? "0.0.0.0",
     publicUrl: parseUrl("CREDGATE_PUBLIC_URL", nonEmpty(env.CREDGATE_PUBLIC_URL) ?? `${apiTls.kind === "none" ? "http" : "https"}://localhost:${port}`),
     gatewayUrl: parseUrl("CREDGATE_GATEWAY_URL", nonEmpty(env.CREDGATE_GATEWAY_URL) ?? `http://localhost:${gatewayPort}`),

@@ -58,6 +58,23 @@ export function decideAccess<S extends { id: string; scope: SecretScope }, C ext
   };
 }
 
+/**
+ * The database secrets an agent may use through the PostgreSQL broker (docs/databases.md#connecting), by name
+ * (the startup `user`): those it may use by mode and grants, a project's over its organization's of the same
+ * name, then the newest (`secrets` comes newest first). Partner secrets are never database secrets.
+ */
+export function usableDatabaseSecrets<S extends { name: string; scope: SecretScope; injectionConfig: { database?: unknown } | null }>(
+  secrets: readonly { secret: S; injectable: boolean }[],
+): Map<string, S> {
+  const out = new Map<string, S>();
+  for (const scope of ["project", "organization"] as const) {
+    for (const { secret, injectable } of secrets) {
+      if (injectable && secret.scope === scope && secret.injectionConfig?.database !== undefined && !out.has(secret.name)) out.set(secret.name, secret);
+    }
+  }
+  return out;
+}
+
 /** The partner whose secrets an organization's agents receive: its partner while managed and not detached. */
 export function servingPartner(organization: Pick<OrganizationRow, "partnerId" | "partnerDetached"> | null | undefined): string | null {
   return organization?.partnerId && !organization.partnerDetached ? organization.partnerId : null;

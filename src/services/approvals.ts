@@ -164,7 +164,7 @@ export class ApprovalService {
       agent: { id: row.agentId, name: row.agentName },
       method: row.method,
       host: row.host,
-      path: pathOnly(row.path),
+      path: notifiedPath(row),
       summary: row.summary,
       expiresAt: row.expiresAt,
       approveUrl: approvalLinkUrl(this.deps.config.publicUrl, row.id, token, "approve"),
@@ -308,7 +308,7 @@ export class ApprovalService {
       agent: { id: row.agentId, name: row.agentName },
       method: row.method,
       host: row.host,
-      path: pathOnly(row.path),
+      path: notifiedPath(row),
     });
     return outcome.until;
   }
@@ -339,7 +339,14 @@ export class ApprovalService {
   }
 }
 
-/** The path of an approval (which keeps the query: docs/policy.md#approvals) without it, as notifications show it. */
+/**
+ * The path notifications show: an HTTP request's without its query (docs/policy.md#approvals), a held SQL
+ * statement whole (its `?` is an operator, not a query: docs/databases.md#writes-that-need-approval).
+ */
+function notifiedPath(row: ApprovalRow): string {
+  return row.method === "SQL" ? row.path : pathOnly(row.path);
+}
+
 function pathOnly(path: string): string {
   const q = path.indexOf("?");
   return q < 0 ? path : path.slice(0, q);

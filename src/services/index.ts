@@ -140,8 +140,8 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const notifications = new NotificationService(deps, outbound, egress);
   const githubApps = new GithubAppTokens(deps, outbound, egress, caches);
   const rememberedApprovals = new RememberedApprovalService(deps);
-  const partnerBudgets = new PartnerBudgetService(deps);
-  const budgetLedger = new BudgetLedger(deps, partnerBudgets, spend, notifications);
+  const budgetLedger = new BudgetLedger(deps, spend, notifications);
+  const partnerBudgets = new PartnerBudgetService(deps, budgetLedger);
   const apps = new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets });
   return {
     deps,

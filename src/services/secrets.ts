@@ -22,6 +22,7 @@ import {
   type AuthMode,
   type InjectionConfigShape,
 } from "../core/secretRules.ts";
+import { DATABASE_PARTNER_MESSAGE, databaseHostError } from "../core/databaseRules.ts";
 import type { SecretType, ValueSource } from "../core/model.ts";
 import type { InjectionConfig, Secret, SecretCreated, SecretMetadata } from "../core/records/secrets.ts";
 import type { SecretRow } from "../store/rows.ts";
@@ -227,9 +228,19 @@ export class SecretService {
     if (taken) throw ApiError.flat(400, placeholderTakenMessage(taken.name));
   }
 
+  /** A database secret's checks that need its host too (flat 400s) and its owner (docs/databases.md#the-database-secret). */
+  #checkDatabase(owner: SecretOwner, hostPattern: string, cfg: InjectionConfigShape | null): void {
+    if (cfg?.database === undefined) return;
+    const message = databaseHostError(hostPattern, cfg.database);
+    if (message) throw ApiError.flat(400, message);
+    // The broker serves a project's agents their project's and organization's databases; a partner's would reach every customer's.
+    if (owner.scope === "partner") throw badRequest(DATABASE_PARTNER_MESSAGE);
+  }
+
   async create(owner: SecretOwner, input: CreateSecretInput): Promise<SecretCreated> {
-    // A field rule (flat 400) that needs the store: before the service checks.
+    // Field rules (flat 400) that need the store or another field: before the service checks.
     if (input.type === "generic" && input.injectionConfig) await this.#checkPlaceholder(owner, input.injectionConfig, null);
+    if (input.type === "generic" && input.injectionConfig) this.#checkDatabase(owner, input.hostPattern ?? "", input.injectionConfig);
     const valueSource = input.valueSource ?? "inline";
     if (valueSource === "external_vault") this.checkVault(owner);
 
@@ -296,6 +307,9 @@ export class SecretService {
       if (!parsed.ok) throw ApiError.flat(400, parsed.message);
       newInjection = normalizeInjectionConfig(parsed.value);
       await this.#checkPlaceholder(owner, newInjection, row.id);
+    }
+    if (row.type === "generic" && (newInjection !== null || input.hostPattern !== undefined)) {
+      this.#checkDatabase(owner, input.hostPattern ?? row.hostPattern, newInjection ?? row.injectionConfig);
     }
     const patch: Partial<SecretRow> = {};
     if (input.name !== undefined) patch.name = input.name;

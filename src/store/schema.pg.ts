@@ -498,20 +498,6 @@ export const budgetAlerts = pgTable(
   ],
 );
 
-export const budgetReservations = pgTable(
-  "budget_reservations",
-  {
-    id: text("id").primaryKey(),
-    secretId: text("secret_id").notNull(),
-    organizationId: text("organization_id").notNull(),
-    estimateNanos: bigint("estimate_nanos", { mode: "number" }).notNull(),
-    expiresAt: text("expires_at").notNull(),
-  },
-  (t) => [
-    index("budget_reservations_owner").on(t.secretId, t.organizationId, t.expiresAt),
-  ],
-);
-
 export const budgetSpend = pgTable(
   "budget_spend",
   {
@@ -528,7 +514,9 @@ export const budgetSpend = pgTable(
 export const budgetWindows = pgTable(
   "budget_windows",
   {
-    budgetId: text("budget_id").notNull().references(() => scopeBudgets.id, { onDelete: "cascade" }),
+    budgetId: text("budget_id").notNull(),
+    scopeBudgetId: text("scope_budget_id").references(() => scopeBudgets.id, { onDelete: "cascade" }),
+    partnerBudgetId: text("partner_budget_id").references(() => budgets.id, { onDelete: "cascade" }),
     windowStart: bigint("window_start", { mode: "number" }).notNull(),
     holder: text("holder").notNull(),
     spentNanos: bigint("spent_nanos", { mode: "number" }).notNull(),
@@ -538,12 +526,15 @@ export const budgetWindows = pgTable(
   (t) => [
     primaryKey({ columns: [t.budgetId, t.windowStart, t.holder] }),
     index("budget_windows_holder").on(t.holder),
+    index("budget_windows_scope_budget").on(t.scopeBudgetId),
+    index("budget_windows_partner_budget").on(t.partnerBudgetId),
   ],
 );
 
 export const budgets = pgTable(
   "budgets",
   {
+    id: text("id").notNull().unique(),
     secretId: text("secret_id").notNull().references(() => secrets.id, { onDelete: "cascade" }),
     organizationId: text("organization_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
     limitCents: integer("limit_cents").notNull(),

@@ -491,20 +491,6 @@ export const budgetAlerts = sqliteTable(
   ],
 );
 
-export const budgetReservations = sqliteTable(
-  "budget_reservations",
-  {
-    id: text("id").primaryKey(),
-    secretId: text("secret_id").notNull(),
-    organizationId: text("organization_id").notNull(),
-    estimateNanos: integer("estimate_nanos").notNull(),
-    expiresAt: text("expires_at").notNull(),
-  },
-  (t) => [
-    index("budget_reservations_owner").on(t.secretId, t.organizationId, t.expiresAt),
-  ],
-);
-
 export const budgetSpend = sqliteTable(
   "budget_spend",
   {
@@ -521,7 +507,9 @@ export const budgetSpend = sqliteTable(
 export const budgetWindows = sqliteTable(
   "budget_windows",
   {
-    budgetId: text("budget_id").notNull().references(() => scopeBudgets.id, { onDelete: "cascade" }),
+    budgetId: text("budget_id").notNull(),
+    scopeBudgetId: text("scope_budget_id").references(() => scopeBudgets.id, { onDelete: "cascade" }),
+    partnerBudgetId: text("partner_budget_id").references(() => budgets.id, { onDelete: "cascade" }),
     windowStart: integer("window_start").notNull(),
     holder: text("holder").notNull(),
     spentNanos: integer("spent_nanos").notNull(),
@@ -531,12 +519,15 @@ export const budgetWindows = sqliteTable(
   (t) => [
     primaryKey({ columns: [t.budgetId, t.windowStart, t.holder] }),
     index("budget_windows_holder").on(t.holder),
+    index("budget_windows_scope_budget").on(t.scopeBudgetId),
+    index("budget_windows_partner_budget").on(t.partnerBudgetId),
   ],
 );
 
 export const budgets = sqliteTable(
   "budgets",
   {
+    id: text("id").notNull().unique(),
     secretId: text("secret_id").notNull().references(() => secrets.id, { onDelete: "cascade" }),
     organizationId: text("organization_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
     limitCents: integer("limit_cents").notNull(),

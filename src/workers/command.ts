@@ -13,6 +13,7 @@ export function workerCommand(config: Config, ports: { port: number; gatewayPort
     "--data-dir", config.dataDir,
     "--port", String(ports.port),
     "--gateway-port", String(ports.gatewayPort),
+    "--db-port", String(config.dbPort),
     "--host", config.host,
     "--mode", config.mode,
   ];

@@ -64,6 +64,12 @@ test("add an MCP server, Connect → the authorization server's consent → back
   expect(as.registrations.map((r) => r.redirect_uris)).toEqual([[`${base}/v1/mcp-servers/callback`]]);
   expect(as.mcp.authorizations).toContain(`Bearer ${as.accessTokens[0]}`);
 
+  // A callback whose state is not credgate's comes back to the project's MCP servers, saying why.
+  await page.goto(`${base}/v1/mcp-servers/callback?code=x&state=forged`);
+  await page.waitForURL((u) => u.pathname === `/p/${cg.keys.projectId}/mcp-servers`);
+  await page.getByText("The login did not complete: Invalid state parameter").waitFor();
+  await page.goto(`${base}/p/${cg.keys.projectId}/mcp-servers/${serverId}`);
+
   await page.getByRole("button", { name: "Edit access of Coder" }).click();
   const dialog = page.getByRole("dialog", { name: "Access of Coder to Files" });
   await dialog.getByLabel("Access").selectOption("custom");

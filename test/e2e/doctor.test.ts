@@ -25,7 +25,7 @@ beforeAll(async () => {
   const cg = await startCredgate({ env: { CREDGATE_DATABASE_URL: "" } });
   expect(await cg.stop()).toBe(0);
   dataDir = cg.dataDir;
-  ports = ["--host", "127.0.0.1", "--port", String(await freePort()), "--gateway-port", String(await freePort())];
+  ports = ["--host", "127.0.0.1", "--port", String(await freePort()), "--gateway-port", String(await freePort()), "--db-port", String(await freePort())];
   env = { CREDGATE_DATABASE_URL: "", CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `${HOST}:443:127.0.0.1`, CREDGATE_CONNECT_TO: "" };
 });
 

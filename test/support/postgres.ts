@@ -17,7 +17,8 @@ export function testEngine(): "sqlite" | "postgres" {
   return process.env.CREDGATE_TEST_ENGINE === "postgres" ? "postgres" : "sqlite";
 }
 
-function pgBinary(name: string): string {
+/** The path of a PostgreSQL program (`initdb`, `pg_ctl`, `psql`, `pgbench`): on PATH, else the newest Debian install. */
+export function pgBinary(name: string): string {
   const onPath = spawnSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).stdout.trim();
   if (onPath) return onPath;
   const base = "/usr/lib/postgresql";
@@ -33,6 +34,16 @@ export interface PostgresServer {
   urlOf(database: string): string;
   stop(): void;
   start(): void;
+  /** The server's temp dir (its socket dir; the data dir is `<dir>/data`). */
+  dir: string;
+}
+
+/** What a caller adds to a new server before its first start (test/support/databaseServer.ts). */
+export interface ServerSetup {
+  /** Runs after initdb, before the first start, as the test process's user; `owner` is the server's uid/gid when the tests run as root. */
+  prepare?(data: string, owner: { uid: number; gid: number } | null): void;
+  /** Extra `-c name=value` settings. */
+  settings?: Record<string, string>;
 }
 
 let server: Promise<PostgresServer> | null = null;
@@ -44,14 +55,16 @@ export function postgresServer(): Promise<PostgresServer> {
 }
 
 /** A new, independent PostgreSQL server (for tests that stop and restart it). */
-export async function startServer(): Promise<PostgresServer> {
+export async function startServer(setup: ServerSetup = {}): Promise<PostgresServer> {
   const dir = mkdtempSync(join(tmpdir(), "credgate-pg-"));
   const asRoot = userInfo().uid === 0;
   const as = (cmd: string[]) => (asRoot ? ["runuser", "-u", "postgres", "--", ...cmd] : cmd);
+  let owner: { uid: number; gid: number } | null = null;
   if (asRoot) {
-    const pw = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" });
-    const uid = Number(pw.stdout.trim());
-    if (!Number.isInteger(uid)) throw new Error("the postgres user does not exist: install the Debian postgresql package");
+    const uid = Number(spawnSync("id", ["-u", "postgres"], { encoding: "utf8" }).stdout.trim());
+    const gid = Number(spawnSync("id", ["-g", "postgres"], { encoding: "utf8" }).stdout.trim());
+    if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error("the postgres user does not exist: install the Debian postgresql package");
+    owner = { uid, gid };
     chownSync(dir, uid, uid);
   }
   chmodSync(dir, 0o700);
@@ -63,7 +76,11 @@ export async function startServer(): Promise<PostgresServer> {
   run(as([pgBinary("initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]));
   const port = await freePort();
   const pgCtl = pgBinary("pg_ctl");
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`;
+  setup.prepare?.(data, owner);
+  const settings = Object.entries(setup.settings ?? {})
+    .map(([k, v]) => ` -c ${k}=${v}`)
+    .join("");
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300${settings}`;
   const start = () => run(as([pgCtl, "-D", data, "-o", options, "-l", join(dir, "log"), "-w", "-t", "30", "start"]));
   const stop = () => {
     spawnSync(as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"])[0]!, as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]).slice(1));
@@ -82,7 +99,7 @@ export async function startServer(): Promise<PostgresServer> {
   });
   watcher.unref();
   const urlOf = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
-  return { port, adminUrl: urlOf("postgres"), urlOf, stop, start };
+  return { port, adminUrl: urlOf("postgres"), urlOf, stop, start, dir };
 }
 
 let databases = 0;

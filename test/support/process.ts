@@ -29,6 +29,8 @@ export interface RunningCredgate {
   env: Record<string, string>;
   apiPort: number;
   gatewayPort: number;
+  /** The PostgreSQL broker's port (docs/databases.md#the-listener): a free one unless the test names it. */
+  dbPort: number;
   apiUrl: string;
   gatewayUrl: string;
   /** With `apiTls`: the CA the API's certificate is checked against. */
@@ -47,6 +49,7 @@ export interface StartOptions {
   args?: string[];
   apiPort?: number;
   gatewayPort?: number;
+  dbPort?: number;
   /** The API speaks HTTPS (CREDGATE_TLS…, docs/operations.md#tls): its certificate is checked against `ca`, else the gateway CA. */
   apiTls?: { ca?: string };
 }
@@ -77,8 +80,10 @@ export async function startCredgate(opts: StartOptions = {}): Promise<RunningCre
   const env = { CREDGATE_GATEWAY_WORKERS: "1", ...(opts.env?.CREDGATE_DATABASE_URL ? {} : await storeEnvFor(dataDir)), ...opts.env };
   const apiPort = opts.apiPort ?? (await freePort());
   const gatewayPort = opts.gatewayPort ?? (await freePort());
+  // Every credgate of the suites at once would want the default 10256.
+  const dbPort = opts.dbPort ?? (await freePort());
   const proc = spawn(
-    [...credgateCommand(), "serve", "--data-dir", dataDir, "--port", String(apiPort), "--gateway-port", String(gatewayPort), "--host", "127.0.0.1", ...(opts.args ?? [])],
+    [...credgateCommand(), "serve", "--data-dir", dataDir, "--port", String(apiPort), "--gateway-port", String(gatewayPort), "--db-port", String(dbPort), "--host", "127.0.0.1", ...(opts.args ?? [])],
     { env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
   );
   let out = "";
@@ -117,6 +122,7 @@ export async function startCredgate(opts: StartOptions = {}): Promise<RunningCre
     env,
     apiPort,
     gatewayPort,
+    dbPort,
     apiUrl,
     gatewayUrl,
     apiCa,

@@ -2,6 +2,9 @@
 // stubs for agent frameworks, and the gateway skill an agent reads to learn how the gateway behaves.
 import { ApiError } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
+import { usableDatabaseSecrets, type AgentAccess } from "../../services/access.ts";
+import { databaseEnv } from "../../core/databaseUrls.ts";
+import type { Config } from "../../runtime/config.ts";
 import type { AgentRow } from "../../services/agents.ts";
 import { GATEWAY_SKILL } from "../skill.ts";
 import { route, type RouteDef } from "../route.ts";
@@ -48,6 +51,18 @@ async function agentFor(services: Services, projectId: string, identifier: strin
   return (await services.agents.findDefault(projectId)) ?? services.agents.createDefault(projectId);
 }
 
+/**
+ * The agent's database URLs as a container reaches the database listener (docs/databases.md#connecting): the
+ * container's gateway host, the listener's port; none while the listener is off.
+ */
+function containerDatabaseEnv(config: Config, access: AgentAccess, token: string): Record<string, string> {
+  if (config.dbPort === 0) return {};
+  const list = [...usableDatabaseSecrets(access.secrets).values()].map((s) => ({ name: s.name, databases: s.injectionConfig!.database!.databases ?? null }));
+  if (list.length === 0) return {};
+  const host = new URL(`http://${config.containerGatewayHost}`).hostname.replace(/^\[|\]$/g, "");
+  return databaseEnv(list, { host, port: config.dbPort, token, caPath: CA_CONTAINER_PATH });
+}
+
 export function agentSetupRoutes(caPem: string): RouteDef[] {
   return [
     route({
@@ -88,6 +103,7 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
           env.CODEX_HOME = CODEX_HOME;
           credentialStubs.push({ containerPath: `${CODEX_HOME}/auth.json`, content: codexStubContent("oauth") });
         }
+        Object.assign(env, containerDatabaseEnv(config, access, token));
         const mcpServers = (await services.mcpGrants.forAgent(agent))
           .filter((m) => m.grant !== null)
           .map(({ server, grant }) => ({

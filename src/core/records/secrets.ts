@@ -20,6 +20,7 @@ interface InjectionFields {
   surfaces?: Surface[];
   awsSigV4?: AwsSigV4Config;
   githubApp?: GithubAppConfig;
+  database?: DatabaseConfig;
 }
 
 /** Signs requests with a long-term AWS key (docs/injection.md#aws-signature-v4); the value is the secret access key. */
@@ -34,6 +35,20 @@ export interface GithubAppConfig {
   appId: number;
   installationId: number;
 }
+
+/** Where the PostgreSQL broker connects with this password (docs/databases.md#the-database-secret); stored with every default filled in. */
+export interface DatabaseConfig {
+  engine: "postgresql";
+  port?: number;
+  user: string;
+  /** Allowed database names; absent: any. */
+  databases?: string[];
+  tls?: DatabaseTls;
+  readOnly?: boolean;
+  writes?: DatabaseWrites;
+}
+export type DatabaseTls = "verify-full" | "require" | "off";
+export type DatabaseWrites = "allow" | "approve" | "block";
 
 /**
  * Where a generic secret goes (docs/injection.md): on the wire exactly one of the variants (what the
@@ -58,6 +73,20 @@ export const InjectionConfig = T.Unsafe<InjectionFields>(
         }),
       }),
       T.Object({ githubApp: T.Object({ appId: T.Integer({ minimum: 1 }), installationId: T.Integer({ minimum: 1 }) }) }),
+      T.Object({
+        database: T.Object(
+          {
+            engine: T.Literal("postgresql"),
+            port: T.Optional(T.Integer({ minimum: 1, maximum: 65535, default: 5432 })),
+            user: T.String({ minLength: 1, maxLength: 63, description: "The real database user credgate logs in as" }),
+            databases: T.Optional(T.Array(T.String({ minLength: 1, maxLength: 63 }), { minItems: 1, maxItems: 100, description: "Allowed database names; any when absent" })),
+            tls: T.Optional(Enum("verify-full", "require", "off")),
+            readOnly: T.Optional(T.Boolean({ default: false })),
+            writes: T.Optional(Enum("allow", "approve", "block")),
+          },
+          { description: "A PostgreSQL server reached through credgate's database listener; the value is the password (docs/databases.md)" },
+        ),
+      }),
     ],
     { $id: "InjectionConfig" },
   ),

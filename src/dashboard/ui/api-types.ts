@@ -410,6 +410,19 @@ export type InjectionConfig = {
     appId: number;
     installationId: number;
   };
+} | {
+  /** A PostgreSQL server reached through credgate's database listener; the value is the password (docs/databases.md) */
+  database: {
+    engine: "postgresql";
+    port?: number;
+    /** The real database user credgate logs in as */
+    user: string;
+    /** Allowed database names; any when absent */
+    databases?: string[];
+    tls?: "verify-full" | "require" | "off";
+    readOnly?: boolean;
+    writes?: "allow" | "approve" | "block";
+  };
 };
 
 export type LastPublish = {

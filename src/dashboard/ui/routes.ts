@@ -35,6 +35,7 @@ export const ROUTES: RouteDef[] = [
   { path: "/accept-invite", title: "Accept invitation", page: acceptInvitePage, public: true },
   { path: "/claim", title: "Claim", page: claimPage },
   { path: "/app-connect/:provider", title: "App connection", page: appConnectPage, public: true },
+  { path: "/mcp-servers", title: "MCP servers", page: mcpServerLandingPage, public: true },
   { path: "/mcp-servers/:serverId", title: "MCP server", page: mcpServerLandingPage, public: true },
   { path: "/p/:project", title: "Overview", page: overviewPage, nav: "overview" },
   { path: "/p/:project/agents", title: "Agents", page: agentsPage, nav: "agents" },

@@ -71,7 +71,8 @@ async function rewrite(rq: ProxyRequest, base: string, reply: Reply, status: num
 function guidanceBody(rq: ProxyRequest, base: string): Record<string, unknown> {
   const { agent } = rq;
   const injectable = new Set(rq.credentials.injectable.map((s) => s.id));
-  const restricted = matchingCredentials(rq.credentials.visible, rq.host, rq.pathReadings).find((s) => !injectable.has(s.id));
+  // A database secret on this host is no HTTP credential: "attach it to this agent" would not make the request work.
+  const restricted = matchingCredentials(rq.credentials.visible, rq.host, rq.pathReadings).find((s) => !injectable.has(s.id) && s.injection?.database === undefined);
   const usable = new Set(rq.credentials.connections.map((c) => c.id));
   const restrictedConnection = rq.credentials.visibleConnections.find((c) => c.usable && !usable.has(c.id) && hostRuleFor(c.app, rq.host, rq.pathReadings));
   if (restricted || restrictedConnection) {

@@ -44,6 +44,8 @@ export class LeakWatch {
   }
 }
 
+const NO_HTTP_HOST: Holder = () => false;
+
 const watches = new WeakMap<AgentCredentials, LeakWatch | null>();
 
 /** The agent view's watch, compiled once per view (a snapshot rebuild makes a new view). */
@@ -68,7 +70,8 @@ function compileWatch(creds: AgentCredentials): LeakWatch | null {
   for (const s of [...creds.visible, ...creds.injectable]) {
     if (seen.has(s.id) || s.value === null) continue;
     seen.add(s.id);
-    hold(s.value, s.name, (host) => s.hostMatch(host));
+    // A database password belongs to the database listener only: no HTTP host may receive it (docs/databases.md#the-leak-guard).
+    hold(s.value, s.name, s.injection?.database !== undefined ? NO_HTTP_HOST : (host) => s.hostMatch(host));
   }
   for (const c of creds.visibleConnections) {
     const cred = c.credential;

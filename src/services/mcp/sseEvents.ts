@@ -22,6 +22,8 @@ export async function* sseEvents(body: ReadableStream<Uint8Array>, maxEventBytes
       buffer += decoder.decode(value, { stream: true });
       let nl: number;
       while ((nl = buffer.search(/\r\n|\r|\n/)) >= 0) {
+        // A CR at the end may be the first half of a CRLF split across chunks: wait for the next one.
+        if (nl === buffer.length - 1 && buffer[nl] === "\r") break;
         const line = buffer.slice(0, nl);
         buffer = buffer.slice(nl + (buffer.startsWith("\r\n", nl) ? 2 : 1));
         if (line === "") {

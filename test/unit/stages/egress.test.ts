@@ -41,6 +41,14 @@ describe("connect", () => {
     const o = await outcome(stage.connect!(testTunnel({ authority: "127.0.0.1:10255" })));
     expect(o).toMatchObject({ decision: "blocked", status: 403, body: { error: "egress_denied", address: "127.0.0.1" } });
   });
+
+  test("and its database listener's port (docs/databases.md#the-listener), unless the listener is off", async () => {
+    const o = await outcome(stage.connect!(testTunnel({ authority: "127.0.0.1:10256" })));
+    expect(o).toMatchObject({ decision: "blocked", status: 403, body: { error: "egress_denied", address: "127.0.0.1" } });
+    const off = loadConfig({ dataDir: "/nonexistent", port: 10254, gatewayPort: 10255, dbPort: 0 }, {});
+    const offStage = egressStage({ egress: new EgressGuard(off, new Outbound(off)) });
+    expect(await outcome(offStage.connect!(testTunnel({ authority: "127.0.0.1:10256" })))).toBe("pass");
+  });
 });
 
 describe("request", () => {

@@ -74,6 +74,12 @@ describe("rewrites", () => {
     });
   });
 
+  test("a database secret on the host is no HTTP credential: credential_not_found, not access_restricted (docs/databases.md#the-database-secret)", async () => {
+    const db = compiledSecret({ id: "s-db", name: "orders", hostPattern: "db.example.com", injection: { database: { engine: "postgresql", user: "app" } } });
+    const rq = request("db.example.com", "/admin", agentCredentials({ agent, visible: [db], injectable: [] }));
+    expect((await guided(rq, upstream(401, "{}"))).body).toMatchObject({ error: "credential_not_found", hostname: "db.example.com" });
+  });
+
   test("a 400 whose first bytes read like an auth failure is rewritten", async () => {
     expect((await guided(request("api.unknown.test", "/x"), upstream(400, '{"message":"Invalid API Key provided"}'))).body).toMatchObject({ error: "credential_not_found" });
   });

@@ -150,16 +150,19 @@ export const mcpServerDetailPage: PageFn = async (ctx) => {
   ];
 };
 
-/** Where the login lands (`/mcp-servers/<id>?status=…`): on to the server's page in the project it started from. */
+/**
+ * Where the login lands (`/mcp-servers/<id>?status=…`, or `/mcp-servers?status=error…` when the callback could not
+ * tell which server): on to that page in the project the login started from.
+ */
 export const mcpServerLandingPage: PageFn = async (ctx) => {
-  const id = ctx.params.serverId!;
+  const id = ctx.params.serverId;
   const projects = ctx.session?.projects ?? [];
   const q = new URLSearchParams(ctx.query);
   if (projects.length > 0) {
     const remembered = sessionStorage.getItem(MCP_CONNECT_PROJECT_KEY);
     sessionStorage.removeItem(MCP_CONNECT_PROJECT_KEY);
     const project = projects.find((p) => p.id === remembered) ?? projects[0]!;
-    queueMicrotask(() => ctx.navigate(`/p/${project.id}/mcp-servers/${encodeURIComponent(id)}?${q}`, { replace: true }));
+    queueMicrotask(() => ctx.navigate(`/p/${project.id}/mcp-servers${id ? `/${encodeURIComponent(id)}` : ""}?${q}`, { replace: true }));
     return h("p", { role: "status" }, "Opening the MCP server…");
   }
   const ok = ctx.query.get("status") === "success";

@@ -1,6 +1,6 @@
 // A project's MCP servers (`/p/<id>/mcp-servers`, docs/mcp.md#registering): the list, and adding one with a
 // static bearer token or header, or for the login credgate runs (then its page offers Connect).
-import { badge, button, empty, form, formatTime, openDialog, table } from "../components.ts";
+import { badge, button, empty, form, formatTime, notice, openDialog, table } from "../components.ts";
 import { h, replace } from "../h.ts";
 import type { PageFn } from "../types.ts";
 import type { McpServer } from "../api-types.ts";
@@ -58,8 +58,10 @@ export const mcpServersPage: PageFn = async (ctx) => {
       }),
     );
   await load();
+  const failed = ctx.query.get("status") === "error" ? notice("error", `The login did not complete: ${ctx.query.get("message") ?? "unknown error"}`) : null;
   return [
     h("h1", { tabindex: "-1" }, "MCP servers"),
+    failed,
     h("p", { class: "lead" }, "Remote MCP servers your agents use through the gateway: credgate holds the login, and each agent sees and calls only the tools you grant it."),
     h("div", { class: "toolbar" }, button("Add MCP server", add, { kind: "primary" })),
     list,

@@ -1,6 +1,6 @@
 // The secret form shared by create and edit, project and organization: every injection variant of a generic
 // secret (header, query parameter, URL path template, URL path regex, placeholder with its surfaces, AWS
-// Signature V4, GitHub App), the LLM key types, and an external vault reference. It builds the request body
+// Signature V4, GitHub App, PostgreSQL database), the LLM key types, and an external vault reference. It builds the request body
 // of POST and PATCH /secrets (docs/injection.md#secrets).
 import type { FieldSpec } from "../components.ts";
 import type { Secret } from "../api-types.ts";
@@ -21,6 +21,19 @@ const INJECTIONS: [string, string][] = [
   ["placeholder", "Placeholder (replaced wherever the agent writes it)"],
   ["awsSigV4", "AWS Signature V4 (signs every request)"],
   ["githubApp", "GitHub App (mints installation tokens)"],
+  ["database", "PostgreSQL database (agents connect through credgate's database port)"],
+];
+
+/** A database secret's choices (docs/databases.md#the-database-secret). */
+const DB_TLS: [string, string][] = [
+  ["verify-full", "verify-full: encrypted, certificate and name checked"],
+  ["require", "require: encrypted, not verified"],
+  ["off", "off: no TLS (loopback databases only)"],
+];
+const DB_WRITES: [string, string][] = [
+  ["allow", "Allowed"],
+  ["approve", "Held for a person's approval"],
+  ["block", "Blocked (the session is read-only)"],
 ];
 
 /** Where a placeholder is replaced (docs/injection.md#placeholders): one checkbox each. */
@@ -34,13 +47,18 @@ const SURFACES: [string, string][] = [
 const surfaceField = (name: string) => `surface_${name}`;
 
 /** An injectionConfig read field by field, whichever variant it is. */
-type ConfigFields = Partial<Record<string, string | string[]>> & { awsSigV4?: { accessKeyId: string; region?: string; service?: string }; githubApp?: { appId: number; installationId: number } };
+type ConfigFields = Partial<Record<string, string | string[]>> & {
+  awsSigV4?: { accessKeyId: string; region?: string; service?: string };
+  githubApp?: { appId: number; installationId: number };
+  database?: { engine: "postgresql"; port?: number; user: string; databases?: string[]; tls?: string; readOnly?: boolean; writes?: string };
+};
 
 function injectionKind(c: ConfigFields | null): string {
   if (!c) return "header";
   if ("placeholder" in c) return "placeholder";
   if (c.awsSigV4) return "awsSigV4";
   if (c.githubApp) return "githubApp";
+  if (c.database) return "database";
   if ("paramName" in c) return "query";
   if ("pathTemplate" in c) return "pathTemplate";
   if ("pathRegex" in c) return "pathRegex";
@@ -55,6 +73,18 @@ export function describeInjection(s: SecretRecord): string {
     return `AWS SigV4, key ${accessKeyId}${region || service ? ` (${[region, service].filter(Boolean).join(", ")})` : ""}`;
   }
   if ("githubApp" in c) return `GitHub App ${c.githubApp.appId}, installation ${c.githubApp.installationId}`;
+  if ("database" in c) {
+    const d = c.database;
+    return [
+      `PostgreSQL ${d.user}@${s.hostPattern.includes(":") && !s.hostPattern.startsWith("[") ? `[${s.hostPattern}]` : s.hostPattern}:${d.port ?? 5432}`,
+      d.databases ? `databases ${d.databases.join(", ")}` : "any database",
+      `TLS ${d.tls ?? "verify-full"}`,
+      d.readOnly ? "read-only" : null,
+      `writes ${d.writes ?? "allow"}`,
+    ]
+      .filter(Boolean)
+      .join(" · ");
+  }
   if ("headerName" in c) return `Header ${c.headerName}: ${c.valueFormat ?? "{value}"}`;
   if ("paramName" in c) return `Query ${c.paramName}=${c.paramFormat ?? "{value}"}`;
   if ("pathTemplate" in c) return `Path ${c.pathTemplate}`;
@@ -68,6 +98,7 @@ const isVault = (v: Values) => v.valueSource === "external_vault";
 const isKind = (v: Values, kind: string) => isGeneric(v) && v.injection === kind;
 /** The variants whose value is a key with a field of its own (the secret access key, the PEM). */
 const isKeyed = (v: Values) => isKind(v, "awsSigV4") || isKind(v, "githubApp");
+const isDatabase = (v: Values) => isKind(v, "database");
 
 export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?: string; host?: string }; allowVault: boolean }): FieldSpec[] {
   const s = opts.existing;
@@ -106,7 +137,7 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       type: "password",
       required: !s,
       hint: s ? "Leave empty to keep the stored value. Values are never shown again." : "Stored encrypted; it is never shown again.",
-      when: (v) => !isVault(v) && !isKeyed(v),
+      when: (v) => !isVault(v) && !isKeyed(v) && !isDatabase(v),
       match: /^value |secret value/i,
     },
     { name: "opRef", label: "Vault reference", placeholder: "op://vault/item/field", value: s?.opRef ?? "", required: true, when: isVault, match: /opRef|vault/i },
@@ -130,7 +161,7 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       hint: "Hostname only. LLM keys default to the vendor's API host when empty.",
       match: /host|hostname|wildcard|public suffix/i,
     },
-    { name: "pathPattern", label: "Path", value: s?.pathPattern ?? "", placeholder: "/v1/*", hint: "Optional: only requests whose path matches get the secret.", match: /pathPattern/i },
+    { name: "pathPattern", label: "Path", value: s?.pathPattern ?? "", placeholder: "/v1/*", hint: "Optional: only requests whose path matches get the secret.", when: (v) => !isDatabase(v), match: /pathPattern/i },
     { name: "injection", label: "Inject as", type: "select", value: kind, options: INJECTIONS, when: isGeneric, match: /injectionConfig must be|Header name, parameter name/i },
     { name: "headerName", label: "Header", value: text("headerName"), placeholder: "authorization", required: true, when: (v) => isGeneric(v) && v.injection === "header", match: /headerName/i },
     { name: "valueFormat", label: "Value format", value: text("valueFormat"), placeholder: "Bearer {value}", hint: "Where the secret goes; {value} alone when empty.", when: (v) => isGeneric(v) && v.injection === "header", match: /valueFormat/i },
@@ -184,11 +215,62 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       when: (v) => isKind(v, "githubApp") && !isVault(v),
       match: /PEM private key|^value /i,
     },
+    ...databaseFields(c?.database, !s),
   );
   return fields;
 }
 
+/** The database variant's fields (docs/databases.md#the-database-secret); the Host field above is the server's. */
+function databaseFields(d: ConfigFields["database"], creating: boolean): FieldSpec[] {
+  const when = isDatabase;
+  return [
+    {
+      name: "dbPassword",
+      label: "Password",
+      type: "password",
+      required: creating,
+      hint: creating ? "The database user's password. Agents connect with their own token instead; it is never shown again." : "Leave empty to keep the stored password. Never shown again.",
+      when: (v) => isDatabase(v) && !isVault(v),
+      match: /^value /i,
+    },
+    { name: "dbUser", label: "Database user", value: d?.user ?? "", placeholder: "app", required: true, when, match: /database\.user/i },
+    { name: "dbPort", label: "Port", value: d ? String(d.port ?? 5432) : "", placeholder: "5432", when, match: /database\.port/i },
+    {
+      name: "dbDatabases",
+      label: "Databases",
+      value: d?.databases?.join(", ") ?? "",
+      placeholder: "any",
+      hint: "Optional: the database names agents may connect to, separated by commas; any when empty.",
+      when,
+      match: /database\.databases/i,
+    },
+    { name: "dbTls", label: "TLS to the server", type: "select", value: d?.tls ?? "verify-full", options: DB_TLS, when, match: /database\.tls|tls off/i },
+    { name: "dbReadOnly", label: "Read-only (the server refuses every write)", type: "checkbox", value: d?.readOnly ?? false, when, match: /database\.readOnly/i },
+    { name: "dbWrites", label: "Writes", type: "select", value: d?.writes ?? "allow", options: DB_WRITES, when, match: /database\.writes/i },
+  ];
+}
+
 const str = (v: string | boolean | undefined) => (typeof v === "string" ? v.trim() : "");
+
+/** A database config from the form: a port of digits becomes a number (anything else is sent as typed, for the API's message). */
+function databaseConfig(v: Values): Record<string, unknown> {
+  const port = str(v.dbPort);
+  const databases = str(v.dbDatabases)
+    .split(",")
+    .map((d) => d.trim())
+    .filter(Boolean);
+  return {
+    database: {
+      engine: "postgresql",
+      user: str(v.dbUser),
+      ...(port ? { port: /^\d+$/.test(port) ? Number(port) : port } : {}),
+      ...(databases.length > 0 ? { databases } : {}),
+      tls: str(v.dbTls) || "verify-full",
+      readOnly: v.dbReadOnly === true,
+      writes: str(v.dbWrites) || "allow",
+    },
+  };
+}
 
 function injectionConfig(v: Values): Record<string, unknown> {
   switch (v.injection) {
@@ -196,6 +278,8 @@ function injectionConfig(v: Values): Record<string, unknown> {
       return { awsSigV4: { accessKeyId: str(v.accessKeyId), ...(str(v.region) ? { region: str(v.region) } : {}), ...(str(v.service) ? { service: str(v.service) } : {}) } };
     case "githubApp":
       return { githubApp: { appId: str(v.appId), installationId: str(v.installationId) } };
+    case "database":
+      return databaseConfig(v);
     case "query":
       return { paramName: str(v.paramName), ...(str(v.paramFormat) ? { paramFormat: str(v.paramFormat) } : {}) };
     case "pathTemplate":
@@ -217,12 +301,15 @@ export function secretBody(v: Values, editing: boolean): Record<string, unknown>
   if (v.valueSource !== undefined && (!editing || vault)) body.valueSource = vault ? "external_vault" : "inline";
   if (vault) body.opRef = str(v.opRef);
   else {
-    const value = isKind(v, "awsSigV4") ? v.secretAccessKey : isKind(v, "githubApp") ? v.privateKey : v.value;
+    const value = isKind(v, "awsSigV4") ? v.secretAccessKey : isKind(v, "githubApp") ? v.privateKey : isDatabase(v) ? v.dbPassword : v.value;
     if (typeof value === "string" && value !== "") body.value = value;
   }
   if (v.type !== "generic" && str(v.authMode)) body.metadata = { authMode: str(v.authMode) };
   if (str(v.hostPattern) || v.type === "generic") body.hostPattern = str(v.hostPattern);
-  if (editing) body.pathPattern = str(v.pathPattern) || null;
+  if (isDatabase(v)) {
+    // No path for a database; an edit clears one a former HTTP variant had.
+    if (editing) body.pathPattern = null;
+  } else if (editing) body.pathPattern = str(v.pathPattern) || null;
   else if (str(v.pathPattern)) body.pathPattern = str(v.pathPattern);
   if (v.type === "generic") body.injectionConfig = injectionConfig(v);
   return body;
