@@ -705,6 +705,7 @@ export interface RequestLog {
   /** ISO 8601 UTC with milliseconds */
   createdAt: string;
   requestId: string | null;
+  mcpServerId: string | null;
 }
 
 export interface RequestLogPage {
