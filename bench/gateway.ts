@@ -19,6 +19,7 @@ import { flag, numberOption, pathOption, whatIfOption } from "./options.ts";
 import { killAll, reapAll, runClient } from "./procs.ts";
 import { pinProcess, placement } from "./placement.ts";
 import { printH2Rows, runH2Rows } from "./h2.ts";
+import { printPostgresRows, runPostgresRows } from "./postgres.ts";
 import { testEngine } from "../test/support/postgres.ts";
 import { tempDir } from "../test/support/tmp.ts";
 import { budgetCost, budgetRounds, type BudgetRounds } from "./budgetRounds.ts";
@@ -244,6 +245,8 @@ async function main(): Promise<void> {
   }
   await off.credgate.stop();
   const leakGuard = { secrets: WATCHED, on, off: offRuns };
+  // The PostgreSQL broker (bench/postgres.ts, docs/databases.md): pgbench direct and through a credgate of its own.
+  const postgres = await runPostgresRows({ cpus, durationS: secs, scale: 5, rounds: 1, log: progress });
 
   const ratio = many.mitm.rps / many.direct.rps;
   const addedP50 = one.mitm.latencyMs.p50 - one.direct.latencyMs.p50;
@@ -281,6 +284,7 @@ async function main(): Promise<void> {
     placeholders,
     leakGuard,
     http2,
+    postgres,
     errors,
   };
 
@@ -300,6 +304,7 @@ async function main(): Promise<void> {
     printPlaceholders(placeholders);
     printLeakGuard(leakGuard);
     printH2Rows(http2, TARGETS.throughputRatio);
+    printPostgresRows(postgres);
   }
 }
 

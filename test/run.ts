@@ -36,6 +36,8 @@ const POSTGRES_RUN = [
   // A decision served by an instance whose clock is past an approval held by another.
   "test/e2e/approval-expiry.test.ts",
   "test/e2e/apps-gateway.test.ts",
+  // MCP tool calls held, remembered per arguments and logged: the approvals and log rows live in the store.
+  "test/e2e/mcp-gateway.test.ts",
   "test/e2e/llm-metering.test.ts",
   "test/e2e/budgets.test.ts",
   "test/e2e/cloud-accounts.test.ts",

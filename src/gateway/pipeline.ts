@@ -36,6 +36,9 @@ import { injectConnectionStage } from "./stages/injectConnection.ts";
 import { interceptStage } from "./stages/intercept.ts";
 import { leakGuardStage } from "./stages/leakGuard.ts";
 import { logStage } from "./stages/log.ts";
+import { mcpStage } from "./stages/mcp.ts";
+import { McpSessions } from "./stages/mcpSessions.ts";
+import { mcpToolsStage } from "./stages/mcpTools.ts";
 import { passthroughStage } from "./stages/passthrough.ts";
 import { placeholderStage } from "./stages/placeholder.ts";
 import { policyStage } from "./stages/policy.ts";
@@ -60,6 +63,7 @@ export interface PipelineDeps {
 /** The stages in order (docs/gateway.md#stages). Adding a feature adds a stage here. */
 export function gatewayStages(d: PipelineDeps): Stage[] {
   const { config, services } = d;
+  const mcpSessions = new McpSessions();
   return [
     logStage({ requestLogs: services.requestLogs }),
     authStage({ snapshot: d.snapshot }),
@@ -75,6 +79,8 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     leakGuardStage({ enabled: config.leakGuard, minted: services.cloudTokens.known }),
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
+    // After inject: the MCP server's token replaces a secret's on the same header.
+    mcpStage({ sessions: mcpSessions, auth: services.mcpAuth }),
     githubAppStage({ tokens: services.githubApps }),
     cloudTokenStage({ tokens: services.cloudTokens }),
     awsCheckStage(),
@@ -83,6 +89,8 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     echoStage(),
     budgetStage({ prices: services.prices, ledger: services.budgetLedger, keySpend: services.partnerBudgets, spend: services.spend, publicUrl: config.publicUrl }),
     approvalStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered }),
+    // After the policy's own hold; before placeholder, so that a reviewer sees the arguments the agent wrote.
+    mcpToolsStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered, sessions: mcpSessions }),
     placeholderStage(),
     websocketFramesStage({ leakGuard: config.leakGuard, minted: services.cloudTokens.known }),
     guidanceStage({ publicUrl: config.publicUrl }),

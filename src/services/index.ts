@@ -39,6 +39,10 @@ import { SharedCaches } from "../core/sharedCache.ts";
 import { GithubAppTokens } from "./githubApps.ts";
 import { CloudTokens } from "./cloudTokens.ts";
 import { SecretTester } from "./secretTests.ts";
+import { McpServerService } from "./mcpServers.ts";
+import { McpGrantService } from "./mcpGrants.ts";
+import { McpAuthService } from "./mcpAuth.ts";
+import { egressFetch } from "./mcp/egressFetch.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -86,6 +90,12 @@ export interface Services {
   cloudTokens: CloudTokens;
   /** The secret form's test of AWS and GitHub App secrets against their issuer. */
   secretTests: SecretTester;
+  /** MCP servers registered as apps (docs/mcp.md): the records, their tools and status. */
+  mcpServers: McpServerService;
+  /** Agents' grants of MCP servers' tools (docs/mcp.md#tool-grants). */
+  mcpGrants: McpGrantService;
+  /** The OAuth login credgate runs for MCP servers, and their token refreshes (docs/mcp.md#the-login). */
+  mcpAuth: McpAuthService;
   /** The caches the instance's gateway processes share (docs/operations.md#gateway-workers-and-caches). */
   caches: SharedCaches;
 }
@@ -105,7 +115,10 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const orgs = new OrganizationService(deps);
   const connections = new ConnectionService(deps);
   const appConfigs = new AppConfigService(deps);
-  const grants = new GrantService(deps, agents, connections);
+  const egress = parts.egress(outbound);
+  const mcpServers = new McpServerService(deps, egressFetch(outbound, egress));
+  const mcpGrants = new McpGrantService(deps, agents, mcpServers);
+  const grants = new GrantService(deps, agents, connections, mcpGrants);
   const blocklist = new BlocklistService(deps);
   const policy = new PolicyService(deps, blocklist, grants);
   // Rule targets may name app connections and catalog tools: the policy service checks them against these.
@@ -126,7 +139,6 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const spend = new SpendService(deps);
   const projects = new ProjectService(deps, orgs, agents, apiKeys, requestLogs, spend);
   const claims = new ClaimService(deps, orgs);
-  const egress = parts.egress(outbound);
   const notifications = new NotificationService(deps, outbound, egress);
   const githubApps = new GithubAppTokens(deps, outbound, egress, caches);
   const cloudTokens = new CloudTokens(deps, outbound, egress, caches);
@@ -170,6 +182,9 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     githubApps,
     cloudTokens,
     secretTests: new SecretTester(secrets, githubApps, outbound, egress),
+    mcpServers,
+    mcpGrants,
+    mcpAuth: new McpAuthService(deps, mcpServers, caches),
     caches,
   };
 }

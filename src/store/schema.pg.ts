@@ -15,6 +15,9 @@ import type {
   ConnectionStatus,
   DeliveryStatus,
   InjectionConfig,
+  McpAuthKind,
+  McpServerStatus,
+  McpTool,
   MembershipStatus,
   NotificationEvent,
   PolicyScope,
@@ -636,6 +639,7 @@ export const requestLogs = pgTable(
     costNanos: bigint("cost_nanos", { mode: "number" }),
     requestId: text("request_id"),
     createdAt: text("created_at").notNull(),
+    mcpServerId: text("mcp_server_id"),
   },
   (t) => [
     index("request_logs_project_time").on(t.projectId, t.createdAt),
@@ -688,6 +692,51 @@ export const notificationDeliveries = pgTable(
     index("notification_deliveries_due").on(t.status, t.nextAttemptAt),
     index("notification_deliveries_owner").on(t.organizationId, t.projectId, t.createdAt),
     index("notification_deliveries_approval").on(t.approvalId),
+  ],
+);
+
+// mcp (src/store/schema/mcp.ts)
+
+export const agentMcpGrants = pgTable(
+  "agent_mcp_grants",
+  {
+    agentId: text("agent_id").notNull().references(() => agents.id, { onDelete: "cascade" }),
+    mcpServerId: text("mcp_server_id").notNull().references(() => mcpServers.id, { onDelete: "cascade" }),
+    access: text("access").$type<ConnectionAccess>().notNull(),
+    allow: jsonText("allow").$type<string[]>().notNull(),
+    ask: jsonText("ask").$type<string[]>().notNull(),
+    arguments: jsonText("arguments").$type<Record<string, Record<string, string>>>().notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.agentId, t.mcpServerId] }),
+    index("agent_mcp_grants_server").on(t.mcpServerId),
+  ],
+);
+
+export const mcpServers = pgTable(
+  "mcp_servers",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    url: text("url").notNull(),
+    authKind: text("auth_kind").$type<McpAuthKind>().notNull(),
+    status: text("status").$type<McpServerStatus>().notNull(),
+    credentialSealed: text("credential_sealed"),
+    oauthSealed: text("oauth_sealed"),
+    version: integer("version").notNull(),
+    refreshFailures: integer("refresh_failures").notNull().default(0),
+    tools: jsonText("tools").$type<McpTool[]>().notNull(),
+    toolsRefreshedAt: text("tools_refreshed_at"),
+    lastError: text("last_error"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [
+    index("mcp_servers_project").on(t.projectId),
   ],
 );
 

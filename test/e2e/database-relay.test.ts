@@ -12,6 +12,7 @@ import { eventually } from "../support/gateway.ts";
 import { fe, RawPg, types, type Seen } from "../support/pgRawClient.ts";
 
 let b: Broker;
+const RELAY_DB = "relay";
 const S = { scram: "relay_scram", md5Plain: "relay_md5_plain", otherOnly: "relay_other_only", blocked: "relay_blocked" };
 
 beforeAll(async () => {
@@ -20,6 +21,8 @@ beforeAll(async () => {
   await b.secret(S.md5Plain, { user: "md5", tls: "off" });
   await b.secret(S.otherOnly, { user: "scram", databases: ["other"] });
   await b.secret(S.blocked, { user: "md5", tls: "off", writes: "block" });
+  // The server is shared by the test process's suites: what this one writes goes to a database of its own.
+  await b.db.createDatabase(RELAY_DB);
 });
 
 afterAll(async () => {
@@ -27,7 +30,7 @@ afterAll(async () => {
 });
 
 const login = (secret: string, opts: { ca?: boolean; params?: Record<string, string>; token?: string } = {}) =>
-  RawPg.login(b.dbPort, { user: secret, database: "app", ...opts.params }, opts.token ?? b.token, opts.ca ? b.ca.pem : undefined);
+  RawPg.login(b.dbPort, { user: secret, database: RELAY_DB, ...opts.params }, opts.token ?? b.token, opts.ca ? b.ca.pem : undefined);
 
 /** What the agent is told when a connection is refused: the FATAL ErrorResponse, then the connection closes. */
 async function refusal(client: RawPg): Promise<Seen> {
@@ -53,9 +56,23 @@ describe("connecting", () => {
       client.send(fe.terminate());
       expect(await client.closedWithin()).toBe(true);
     }
+    // The start line says where the listener is.
+    expect(b.cg.output()).toContain(`"dbPort":${b.dbPort}`);
     const r = await psql(b.url(S.scram, { sslmode: "verify-full" }), "SELECT 40 + 2");
     expect(r.stderr).toBe("");
     expect(r.stdout.trim()).toBe("42");
+  });
+
+  test("a query sent with the password, before the session is ready, is relayed once it is", async () => {
+    const client = await RawPg.open(b.dbPort);
+    client.send(fe.startup({ user: S.md5Plain, database: RELAY_DB }));
+    await client.until((s) => s.type === "R");
+    client.send(fe.password(b.token), fe.query("SELECT 13"));
+    const seen = await client.readies(2);
+    expect(types(seen.slice(-4))).toBe("TDCZ");
+    expect(seen.at(-2)).toEqual({ type: "C", text: "SELECT 1" });
+    expect(seen.find((s) => s.type === "D")!.text).toBe("13");
+    client.close();
   });
 
   test("GSSENCRequest → N, and the client goes on with SSLRequest", async () => {
@@ -220,7 +237,7 @@ describe("the relay", () => {
   });
 
   test("porsager's pipeline (Parse/Bind/Describe/Execute/Sync per query, all sent at once) with a refused write in the middle: every query gets its own answer", async () => {
-    const sql = porsager(b.url(S.blocked, { sslmode: "disable" }));
+    const sql = porsager(b.url(S.blocked, { sslmode: "disable", database: RELAY_DB }));
     try {
       await sql`SELECT 1`; // connected before the burst
       const tag = crypto.randomUUID();
@@ -240,13 +257,13 @@ describe("the relay", () => {
         "42501",
         `d-${tag}`,
       ]);
-      expect(await b.db.admin(`SELECT 1 FROM items WHERE name = '${tag}'`)).toHaveLength(0);
+      expect(await b.db.admin(`SELECT 1 FROM items WHERE name = '${tag}'`, RELAY_DB)).toHaveLength(0);
     } finally {
       await sql.end();
     }
   });
 
-  test("one log row per statement: a Query's statements as each is answered (200, the error 400, those never run 400), a refused one 403", async () => {
+  test("one log row per statement: a Query's statements as each is answered (200, the error 400, those never run 400), a refused one 403, one left without an answer 400", async () => {
     const tag = crypto.randomUUID().slice(0, 8);
     const { client } = await login(S.blocked);
     client.send(fe.query(`SELECT '${tag}-1'; SELECT 1/0 AS "${tag}-2"; SELECT '${tag}-3'`));
@@ -256,7 +273,11 @@ describe("the relay", () => {
     expect(types(await client.readies(1))).toBe("1EZ");
     client.send(fe.query(`DELETE FROM items WHERE name = '${tag}-5'`));
     expect(types(await client.readies(1))).toBe("EZ");
-    const rows = await b.logs((r) => r.method === "SQL" && r.path.includes(tag), 5);
+    // Sent, and the connection gone before its answer: still a row.
+    client.send(fe.query(`SELECT pg_sleep(5), '${tag}-6'`));
+    await eventually(async () => (await b.db.admin(`SELECT 1 FROM pg_stat_activity WHERE query LIKE '%${tag}-6%' AND state = 'active' AND pid <> pg_backend_pid()`)).length === 1);
+    client.close();
+    const rows = await b.logs((r) => r.method === "SQL" && r.path.includes(tag), 6);
     const byPath = Object.fromEntries(rows.map((r) => [r.path, [r.status, r.decision]]));
     expect(byPath).toEqual({
       [`SELECT '${tag}-1'`]: [200, "allowed"],
@@ -264,8 +285,8 @@ describe("the relay", () => {
       [`SELECT '${tag}-3'`]: [400, "allowed"],
       [`SELECT 1/0 AS "${tag}-4"`]: [400, "allowed"],
       [`DELETE FROM items WHERE name = '${tag}-5'`]: [403, "blocked"],
+      [`SELECT pg_sleep(5), '${tag}-6'`]: [400, "allowed"],
     });
-    client.close();
   });
 
   const huge = "SELECT '" + "x".repeat(16 * 1024 * 1024) + "'";
@@ -292,6 +313,36 @@ describe("the relay", () => {
     expect(seen[2]!.text).toBe("5");
     expect(seen[4]).toMatchObject({ code: "54000" });
     expect(seen[7]!.text).toBe("6");
+    client.close();
+  });
+
+  test("a client that waits after a Flush (no Sync) hears the refusal of its Parse at once, behind the answers before it", async () => {
+    const { client } = await login(S.md5Plain);
+    client.send(fe.parse("", "SELECT 11"), fe.bind("", ""), fe.execute(""), fe.parse("", huge), fe.bind("", ""), fe.execute(""), fe.flush());
+    const seen = await client.until((s) => s.type === "E");
+    expect(types(seen)).toBe("12DCE");
+    expect(seen[2]!.text).toBe("11");
+    expect(seen[4]).toMatchObject({ code: "54000", severity: "ERROR" });
+    client.send(fe.sync(), fe.query("SELECT 12"));
+    const rest = await client.readies(2);
+    expect(types(rest)).toBe("Z" + "TDCZ");
+    expect(rest[0]).toEqual({ type: "Z", text: "I" });
+    expect(rest[2]!.text).toBe("12");
+    client.close();
+  });
+
+  test("a statement of a megabyte is read whole across reads, judged and sent; a prepare answered after Flush, run after", async () => {
+    const { client } = await login(S.md5Plain);
+    client.send(fe.query(`SELECT length('${"y".repeat(1024 * 1024)}')::text`));
+    expect((await client.readies(1)).find((s) => s.type === "D")!.text).toBe(String(1024 * 1024));
+    const describeStatement = Buffer.from(fe.describePortal("s1"));
+    describeStatement[5] = 0x53; // 'S': describe the statement, not a portal
+    client.send(fe.parse("s1", "SELECT $1::int + 1"), describeStatement, fe.flush());
+    expect(types(await client.until((s) => s.type === "T"))).toBe("1tT");
+    client.send(fe.bind("", "s1", ["41"]), fe.execute(""), fe.sync());
+    const run = await client.readies(1);
+    expect(types(run)).toBe("2DCZ");
+    expect(run[1]!.text).toBe("42");
     client.close();
   });
 
@@ -346,7 +397,7 @@ describe("the relay", () => {
     client.send(fe.copyDone());
     const done = await client.readies(1);
     expect(done.find((s) => s.type === "C")!.text).toBe("COPY 20000");
-    const out = await psql(b.url(S.scram, { sslmode: "disable" }), `COPY (SELECT name, n FROM items WHERE name = 'copy-${tag}' ORDER BY n) TO STDOUT`);
+    const out = await psql(b.url(S.scram, { sslmode: "disable", database: RELAY_DB }), `COPY (SELECT name, n FROM items WHERE name = 'copy-${tag}' ORDER BY n) TO STDOUT`);
     expect(out.stdout).toBe(rows.join(""));
     client.close();
   });
@@ -413,6 +464,18 @@ describe("a running session follows what changes (checked before each statement)
     expect(await eventually(async () => (await b.db.admin(`SELECT 1 FROM pg_stat_activity WHERE application_name = '${tag}'`)).length === 0)).toBe(true);
   });
 
+  test("revoked while an earlier statement runs: its answer first, then the FATAL, then the connection closes", async () => {
+    const agent = await b.agent(`relay-regen2-${crypto.randomUUID().slice(0, 8)}`);
+    const { client } = await RawPg.login(b.dbPort, { user: S.md5Plain, database: RELAY_DB }, agent.token);
+    client.send(fe.query("SELECT pg_sleep(1)::text"));
+    expect((await b.cg.api("POST", `/v1/agents/${agent.id}/regenerate-token`)).status).toBe(200);
+    client.send(fe.query("SELECT 2"));
+    const seen = await client.until((s) => s.type === "E");
+    expect(types(seen)).toBe("TDCZE");
+    expect(seen.at(-1)).toEqual({ type: "E", severity: "FATAL", code: "28P01", message: "credgate: invalid agent token" });
+    expect(await client.closedWithin()).toBe(true);
+  });
+
   test("the database secret deleted: FATAL 28000 no database credential", async () => {
     const name = `relay_doomed_${crypto.randomUUID().slice(0, 8)}`;
     const id = await b.secret(name, { user: "md5", tls: "off" });
@@ -437,6 +500,27 @@ describe("a running session follows what changes (checked before each statement)
     await b.cg.api("POST", "/v1/policy/publish");
     expect(types(await ask(client, "SELECT 3"))).toBe("TDCZ");
     client.close();
+  });
+});
+
+describe("gateway workers", () => {
+  test("with gateway workers the listener stays in the primary: sessions, and every cancel reaches the process holding its session", async () => {
+    const own = await startBroker({ db: b.db, env: { CREDGATE_GATEWAY_WORKERS: "3" } });
+    try {
+      await own.secret(S.md5Plain, { user: "md5", tls: "off" });
+      for (let i = 0; i < 4; i++) {
+        const { client, key } = await RawPg.login(own.dbPort, { user: S.md5Plain, database: RELAY_DB }, own.token);
+        client.send(fe.query("SELECT pg_sleep(30)"));
+        // The cancel is a new connection: with the listener shared by processes it would land on any of them.
+        await eventually(async () => (await b.db.admin("SELECT 1 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'")).length > 0);
+        const cancel = await RawPg.open(own.dbPort);
+        cancel.send(fe.cancelRequest(key.processId, key.secretKey));
+        expect((await client.readies(1)).find((s) => s.type === "E")).toMatchObject({ code: "57014" });
+        client.close();
+      }
+    } finally {
+      await own.stop();
+    }
   });
 });
 

@@ -6,8 +6,8 @@
 // The engine matters (approvals and request logs live in the store): this suite runs on both.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type pg from "pg";
-import { startBroker, type Broker, type LogRow } from "../support/databaseBroker.ts";
-import { pgClient, pgQueryError, porsager, psql } from "../support/databaseClients.ts";
+import { startBroker, storeText, type Broker, type LogRow } from "../support/databaseBroker.ts";
+import { pgClient, pgQueryError, porsager, psql, psycopg2 } from "../support/databaseClients.ts";
 import { eventually } from "../support/gateway.ts";
 import { parseExposition, sampleValue, type Family } from "../support/prometheus.ts";
 import { clearOfWindowEdge, HOUR_MS } from "../support/windowEdge.ts";
@@ -125,6 +125,9 @@ describe("readOnly: true", () => {
         expect((await c.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }]);
       }
     });
+    // psycopg2 (libpq) sees the same SQLSTATE and message, and its connection goes on.
+    const py = await psycopg2(b.url(S.ro), [{ sql: "INSERT INTO items (name) VALUES (%s)", params: ["py"] }, { sql: "SELECT 1" }]);
+    expect(py.results).toEqual([{ error: { pgcode: "25006", message: `ERROR:  ${READ_ONLY}` } }, { rows: [[1]], status: "SELECT 1" }]);
   });
 
   test("every statement that would lift read-only → 25006 (SET, RESET, set_config, RESET ALL, SESSION CHARACTERISTICS, BEGIN/START … READ WRITE)", async () => {
@@ -233,6 +236,8 @@ describe('writes: "block"', () => {
     });
     expect(await rowsNamed(t)).toBe(0);
     expect((await logOf(`INSERT INTO items (name) VALUES ('${t}')`))[0]).toMatchObject({ status: 403, decision: "blocked" });
+    const r = await psql(b.url(S.block, { sslmode: "disable" }), `DELETE FROM items WHERE name = '${t}'`);
+    expect(r.stderr).toContain(`ERROR:  42501: ${WRITES_BLOCKED}`);
   });
 });
 
@@ -274,6 +279,26 @@ describe('writes: "approve"', () => {
     });
     expect(await rowsNamed(t)).toBe(0);
     expect((await b.logs((r) => r.path === statement && r.decision === "approval_denied"))[0]).toMatchObject({ status: 403 });
+  });
+
+  test("nobody decides: the approval expires → 42501 the write was not approved (a credgate whose approvals last 2 s)", async () => {
+    const short = await startBroker({ db: b.db, env: { CREDGATE_APPROVAL_TIMEOUT_SECONDS: "2" } });
+    try {
+      await short.secret("db_expiring", { user: "scram", writes: "approve" });
+      const t = `expire-${tag()}`;
+      const statement = `INSERT INTO items (name) VALUES ('${t}')`;
+      const client = await pgClient(short.pgConfig("db_expiring"));
+      try {
+        expect(await pgQueryError(client, statement)).toEqual({ code: "42501", message: NOT_APPROVED });
+        expect((await client.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }]);
+      } finally {
+        await client.end();
+      }
+      expect(await rowsNamed(t)).toBe(0);
+      expect((await short.logs((r) => r.path === statement && r.decision === "approval_expired"))[0]).toMatchObject({ status: 403 });
+    } finally {
+      await short.stop();
+    }
   });
 
   test("a write sent with parameters (Parse) is held too, and its bound values are not in the approval", async () => {
@@ -383,6 +408,20 @@ describe("policy rules on the database host (method SQL, path /)", () => {
     } finally {
       await drop(id);
     }
+  });
+});
+
+describe("the passwords stay secret on this engine's store", () => {
+  test("no database password in the store (SQLite file bytes or every PostgreSQL row), the request logs or credgate's output", async () => {
+    const stored = await storeText(b.cg);
+    expect(stored).toContain(S.approve);
+    const logs = JSON.stringify((await b.cg.api("GET", "/v1/logs?limit=500")).body);
+    for (const u of Object.values(b.db.users)) {
+      expect(stored).not.toContain(u.password);
+      expect(logs).not.toContain(u.password);
+      expect(b.cg.output()).not.toContain(u.password);
+    }
+    expect(stored).not.toContain(HTTP_SECRET_VALUE);
   });
 });
 

@@ -2,12 +2,14 @@
 // free port, the test PostgreSQL server (test/support/databaseServer.ts) behind it, and helpers that create
 // database secrets and agents through the API and hand out connection URLs to the listener the way an agent
 // gets them: `postgresql://<secret name>:<agent token>@127.0.0.1:<db port>/<database>?sslmode=…`.
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { sql } from "drizzle-orm";
+import { DB_FILE } from "../../src/store/sqlite.ts";
 import { databaseServer, type DatabaseServer, type DatabaseUserKind } from "./databaseServer.ts";
 import { eventually, gatewayCa } from "./gateway.ts";
 import { startCredgate, type RunningCredgate, type StartOptions } from "./process.ts";
-import { tempDir } from "./tmp.ts";
+import { queryStore } from "./storeQuery.ts";
 
 export interface DatabaseSecretOptions {
   /** Which role of the test server the secret holds (its name and password). */
@@ -142,9 +144,19 @@ export async function startBroker(opts: StartOptions & { db?: DatabaseServer } =
   };
 }
 
-/** Writes `text` to a temp file; its path. */
-export function tempFile(name: string, text: string): string {
-  const file = join(tempDir(), name);
-  writeFileSync(file, text);
-  return file;
+/**
+ * Everything a credgate process's store holds, as text, to search for a value that must never be stored in
+ * plaintext: the SQLite files' raw bytes (the WAL included), or every row of every table of its PostgreSQL database.
+ */
+export async function storeText(cg: RunningCredgate): Promise<string> {
+  if (!cg.env.CREDGATE_DATABASE_URL) {
+    return readdirSync(cg.dataDir)
+      .filter((f) => f.startsWith(DB_FILE))
+      .map((f) => readFileSync(join(cg.dataDir, f)).toString("latin1"))
+      .join("\n");
+  }
+  const tables = await queryStore<{ name: string }>(cg, sql`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`);
+  const out: string[] = [];
+  for (const { name } of tables) out.push(JSON.stringify(await queryStore(cg, sql`SELECT * FROM ${sql.identifier(name)}`)));
+  return out.join("\n");
 }

@@ -63,6 +63,8 @@ export interface DatabaseServer {
   clientConfig(user: DatabaseUserKind, opts?: ConnectOptions): { host: string; port: number; user: string; password: string; database: string; ssl: false | { ca: string; rejectUnauthorized: boolean; checkServerIdentity?: () => undefined } };
   /** The server's log file (connections and authentications are logged). */
   logFile: string;
+  /** The data dir (its postmaster.pid names the server's process). */
+  dataDir: string;
   stop(): void;
   start(): void;
 }
@@ -202,6 +204,7 @@ export async function startDatabaseServer(): Promise<DatabaseServer> {
       };
     },
     logFile: join(pg.dir, "log"),
+    dataDir: join(pg.dir, "data"),
     stop: pg.stop,
     start: pg.start,
   };

@@ -62,7 +62,7 @@ describe("ServerReplies", () => {
       r.parseForwarded(rec("p"));
       r.extendedForwarded();
       r.executeForwarded();
-      r.syncForwarded(null);
+      r.syncForwarded();
       r.insert([refusal, null] as Insert[]);
     };
     everyCut(server, setUp, cat(server, refusal, Z("T")), [
@@ -71,16 +71,18 @@ describe("ServerReplies", () => {
     ]);
   });
 
-  test("`before` goes just ahead of its slot's ReadyForQuery; a server message cut anywhere is never split by an insert", () => {
-    const server = cat(msg("1"), msg("2"), D("5"), C("SELECT 1"), Z("I"), msg("A", "\0\0\0\x01chan\0payload\0"));
+  test("credgate's own Sync: the refusal takes its ReadyForQuery's place (status kept for the agent's Sync); never inside a message", () => {
+    const server = cat(msg("1"), msg("2"), D("5"), C("SELECT 1"), Z("T"), msg("A", "\0\0\0\x01chan\0payload\0"));
     const refusal = errorResponse("ERROR", "54000", "too large");
     const setUp = (r: ServerReplies) => {
       r.parseForwarded(rec("p5"));
       r.extendedForwarded();
       r.executeForwarded();
-      r.syncForwarded(refusal);
+      r.ownSyncForwarded(refusal);
+      // The agent's own Sync, answered by credgate.
+      r.insert([null]);
     };
-    everyCut(server, setUp, cat(msg("1"), msg("2"), D("5"), C("SELECT 1"), refusal, Z("I"), msg("A", "\0\0\0\x01chan\0payload\0")), [["p5", 200]]);
+    everyCut(server, setUp, cat(msg("1"), msg("2"), D("5"), C("SELECT 1"), refusal, Z("T"), msg("A", "\0\0\0\x01chan\0payload\0")), [["p5", 200]]);
   });
 
   test("with nothing owed an insert waits for the end of the server message being relayed (a notification cut in two)", () => {
@@ -100,10 +102,10 @@ describe("ServerReplies", () => {
     const setUp = (r: ServerReplies) => {
       r.parseForwarded(rec("prepared"));
       r.extendedForwarded();
-      r.syncForwarded(null);
+      r.syncForwarded();
       r.extendedForwarded();
       r.executeForwarded();
-      r.syncForwarded(null);
+      r.syncForwarded();
     };
     everyCut(server, setUp, server, [["prepared", 200]]);
   });

@@ -108,12 +108,24 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
           credentialStubs.push({ containerPath: `${CODEX_HOME}/auth.json`, content: codexStubContent("oauth") });
         }
         Object.assign(env, containerDatabaseEnv(config, access, token));
+        const mcpServers = (await services.mcpGrants.forAgent(agent))
+          .filter((m) => m.grant !== null)
+          .map(({ server, grant }) => ({
+            id: server.id,
+            name: server.name,
+            url: server.url,
+            status: server.status,
+            access: grant!.access,
+            tools: grant!.access === "full" ? [] : [...grant!.allow, ...grant!.ask],
+          }));
         return {
           env,
           caCertificate: caPem,
           caCertificateContainerPath: CA_CONTAINER_PATH,
           credentialStubs,
           ...(llmA.size === 0 ? { warnings: [NO_ANTHROPIC_WARNING] } : {}),
+          // Absent when there are none: the node SDK's shape stays as it was for agents without MCP servers.
+          ...(mcpServers.length > 0 ? { mcpServers } : {}),
         };
       },
     }),

@@ -31,13 +31,17 @@ interface Slot {
   /** Parsed statements no Execute has run yet (a prepare-only Parse): settled at the ReadyForQuery. */
   unclaimed: StatementRecord[];
   error: boolean;
-  /** Written just before this slot's ReadyForQuery (a refused Parse that followed unsynced messages). */
-  before: Uint8Array | null;
+  /**
+   * In place of this slot's ReadyForQuery, which credgate asked for itself (a Sync of its own after a refused Parse
+   * that followed unsynced messages): the refusal is written, the ReadyForQuery is read (its status kept) but not
+   * passed on.
+   */
+  replaced: Uint8Array | null;
   /** Written just after it. */
   after: Insert[] | null;
 }
 
-const newSlot = (): Slot => ({ completions: [], done: 0, unclaimed: [], error: false, before: null, after: null });
+const newSlot = (): Slot => ({ completions: [], done: 0, unclaimed: [], error: false, replaced: null, after: null });
 
 const Z = 0x5a, C = 0x43, I = 0x49, S_SUSPENDED = 0x73, E = 0x45;
 const IDLE = 0x49;
@@ -59,6 +63,8 @@ export class ServerReplies {
   #open: Slot | null = null;
   /** Body bytes of the current server message still to come (its header has been passed on). */
   #rem = 0;
+  /** The current server message is not passed on (a ReadyForQuery credgate asked for itself). */
+  #dropping = false;
   #type = 0;
   /** A header split between two reads: held back (not yet passed on) until it is whole. */
   readonly #hdr = Buffer.alloc(5);
@@ -97,11 +103,18 @@ export class ServerReplies {
     this.#open ??= newSlot();
   }
 
-  /** A Sync was forwarded: the slot is owed its ReadyForQuery; `before` goes to the agent just ahead of it. */
-  syncForwarded(before: Uint8Array | null): void {
+  /** A Sync was forwarded: the slot is owed its ReadyForQuery. */
+  syncForwarded(): void {
     const slot = this.#open ?? newSlot();
     this.#open = null;
-    slot.before = before;
+    this.#queue.push(slot);
+  }
+
+  /** credgate sent a Sync of its own: the agent gets `replacement` where that Sync's ReadyForQuery would be. */
+  ownSyncForwarded(replacement: Uint8Array): void {
+    const slot = this.#open ?? newSlot();
+    this.#open = null;
+    slot.replaced = replacement;
     this.#queue.push(slot);
   }
 
@@ -113,6 +126,25 @@ export class ServerReplies {
   /** Nothing owed, nothing half-sent: a message of credgate's may go to the agent now. */
   get idle(): boolean {
     return this.#queue.length === 0 && this.#open === null && this.#rem === 0;
+  }
+
+  /** The session closed: the statements still waiting for an answer get their rows (400: none came). */
+  abandon(): void {
+    const slots = this.#open === null ? this.#queue : [...this.#queue, this.#open];
+    for (const slot of slots) {
+      for (let i = slot.done; i < slot.completions.length; i++) {
+        const record = slot.completions[i];
+        if (record) this.out.settle(record, 400);
+      }
+      for (const record of slot.unclaimed) this.out.settle(record, 400);
+    }
+    this.#queue.length = 0;
+    this.#open = null;
+  }
+
+  /** Everything inserted so far has been written (nothing owed is left to put it behind). */
+  get delivered(): boolean {
+    return this.#queue.length === 0 && this.#rem === 0 && this.#atBoundary === null;
   }
 
   /** Sends credgate's own answer in order: after the last ReadyForQuery owed, or now (at a message boundary). */
@@ -135,7 +167,9 @@ export class ServerReplies {
         const take = Math.min(this.#rem, n - pos);
         pos += take;
         this.#rem -= take;
+        if (this.#dropping) from = pos;
         if (this.#rem > 0) break;
+        this.#dropping = false;
         if (this.#type === Z) {
           const after = this.#readyForQuery(chunk[pos - 1]!);
           if (after !== null) {
@@ -173,18 +207,19 @@ export class ServerReplies {
       }
       // A server's length below 4 cannot be framed: pass the bytes on and let the agent's driver fail on them.
       const body = len < 4 ? 0 : len - 4;
+      let dropped = false;
       if (type === Z) {
         const slot = this.#queue[0];
-        if (slot !== undefined && slot.before !== null) {
-          if (!held) {
-            this.#write(chunk.subarray(from, pos - 5));
-            from = pos - 5;
-          }
-          this.#write(slot.before);
-          slot.before = null;
+        if (slot !== undefined && slot.replaced !== null) {
+          if (!held) this.#write(chunk.subarray(from, pos - 5));
+          from = pos;
+          this.#write(slot.replaced);
+          slot.replaced = null;
+          dropped = true;
+          this.#dropping = body > 0;
         }
       } else if (type === C || type === I || type === S_SUSPENDED || type === E) this.#completed(type === E);
-      if (held) this.#write(Buffer.from(this.#hdr));
+      if (held && !dropped) this.#write(Buffer.from(this.#hdr));
       this.#type = type;
       this.#rem = body;
       if (body === 0 && this.#atBoundary !== null) {

@@ -64,13 +64,12 @@ export class DatabaseSession implements CancelTarget {
   #msgAt = 0;
   /** Dropping the agent's messages up to its next Sync (after a refused Parse). */
   #ignoreTillSync = false;
-  /** The refusal to send just before the ReadyForQuery of that Sync, when it must be forwarded (see #refuse). */
-  #refusedBeforeSync: Uint8Array | null = null;
   /** Waiting for a verdict: the agent's chunks wait in `#backlog`, in order. */
   #held = false;
   readonly #backlog: Buffer[] = [];
   #serverFull = false;
-  #closing = false;
+  /** Ending with a FATAL error, written in its place behind the answers still owed; the agent is no longer read. */
+  #ending = false;
   #closed = false;
   key: CancelKey | null = null;
 
@@ -113,7 +112,7 @@ export class DatabaseSession implements CancelTarget {
     server.on("data", (chunk: Buffer) => this.#fromServer(chunk));
     server.on("drain", () => {
       this.#serverFull = false;
-      if (!this.#held) agent.resume();
+      if (!this.#held && !this.#ending) agent.resume();
     });
     server.on("end", () => this.#close());
     server.on("close", () => this.#close());
@@ -121,17 +120,16 @@ export class DatabaseSession implements CancelTarget {
     if (pending.length > 0) this.#fromServer(Buffer.from(pending.buffer, pending.byteOffset, pending.byteLength));
     if (early.length > 0) this.#fromAgent(early);
     server.resume();
-    if (!this.#held && !this.#serverFull) agent.resume();
+    if (!this.#held && !this.#serverFull && !this.#ending) agent.resume();
   }
 
   cancel(): void {
     this.#deps.forwardCancel(this.#db, this.#backendKey).catch((err: Error) => log.warn("database cancel request failed", { host: this.#db.host, error: err.message }));
   }
 
-  /** The gateway is stopping: an idle session ends now with FATAL 57P01, a busy one once its replies are in. */
+  /** The gateway is stopping: an idle session ends now with FATAL 57P01, a busy one once the answers it is owed are in. */
   shutdown(): void {
-    this.#closing = true;
-    this.#endIfIdle();
+    this.#fatal(shuttingDown);
   }
 
   get closed(): boolean {
@@ -150,12 +148,13 @@ export class DatabaseSession implements CancelTarget {
     replies.push(chunk);
     if (replies.full && this.#agent.needsDrain) this.#server.pause();
     else replies.full = false;
-    if (this.#closing) this.#endIfIdle();
+    if (this.#ending) this.#endWhenDelivered();
   }
 
   // --- agent → server ---
 
   #fromAgent(chunk: Buffer): void {
+    if (this.#ending) return;
     if (this.#held) this.#backlog.push(chunk);
     else this.#walk(chunk, 0);
   }
@@ -259,7 +258,7 @@ export class DatabaseSession implements CancelTarget {
       this.#discard = false;
       switch (type) {
         case S:
-          this.#replies.syncForwarded(null);
+          this.#replies.syncForwarded();
           break;
         case E:
           this.#replies.executeForwarded();
@@ -319,7 +318,7 @@ export class DatabaseSession implements CancelTarget {
       const step = i < 0 ? this.#deps.recheck(this.#db, this.#token) : this.#deps.judge.judge(this.#db, job.statements[i]!, this.#abort.signal);
       if (step instanceof Promise) {
         return step.then((v: Recheck | StatementVerdict) => {
-          if (this.#closed) return false;
+          if (this.#closed || this.#ending) return false;
           const settled = this.#apply(job, i, v);
           return settled ?? this.#run(job, i + 1);
         });
@@ -357,7 +356,7 @@ export class DatabaseSession implements CancelTarget {
     job.raw = Buffer.from(job.raw);
     outcome
       .catch((err: Error) => {
-        if (this.#closed) return;
+        if (this.#closed || this.#ending) return;
         log.error("database statement judge failed", { host: this.#db.host, error: err.message });
         this.#refused(job.type, job.text, job.statements, { ok: false, decision: "error", code: "XX000", message: "credgate: the statement could not be judged" }, job.verdicts.length, job.receivedAt);
       })
@@ -366,10 +365,9 @@ export class DatabaseSession implements CancelTarget {
 
   #release(): void {
     this.#held = false;
-    if (this.#closed) return;
+    if (this.#closed || this.#ending) return;
     while (!this.#held && !this.#closed && this.#backlog.length > 0) this.#walk(this.#backlog.shift()!, 0);
     if (!this.#held && !this.#serverFull) this.#agent.resume();
-    if (this.#closing) this.#endIfIdle();
   }
 
   #forward(raw: Uint8Array, type: number, text: string, statements: string[], verdicts: StatementVerdict[]): void {
@@ -400,26 +398,24 @@ export class DatabaseSession implements CancelTarget {
   /**
    * The agent hears the refusal where the server's answer would have been. A Query (or function call): the
    * ErrorResponse and a ReadyForQuery, behind what the server still owes. A Parse: the ErrorResponse, and the
-   * messages up to the next Sync are dropped; when extended messages were already forwarded without a Sync, their
-   * answers are still to come, so that Sync goes to the server and the refusal is sent just before its
-   * ReadyForQuery; otherwise the refusal goes now and the Sync is answered by credgate.
+   * messages up to the next Sync are dropped, that Sync answered by credgate. When extended messages were already
+   * forwarded without a Sync, their answers are still to come, and nothing marks their end: credgate sends a Sync
+   * of its own and writes the refusal in place of its ReadyForQuery — at once, so a client waiting after a Flush
+   * hears it without sending its Sync first.
    */
   #refuse(type: number, refusal: Refusal): void {
     const error = errorResponse("ERROR", refusal.code, refusal.message);
     if (type !== P) return this.#replies.insert([error, null]);
     this.#ignoreTillSync = true;
-    if (this.#replies.unsynced) this.#refusedBeforeSync = error;
-    else this.#replies.insert([error]);
+    if (!this.#replies.unsynced) return this.#replies.insert([error]);
+    this.#toServer(SYNC);
+    this.#replies.ownSyncForwarded(error);
   }
 
-  /** The Sync that ends the messages dropped after a refused Parse. */
+  /** The Sync that ends the messages dropped after a refused Parse: a ReadyForQuery with the server's last status. */
   #syncAfterRefusal(): void {
     this.#ignoreTillSync = false;
-    const before = this.#refusedBeforeSync;
-    if (before === null) return this.#replies.insert([null]);
-    this.#refusedBeforeSync = null;
-    this.#toServer(SYNC);
-    this.#replies.syncForwarded(before);
+    this.#replies.insert([null]);
   }
 
   #log(r: StatementRecord, status: 200 | 400 | 403, latencyMs: number): void {
@@ -435,13 +431,6 @@ export class DatabaseSession implements CancelTarget {
 
   // --- the end ---
 
-  #endIfIdle(): void {
-    if (this.#closed || this.#held || !this.#replies.idle || this.#msg !== null) return;
-    this.#agent.end(errorResponse("FATAL", shuttingDown.code, shuttingDown.message));
-    this.#server.end(TERMINATE);
-    this.#close();
-  }
-
   /** Terminate: it has been passed on; both sides close once what is written has gone. */
   #terminate(): void {
     this.#server.end();
@@ -449,9 +438,24 @@ export class DatabaseSession implements CancelTarget {
     this.#close();
   }
 
+  /**
+   * Ends the session with a FATAL error (a broken message, the agent's right gone, the gateway stopping): the error
+   * goes behind the answers the agent is still owed, the agent's further messages are dropped, and both sides
+   * close once it has been written; the server gets Terminate.
+   */
   #fatal(refusal: Refusal): void {
-    this.#agent.end(errorResponse("FATAL", refusal.code, refusal.message));
-    this.#server.destroy();
+    if (this.#closed || this.#ending) return;
+    this.#ending = true;
+    this.#backlog.length = 0;
+    this.#agent.pause();
+    this.#replies.insert([errorResponse("FATAL", refusal.code, refusal.message)]);
+    this.#endWhenDelivered();
+  }
+
+  #endWhenDelivered(): void {
+    if (this.#closed || !this.#replies.delivered) return;
+    this.#agent.end();
+    this.#server.end(TERMINATE);
     this.#close();
   }
 
@@ -460,6 +464,7 @@ export class DatabaseSession implements CancelTarget {
     this.#closed = true;
     this.#abort.abort();
     this.#backlog.length = 0;
+    this.#replies.abandon();
     if (!this.#agent.ended) this.#agent.end();
     if (!this.#server.destroyed) this.#server.end();
     // A server that does not close its side promptly is cut.

@@ -10,7 +10,8 @@ import { authenticate, refusalBeforePassword, type AgentAuthDeps, type StartupFa
 import type { CancelKeys } from "./cancelKeys.ts";
 import type { DbSession } from "./dbSession.ts";
 import type { UpstreamSession } from "./upstream.ts";
-import { authenticationTimeout, protocolViolation, unsupportedProtocol, type Refusal } from "./refusals.ts";
+import { log } from "../../observability/log.ts";
+import { authenticationTimeout, protocolViolation, unsupportedProtocol, upstreamFailed, type Refusal } from "./refusals.ts";
 import {
   authenticationCleartextPassword,
   authenticationOk,
@@ -153,7 +154,13 @@ export class StartupConversation {
   }
 
   async #authenticate(token: string): Promise<void> {
-    const result = await authenticate(this.#facts!, token, this.deps.auth, this.#abort.signal);
+    let result: Awaited<ReturnType<typeof authenticate>>;
+    try {
+      result = await authenticate(this.#facts!, token, this.deps.auth, this.#abort.signal);
+    } catch (err) {
+      log.error("database listener: authentication failed unexpectedly", { error: (err as Error).message });
+      result = { ok: false, refusal: upstreamFailed("internal error") };
+    }
     if (this.#phase !== "authenticating") {
       // Timed out or gone meanwhile.
       if (result.ok) result.upstream.socket.destroy();
