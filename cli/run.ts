@@ -6,6 +6,7 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { loadConfig } from "../src/runtime/config.ts";
+import { GCP_STUB_CONTAINER_PATH } from "../src/services/cloudSetup.ts";
 import { combinedBundle, curlrcWithProxyCa, runEnvironment, type ContainerConfig } from "../src/run/environment.ts";
 import { nodePreloadBundle } from "../src/run/preloadBundle.ts" with { type: "macro" };
 import { NoDataError, openCore } from "../src/server.ts";
@@ -99,7 +100,10 @@ export function registerRun(program: Command): void {
         // The Node preload (undici inlined, ~1 MB) is made here, not at module level: no other command holds it.
         writeFileSync(files.nodePreload, nodePreloadBundle());
         writeFileSync(join(files.curlHome, ".curlrc"), curlrcWithProxyCa(process.env, files.bundle));
-        const env = runEnvironment(process.env, config, gatewayUrl, files);
+        // The Google stub service-account file (docs/cloud-identities.md#agent-setup), when the agent may use one.
+        const gcpStub = config.credentialStubs?.find((s) => s.containerPath === GCP_STUB_CONTAINER_PATH);
+        if (gcpStub) writeFileSync(join(dir, "gcp-credentials.json"), gcpStub.content, { mode: 0o600 });
+        const env = runEnvironment(process.env, config, gatewayUrl, { ...files, ...(gcpStub ? { gcpCredentials: join(dir, "gcp-credentials.json") } : {}) });
         const child = Bun.spawn(command, { env, stdio: ["inherit", "inherit", "inherit"] });
         const forward = (signal: NodeJS.Signals) => child.kill(signal);
         process.on("SIGINT", forward);

@@ -71,6 +71,12 @@ export const metrics = {
     registers,
     collect: () => gatewayTally.flush(),
   }),
+  mcpCalls: new Counter({
+    name: "credgate_mcp_calls_total",
+    help: "MCP tools/call requests through the gateway, by server name, tool and request-log decision (tools beyond the first 1000 names counted as \"other\").",
+    labelNames: ["server", "tool", "decision"] as const,
+    registers,
+  }),
   openTunnels: new Gauge({ name: "credgate_gateway_open_tunnels", help: "CONNECT tunnels open now (intercepted and passthrough).", registers }),
   openWebSockets: new Gauge({ name: "credgate_gateway_open_websockets", help: "WebSocket connections relayed now.", registers }),
   snapshotRebuilds: new Counter({ name: "credgate_gateway_snapshot_rebuilds_total", help: "Per-agent gateway snapshots rebuilt after a change.", registers }),
@@ -231,6 +237,20 @@ const gatewayTally = new GatewayTally();
 /** One request the gateway answered, by its request-log decision and HTTP status. */
 export function countGatewayRequest(decision: string, status: number): void {
   gatewayTally.count(decision, status);
+}
+
+/** Tool label sets seen so far: an agent naming endless made-up tools must not grow the registry without end. */
+const mcpToolLabels = new Set<string>();
+const MCP_TOOL_LABELS = 1000;
+
+/** One MCP tools/call and its decision (docs/operations.md#metrics). */
+export function countMcpCall(server: string, tool: string, decision: string): void {
+  const key = `${server}\u0000${tool}`;
+  if (!mcpToolLabels.has(key)) {
+    if (mcpToolLabels.size >= MCP_TOOL_LABELS) tool = "other";
+    else mcpToolLabels.add(key);
+  }
+  metrics.mcpCalls.inc({ server, tool, decision });
 }
 
 /** One proxied request's time upstream and the time the gateway added, in seconds. */

@@ -37,6 +37,7 @@ import { NotificationService, type EgressCheck } from "./notifications/index.ts"
 import { RememberedApprovalService } from "./rememberedApprovals.ts";
 import { SharedCaches } from "../core/sharedCache.ts";
 import { GithubAppTokens } from "./githubApps.ts";
+import { CloudTokens } from "./cloudTokens.ts";
 import { SecretTester } from "./secretTests.ts";
 import { McpServerService } from "./mcpServers.ts";
 import { McpGrantService } from "./mcpGrants.ts";
@@ -86,6 +87,7 @@ export interface Services {
   prices: PriceTable;
   /** GitHub App installation tokens, minted once for every process and instance (docs/injection.md#github-app). */
   githubApps: GithubAppTokens;
+  cloudTokens: CloudTokens;
   /** The secret form's test of AWS and GitHub App secrets against their issuer. */
   secretTests: SecretTester;
   /** MCP servers registered as apps (docs/mcp.md): the records, their tools and status. */
@@ -139,6 +141,7 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const claims = new ClaimService(deps, orgs);
   const notifications = new NotificationService(deps, outbound, egress);
   const githubApps = new GithubAppTokens(deps, outbound, egress, caches);
+  const cloudTokens = new CloudTokens(deps, outbound, egress, caches);
   const rememberedApprovals = new RememberedApprovalService(deps);
   const budgetLedger = new BudgetLedger(deps, spend, notifications);
   const partnerBudgets = new PartnerBudgetService(deps, budgetLedger);
@@ -177,6 +180,7 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     accounts: new AccountService(deps, orgs, projects),
     partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
     githubApps,
+    cloudTokens,
     secretTests: new SecretTester(secrets, githubApps, outbound, egress),
     mcpServers,
     mcpGrants,

@@ -639,6 +639,7 @@ export const requestLogs = pgTable(
     costNanos: bigint("cost_nanos", { mode: "number" }),
     requestId: text("request_id"),
     createdAt: text("created_at").notNull(),
+    mcpServerId: text("mcp_server_id"),
   },
   (t) => [
     index("request_logs_project_time").on(t.projectId, t.createdAt),

@@ -632,6 +632,7 @@ export const requestLogs = sqliteTable(
     costNanos: integer("cost_nanos"),
     requestId: text("request_id"),
     createdAt: text("created_at").notNull(),
+    mcpServerId: text("mcp_server_id"),
   },
   (t) => [
     index("request_logs_project_time").on(t.projectId, t.createdAt),

@@ -1,5 +1,6 @@
 // Agent setup (docs/api.md#agent-setup): the container configuration the OneCLI node SDK consumes, credential
 // stubs for agent frameworks, and the gateway skill an agent reads to learn how the gateway behaves.
+import { cloudAgentSetup } from "../../services/cloudSetup.ts";
 import { ApiError } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import { usableDatabaseSecrets, type AgentAccess } from "../../services/access.ts";
@@ -98,7 +99,10 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
         if (llmA.has("api-key")) env.ANTHROPIC_API_KEY = PLACEHOLDER;
         if (llmA.has("oauth")) env.CLAUDE_CODE_OAUTH_TOKEN = PLACEHOLDER;
         if (llmB.has("api-key")) env.OPENAI_API_KEY = PLACEHOLDER;
-        const credentialStubs: { containerPath: string; content: string }[] = [];
+        // Google Cloud and Azure placeholders (docs/cloud-identities.md#agent-setup).
+        const cloud = cloudAgentSetup(usable, (row) => services.secrets.openValue(row));
+        Object.assign(env, cloud.env);
+        const credentialStubs: { containerPath: string; content: string }[] = [...cloud.stubs];
         if (llmB.has("oauth")) {
           env.CODEX_HOME = CODEX_HOME;
           credentialStubs.push({ containerPath: `${CODEX_HOME}/auth.json`, content: codexStubContent("oauth") });

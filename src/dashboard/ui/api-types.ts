@@ -411,6 +411,18 @@ export type InjectionConfig = {
     installationId: number;
   };
 } | {
+  gcpServiceAccount: {
+    /** OAuth scopes of the minted tokens; default https://www.googleapis.com/auth/cloud-platform */
+    scopes?: string[];
+  };
+} | {
+  azureClientSecret: {
+    tenantId: string;
+    clientId: string;
+    /** e.g. https://management.azure.com/.default; otherwise the request's host implies it */
+    scope?: string;
+  };
+} | {
   /** A PostgreSQL server reached through credgate's database listener; the value is the password (docs/databases.md) */
   database: {
     engine: "postgresql";
@@ -705,6 +717,7 @@ export interface RequestLog {
   /** ISO 8601 UTC with milliseconds */
   createdAt: string;
   requestId: string | null;
+  mcpServerId: string | null;
 }
 
 export interface RequestLogPage {

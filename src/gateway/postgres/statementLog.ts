@@ -74,6 +74,7 @@ function rowOf(session: DbSession, statement: string, f: { status: number; decis
     costNanos: null,
     requestId: null,
     createdAt: logTime(),
+    mcpServerId: null,
   };
 }
 
