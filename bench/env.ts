@@ -24,6 +24,8 @@ export const PLACEHOLDER = "CG_BENCH_PLACEHOLDER";
 /** An awsSigV4 secret applies here (region and service set on it): every request is signed again (docs/injection.md#aws-signature-v4). */
 export const SIGV4_HOST = "s3.bench.example.com";
 export const SIGV4_KEY_ID = "AKIABENCHMARK0000001";
+/** A Google service-account secret applies here: the gateway mints a token at the upstream's /token (bench/cloudToken.ts). */
+export const GCS_HOST = "gcs.bench.example.com";
 
 export interface UpstreamEnv {
   pki: TestPki;
@@ -69,7 +71,7 @@ export interface GatewayOptions {
 
 export async function startUpstreamEnv(log: (msg: string) => void = () => {}): Promise<UpstreamEnv> {
   log("making the upstream PKI (openssl)");
-  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, PH_HOST, SIGV4_HOST, "127.0.0.1"]);
+  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, PH_HOST, SIGV4_HOST, GCS_HOST, "127.0.0.1"]);
   const upstream = await startServer("upstream.ts", [pki.certFile, pki.keyFile]);
   log(`upstream on 127.0.0.1:${upstream.port} (pid ${upstream.proc.pid})`);
   const direct: Target = { host: HOST, port: upstream.port, caFile: pki.caFile, headers: { authorization: `Bearer ${SECRET_VALUE}` } };
@@ -95,7 +97,7 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
       CREDGATE_GATEWAY_WORKERS: String(opts.workers ?? 1),
       CREDGATE_DNS_SERVERS: dns.address,
       CREDGATE_UPSTREAM_CA_FILE: up.pki.caFile,
-      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST, PH_HOST, SIGV4_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
+      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST, PH_HOST, SIGV4_HOST, GCS_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
       ...(opts.whatIf?.length ? { BENCH_WHATIF: opts.whatIf.join(",") } : {}),
       ...opts.env,

@@ -20,6 +20,7 @@ import { killAll, reapAll, runClient } from "./procs.ts";
 import { pinProcess, placement } from "./placement.ts";
 import { printH2Rows, runH2Rows } from "./h2.ts";
 import { printSshClone, runSshClone } from "./sshClone.ts";
+import { printPostgresRows, runPostgresRows } from "./postgres.ts";
 import { testEngine } from "../test/support/postgres.ts";
 import { tempDir } from "../test/support/tmp.ts";
 import { budgetCost, budgetRounds, type BudgetRounds } from "./budgetRounds.ts";
@@ -245,6 +246,9 @@ async function main(): Promise<void> {
   }
   await off.credgate.stop();
   const leakGuard = { secrets: WATCHED, on, off: offRuns };
+  // The PostgreSQL broker (bench/postgres.ts, docs/databases.md): pgbench direct and through a credgate of its own.
+  // A machine without Debian's PostgreSQL and pgbench still gets the HTTP rows: the reason is printed instead.
+  const postgres = await runPostgresRows({ cpus, durationS: secs, scale: 5, rounds: 1, log: progress }).catch((err: Error) => ({ error: err.message }));
   // git clone over SSH (bench/sshClone.ts, docs/ssh.md#the-ssh-implementation): its own sshd and credgate.
   progress("ssh clone: a 30 MB repository over SSH, direct and through credgate, 3 rounds each");
   const sshClone = await runSshClone(progress);
@@ -286,6 +290,7 @@ async function main(): Promise<void> {
     leakGuard,
     http2,
     sshClone,
+    postgres,
     errors,
   };
 
@@ -305,6 +310,8 @@ async function main(): Promise<void> {
     printPlaceholders(placeholders);
     printLeakGuard(leakGuard);
     printH2Rows(http2, TARGETS.throughputRatio);
+    if ("error" in postgres) console.log(`PostgreSQL broker rows not measured: ${postgres.error}\n`);
+    else printPostgresRows(postgres);
     printSshClone(sshClone);
   }
 }

@@ -76,6 +76,9 @@ function anthropicSse(): Response {
   return new Response(body, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
 }
 
+/** The token the bench's Google token endpoint mints. */
+const BENCH_GCP_TOKEN = "ya29.bench-minted-token-0123456789abcdef";
+
 let requests = 0;
 const ports = new Set<number>();
 
@@ -104,6 +107,9 @@ const server = Bun.serve({
         host: req.headers.get("host"),
       });
     }
+    // A Google token endpoint and a GCS object read (bench/cloudToken.ts): one fixed token, the small body.
+    if (req.method === "POST" && path === "/token") return Response.json({ access_token: BENCH_GCP_TOKEN, expires_in: 3599, token_type: "Bearer" });
+    if (path.startsWith("/storage/v1/b/")) return new Response(SMALL, { headers: { "content-type": "application/json", "x-goog-generation": "1" } });
     // A body read to its end (the placeholder bench rows): its length back.
     if (req.method === "POST" && path === "/body") return Response.json({ bytes: (await req.arrayBuffer()).byteLength });
     if (req.method === "POST" && (path === "/v1/messages" || path === "/v1/unmetered")) {

@@ -6,6 +6,7 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { loadConfig } from "../src/runtime/config.ts";
+import { GCP_STUB_CONTAINER_PATH } from "../src/services/cloudSetup.ts";
 import { combinedBundle, curlrcWithProxyCa, runEnvironment, type ContainerConfig } from "../src/run/environment.ts";
 import { nodePreloadBundle } from "../src/run/preloadBundle.ts" with { type: "macro" };
 import { NoDataError, openCore } from "../src/server.ts";
@@ -112,7 +113,10 @@ export function registerRun(program: Command): void {
         // The Node preload (undici inlined, ~1 MB) is made here, not at module level: no other command holds it.
         writeFileSync(files.nodePreload, nodePreloadBundle());
         writeFileSync(join(files.curlHome, ".curlrc"), curlrcWithProxyCa(process.env, files.bundle));
-        const env = runEnvironment(process.env, config, gatewayUrl, files);
+        // The Google stub service-account file (docs/cloud-identities.md#agent-setup), when the agent may use one.
+        const gcpStub = config.credentialStubs?.find((s) => s.containerPath === GCP_STUB_CONTAINER_PATH);
+        if (gcpStub) writeFileSync(join(dir, "gcp-credentials.json"), gcpStub.content, { mode: 0o600 });
+        const env = runEnvironment(process.env, config, gatewayUrl, { ...files, ...(gcpStub ? { gcpCredentials: join(dir, "gcp-credentials.json") } : {}) });
         // git and ssh over SSH through the gateway (docs/ssh.md#the-agent-side): no key on this side.
         const ssh = sshFiles(dir, await getText(`${base}/v1/gateway/ssh-ca`));
         for (const [file, text] of Object.entries(ssh.files)) writeFileSync(file, text, { mode: 0o600 });

@@ -69,7 +69,7 @@ export function registerServe(program: Command): void {
         // Printed by the first start that serves, however many starts before it failed (port taken, …).
         if (await takeUnprintedKeys(server.core.services)) process.stdout.write(firstStartBanner(config, server.core.bootstrap) + "\n");
         for (const line of plainTransportWarnings(config)) process.stderr.write(line + "\n");
-        log.info("credgate started", { version: VERSION, mode: config.mode, apiPort: server.apiPort, gatewayPort: server.gatewayPort, dataDir: config.dataDir });
+        log.info("credgate started", { version: VERSION, mode: config.mode, apiPort: server.apiPort, gatewayPort: server.gatewayPort, dbPort: server.dbPort, dataDir: config.dataDir });
       } catch (err) {
         fail(err);
       }

@@ -89,6 +89,8 @@ export interface RunningServer {
   apiPort: number;
   gateway: Gateway;
   gatewayPort: number;
+  /** The database listener's port; 0 when it is off (CREDGATE_DB_PORT=0). */
+  dbPort: number;
   stop(): Promise<void>;
 }
 
@@ -142,6 +144,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
     } catch (err) {
       throw new Error(`cannot listen on ${config.host}:${config.gatewayPort} (gateway): ${(err as Error).message}`);
     }
+    // The database listener stays in this process, whatever the gateway workers (docs/databases.md#the-listener).
+    let dbPort = 0;
+    if (config.dbPort !== 0) {
+      try {
+        dbPort = await gateway.listenDatabase(config.host, config.dbPort);
+      } catch (err) {
+        throw new Error(`cannot listen on ${config.host}:${config.dbPort} (database): ${(err as Error).message}`);
+      }
+    }
     if (config.gatewayWorkers > 1) {
       const ports = { port: apiServer.port, gatewayPort };
       workers = await GatewayWorkers.start(config.gatewayWorkers - 1, (index) => workerCommand(config, ports, index), core.services.deps.events, core.services.caches);
@@ -152,7 +163,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     core.services.spend.start();
     // This process sends the instance's notifications (its gateway workers only queue them).
     core.services.notifications.start();
-    const running = { core, api, apiPort: apiServer.port, gateway, gatewayPort };
+    const running = { core, api, apiPort: apiServer.port, gateway, gatewayPort, dbPort };
     let stopped = false;
     const server = apiServer;
     const certificate = apiCertificate;

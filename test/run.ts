@@ -38,6 +38,8 @@ const POSTGRES_RUN = [
   // A decision served by an instance whose clock is past an approval held by another.
   "test/e2e/approval-expiry.test.ts",
   "test/e2e/apps-gateway.test.ts",
+  // MCP tool calls held, remembered per arguments and logged: the approvals and log rows live in the store.
+  "test/e2e/mcp-gateway.test.ts",
   "test/e2e/llm-metering.test.ts",
   "test/e2e/budgets.test.ts",
   "test/e2e/cloud-accounts.test.ts",
@@ -52,6 +54,10 @@ const POSTGRES_RUN = [
   "test/e2e/audit.test.ts",
   // GitHub App tokens minted once for every process and instance (the minted_tokens row and its lease).
   "test/e2e/github-app.test.ts",
+  // The database broker's approvals, remembered approvals and per-statement request logs live in the store.
+  "test/e2e/database-statements.test.ts",
+  // Cloud tokens minted once for two instances on one database (the minted_tokens lease).
+  "test/e2e/cloud-identities.test.ts",
   "test/multi",
 ];
 

@@ -10,6 +10,9 @@ import m6 from "./0006_audit_log.sql" with { type: "text" };
 import m7 from "./0007_scope_budgets.sql" with { type: "text" };
 import m8 from "./0008_signed_credentials.sql" with { type: "text" };
 import m9 from "./0009_key_sessions.sql" with { type: "text" };
+import m10 from "./0010_partner_budget_windows.sql" with { type: "text" };
+import m11 from "./0011_mcp_servers.sql" with { type: "text" };
+import m12 from "./0012_request_log_mcp_server.sql" with { type: "text" };
 
 export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795568033987, breakpoints: true, sql: m0 },
@@ -22,4 +25,7 @@ export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0007_scope_budgets", when: 1795710363186, breakpoints: true, sql: m7 },
   { tag: "0008_signed_credentials", when: 1795716300965, breakpoints: true, sql: m8 },
   { tag: "0009_key_sessions", when: 1796468875821, breakpoints: true, sql: m9 },
+  { tag: "0010_partner_budget_windows", when: 1796479734299, breakpoints: true, sql: m10 },
+  { tag: "0011_mcp_servers", when: 1796481276192, breakpoints: true, sql: m11 },
+  { tag: "0012_request_log_mcp_server", when: 1796481713701, breakpoints: true, sql: m12 },
 ];

@@ -14,6 +14,9 @@ import m10 from "./0010_audit_log.sql" with { type: "text" };
 import m11 from "./0011_scope_budgets.sql" with { type: "text" };
 import m12 from "./0012_signed_credentials.sql" with { type: "text" };
 import m13 from "./0013_key_sessions.sql" with { type: "text" };
+import m14 from "./0014_partner_budget_windows.sql" with { type: "text" };
+import m15 from "./0015_mcp_servers.sql" with { type: "text" };
+import m16 from "./0016_request_log_mcp_server.sql" with { type: "text" };
 
 export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795323549979, breakpoints: true, sql: m0 },
@@ -30,4 +33,7 @@ export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0011_scope_budgets", when: 1795710359280, breakpoints: true, sql: m11 },
   { tag: "0012_signed_credentials", when: 1795716298536, breakpoints: true, sql: m12 },
   { tag: "0013_key_sessions", when: 1796468874319, breakpoints: true, sql: m13 },
+  { tag: "0014_partner_budget_windows", when: 1796479730113, breakpoints: true, sql: m14 },
+  { tag: "0015_mcp_servers", when: 1796481269957, breakpoints: true, sql: m15 },
+  { tag: "0016_request_log_mcp_server", when: 1796481710569, breakpoints: true, sql: m16 },
 ];

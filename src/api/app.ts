@@ -36,6 +36,7 @@ import { teamRoutes } from "./routes/team.ts";
 import { partnerBudgetRoutes, partnerMemberRoutes, partnerRoutes } from "./routes/partner.ts";
 import { budgetsRoutes } from "./routes/budgets.ts";
 import { orgPartnerRoutes } from "./routes/orgPartner.ts";
+import { mcpServersRoutes } from "./routes/mcpServers.ts";
 import { migrationRoutes } from "./routes/migration.ts";
 import { notificationsRoutes } from "./routes/notifications.ts";
 import { organizationRoutes } from "./routes/organization.ts";
@@ -47,7 +48,7 @@ import { utilityRoutes } from "./routes/utility.ts";
 export const API_PREFIXES = ["/v1", "/api"] as const;
 
 export function allRoutes(): RouteDef[] {
-  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...sshKeyRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...notificationsRoutes, ...budgetsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes, ...auditRoutes];
+  return [...utilityRoutes, ...authRoutes, ...userRoutes, ...organizationRoutes, ...agentsRoutes, ...sshKeyRoutes, ...secretsRoutes, ...logsRoutes, ...grantsRoutes, ...policyRoutes, ...approvalsRoutes, ...notificationsRoutes, ...budgetsRoutes, ...appsRoutes, ...appBlocklistRoutes, ...connectionsRoutes, ...mcpServersRoutes, ...migrationRoutes, ...projectRoutes, ...teamRoutes, ...partnerRoutes, ...partnerBudgetRoutes, ...partnerMemberRoutes, ...orgPartnerRoutes, ...auditRoutes];
 }
 
 /** Routes that serve the gateway's CA certificate (agent setup), built once the CA is loaded. */

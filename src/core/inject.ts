@@ -126,7 +126,9 @@ export function applyInjection(secret: Injectable, value: string, headers: Heade
   // A placeholder is replaced where the agent wrote it, body included: the placeholder stage's work. Signed and
   // minted variants are applied by their own gateway stages (docs/injection.md#signed-and-minted-credentials). A
   // database password never goes into HTTP (docs/databases.md#the-database-secret), nor an SSH key (docs/ssh.md#the-ssh-secret).
-  if (!cfg || cfg.placeholder !== undefined || cfg.awsSigV4 !== undefined || cfg.githubApp !== undefined || cfg.database !== undefined || cfg.ssh !== undefined) return { ok: true, pathAndQuery, count };
+  if (!cfg || cfg.placeholder !== undefined || cfg.awsSigV4 !== undefined || cfg.githubApp !== undefined || cfg.database !== undefined || cfg.ssh !== undefined || cfg.gcpServiceAccount !== undefined || cfg.azureClientSecret !== undefined) {
+    return { ok: true, pathAndQuery, count };
+  }
   if (cfg.headerName !== undefined) {
     return { ok: true, pathAndQuery, count: setHeader(headers, cfg.headerName, fill(cfg, cfg.valueFormat ?? "{value}", value)) };
   }

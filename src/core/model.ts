@@ -41,6 +41,10 @@ export interface ApprovalSummary {
 
 export type ConnectionStatus = "connected" | "expired" | "error" | "revoked";
 export type ConnectionAccess = "full" | "custom";
+/** MCP servers (docs/mcp.md): how credgate authenticates to one, and where it stands. */
+export type McpAuthKind = "bearer" | "header" | "oauth";
+export type McpServerStatus = "pending" | "connected" | "error" | "revoked";
+export type { McpTool } from "./records/mcp.ts";
 export type BudgetPeriod = "monthly" | "total";
 /** Budgets for every scope (docs/budgets.md#budgets-for-every-scope): who a budget caps, and its window. */
 export type BudgetScope = "agent" | "project" | "organization";

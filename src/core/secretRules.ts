@@ -3,6 +3,7 @@
 import { createPrivateKey } from "node:crypto";
 import type { InjectionConfig } from "./records/secrets.ts";
 import { normalizeSurfaces, placeholderError, surfacesError } from "./placeholders.ts";
+import { cloudVariantError, normalizeAzure, normalizeGcp } from "./cloudIdentity.ts";
 import { databaseConfigError, normalizeDatabaseConfig } from "./databaseRules.ts";
 import { normalizeSshConfig, sshConfigError } from "./sshRules.ts";
 
@@ -13,7 +14,7 @@ export type AuthMode = "api-key" | "oauth";
 export type InjectionConfigShape = InjectionConfig;
 
 export const INJECTION_SHAPE_MESSAGE =
-  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}";
+  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}, {gcpServiceAccount}, {azureClientSecret}";
 export const AWS_KEY_ID_MESSAGE = "awsSigV4.accessKeyId must be 16-128 characters of A-Z and 0-9";
 export const AWS_REGION_MESSAGE = "awsSigV4.region is not a region name";
 export const AWS_SERVICE_MESSAGE = "awsSigV4.service is not a service name";
@@ -70,6 +71,7 @@ export function injectionConfigError(raw: unknown): string | null {
   if (keys.length === 1 && (keys[0] === "awsSigV4" || keys[0] === "githubApp")) return signedVariantError(cfg);
   if (keys.length === 1 && keys[0] === "database") return databaseConfigError(cfg.database);
   if (keys.length === 1 && keys[0] === "ssh") return sshConfigError(cfg.ssh);
+  if (keys.length === 1 && (keys[0] === "gcpServiceAccount" || keys[0] === "azureClientSecret")) return cloudVariantError(cfg, INJECTION_SHAPE_MESSAGE);
   const variant = VARIANTS.find(
     (v) => v.required.every((k) => k in cfg) && keys.every((k) => v.required.includes(k) || v.optional.includes(k)),
   );
@@ -116,6 +118,8 @@ export function normalizeInjectionConfig(cfg: InjectionConfig): InjectionConfig 
   if (cfg.githubApp !== undefined) {
     return { githubApp: { appId: positiveId(cfg.githubApp.appId)!, installationId: positiveId(cfg.githubApp.installationId)! } };
   }
+  if (cfg.gcpServiceAccount !== undefined) return { gcpServiceAccount: normalizeGcp(cfg.gcpServiceAccount) };
+  if (cfg.azureClientSecret !== undefined) return { azureClientSecret: normalizeAzure(cfg.azureClientSecret) };
   if (cfg.database !== undefined) return { database: normalizeDatabaseConfig(cfg.database) };
   if (cfg.ssh !== undefined) return { ssh: normalizeSshConfig(cfg.ssh) };
   if (cfg.headerName !== undefined) return { headerName: cfg.headerName, valueFormat: cfg.valueFormat ?? "{value}" };
@@ -131,7 +135,12 @@ export function injectsIntoHeader(type: SecretTypeName, cfg: InjectionConfigShap
 
 /** A signed or minted variant: the value is a key that makes the credential, never sent as it is (docs/injection.md#signed-and-minted-credentials). */
 export function isSignedOrMinted(cfg: InjectionConfigShape | null | undefined): boolean {
-  return !!cfg && (cfg.awsSigV4 !== undefined || cfg.githubApp !== undefined);
+  return !!cfg && (cfg.awsSigV4 !== undefined || cfg.githubApp !== undefined || isCloudIdentity(cfg));
+}
+
+/** A Google service account or an Azure client secret: tokens minted at the gateway (docs/cloud-identities.md). */
+export function isCloudIdentity(cfg: InjectionConfigShape | null | undefined): boolean {
+  return !!cfg && (cfg.gcpServiceAccount !== undefined || cfg.azureClientSecret !== undefined);
 }
 
 /** The value of a GitHub App secret: an RSA private key in PEM (PKCS#1 or PKCS#8). */

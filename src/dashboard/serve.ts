@@ -24,7 +24,7 @@ export const SECURITY_HEADERS = {
 };
 
 /** Paths answered with the shell; the browser-side router decides what each shows. */
-const PAGE_PATHS = [/^\/$/, /^\/(sign-in|sign-up|accept-invite|claim)$/, /^\/app-connect\/[^/]+$/, /^\/p\/[^/]+(\/.*)?$/, /^\/partner(\/.*)?$/];
+const PAGE_PATHS = [/^\/$/, /^\/(sign-in|sign-up|accept-invite|claim)$/, /^\/app-connect\/[^/]+$/, /^\/mcp-servers(\/[^/]+)?$/, /^\/p\/[^/]+(\/.*)?$/, /^\/partner(\/.*)?$/];
 
 /** Text made safe for HTML content and attribute values. */
 export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

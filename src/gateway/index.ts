@@ -17,6 +17,11 @@ import { VaultResolver } from "../vault/resolver.ts";
 import { loadSshCa } from "../services/sshCa.ts";
 import { ExecJudge } from "./ssh/judge.ts";
 import { SshInterception } from "./ssh/session.ts";
+import { recheck } from "./postgres/agentAuth.ts";
+import { DatabaseListener } from "./postgres/listener.ts";
+import { statementJudgeOf } from "./postgres/judge.ts";
+import { logStatement } from "./postgres/statementLog.ts";
+import { forwardCancel, type UpstreamDeps } from "./postgres/upstream.ts";
 
 /** What the stages share, over these services: the egress guard, the vault cache and the upstream pool are one each. */
 export function pipelineDeps(config: Config, services: Services, snapshot: GatewaySnapshot): PipelineDeps {
@@ -37,6 +42,9 @@ export function pipelineDeps(config: Config, services: Services, snapshot: Gatew
 
 export class Gateway {
   readonly #listener: GatewayListener;
+  /** The database listener (docs/databases.md#the-listener): built with the gateway, listening only in the primary. */
+  readonly #database: DatabaseListener;
+  #databaseListening = false;
   readonly #upstreams: UpstreamPool;
   readonly #memory = new MemoryKeeper();
   port = 0;
@@ -69,6 +77,18 @@ export class Gateway {
         snapshot,
       }),
     });
+    const upstream: UpstreamDeps = { egress: deps.egress, outbound: services.outbound, config };
+    const requestLogs = services.requestLogs;
+    this.#database = new DatabaseListener({
+      auth: { snapshot, vault: deps.vault, upstream },
+      session: {
+        judge: statementJudgeOf(services, snapshot, config),
+        recheck: (db, token) => recheck(snapshot, db, token),
+        logStatement: (db, row) => logStatement(requestLogs, db, row),
+        forwardCancel: (db, key) => forwardCancel(db.credential, key, upstream),
+      },
+      selfLeaf: new SelfLeaf(ca, selfNames(config)),
+    });
   }
 
   async listen(host: string, port: number, sharing: GatewaySharing = "alone"): Promise<number> {
@@ -76,11 +96,23 @@ export class Gateway {
     return this.port;
   }
 
+  /**
+   * The database listener on `port` (the primary process only: a CancelRequest must reach the process holding
+   * its session, so gateway workers do not share this port).
+   */
+  async listenDatabase(host: string, port: number): Promise<number> {
+    const bound = await this.#database.listen(host, port);
+    this.#databaseListening = true;
+    return bound;
+  }
+
   /** Refuses new connections, lets in-flight answers finish (up to the drain), then cuts everything. */
   async stop(drain: (work: Promise<unknown>) => Promise<void>): Promise<void> {
     this.#listener.close();
-    await drain(this.#listener.settled());
+    if (this.#databaseListening) this.#database.close();
+    await drain(Promise.all([this.#listener.settled(), this.#database.settled()]));
     this.#listener.destroyAll();
+    this.#database.destroyAll();
     this.#upstreams.close();
     this.#memory.stop();
   }

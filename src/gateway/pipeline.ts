@@ -28,12 +28,17 @@ import { echoStage } from "./stages/echo.ts";
 import { egressStage } from "./stages/egress.ts";
 import { forwardStage } from "./stages/forward.ts";
 import { githubAppStage } from "./stages/githubApp.ts";
+import { cloudTokenStage } from "./stages/cloudToken.ts";
+import { cloudPlaceholdersStage } from "./stages/cloudPlaceholders.ts";
 import { guidanceStage } from "./stages/guidance.ts";
 import { injectStage } from "./stages/inject.ts";
 import { injectConnectionStage } from "./stages/injectConnection.ts";
 import { interceptStage } from "./stages/intercept.ts";
 import { leakGuardStage } from "./stages/leakGuard.ts";
 import { logStage } from "./stages/log.ts";
+import { mcpStage } from "./stages/mcp.ts";
+import { McpSessions } from "./stages/mcpSessions.ts";
+import { mcpToolsStage } from "./stages/mcpTools.ts";
 import { passthroughStage } from "./stages/passthrough.ts";
 import { placeholderStage } from "./stages/placeholder.ts";
 import { policyStage } from "./stages/policy.ts";
@@ -58,28 +63,36 @@ export interface PipelineDeps {
 /** The stages in order (docs/gateway.md#stages). Adding a feature adds a stage here. */
 export function gatewayStages(d: PipelineDeps): Stage[] {
   const { config, services } = d;
+  const mcpSessions = new McpSessions();
   return [
     logStage({ requestLogs: services.requestLogs }),
     authStage({ snapshot: d.snapshot }),
     targetStage(),
+    // Before egress: the metadata hosts are answered here and never dialled (169.254.169.254 would be refused).
+    cloudPlaceholdersStage(),
     egressStage({ egress: d.egress }),
     passthroughStage({ passthroughHosts: config.passthroughHosts }),
     interceptStage(),
     connectionStage(),
     policyStage({ rateLimits: services.rateLimits }),
     resourcesStage(),
-    leakGuardStage({ enabled: config.leakGuard }),
+    leakGuardStage({ enabled: config.leakGuard, minted: services.cloudTokens.known }),
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
+    // After inject: the MCP server's token replaces a secret's on the same header.
+    mcpStage({ sessions: mcpSessions, auth: services.mcpAuth }),
     githubAppStage({ tokens: services.githubApps }),
+    cloudTokenStage({ tokens: services.cloudTokens }),
     awsCheckStage(),
     cleartextStage({ plaintextHosts: config.plaintextHosts }),
     claimStage(),
     echoStage(),
     budgetStage({ prices: services.prices, ledger: services.budgetLedger, keySpend: services.partnerBudgets, spend: services.spend, publicUrl: config.publicUrl }),
     approvalStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered }),
+    // After the policy's own hold; before placeholder, so that a reviewer sees the arguments the agent wrote.
+    mcpToolsStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered, sessions: mcpSessions }),
     placeholderStage(),
-    websocketFramesStage({ leakGuard: config.leakGuard }),
+    websocketFramesStage({ leakGuard: config.leakGuard, minted: services.cloudTokens.known }),
     guidanceStage({ publicUrl: config.publicUrl }),
     // Last before forwarding: a signature is good for 15 minutes, and an approval may have held the request longer.
     awsSignStage(),

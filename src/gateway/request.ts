@@ -16,7 +16,7 @@ import { requestHeadersForUpstream } from "./headers.ts";
 import { headerValue, type HeaderLines } from "./http1/head.ts";
 import type { HeaderList } from "./http1/headerList.ts";
 import { peekStream } from "./peek.ts";
-import type { CompiledConnection, CompiledSecret } from "./snapshot.ts";
+import type { CompiledConnection, CompiledMcpServer, CompiledSecret } from "./snapshot.ts";
 import { answer, type RequestVerdict } from "./verdict.ts";
 import { gatewayJson, malformedRequest } from "./errors.ts";
 import type { Tunnel } from "./tunnel.ts";
@@ -68,6 +68,15 @@ export interface LeakFinding {
   readonly secretName: string;
   /** The path as the log shows it, the value's forms replaced by `credgate-redacted`. */
   readonly loggedPath: string;
+}
+
+/** A request to an MCP server's URL (docs/gateway.md#mcp-servers): the server, and what its body asked for. */
+export interface McpExchange {
+  readonly server: CompiledMcpServer;
+  /** The tools/call names of the body, in order (read by mcp-tools; the first is the log row's path). */
+  tools: readonly string[];
+  /** The ids of the body's tools/list requests (empty: asked without one); null when it asks none. */
+  listIds: ReadonlySet<string | number> | null;
 }
 
 /** The empty list every request starts with (lists are replaced, never edited in place while shared). */
@@ -159,6 +168,8 @@ export class ProxyRequest extends Flow {
    * they come. (The server's are read by the echo guard when anything was injected: websocket.ts.)
    */
   agentFrames: FrameScan[] | null = null;
+  /** A request to an MCP server's URL, its token injected (mcp stage: [mcp]; mcp-tools reads its body). */
+  mcp: McpExchange | null = null;
   /** A metered LLM request (budget stage: [meter]). */
   meter: Meter | null = null;
   /** The approval that held the request, and its log row, updated in place at the end (approval stage: [approval]). */

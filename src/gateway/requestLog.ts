@@ -25,6 +25,8 @@ export interface RequestLogFields {
   costNanos?: number | null;
   /** The request's x-request-id. */
   requestId: string;
+  /** The MCP server of a tools/call (docs/gateway.md#mcp-servers). */
+  mcpServerId?: string | null;
 }
 
 /**
@@ -32,11 +34,13 @@ export interface RequestLogFields {
  * earlier). One object with every field: no field is added to it afterwards.
  */
 export function requestLogFieldsOf(rq: ProxyRequest, status: number, latencyMs?: number): RequestLogFields {
+  // An MCP tools/call is logged as method MCP and the tool's name (docs/gateway.md#mcp-servers).
+  const tool = rq.mcp !== null && rq.mcp.tools.length > 0 ? rq.mcp.tools[0]! : null;
   return {
     agent: rq.agent,
-    method: rq.websocket ? "GET" : rq.method,
+    method: tool !== null ? "MCP" : rq.websocket ? "GET" : rq.method,
     host: rq.displayHost,
-    path: rq.leak?.loggedPath ?? rq.path,
+    path: tool ?? rq.leak?.loggedPath ?? rq.path,
     status,
     started: rq.started,
     injectionCount: rq.injectionCount,
@@ -47,13 +51,14 @@ export function requestLogFieldsOf(rq: ProxyRequest, status: number, latencyMs?:
     latencyMs,
     costNanos: rq.meter?.costNanos ?? null,
     requestId: rq.requestId,
+    mcpServerId: tool !== null ? rq.mcp!.server.id : null,
   };
 }
 
 /** The current time as ISO 8601, formatted once per millisecond (many rows share one at load). */
 let isoMs = -1;
 let iso = "";
-function nowIso(): string {
+export function logTime(): string {
   const ms = Date.now();
   if (ms !== isoMs) {
     isoMs = ms;
@@ -88,7 +93,8 @@ export function writeRequestLog(requestLogs: RequestLogService, f: RequestLogFie
     approvalId: f.approvalId ?? null,
     costNanos: f.costNanos ?? null,
     requestId: f.requestId,
-    createdAt: nowIso(),
+    createdAt: logTime(),
+    mcpServerId: f.mcpServerId ?? null,
   });
   return id;
 }

@@ -14,7 +14,7 @@ import type { AgentMode, ConnectionAccess, SecretScope } from "../core/model.ts"
 import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
 import type { AgentRow } from "../services/agents.ts";
-import type { PartnerBudget } from "../services/budgets/partnerBudgets.ts";
+import type { PartnerBudget } from "../services/budgets/partnerBudget.ts";
 import type { ScopeBudget } from "../services/budgets/scopeBudgets.ts";
 import { needsBody, type CompiledRule } from "../core/policy.ts";
 import { compiledApp, type CompiledApp } from "../apps/match.ts";
@@ -25,6 +25,9 @@ import { usableDatabaseSecrets, type AgentAccess } from "../services/access.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { log } from "../observability/log.ts";
 import { RememberedApprovals } from "./rememberedApprovals.ts";
+import { mcpServerScope } from "../core/mcpServerUrl.ts";
+import type { McpServerStatus } from "../core/model.ts";
+import { authHeaderOf } from "../services/mcp/credential.ts";
 
 export interface AgentEntry {
   id: string;
@@ -118,7 +121,37 @@ export interface AgentCredentials {
   scopeBudgets: Record<"llm_a" | "llm_b", readonly ScopeBudget[]>;
   /** Set while the organization is an unclaimed partner organization (docs/guards.md#claim-required). */
   claim: ClaimPending | null;
+  /** The project's MCP servers with this agent's grant of each (docs/mcp.md#at-the-gateway). */
+  mcpServers: CompiledMcpServer[];
 }
+
+/** An MCP server as the gateway sees it for one agent (docs/mcp.md#at-the-gateway). */
+export interface CompiledMcpServer {
+  id: string;
+  name: string;
+  /** The server's URL: origin and path prefix a request must be under (core/mcpServerUrl.ts). */
+  origin: string;
+  /** No trailing slash; "" for the whole origin. */
+  pathPrefix: string;
+  /**
+   * How credgate authenticates to it: the header to set (replacing the agent's), or null while there is no usable
+   * credential (pending, revoked). An OAuth token due for refresh (`expiresAt`) is replaced through
+   * `services.mcpAuth.fresh(id)`, which refreshes once for every process; the snapshot entry is rebuilt after.
+   */
+  auth: { header: string; value: string } | null;
+  /** Epoch ms at which an OAuth access token expires; null for static credentials or a token without expiry. */
+  expiresAt: number | null;
+  status: McpServerStatus;
+  /**
+   * This agent's grant: its stored grant, else `full` in mode `all` on a server that can be used (connected, or
+   * error with its last token); null = no grant (every tools/call refused).
+   */
+  grant: McpGrant | null;
+}
+
+export type McpGrant =
+  | { access: "full" }
+  | { access: "custom"; allow: Set<string>; ask: Set<string>; arguments: Record<string, Record<string, string>> };
 
 export interface CompiledConnection {
   id: string;
@@ -298,6 +331,7 @@ export class GatewaySnapshot {
       partnerBudgets: await this.#partnerBudgets(agent, injectable),
       scopeBudgets: await this.#scopeBudgets(agent),
       claim: org && !org.claimed ? await this.services.claims.pending(org.id) : null,
+      mcpServers: await this.#mcpServers(agent),
     };
   }
 
@@ -319,6 +353,27 @@ export class GatewaySnapshot {
     const all = [...organization.ordered, ...project.ordered];
     const empty = all.length === 0 && organization.fallback === null && project.fallback === null;
     return { organization, project, empty, needsBody: needsBody(all) };
+  }
+
+  async #mcpServers(agent: AgentEntry): Promise<CompiledMcpServer[]> {
+    // Which servers with which grant: services/mcpGrants.ts, the answer the agent setup gives too.
+    return (await this.services.mcpGrants.forAgent(agent)).map(({ server, usable, grant: g }) => {
+      const credential = usable ? this.services.mcpServers.credential(server) : null;
+      const grant: McpGrant | null = !g
+        ? null
+        : g.access === "full"
+          ? { access: "full" }
+          : { access: "custom", allow: new Set(g.allow), ask: new Set(g.ask), arguments: g.arguments };
+      return {
+        id: server.id,
+        name: server.name,
+        ...mcpServerScope(server.url),
+        auth: authHeaderOf(credential),
+        expiresAt: credential?.kind === "oauth" ? credential.expiresAt : null,
+        status: server.status,
+        grant,
+      };
+    });
   }
 
   /** Connections of the project and organization (`all`), and those this agent can inject with: usable (`connected` or `error`) and allowed. */

@@ -32,7 +32,9 @@ export type ConnectVerdict = Verdict<JsonAnswer>;
  *   connectionCredential  inject-connection: the winning connection's credential, injected
  *   secrets               inject: `matched`, `signing`, `placeholders`, the secrets it injected
  *   githubToken           github-app: the installation token, injected
+ *   cloudToken            cloud-token: a Google Cloud or Azure access token, injected
  *   awsPlan               aws-check: how the request will be signed (kept by the two AWS stages), counted as injected
+ *   mcp                   mcp: `mcp` (the MCP server the request is for), its token injected
  *   meter                 budget: `meter`
  *   approval              approval: `approval`, and the person's decision on a held request
  *   placeholdersReplaced  placeholder: the placeholders replaced in the outgoing headers, target and body
@@ -49,7 +51,9 @@ export type StageKey =
   | "connectionCredential"
   | "secrets"
   | "githubToken"
+  | "cloudToken"
   | "awsPlan"
+  | "mcp"
   | "meter"
   | "approval"
   | "placeholdersReplaced"
@@ -61,7 +65,7 @@ export type StageKey =
  * (`injectionCount`, `injectedValues`, `placeholders`). A new injecting stage adds its key here, and every stage
  * that judges a credentialed request is then checked to run after it.
  */
-export const INJECTIONS: readonly StageKey[] = ["connectionCredential", "secrets", "githubToken", "awsPlan"];
+export const INJECTIONS: readonly StageKey[] = ["connectionCredential", "secrets", "githubToken", "cloudToken", "awsPlan", "mcp"];
 
 type Maybe<T> = T | Promise<T>;
 

@@ -171,6 +171,7 @@ export function agentCredentials(parts: Partial<AgentCredentials> = {}): AgentCr
     partnerBudgets: new Map(),
     scopeBudgets: { llm_a: [], llm_b: [] },
     claim: null,
+    mcpServers: [],
     ...parts,
   };
 }

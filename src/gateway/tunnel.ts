@@ -18,6 +18,11 @@ export class Tunnel extends Flow {
   readonly early: Buffer;
   /** The egress guard's verdict on the host (egress stage: [dial], stage.ts StageKey); a passthrough tunnel dials what it says. */
   egress: EgressVerdict | null = null;
+  /**
+   * A tunnel to a cloud metadata host that the gateway answers itself, request by request, and never dials
+   * (cloud-placeholders stage; docs/cloud-identities.md#placeholders): the egress guard lets it open.
+   */
+  local = false;
   /** Raw bytes to the host instead of interception (passthrough stage: [passthrough]). */
   passthrough = false;
   /** The status the CONNECT was answered with (0 until it is; set by Pipeline.connected). */

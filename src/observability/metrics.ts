@@ -71,6 +71,12 @@ export const metrics = {
     registers,
     collect: () => gatewayTally.flush(),
   }),
+  mcpCalls: new Counter({
+    name: "credgate_mcp_calls_total",
+    help: "MCP tools/call requests through the gateway, by server name, tool and request-log decision (tools beyond the first 1000 names counted as \"other\").",
+    labelNames: ["server", "tool", "decision"] as const,
+    registers,
+  }),
   openTunnels: new Gauge({ name: "credgate_gateway_open_tunnels", help: "CONNECT tunnels open now (intercepted and passthrough).", registers }),
   openWebSockets: new Gauge({ name: "credgate_gateway_open_websockets", help: "WebSocket connections relayed now.", registers }),
   snapshotRebuilds: new Counter({ name: "credgate_gateway_snapshot_rebuilds_total", help: "Per-agent gateway snapshots rebuilt after a change.", registers }),
@@ -112,6 +118,15 @@ export const metrics = {
   }),
 
   // ── services, vault, API (incremented outside the gateway) ──
+  // ── database listener (docs/databases.md#request-logs-and-metrics) ──
+  dbStatements: new Counter({
+    name: "credgate_db_statements_total",
+    help: "Statements judged on the database listener, by request-log decision.",
+    labelNames: ["decision"] as const,
+    registers,
+    collect: () => dbStatementTally.flush(),
+  }),
+  dbConnections: new Gauge({ name: "credgate_db_connections", help: "Agent connections open on the database listener now.", registers }),
   heldApprovals: new Gauge({ name: "credgate_approvals_held", help: "Requests held in this process waiting for an approval decision.", registers }),
   // Read at scrape time (watchRequestLogQueue), not set on every request.
   requestLogQueueDepth: new Gauge({
@@ -224,9 +239,48 @@ export function countGatewayRequest(decision: string, status: number): void {
   gatewayTally.count(decision, status);
 }
 
+/** Tool label sets seen so far: an agent naming endless made-up tools must not grow the registry without end. */
+const mcpToolLabels = new Set<string>();
+const MCP_TOOL_LABELS = 1000;
+
+/** One MCP tools/call and its decision (docs/operations.md#metrics). */
+export function countMcpCall(server: string, tool: string, decision: string): void {
+  const key = `${server}\u0000${tool}`;
+  if (!mcpToolLabels.has(key)) {
+    if (mcpToolLabels.size >= MCP_TOOL_LABELS) tool = "other";
+    else mcpToolLabels.add(key);
+  }
+  metrics.mcpCalls.inc({ server, tool, decision });
+}
+
 /** One proxied request's time upstream and the time the gateway added, in seconds. */
 export function observeGatewayLatency(upstreamSeconds: number, addedSeconds: number): void {
   gatewayTally.observe(upstreamSeconds, addedSeconds);
+}
+
+/** Statements by decision, handed to prom-client in batches and before every read (as GatewayTally does). */
+class DbStatementTally {
+  readonly #counts = new Map<string, number>();
+  #counted = 0;
+
+  count(decision: string): void {
+    this.#counts.set(decision, (this.#counts.get(decision) ?? 0) + 1);
+    if (++this.#counted >= TALLY_BATCH) this.flush();
+  }
+
+  flush(): void {
+    if (this.#counted === 0) return;
+    for (const [decision, n] of this.#counts) if (n > 0) metrics.dbStatements.inc({ decision }, n);
+    this.#counts.clear();
+    this.#counted = 0;
+  }
+}
+
+const dbStatementTally = new DbStatementTally();
+
+/** One statement the database listener judged and answered, by its request-log decision. */
+export function countDbStatement(decision: string): void {
+  dbStatementTally.count(decision);
 }
 
 // Process facts every scrape wants, without prom-client's default collectors (see src/types/prom-client-parts.d.ts).

@@ -9,11 +9,12 @@ import { databaseEnv, isDatabaseEnvKey, type DatabaseUrlCredential } from "../co
 export interface ContainerConfig {
   env: Record<string, string>;
   caCertificate: string;
+  credentialStubs?: { containerPath: string; content: string }[];
 }
 
 const SYSTEM_BUNDLES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
 /** Container-only settings: paths inside the agent container and the in-container proxy address. */
-const CONTAINER_ONLY = new Set(["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "GIT_PROXY_SSL_CAINFO", "CODEX_HOME"]);
+const CONTAINER_ONLY = new Set(["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "GIT_PROXY_SSL_CAINFO", "CODEX_HOME", "GOOGLE_APPLICATION_CREDENTIALS"]);
 const LOOPBACK = ["localhost", "127.0.0.1", "::1"];
 
 /** The system trust store plus the gateway CA, so proxied and direct HTTPS both verify. */
@@ -57,7 +58,7 @@ export function runEnvironment(
   base: Record<string, string | undefined>,
   config: ContainerConfig,
   gatewayUrl: string,
-  files: { ca: string; bundle: string; nodePreload: string; curlHome: string },
+  files: { ca: string; bundle: string; nodePreload: string; curlHome: string; gcpCredentials?: string },
 ): Record<string, string> {
   const token = decodeURIComponent(new URL(config.env.HTTPS_PROXY!).password);
   // An https:// gateway URL is TLS to the proxy itself (docs/gateway.md#listener): every CA setting below covers that hop too.
@@ -89,5 +90,8 @@ export function runEnvironment(
     GIT_TERMINAL_PROMPT: "0",
     GIT_HTTP_PROXY_AUTHMETHOD: "basic",
     ...(gateway.protocol === "https:" ? { CURL_HOME: files.curlHome } : {}),
+    // The Google SDKs read the stub service-account file written beside the CA, and the metadata server by name
+    // (docs/cloud-identities.md#agent-setup).
+    ...(files.gcpCredentials !== undefined ? { GOOGLE_APPLICATION_CREDENTIALS: files.gcpCredentials, GCE_METADATA_HOST: "metadata.google.internal" } : {}),
   };
 }

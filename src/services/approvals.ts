@@ -43,6 +43,15 @@ export interface NewApproval {
   rule?: { logicalId: string; name: string } | null;
 }
 
+/**
+ * The key a remembered approval is kept under: the rule's. An MCP tool call's key ends in its arguments' hash
+ * (`mcp:<server>:<tool>:<sha256>`, gateway/stages/mcpTools.ts); `anyArguments` remembers the tool whatever its
+ * arguments (`…:*`) (docs/gateway.md#mcp-servers). Other rules ignore it.
+ */
+function rememberedRuleId(ruleId: string, anyArguments: boolean): string {
+  return anyArguments && ruleId.startsWith("mcp:") ? ruleId.replace(/:[0-9a-f]{64}$/, ":*") : ruleId;
+}
+
 const notFoundBody = () => new ApiError(404, "approval_not_found", "flat");
 const expiredBody = () => new ApiError(410, "approval_expired", "flat");
 
@@ -155,7 +164,7 @@ export class ApprovalService {
       agent: { id: row.agentId, name: row.agentName },
       method: row.method,
       host: row.host,
-      path: pathOnly(row.path),
+      path: notifiedPath(row),
       summary: row.summary,
       expiresAt: row.expiresAt,
       approveUrl: approvalLinkUrl(this.deps.config.publicUrl, row.id, token, "approve"),
@@ -235,12 +244,12 @@ export class ApprovalService {
   }
 
   /** A reviewer's decision (`POST /approvals/{id}/decision`); the end of the remembered approval it made, or null. */
-  async decide(scope: PendingScope, id: string, decision: Decision, by: { userId: string | null; email: string | null }, rememberMinutes?: number): Promise<string | null> {
-    return this.#decide(await this.get(scope, id), decision, by, rememberMinutes, expiredBody);
+  async decide(scope: PendingScope, id: string, decision: Decision, by: { userId: string | null; email: string | null }, rememberMinutes?: number, anyArguments = false): Promise<string | null> {
+    return this.#decide(await this.get(scope, id), decision, by, rememberMinutes, expiredBody, anyArguments);
   }
 
   /** A decision through the approval link (`POST /approvals/{id}/link-decision`): the token is the only credential. */
-  async decideByLink(id: string, token: string, decision: Decision, rememberMinutes?: number): Promise<string | null> {
+  async decideByLink(id: string, token: string, decision: Decision, rememberMinutes?: number, anyArguments = false): Promise<string | null> {
     const link = await this.linkState(id, token);
     if (link.state === "not_found") throw linkNotFound();
     if (link.state === "gone") {
@@ -248,7 +257,7 @@ export class ApprovalService {
       if (link.unsettled) await this.settle(id, "expired");
       throw linkGone();
     }
-    return this.#decide(link.row, decision, { kind: "link" }, rememberMinutes, linkGone);
+    return this.#decide(link.row, decision, { kind: "link" }, rememberMinutes, linkGone, anyArguments);
   }
 
   /** What the approval link `id` + `token` opens (approvalLinks.ts). */
@@ -261,7 +270,7 @@ export class ApprovalService {
    * says pending: the timer that settles it runs only in the process holding the request, and that process may
    * have restarted, or another process or instance may serve this decision (docs/policy.md#approvals).
    */
-  async #decide(row: ApprovalRow, decision: Decision, by: DecidedBy, rememberMinutes: number | undefined, gone: () => ApiError): Promise<string | null> {
+  async #decide(row: ApprovalRow, decision: Decision, by: DecidedBy, rememberMinutes: number | undefined, gone: () => ApiError, anyArguments = false): Promise<string | null> {
     if (row.status !== "pending") throw gone();
     if (Date.parse(row.expiresAt) <= clockNow()) {
       await this.settle(row.id, "expired");
@@ -277,7 +286,7 @@ export class ApprovalService {
       if (!changed) return null;
       const remember = decision === "approve" && rememberMinutes !== undefined && row.ruleId !== null && row.ruleName !== null;
       const until = remember
-        ? await this.remembered.remember({ organizationId: row.organizationId, projectId: row.projectId, agentId: row.agentId, ruleId: row.ruleId!, ruleName: row.ruleName!, minutes: rememberMinutes!, by })
+        ? await this.remembered.remember({ organizationId: row.organizationId, projectId: row.projectId, agentId: row.agentId, ruleId: rememberedRuleId(row.ruleId!, anyArguments), ruleName: row.ruleName!, minutes: rememberMinutes!, by })
         : null;
       this.deps.events.emit({ kind: "approval", ...changed });
       return { until };
@@ -299,7 +308,7 @@ export class ApprovalService {
       agent: { id: row.agentId, name: row.agentName },
       method: row.method,
       host: row.host,
-      path: pathOnly(row.path),
+      path: notifiedPath(row),
     });
     return outcome.until;
   }
@@ -330,7 +339,14 @@ export class ApprovalService {
   }
 }
 
-/** The path of an approval (which keeps the query: docs/policy.md#approvals) without it, as notifications show it. */
+/**
+ * The path notifications show: an HTTP request's without its query (docs/policy.md#approvals), a held SQL
+ * statement whole (its `?` is an operator, not a query: docs/databases.md#writes-that-need-approval).
+ */
+function notifiedPath(row: ApprovalRow): string {
+  return row.method === "SQL" ? row.path : pathOnly(row.path);
+}
+
 function pathOnly(path: string): string {
   const q = path.indexOf("?");
   return q < 0 ? path : path.slice(0, q);

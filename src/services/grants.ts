@@ -11,6 +11,7 @@ import type { ConnectionGrantRow } from "../store/rows.ts";
 import type { AgentService } from "./agents.ts";
 import { CONNECTION_NOT_FOUND, type ConnectionService } from "./connections.ts";
 import type { ServiceDeps } from "./deps.ts";
+import type { McpGrantService } from "./mcpGrants.ts";
 
 export type { ConnectionGrant, GrantSet, SecretGrant };
 
@@ -40,6 +41,7 @@ export class GrantService {
     private readonly deps: ServiceDeps,
     private readonly agents: AgentService,
     private readonly connections: ConnectionService,
+    private readonly mcpGrants: McpGrantService,
   ) {}
 
   private get db() {
@@ -76,7 +78,13 @@ export class GrantService {
     const agent = await this.agents.get(projectId, agentId, "flat");
     const { agentSecretGrants } = this.t;
     const secrets = await this.secretGrantsWhere(eq(agentSecretGrants.agentId, agentId));
-    return { agentId, mode: agent.mode, connections: await this.connectionGrants(agentId), secrets: secrets.map((g) => g.grant) };
+    return {
+      agentId,
+      mode: agent.mode,
+      connections: await this.connectionGrants(agentId),
+      secrets: secrets.map((g) => g.grant),
+      mcpServers: await this.mcpGrants.ofAgent(agentId),
+    };
   }
 
   async connectionGrants(agentId: string): Promise<ConnectionGrant[]> {

@@ -37,7 +37,12 @@ import { NotificationService, type EgressCheck } from "./notifications/index.ts"
 import { RememberedApprovalService } from "./rememberedApprovals.ts";
 import { SharedCaches } from "../core/sharedCache.ts";
 import { GithubAppTokens } from "./githubApps.ts";
+import { CloudTokens } from "./cloudTokens.ts";
 import { SecretTester } from "./secretTests.ts";
+import { McpServerService } from "./mcpServers.ts";
+import { McpGrantService } from "./mcpGrants.ts";
+import { McpAuthService } from "./mcpAuth.ts";
+import { egressFetch } from "./mcp/egressFetch.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -82,8 +87,15 @@ export interface Services {
   prices: PriceTable;
   /** GitHub App installation tokens, minted once for every process and instance (docs/injection.md#github-app). */
   githubApps: GithubAppTokens;
+  cloudTokens: CloudTokens;
   /** The secret form's test of AWS and GitHub App secrets against their issuer. */
   secretTests: SecretTester;
+  /** MCP servers registered as apps (docs/mcp.md): the records, their tools and status. */
+  mcpServers: McpServerService;
+  /** Agents' grants of MCP servers' tools (docs/mcp.md#tool-grants). */
+  mcpGrants: McpGrantService;
+  /** The OAuth login credgate runs for MCP servers, and their token refreshes (docs/mcp.md#the-login). */
+  mcpAuth: McpAuthService;
   /** The caches the instance's gateway processes share (docs/operations.md#gateway-workers-and-caches). */
   caches: SharedCaches;
 }
@@ -103,7 +115,10 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const orgs = new OrganizationService(deps);
   const connections = new ConnectionService(deps);
   const appConfigs = new AppConfigService(deps);
-  const grants = new GrantService(deps, agents, connections);
+  const egress = parts.egress(outbound);
+  const mcpServers = new McpServerService(deps, egressFetch(outbound, egress));
+  const mcpGrants = new McpGrantService(deps, agents, mcpServers);
+  const grants = new GrantService(deps, agents, connections, mcpGrants);
   const blocklist = new BlocklistService(deps);
   const policy = new PolicyService(deps, blocklist, grants);
   // Rule targets may name app connections and catalog tools: the policy service checks them against these.
@@ -124,12 +139,12 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const spend = new SpendService(deps);
   const projects = new ProjectService(deps, orgs, agents, apiKeys, requestLogs, spend);
   const claims = new ClaimService(deps, orgs);
-  const egress = parts.egress(outbound);
   const notifications = new NotificationService(deps, outbound, egress);
   const githubApps = new GithubAppTokens(deps, outbound, egress, caches);
+  const cloudTokens = new CloudTokens(deps, outbound, egress, caches);
   const rememberedApprovals = new RememberedApprovalService(deps);
-  const partnerBudgets = new PartnerBudgetService(deps);
-  const budgetLedger = new BudgetLedger(deps, partnerBudgets, spend, notifications);
+  const budgetLedger = new BudgetLedger(deps, spend, notifications);
+  const partnerBudgets = new PartnerBudgetService(deps, budgetLedger);
   const apps = new AppCatalogService({ agents, appConfigs, connections, policy, blocklist, grants, secrets });
   return {
     deps,
@@ -165,7 +180,11 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     accounts: new AccountService(deps, orgs, projects),
     partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
     githubApps,
+    cloudTokens,
     secretTests: new SecretTester(secrets, githubApps, outbound, egress),
+    mcpServers,
+    mcpGrants,
+    mcpAuth: new McpAuthService(deps, mcpServers, caches),
     caches,
   };
 }

@@ -125,9 +125,8 @@ export class ProjectService {
       const ids = (await this.list(organizationId)).map((p) => p.id);
       await this.#purge(ids, organizationId);
       // Its request logs went with its projects (#purge walks the per-project index).
-      const { budgetSpend, budgetReservations } = this.t;
+      const { budgetSpend } = this.t;
       await this.db.delete(budgetSpend).where(eq(budgetSpend.organizationId, organizationId));
-      await this.db.delete(budgetReservations).where(eq(budgetReservations.organizationId, organizationId));
       const [gone] = await this.db.delete(organizations).where(eq(organizations.id, organizationId)).returning();
       await this.deps.audit.record({ targetType: "organization", targetId: organizationId, organizationId, projectId: null, before: gone ?? null, after: null });
       this.deps.events.emit({ kind: "organization", organizationId });

@@ -13,6 +13,7 @@ import {
   injectsIntoHeader,
   injectsIntoPath,
   isGithubAppKey,
+  isCloudIdentity,
   isHeaderSafeValue,
   isPathSafeValue,
   normalizeInjectionConfig,
@@ -30,6 +31,8 @@ import type { InjectionConfig, Secret, SecretCreated, SecretMetadata } from "../
 import type { SecretRow } from "../store/rows.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { placeholdersClash, placeholderTakenMessage } from "../core/placeholders.ts";
+import { coversVendorSuffix, GCP_DEFAULT_HOST, GCP_KEY_MESSAGE, parseGcpKey } from "../core/cloudIdentity.ts";
+import { HOST_MESSAGES } from "../core/patterns.ts";
 
 export type { SecretRow };
 
@@ -184,6 +187,10 @@ export class SecretService {
       if (!isGithubAppKey(value)) throw ApiError.flat(400, GITHUB_APP_KEY_MESSAGE);
     } else if (type === "generic" && cfg?.ssh !== undefined) {
       if (!parseSshPrivateKey(value)) throw ApiError.flat(400, SSH_KEY_MESSAGE);
+    } else if (type === "generic" && cfg?.gcpServiceAccount !== undefined) {
+      if (parseGcpKey(value) === null) throw ApiError.flat(400, GCP_KEY_MESSAGE);
+    } else if (type === "generic" && cfg?.azureClientSecret !== undefined) {
+      // A client secret goes into a form body, never a header: any characters.
     } else if (type === "generic" && injectsIntoPath(cfg)) {
       if (!isPathSafeValue(value)) throw badRequest(PATH_VALUE_MESSAGE);
     } else if (injectsIntoHeader(type, cfg) && !(isHeaderSafeValue(value) && isHeaderSafeValue(accountId ?? ""))) {
@@ -257,6 +264,7 @@ export class SecretService {
     if (input.type === "generic") {
       if (!input.injectionConfig) throw badRequest(INJECTION_REQUIRED_MESSAGE);
       injectionConfig = normalizeInjectionConfig(input.injectionConfig);
+      if (injectionConfig.gcpServiceAccount !== undefined) hostPattern ??= GCP_DEFAULT_HOST;
     } else {
       const llm = normalizeLlmValue(input.type, value, input.metadata?.authMode);
       value = llm.value;
@@ -356,6 +364,8 @@ export class SecretService {
     }
 
     if (input.hostPattern !== undefined) patch.hostPattern = input.hostPattern.trim();
+    // The route lets a vendor-served wildcard through; only a cloud identity may hold one (docs/cloud-identities.md#variants).
+    if (coversVendorSuffix(patch.hostPattern ?? row.hostPattern) && !isCloudIdentity(injectionConfig)) throw ApiError.flat(400, HOST_MESSAGES.publicSuffix);
     if (input.pathPattern !== undefined) patch.pathPattern = blankToNull(input.pathPattern);
 
     if (Object.keys(patch).length === 0) throw badRequest(NO_FIELDS_MESSAGE);

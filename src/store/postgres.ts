@@ -23,16 +23,16 @@ interface TxContext {
 const STARTUP_LOCK = 0x6372656467617465n;
 
 const REQUEST_LOG_INSERT = `INSERT INTO request_logs (id, organization_id, project_id, agent_id, method, host, path, provider, status,
-  latency_ms, injection_count, decision, matched_rule_logical_id, matched_rule_name, approval_id, cost_nanos, created_at, request_id)
+  latency_ms, injection_count, decision, matched_rule_logical_id, matched_rule_name, approval_id, cost_nanos, created_at, request_id, mcp_server_id)
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-    $9::int[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[])
+    $9::int[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[])
   RETURNING id, seq`;
 
 const SPEND_RECORD_INSERT = `INSERT INTO spend_records (organization_id, project_id, agent_id, secret_type, model, input_tokens, output_tokens, cost_nanos, created_at)
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])`;
 
 const REQUEST_LOG_COPY = `COPY request_logs (id, organization_id, project_id, agent_id, method, host, path, provider, status, latency_ms,
-  injection_count, decision, matched_rule_logical_id, matched_rule_name, approval_id, cost_nanos, created_at, request_id) FROM STDIN`;
+  injection_count, decision, matched_rule_logical_id, matched_rule_name, approval_id, cost_nanos, created_at, request_id, mcp_server_id) FROM STDIN`;
 
 /** COPY's text format: `\N` for null; backslash, tab, newline and carriage return escaped in free text. */
 const SPECIAL = /[\\\t\n\r]/;
@@ -46,7 +46,7 @@ const plain = (v: string | number | null): string => (v === null ? "\\N" : Strin
 
 /** One row in COPY's text format: the columns of REQUEST_LOG_COPY, tab-separated. */
 export function copyLine(r: RequestLogInsert): string {
-  return `${r.id}\t${r.organizationId}\t${r.projectId}\t${r.agentId}\t${text(r.method)}\t${text(r.host)}\t${text(r.path)}\t${text(r.provider)}\t${r.status}\t${r.latencyMs}\t${r.injectionCount}\t${r.decision}\t${plain(r.matchedRuleLogicalId)}\t${text(r.matchedRuleName)}\t${plain(r.approvalId)}\t${plain(r.costNanos)}\t${r.createdAt}\t${text(r.requestId)}\n`;
+  return `${r.id}\t${r.organizationId}\t${r.projectId}\t${r.agentId}\t${text(r.method)}\t${text(r.host)}\t${text(r.path)}\t${text(r.provider)}\t${r.status}\t${r.latencyMs}\t${r.injectionCount}\t${r.decision}\t${plain(r.matchedRuleLogicalId)}\t${text(r.matchedRuleName)}\t${plain(r.approvalId)}\t${plain(r.costNanos)}\t${r.createdAt}\t${text(r.requestId)}\t${plain(r.mcpServerId)}\n`;
 }
 
 /** Error codes of Bun's PostgreSQL client (and the socket below it) that mean the server cannot be reached. */
@@ -204,6 +204,7 @@ export class PostgresStore implements Store {
       column("costNanos"),
       column("createdAt"),
       column("requestId"),
+      column("mcpServerId"),
     ])) as { id: string; seq: string | number }[];
     // RETURNING carries no order guarantee: match by id.
     const seqOf = new Map(inserted.map((r) => [r.id, Number(r.seq)]));

@@ -20,3 +20,5 @@ export type BlocklistRow = Row<"blocklistRules">;
 export type NotificationChannelRow = Row<"notificationChannels">;
 export type NotificationDeliveryRow = Row<"notificationDeliveries">;
 export type RememberedApprovalRow = Row<"rememberedApprovals">;
+export type McpServerRow = Row<"mcpServers">;
+export type McpGrantRow = Row<"agentMcpGrants">;

@@ -15,6 +15,9 @@ import type {
   ConnectionStatus,
   DeliveryStatus,
   InjectionConfig,
+  McpAuthKind,
+  McpServerStatus,
+  McpTool,
   MembershipStatus,
   NotificationEvent,
   PolicyScope,
@@ -495,20 +498,6 @@ export const budgetAlerts = pgTable(
   ],
 );
 
-export const budgetReservations = pgTable(
-  "budget_reservations",
-  {
-    id: text("id").primaryKey(),
-    secretId: text("secret_id").notNull(),
-    organizationId: text("organization_id").notNull(),
-    estimateNanos: bigint("estimate_nanos", { mode: "number" }).notNull(),
-    expiresAt: text("expires_at").notNull(),
-  },
-  (t) => [
-    index("budget_reservations_owner").on(t.secretId, t.organizationId, t.expiresAt),
-  ],
-);
-
 export const budgetSpend = pgTable(
   "budget_spend",
   {
@@ -525,7 +514,9 @@ export const budgetSpend = pgTable(
 export const budgetWindows = pgTable(
   "budget_windows",
   {
-    budgetId: text("budget_id").notNull().references(() => scopeBudgets.id, { onDelete: "cascade" }),
+    budgetId: text("budget_id").notNull(),
+    scopeBudgetId: text("scope_budget_id").references(() => scopeBudgets.id, { onDelete: "cascade" }),
+    partnerBudgetId: text("partner_budget_id").references(() => budgets.id, { onDelete: "cascade" }),
     windowStart: bigint("window_start", { mode: "number" }).notNull(),
     holder: text("holder").notNull(),
     spentNanos: bigint("spent_nanos", { mode: "number" }).notNull(),
@@ -535,12 +526,15 @@ export const budgetWindows = pgTable(
   (t) => [
     primaryKey({ columns: [t.budgetId, t.windowStart, t.holder] }),
     index("budget_windows_holder").on(t.holder),
+    index("budget_windows_scope_budget").on(t.scopeBudgetId),
+    index("budget_windows_partner_budget").on(t.partnerBudgetId),
   ],
 );
 
 export const budgets = pgTable(
   "budgets",
   {
+    id: text("id").notNull().unique(),
     secretId: text("secret_id").notNull().references(() => secrets.id, { onDelete: "cascade" }),
     organizationId: text("organization_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
     limitCents: integer("limit_cents").notNull(),
@@ -645,6 +639,7 @@ export const requestLogs = pgTable(
     costNanos: bigint("cost_nanos", { mode: "number" }),
     requestId: text("request_id"),
     createdAt: text("created_at").notNull(),
+    mcpServerId: text("mcp_server_id"),
   },
   (t) => [
     index("request_logs_project_time").on(t.projectId, t.createdAt),
@@ -697,6 +692,51 @@ export const notificationDeliveries = pgTable(
     index("notification_deliveries_due").on(t.status, t.nextAttemptAt),
     index("notification_deliveries_owner").on(t.organizationId, t.projectId, t.createdAt),
     index("notification_deliveries_approval").on(t.approvalId),
+  ],
+);
+
+// mcp (src/store/schema/mcp.ts)
+
+export const agentMcpGrants = pgTable(
+  "agent_mcp_grants",
+  {
+    agentId: text("agent_id").notNull().references(() => agents.id, { onDelete: "cascade" }),
+    mcpServerId: text("mcp_server_id").notNull().references(() => mcpServers.id, { onDelete: "cascade" }),
+    access: text("access").$type<ConnectionAccess>().notNull(),
+    allow: jsonText("allow").$type<string[]>().notNull(),
+    ask: jsonText("ask").$type<string[]>().notNull(),
+    arguments: jsonText("arguments").$type<Record<string, Record<string, string>>>().notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.agentId, t.mcpServerId] }),
+    index("agent_mcp_grants_server").on(t.mcpServerId),
+  ],
+);
+
+export const mcpServers = pgTable(
+  "mcp_servers",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id").notNull().references(() => organizations.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    url: text("url").notNull(),
+    authKind: text("auth_kind").$type<McpAuthKind>().notNull(),
+    status: text("status").$type<McpServerStatus>().notNull(),
+    credentialSealed: text("credential_sealed"),
+    oauthSealed: text("oauth_sealed"),
+    version: integer("version").notNull(),
+    refreshFailures: integer("refresh_failures").notNull().default(0),
+    tools: jsonText("tools").$type<McpTool[]>().notNull(),
+    toolsRefreshedAt: text("tools_refreshed_at"),
+    lastError: text("last_error"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [
+    index("mcp_servers_project").on(t.projectId),
   ],
 );
 

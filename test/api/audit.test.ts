@@ -146,6 +146,15 @@ describe("every management write is recorded (cloud mode, every mutating route)"
     const connection = (await write("POST /v1/apps/{provider}/connect", () => call("POST", "/v1/apps/resend/connect", P, { fields: { apiKey: resendKey } }))).body.connection;
     await write("PUT /v1/agents/{agentId}/grants/connections/{connectionId}", () => call("PUT", `/v1/agents/${agent.id}/grants/connections/${connection.id}`, P, { access: "full" }));
     await write("DELETE /v1/agents/{agentId}/grants/connections/{connectionId}", () => call("DELETE", `/v1/agents/${agent.id}/grants/connections/${connection.id}`, P));
+    const mcpToken = `mcp_${crypto.randomUUID()}`;
+    secrets.push(mcpToken);
+    // The server is unreachable (an internal address, refused in cloud mode): registered in error, audited all the same.
+    const mcp = (await write("POST /v1/mcp-servers", () => call("POST", "/v1/mcp-servers", P, { name: "Files", url: "https://127.0.0.1:9/mcp", auth: { bearer: mcpToken } }))).body;
+    await write("PATCH /v1/mcp-servers/{mcpServerId}", () => call("PATCH", `/v1/mcp-servers/${mcp.id}`, P, { name: "Files renamed" }));
+    await write("POST /v1/mcp-servers/{mcpServerId}/refresh-tools", () => call("POST", `/v1/mcp-servers/${mcp.id}/refresh-tools`, P));
+    await write("PUT /v1/agents/{agentId}/grants/mcp-servers/{mcpServerId}", () => call("PUT", `/v1/agents/${agent.id}/grants/mcp-servers/${mcp.id}`, P, { access: "full" }));
+    await write("DELETE /v1/agents/{agentId}/grants/mcp-servers/{mcpServerId}", () => call("DELETE", `/v1/agents/${agent.id}/grants/mcp-servers/${mcp.id}`, P));
+    await write("DELETE /v1/mcp-servers/{mcpServerId}", () => call("DELETE", `/v1/mcp-servers/${mcp.id}`, P));
     await write("PUT /v1/agents/{agentId}/connections", () => call("PUT", `/v1/agents/${agent.id}/connections`, P, { connections: [{ appConnectionId: connection.id }] }));
     await write("PATCH /v1/connections/{connectionId}", () => call("PATCH", `/v1/connections/${connection.id}`, P, { label: "Mail" }));
     const orgConnection = (await write("POST /v1/org/apps/{provider}/connect", () => call("POST", "/v1/org/apps/resend/connect", O, { fields: { apiKey: orgResendKey } }))).body.connection;

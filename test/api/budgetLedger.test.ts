@@ -241,7 +241,7 @@ describe("leases", () => {
   /** A second gateway process on the same store: a ledger of its own. */
   function anotherProcess(f: Fixture, name: string): BudgetLedger {
     const s = f.api.core.services;
-    return new BudgetLedger({ ...s.deps, instanceId: name }, s.partnerBudgets, s.spend, s.notifications);
+    return new BudgetLedger({ ...s.deps, instanceId: name }, s.spend, s.notifications);
   }
 
   /** What each process's row of the budget's window reserves, by holder. */
@@ -374,7 +374,7 @@ describe("alerts", () => {
     expect(got.sort((a: { percent: number }, b: { percent: number }) => a.percent - b.percent)).toEqual(expected);
     // Another process (a ledger of its own, which has sent nothing yet) refuses too: the markers say it went out already.
     const s = f.api.core.services;
-    const other = new BudgetLedger({ ...deps, instanceId: "another-process" }, s.partnerBudgets, s.spend, s.notifications);
+    const other = new BudgetLedger({ ...deps, instanceId: "another-process" }, s.spend, s.notifications);
     expect((await other.admit(budgets, null, cents(2), Date.now())).admitted).toBe(false);
     // A fixed wait: it shows the other process sends nothing.
     await Bun.sleep(200);

@@ -9,7 +9,7 @@ import { createTestApi, type TestApi } from "../support/app.ts";
 import { expectEnvelope, expectFlat } from "./helpers.ts";
 
 const SHAPE =
-  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}";
+  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}, {gcpServiceAccount}, {azureClientSecret}";
 const EXACT = "a database secret needs an exact host";
 const TLS_OFF = "tls off is only allowed for a loopback database";
 const PASSWORD = "pg-password-0123456789-abcdef";

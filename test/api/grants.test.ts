@@ -42,9 +42,9 @@ describe("GET /agents/{id}/grants", () => {
     const agent = await newAgent(api);
     const res = await api.call("GET", `/v1/agents/${agent}/grants`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ agentId: agent, mode: "grants", connections: [], secrets: [] });
+    expect(res.body).toEqual({ agentId: agent, mode: "grants", connections: [], secrets: [], mcpServers: [] });
     const all = await newAgent(api, "all");
-    expect((await api.call("GET", `/v1/agents/${all}/grants`)).body).toEqual({ agentId: all, mode: "all", connections: [], secrets: [] });
+    expect((await api.call("GET", `/v1/agents/${all}/grants`)).body).toEqual({ agentId: all, mode: "all", connections: [], secrets: [], mcpServers: [] });
   });
 
   test("example 12: unknown agent → flat 404", async () => {
@@ -82,7 +82,7 @@ describe("PUT/DELETE /agents/{id}/grants/secrets/{secretId}", () => {
     const llm = await newSecret(a, "Claude", { type: "llm_a" });
     const res = await a.call("PUT", `/v1/agents/${agent}/grants/secrets/${own}`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ agentId: agent, mode: "grants", connections: [], secrets: [{ secretId: own, name: "Own", type: "generic", scope: "project" }] });
+    expect(res.body).toEqual({ agentId: agent, mode: "grants", connections: [], secrets: [{ secretId: own, name: "Own", type: "generic", scope: "project" }], mcpServers: [] });
     const again = await a.call("PUT", `/v1/agents/${agent}/grants/secrets/${own}`);
     expect(again.status).toBe(200);
     expect(again.body.secrets).toHaveLength(1);
@@ -259,7 +259,7 @@ describe("agent mode", () => {
     expect(patched.status).toBe(200);
     expect(patched.body.mode).toBe("all");
     const set = (await a.call("GET", `/v1/agents/${agent}/grants`)).body;
-    expect(set).toEqual({ agentId: agent, mode: "all", connections: [], secrets: [{ secretId: own, name: "Kept", type: "generic", scope: "project" }] });
+    expect(set).toEqual({ agentId: agent, mode: "all", connections: [], secrets: [{ secretId: own, name: "Kept", type: "generic", scope: "project" }], mcpServers: [] });
     // In mode all every secret is usable, granted or not.
     const other = await newSecret(a, "Ungranted");
     const eff = (await a.call("GET", `/v1/agents/${agent}/effective-credentials`)).body;
@@ -372,6 +372,7 @@ describe("connection grants (real connections)", () => {
       mode: "grants",
       connections: [{ connectionId: conn, provider: "resend", label: "Mail", scope: "project", access: "full", allow: [], ask: [], resources: null }],
       secrets: [],
+      mcpServers: [],
     });
     expect(Object.keys(full.body.connections[0]).sort()).toEqual(["access", "allow", "ask", "connectionId", "label", "provider", "resources", "scope"]);
     const custom = await put(a, agent, conn, { access: "custom", allow: ["get_email", "list_emails", "get_email"], ask: ["send_email"] });

@@ -34,6 +34,7 @@ function row(patch: Partial<RequestLogRow> = {}): RequestLogRow {
     costNanos: null,
     createdAt: new Date(Date.UTC(2030, 0, 1) + n).toISOString(),
     requestId: `req-${n}`,
+    mcpServerId: null,
     ...patch,
   };
 }

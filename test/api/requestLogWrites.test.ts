@@ -36,6 +36,7 @@ function row(patch: Partial<RequestLogRow> = {}): RequestLogRow {
     costNanos: null,
     createdAt: new Date(Date.UTC(2032, 0, 1) + n).toISOString(),
     requestId: `req-${n}`,
+    mcpServerId: null,
     ...patch,
   };
 }

@@ -12,7 +12,7 @@ const MSG = {
   wildcard: "Wildcards are only allowed as a leading subdomain, e.g. *.example.com",
   publicSuffix: "A wildcard can't cover a public suffix like *.com; use a specific domain, e.g. *.example.com",
   injectionRequired: "Header name, parameter name, or URL path template is required for generic secrets",
-  shape: "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}",
+  shape: "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}, {gcpServiceAccount}, {azureClientSecret}",
   vaultScope: "External vault is only available for project-scoped secrets",
   vaultUnconfigured: "External vault is not configured on this server",
   pathValue: "Secret value can't contain / ? # % whitespace or control characters when injected into the URL path",

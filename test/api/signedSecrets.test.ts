@@ -43,8 +43,8 @@ describe("awsSigV4", () => {
     [{ accessKeyId: "AKIAIOSFODNN7EXAMPLE", region: "EU_WEST" }, "awsSigV4.region is not a region name"],
     [{ accessKeyId: "AKIAIOSFODNN7EXAMPLE", region: "x" }, "awsSigV4.region is not a region name"],
     [{ accessKeyId: "AKIAIOSFODNN7EXAMPLE", region: "eu-west-1", service: "S3!" }, "awsSigV4.service is not a service name"],
-    [{ accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "x" }, "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}"],
-    ["AKIAIOSFODNN7EXAMPLE", "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}"],
+    [{ accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "x" }, "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}, {gcpServiceAccount}, {azureClientSecret}"],
+    ["AKIAIOSFODNN7EXAMPLE", "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}, {gcpServiceAccount}, {azureClientSecret}"],
   ])("%j → 400 %s", async (cfg, message) => {
     expectFlat(await post(aws(cfg)), 400, message);
   });
@@ -71,7 +71,7 @@ describe("githubApp", () => {
     [{ appId: 1.5, installationId: 1 }, "githubApp.appId must be a positive integer"],
     [{ appId: 1 }, "githubApp.installationId must be a positive integer"],
     [{ appId: 1, installationId: -3 }, "githubApp.installationId must be a positive integer"],
-    [{ appId: 1, installationId: 2, slug: "x" }, "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}"],
+    [{ appId: 1, installationId: 2, slug: "x" }, "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}, {gcpServiceAccount}, {azureClientSecret}"],
   ])("%j → 400 %s", async (cfg, message) => {
     expectFlat(await post(app(cfg)), 400, message);
   });

@@ -131,6 +131,7 @@ function logRow(host: string, patch: Partial<RequestLogInsert> = {}): RequestLog
     approvalId: null,
     costNanos: null,
     requestId: `req-${n}`,
+    mcpServerId: null,
     createdAt: new Date(Date.UTC(2031, 0, 1) + n).toISOString(),
     ...patch,
   };
@@ -642,6 +643,7 @@ describe("appendRequestLogs", () => {
         method: i % 2 ? "POST" : text || "GET",
         matchedRuleName: text,
         requestId: i % 3 ? text : null,
+        mcpServerId: i % 2 ? crypto.randomUUID() : null,
         costNanos: i % 2 ? Number.MAX_SAFE_INTEGER - i : i === 0 ? 0 : null,
         status: 599,
         latencyMs: 2_147_483_647,

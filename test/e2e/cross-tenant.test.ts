@@ -44,6 +44,7 @@ interface Tenant {
   memberUserId: string;
   partnerKey: string;
   partnerOrgId: string;
+  mcpServerId: string;
   /** Every name this tenant gave a record: none may appear in another tenant's answers. */
   names: string[];
 }
@@ -87,6 +88,9 @@ async function makeTenant(label: string): Promise<Tenant> {
   const budget = await p("POST", "/v1/budgets", { scope: "agent", agentId: agent.body.id, limitCents: 500, period: "day" });
   const orgBudget = await o("POST", "/v1/org/budgets", { limitCents: 5000, period: "month" });
   for (const r of [budget, orgBudget]) expect(r.status).toBe(201);
+  // An MCP server waiting for its login (nothing is fetched until then).
+  const mcp = await p("POST", "/v1/mcp-servers", { name: `Mcp ${tag}`, url: `https://mcp-${tag}.example.test/mcp` });
+  expect(mcp.status).toBe(201);
 
   const partner = await runCli(["partner", "create", "--name", `Partner ${tag}`, "--owner-email", `partner-${tag}@example.test`, "--data-dir", cg.dataDir, "--json"], { ...cg.env, CREDGATE_MODE: "cloud", CREDGATE_PUBLIC_URL: `http://localhost:${cg.apiPort}` });
   const partnerKey = JSON.parse(partner.stdout).partnerKey as string;
@@ -116,7 +120,8 @@ async function makeTenant(label: string): Promise<Tenant> {
     memberUserId: provision.body.userId,
     partnerKey,
     partnerOrgId: partnerOrg.body.organizationId,
-    names: [`Person ${tag}`, `Agent ${tag}`, `agent-${tag}`, `Secret ${tag}`, `OrgSecret ${tag}`, `Rule ${tag}`, `PartnerOrg ${tag}`, secretValue, `re_${tag}`, `${tag}@example.test`, `hooks-${tag}`, `ntfy-${tag}`],
+    mcpServerId: mcp.body.id,
+    names: [`Mcp ${tag}`, `mcp-${tag}`, `Person ${tag}`, `Agent ${tag}`, `agent-${tag}`, `Secret ${tag}`, `OrgSecret ${tag}`, `Rule ${tag}`, `PartnerOrg ${tag}`, secretValue, `re_${tag}`, `${tag}@example.test`, `hooks-${tag}`, `ntfy-${tag}`],
   };
 }
 
@@ -165,6 +170,8 @@ function idFor(param: string, t: Tenant, template: string): string | null {
       return t.channelId;
     case "rememberedId":
       return t.rememberedId;
+    case "mcpServerId":
+      return t.mcpServerId;
     default:
       return null;
   }
@@ -193,6 +200,8 @@ const VALID_BODIES: Record<string, unknown> = {
   "POST /partner/orgs/{orgId}/secrets/{secretId}/budget": { limitCents: 100 },
   "PUT /agents/{agentId}/connections": { connections: [] },
   "PUT /agents/{agentId}/grants/connections/{connectionId}": { access: "full" },
+  "PATCH /mcp-servers/{mcpServerId}": { name: "Renamed by A" },
+  "PUT /agents/{agentId}/grants/mcp-servers/{mcpServerId}": { access: "full" },
   "PUT /agents/{agentId}/secrets": { secretIds: [] },
 };
 
@@ -246,6 +255,7 @@ describe("cross-tenant isolation", () => {
     expect((await p("/v1/approvals/pending")).body.requests.map((r: any) => r.id)).toContain(b.approvalId);
     expect((await p("/v1/notifications/channels")).body).toEqual([expect.objectContaining({ id: b.channelId, enabled: true })]);
     expect((await p("/v1/approvals/remembered")).body.map((r: any) => r.id)).toEqual([b.rememberedId]);
+    expect((await p(`/v1/mcp-servers/${b.mcpServerId}`)).body.name).toStartWith("Mcp b-");
     expect((await cg.api("GET", "/v1/team/members", { key: b.orgKey })).body.map((m: any) => m.userId)).toContain(b.memberUserId);
     expect((await cg.api("GET", `/v1/partner/orgs/${b.partnerOrgId}`, { key: b.partnerKey })).body.status).toBe("unclaimed");
     const r = await curlThroughGateway(cg, `https://${HOST}:${up.port}/still-works`, { caFile, agentToken: b.agentToken });
@@ -255,7 +265,7 @@ describe("cross-tenant isolation", () => {
 
   test("lists and the X-Project-Id / X-Organization-Id headers never reach the other tenant", async () => {
     for (const [kind, call] of credentialsOf(a)) {
-      for (const path of ["/v1/agents", "/v1/secrets", "/v1/org/secrets", "/v1/policy/rules", "/v1/connections", "/v1/approvals/pending", "/v1/approvals/remembered", "/v1/notifications/channels", "/v1/org/notifications/channels", "/v1/notifications/deliveries", "/v1/logs", "/v1/projects", "/v1/team/members", "/v1/partner/orgs", "/v1/partner/secrets", "/v1/auth/session"]) {
+      for (const path of ["/v1/agents", "/v1/secrets", "/v1/org/secrets", "/v1/policy/rules", "/v1/connections", "/v1/approvals/pending", "/v1/approvals/remembered", "/v1/notifications/channels", "/v1/org/notifications/channels", "/v1/mcp-servers", "/v1/notifications/deliveries", "/v1/logs", "/v1/projects", "/v1/team/members", "/v1/partner/orgs", "/v1/partner/secrets", "/v1/auth/session"]) {
         const res = await call("GET", path);
         for (const name of b.names) expect({ kind, path, leaked: res.text.includes(name) ? name : null }).toEqual({ kind, path, leaked: null });
       }

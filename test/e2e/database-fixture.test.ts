@@ -54,7 +54,7 @@ describe("the test database server", () => {
     expect(plain.stderr).toContain("channel binding");
   });
 
-  test("scram and md5 connect without TLS too; the cleartext role does not", async () => {
+  test("scram and md5 connect without TLS too; the cleartext role does not; clear_plain_user only without", async () => {
     const db = await databaseServer();
     for (const kind of ["scram", "md5"] as DatabaseUserKind[]) {
       const r = await query(db.connectUrl(kind, { sslmode: "disable" }), "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()");
@@ -63,6 +63,11 @@ describe("the test database server", () => {
     const refused = await failure(db.connectUrl("cleartext", { sslmode: "disable" }));
     expect(refused.code).toBe("28000");
     expect(refused.message).toContain('no pg_hba.conf entry for host "127.0.0.1", user "clear_user"');
+    // The careless server's role: cleartext without TLS only.
+    const r = await query(db.connectUrl("cleartextPlain", { sslmode: "disable" }), "SELECT current_user AS who");
+    expect(r.rows[0]).toEqual({ who: "clear_plain_user" });
+    expect(readFileSync(db.logFile, "utf8")).toContain('identity="clear_plain_user" method=password');
+    expect((await failure(db.connectUrl("cleartextPlain", { sslmode: "verify-full" }))).code).toBe("28000");
   });
 
   test("a wrong password is refused (28P01)", async () => {

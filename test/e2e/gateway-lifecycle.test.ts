@@ -38,6 +38,7 @@ const LOG_KEYS = [
   "latencyMs",
   "matchedRuleLogicalId",
   "matchedRuleName",
+  "mcpServerId",
   "method",
   "path",
   "projectId",

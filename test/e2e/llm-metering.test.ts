@@ -1,8 +1,8 @@
 // LLM metering and spend budgets through the real gateway (docs/budgets.md#partner-budgets; docs/budgets.md#admission, docs/budgets.md#pricing): the vendors'
 // official Node SDKs (@anthropic-ai/sdk, openai), unmodified, send their requests through credgate's MITM
 // path to a fake vendor that answers in the vendors' real wire formats (JSON and SSE). Every usage form is
-// priced into the request log's costNanos; partner keys with budgets are admitted, refused with the exact
-// 403, and never overshot by a concurrent burst; aborts, errors, unknown models and a pricing file count as
+// priced into the request log's costNanos; partner keys with budgets are admitted (from the process's lease when
+// there is room to spare), refused with the exact 403, and never overshot by a concurrent burst; aborts, errors, unknown models and a pricing file count as
 // the contract says.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
@@ -11,7 +11,8 @@ import { costOf, DEFAULT_PRICES, estimateOf, mergePrices, NANOS_PER_CENT, type P
 import { curlThroughGateway } from "../support/curl.ts";
 import { gatewayCa, run, ROOT, until } from "../support/gateway.ts";
 import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
-import { addPartnerLlmKey, spendOf } from "../support/partnerFixture.ts";
+import { addPartnerLlmKey, budgetSpentOf, spendOf } from "../support/partnerFixture.ts";
+import { parseExposition, sampleValue } from "../support/prometheus.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { tempDir } from "../support/tmp.ts";
 import { makePki } from "../support/upstream.ts";
@@ -21,7 +22,7 @@ import { clearOfMidnight } from "../support/windowEdge.ts";
 beforeEach(clearOfMidnight);
 
 const PUBLIC_URL = "https://credgate.example";
-const HOSTS = ["api.anthropic.com", "api.openai.com", "budget.anthropic.test", "burst.openai.test", "abort.anthropic.test", "err.openai.test"];
+const HOSTS = ["api.anthropic.com", "api.openai.com", "budget.anthropic.test", "burst.openai.test", "leased.openai.test", "abort.anthropic.test", "err.openai.test"];
 const OVERRIDE = { llm_a: { "pricey-model": { input: 100, output: 200 } } };
 
 let cg: RunningCredgate;
@@ -221,6 +222,30 @@ describe("partner keys with spend budgets", () => {
     expect(after.error).toBeUndefined();
     expect(fake.seen.findLast((s) => s.host === "budget.anthropic.test")!.apiKey).toBe("sk-ant-api03-own");
   }, 60_000);
+
+  test("docs/budgets.md#leases: under a partner budget with room to spare, requests are admitted from the process's lease, in memory, and charged exactly", async () => {
+    const key = await addPartnerLlmKey(cg, { type: "llm_b", value: "sk-proj-partner-leased", hostPattern: "leased.openai.test", budget: { limitCents: 100_000, period: "monthly" } });
+    const token = await agentToken("leased-agent");
+    fake.setUsage("leased.openai.test", { input: 10, output: 90 });
+    const admissions = async () => {
+      const m = parseExposition(await (await fetch(`${cg.apiUrl}/metrics`)).text());
+      return { lease: sampleValue(m, "credgate_budget_admissions_total", { decided: "lease" }), store: sampleValue(m, "credgate_budget_admissions_total", { decided: "store" }) };
+    };
+    const before = await admissions();
+    const total = 200;
+    const results = (await sdk({ sdk: "openai", call: "chat-json", baseURL: "https://leased.openai.test/v1", model: "leased-model", maxTokens: 100, concurrent: 16, total }, token)).results!;
+    expect(results.filter((r) => r.error)).toEqual([]);
+    // Every admission was decided once; after the first ones, from the lease (before, each waited on the store).
+    const after = await admissions();
+    expect(after.lease - before.lease + (after.store - before.store)).toBe(total);
+    expect(after.lease - before.lease).toBeGreaterThan(total / 2);
+    // Charged exactly: in the budget's window (the ledger) and in the key's recorded spend (batched).
+    const cost = costOf(prices, "llm_b", usage("leased-model", 10, 90));
+    await until(async () => {
+      const [window, recorded] = [await budgetSpentOf(cg, key.budgetId!), (await spendOf(cg, key.secretId)).month];
+      if (window !== total * cost || recorded !== total * cost) throw new Error(`window ${window}, recorded ${recorded}, expected ${total * cost}`);
+    }, 5000);
+  }, 120_000);
 
   test("a burst of 40 concurrent requests against a small budget never overshoots it", async () => {
     const limitCents = 2;

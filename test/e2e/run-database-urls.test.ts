@@ -1,20 +1,15 @@
 // `credgate run` hands an agent its database URLs (docs/databases.md#connecting, docs/configuration.md#credgate-run):
 // through the real process, an agent with one database credential gets CREDGATE_DB_<NAME>_URL and the PG* variables
-// on the gateway's loopback host with sslmode=disable, and the real psql (libpq) reads them: it dials the database
-// listener's port as the secret's name and sends the agent's token as the password (to a stand-in that records
-// them and refuses: this test needs no broker to show where libpq goes). Two credentials: one URL each, no PG*
-// variables. An agent with none keeps the user's own PG* variables. container-config: the container's host, TLS
+// on the gateway's loopback host with sslmode=disable, and the real psql (libpq) reads them: it reaches the broker as
+// the secret's name with the agent's token, which lets it through to the upstream dial (here to a closed loopback
+// port, so the answer is credgate's 08006 rather than an authentication refusal). Two credentials: one URL each, no
+// PG* variables. An agent with none keeps the user's own PG* variables. container-config: the container's host, TLS
 // verified against the CA file.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createServer, type Server, type Socket } from "node:net";
 import { credgateCommand, startCredgate, type RunningCredgate } from "../support/process.ts";
 import { freePort } from "../support/ports.ts";
-import { until } from "../support/gateway.ts";
 
 let cg: RunningCredgate;
-/** Stands in for the database listener: asks for a cleartext password, records the startup and the password, then refuses. */
-let listener: Server;
-const seen: { params: Record<string, string>; password: string }[] = [];
 let tokens: Record<string, string> = {};
 
 async function run(cmd: string[], env: Record<string, string> = {}) {
@@ -36,44 +31,12 @@ function envOf(stdout: string): Record<string, string> {
   );
 }
 
-/** The key=value parameters of a v3 StartupMessage. */
-function startupParams(b: Buffer): Record<string, string> {
-  const parts = b.subarray(8).toString("utf8").split("\0");
-  const out: Record<string, string> = {};
-  for (let i = 0; i + 1 < parts.length && parts[i] !== ""; i += 2) out[parts[i]!] = parts[i + 1]!;
-  return out;
-}
-
-function message(type: string, body: Buffer): Buffer {
-  const head = Buffer.alloc(5);
-  head.write(type, 0);
-  head.writeInt32BE(4 + body.length, 1);
-  return Buffer.concat([head, body]);
-}
-
 beforeAll(async () => {
-  const dbPort = await freePort();
-  listener = createServer((s: Socket) => {
-    let buf = Buffer.alloc(0);
-    let params: Record<string, string> | null = null;
-    s.on("data", (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      if (params === null) {
-        if (buf.length < 4 || buf.length < buf.readInt32BE(0)) return;
-        params = startupParams(buf.subarray(0, buf.readInt32BE(0)));
-        buf = buf.subarray(buf.readInt32BE(0));
-        // AuthenticationCleartextPassword.
-        s.write(message("R", Buffer.from([0, 0, 0, 3])));
-      }
-      if (buf.length < 5 || buf.length < 1 + buf.readInt32BE(1)) return;
-      seen.push({ params, password: buf.subarray(5, buf.readInt32BE(1)).toString("utf8").replace(/\0$/, "") });
-      s.end(message("E", Buffer.from("SFATAL\0C28000\0Mstand-in listener\0\0")));
-    });
-  });
-  await new Promise<void>((r) => listener.listen(dbPort, "127.0.0.1", r));
-  cg = await startCredgate({ dbPort });
+  // The database the credentials name resolves to a loopback port nobody listens on.
+  const closedPort = await freePort();
+  cg = await startCredgate({ env: { CREDGATE_RESOLVE: `db.run.test:${closedPort}:127.0.0.1` } });
   const secret = async (name: string, cfg: Record<string, unknown>) => {
-    const r = await cg.api("POST", "/v1/secrets", { body: { name, type: "generic", value: `${name}-real-password-123`, hostPattern: "db.run.test", injectionConfig: { database: { engine: "postgresql", user: "app", ...cfg } } } });
+    const r = await cg.api("POST", "/v1/secrets", { body: { name, type: "generic", value: `${name}-real-password-123`, hostPattern: "db.run.test", injectionConfig: { database: { engine: "postgresql", user: "app", port: closedPort, tls: "require", ...cfg } } } });
     expect(r.status).toBe(201);
     return r.body.id as string;
   };
@@ -87,7 +50,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await cg?.stop();
-  listener?.close();
 });
 
 describe("credgate run: database URLs", () => {
@@ -104,18 +66,18 @@ describe("credgate run: database URLs", () => {
     expect(r.stdout).not.toContain("real-password");
   });
 
-  test("psql reads them: by URL and by the PG* variables alone, it dials the listener as the secret, with the agent's token", async () => {
-    const before = seen.length;
+  test("psql reads them: by URL and by the PG* variables alone, it reaches the broker as the secret, with the agent's token", async () => {
+    // An unknown token or secret would be refused at authentication (28P01, 28000); this one gets as far as the dial.
     const byUrl = await run(["--agent", "one", "--", "sh", "-c", 'psql "$CREDGATE_DB_ORDERS_URL" -c "select 1"']);
     expect(byUrl.code).not.toBe(0);
-    expect(byUrl.stderr).toContain("stand-in listener");
+    expect(byUrl.stderr).toContain("credgate: could not connect to the database");
     const byEnv = await run(["--agent", "one", "--", "psql", "-c", "select 1"]);
-    expect(byEnv.stderr).toContain("stand-in listener");
-    await until(() => seen.length >= before + 2);
-    for (const s of seen.slice(before)) {
-      expect(s.params).toMatchObject({ user: "orders", database: "orders_db" });
-      expect(s.password).toBe(tokens.one!);
-    }
+    expect(byEnv.code).not.toBe(0);
+    expect(byEnv.stderr).toContain("credgate: could not connect to the database");
+    // The control: the same URL with another agent's token is refused at authentication.
+    const other = await run(["--agent", "one", "--", "sh", "-c", `psql "postgresql://orders:${tokens.none}@localhost:${cg.dbPort}/orders_db?sslmode=disable" -c "select 1"`]);
+    expect(other.stderr).toContain('credgate: no database credential "orders" for this agent');
+    for (const r of [byUrl, byEnv]) expect(r.stderr + r.stdout).not.toContain("real-password");
   });
 
   test("two credentials: one URL each (names made variable names), no PG* variables", async () => {

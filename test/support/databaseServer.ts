@@ -1,10 +1,11 @@
 // The PostgreSQL server behind credgate's database broker in the tests (docs/databases.md): Debian's PostgreSQL
 // (initdb + pg_ctl via test/support/postgres.ts) in a temp dir on a free loopback port, with TLS on (a server
-// certificate for localhost/127.0.0.1 signed by a throwaway test CA, whose PEM file credgate gets as
+// certificate for localhost, *.db.test and 127.0.0.1 signed by a throwaway test CA, whose PEM file credgate gets as
 // CREDGATE_UPSTREAM_CA_FILE) and one login role per authentication method a server may ask of credgate:
 //   scram_user  — SCRAM-SHA-256 (the server offers SCRAM-SHA-256-PLUS too over TLS), with or without TLS
 //   md5_user    — MD5 (its password stored as an MD5 hash), with or without TLS
 //   clear_user  — cleartext `password`, over TLS only (a plain connection finds no pg_hba line)
+//   clear_plain_user — cleartext `password` without TLS only (a careless server: credgate must not answer it)
 // A database `app` holds a table `items` to read and write and a writing function `add_item(text)` (a write
 // inside a SELECT). The superuser `postgres` connects from loopback without a password (`admin`).
 //
@@ -18,15 +19,16 @@ import { SQL } from "bun";
 import { startServer, type PostgresServer } from "./postgres.ts";
 import { tempDir } from "./tmp.ts";
 
-export type DatabaseUserKind = "scram" | "md5" | "cleartext";
+export type DatabaseUserKind = "scram" | "md5" | "cleartext" | "cleartextPlain";
 
 export interface DatabaseUser {
   name: string;
   password: string;
   /** The method pg_hba.conf asks of this role. */
   method: "scram-sha-256" | "md5" | "password";
-  /** Whether the role may connect without TLS. */
+  /** Whether the role may connect without TLS, and with it. */
   plain: boolean;
+  tls: boolean;
 }
 
 export interface ConnectOptions {
@@ -61,11 +63,16 @@ export interface DatabaseServer {
   clientConfig(user: DatabaseUserKind, opts?: ConnectOptions): { host: string; port: number; user: string; password: string; database: string; ssl: false | { ca: string; rejectUnauthorized: boolean; checkServerIdentity?: () => undefined } };
   /** The server's log file (connections and authentications are logged). */
   logFile: string;
+  /** The data dir (its postmaster.pid names the server's process). */
+  dataDir: string;
   stop(): void;
   start(): void;
 }
 
-/** Writes a throwaway CA and a server certificate it signs for localhost and 127.0.0.1 into `dir`. */
+/**
+ * Writes a throwaway CA and a server certificate it signs into `dir`: for localhost, 127.0.0.1 and any name
+ * under db.test (tests give each database secret its own host name, pinned to 127.0.0.1 with CREDGATE_RESOLVE).
+ */
 function makeCertificates(dir: string): void {
   const sh = (cmd: string) => {
     const r = spawnSync("sh", ["-c", cmd], { cwd: dir, encoding: "utf8" });
@@ -77,7 +84,7 @@ function makeCertificates(dir: string): void {
   ca("otherca");
   writeFileSync(
     join(dir, "server.ext"),
-    "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
+    "subjectAltName=DNS:localhost,DNS:*.db.test,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
   );
   sh(`openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr -subj /CN=localhost`);
   sh(`openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 3 -sha256 -extfile server.ext`);
@@ -92,6 +99,7 @@ function hbaConf(): string {
     `host all scram_user ${net} scram-sha-256`,
     `host all md5_user ${net} md5`,
     `hostssl all clear_user ${net} password`,
+    `hostnossl all clear_plain_user ${net} password`,
     "",
   ].join("\n");
 }
@@ -121,9 +129,10 @@ export async function startDatabaseServer(): Promise<DatabaseServer> {
   });
   const password = (kind: string) => `${kind}-pw-${randomBytes(12).toString("hex")}`;
   const users: Record<DatabaseUserKind, DatabaseUser> = {
-    scram: { name: "scram_user", password: password("scram"), method: "scram-sha-256", plain: true },
-    md5: { name: "md5_user", password: password("md5"), method: "md5", plain: true },
-    cleartext: { name: "clear_user", password: password("clear"), method: "password", plain: false },
+    scram: { name: "scram_user", password: password("scram"), method: "scram-sha-256", plain: true, tls: true },
+    md5: { name: "md5_user", password: password("md5"), method: "md5", plain: true, tls: true },
+    cleartext: { name: "clear_user", password: password("clear"), method: "password", plain: false, tls: true },
+    cleartextPlain: { name: "clear_plain_user", password: password("clearplain"), method: "password", plain: true, tls: false },
   };
   const admin = async <T,>(text: string, database = "app"): Promise<T[]> => {
     const sql = new SQL({ url: pg.urlOf(database), max: 1, tls: false });
@@ -142,6 +151,7 @@ export async function startDatabaseServer(): Promise<DatabaseServer> {
       `CREATE ROLE md5_user LOGIN PASSWORD ${sqlString(users.md5.password)}`,
       `RESET password_encryption`,
       `CREATE ROLE clear_user LOGIN PASSWORD ${sqlString(users.cleartext.password)}`,
+      `CREATE ROLE clear_plain_user LOGIN PASSWORD ${sqlString(users.cleartextPlain.password)}`,
     ].join(";\n"),
     "postgres",
   );
@@ -194,6 +204,7 @@ export async function startDatabaseServer(): Promise<DatabaseServer> {
       };
     },
     logFile: join(pg.dir, "log"),
+    dataDir: join(pg.dir, "data"),
     stop: pg.stop,
     start: pg.start,
   };

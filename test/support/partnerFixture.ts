@@ -27,6 +27,8 @@ async function partnerOf(c: RunningCredgate): Promise<string> {
 
 export interface PartnerKey {
   secretId: string;
+  /** The id of its budget (null without one): what names the budget's windows in `budget_windows`. */
+  budgetId: string | null;
 }
 
 /** A partner LLM secret for `hostPattern`, and optionally its budget for the process's organization. */
@@ -44,14 +46,21 @@ export async function addPartnerLlmKey(
         VALUES (${id}, 'partner', NULL, NULL, ${partnerId}, ${`Partner ${opts.type} ${opts.hostPattern}`}, ${opts.type}, 'inline', ${sealerOf(c).seal(opts.value)}, NULL, ${opts.hostPattern}, NULL, NULL, ${metadata}, ${now}, ${now})`,
     true,
   );
+  const budgetId = opts.budget ? crypto.randomUUID() : null;
   if (opts.budget) {
     await queryStore(
       c,
-      sql`INSERT INTO budgets (secret_id, organization_id, limit_cents, period, created_at, updated_at) VALUES (${id}, ${c.keys.organizationId}, ${opts.budget.limitCents}, ${opts.budget.period}, ${now}, ${now})`,
+      sql`INSERT INTO budgets (id, secret_id, organization_id, limit_cents, period, created_at, updated_at) VALUES (${budgetId}, ${id}, ${c.keys.organizationId}, ${opts.budget.limitCents}, ${opts.budget.period}, ${now}, ${now})`,
       true,
     );
   }
-  return { secretId: id };
+  return { secretId: id, budgetId };
+}
+
+/** What a partner budget's windows count as spent, in nano-USD (every window of it: one in a test). */
+export async function budgetSpentOf(c: RunningCredgate, budgetId: string): Promise<number> {
+  const [row] = await queryStore<{ spent: number | string | null }>(c, sql`SELECT SUM(spent_nanos) AS spent FROM budget_windows WHERE partner_budget_id = ${budgetId}`);
+  return Number(row?.spent ?? 0);
 }
 
 /** Spend of a key for the process's organization, in nano-USD: the month bucket and the total. */

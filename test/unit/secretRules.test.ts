@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { injectionConfigError, isHeaderSafeValue, isPathSafeValue, normalizeInjectionConfig, normalizeLlmValue, previewOf, defaultLlmHost } from "../../src/core/secretRules.ts";
 
 const SHAPE =
-  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}";
+  "injectionConfig must be exactly one of: {headerName, valueFormat}, {paramName, paramFormat}, {pathTemplate}, {pathRegex, pathReplacement}, {placeholder, surfaces}, {awsSigV4}, {githubApp}, {database}, {gcpServiceAccount}, {azureClientSecret}";
 
 describe("injectionConfigError: the four variants", () => {
   test.each([

@@ -1,5 +1,6 @@
 // Agent setup (docs/api.md#agent-setup): the container configuration the OneCLI node SDK consumes, credential
 // stubs for agent frameworks, and the gateway skill an agent reads to learn how the gateway behaves.
+import { cloudAgentSetup } from "../../services/cloudSetup.ts";
 import { ApiError } from "../../core/errors.ts";
 import type { Services } from "../../services/index.ts";
 import { usableDatabaseSecrets, type AgentAccess } from "../../services/access.ts";
@@ -98,18 +99,33 @@ export function agentSetupRoutes(caPem: string): RouteDef[] {
         if (llmA.has("api-key")) env.ANTHROPIC_API_KEY = PLACEHOLDER;
         if (llmA.has("oauth")) env.CLAUDE_CODE_OAUTH_TOKEN = PLACEHOLDER;
         if (llmB.has("api-key")) env.OPENAI_API_KEY = PLACEHOLDER;
-        const credentialStubs: { containerPath: string; content: string }[] = [];
+        // Google Cloud and Azure placeholders (docs/cloud-identities.md#agent-setup).
+        const cloud = cloudAgentSetup(usable, (row) => services.secrets.openValue(row));
+        Object.assign(env, cloud.env);
+        const credentialStubs: { containerPath: string; content: string }[] = [...cloud.stubs];
         if (llmB.has("oauth")) {
           env.CODEX_HOME = CODEX_HOME;
           credentialStubs.push({ containerPath: `${CODEX_HOME}/auth.json`, content: codexStubContent("oauth") });
         }
         Object.assign(env, containerDatabaseEnv(config, access, token));
+        const mcpServers = (await services.mcpGrants.forAgent(agent))
+          .filter((m) => m.grant !== null)
+          .map(({ server, grant }) => ({
+            id: server.id,
+            name: server.name,
+            url: server.url,
+            status: server.status,
+            access: grant!.access,
+            tools: grant!.access === "full" ? [] : [...grant!.allow, ...grant!.ask],
+          }));
         return {
           env,
           caCertificate: caPem,
           caCertificateContainerPath: CA_CONTAINER_PATH,
           credentialStubs,
           ...(llmA.size === 0 ? { warnings: [NO_ANTHROPIC_WARNING] } : {}),
+          // Absent when there are none: the node SDK's shape stays as it was for agents without MCP servers.
+          ...(mcpServers.length > 0 ? { mcpServers } : {}),
         };
       },
     }),

@@ -14,10 +14,13 @@ import { returns, returnsNothing } from "../responses.ts";
 import { REMEMBER_MESSAGE } from "../../services/rememberedApprovals.ts";
 
 const decision = T.Union([T.Literal("approve"), T.Literal("deny")]);
-/** `remember: {minutes}` with an approve: the same agent passes the same rule's hold for that long. */
+/**
+ * `remember: {minutes, anyArguments?}` with an approve: the same agent passes the same rule's hold for that long;
+ * for an MCP tool call, with the same arguments only unless `anyArguments` (docs/gateway.md#mcp-servers).
+ */
 const remember = T.Optional(
   T.Object(
-    { minutes: T.Integer({ minimum: 1, maximum: 1440, error: REMEMBER_MESSAGE, missing: REMEMBER_MESSAGE }) },
+    { minutes: T.Integer({ minimum: 1, maximum: 1440, error: REMEMBER_MESSAGE, missing: REMEMBER_MESSAGE }), anyArguments: T.Optional(T.Boolean()) },
     { refine: (_v: unknown, body: { decision?: string }) => (body.decision === "approve" ? null : "remember is only allowed with decision approve") },
   ),
 );
@@ -93,7 +96,7 @@ export const approvalsRoutes: RouteDef[] = [
       const scope = await decisionScope(services, ctx, request.headers);
       const user = ctx.userId ? await services.orgs.getUser(ctx.userId) : undefined;
       const minutes = body.remember?.minutes;
-      const until = await services.approvals.decide(scope, params.approvalId, body.decision, { userId: ctx.userId, email: user?.email ?? null }, minutes);
+      const until = await services.approvals.decide(scope, params.approvalId, body.decision, { userId: ctx.userId, email: user?.email ?? null }, minutes, body.remember?.anyArguments === true);
       return decided(minutes, until);
     },
   }),
@@ -105,7 +108,7 @@ export const approvalsRoutes: RouteDef[] = [
     body: T.Object({ token: T.String({ minLength: 1, maxLength: 256 }), decision, remember }),
     handler: async ({ services, params, body }) => {
       const minutes = body.remember?.minutes;
-      const until = await services.approvals.decideByLink(params.approvalId, body.token, body.decision, minutes);
+      const until = await services.approvals.decideByLink(params.approvalId, body.token, body.decision, minutes, body.remember?.anyArguments === true);
       return decided(minutes, until);
     },
   }),

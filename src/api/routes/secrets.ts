@@ -2,6 +2,7 @@
 import { Type as T } from "@sinclair/typebox";
 import { ApiError, badRequest } from "../../core/errors.ts";
 import { hostPatternError, HOST_MESSAGES, pathPatternError } from "../../core/patterns.ts";
+import { coversVendorSuffix } from "../../core/cloudIdentity.ts";
 import { INJECTION_REQUIRED_MESSAGE, injectionConfigError, opRefError } from "../../core/secretRules.ts";
 import { NO_FIELDS_MESSAGE, type SecretOwner } from "../../services/secrets.ts";
 import type { PartnerContext, RequestContext } from "../auth.ts";
@@ -14,6 +15,9 @@ import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 type Body = Record<string, unknown>;
 const isInline = (b: Body) => (b.valueSource ?? "inline") === "inline";
 const isVault = (b: Body) => b.valueSource === "external_vault";
+const configHas = (cfg: unknown, key: string) => typeof cfg === "object" && cfg !== null && key in cfg;
+const isGcpConfig = (cfg: unknown) => configHas(cfg, "gcpServiceAccount");
+const isCloudConfig = (cfg: unknown) => isGcpConfig(cfg) || configHas(cfg, "azureClientSecret");
 
 const secretType = T.Union([T.Literal("llm_a"), T.Literal("llm_b"), T.Literal("generic")]);
 const valueSource = T.Union([T.Literal("inline"), T.Literal("external_vault")]);
@@ -48,9 +52,10 @@ export const CreateSecretBody = T.Object({
     T.String({
       trim: true,
       blankIsAbsent: true,
-      requiredWhen: (b: Body) => b.type === "generic",
+      // A Google service account defaults to *.googleapis.com (docs/cloud-identities.md#variants).
+      requiredWhen: (b: Body) => b.type === "generic" && !isGcpConfig(b.injectionConfig),
       missing: HOST_MESSAGES.required,
-      refine: (v: string) => hostPatternError(v),
+      refine: (v: string, b: Body) => (isCloudConfig(b.injectionConfig) && coversVendorSuffix(v) ? null : hostPatternError(v)),
     }),
   ),
   pathPattern: T.Optional(pathPattern),
@@ -71,7 +76,8 @@ export const UpdateSecretBody = T.Object({
   value: T.Optional(T.String({ minLength: 1, maxLength: 10000, trim: true })),
   opRef: T.Optional(T.String({ trim: true, refine: opRefError })),
   opDisplay: T.Optional(opDisplay),
-  hostPattern: T.Optional(T.String({ trim: true, refine: (v: string) => hostPatternError(v) })),
+  // A vendor-served wildcard is checked against the secret's variant by the service (docs/cloud-identities.md#variants).
+  hostPattern: T.Optional(T.String({ trim: true, refine: (v: string) => (coversVendorSuffix(v) ? null : hostPatternError(v)) })),
   pathPattern: T.Optional(pathPattern),
   injectionConfig: T.Optional(T.Unknown()),
 });

@@ -4,6 +4,7 @@ import { AgentMode } from "./agents.ts";
 import { ConnectionScope } from "./apps.ts";
 import { Enum, Nullable, Uuid } from "./common.ts";
 import { SecretScope, SecretType } from "./secrets.ts";
+import { McpServerGrant } from "./mcp.ts";
 
 export const ConnectionAccess = Enum("full", "custom");
 const Resources = Nullable(T.Record(T.String(), T.Array(T.String()), { description: "granular resource scope, e.g. {repositories:[…]}; null = unrestricted" }));
@@ -26,7 +27,16 @@ export type ConnectionGrant = Static<typeof ConnectionGrant>;
 export const SecretGrant = T.Object({ secretId: Uuid, name: T.String(), type: SecretType, scope: SecretScope }, { $id: "SecretGrant" });
 export type SecretGrant = Static<typeof SecretGrant>;
 
-export const GrantSet = T.Object({ agentId: Uuid, mode: AgentMode, connections: T.Array(ConnectionGrant), secrets: T.Array(SecretGrant) }, { $id: "GrantSet" });
+export const GrantSet = T.Object(
+  {
+    agentId: Uuid,
+    mode: AgentMode,
+    connections: T.Array(ConnectionGrant),
+    secrets: T.Array(SecretGrant),
+    mcpServers: T.Array(McpServerGrant, { description: "the agent's MCP server grants (docs/mcp.md#tool-grants)" }),
+  },
+  { $id: "GrantSet" },
+);
 export type GrantSet = Static<typeof GrantSet>;
 
 export const ConnectionGrants = T.Object(

@@ -13,3 +13,4 @@ export * from "./partner.ts";
 export * from "./policy.ts";
 export * from "./secrets.ts";
 export * from "./setup.ts";
+export * from "./mcp.ts";

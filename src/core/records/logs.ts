@@ -21,6 +21,7 @@ export const RequestLog = T.Object(
     costNanos: Nullable(T.Integer()),
     createdAt: Timestamp,
     requestId: Nullable(T.String({ description: "the request's x-request-id" })),
+    mcpServerId: Nullable(T.String({ description: "the MCP server of a tools/call row (method MCP, the tool as path)" })),
   },
   { $id: "RequestLog" },
 );

@@ -2,6 +2,7 @@
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Enum, Nullable, Timestamp, Uuid } from "./common.ts";
 import type { Surface } from "../placeholders.ts";
+import type { AzureClientSecretConfig, GcpServiceAccountConfig } from "../cloudIdentity.ts";
 
 export const SecretType = Enum("llm_a", "llm_b", "generic");
 export const SecretScope = Enum("project", "organization", "partner");
@@ -20,6 +21,8 @@ interface InjectionFields {
   surfaces?: Surface[];
   awsSigV4?: AwsSigV4Config;
   githubApp?: GithubAppConfig;
+  gcpServiceAccount?: GcpServiceAccountConfig;
+  azureClientSecret?: AzureClientSecretConfig;
   database?: DatabaseConfig;
   ssh?: SshConfig;
 }
@@ -85,6 +88,18 @@ export const InjectionConfig = T.Unsafe<InjectionFields>(
         }),
       }),
       T.Object({ githubApp: T.Object({ appId: T.Integer({ minimum: 1 }), installationId: T.Integer({ minimum: 1 }) }) }),
+      T.Object({
+        gcpServiceAccount: T.Object({
+          scopes: T.Optional(T.Array(T.String(), { minItems: 1, description: "OAuth scopes of the minted tokens; default https://www.googleapis.com/auth/cloud-platform" })),
+        }),
+      }),
+      T.Object({
+        azureClientSecret: T.Object({
+          tenantId: Uuid,
+          clientId: Uuid,
+          scope: T.Optional(T.String({ description: "e.g. https://management.azure.com/.default; otherwise the request's host implies it" })),
+        }),
+      }),
       T.Object({
         database: T.Object(
           {

@@ -10,6 +10,17 @@ export const ContainerConfig = T.Object(
     caCertificateContainerPath: T.String(),
     credentialStubs: T.Array(T.Object({ containerPath: T.String(), content: T.String() })),
     warnings: T.Optional(T.Array(T.String())),
+    mcpServers: T.Optional(T.Array(
+      T.Object({
+        id: T.String(),
+        name: T.String(),
+        url: T.String({ description: "the URL an MCP client connects to (through the gateway, without a token)" }),
+        status: Enum("pending", "connected", "error", "revoked"),
+        access: Enum("full", "custom"),
+        tools: T.Array(T.String(), { description: "the tools the agent may call (allow and ask); [] with full access" }),
+      }),
+      { description: "the agent's MCP servers (docs/mcp.md#agent-setup); absent when it may use none" },
+    )),
   },
   { $id: "ContainerConfig" },
 );

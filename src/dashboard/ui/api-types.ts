@@ -255,6 +255,17 @@ export interface ContainerConfig {
     content: string;
   }[];
   warnings?: string[];
+  /** the agent's MCP servers (docs/mcp.md#agent-setup); absent when it may use none */
+  mcpServers?: {
+    id: string;
+    name: string;
+    /** the URL an MCP client connects to (through the gateway, without a token) */
+    url: string;
+    status: "pending" | "connected" | "error" | "revoked";
+    access: "full" | "custom";
+    /** the tools the agent may call (allow and ask); [] with full access */
+    tools: string[];
+  }[];
 }
 
 export interface Counts {
@@ -361,6 +372,8 @@ export interface GrantSet {
   mode: "all" | "grants";
   connections: ConnectionGrant[];
   secrets: SecretGrant[];
+  /** the agent's MCP server grants (docs/mcp.md#tool-grants) */
+  mcpServers: McpServerGrant[];
 }
 
 export interface Health {
@@ -396,6 +409,18 @@ export type InjectionConfig = {
   githubApp: {
     appId: number;
     installationId: number;
+  };
+} | {
+  gcpServiceAccount: {
+    /** OAuth scopes of the minted tokens; default https://www.googleapis.com/auth/cloud-platform */
+    scopes?: string[];
+  };
+} | {
+  azureClientSecret: {
+    tenantId: string;
+    clientId: string;
+    /** e.g. https://management.azure.com/.default; otherwise the request's host implies it */
+    scope?: string;
   };
 } | {
   /** A PostgreSQL server reached through credgate's database listener; the value is the password (docs/databases.md) */
@@ -435,6 +460,49 @@ export type LastPublish = {
 
 export interface Login {
   user: User;
+}
+
+export interface McpServer {
+  id: string;
+  name: string;
+  url: string;
+  authKind: "bearer" | "header" | "oauth";
+  status: "pending" | "connected" | "error" | "revoked";
+  tools: McpTool[];
+  toolsRefreshedAt: string | null;
+  error: string | null;
+  /** ISO 8601 UTC with milliseconds */
+  createdAt: string;
+  /** ISO 8601 UTC with milliseconds */
+  updatedAt: string;
+}
+
+export interface McpServerGrant {
+  mcpServerId: string;
+  name: string;
+  access: "full" | "custom";
+  allow: string[];
+  ask: string[];
+  arguments: Record<string, Record<string, string>>;
+}
+
+export interface McpServerGrants {
+  mcpServerId: string;
+  agents: {
+    agentId: string;
+    agentName: string;
+    access: "full" | "custom";
+    allow: string[];
+    ask: string[];
+    arguments: Record<string, Record<string, string>>;
+  }[];
+}
+
+export interface McpTool {
+  /** the tool's name: its id in grants */
+  name: string;
+  description: string | null;
+  readOnlyHint: boolean | null;
 }
 
 export interface MigrationResult {
@@ -659,6 +727,7 @@ export interface RequestLog {
   /** ISO 8601 UTC with milliseconds */
   createdAt: string;
   requestId: string | null;
+  mcpServerId: string | null;
 }
 
 export interface RequestLogPage {

@@ -20,6 +20,7 @@ const NAV: [key: string, label: string, rest: string][] = [
   ["agents", "Agents", "/agents"],
   ["secrets", "Secrets", "/secrets"],
   ["apps", "Apps", "/apps"],
+  ["mcp-servers", "MCP servers", "/mcp-servers"],
   ["policy", "Policy", "/policy"],
   ["approvals", "Approvals", "/approvals"],
   ["logs", "Logs", "/logs"],

@@ -9,6 +9,8 @@ import { approvalsPage } from "./pages/approvals.ts";
 import { budgetsPage, orgBudgetsPage } from "./pages/budgets.ts";
 import { claimPage } from "./pages/claim.ts";
 import { logsPage } from "./pages/logs.ts";
+import { mcpServersPage } from "./pages/mcpServers.ts";
+import { mcpServerDetailPage, mcpServerLandingPage } from "./pages/mcpServerDetail.ts";
 import { notificationsPage, orgNotificationsPage } from "./pages/notifications.ts";
 import { organizationPage, orgPolicyPage, orgSecretsPage } from "./pages/organization.ts";
 import { overviewPage } from "./pages/overview.ts";
@@ -33,12 +35,16 @@ export const ROUTES: RouteDef[] = [
   { path: "/accept-invite", title: "Accept invitation", page: acceptInvitePage, public: true },
   { path: "/claim", title: "Claim", page: claimPage },
   { path: "/app-connect/:provider", title: "App connection", page: appConnectPage, public: true },
+  { path: "/mcp-servers", title: "MCP servers", page: mcpServerLandingPage, public: true },
+  { path: "/mcp-servers/:serverId", title: "MCP server", page: mcpServerLandingPage, public: true },
   { path: "/p/:project", title: "Overview", page: overviewPage, nav: "overview" },
   { path: "/p/:project/agents", title: "Agents", page: agentsPage, nav: "agents" },
   { path: "/p/:project/agents/:agentId", title: "Agent", page: agentDetailPage, nav: "agents" },
   { path: "/p/:project/secrets", title: "Secrets", page: secretsPage, nav: "secrets" },
   { path: "/p/:project/apps", title: "Apps", page: appsPage, nav: "apps" },
   { path: "/p/:project/apps/:provider", title: "App", page: appDetailPage, nav: "apps" },
+  { path: "/p/:project/mcp-servers", title: "MCP servers", page: mcpServersPage, nav: "mcp-servers" },
+  { path: "/p/:project/mcp-servers/:serverId", title: "MCP server", page: mcpServerDetailPage, nav: "mcp-servers" },
   { path: "/p/:project/policy", title: "Policy", page: policyPage, nav: "policy" },
   { path: "/p/:project/approvals", title: "Approvals", page: approvalsPage, nav: "approvals" },
   { path: "/p/:project/logs", title: "Logs", page: logsPage, nav: "logs" },

@@ -5,7 +5,8 @@
 import { approvalSummary, renderBody, summaryPreview } from "../../core/approvalPreview.ts";
 import { BODY_PEEK_BYTES } from "../../core/policy.ts";
 import { log } from "../../observability/log.ts";
-import type { ApprovalService } from "../../services/approvals.ts";
+import type { ApprovalService, Outcome } from "../../services/approvals.ts";
+import type { ApprovalSummary } from "../../core/model.ts";
 import type { RequestLogService } from "../../services/requestLogs.ts";
 import type { RememberedApprovals } from "../rememberedApprovals.ts";
 import { gatewayJson } from "../errors.ts";
@@ -33,6 +34,52 @@ function reviewerHeaders(agentHeaders: Headers): Record<string, string> {
 const APPROVED = proceedAs("approval_approved");
 const REMEMBERED = proceedAs("approved_by_memory");
 
+/** What a hold shows the reviewer, when it is not the request as the agent sent it (an MCP tool call). */
+export interface HoldShown {
+  method: string;
+  path: string;
+  summary: ApprovalSummary;
+  bodyPreview: string | null;
+  rule: { logicalId: string; name: string } | null;
+}
+
+export type HoldOutcome = { id: string; outcome: Outcome } | { failed: RequestVerdict };
+
+/**
+ * Holds `rq` for a person (docs/policy.md#approvals): the approval is stored, the 202 row written, and the
+ * outcome awaited; an agent that goes away cancels it. Shared with the MCP tool hold (mcpTools.ts), which
+ * shows the tool and its arguments instead of the request.
+ */
+export async function holdRequest(deps: Pick<ApprovalDeps, "approvals" | "requestLogs">, rq: ProxyRequest, shown: HoldShown): Promise<HoldOutcome> {
+  let held;
+  try {
+    held = await deps.approvals.hold({
+      organizationId: rq.agent.organizationId,
+      projectId: rq.agent.projectId,
+      agent: { id: rq.agent.id, name: rq.agent.name, identifier: rq.agent.identifier },
+      method: shown.method,
+      url: `${rq.scheme}://${rq.displayHost}${rq.target}`,
+      host: rq.host,
+      path: shown.path,
+      headers: reviewerHeaders(rq.agentHeaders),
+      bodyPreview: shown.bodyPreview,
+      summary: shown.summary,
+      rule: shown.rule,
+    });
+  } catch (err) {
+    log.error("approval store failed", { error: (err as Error).message });
+    return { failed: answer("error", gatewayJson(502, { error: "approval_store_unavailable", message: "credgate manual approval service is temporarily unavailable." })) };
+  }
+  const id = held.row.id;
+  const requestLogId = writeRequestLog(deps.requestLogs, { ...requestLogFieldsOf(rq, 202), decision: "approval_pending", approvalId: id });
+  rq.approval = { id, requestLogId };
+  const cancel = () => void deps.approvals.settle(id, "cancelled").catch((err: Error) => log.warn("approval not cancelled", { error: err.message }));
+  rq.signal.addEventListener("abort", cancel);
+  const outcome = await held.outcome;
+  rq.signal.removeEventListener("abort", cancel);
+  return { id, outcome };
+}
+
 export function approvalStage({ approvals, requestLogs, remembered }: ApprovalDeps): Stage {
   async function hold(rq: ProxyRequest): Promise<RequestVerdict> {
     let bodyText: string | null = null;
@@ -42,32 +89,15 @@ export function approvalStage({ approvals, requestLogs, remembered }: ApprovalDe
       bodyText = renderBody(head.subarray(0, BODY_PEEK_BYTES), rq.agentHeaders.get("content-type"), truncated);
     }
     const summary = approvalSummary(rq.method, rq.path, bodyText);
-    let held;
-    try {
-      held = await approvals.hold({
-        organizationId: rq.agent.organizationId,
-        projectId: rq.agent.projectId,
-        agent: { id: rq.agent.id, name: rq.agent.name, identifier: rq.agent.identifier },
-        method: rq.method,
-        url: `${rq.scheme}://${rq.displayHost}${rq.target}`,
-        host: rq.host,
-        path: rq.target,
-        headers: reviewerHeaders(rq.agentHeaders),
-        bodyPreview: bodyText === null ? null : summaryPreview(summary, bodyText),
-        summary,
-        rule: rq.matchedRule,
-      });
-    } catch (err) {
-      log.error("approval store failed", { error: (err as Error).message });
-      return answer("error", gatewayJson(502, { error: "approval_store_unavailable", message: "credgate manual approval service is temporarily unavailable." }));
-    }
-    const id = held.row.id;
-    const requestLogId = writeRequestLog(requestLogs, { ...requestLogFieldsOf(rq, 202), decision: "approval_pending", approvalId: id });
-    rq.approval = { id, requestLogId };
-    const cancel = () => void approvals.settle(id, "cancelled").catch((err: Error) => log.warn("approval not cancelled", { error: err.message }));
-    rq.signal.addEventListener("abort", cancel);
-    const outcome = await held.outcome;
-    rq.signal.removeEventListener("abort", cancel);
+    const held = await holdRequest({ approvals, requestLogs }, rq, {
+      method: rq.method,
+      path: rq.target,
+      summary,
+      bodyPreview: bodyText === null ? null : summaryPreview(summary, bodyText),
+      rule: rq.matchedRule,
+    });
+    if ("failed" in held) return held.failed;
+    const { id, outcome } = held;
     switch (outcome) {
       case "approved":
         return APPROVED;

@@ -3,8 +3,10 @@
 // metered: it asks for an uncompressed answer (so usage can be read) and gets an estimate from its body
 // (model, output cap, size). Every budget that applies — the agent's, its project's and its organization's
 // (docs/budgets.md#budgets-for-every-scope, from the agent's view: no query to find them), and a partner's on
-// the injected key — must admit the estimate, all at once (docs/budgets.md#admission), or the request is
-// answered 403 `budget_exceeded` before anything leaves. The store is asked only when a budget applies.
+// the injected key (the snapshot's `partnerBudgets`) — must admit the estimate, all at once
+// (docs/budgets.md#admission), or the request is answered 403 `budget_exceeded` before anything leaves. The
+// ledger admits from this process's leases in memory when they cover the request, for budgets of every kind,
+// and asks the store only when they do not.
 // On the way back the body passes through to the agent chunk by chunk while a copy of each chunk feeds the
 // usage reader; when it ends (or the agent goes away) the cost is known: a 2xx is charged what the vendor
 // reported (the estimate when it reported nothing usable; on an abort, what it reported so far), anything else
@@ -21,7 +23,8 @@ import { JSON_LIMIT, meteredApiOf, requestHints, UsageReader, type MeteredApi } 
 import { metrics } from "../../observability/metrics.ts";
 import { clockNow } from "../../runtime/clock.ts";
 import type { BudgetLedger, Refusal } from "../../services/budgets/ledger.ts";
-import type { PartnerBudget, PartnerBudgetService } from "../../services/budgets/partnerBudgets.ts";
+import type { PartnerBudget } from "../../services/budgets/partnerBudget.ts";
+import type { PartnerBudgetService } from "../../services/budgets/partnerBudgets.ts";
 import type { ScopeBudget } from "../../services/budgets/scopeBudgets.ts";
 import type { SpendService } from "../../services/budgets/spend.ts";
 import { gatewayJson } from "../errors.ts";
@@ -34,7 +37,7 @@ export interface BudgetDeps {
   prices: PriceTable;
   /** Admission and settlement against every budget of a request. */
   ledger: Pick<BudgetLedger, "admit" | "settle">;
-  /** The spend of keys no partner budget reserved on (batched). */
+  /** The spend of every metered key, per (secret, organization) (batched). */
   keySpend: Pick<PartnerBudgetService, "record">;
   /** One spend record per admitted metered request (batched). */
   spend: Pick<SpendService, "record">;
@@ -134,11 +137,10 @@ export function budgetStage({ prices, ledger, keySpend, spend, publicUrl }: Budg
     });
   }
 
-  /** Where an admitted request's cost goes: its budgets' windows (and a partner's reservation), the key's spend, a spend record. */
+  /** Where an admitted request's cost goes: its budgets' windows, the key's spend, a spend record. */
   function record(rq: ProxyRequest, meter: Meter, cost: number, usage: Usage | null): void {
     if (meter.hold) ledger.settle(meter.hold, cost);
-    // A partner's reserved key is charged by the settlement; every other key's spend is batched.
-    if (!meter.hold?.partner) keySpend.record(meter.secretId, rq.agent.organizationId, cost);
+    keySpend.record(meter.secretId, rq.agent.organizationId, cost);
     spend.record({
       organizationId: rq.agent.organizationId,
       projectId: rq.agent.projectId,

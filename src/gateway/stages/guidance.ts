@@ -85,6 +85,18 @@ function guidanceBody(rq: ProxyRequest, base: string): Record<string, unknown> {
       manage_url: manageUrl,
     };
   }
+  // A registered MCP server credgate has no token for (its login not done, or revoked): connecting it is the fix,
+  // not a secret (docs/gateway.md#mcp-servers).
+  const mcp = rq.mcp;
+  if (mcp !== null) {
+    const connectUrl = `${base}/p/${agent.projectId}/mcp-servers/${encodeURIComponent(mcp.server.id)}`;
+    return {
+      error: "app_not_connected",
+      message: `The MCP server ${mcp.server.name} is not connected in credgate. Ask the user to open this URL to connect it: ${connectUrl}`,
+      provider: mcp.server.name,
+      connect_url: connectUrl,
+    };
+  }
   const app = appsServingHost(rq.host)[0];
   if (app) {
     const connectUrl = `${base}/p/${agent.projectId}/apps?connect=${encodeURIComponent(app.app.id)}&agent_name=${encodeURIComponent(agent.identifier)}`;

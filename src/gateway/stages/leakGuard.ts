@@ -18,6 +18,7 @@ import { credentialLeakBlocked, unsupportedContentEncoding } from "../errors.ts"
 import type { ProxyRequest } from "../request.ts";
 import { scannedBody } from "../scannedBody.ts";
 import type { AgentCredentials } from "../snapshot.ts";
+import type { KnownTokens, TokenCloud } from "../../core/knownTokens.ts";
 import { answer, PASS, type RequestVerdict, type Stage } from "../stage.ts";
 
 /** Where a watched value belongs: a holder matches the request's host (and path, for an app's host rules). */
@@ -46,19 +47,34 @@ export class LeakWatch {
 
 const NO_HTTP_HOST: Holder = () => false;
 
-const watches = new WeakMap<AgentCredentials, LeakWatch | null>();
+const watches = new WeakMap<AgentCredentials, { watch: LeakWatch | null; generation: number }>();
 
-/** The agent view's watch, compiled once per view (a snapshot rebuild makes a new view). */
-export function leakWatchOf(creds: AgentCredentials): LeakWatch | null {
-  let watch = watches.get(creds);
-  if (watch === undefined) {
-    watch = compileWatch(creds);
-    watches.set(creds, watch);
+/**
+ * The agent view's watch, compiled once per view (a snapshot rebuild makes a new view) and again when a cloud
+ * token was minted since (`minted`: one integer compared per request).
+ */
+export function leakWatchOf(creds: AgentCredentials, minted: KnownTokens | null = null): LeakWatch | null {
+  const generation = minted?.generation ?? 0;
+  let kept = watches.get(creds);
+  // A caller without the minted tokens (the database broker) takes the watch as it is, minted tokens and all.
+  if (kept === undefined || (minted !== null && kept.generation !== generation)) {
+    kept = { watch: compileWatch(creds, minted), generation };
+    watches.set(creds, kept);
   }
-  return watch;
+  return kept.watch;
 }
 
-function compileWatch(creds: AgentCredentials): LeakWatch | null {
+/** A Google key's PEM private key, watched on its own too (a JSON key is rarely sent whole). */
+function gcpPrivateKey(value: string): string | null {
+  try {
+    const key = JSON.parse(value);
+    return typeof key?.private_key === "string" ? key.private_key : null;
+  } catch {
+    return null;
+  }
+}
+
+function compileWatch(creds: AgentCredentials, minted: KnownTokens | null): LeakWatch | null {
   const byValue = new Map<string, Watched>();
   const hold = (value: string, name: string, holder: Holder) => {
     if (value.length < LEAK_MIN_LENGTH) return;
@@ -73,6 +89,21 @@ function compileWatch(creds: AgentCredentials): LeakWatch | null {
     // A database password belongs to the database listener only: no HTTP host may receive it (docs/databases.md#the-leak-guard).
     // An SSH key likewise belongs to the SSH interception only (docs/ssh.md#the-ssh-secret).
     hold(s.value, s.name, s.injection?.database !== undefined || s.injection?.ssh !== undefined ? NO_HTTP_HOST : (host) => s.hostMatch(host));
+    const pem = s.injection?.gcpServiceAccount !== undefined ? gcpPrivateKey(s.value) : null;
+    if (pem !== null) hold(pem, s.name, (host) => s.hostMatch(host));
+  }
+  // Tokens minted for the cloud identities (docs/cloud-identities.md#minting) belong to the hosts of the agent's
+  // secrets of that cloud.
+  if (minted !== null) {
+    const all = [...creds.visible, ...creds.injectable];
+    const holdersOf = (cloud: TokenCloud) =>
+      all.filter((s) => (cloud === "gcp" ? s.injection?.gcpServiceAccount : s.injection?.azureClientSecret) !== undefined);
+    const byCloud = { gcp: holdersOf("gcp"), azure: holdersOf("azure") };
+    for (const [token, cloud] of minted.entries()) {
+      const holders = byCloud[cloud];
+      if (holders.length === 0) continue;
+      hold(token, holders[0]!.name, (host) => holders.some((s) => s.hostMatch(host)));
+    }
   }
   for (const c of creds.visibleConnections) {
     const cred = c.credential;
@@ -160,16 +191,18 @@ function scanString(text: string, watch: LeakWatch, host: string, path: string):
 export interface LeakGuardDeps {
   /** CREDGATE_LEAK_GUARD is not `off`. */
   enabled: boolean;
+  /** The cloud tokens this process has used, watched too. */
+  minted?: KnownTokens | null;
 }
 
-export function leakGuardStage({ enabled }: LeakGuardDeps): Stage {
+export function leakGuardStage({ enabled, minted = null }: LeakGuardDeps): Stage {
   return {
     name: "leak-guard",
     reads: ["agent"],
     provides: ["leak"],
     request(rq) {
       if (!enabled) return PASS;
-      const watch = leakWatchOf(rq.credentials);
+      const watch = leakWatchOf(rq.credentials, minted);
       if (watch === null) return PASS;
       let w = scanString(rq.target, watch, rq.host, rq.path);
       if (w === null) {

@@ -15,7 +15,8 @@ export function passthroughStage({ passthroughHosts }: PassthroughDeps): Stage {
     reads: [],
     provides: ["passthrough"],
     connect(tunnel) {
-      if (listed.some((match) => match(tunnel.host))) tunnel.passthrough = true;
+      // A tunnel the gateway answers itself (cloud metadata) is never relayed raw.
+      if (!tunnel.local && listed.some((match) => match(tunnel.host))) tunnel.passthrough = true;
       return PASS;
     },
   };

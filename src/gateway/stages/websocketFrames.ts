@@ -10,11 +10,14 @@ import type { ProxyRequest } from "../request.ts";
 import { INJECTIONS, PASS, type Stage } from "../stage.ts";
 import type { FrameScan } from "../wsFrames.ts";
 import { leakScan, leakWatchOf } from "./leakGuard.ts";
+import type { KnownTokens } from "../../core/knownTokens.ts";
 import { substitutionFor, SurfaceRewriter } from "./placeholder.ts";
 
 export interface WebSocketFramesDeps {
   /** CREDGATE_LEAK_GUARD is not `off`. */
   leakGuard: boolean;
+  /** The cloud tokens the leak guard watches too (the same as leak-guard's, so both read one compiled watch). */
+  minted?: KnownTokens | null;
 }
 
 /** The offer without permessage-deflate (null: nothing left to offer). */
@@ -27,8 +30,8 @@ export function withoutDeflate(offer: string): string | null {
 }
 
 /** What reads the agent's frames: the leak guard (control frames too, across messages), then placeholder substitution. */
-function toUpstream(rq: ProxyRequest, leakGuard: boolean): FrameScan[] | null {
-  const watch = leakGuard ? leakWatchOf(rq.credentials) : null;
+function toUpstream(rq: ProxyRequest, leakGuard: boolean, minted: KnownTokens | null): FrameScan[] | null {
+  const watch = leakGuard ? leakWatchOf(rq.credentials, minted) : null;
   const uses = rq.placeholders.some((u) => u.surfaces.includes("websocket")) ? rq.placeholders : null;
   if (watch === null && uses === null) return null;
   const scans: FrameScan[] = [];
@@ -41,14 +44,14 @@ function toUpstream(rq: ProxyRequest, leakGuard: boolean): FrameScan[] | null {
   return scans;
 }
 
-export function websocketFramesStage({ leakGuard }: WebSocketFramesDeps): Stage {
+export function websocketFramesStage({ leakGuard, minted = null }: WebSocketFramesDeps): Stage {
   return {
     name: "websocket-frames",
     reads: ["agent", ...INJECTIONS],
     provides: ["agentFrames"],
     request(rq) {
       if (!rq.websocket) return PASS;
-      const up = toUpstream(rq, leakGuard);
+      const up = toUpstream(rq, leakGuard, minted);
       // Signing secrets inject later (aws-sign): their values are redacted from server frames too.
       if (leakGuard || up !== null || rq.injectedValues.length > 0 || rq.injectionCount > 0 || rq.signing.length > 0) {
         const offer = rq.headers.get("sec-websocket-extensions");

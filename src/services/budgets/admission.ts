@@ -1,25 +1,23 @@
 // The decision of one ledger tick (docs/budgets.md#admission), inside its transaction: lock and read the
-// windows, settle partner reservations, add the costs of ended requests, decide each admission in arrival
-// order, size each lease's credit, and write this process's window rows. A request is admitted when every
-// budget it is under admits its estimate — its scope budgets' windows in refusal order (agent, project,
-// organization), then a partner's — by one rule (core/budgetWindows.ts `admits`); the first that does not is
-// the one its refusal names. What changes in memory is recorded so the ledger can undo it if the transaction
-// does not commit.
+// windows, add the costs of ended requests, decide each admission in arrival order, size each lease's credit,
+// and write this process's window rows. A request is admitted when every budget it is under admits its
+// estimate — its windows in refusal order: the scope budgets' (agent, project, organization), then a partner
+// budget's — by one rule (core/budgetWindows.ts `admits`); the first that does not is the one its refusal
+// names. Budgets of both kinds are windows of the same rows, locked, read and written alike. What changes in
+// memory is recorded so the ledger can undo it if the transaction does not commit.
 import type { Lease, LeaseBook } from "../../core/budgetLeases.ts";
 import { admits, type BudgetWindow } from "../../core/budgetWindows.ts";
 import { NANOS_PER_CENT } from "../../core/pricing.ts";
 import type { Store } from "../../store/store.ts";
 import type { BudgetAlerts } from "./alerts.ts";
-import type { PartnerBudget, PartnerBudgetService } from "./partnerBudgets.ts";
-import { partnerLockKey, type PartnerReservations } from "./partnerReservations.ts";
+import type { PartnerBudget } from "./partnerBudget.ts";
 import type { ScopeBudget } from "./scopeBudget.ts";
 import { lockOrder, type WindowRef, type WindowRows, type WindowState } from "./windowRows.ts";
 
-/** What an admitted request holds until it is settled. */
+/** What an admitted request holds until it is settled: its estimate, in each of its budgets' windows. */
 export interface Hold {
   estimateNanos: number;
   windows: WindowRef[];
-  partner: { budget: PartnerBudget; reservationId: string } | null;
 }
 
 /** The budget that refused a request: a scope budget's window, or a partner budget. */
@@ -29,16 +27,10 @@ export type Admission = { admitted: true; hold: Hold } | { admitted: false; refu
 
 /** A request waiting for the next tick to decide it. */
 export interface PendingAdmission {
+  /** In refusal order (the partner budget's last). */
   windows: WindowRef[];
-  partner: PartnerBudget | null;
   estimateNanos: number;
   resolve: (admission: Admission) => void;
-}
-
-/** An ended request whose partner reservation is charged or released in the next tick. */
-export interface PendingSettlement {
-  hold: Hold;
-  costNanos: number;
 }
 
 /** What a tick changed in memory before its transaction committed: undone when it did not. */
@@ -55,17 +47,19 @@ export interface TickContext {
   store: Store;
   rows: WindowRows;
   leases: LeaseBook<WindowRef>;
-  partnerBudgets: PartnerBudgetService;
-  partnerReservations: PartnerReservations;
   alerts: BudgetAlerts;
   /** A stopping process gives its credit back. */
   closing: boolean;
 }
 
+/** How a refusal names the window `w`'s budget. */
+export function refusalOf(w: WindowRef): Refusal {
+  return w.kind === "scope" ? { kind: "scope", budget: w.budget, window: w.window } : { kind: "partner", budget: w.budget };
+}
+
 /** The refusal when the budgets cannot be asked: the first budget that applies. */
 export function refusedUndecided(a: PendingAdmission): Admission {
-  const first = a.windows[0];
-  return { admitted: false, refusal: first ? { kind: "scope", budget: first.budget, window: first.window } : { kind: "partner", budget: a.partner! } };
+  return { admitted: false, refusal: refusalOf(a.windows[0]!) };
 }
 
 /**
@@ -75,20 +69,11 @@ export function refusedUndecided(a: PendingAdmission): Admission {
 export async function decideTick(
   ctx: TickContext,
   admissions: PendingAdmission[],
-  settlements: PendingSettlement[],
   windows: Map<string, WindowRef>,
   changes: TickChanges,
 ): Promise<[Admission[], Map<string, WindowState>]> {
   const { store, leases } = ctx;
   const state = await ctx.rows.read([...windows.values()].sort(lockOrder));
-  // Partner keys are locked in one order too, before any is checked (docs/budgets.md#admission).
-  const partnerKeys = [...new Set(admissions.flatMap((p) => (p.partner ? [partnerLockKey(p.partner)] : [])))].sort();
-  for (const key of partnerKeys) await store.lockKey(key);
-  for (const s of settlements) {
-    const p = s.hold.partner!;
-    if (s.costNanos > 0) await ctx.partnerBudgets.charge(p.budget.secretId, p.budget.organizationId, s.costNanos, p.reservationId);
-    else await ctx.partnerReservations.release(p.reservationId);
-  }
 
   chargeEndedRequests(leases, state, changes);
 
@@ -108,23 +93,13 @@ export async function decideTick(
       return !admits(st.spent, st.others + mine(w.key), estimate, w.budget.limitCents * NANOS_PER_CENT);
     });
     if (refusing) {
-      results.push({ admitted: false, refusal: { kind: "scope", budget: refusing.budget, window: refusing.window } });
-      // The first refusal in a window is reported as 100 % (docs/budgets.md#alerts).
+      results.push({ admitted: false, refusal: refusalOf(refusing) });
+      // The first refusal in a scope budget's window is reported as 100 % (docs/budgets.md#alerts).
       const spent = state.get(refusing.key)!.spent;
-      store.afterCommit(() => ctx.alerts.send(refusing, 100, spent));
+      if (refusing.kind === "scope") store.afterCommit(() => ctx.alerts.send(refusing, 100, spent));
       continue;
     }
-    // The partner budget, last in refusal order: its reservation is its hold.
-    let partner: Hold["partner"] = null;
-    if (a.partner) {
-      const p = await ctx.partnerReservations.admit(a.partner, estimate);
-      if (!p.admitted) {
-        results.push({ admitted: false, refusal: { kind: "partner", budget: a.partner } });
-        continue;
-      }
-      partner = { budget: a.partner, reservationId: p.reservationId };
-    }
-    const hold: Hold = { estimateNanos: estimate, windows: a.windows.filter((w) => state.has(w.key)), partner };
+    const hold: Hold = { estimateNanos: estimate, windows: a.windows.filter((w) => state.has(w.key)) };
     for (const w of hold.windows) leases.admitted(leases.of(w, now), estimate, now);
     changes.admitted.push(hold);
     results.push({ admitted: true, hold });

@@ -1,14 +1,14 @@
-// Budget threshold alerts (docs/budgets.md#alerts): a `budget.threshold` notification when a window's spend
-// first reaches one of the budget's alert percents, and (as 100) when the budget first refuses in the window.
-// Once per (budget, window, percent) across processes and instances: the marker row's key decides who sends
-// it. Sent in the background; nothing waits for it.
+// Budget threshold alerts (docs/budgets.md#alerts): a `budget.threshold` notification when a scope budget's
+// window's spend first reaches one of the budget's alert percents, and (as 100) when the budget first refuses in
+// the window (partner budgets have no alerts). Once per (budget, window, percent) across processes and
+// instances: the marker row's key decides who sends it. Sent in the background; nothing waits for it.
 import { sql } from "drizzle-orm";
 import { periodAdjective } from "../../core/budgetWindows.ts";
 import { NANOS_PER_CENT } from "../../core/pricing.ts";
 import { log } from "../../observability/log.ts";
 import type { ServiceDeps } from "../deps.ts";
 import type { NotificationService } from "../notifications/index.ts";
-import type { WindowRef } from "./windowRows.ts";
+import type { ScopeWindowRef } from "./windowRows.ts";
 
 /** Alerts known to be sent are remembered up to this many (then forgotten: the marker row still decides). */
 const SENT_MAX = 10_000;
@@ -22,7 +22,7 @@ export class BudgetAlerts {
   ) {}
 
   /** The `percent` alert of window `w`, whose spend is `spentNanos`. Not awaited by anyone. */
-  send(w: WindowRef, percent: number, spentNanos: number): void {
+  send(w: ScopeWindowRef, percent: number, spentNanos: number): void {
     const key = `${w.key}:${percent}`;
     if (this.#sent.has(key)) return;
     if (this.#sent.size >= SENT_MAX) this.#sent.clear();
@@ -33,7 +33,7 @@ export class BudgetAlerts {
     });
   }
 
-  async #notify(w: WindowRef, percent: number, spentNanos: number): Promise<void> {
+  async #notify(w: ScopeWindowRef, percent: number, spentNanos: number): Promise<void> {
     const inserted = await this.deps.store.query(sql`
       INSERT INTO budget_alerts (budget_id, window_start, percent, created_at) VALUES (${w.budget.id}, CAST(${w.start} AS BIGINT), ${percent}, ${new Date().toISOString()})
       ON CONFLICT (budget_id, window_start, percent) DO NOTHING RETURNING percent`);

@@ -2,8 +2,9 @@
 // docs/budgets.md#budgets-for-every-scope). A metered request under budgets — its agent's, project's,
 // organization's, and a partner's — is admitted only when each of them admits its estimate; then the estimate
 // is held against each, all or nothing. When the request ends its cost is added to each budget's spend and its
-// holds are dropped. The module's parts: the decision of a tick (admission.ts), the scope windows' rows in the
-// store (windowRows.ts), leases (core/budgetLeases.ts), partner reservations (partnerReservations.ts), alerts
+// holds are dropped. Every kind of budget is a window of the same rows and goes the same way: a partner budget
+// is one more window of the request, the last in refusal order. The module's parts: the decision of a tick
+// (admission.ts), the windows' rows in the store (windowRows.ts), leases (core/budgetLeases.ts), alerts
 // (alerts.ts); this file schedules the ticks and runs each in one transaction.
 //
 // How it stays exact across gateway processes and instances: a tick locks the windows it decides (in one
@@ -17,19 +18,18 @@
 // GAP_MIN_MS and GAP_MAX_MS): a transaction costs the same for one request or a hundred, so the store's share
 // of the process's time stays small however busy it is.
 import { LeaseBook } from "../../core/budgetLeases.ts";
-import { reachedPercents, type BudgetWindow } from "../../core/budgetWindows.ts";
+import { reachedPercents } from "../../core/budgetWindows.ts";
 import { NANOS_PER_CENT } from "../../core/pricing.ts";
 import { log } from "../../observability/log.ts";
 import { watchBudgetAdmissions } from "../../observability/metrics.ts";
 import type { ServiceDeps } from "../deps.ts";
 import type { NotificationService } from "../notifications/index.ts";
-import { decideTick, refusedUndecided, type Admission, type Hold, type PendingAdmission, type PendingSettlement, type TickChanges, type TickContext } from "./admission.ts";
+import { decideTick, refusedUndecided, type Admission, type Hold, type PendingAdmission, type TickChanges, type TickContext } from "./admission.ts";
 import { BudgetAlerts } from "./alerts.ts";
-import type { PartnerBudget, PartnerBudgetService } from "./partnerBudgets.ts";
-import { PartnerReservations } from "./partnerReservations.ts";
+import type { PartnerBudget } from "./partnerBudget.ts";
 import type { ScopeBudget } from "./scopeBudget.ts";
 import type { SpendService } from "./spend.ts";
-import { HOLD_TTL_MS, WindowRows, windowRefOf, type WindowRef, type WindowState } from "./windowRows.ts";
+import { HOLD_TTL_MS, partnerWindowRefOf, WindowRows, windowRefOf, type WindowRef, type WindowState } from "./windowRows.ts";
 
 export type { Admission, Hold, Refusal } from "./admission.ts";
 
@@ -49,7 +49,6 @@ const GAP_MAX_MS = 20;
 
 export class BudgetLedger {
   #admissions: PendingAdmission[] = [];
-  #partnerSettlements: PendingSettlement[] = [];
   readonly #leases = new LeaseBook<WindowRef>();
   #running = false;
   #scheduled: { kind: Tick; cancel: () => void } | null = null;
@@ -67,41 +66,39 @@ export class BudgetLedger {
   /** Admissions decided from credit and in the store (credgate_budget_admissions_total). */
   readonly #admittedBy = { lease: 0, store: 0 };
   readonly #rows: WindowRows;
-  readonly #partnerReservations: PartnerReservations;
   readonly #alerts: BudgetAlerts;
   #idle: Promise<void> = Promise.resolve();
   #markIdle: (() => void) | null = null;
 
   constructor(
     private readonly deps: ServiceDeps,
-    private readonly partnerBudgets: PartnerBudgetService,
     spend: SpendService,
     notifications: NotificationService,
   ) {
     this.#rows = new WindowRows(deps, spend);
-    this.#partnerReservations = new PartnerReservations(deps);
     this.#alerts = new BudgetAlerts(deps, notifications);
   }
 
   /**
-   * Admits `estimateNanos` against every budget given (scope budgets in refusal order, their windows those
-   * holding `at`; then the partner's), all or nothing: from this process's leases when they cover it,
+   * Admits `estimateNanos` against every budget given — scope budgets in refusal order, then the partner's;
+   * their windows those holding `at` — all or nothing: from this process's leases when they cover it,
    * otherwise in the next tick. Never rejects: when the store cannot be asked, the budgets cannot be honoured
    * and the request is refused by the first of them.
    */
   admit(scoped: readonly ScopeBudget[], partner: PartnerBudget | null, estimateNanos: number, at: number): Promise<Admission> {
-    const windows = scoped.map((b) => windowRefOf(b, at));
+    const windows: WindowRef[] = scoped.map((b) => windowRefOf(b, at));
+    if (partner !== null) windows.push(partnerWindowRefOf(partner, at));
     // Credit counts in the store only while this process keeps its reservations alive.
-    if (partner === null && Date.now() < this.#aliveAt + HOLD_TTL_MS - HEARTBEAT_MS) {
+    if (Date.now() < this.#aliveAt + HOLD_TTL_MS - HEARTBEAT_MS) {
       const leased = this.#leases.admit(windows, estimateNanos, performance.now());
       if (leased !== "refused") {
         this.#admittedBy.lease++;
         if (leased === "admitted, review due") this.#schedule("settlement");
-        return Promise.resolve({ admitted: true, hold: { estimateNanos, windows, partner: null } });
+        return Promise.resolve({ admitted: true, hold: { estimateNanos, windows } });
       }
     }
     return new Promise((resolve) => {
-      this.#admissions.push({ windows, partner, estimateNanos, resolve });
+      this.#admissions.push({ windows, estimateNanos, resolve });
       this.#schedule("admission");
     });
   }
@@ -110,7 +107,6 @@ export class BudgetLedger {
   settle(hold: Hold, costNanos: number): void {
     const cost = Math.max(0, Math.round(costNanos));
     this.#leases.settle(hold.windows, hold.estimateNanos, cost);
-    if (hold.partner) this.#partnerSettlements.push({ hold, costNanos: cost });
     this.#schedule("settlement");
   }
 
@@ -120,9 +116,8 @@ export class BudgetLedger {
     return this.#idle;
   }
 
-  /** Something to write: a partner's settlement or the cost of an ended request. */
+  /** Something to write: the cost of an ended request. */
   #owing(): boolean {
-    if (this.#partnerSettlements.length > 0) return true;
     for (const lease of this.#leases.leases()) if (lease.cost !== 0) return true;
     return false;
   }
@@ -169,9 +164,7 @@ export class BudgetLedger {
     try {
       const admissions = this.#admissions;
       this.#admissions = [];
-      const settlements = this.#partnerSettlements;
-      this.#partnerSettlements = [];
-      if (admissions.length > 0 || settlements.length > 0 || this.#leases.size > 0) await this.#tick(admissions, settlements);
+      if (admissions.length > 0 || this.#leases.size > 0) await this.#tick(admissions);
     } finally {
       this.#gap = Math.min(GAP_MAX_MS, Math.max(GAP_MIN_MS, GAP_FACTOR * (performance.now() - this.#lastTick)));
       this.#running = false;
@@ -186,11 +179,11 @@ export class BudgetLedger {
   }
 
   /**
-   * One transaction for everything queued: partner settlements, the costs of ended requests, each admission
-   * in arrival order, then every lease's credit sized anew. When the store fails, the admissions are refused
-   * and the rest kept for later (the holds still count meanwhile, so nothing can overshoot).
+   * One transaction for everything queued: the costs of ended requests, each admission in arrival order, then
+   * every lease's credit sized anew. When the store fails, the admissions are refused and the rest kept for
+   * later (the holds still count meanwhile, so nothing can overshoot).
    */
-  async #tick(admissions: PendingAdmission[], settlements: PendingSettlement[]): Promise<void> {
+  async #tick(admissions: PendingAdmission[]): Promise<void> {
     const windows = new Map<string, WindowRef>();
     for (const lease of this.#leases.leases()) windows.set(lease.ref.key, lease.ref);
     // An admission's window object is the newest (its budget may have changed since the lease was granted).
@@ -202,7 +195,7 @@ export class BudgetLedger {
       [results, state] = await this.#retrying(async () => {
         const changes: TickChanges = { costs: [], admitted: [], grants: [], emptied: [] };
         try {
-          const decided = await this.deps.store.transaction(() => decideTick(this.#context(), admissions, settlements, windows, changes));
+          const decided = await this.deps.store.transaction(() => decideTick(this.#context(), admissions, windows, changes));
           this.#committed(changes);
           return decided;
         } catch (err) {
@@ -212,8 +205,7 @@ export class BudgetLedger {
       });
     } catch (err) {
       if (admissions.length > 0) log.error("budget admission failed: refusing the requests it could not decide", { requests: admissions.length, error: (err as Error).message });
-      if (settlements.length > 0 || this.#owing()) log.warn("LLM spend not settled yet, will retry", { error: (err as Error).message });
-      this.#partnerSettlements = settlements.concat(this.#partnerSettlements);
+      if (this.#owing()) log.warn("LLM spend not settled yet, will retry", { error: (err as Error).message });
       this.#backoffUntil = Date.now() + RETRY_MS;
       for (const a of admissions) a.resolve(refusedUndecided(a));
       return;
@@ -221,7 +213,7 @@ export class BudgetLedger {
     for (let i = 0; i < admissions.length; i++) admissions[i]!.resolve(results[i]!);
     for (const w of windows.values()) {
       const st = state.get(w.key);
-      if (!st || st.charged === 0) continue;
+      if (w.kind !== "scope" || !st || st.charged === 0) continue;
       for (const p of reachedPercents(w.budget.alertPercents, st.spent, w.budget.limitCents * NANOS_PER_CENT)) this.#alerts.send(w, p, st.spent);
     }
   }
@@ -248,7 +240,7 @@ export class BudgetLedger {
 
   /** What the tick's decision works with. */
   #context(): TickContext {
-    return { store: this.deps.store, rows: this.#rows, leases: this.#leases, partnerBudgets: this.partnerBudgets, partnerReservations: this.#partnerReservations, alerts: this.#alerts, closing: this.#closing };
+    return { store: this.deps.store, rows: this.#rows, leases: this.#leases, alerts: this.#alerts, closing: this.#closing };
   }
 
   /** The engine may give up on a transaction that can simply run again (a deadlock victim, say): tried again, at most twice. */
@@ -262,9 +254,9 @@ export class BudgetLedger {
     }
   }
 
-  /** Spend of a scope budget in a window, in nano-USD (the API's `spentCents`). */
-  spentNanos(budget: ScopeBudget, window: BudgetWindow): Promise<number> {
-    return this.#rows.spentNanos(budget, window);
+  /** Spend of a budget in its window `w` (windowRefOf, partnerWindowRefOf), in nano-USD (the API's `spentCents`). */
+  spentNanos(w: WindowRef): Promise<number> {
+    return this.#rows.spentNanos(w);
   }
 
   /**

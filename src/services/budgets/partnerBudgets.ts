@@ -1,32 +1,25 @@
 // Partner budgets: the records and the spend of partner keys (docs/budgets.md#partner-budgets). A partner caps
-// what one organization spends with one of its LLM keys. Spend is kept in nano-USD per (secret, organization)
-// in two buckets, the UTC month (`YYYY-MM`) and `total`; a budget's period picks one. Admission against these
-// budgets is the ledger's (ledger.ts), with the reservations of partnerReservations.ts; here the cost of a
-// settled request is added to both buckets, dropping its reservation in the same transaction.
+// what one organization spends with one of its LLM keys, per UTC month or in total. The spend of every partner
+// LLM key, budget or not, is recorded in nano-USD per (secret, organization) in two buckets, the UTC month
+// (`YYYY-MM`) and `total`, in batches. A budget is one more kind of budget of the ledger (ledger.ts), which
+// admits against it and keeps its spend in its windows like every budget's; a window opens from the bucket of
+// its period (partnerBudget.ts), so the spend from before the budget (or before its kind had windows) counts.
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { BudgetPeriod } from "../../core/model.ts";
 import { NANOS_PER_CENT } from "../../core/pricing.ts";
-import { nowIso } from "../../core/ids.ts";
+import { newId, nowIso } from "../../core/ids.ts";
 import { log } from "../../observability/log.ts";
 import { clockNow } from "../../runtime/clock.ts";
 import type { ServiceDeps } from "../deps.ts";
 import type { SpendBudget } from "../../core/records/budgets.ts";
+import type { BudgetLedger } from "./ledger.ts";
+import { monthBucket, type PartnerBudget } from "./partnerBudget.ts";
+import { partnerWindowRefOf } from "./windowRows.ts";
 
-/** A partner budget: one organization's limit on one partner LLM key. */
-export interface PartnerBudget {
-  secretId: string;
-  organizationId: string;
-  limitCents: number;
-  period: BudgetPeriod;
-}
+export { monthBucket, type PartnerBudget } from "./partnerBudget.ts";
 
 /** The Spend budget record of the contract. */
 export type PartnerBudgetView = SpendBudget;
-
-/** The month bucket of an instant: `YYYY-MM`, UTC. */
-export function monthBucket(at: number): string {
-  return new Date(at).toISOString().slice(0, 7);
-}
 
 /** Spend of keys without a budget is added up in memory and written this often (visible within seconds). */
 const SPEND_FLUSH_MS = 1000;
@@ -38,6 +31,7 @@ export class PartnerBudgetService {
 
   constructor(
     private readonly deps: ServiceDeps,
+    private readonly ledger: Pick<BudgetLedger, "spentNanos">,
     /** Milliseconds since the epoch (the budget clock, docs/configuration.md); tests pass their own to cross a month boundary. */
     private readonly now: () => number = clockNow,
   ) {}
@@ -54,8 +48,8 @@ export class PartnerBudgetService {
     return period === "total" ? "total" : monthBucket(this.now());
   }
 
-  /** Spend of one (secret, organization) in a period's current bucket, in nano-USD. */
-  async spentNanos(secretId: string, organizationId: string, period: BudgetPeriod): Promise<number> {
+  /** Recorded spend of one (secret, organization) in a period's current bucket, in nano-USD. */
+  async recordedNanos(secretId: string, organizationId: string, period: BudgetPeriod): Promise<number> {
     const { budgetSpend: s } = this.t;
     const [row] = await this.db
       .select({ nanos: s.nanos })
@@ -65,8 +59,13 @@ export class PartnerBudgetService {
     return Number(row?.nanos ?? 0);
   }
 
+  /** A budget's spend in its current window, in nano-USD: what the ledger counts against it. */
+  spentNanos(b: PartnerBudget): Promise<number> {
+    return this.ledger.spentNanos(partnerWindowRefOf(b, this.now()));
+  }
+
   async #view(b: PartnerBudget): Promise<PartnerBudgetView> {
-    const spent = await this.spentNanos(b.secretId, b.organizationId, b.period);
+    const spent = await this.spentNanos(b);
     return { secretId: b.secretId, organizationId: b.organizationId, limitCents: b.limitCents, period: b.period, spentCents: Math.floor(spent / NANOS_PER_CENT) };
   }
 
@@ -97,20 +96,27 @@ export class PartnerBudgetService {
     return this.db.select().from(b).where(and(inArray(b.secretId, secretIds), eq(b.organizationId, organizationId)));
   }
 
-  /** Creates the budget or replaces the existing one (seed). Raising or resetting a budget re-admits at once. */
+  /**
+   * Creates the budget or replaces the existing one (seed). Raising or resetting a budget re-admits at once. A
+   * new period drops the budget's windows: the new period's window opens from the recorded spend, which counts
+   * every period, as if the budget were new.
+   */
   async set(secretId: string, organizationId: string, limitCents: number, period: BudgetPeriod): Promise<PartnerBudgetView> {
-    const { budgets: b } = this.t;
+    const { budgets: b, budgetWindows: w } = this.t;
     const now = nowIso();
-    await this.deps.store.transaction(async () => {
+    const budget = await this.deps.store.transaction(async () => {
       const before = await this.find(secretId, organizationId);
-      await this.db
+      const [row] = await this.db
         .insert(b)
-        .values({ secretId, organizationId, limitCents, period, createdAt: now, updatedAt: now })
-        .onConflictDoUpdate({ target: [b.secretId, b.organizationId], set: { limitCents, period, updatedAt: now } });
+        .values({ id: newId(), secretId, organizationId, limitCents, period, createdAt: now, updatedAt: now })
+        .onConflictDoUpdate({ target: [b.secretId, b.organizationId], set: { limitCents, period, updatedAt: now } })
+        .returning();
+      if (before && before.period !== period) await this.db.delete(w).where(eq(w.partnerBudgetId, before.id));
       await this.#audit(secretId, organizationId, before && { limitCents: before.limitCents, period: before.period }, { limitCents, period });
+      return row!;
     });
     this.#changed(organizationId);
-    return this.#view({ secretId, organizationId, limitCents, period });
+    return this.#view(budget);
   }
 
   /** Removes a budget; false when there was none. */
@@ -138,29 +144,9 @@ export class PartnerBudgetService {
   }
 
   /**
-   * Adds a request's cost to both buckets of (secret, organization) and drops its reservation, in one
-   * transaction. With no reservation (an unbudgeted key) only the spend is recorded.
-   */
-  async charge(secretId: string, organizationId: string, costNanos: number, reservationId: string | null = null): Promise<void> {
-    const { budgetSpend: s, budgetReservations: r } = this.t;
-    const nanos = Math.max(0, Math.round(costNanos));
-    await this.deps.store.transaction(async () => {
-      if (nanos > 0) {
-        await this.db
-          .insert(s)
-          .values([
-            { secretId, organizationId, bucket: "total", nanos },
-            { secretId, organizationId, bucket: monthBucket(this.now()), nanos },
-          ])
-          .onConflictDoUpdate({ target: [s.secretId, s.organizationId, s.bucket], set: { nanos: sql`${s.nanos} + excluded.nanos` } });
-      }
-      if (reservationId) await this.db.delete(r).where(eq(r.id, reservationId));
-    });
-  }
-
-  /**
-   * Records the spend of a key with no budget: added up in memory and written about every second in one
-   * transaction, so metering an unbudgeted LLM call costs no database round trip of its own.
+   * Records the spend of a metered LLM key for an organization (a partner budget on it is charged by the
+   * ledger): added up in memory and written about every second in one statement, so metering costs no database
+   * round trip of its own.
    */
   record(secretId: string, organizationId: string, costNanos: number): void {
     const nanos = Math.max(0, Math.round(costNanos));

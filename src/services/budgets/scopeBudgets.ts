@@ -4,7 +4,7 @@
 // spend. One budget per (owner, key type, period): the check runs with the owner locked, and a unique index
 // stands behind it.
 import { and, asc, eq, inArray, isNull, type SQL } from "drizzle-orm";
-import { DEFAULT_ALERT_PERCENTS, normalisePercents, windowOf } from "../../core/budgetWindows.ts";
+import { DEFAULT_ALERT_PERCENTS, normalisePercents } from "../../core/budgetWindows.ts";
 import { conflict, notFound } from "../../core/errors.ts";
 import { creationTime, newId, nowIso } from "../../core/ids.ts";
 import type { BudgetScope, ScopeBudgetPeriod } from "../../core/model.ts";
@@ -15,6 +15,7 @@ import type { AgentService } from "../agents.ts";
 import type { BudgetLedger } from "./ledger.ts";
 import type { ServiceDeps } from "../deps.ts";
 import type { ScopeBudget, ScopeBudgetRow } from "./scopeBudget.ts";
+import { windowRefOf } from "./windowRows.ts";
 
 export type { ScopeBudget, ScopeBudgetRow } from "./scopeBudget.ts";
 export type LlmType = "llm_a" | "llm_b";
@@ -184,8 +185,9 @@ export class ScopeBudgetService {
 
   /** The record with its current window's spend and end. */
   async view(row: ScopeBudgetRow): Promise<BudgetView> {
-    const window = windowOf(row.period, clockNow());
-    const spent = await this.ledger.spentNanos(row, window);
+    const ref = windowRefOf(row, clockNow());
+    const window = ref.window;
+    const spent = await this.ledger.spentNanos(ref);
     return {
       id: row.id,
       scope: row.scope,

@@ -1,14 +1,19 @@
-// The rows of scope budgets' windows (docs/budgets.md#admission): how the ledger keeps a window's spend and
-// reservations in the store. Every window has an opening row (holder ''), started from the spend already
-// recorded in the window, and one row per gateway process, where that process adds what it charged and keeps
-// what it reserves. A window's spend is the sum of its rows; what is reserved, the sum of the reservations of
-// live processes (a live process keeps its rows' expiry ahead; the reservations of one that died stop
-// counting HOLD_TTL_MS later). The ledger's transaction locks the opening rows (Store.lockBudgetWindows),
-// reads, decides and writes this process's rows.
-import { sql } from "drizzle-orm";
+// The rows of budgets' windows (docs/budgets.md#admission): how the ledger keeps a window's spend and
+// reservations in the store, for every kind of budget — scope budgets (an agent's, a project's, an
+// organization's) and partner budgets alike. Every window has an opening row (holder ''), started from the
+// spend already recorded in the window (spend records for a scope budget, the key's spend buckets for a partner
+// budget), and one row per gateway process, where that process adds what it charged and keeps what it
+// reserves. A window's spend is the sum of its rows; what is reserved, the sum of the reservations of live
+// processes (a live process keeps its rows' expiry ahead; the reservations of one that died stop counting
+// HOLD_TTL_MS later). The ledger's transaction locks the opening rows (Store.lockBudgetWindows), reads, decides
+// and writes this process's rows. Each row names its budget in the foreign key of its kind (scope_budget_id or
+// partner_budget_id), so that deleting a budget deletes its windows (src/store/schema/budgets.ts).
+import { sql, type SQL } from "drizzle-orm";
 import { windowOf, type BudgetWindow } from "../../core/budgetWindows.ts";
+import type { ScopeBudgetPeriod } from "../../core/model.ts";
 import { log } from "../../observability/log.ts";
 import type { ServiceDeps } from "../deps.ts";
+import { partnerWindowPeriod, partnerWindowSpend, type PartnerBudget } from "./partnerBudget.ts";
 import type { ScopeBudget } from "./scopeBudget.ts";
 import type { SpendService } from "./spend.ts";
 
@@ -17,15 +22,17 @@ export const HOLD_TTL_MS = 120_000;
 /** Windows known to be open are remembered up to this many (then forgotten, and opened again: a no-op). */
 const OPENED_MAX = 10_000;
 
-/** One window of one scope budget. */
-export interface WindowRef {
-  budget: ScopeBudget;
+interface WindowOf {
   /** Epoch seconds (0 for `total`): the window's key in the store. */
   start: number;
   window: BudgetWindow;
   /** `budgetId:start`, the window's key in memory. */
   key: string;
 }
+
+/** One window of one budget: a scope budget's, or a partner budget's. */
+export type WindowRef = ScopeWindowRef | (WindowOf & { kind: "partner"; budget: PartnerBudget });
+export type ScopeWindowRef = WindowOf & { kind: "scope"; budget: ScopeBudget };
 
 /** A window's state inside a tick. */
 export interface WindowState {
@@ -44,17 +51,46 @@ export function lockOrder(a: WindowRef, b: WindowRef): number {
 }
 
 /** The current window of each budget, computed once per window (budgets are the snapshot's objects). */
-const currentWindow = new WeakMap<ScopeBudget, WindowRef>();
+const currentWindow = new WeakMap<ScopeBudget | PartnerBudget, WindowRef>();
 
-/** The window of `budget` that holds the instant `at`. */
-export function windowRefOf(budget: ScopeBudget, at: number): WindowRef {
+function current(budget: ScopeBudget | PartnerBudget, at: number): WindowRef | null {
   const cached = currentWindow.get(budget);
-  if (cached && at >= cached.window.start && (cached.window.end === null || at < cached.window.end)) return cached;
-  const window = windowOf(budget.period, at);
+  return cached && at >= cached.window.start && (cached.window.end === null || at < cached.window.end) ? cached : null;
+}
+
+function windowAt(id: string, period: ScopeBudgetPeriod, at: number): WindowOf {
+  const window = windowOf(period, at);
   const start = Math.floor(window.start / 1000);
-  const ref = { budget, start, window, key: `${budget.id}:${start}` };
+  return { start, window, key: `${id}:${start}` };
+}
+
+/** The window of a scope budget that holds the instant `at`. */
+export function windowRefOf(budget: ScopeBudget, at: number): ScopeWindowRef {
+  const cached = current(budget, at);
+  if (cached) return cached as ScopeWindowRef;
+  const ref: ScopeWindowRef = { kind: "scope", budget, ...windowAt(budget.id, budget.period, at) };
   currentWindow.set(budget, ref);
   return ref;
+}
+
+/** The window of a partner budget that holds the instant `at`: its UTC month, or `total`. */
+export function partnerWindowRefOf(budget: PartnerBudget, at: number): WindowRef {
+  const cached = current(budget, at);
+  if (cached) return cached;
+  const ref: WindowRef = { kind: "partner", budget, ...windowAt(budget.id, partnerWindowPeriod(budget.period), at) };
+  currentWindow.set(budget, ref);
+  return ref;
+}
+
+/**
+ * What a window's opening row needs, by the budget's kind: the sum of the spend recorded in it, whether the
+ * budget still exists, and the foreign key that ties the window's rows to it (docs/budgets.md#admission).
+ */
+function ownerOf(w: WindowRef, spend: SpendService): { opening: SQL; exists: SQL; scopeBudgetId: string | null; partnerBudgetId: string | null } {
+  if (w.kind === "scope") {
+    return { opening: spend.windowSpend(w.budget, w.window), exists: sql`SELECT 1 FROM scope_budgets WHERE id = ${w.budget.id}`, scopeBudgetId: w.budget.id, partnerBudgetId: null };
+  }
+  return { opening: partnerWindowSpend(w.budget, w.window), exists: sql`SELECT 1 FROM budgets WHERE id = ${w.budget.id}`, scopeBudgetId: null, partnerBudgetId: w.budget.id };
 }
 
 /** Parameters of a statement for Store.execute: `$1`, `$2`, … in order of first use. */
@@ -86,14 +122,16 @@ export class WindowRows {
 
   /**
    * Opens a window the first time it is used: its row of holder '' starts from the spend already recorded in
-   * it (a budget created mid-month counts what was spent before). Outside the tick's transaction, so that
-   * rows are only locked in lock order. A budget deleted meanwhile opens nothing; admission then ignores it.
+   * it (a budget created mid-month counts what was spent before; so does a partner budget made before its
+   * kind had windows). Outside the tick's transaction, so that rows are only locked in lock order. A budget
+   * deleted meanwhile opens nothing; admission then ignores it.
    */
   async open(w: WindowRef): Promise<void> {
+    const owner = ownerOf(w, this.spend);
     try {
       await this.deps.store.query(sql`
-        INSERT INTO budget_windows (budget_id, window_start, holder, spent_nanos, held_nanos, expires_at)
-        SELECT CAST(${w.budget.id} AS TEXT), CAST(${w.start} AS BIGINT), '', (${this.spend.windowSpend(w.budget, w.window)}), 0, '' WHERE EXISTS (SELECT 1 FROM scope_budgets WHERE id = ${w.budget.id})
+        INSERT INTO budget_windows (budget_id, scope_budget_id, partner_budget_id, window_start, holder, spent_nanos, held_nanos, expires_at)
+        SELECT CAST(${w.budget.id} AS TEXT), CAST(${owner.scopeBudgetId} AS TEXT), CAST(${owner.partnerBudgetId} AS TEXT), CAST(${w.start} AS BIGINT), '', (${owner.opening}), 0, '' WHERE EXISTS (${owner.exists})
         ON CONFLICT (budget_id, window_start, holder) DO NOTHING`);
     } catch (err) {
       if (this.deps.store.isUnavailable(err)) throw err;
@@ -137,12 +175,14 @@ export class WindowRows {
     if (rows.length === 0) return;
     const expires = new Date(Date.now() + HOLD_TTL_MS).toISOString();
     const p = new Params();
-    const values = rows.map(
-      ([w, st, reserved]) =>
-        `(${p.add(w.budget.id)}, CAST(${p.add(w.start)} AS BIGINT), ${p.add(this.holder)}, CAST(${p.add(st.charged)} AS BIGINT), CAST(${p.add(Math.max(0, reserved))} AS BIGINT), ${p.add(expires)})`,
-    );
+    const values = rows.map(([w, st, reserved]) => {
+      // The row names its budget in the foreign key of its kind, so that deleting the budget deletes it too.
+      const scopeId = w.kind === "scope" ? p.add(w.budget.id) : "NULL";
+      const partnerId = w.kind === "partner" ? p.add(w.budget.id) : "NULL";
+      return `(${p.add(w.budget.id)}, ${scopeId}, ${partnerId}, CAST(${p.add(w.start)} AS BIGINT), ${p.add(this.holder)}, CAST(${p.add(st.charged)} AS BIGINT), CAST(${p.add(Math.max(0, reserved))} AS BIGINT), ${p.add(expires)})`;
+    });
     await this.deps.store.execute(
-      `INSERT INTO budget_windows (budget_id, window_start, holder, spent_nanos, held_nanos, expires_at) VALUES ${values.join(", ")}
+      `INSERT INTO budget_windows (budget_id, scope_budget_id, partner_budget_id, window_start, holder, spent_nanos, held_nanos, expires_at) VALUES ${values.join(", ")}
        ON CONFLICT (budget_id, window_start, holder) DO UPDATE SET
          spent_nanos = budget_windows.spent_nanos + excluded.spent_nanos,
          held_nanos = excluded.held_nanos,
@@ -152,11 +192,10 @@ export class WindowRows {
   }
 
   /** Spend of a budget in a window, in nano-USD: its rows, or (not opened yet) what was recorded in it. */
-  async spentNanos(budget: ScopeBudget, window: BudgetWindow): Promise<number> {
-    const start = Math.floor(window.start / 1000);
-    const rows = await this.deps.store.query<{ spent_nanos: number | string }>(sql`SELECT spent_nanos FROM budget_windows WHERE budget_id = ${budget.id} AND window_start = ${start}`);
+  async spentNanos(w: WindowRef): Promise<number> {
+    const rows = await this.deps.store.query<{ spent_nanos: number | string }>(sql`SELECT spent_nanos FROM budget_windows WHERE budget_id = ${w.budget.id} AND window_start = ${w.start}`);
     if (rows.length > 0) return rows.reduce((sum, r) => sum + Number(r.spent_nanos), 0);
-    const [opening] = await this.deps.store.query<{ spent: number | string }>(sql`SELECT (${this.spend.windowSpend(budget, window)}) AS spent`);
+    const [opening] = await this.deps.store.query<{ spent: number | string }>(sql`SELECT (${ownerOf(w, this.spend).opening}) AS spent`);
     return Number(opening?.spent ?? 0);
   }
 

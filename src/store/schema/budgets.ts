@@ -2,10 +2,15 @@
 // Part of the one table declaration (index.ts).
 import { bigint, index, integer, json, serial, table, text, uniqueIndex } from "./define.ts";
 
-/** Spend budgets (docs/budgets.md#partner-budgets): a cap on one partner LLM secret for one organization. */
+/**
+ * Spend budgets (docs/budgets.md#partner-budgets): a cap on one partner LLM secret for one organization. `id`
+ * names the budget's windows in `budget_windows` (the key is two columns); budgets made before it existed got
+ * `secret_id:organization_id`.
+ */
 export const budgets = table(
   "budgets",
   {
+    id: text("id").notNull().unique(),
     secretId: text("secret_id").notNull().references("secrets.id", "cascade"),
     organizationId: text("organization_id").notNull().references("organizations.id", "cascade"),
     limitCents: integer("limit_cents").notNull(),
@@ -18,7 +23,7 @@ export const budgets = table(
 
 /**
  * Metered spend in nano-USD per (secret, organization) and bucket: `total`, and one per month (`YYYY-MM`, UTC).
- * Kept for every metered LLM secret, budget or not; charged with one atomic upsert per request.
+ * Kept for every metered LLM secret, budget or not, written in batches; a partner budget's window opens from it.
  */
 export const budgetSpend = table(
   "budget_spend",
@@ -29,19 +34,6 @@ export const budgetSpend = table(
     nanos: bigint("nanos").notNull(),
   },
   { primaryKey: ["secretId", "organizationId", "bucket"] },
-);
-
-/** Estimates of admitted requests still in flight (docs/budgets.md#admission); expired ones (a crashed holder) no longer count. */
-export const budgetReservations = table(
-  "budget_reservations",
-  {
-    id: text("id").primaryKey(),
-    secretId: text("secret_id").notNull(),
-    organizationId: text("organization_id").notNull(),
-    estimateNanos: bigint("estimate_nanos").notNull(),
-    expiresAt: text("expires_at").notNull(),
-  },
-  { indexes: [index("budget_reservations_owner", ["secretId", "organizationId", "expiresAt"])] },
 );
 
 /**
@@ -79,27 +71,42 @@ export const scopeBudgets = table(
 );
 
 /**
- * A scope budget's spend and holds in one window, in nano-USD (docs/budgets.md#admission). A window is named by
- * its start (epoch seconds; 0 for `total`): a new window is a new set of rows, so nothing has to be reset. Each
- * gateway process writes its own row (`holder`): what it charged and what it holds for its admitted requests
- * still in flight, kept from expiring while it lives. The row of holder '' opens the window with the spend
- * recorded before it (and is the row admission locks); the window's spend is the sum of its rows, what is
- * reserved the sum of the live holds.
+ * A budget's spend and holds in one window, in nano-USD (docs/budgets.md#admission), for budgets of every kind:
+ * scope budgets and partner budgets alike. A window is named by its budget's id and its start (epoch seconds; 0
+ * for `total`): a new window is a new set of rows, so nothing has to be reset. Each gateway process writes its
+ * own row (`holder`): what it charged and what it holds for its admitted requests still in flight, kept from
+ * expiring while it lives. The row of holder '' opens the window with the spend recorded before it (and is the
+ * row admission locks); the window's spend is the sum of its rows, what is reserved the sum of the live holds.
+ *
+ * Whose window it is: exactly one of `scopeBudgetId` and `partnerBudgetId` is set, to `budgetId`. The two
+ * nullable foreign keys are there for their cascades: deleting a budget of either kind (or its agent, project,
+ * secret or organization) deletes its windows, and a window without its opening row is one admission ignores.
+ * Budget ids of both kinds are unique ids, so `budgetId` alone names the budget in the key and in the lock order.
  */
 export const budgetWindows = table(
   "budget_windows",
   {
-    budgetId: text("budget_id").notNull().references("scopeBudgets.id", "cascade"),
+    budgetId: text("budget_id").notNull(),
+    scopeBudgetId: text("scope_budget_id").references("scopeBudgets.id", "cascade"),
+    partnerBudgetId: text("partner_budget_id").references("budgets.id", "cascade"),
     windowStart: bigint("window_start").notNull(),
     holder: text("holder").notNull(),
     spentNanos: bigint("spent_nanos").notNull(),
     heldNanos: bigint("held_nanos").notNull(),
     expiresAt: text("expires_at").notNull(),
   },
-  { primaryKey: ["budgetId", "windowStart", "holder"], indexes: [index("budget_windows_holder", ["holder"])] },
+  {
+    primaryKey: ["budgetId", "windowStart", "holder"],
+    indexes: [
+      index("budget_windows_holder", ["holder"]),
+      // What a budget's deletion cascades through (and a partner budget's new period clears).
+      index("budget_windows_scope_budget", ["scopeBudgetId"]),
+      index("budget_windows_partner_budget", ["partnerBudgetId"]),
+    ],
+  },
 );
 
-/** `budget.threshold` alerts sent (docs/budgets.md#alerts): the key makes each (budget, window, percent) go out once. */
+/** `budget.threshold` alerts of scope budgets sent (docs/budgets.md#alerts): the key makes each (budget, window, percent) go out once. */
 export const budgetAlerts = table(
   "budget_alerts",
   {

@@ -9,10 +9,11 @@ import * as agents from "./agents.ts";
 import * as approvals from "./approvals.ts";
 import * as budgets from "./budgets.ts";
 import * as logs from "./logs.ts";
+import * as mcp from "./mcp.ts";
 import * as notifications from "./notifications.ts";
 import * as policy from "./policy.ts";
 import * as secrets from "./secrets.ts";
 import * as system from "./system.ts";
 
 /** The areas, in the order the generated files list them; each area's tables by exported name. */
-export const areas = { accounts, agents, secrets, policy, approvals, budgets, logs, notifications, system };
+export const areas = { accounts, agents, secrets, policy, approvals, budgets, logs, notifications, mcp, system };

@@ -30,6 +30,8 @@ export const requestLogs = table(
     /** The request's x-request-id (docs/operations.md#request-ids), null for rows written before it was recorded. */
     requestId: text("request_id"),
     createdAt: text("created_at").notNull(),
+    /** The MCP server of a tools/call row (method `MCP`, the tool as path: docs/gateway.md#mcp-servers), else null. */
+    mcpServerId: text("mcp_server_id"),
   },
   // One index, and a narrow one: every index is a B-tree insert per row on the gateway's core, and its key's
   // bytes are written twice (WAL, checkpoint). Lists walk it newest first (the rowid is its implicit last

@@ -17,7 +17,8 @@ import { answer } from "../../../src/gateway/stage.ts";
 import { budgetStage } from "../../../src/gateway/stages/budget.ts";
 import { injectStage } from "../../../src/gateway/stages/inject.ts";
 import { agentCredentials, agentEntry, compiledSecret, given, replyText, signIn, testRequest } from "../../../src/gateway/testing.ts";
-import type { PartnerBudget as Budget } from "../../../src/services/budgets/partnerBudgets.ts";
+import type { PartnerBudget as Budget } from "../../../src/services/budgets/partnerBudget.ts";
+import type { WindowRef } from "../../../src/services/budgets/windowRows.ts";
 import { VaultResolver } from "../../../src/vault/resolver.ts";
 import { createTestApi, type TestApi } from "../../support/app.ts";
 import { until, untilTrue } from "../../support/gateway.ts";
@@ -71,6 +72,36 @@ function upstreamReply(status: number, json: unknown): Reply {
 
 const estimate = () => estimateOf(api.core.services.prices, "llm_b", MODEL, BODY.length, 100);
 
+let partners = 0;
+
+/**
+ * A partner llm_b key with a budget for the test organization, in the store as the partner API leaves them (a
+ * budget's windows belong to it), with `recordedNanos` spent on the key before; the budget as the snapshot holds it.
+ */
+async function partnerBudget(limitCents: number, period: Budget["period"], recordedNanos = 0): Promise<{ key: CompiledSecret; budget: Budget }> {
+  const { store, services: s } = api.core;
+  const partnerId = crypto.randomUUID();
+  await store.db.insert(store.t.partners).values({ id: partnerId, name: `Partner ${++partners}`, createdAt: new Date().toISOString() });
+  const secret = await s.secrets.create({ scope: "partner", partnerId }, { name: `Partner OpenAI ${partners}`, type: "llm_b", value: `sk-partner-${partners}`, hostPattern: HOST });
+  await s.partnerBudgets.set(secret.id, api.organizationId, limitCents, period);
+  if (recordedNanos > 0) {
+    s.partnerBudgets.record(secret.id, api.organizationId, recordedNanos);
+    await s.partnerBudgets.flush();
+  }
+  return { key: llmKey(secret.id, "partner"), budget: (await s.partnerBudgets.find(secret.id, api.organizationId))! };
+}
+
+/** What a metered request that cost `nanos` leaves in a budget's window. */
+async function charge(budget: Budget, nanos: number): Promise<void> {
+  const ledger = api.core.services.budgetLedger;
+  const a = await ledger.admit([], budget, 0, Date.now());
+  if (!a.admitted) throw new Error("not admitted");
+  ledger.settle(a.hold, nanos);
+  await ledger.drained();
+}
+
+const kinds = (windows: readonly WindowRef[] | undefined) => windows?.map((w) => (w.kind === "scope" ? w.budget.scope : w.kind));
+
 describe("request", () => {
   test("not a metered endpoint, or no LLM key: passes synchronously, unmetered", async () => {
     for (const rq of [await request(llmKey("k-get", "project"), [], { method: "GET", target: "/v1/models" }), await request(compiledSecret({ hostPattern: HOST }))]) {
@@ -90,13 +121,12 @@ describe("request", () => {
   });
 
   test("not metered but carrying a budgeted key (another endpoint, a WebSocket): admitted while the budget has room for the smallest metered request, refused once it has none", async () => {
-    const budget: Budget = { secretId: "k-unmetered", organizationId: api.organizationId, limitCents: 1, period: "monthly" };
-    const key = llmKey("k-unmetered", "partner");
+    const { key, budget } = await partnerBudget(1, "monthly");
     const models = await request(key, [budget], { method: "GET", target: "/v1/models" });
     expect(await outcome(stage.request!(models))).toBe("pass");
     expect(models.meter).toBeNull();
     // Spent but for less than the smallest metered request (1 output token of gpt-4o at $10/M = 10,000 nano-USD).
-    await api.core.services.partnerBudgets.charge("k-unmetered", api.organizationId, NANOS_PER_CENT - 5_000);
+    await charge(budget, NANOS_PER_CENT - 5_000);
     for (const init of [{ method: "GET", target: "/v1/models" }, { method: "POST", target: "/v1/embeddings" }, { method: "GET", target: "/v1/realtime", headers: { upgrade: "websocket", connection: "Upgrade" } }]) {
       const rq = await request(key, [budget], init);
       const o = await outcome(stage.request!(rq));
@@ -116,10 +146,9 @@ describe("request", () => {
   });
 
   test("a partner key whose budget cannot take the estimate → 403 budget_exceeded with the link to add an own key", async () => {
-    const budget: Budget = { secretId: "k-small", organizationId: api.organizationId, limitCents: 1, period: "monthly" };
-    // The whole cent is spent already.
-    await api.core.services.partnerBudgets.charge("k-small", api.organizationId, NANOS_PER_CENT);
-    const rq = await request(llmKey("k-small", "partner"), [budget]);
+    // The whole cent was spent on the key before: the budget's window opens from it.
+    const { key, budget } = await partnerBudget(1, "monthly", NANOS_PER_CENT);
+    const rq = await request(key, [budget]);
     expect(await outcome(stage.request!(rq))).toEqual({
       decision: "budget_exceeded",
       status: 403,
@@ -139,17 +168,19 @@ describe("request", () => {
 
 describe("response", () => {
   test("a 2xx is charged what the vendor reported, once the body has ended; the reply passes unchanged", async () => {
-    const budget: Budget = { secretId: "k-charged", organizationId: api.organizationId, limitCents: 100, period: "total" };
-    const rq = await request(llmKey("k-charged", "partner"), [budget]);
+    const { key, budget } = await partnerBudget(100, "total");
+    const rq = await request(key, [budget]);
     expect(await outcome(stage.request!(rq))).toBe("pass");
-    expect(rq.meter?.hold?.partner?.reservationId).toEqual(expect.any(String));
+    expect(kinds(rq.meter?.hold?.windows)).toEqual(["partner"]);
     const usage = { model: MODEL, usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 } };
     const reply = await stage.response!(rq, upstreamReply(200, usage));
     expect(rq.meter?.costNanos).toBeNull();
     expect(JSON.parse(await replyText(reply))).toEqual(usage);
     const cost = costOf(api.core.services.prices, "llm_b", { model: MODEL, inputTokens: 10, outputTokens: 20, cacheWriteTokens: 0, cacheReadTokens: 0 });
     expect(rq.meter?.costNanos).toBe(cost);
-    await until(async () => expect(await api.core.services.partnerBudgets.spentNanos("k-charged", api.organizationId, "total")).toBe(cost));
+    // In the budget's window (the ledger's settlement), and in the key's spend (batched).
+    await until(async () => expect(await api.core.services.partnerBudgets.spentNanos(budget)).toBe(cost));
+    await until(async () => expect(await api.core.services.partnerBudgets.recordedNanos(key.id, api.organizationId, "total")).toBe(cost), 5000);
   });
 
   test("a non-2xx is charged nothing", async () => {
@@ -159,23 +190,21 @@ describe("response", () => {
     expect(rq.meter?.costNanos).toBe(0);
   });
 
-  test("admitted but never forwarded: the reservation is dropped, so the next request fits again", async () => {
+  test("admitted but never forwarded: its hold is dropped, so the next request fits again", async () => {
     // One cent, of which all but one and a half estimates is spent: room for one request at a time.
-    const budget: Budget = { secretId: "k-released", organizationId: api.organizationId, limitCents: 1, period: "total" };
-    await api.core.services.partnerBudgets.charge("k-released", api.organizationId, NANOS_PER_CENT - Math.floor(1.5 * estimate()));
-    const key = llmKey("k-released", "partner");
+    const { key, budget } = await partnerBudget(1, "total", NANOS_PER_CENT - Math.floor(1.5 * estimate()));
     // The budget stage, then a stage after it that refuses the request (as the approval stage may).
     const refusing = new Pipeline([given("agent", "secrets"), stage, { name: "refuses", request: () => answer("approval_denied", new Response("no", { status: 403 })) }]);
     const first = await request(key, [budget]);
     expect((await refusing.request(first)).status).toBe(403);
-    // Had its reservation stayed, this one would not fit beside it (the release is on its way to the store).
+    // Had its hold stayed, this one would not fit beside it.
     const second = await until(async () => {
       const rq = await request(key, [budget]);
       expect(await outcome(stage.request!(rq))).toBe("pass");
       return rq;
     });
-    expect(second.meter?.hold?.partner?.reservationId).toEqual(expect.any(String));
-    // With the second's reservation held, a third does not fit.
+    expect(kinds(second.meter?.hold?.windows)).toEqual(["partner"]);
+    // With the second's estimate held, a third does not fit.
     const third = await request(key, [budget]);
     const refused = await refusing.request(third);
     expect(third.decision).toBe("budget_exceeded");
@@ -239,7 +268,7 @@ describe("budgets for every scope (docs/budgets.md#budgets-for-every-scope)", ()
   test("admitted under each budget of its type: the hold names each window; the cost settles in each, and in a spend record", async () => {
     const rq = await scopedRequest("llm_b");
     expect(await outcome(scopedStage.request!(rq))).toBe("pass");
-    expect(rq.meter!.hold!.windows.map((w) => w.budget.scope)).toEqual(["agent", "project", "organization"]);
+    expect(kinds(rq.meter!.hold!.windows)).toEqual(["agent", "project", "organization"]);
     const usage = { model: "gpt-4o-mini-2024-07-18", usage: { prompt_tokens: 1_000_000, completion_tokens: 0, total_tokens: 1_000_000 } };
     await replyText(await scopedStage.response!(rq, upstreamReply(200, usage)));
     // 1M input tokens of gpt-4o-mini: $0.15.
@@ -284,7 +313,7 @@ describe("budgets for every scope (docs/budgets.md#budgets-for-every-scope)", ()
     const rq = await scopedRequest("llm_a");
     const refusing = new Pipeline([given("agent", "secrets"), scopedStage, { name: "refuses", request: () => answer("approval_denied", new Response("no", { status: 403 })) }]);
     expect((await refusing.request(rq)).status).toBe(403);
-    expect(rq.meter!.hold!.windows.map((w) => w.budget.scope)).toEqual(["project", "organization"]);
+    expect(kinds(rq.meter!.hold!.windows)).toEqual(["project", "organization"]);
     // Its estimate went back to the process's lease as credit (docs/budgets.md#leases), which an idle process gives back.
     await untilTrue(async () => {
       const rows = await scoped.core.store.query<{ held_nanos: number | string }>(sql`SELECT held_nanos FROM budget_windows WHERE holder <> ''`);

@@ -1,6 +1,6 @@
 // The secret form shared by create and edit, project and organization: every injection variant of a generic
 // secret (header, query parameter, URL path template, URL path regex, placeholder with its surfaces, AWS
-// Signature V4, GitHub App, PostgreSQL database, SSH key), the LLM key types, and an external vault reference. It builds the request body
+// Signature V4, GitHub App, PostgreSQL database, Google service account, Azure client secret, SSH key), the LLM key types, and an external vault reference. It builds the request body
 // of POST and PATCH /secrets (docs/injection.md#secrets).
 import type { FieldSpec } from "../components.ts";
 import type { Secret } from "../api-types.ts";
@@ -22,6 +22,8 @@ const INJECTIONS: [string, string][] = [
   ["awsSigV4", "AWS Signature V4 (signs every request)"],
   ["githubApp", "GitHub App (mints installation tokens)"],
   ["database", "PostgreSQL database (agents connect through credgate's database port)"],
+  ["gcpServiceAccount", "Google Cloud service account (mints access tokens)"],
+  ["azureClientSecret", "Azure client secret (mints access tokens)"],
   ["ssh", "SSH key (git over SSH through the gateway)"],
 ];
 
@@ -62,6 +64,8 @@ const surfaceField = (name: string) => `surface_${name}`;
 type ConfigFields = Partial<Record<string, string | string[]>> & {
   awsSigV4?: { accessKeyId: string; region?: string; service?: string };
   githubApp?: { appId: number; installationId: number };
+  gcpServiceAccount?: { scopes?: string[] };
+  azureClientSecret?: { tenantId: string; clientId: string; scope?: string };
   database?: { engine: "postgresql"; port?: number; user: string; databases?: string[]; tls?: string; readOnly?: boolean; writes?: string };
   ssh?: { user?: string; knownHosts: string; commands?: string; push?: string };
 };
@@ -73,6 +77,8 @@ function injectionKind(c: ConfigFields | null): string {
   if (c.githubApp) return "githubApp";
   if (c.database) return "database";
   if (c.ssh) return "ssh";
+  if (c.gcpServiceAccount) return "gcpServiceAccount";
+  if (c.azureClientSecret) return "azureClientSecret";
   if ("paramName" in c) return "query";
   if ("pathTemplate" in c) return "pathTemplate";
   if ("pathRegex" in c) return "pathRegex";
@@ -103,6 +109,8 @@ export function describeInjection(s: SecretRecord): string {
     const k = c.ssh;
     return [`SSH ${k.user ?? "git"}@${s.hostPattern}`, k.commands === "any" ? "any command" : "git only", `pushes ${k.push ?? "allow"}`].join(" · ");
   }
+  if ("gcpServiceAccount" in c) return `Google service account${c.gcpServiceAccount.scopes ? ` (${c.gcpServiceAccount.scopes.join(" ")})` : ""}`;
+  if ("azureClientSecret" in c) return `Azure app ${c.azureClientSecret.clientId}, tenant ${c.azureClientSecret.tenantId}${c.azureClientSecret.scope ? ` (${c.azureClientSecret.scope})` : ""}`;
   if ("headerName" in c) return `Header ${c.headerName}: ${c.valueFormat ?? "{value}"}`;
   if ("paramName" in c) return `Query ${c.paramName}=${c.paramFormat ?? "{value}"}`;
   if ("pathTemplate" in c) return `Path ${c.pathTemplate}`;
@@ -115,7 +123,7 @@ const isGeneric = (v: Values) => v.type === "generic";
 const isVault = (v: Values) => v.valueSource === "external_vault";
 const isKind = (v: Values, kind: string) => isGeneric(v) && v.injection === kind;
 /** The variants whose value is a key with a field of its own (the secret access key, the PEM). */
-const isKeyed = (v: Values) => isKind(v, "awsSigV4") || isKind(v, "githubApp");
+const isKeyed = (v: Values) => isKind(v, "awsSigV4") || isKind(v, "githubApp") || isKind(v, "gcpServiceAccount") || isKind(v, "azureClientSecret");
 const isDatabase = (v: Values) => isKind(v, "database");
 const isSsh = (v: Values) => isKind(v, "ssh");
 /** Variants that are no HTTP credential: no path pattern, a value field of their own. */
@@ -236,6 +244,45 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       when: (v) => isKind(v, "githubApp") && !isVault(v),
       match: /PEM private key|^value /i,
     },
+    {
+      name: "gcpKey",
+      label: "Service-account key (JSON)",
+      type: "textarea",
+      required: !s,
+      placeholder: '{"type": "service_account", …}',
+      hint: s ? "Leave empty to keep the stored key. Never shown again." : "The JSON key file; credgate mints access tokens with it and agents get a stub. Never shown again. Host defaults to *.googleapis.com.",
+      when: (v) => isKind(v, "gcpServiceAccount") && !isVault(v),
+      match: /service-account JSON key|^value /i,
+    },
+    {
+      name: "gcpScopes",
+      label: "Scopes",
+      value: c?.gcpServiceAccount?.scopes?.join(" ") ?? "",
+      placeholder: "https://www.googleapis.com/auth/cloud-platform",
+      hint: "Optional, separated by spaces.",
+      when: (v) => isKind(v, "gcpServiceAccount"),
+      match: /scopes/i,
+    },
+    { name: "tenantId", label: "Tenant ID", value: c?.azureClientSecret?.tenantId ?? "", placeholder: "00000000-0000-0000-0000-000000000000", required: true, when: (v) => isKind(v, "azureClientSecret"), match: /tenantId/i },
+    { name: "clientId", label: "Client ID", value: c?.azureClientSecret?.clientId ?? "", placeholder: "00000000-0000-0000-0000-000000000000", required: true, when: (v) => isKind(v, "azureClientSecret"), match: /clientId/i },
+    {
+      name: "clientSecret",
+      label: "Client secret",
+      type: "password",
+      required: !s,
+      hint: "Agents get AZURE_CLIENT_SECRET=credgate-managed; credgate mints tokens with this secret. Never shown again.",
+      when: (v) => isKind(v, "azureClientSecret") && !isVault(v),
+      match: /^value /i,
+    },
+    {
+      name: "azureScope",
+      label: "Scope",
+      value: c?.azureClientSecret?.scope ?? "",
+      placeholder: "from the request's host",
+      hint: "Optional, e.g. https://management.azure.com/.default.",
+      when: (v) => isKind(v, "azureClientSecret"),
+      match: /azureClientSecret.scope/i,
+    },
     ...databaseFields(c?.database, !s),
     ...sshFields(c?.ssh, !s),
   );
@@ -333,6 +380,12 @@ function injectionConfig(v: Values): Record<string, unknown> {
       return { awsSigV4: { accessKeyId: str(v.accessKeyId), ...(str(v.region) ? { region: str(v.region) } : {}), ...(str(v.service) ? { service: str(v.service) } : {}) } };
     case "githubApp":
       return { githubApp: { appId: str(v.appId), installationId: str(v.installationId) } };
+    case "gcpServiceAccount": {
+      const scopes = str(v.gcpScopes).split(/\s+/).filter(Boolean);
+      return { gcpServiceAccount: scopes.length > 0 ? { scopes } : {} };
+    }
+    case "azureClientSecret":
+      return { azureClientSecret: { tenantId: str(v.tenantId), clientId: str(v.clientId), ...(str(v.azureScope) ? { scope: str(v.azureScope) } : {}) } };
     case "database":
       return databaseConfig(v);
     case "ssh":
@@ -358,11 +411,13 @@ export function secretBody(v: Values, editing: boolean): Record<string, unknown>
   if (v.valueSource !== undefined && (!editing || vault)) body.valueSource = vault ? "external_vault" : "inline";
   if (vault) body.opRef = str(v.opRef);
   else {
-    const value = isKind(v, "awsSigV4") ? v.secretAccessKey : isKind(v, "githubApp") ? v.privateKey : isDatabase(v) ? v.dbPassword : isSsh(v) ? v.sshKey : v.value;
+    const keyField: Record<string, string> = { awsSigV4: "secretAccessKey", githubApp: "privateKey", gcpServiceAccount: "gcpKey", azureClientSecret: "clientSecret", database: "dbPassword", ssh: "sshKey" };
+    const value = isGeneric(v) && typeof v.injection === "string" && keyField[v.injection] ? v[keyField[v.injection]!] : v.value;
     if (typeof value === "string" && value !== "") body.value = value;
   }
   if (v.type !== "generic" && str(v.authMode)) body.metadata = { authMode: str(v.authMode) };
-  if (str(v.hostPattern) || v.type === "generic") body.hostPattern = str(v.hostPattern);
+  // A Google service account's host defaults to *.googleapis.com when left empty.
+  if (str(v.hostPattern) || (v.type === "generic" && !isKind(v, "gcpServiceAccount"))) body.hostPattern = str(v.hostPattern);
   if (notHttp(v)) {
     // No path for a database or an SSH key; an edit clears one a former HTTP variant had.
     if (editing) body.pathPattern = null;

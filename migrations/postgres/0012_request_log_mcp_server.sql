@@ -1,0 +1,1 @@
+ALTER TABLE "request_logs" ADD COLUMN "mcp_server_id" text;

@@ -1,0 +1,1 @@
+ALTER TABLE `request_logs` ADD `mcp_server_id` text;

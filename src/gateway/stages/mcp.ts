@@ -1,0 +1,209 @@
+// MCP servers at the gateway, first half (docs/gateway.md#mcp-servers): a request whose URL is one of the agent's
+// MCP servers' (same origin, path equal or below; or a message endpoint a server's HTTP+SSE stream named) gets
+// the server's token in place of whatever the agent sent, and the server's answers are read on the way back:
+// tools/list results filtered to the agent's grant (a JSON body whole, an SSE stream event by event) and the
+// `endpoint` event of an HTTP+SSE stream learned. What the body asks is judged by mcp-tools (mcpTools.ts).
+// An agent without MCP servers costs one length check; another agent's request to another host, one origin
+// string and a comparison per server.
+import { isJsonObject, jsonRpcError, TOOL_REFUSED, type JsonValue } from "../../core/jsonRpc.ts";
+import type { McpAuthService } from "../../services/mcpAuth.ts";
+import { authHeaderOf } from "../../services/mcp/credential.ts";
+import { REFRESH_AHEAD_MS } from "../../services/oauth.ts";
+import { decodedBody, isDecodable } from "../encodedBody.ts";
+import { credentialUnavailableFor, gatewayJson } from "../errors.ts";
+import type { McpExchange, ProxyRequest } from "../request.ts";
+import { Reply } from "../reply.ts";
+import type { CompiledMcpServer } from "../snapshot.ts";
+import { PASS, type RequestVerdict, type Stage } from "../stage.ts";
+import { jsonBodyRewrite, parseSseEvent, SseEventSource, sseEventWith } from "./mcpEvents.ts";
+import type { McpSessions } from "./mcpSessions.ts";
+
+export interface McpDeps {
+  sessions: McpSessions;
+  /** Refreshes an OAuth token inside its refresh window, once for every process (docs/mcp.md#the-login). */
+  auth: Pick<McpAuthService, "fresh">;
+}
+
+const NO_TOOLS: readonly string[] = [];
+
+/** `scheme://host[:port]` as CompiledMcpServer.origin spells it: lowercase host, default port left out. */
+export function originOf(rq: ProxyRequest): string {
+  const host = rq.host.includes(":") ? `[${rq.host}]` : rq.host;
+  const defaultPort = rq.scheme === "https" ? 443 : 80;
+  return rq.port === defaultPort ? `${rq.scheme}://${host}` : `${rq.scheme}://${host}:${rq.port}`;
+}
+
+function under(prefix: string, path: string): boolean {
+  return prefix === "" || path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 0x2f);
+}
+
+/**
+ * The server a request is for. Every reading of its path counts (docs/injection.md#every-reading-of-a-path), and
+ * case is ignored: a server that reads `/MCP/../mcp` or `/Mcp` as its URL must not receive a call nobody judged.
+ */
+export function mcpServerFor(servers: readonly CompiledMcpServer[], rq: ProxyRequest, sessions: McpSessions): CompiledMcpServer | null {
+  // One origin string per request of an agent that has MCP servers; none for the others.
+  const origin = originOf(rq);
+  for (const server of servers) {
+    if (server.origin !== origin) continue;
+    const prefix = server.pathPrefix.toLowerCase();
+    for (const reading of rq.pathReadings) {
+      const path = reading.toLowerCase();
+      if (under(prefix, path) || sessions.isEndpoint(server.id, path)) return server;
+    }
+  }
+  return null;
+}
+
+/** Whether the agent may see tool `name` of a server under `grant`. */
+export function toolVisible(grant: CompiledMcpServer["grant"], name: string): boolean {
+  if (grant === null) return false;
+  if (grant.access === "full") return true;
+  return grant.allow.has(name) || grant.ask.has(name);
+}
+
+/**
+ * The JSON-RPC text with every tools/list result (a response whose `result.tools` is an array, answering one of
+ * `ids`, or any when `ids` is null) cut to the tools the grant shows; null when nothing changed or it is not JSON.
+ */
+export function filterToolLists(text: string, ids: ReadonlySet<string | number> | null, grant: CompiledMcpServer["grant"]): string | null {
+  let value: JsonValue;
+  try {
+    value = JSON.parse(text) as JsonValue;
+  } catch {
+    return null;
+  }
+  let changed = false;
+  for (const msg of Array.isArray(value) ? value : [value]) {
+    if (!isJsonObject(msg)) continue;
+    const result = msg["result"];
+    if (!isJsonObject(result) || !Array.isArray(result["tools"])) continue;
+    const id = msg["id"];
+    if (ids !== null && !(typeof id === "string" || typeof id === "number" ? ids.has(id) : false)) continue;
+    const tools = result["tools"];
+    const shown = tools.filter((t) => isJsonObject(t) && typeof t["name"] === "string" && toolVisible(grant, t["name"]));
+    if (shown.length !== tools.length) {
+      result["tools"] = shown;
+      changed = true;
+    }
+  }
+  return changed ? JSON.stringify(value) : null;
+}
+
+function filtersTools(server: CompiledMcpServer): boolean {
+  return server.grant === null || server.grant.access !== "full";
+}
+
+/** Puts the server's credential on the request in place of the agent's Authorization. */
+function injectAuth(rq: ProxyRequest, auth: { header: string; value: string }): RequestVerdict {
+  // The agent's own Authorization never reaches the server: the server's token takes its place.
+  rq.headers.delete("authorization");
+  rq.headers.set(auth.header, auth.value);
+  const bearer = /^bearer\s+/i.exec(auth.value);
+  rq.recordInjection(bearer ? auth.value.slice(bearer[0].length) : auth.value);
+  return PASS;
+}
+
+export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
+  function readStream(rq: ProxyRequest, mcp: McpExchange, reply: Reply, body: NonNullable<Reply["body"]>): void {
+    const server = mcp.server;
+    const isGet = rq.method === "GET";
+    // Every tools/list result on any stream is cut, whatever its id: a server may answer with an id other than the
+    // one asked (`1e400` comes back `null` from a JavaScript server), a GET stream may replay a POST's answers
+    // (a resumed session) or carry every answer (HTTP+SSE).
+    const ids = null;
+    const filter = filtersTools(server);
+    if (!filter && !isGet) return;
+    let forget: (() => void) | null = null;
+    const source: SseEventSource = new SseEventSource(
+      body,
+      (event) => {
+        // Bytes are searched before anything is decoded: most events are neither an endpoint nor a tool list.
+        if (isGet && forget === null && event.includes("endpoint")) {
+          const ev = parseSseEvent(event.toString("utf8"));
+          if (ev.event === "endpoint" && ev.data !== null) forget = learnEndpoint(rq, server, ev.data, source);
+        }
+        // A stream that is not an HTTP+SSE session (its first event names no endpoint) of an agent whose tool
+        // lists are not cut: nothing more to read, and no event is held from now on.
+        if (!filter && forget === null) source.stopReading();
+        // Any event that may name `tools`, spelled out or through a JSON escape, is read.
+        if (filter && (event.includes("tools") || event.includes("\\u"))) {
+          const ev = parseSseEvent(event.toString("utf8"));
+          const filtered = ev.data === null ? null : filterToolLists(ev.data, ids, server.grant);
+          if (filtered !== null) return sseEventWith(ev, filtered);
+        }
+        return null;
+      },
+      () => forget?.(),
+    );
+    reply.body = source;
+    if (reply.header("content-length") !== null) reply.headers.delete("content-length");
+  }
+
+  function learnEndpoint(rq: ProxyRequest, server: CompiledMcpServer, data: string, source: SseEventSource): (() => void) | null {
+    let url: URL;
+    try {
+      url = new URL(data.trim(), `${originOf(rq)}${rq.path}`);
+    } catch {
+      return null;
+    }
+    // Only a path of the server's own origin becomes the server's: the token never goes elsewhere.
+    if (url.origin !== server.origin) return null;
+    return sessions.learn(server.id, url.pathname + url.search, source, rq.agent.id);
+  }
+
+  return {
+    name: "mcp",
+    reads: ["agent"],
+    provides: ["mcp"],
+    request(rq) {
+      const servers = rq.credentials.mcpServers;
+      if (servers.length === 0) return PASS;
+      const server = mcpServerFor(servers, rq, sessions);
+      if (server === null) return PASS;
+      rq.mcp = { server, tools: NO_TOOLS, listIds: null };
+      // Answers are read to filter tool lists: asked for unencoded, whether or not a token goes on.
+      rq.headers.set("accept-encoding", "identity");
+      const auth = server.auth;
+      if (auth === null) return PASS;
+      // An OAuth token inside its refresh window is refreshed first, as connections' are (docs/mcp.md#the-login).
+      if (server.expiresAt === null || Date.now() < server.expiresAt - REFRESH_AHEAD_MS) return injectAuth(rq, auth);
+      return mcpAuth.fresh(server.id).then((fresh) => {
+        const header = authHeaderOf(fresh);
+        return header === null ? credentialUnavailableFor(rq) : injectAuth(rq, header);
+      });
+    },
+    response(rq, reply) {
+      const mcp = rq.mcp;
+      if (mcp === null || !reply.fromUpstream || reply.body === null) return reply;
+      const type = (reply.header("content-type") ?? "").toLowerCase();
+      const sse = type.startsWith("text/event-stream");
+      const reads = sse ? rq.method === "GET" || filtersTools(mcp.server) : type.includes("json") && mcp.listIds !== null && filtersTools(mcp.server);
+      if (!reads) return reply;
+      // Encoded although identity was asked for (the echo guard decodes only credentialed answers): decoded
+      // here, or, in an encoding credgate cannot read, not passed on: an unread tool list must not leak.
+      const coding = reply.header("content-encoding");
+      if (coding !== null && coding.trim().toLowerCase() !== "identity") {
+        if (!isDecodable(coding)) {
+          reply.body.cancel();
+          return Reply.of(gatewayJson(502, jsonRpcError(null, TOOL_REFUSED, `credgate: the MCP server answered in an encoding credgate cannot read (${coding.slice(0, 40)}); the answer was not passed on`)));
+        }
+        decodedBody(reply);
+      }
+      if (sse) readStream(rq, mcp, reply, reply.body!);
+      else {
+        const ids = [...mcp.listIds!];
+        reply.transforms.push(
+          jsonBodyRewrite(
+            (text) => filterToolLists(text, null, mcp.server.grant),
+            () => {
+              const errors = (ids.length === 0 ? [null] : ids).map((id) => jsonRpcError(id, TOOL_REFUSED, "credgate: the tools/list result is over 16 MiB and was not passed on"));
+              return JSON.stringify(errors.length === 1 ? errors[0] : errors);
+            },
+          ),
+        );
+      }
+      return reply;
+    },
+  };
+}
