@@ -60,7 +60,10 @@ export interface ScopeDecision {
 }
 
 export const BODY_PEEK_BYTES = 16 * 1024;
-const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+// SQL and SSH are the methods of the database broker's statements and the SSH gateway's commands
+// (docs/databases.md, docs/ssh.md): a rule naming one applies to those only, and a rule naming an HTTP method
+// never to them.
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "SQL", "SSH"]);
 export const POLICY_METHODS = [...METHODS];
 
 function compileTarget(t: RuleTarget, resolver: TargetResolver): (r: PolicyRequest) => boolean {

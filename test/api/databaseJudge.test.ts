@@ -58,12 +58,14 @@ beforeAll(async () => {
   await createDatabaseSecret(api, "held", "held.db.test");
   await createDatabaseSecret(api, "held-apv", "held.db.test", { writes: "approve" });
   await createDatabaseSecret(api, "drops", "drops.db.test");
+  await createDatabaseSecret(api, "sql-method", "sqlmethod.db.test");
   const bySecret = await createDatabaseSecret(api, "by-secret", "secret.db.test");
   await rule(api, { name: "Not this credential", action: "block", targets: [{ kind: "secret", secretId: bySecret }] });
   await rule(api, { name: "No statements to blocked", action: "block", targets: [{ kind: "network", hostPattern: "blocked.db.test" }] });
   await rule(api, { name: "Two a minute", action: "allow", rateLimit: 2, rateLimitWindow: "minute", targets: [{ kind: "network", hostPattern: "limited.db.test" }] });
   await rule(api, { name: "Ask for held", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: "held.db.test" }] });
   await rule(api, { name: "No drops", action: "block", conditions: [{ target: "body", operator: "contains", value: "drop table" }], targets: [{ kind: "network", hostPattern: "drops.db.test" }] });
+  await rule(api, { name: "No SQL to sqlmethod", action: "block", targets: [{ kind: "network", hostPattern: "sqlmethod.db.test", method: "SQL" }] });
   // An HTTP-only rule (method POST) never matches a statement (method SQL).
   await rule(api, { name: "HTTP posts only", action: "block", targets: [{ kind: "network", hostPattern: HOST, method: "POST" }] });
   expect((await api.call("POST", "/v1/policy/publish")).status).toBe(200);
@@ -184,6 +186,14 @@ describe("policy rules on the database host (method SQL, path /)", () => {
       ok: false,
       code: "42501",
       message: 'credgate: policy rule "Not this credential" blocks statements to host "secret.db.test"',
+    });
+  });
+
+  test("a rule naming the method SQL applies to statements", async () => {
+    expect(sync(judge.judge(await sessionOn(snapshot, api, "sql-method"), "SELECT 1", never))).toMatchObject({
+      ok: false,
+      code: "42501",
+      message: 'credgate: policy rule "No SQL to sqlmethod" blocks statements to host "sqlmethod.db.test"',
     });
   });
 

@@ -224,7 +224,7 @@ describe("POST /policy/rules: field validation (422 envelope, first failure)", (
     ["network private public suffix", rule({ targets: [{ kind: "network", hostPattern: "*.github.io" }] }), "A wildcard can't cover a public suffix like *.com; use a specific domain, e.g. *.example.com"],
     ["network pathPattern", rule({ targets: [{ ...NET, pathPattern: "v1/*" }] }), "targets[0].pathPattern must be * or start with /"],
     ["network pathPattern too long", rule({ targets: [{ ...NET, pathPattern: `/${"p".repeat(1000)}` }] }), "targets[0].pathPattern must be at most 1000 characters"],
-    ["network method", rule({ targets: [{ ...NET, method: "TRACE" }] }), "targets[0].method must be one of: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"],
+    ["network method", rule({ targets: [{ ...NET, method: "TRACE" }] }), "targets[0].method must be one of: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, SQL, SSH"],
     ["app provider absent", rule({ targets: [{ kind: "app" }] }), "targets[0].provider is required"],
     ["app tools not an array", rule({ targets: [{ kind: "app", provider: "github", tools: "all" }] }), "targets[0].tools must be an array"],
     ["app tool empty", rule({ targets: [{ kind: "app", provider: "github", tools: [""] }] }), "targets[0].tools[0] must be 1-255 characters"],

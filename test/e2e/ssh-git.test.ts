@@ -204,7 +204,16 @@ describe("refusals", () => {
 
   test("a policy rule on the host blocks one repository (method SSH, path = the repository)", async () => {
     const rule = await cg.api("POST", "/v1/policy/rules", {
-      body: { name: "no blocked repos", action: "block", targets: [{ kind: "network", hostPattern: "git.test", pathPattern: "/blocked/*" }] },
+      body: {
+        name: "no blocked repos",
+        action: "block",
+        targets: [
+          { kind: "network", hostPattern: "git.test", pathPattern: "/blocked/*" },
+          // Method SSH: SSH commands only; an HTTP method never matches a command (the clone below goes through).
+          { kind: "network", hostPattern: "git.test", pathPattern: "/sshonly/*", method: "SSH" },
+          { kind: "network", hostPattern: "git.test", pathPattern: "/team/*", method: "GET" },
+        ],
+      },
     });
     expect(rule.status).toBe(201);
     expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
@@ -219,6 +228,9 @@ describe("refusals", () => {
       const around = await ssh(["git@git.test", "git-upload-pack", "'team/../blocked/app.git'"]);
       expect(around.code).toBe(1);
       expect(around.stderr).toContain('credgate: blocked by credgate policy rule "no blocked repos"');
+      const sshOnly = await ssh(["git@git.test", "git-upload-pack", "'sshonly/app.git'"]);
+      expect(sshOnly.code).toBe(1);
+      expect(sshOnly.stderr).toContain('credgate: blocked by credgate policy rule "no blocked repos"');
       const work = tempDir("credgate-policy-");
       expect((await gitRun(["clone", "-q", "git@git.test:team/app.git", join(work, "app")])).code).toBe(0);
     } finally {
