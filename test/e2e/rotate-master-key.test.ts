@@ -122,6 +122,10 @@ beforeAll(async () => {
   expectSuccess(await connectFlow());
   expect((await cg.api("POST", "/v1/apps/resend/connect", { body: { fields: { apiKey: RESEND_KEY } } })).status).toBe(200);
   expect((await cg.api("GET", "/v1/user/api-key")).status).toBe(200);
+  // MCP servers: a static token (sealed credential; HOST answers no MCP, so the server is left in error) and an
+  // operator's OAuth client (sealed client, kept until a login).
+  expect((await cg.api("POST", "/v1/mcp-servers", { body: { name: "Static", url: `https://${HOST}:${up.port}/mcp`, auth: { bearer: "mcp-static-token-rotated" } } })).status).toBe(201);
+  expect((await cg.api("POST", "/v1/mcp-servers", { body: { name: "OAuth", url: `https://${HOST}:${up.port}/mcp2`, auth: { clientId: "mcp-client", clientSecret: "mcp-client-secret" } } })).status).toBe(201);
   expect((await cg.api("POST", "/v1/team/provisions", { key: cg.keys.orgApiKey, body: {} })).status).toBe(201);
   // A webhook channel (sealed URL and signing secret) and a delivery of a held request (sealed payload).
   expect((await cg.api("POST", "/v1/notifications/channels", { body: { kind: "webhook", url: "https://hooks.rotate.test/credgate" } })).status).toBe(201);
