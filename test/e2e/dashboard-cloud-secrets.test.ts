@@ -62,7 +62,7 @@ describe("cloud identities in the dashboard", () => {
     await page.getByRole("button", { name: "Add secret" }).first().click();
     d = page.getByRole("dialog", { name: "Add secret" });
     await d.getByLabel("Name").fill("Azure storage");
-    await d.getByLabel("Host").fill("*.blob.core.windows.net");
+    await d.getByLabel("Host", { exact: true }).fill("*.blob.core.windows.net");
     await d.getByLabel("Inject as").selectOption("azureClientSecret");
     await d.getByLabel("Tenant ID").fill("contoso");
     await d.getByLabel("Client ID").fill(CLIENT);

@@ -133,7 +133,7 @@ describe("partner portal", () => {
     await add.getByLabel("Type").selectOption("llm_a");
     expect(await add.getByLabel("Value source").count()).toBe(0);
     await add.getByLabel("Value", { exact: true }).fill(PARTNER_KEY_VALUE);
-    await add.getByLabel("Host").fill(LLM_HOST);
+    await add.getByLabel("Host", { exact: true }).fill(LLM_HOST);
     await add.getByRole("button", { name: "Add secret" }).click();
     await page.getByText("Added Shared Claude key.").waitFor();
     expect(await page.content()).not.toContain(PARTNER_KEY_VALUE);

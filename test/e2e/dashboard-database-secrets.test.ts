@@ -46,13 +46,13 @@ describe("database secrets in the dashboard", () => {
     // The database's own fields replace the HTTP ones.
     expect(await d.getByLabel("Value", { exact: true }).isVisible()).toBe(false);
     expect(await d.getByLabel("Path", { exact: true }).isVisible()).toBe(false);
-    await d.getByLabel("Host").fill("*.db.example.com");
+    await d.getByLabel("Host", { exact: true }).fill("*.db.example.com");
     await d.getByLabel("Password").fill(PASSWORD);
     await d.getByLabel("Database user").fill("app");
     await d.getByRole("button", { name: "Add secret" }).click();
     await d.getByText("a database secret needs an exact host").waitFor();
 
-    await d.getByLabel("Host").fill("db.example.com");
+    await d.getByLabel("Host", { exact: true }).fill("db.example.com");
     await d.getByLabel("TLS to the server").selectOption("off");
     await d.getByRole("button", { name: "Add secret" }).click();
     await d.getByText("tls off is only allowed for a loopback database").waitFor();

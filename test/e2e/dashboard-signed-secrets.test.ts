@@ -65,7 +65,7 @@ describe("signed and minted secrets in the dashboard", () => {
     await page.getByRole("button", { name: "Add secret" }).first().click();
     let d = page.getByRole("dialog", { name: "Add secret" });
     await d.getByLabel("Name").fill("AWS prod");
-    await d.getByLabel("Host").fill("*.amazonaws.com");
+    await d.getByLabel("Host", { exact: true }).fill("*.amazonaws.com");
     await d.getByLabel("Inject as").selectOption("awsSigV4");
     expect(await d.getByLabel("Value", { exact: true }).isVisible()).toBe(false);
     await d.getByLabel("Access key ID").fill("akia-lowercase");
@@ -80,7 +80,7 @@ describe("signed and minted secrets in the dashboard", () => {
     await page.getByRole("button", { name: "Add secret" }).first().click();
     d = page.getByRole("dialog", { name: "Add secret" });
     await d.getByLabel("Name").fill("Deploy bot");
-    await d.getByLabel("Host").fill("api.github.com");
+    await d.getByLabel("Host", { exact: true }).fill("api.github.com");
     await d.getByLabel("Inject as").selectOption("githubApp");
     await d.getByLabel("App ID").fill(String(APP_ID));
     await d.getByLabel("Installation ID").fill("777");

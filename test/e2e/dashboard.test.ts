@@ -129,22 +129,22 @@ describe("secrets", () => {
     await page.goto(base + link);
     const dialog = page.getByRole("dialog", { name: "Add secret" });
     await dialog.waitFor();
-    expect(await dialog.getByLabel("Host").inputValue()).toBe(HOST);
+    expect(await dialog.getByLabel("Host", { exact: true }).inputValue()).toBe(HOST);
     expect(await dialog.getByLabel("Type").inputValue()).toBe("generic");
     await page.reload();
     await dialog.waitFor();
-    expect(await dialog.getByLabel("Host").inputValue()).toBe(HOST);
+    expect(await dialog.getByLabel("Host", { exact: true }).inputValue()).toBe(HOST);
     await screenshot(page, "secrets-create");
 
     await dialog.getByLabel("Name").fill("Dash key");
     await dialog.getByLabel("Value", { exact: true }).fill(SECRET_VALUE);
     await dialog.getByLabel("Header", { exact: true }).fill("x-api-key");
-    await dialog.getByLabel("Host").fill(`https://${HOST}`);
+    await dialog.getByLabel("Host", { exact: true }).fill(`https://${HOST}`);
     await dialog.getByRole("button", { name: "Add secret" }).click();
     const hostError = dialog.getByText("Enter a hostname, not a URL (remove http:// or https://)");
     await hostError.waitFor();
-    expect(await dialog.getByLabel("Host").getAttribute("aria-invalid")).toBe("true");
-    await dialog.getByLabel("Host").fill(HOST);
+    expect(await dialog.getByLabel("Host", { exact: true }).getAttribute("aria-invalid")).toBe("true");
+    await dialog.getByLabel("Host", { exact: true }).fill(HOST);
     await dialog.getByRole("button", { name: "Add secret" }).click();
     await dialog.waitFor({ state: "detached" });
     await page.getByText("Added Dash key.").waitFor();
@@ -183,21 +183,21 @@ describe("secrets", () => {
     await add(async (d) => {
       await d.getByLabel("Name").fill("Query");
       await d.getByLabel("Value", { exact: true }).fill("query-value");
-      await d.getByLabel("Host").fill("q.dash.test");
+      await d.getByLabel("Host", { exact: true }).fill("q.dash.test");
       await d.getByLabel("Inject as").selectOption("query");
       await d.getByLabel("Parameter", { exact: true }).fill("api_key");
     });
     await add(async (d) => {
       await d.getByLabel("Name").fill("Template");
       await d.getByLabel("Value", { exact: true }).fill("tmplvalue");
-      await d.getByLabel("Host").fill("t.dash.test");
+      await d.getByLabel("Host", { exact: true }).fill("t.dash.test");
       await d.getByLabel("Inject as").selectOption("pathTemplate");
       await d.getByLabel("Path template").fill("/bot{value}");
     });
     await add(async (d) => {
       await d.getByLabel("Name").fill("Regex");
       await d.getByLabel("Value", { exact: true }).fill("regexvalue");
-      await d.getByLabel("Host").fill("r.dash.test");
+      await d.getByLabel("Host", { exact: true }).fill("r.dash.test");
       await d.getByLabel("Inject as").selectOption("pathRegex");
       await d.getByLabel("Path regex").fill("^/proj/[^/]+/");
       await d.getByLabel("Replacement").fill("/proj/{value}/");
@@ -205,7 +205,7 @@ describe("secrets", () => {
     await add(async (d) => {
       await d.getByLabel("Name").fill("Placeholder");
       await d.getByLabel("Value", { exact: true }).fill("placeholder-real-value");
-      await d.getByLabel("Host").fill("p.dash.test");
+      await d.getByLabel("Host", { exact: true }).fill("p.dash.test");
       await d.getByLabel("Inject as").selectOption("placeholder");
       await d.getByLabel("Placeholder", { exact: true }).fill("CG_DASH_PLACEHOLDER");
       // Every surface is offered, all checked; two are unticked.
@@ -242,7 +242,7 @@ describe("secrets", () => {
     const taken = page.getByRole("dialog", { name: "Add secret" });
     await taken.getByLabel("Name").fill("Second placeholder");
     await taken.getByLabel("Value", { exact: true }).fill("another-value");
-    await taken.getByLabel("Host").fill("p.dash.test");
+    await taken.getByLabel("Host", { exact: true }).fill("p.dash.test");
     await taken.getByLabel("Inject as").selectOption("placeholder");
     await taken.getByLabel("Placeholder", { exact: true }).fill("CG_DASH_PLACEHOLDER_2");
     await taken.getByRole("button", { name: "Add secret" }).click();
@@ -256,7 +256,7 @@ describe("secrets", () => {
     await d.getByLabel("Value source").selectOption("external_vault");
     expect(await d.getByLabel("Value", { exact: true }).isVisible()).toBe(false);
     await d.getByLabel("Vault reference").fill("op://v/i/f");
-    await d.getByLabel("Host").fill("v.dash.test");
+    await d.getByLabel("Host", { exact: true }).fill("v.dash.test");
     await d.getByLabel("Header", { exact: true }).fill("x-key");
     await d.getByRole("button", { name: "Add secret" }).click();
     await d.getByText("External vault is not configured on this server").waitFor();
@@ -424,10 +424,10 @@ describe("apps", () => {
     await blockRegion.getByRole("button", { name: "Block GitHub Gists" }).click();
     await blockRegion.getByRole("button", { name: "Unblock GitHub Gists" }).waitFor();
     await blockRegion.getByLabel("Name").fill("Status");
-    await blockRegion.getByLabel("Host").fill("https://status.github.com");
+    await blockRegion.getByLabel("Host", { exact: true }).fill("https://status.github.com");
     await blockRegion.getByRole("button", { name: "Block host" }).click();
     await blockRegion.getByText("Enter a hostname, not a URL (remove http:// or https://)").waitFor();
-    await blockRegion.getByLabel("Host").fill("status.github.com");
+    await blockRegion.getByLabel("Host", { exact: true }).fill("status.github.com");
     await blockRegion.getByRole("button", { name: "Block host" }).click();
     await blockRegion.getByRole("button", { name: "Remove Status" }).waitFor();
     const entries = (await cg.api("GET", "/v1/apps/github/blocklist")).body;
@@ -635,7 +635,7 @@ describe("organization", () => {
     expect(await d.getByLabel("Value source").count()).toBe(0);
     await d.getByLabel("Name").fill("Org key");
     await d.getByLabel("Value", { exact: true }).fill("org-secret-value-xyz123");
-    await d.getByLabel("Host").fill("org.dash.test");
+    await d.getByLabel("Host", { exact: true }).fill("org.dash.test");
     await d.getByLabel("Header", { exact: true }).fill("x-org");
     await d.getByRole("button", { name: "Add secret" }).click();
     await page.getByText("Added Org key.").waitFor();
