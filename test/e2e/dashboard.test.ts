@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { curlThroughGateway } from "../support/curl.ts";
 import { closeCleanPages, launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
-import { eventually, gatewayCa, resolveEntries, untilTrue } from "../support/gateway.ts";
+import { gatewayCa, resolveEntries, until, untilTrue } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
@@ -341,7 +341,7 @@ describe("agents", () => {
     expect((await cg.api("POST", "/v1/secrets", { body: { name: "Agent key", type: "generic", value: "agent-secret-value-42", hostPattern: HOST, pathPattern: "/agent/*", injectionConfig: { headerName: "x-agent-key" } } })).status).toBe(201);
     await page.reload();
     await page.getByRole("checkbox", { name: "Grant Agent key" }).check();
-    await eventually(async () => expect((await cg.api("GET", `/v1/agents/${agentId}/grants`)).body.secrets.map((s: any) => s.name)).toEqual(["Agent key"]));
+    await until(async () => expect((await cg.api("GET", `/v1/agents/${agentId}/grants`)).body.secrets.map((s: any) => s.name)).toEqual(["Agent key"]));
 
     // Regenerate: the new token is shown once, and the old one stops working.
     await page.getByRole("button", { name: "Regenerate token" }).click();
@@ -376,7 +376,7 @@ describe("agents", () => {
 
     // Make default.
     await page.getByRole("button", { name: "Make default" }).click();
-    await eventually(async () => expect((await cg.api("GET", `/v1/agents/${agentId}`)).body.isDefault).toBe(true));
+    await until(async () => expect((await cg.api("GET", `/v1/agents/${agentId}`)).body.isDefault).toBe(true));
   }, 60_000);
 });
 
@@ -521,7 +521,7 @@ describe("policy", () => {
     expect((await curlThroughGateway(cg, `https://${HOST}:${up.port}/admin/users`, { caFile })).status).toBe(200);
 
     await page.getByRole("button", { name: "Move Block deletes up" }).click();
-    await eventually(async () => expect((await cg.api("GET", "/v1/policy/rules")).body.map((r: any) => r.name).filter((n: string) => n.startsWith("Block"))).toEqual(["Block deletes", "Block admin"]));
+    await until(async () => expect((await cg.api("GET", "/v1/policy/rules")).body.map((r: any) => r.name).filter((n: string) => n.startsWith("Block"))).toEqual(["Block deletes", "Block admin"]));
 
     await page.getByRole("button", { name: "Review and publish" }).click();
     const d = page.getByRole("dialog", { name: "Publish policy" });
@@ -561,7 +561,7 @@ describe("logs and overview", () => {
     const { run } = await import("../support/gateway.ts");
     const r = await run(["curl", "-sS", "-o", "/dev/null", "--proxy", `http://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`, "--cacert", caFile, ...urls]);
     expect(r.code).toBe(0);
-    await eventually(async () => expect((await cg.api("GET", `/v1/logs?host=${HOST}:${up.port}&limit=500`)).body.data.filter((l: any) => l.path.startsWith("/page/")).length).toBe(55), 15_000);
+    await until(async () => expect((await cg.api("GET", `/v1/logs?host=${HOST}:${up.port}&limit=500`)).body.data.filter((l: any) => l.path.startsWith("/page/")).length).toBe(55), 15_000);
 
     const { page } = await signedIn();
     await page.goto(`${base}/p/${projectId}/logs?host=${HOST}:${up.port}`);
