@@ -16,7 +16,8 @@ import type { DbSession } from "./dbSession.ts";
 import type { StatementJudge, StatementVerdict } from "./judge.ts";
 import type { StatementLogRow } from "./statementLog.ts";
 import type { UpstreamSession } from "./upstream.ts";
-import { functionCallRefused, protocolViolation, shuttingDown, type Refusal } from "./refusals.ts";
+import { functionCallRefused, protocolViolation, shuttingDown, statementsUncheckable, type Refusal } from "./refusals.ts";
+import { unsafeForStatementChecks } from "./startupParams.ts";
 import { AgentMessageWalk, F, P, Q, S, X } from "./agentMessages.ts";
 import { ServerReplies, type StatementRecord } from "./serverReplies.ts";
 import { errorResponse, parseParse, parseQuery, readyForQuery } from "./wire.ts";
@@ -62,6 +63,8 @@ export class DatabaseSession implements CancelTarget {
   /** Ending with a FATAL error, written in its place behind the answers still owed; the agent is no longer read. */
   #ending = false;
   #closed = false;
+  /** The server reported a setting under which credgate's checks no longer read statements as it does: the session ends. */
+  #uncheckable: Refusal | null = null;
   key: CancelKey | null = null;
 
   constructor(
@@ -83,7 +86,9 @@ export class DatabaseSession implements CancelTarget {
       write: (bytes) => agent.write(bytes),
       settle: (record, status) => this.#log(record, status, Math.round(performance.now() - record.sentAt)),
       readyForQuery,
+      parameterStatus: (name, value) => this.#serverSetting(name, value),
     });
+    for (const [name, value] of upstream.parameters) this.#serverSetting(name, value);
     this.#messages = new AgentMessageWalk({
       replies: this.#replies,
       toServer: (bytes) => this.#toServer(bytes),
@@ -116,6 +121,7 @@ export class DatabaseSession implements CancelTarget {
     server.on("end", () => this.#close());
     server.on("close", () => this.#close());
     server.on("error", () => this.#close());
+    if (this.#uncheckable !== null) this.#fatal(this.#uncheckable);
     if (pending.length > 0) this.#fromServer(Buffer.from(pending.buffer, pending.byteOffset, pending.byteLength));
     if (early.length > 0) this.#fromAgent(early);
     server.resume();
@@ -145,9 +151,22 @@ export class DatabaseSession implements CancelTarget {
   #fromServer(chunk: Buffer): void {
     const replies = this.#replies;
     replies.push(chunk);
+    if (this.#uncheckable !== null) this.#fatal(this.#uncheckable);
     if (replies.full && this.#agent.needsDrain) this.#server.pause();
     else replies.full = false;
     if (this.#ending) this.#endWhenDelivered();
+  }
+
+  /**
+   * A setting the server reports (at the start, or changed since: by a function the judge cannot see into, say). On
+   * a credential whose statements are classified (readOnly, or writes other than allow), one under which the server
+   * reads statements otherwise than the judge ends the session, behind the answers owed (docs/databases.md#the-relay).
+   */
+  #serverSetting(name: string, value: string): void {
+    const credential = this.#db.credential;
+    if (this.#uncheckable !== null || (!credential.readOnly && credential.writes === "allow")) return;
+    const reason = unsafeForStatementChecks(name, value);
+    if (reason !== null) this.#uncheckable = statementsUncheckable(reason);
   }
 
   // --- agent → server ---
