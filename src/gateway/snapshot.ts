@@ -9,7 +9,6 @@ import type { ClaimPending } from "./claim.ts";
 import type { PathReadings } from "../core/pathReadings.ts";
 import type { Injectable } from "../core/inject.ts";
 import type { AuthMode } from "../core/secretRules.ts";
-import { DEFAULT_DATABASE_PORT } from "../core/databaseRules.ts";
 import type { AgentMode, ConnectionAccess, SecretScope } from "../core/model.ts";
 import type { Services } from "../services/index.ts";
 import type { SecretRow } from "../services/secrets.ts";
@@ -21,13 +20,13 @@ import { compiledApp, type CompiledApp } from "../apps/match.ts";
 import type { Resources } from "../core/resources.ts";
 import { agentRules, compileAgentRules, targetResolver } from "../services/agentRules.ts";
 import type { ConnectionCredential } from "../services/connections.ts";
-import { usableDatabaseSecrets, type AgentAccess } from "../services/access.ts";
+import type { AgentAccess } from "../services/access.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { log } from "../observability/log.ts";
 import { RememberedApprovals } from "./rememberedApprovals.ts";
-import { mcpServerScope } from "../core/mcpServerUrl.ts";
-import type { McpServerStatus } from "../core/model.ts";
-import { authHeaderOf } from "../services/mcp/credential.ts";
+import { databaseCredentials, mcpServersFor, sshCredentials, type CompiledMcpServer, type DatabaseCredential, type SshCredential } from "./snapshotProtocols.ts";
+
+export type { CompiledMcpServer, DatabaseCredential, McpGrant, SshCredential } from "./snapshotProtocols.ts";
 
 export interface AgentEntry {
   id: string;
@@ -52,46 +51,6 @@ export interface CompiledSecret extends Injectable {
   /** Inline plaintext; null for external-vault secrets (resolved at request time). */
   value: string | null;
   opRef: string | null;
-}
-
-/**
- * A database secret this agent may use through the PostgreSQL broker (docs/databases.md#the-database-secret),
- * keyed in `AgentCredentials.databases` by its name: the startup `user` an agent connects with.
- */
-export interface DatabaseCredential {
-  secretId: string;
-  name: string;
-  scope: "project" | "organization";
-  /** The secret's hostPattern: an exact host name or address (IPv6 without brackets). */
-  host: string;
-  port: number;
-  /** The real database user. */
-  user: string;
-  /** Inline value; null when it lives in an external vault (then `opRef`). */
-  password: string | null;
-  opRef: string | null;
-  /** Allowed database names; null = any. */
-  databases: string[] | null;
-  tls: "verify-full" | "require" | "off";
-  readOnly: boolean;
-  writes: "allow" | "approve" | "block";
-}
-
-/**
- * An SSH key this agent may use through the gateway's SSH interception (docs/ssh.md#the-ssh-secret): the
- * first of `AgentCredentials.ssh` whose host pattern names a CONNECT host on port 22 is the one used.
- */
-export interface SshCredential {
-  secretId: string;
-  name: string;
-  hostMatch: HostMatcher;
-  /** The private key (inline only: an external-vault key is resolved by the interception). */
-  key: string | null;
-  opRef: string | null;
-  user: string;
-  knownHosts: string;
-  commands: "git" | "any";
-  push: "allow" | "approve" | "block";
 }
 
 export interface AgentCredentials {
@@ -124,34 +83,6 @@ export interface AgentCredentials {
   /** The project's MCP servers with this agent's grant of each (docs/mcp.md#at-the-gateway). */
   mcpServers: CompiledMcpServer[];
 }
-
-/** An MCP server as the gateway sees it for one agent (docs/mcp.md#at-the-gateway). */
-export interface CompiledMcpServer {
-  id: string;
-  name: string;
-  /** The server's URL: origin and path prefix a request must be under (core/mcpServerUrl.ts). */
-  origin: string;
-  /** No trailing slash; "" for the whole origin. */
-  pathPrefix: string;
-  /**
-   * How credgate authenticates to it: the header to set (replacing the agent's), or null while there is no usable
-   * credential (pending, revoked). An OAuth token due for refresh (`expiresAt`) is replaced through
-   * `services.mcpAuth.fresh(id)`, which refreshes once for every process; the snapshot entry is rebuilt after.
-   */
-  auth: { header: string; value: string } | null;
-  /** Epoch ms at which an OAuth access token expires; null for static credentials or a token without expiry. */
-  expiresAt: number | null;
-  status: McpServerStatus;
-  /**
-   * This agent's grant: its stored grant, else `full` in mode `all` on a server that can be used (connected, or
-   * error with its last token); null = no grant (every tools/call refused).
-   */
-  grant: McpGrant | null;
-}
-
-export type McpGrant =
-  | { access: "full" }
-  | { access: "custom"; allow: Set<string>; ask: Set<string>; arguments: Record<string, Record<string, string>> };
 
 export interface CompiledConnection {
   id: string;
@@ -323,15 +254,15 @@ export class GatewaySnapshot {
       agent,
       injectable,
       visible: compiled.filter((s) => s.scope !== "partner"),
-      databases: this.#databases(access),
-      ssh: this.#ssh(access),
+      databases: databaseCredentials(this.services, access),
+      ssh: sshCredentials(this.services, access),
       connections: connections.injectable,
       visibleConnections: connections.all,
       policy: await this.#policy(agent, compiled, connections.all),
       partnerBudgets: await this.#partnerBudgets(agent, injectable),
       scopeBudgets: await this.#scopeBudgets(agent),
       claim: org && !org.claimed ? await this.services.claims.pending(org.id) : null,
-      mcpServers: await this.#mcpServers(agent),
+      mcpServers: await mcpServersFor(this.services, agent),
     };
   }
 
@@ -353,27 +284,6 @@ export class GatewaySnapshot {
     const all = [...organization.ordered, ...project.ordered];
     const empty = all.length === 0 && organization.fallback === null && project.fallback === null;
     return { organization, project, empty, needsBody: needsBody(all) };
-  }
-
-  async #mcpServers(agent: AgentEntry): Promise<CompiledMcpServer[]> {
-    // Which servers with which grant: services/mcpGrants.ts, the answer the agent setup gives too.
-    return (await this.services.mcpGrants.forAgent(agent)).map(({ server, usable, grant: g }) => {
-      const credential = usable ? this.services.mcpServers.credential(server) : null;
-      const grant: McpGrant | null = !g
-        ? null
-        : g.access === "full"
-          ? { access: "full" }
-          : { access: "custom", allow: new Set(g.allow), ask: new Set(g.ask), arguments: g.arguments };
-      return {
-        id: server.id,
-        name: server.name,
-        ...mcpServerScope(server.url),
-        auth: authHeaderOf(credential),
-        expiresAt: credential?.kind === "oauth" ? credential.expiresAt : null,
-        status: server.status,
-        grant,
-      };
-    });
   }
 
   /** Connections of the project and organization (`all`), and those this agent can inject with: usable (`connected` or `error`) and allowed. */
@@ -398,53 +308,6 @@ export class GatewaySnapshot {
     }
     const injectable = all.filter((c) => c.usable && allowed.has(c.id));
     return { all, injectable };
-  }
-
-  /** The database credentials the agent may use (services/access.ts decides which), by name. */
-  #databases(access: AgentAccess): Map<string, DatabaseCredential> {
-    const out = new Map<string, DatabaseCredential>();
-    for (const [name, row] of usableDatabaseSecrets(access.secrets)) {
-      const db = row.injectionConfig!.database!;
-      out.set(name, {
-        secretId: row.id,
-        name,
-        scope: row.scope as "project" | "organization",
-        // An IPv6 address may be stored as `[::1]`: the dial wants it bare.
-        host: row.hostPattern.replace(/^\[|\]$/g, ""),
-        port: db.port ?? DEFAULT_DATABASE_PORT,
-        user: db.user,
-        password: this.services.secrets.openValue(row),
-        opRef: row.opRef,
-        databases: db.databases ?? null,
-        tls: db.tls ?? "verify-full",
-        readOnly: db.readOnly ?? false,
-        writes: db.writes ?? "allow",
-      });
-    }
-    return out;
-  }
-
-  /** The SSH keys the agent may use (mode and grants, as every secret), a project's before its organization's. */
-  #ssh(access: AgentAccess): SshCredential[] {
-    const out: SshCredential[] = [];
-    for (const scope of ["project", "organization"] as const) {
-      for (const { secret: row, injectable } of access.secrets) {
-        const ssh = row.injectionConfig?.ssh;
-        if (!injectable || row.scope !== scope || ssh === undefined) continue;
-        out.push({
-          secretId: row.id,
-          name: row.name,
-          hostMatch: compileHostPattern(row.hostPattern),
-          key: this.services.secrets.openValue(row),
-          opRef: row.opRef,
-          user: ssh.user ?? "git",
-          knownHosts: ssh.knownHosts,
-          commands: ssh.commands ?? "git",
-          push: ssh.push ?? "allow",
-        });
-      }
-    }
-    return out;
   }
 
   #compile(row: SecretRow): CompiledSecret {

@@ -9,6 +9,8 @@ import type pg from "pg";
 import { startBroker, storeText, type Broker, type LogRow } from "../support/databaseBroker.ts";
 import { pgClient, pgQueryError, porsager, psql, psycopg2 } from "../support/databaseClients.ts";
 import { eventually } from "../support/gateway.ts";
+import { typed } from "../support/pgRaw.ts";
+import { fe, RawPg, types } from "../support/pgRawClient.ts";
 import { parseExposition, sampleValue, type Family } from "../support/prometheus.ts";
 import { clearOfWindowEdge, HOUR_MS } from "../support/windowEdge.ts";
 
@@ -326,6 +328,65 @@ describe('writes: "approve"', () => {
     });
     expect((await logOf(second))[0]).toMatchObject({ decision: "approved_by_memory", status: 200 });
     for (const r of (await b.cg.api("GET", "/v1/approvals/remembered")).body as { id: string }[]) await b.cg.api("DELETE", `/v1/approvals/remembered/${r.id}`);
+  });
+
+  // A function the judge cannot see into changes a setting the server then reads statements with, and reports it
+  // (ParameterStatus): the session ends behind the answer owed (docs/databases.md#the-relay).
+  const uncheckable = (reason: string) => ({
+    type: "E",
+    severity: "FATAL",
+    code: "42501",
+    message: `credgate: the server's ${reason}: this session's statements can no longer be checked; reconnect`,
+  });
+  const serverSessions = async (name: string) => (await b.db.admin(`SELECT 1 FROM pg_stat_activity WHERE application_name = '${name}'`)).length;
+
+  test("a function that turns standard_conforming_strings off ends the session (FATAL 42501); the statement after it never reaches the server", async () => {
+    const t = `sneaky-${tag()}`;
+    // `SELECT sneaky()` is a read to the judge, which cannot see inside a function; the server changes the setting.
+    await b.db.admin("CREATE OR REPLACE FUNCTION sneaky() RETURNS text LANGUAGE sql AS $$ SELECT set_config('standard_conforming_strings', 'off', false) $$");
+    // Read with standard_conforming_strings on: two literals, 'a\' and ' ; INSERT … -- '. Read with it off, \' is a
+    // quote inside the first literal, which then ends at the second quote, and the INSERT is a statement.
+    const smuggled = `SELECT 'a\\' , ' ; INSERT INTO items (name) VALUES ($n$${t}$n$); -- '`;
+    const { client } = await RawPg.login(b.dbPort, { user: S.approve, database: "app", application_name: t }, b.token);
+    client.send(fe.query("SELECT sneaky()"));
+    expect(types(await client.until((s) => s.type === "Z"))).toContain("S");
+    client.send(fe.query(smuggled));
+    expect((await client.until((s) => s.type === "E" || s.type === "Z")).at(-1)).toEqual(uncheckable("standard_conforming_strings is off"));
+    expect(await client.closedWithin()).toBe(true);
+    expect(await eventually(async () => (await serverSessions(t)) === 0)).toBe(true);
+    expect(await rowsNamed(t)).toBe(0);
+    const pending = await b.cg.api("GET", "/v1/approvals/pending");
+    expect(JSON.stringify(pending.body)).not.toContain(t);
+  });
+
+  test("a database whose default turns standard_conforming_strings off: a guarded session ends at its start; an unguarded one goes on", async () => {
+    const name = `scs_off_${tag()}`;
+    await b.db.createDatabase(name);
+    await b.db.admin(`ALTER DATABASE "${name}" SET standard_conforming_strings = off`, "postgres");
+    const guarded = await RawPg.login(b.dbPort, { user: S.approve, database: name }, b.token);
+    expect(types(guarded.startup)).toContain("Z");
+    expect((await guarded.client.until((s) => s.type === "E")).at(-1)).toEqual(uncheckable("standard_conforming_strings is off"));
+    expect(await guarded.client.closedWithin()).toBe(true);
+    const free = await RawPg.login(b.dbPort, { user: S.free, database: name }, b.token);
+    free.client.send(fe.query("SELECT 1"));
+    expect(types(await free.client.until((s) => s.type === "Z"))).toBe("TDCZ");
+    free.client.close();
+  });
+
+  test("a function that sets client_encoding SJIS ends the session (FATAL 42501): a write hidden behind a multibyte character never runs", async () => {
+    const t = `sjis-${tag()}`;
+    await b.db.admin("CREATE OR REPLACE FUNCTION sneaky_encoding() RETURNS text LANGUAGE sql AS $$ SELECT set_config('client_encoding', 'SJIS', false) $$");
+    // In SJIS, 0x95 0x5c is one character and the quote after it ends the E'…' string, so the INSERT runs. Read as
+    // credgate reads it (0x5c a backslash), \' escapes that quote and the INSERT is inside the string: a read.
+    const smuggled = Buffer.concat([Buffer.from("SELECT E'"), Buffer.from([0x95, 0x5c]), Buffer.from(`' ; INSERT INTO items (name) VALUES ($n$${t}$n$); -- '`), Buffer.from([0])]);
+    const { client } = await RawPg.login(b.dbPort, { user: S.approve, database: "app", application_name: t }, b.token);
+    client.send(fe.query("SELECT sneaky_encoding()"));
+    await client.until((s) => s.type === "Z");
+    client.send(typed("Q", smuggled));
+    expect((await client.until((s) => s.type === "E" || s.type === "Z")).at(-1)).toEqual(uncheckable("client_encoding is SJIS"));
+    expect(await client.closedWithin()).toBe(true);
+    expect(await eventually(async () => (await serverSessions(t)) === 0)).toBe(true);
+    expect(await rowsNamed(t)).toBe(0);
   });
 });
 

@@ -109,4 +109,25 @@ describe("ServerReplies", () => {
     };
     everyCut(server, setUp, server, [["prepared", 200]]);
   });
+
+  test("a ParameterStatus is reported whole, however the network cuts it, and passes on unchanged", () => {
+    const server = cat(T, D("x"), C("SELECT 1"), msg("S", "client_encoding\0SJIS\0"), msg("S", `application_name\0${"a".repeat(2000)}\0`), Z("I"));
+    const cuts = [[], Array.from({ length: 60 }, (_, i) => i + 1)];
+    for (let i = 1; i < server.length; i += 7) cuts.push([i]);
+    for (const cut of cuts) {
+      const out: Buffer[] = [];
+      const reported: [string, string][] = [];
+      const r = new ServerReplies({ write: (bytes) => (out.push(Buffer.from(bytes)), true), settle: () => {}, readyForQuery, parameterStatus: (n, v) => reported.push([n, v]) });
+      r.queryForwarded([rec("a")]);
+      let at = 0;
+      for (const c of [...cut, server.length]) {
+        r.push(server.subarray(at, c));
+        at = c;
+      }
+      expect(Buffer.concat(out).equals(server)).toBe(true);
+      // A value past the peek is cut: the settings watched have short values.
+      expect(reported.map(([n, v]) => [n, v.length])).toEqual([["client_encoding", 4], ["application_name", 1024 - "application_name".length - 1]]);
+      expect(reported[0]).toEqual(["client_encoding", "SJIS"]);
+    }
+  });
 });

@@ -33,3 +33,8 @@ export const statementTooLarge = (limit: number): Refusal => ({
   code: "54000",
   message: `credgate: a statement over ${limit / (1024 * 1024)} MiB cannot be judged; send it in parts or use COPY`,
 });
+/** The server changed a setting that makes it read statements otherwise than credgate's checks (`unsafeForStatementChecks`). */
+export const statementsUncheckable = (reason: string): Refusal => ({
+  code: "42501",
+  message: `credgate: the server's ${reason}: this session's statements can no longer be checked; reconnect`,
+});

@@ -7,6 +7,9 @@
 // The replies owed are kept as slots, one per ReadyForQuery the server will send: one per forwarded Query and
 // one per forwarded Sync (with the extended-protocol messages sent since the previous one). The slot still being
 // filled by the agent's messages (extended messages with no Sync yet) is `open`.
+//
+// One kind of message is read whole as it passes: ParameterStatus (a setting the server reports as changed), so
+// the session can end when the server would now read statements otherwise than credgate's checks.
 
 import type { MatchedRule } from "./dbSession.ts";
 import type { RequestLogDecision } from "../../services/requestLogs.ts";
@@ -43,7 +46,9 @@ interface Slot {
 
 const newSlot = (): Slot => ({ completions: [], done: 0, unclaimed: [], error: false, replaced: null, after: null });
 
-const Z = 0x5a, C = 0x43, I = 0x49, S_SUSPENDED = 0x73, E = 0x45;
+const Z = 0x5a, C = 0x43, I = 0x49, S_SUSPENDED = 0x73, E = 0x45, S_PARAMETER = 0x53;
+/** What of a ParameterStatus is kept: a setting's name and a short value (the settings watched have short ones). */
+const PARAMETER_PEEK = 1024;
 const IDLE = 0x49;
 
 export interface ReplyOutput {
@@ -52,6 +57,8 @@ export interface ReplyOutput {
   /** A statement's answer has come (200: completed, 400: the server answered an error). */
   settle(record: StatementRecord, status: 200 | 400): void;
   readyForQuery(status: number): Uint8Array;
+  /** The server reported a setting (ParameterStatus; a value longer than PARAMETER_PEEK bytes is cut). */
+  parameterStatus?(name: string, value: string): void;
 }
 
 export class ServerReplies {
@@ -70,6 +77,9 @@ export class ServerReplies {
   readonly #hdr = Buffer.alloc(5);
   #hdrLen = 0;
   #atBoundary: Insert[] | null = null;
+  /** The ParameterStatus passing, read as it goes, and how much of it has come. */
+  #parameter: Buffer | null = null;
+  #parameterAt = 0;
 
   constructor(private readonly out: ReplyOutput) {}
 
@@ -165,11 +175,13 @@ export class ServerReplies {
     while (pos < n) {
       if (this.#rem > 0) {
         const take = Math.min(this.#rem, n - pos);
+        if (this.#parameter !== null) this.#parameterAt += chunk.copy(this.#parameter, this.#parameterAt, pos, pos + take);
         pos += take;
         this.#rem -= take;
         if (this.#dropping) from = pos;
         if (this.#rem > 0) break;
         this.#dropping = false;
+        if (this.#parameter !== null) this.#reportParameter();
         if (this.#type === Z) {
           const after = this.#readyForQuery(chunk[pos - 1]!);
           if (after !== null) {
@@ -219,6 +231,10 @@ export class ServerReplies {
           this.#dropping = body > 0;
         }
       } else if (type === C || type === I || type === S_SUSPENDED || type === E) this.#completed(type === E);
+      else if (type === S_PARAMETER && body > 0 && this.out.parameterStatus !== undefined) {
+        this.#parameter = Buffer.allocUnsafe(Math.min(body, PARAMETER_PEEK));
+        this.#parameterAt = 0;
+      }
       if (held && !dropped) this.#write(Buffer.from(this.#hdr));
       this.#type = type;
       this.#rem = body;
@@ -254,6 +270,16 @@ export class ServerReplies {
     }
     for (const record of slot.unclaimed) this.out.settle(record, outcome);
     return slot.after;
+  }
+
+  /** A ParameterStatus has passed whole: `name\0value\0`. */
+  #reportParameter(): void {
+    const body = this.#parameter!.subarray(0, this.#parameterAt);
+    this.#parameter = null;
+    const nameEnd = body.indexOf(0);
+    if (nameEnd < 0) return;
+    const valueEnd = body.indexOf(0, nameEnd + 1);
+    this.out.parameterStatus!(body.toString("utf8", 0, nameEnd), body.toString("utf8", nameEnd + 1, valueEnd < 0 ? body.length : valueEnd));
   }
 
   #flushBoundary(): void {

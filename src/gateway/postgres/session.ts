@@ -1,10 +1,11 @@
 // One agent's database session, relayed (docs/databases.md#the-relay). The agent's messages go to the server as
-// they came, whole chunks at a time, except those that carry SQL: a Query and a Parse are read whole and judged
-// (StatementJudge) before they leave; a refused one never reaches the server, and its ErrorResponse is put in
-// the reply stream where the agent expects it (serverReplies.ts). After a refused Parse the extended-protocol
-// messages up to the next Sync are dropped, as the server itself drops them after an error, and the Sync is
-// answered with ReadyForQuery. A statement waiting for a person (an approval) pauses this session's agent→server
-// direction only. Only message headers are read otherwise; bytes stream both ways with backpressure.
+// they came, whole chunks at a time, except those that carry SQL: a Query and a Parse are read whole (the walk
+// over the agent's stream is agentMessages.ts) and judged here (StatementJudge) before they leave; a refused one
+// never reaches the server, and its ErrorResponse is put in the reply stream where the agent expects it
+// (serverReplies.ts). After a refused Parse the extended-protocol messages up to the next Sync are dropped, as the
+// server itself drops them after an error, and the Sync is answered with ReadyForQuery. A statement waiting for a
+// person (an approval) pauses this session's agent→server direction only. Only message headers are read
+// otherwise; bytes stream both ways with backpressure.
 import type * as net from "node:net";
 import { log } from "../../observability/log.ts";
 import type { AgentSocket } from "../client/socket.ts";
@@ -15,13 +16,12 @@ import type { DbSession } from "./dbSession.ts";
 import type { StatementJudge, StatementVerdict } from "./judge.ts";
 import type { StatementLogRow } from "./statementLog.ts";
 import type { UpstreamSession } from "./upstream.ts";
-import { functionCallRefused, protocolViolation, shuttingDown, statementTooLarge, type Refusal } from "./refusals.ts";
+import { functionCallRefused, protocolViolation, shuttingDown, statementsUncheckable, type Refusal } from "./refusals.ts";
+import { unsafeForStatementChecks } from "./startupParams.ts";
+import { AgentMessageWalk, F, P, Q, S, X } from "./agentMessages.ts";
 import { ServerReplies, type StatementRecord } from "./serverReplies.ts";
-import { errorResponse, MAX_MESSAGE, parseParse, parseQuery, readyForQuery } from "./wire.ts";
+import { errorResponse, parseParse, parseQuery, readyForQuery } from "./wire.ts";
 
-const Q = 0x51, P = 0x50, F = 0x46, S = 0x53, X = 0x58, E = 0x45, B = 0x42, D = 0x44, C = 0x43, H = 0x48;
-/** What credgate reads whole to judge (a Query or Parse larger than this is refused, the session goes on). */
-export const MAX_JUDGED_BYTES = 16 * 1024 * 1024;
 const SYNC = Uint8Array.of(S, 0, 0, 0, 4);
 const TERMINATE = Uint8Array.of(X, 0, 0, 0, 4);
 
@@ -54,16 +54,8 @@ export class DatabaseSession implements CancelTarget {
   readonly #token: string;
   readonly #replies: ServerReplies;
   readonly #abort = new AbortController();
-  // The agent's message stream: what is left of the current message, passed on or (`#discard`) dropped.
-  #skip = 0;
-  #discard = false;
-  readonly #hdr = Buffer.alloc(5);
-  #hdrLen = 0;
-  /** A Query or Parse being read whole, and how much of it has come. */
-  #msg: Buffer | null = null;
-  #msgAt = 0;
-  /** Dropping the agent's messages up to its next Sync (after a refused Parse). */
-  #ignoreTillSync = false;
+  /** The agent's message stream, walked (agentMessages.ts). */
+  readonly #messages: AgentMessageWalk;
   /** Waiting for a verdict: the agent's chunks wait in `#backlog`, in order. */
   #held = false;
   readonly #backlog: Buffer[] = [];
@@ -71,6 +63,8 @@ export class DatabaseSession implements CancelTarget {
   /** Ending with a FATAL error, written in its place behind the answers still owed; the agent is no longer read. */
   #ending = false;
   #closed = false;
+  /** The server reported a setting under which credgate's checks no longer read statements as it does: the session ends. */
+  #uncheckable: Refusal | null = null;
   key: CancelKey | null = null;
 
   constructor(
@@ -92,6 +86,16 @@ export class DatabaseSession implements CancelTarget {
       write: (bytes) => agent.write(bytes),
       settle: (record, status) => this.#log(record, status, Math.round(performance.now() - record.sentAt)),
       readyForQuery,
+      parameterStatus: (name, value) => this.#serverSetting(name, value),
+    });
+    for (const [name, value] of upstream.parameters) this.#serverSetting(name, value);
+    this.#messages = new AgentMessageWalk({
+      replies: this.#replies,
+      toServer: (bytes) => this.#toServer(bytes),
+      judge: (raw, chunk, pos) => this.#judge(raw, chunk, pos),
+      refuse: (type, refusal) => this.#refuse(type, refusal),
+      fatal: (refusal) => this.#fatal(refusal),
+      terminate: () => this.#terminate(),
     });
   }
 
@@ -117,6 +121,7 @@ export class DatabaseSession implements CancelTarget {
     server.on("end", () => this.#close());
     server.on("close", () => this.#close());
     server.on("error", () => this.#close());
+    if (this.#uncheckable !== null) this.#fatal(this.#uncheckable);
     if (pending.length > 0) this.#fromServer(Buffer.from(pending.buffer, pending.byteOffset, pending.byteLength));
     if (early.length > 0) this.#fromAgent(early);
     server.resume();
@@ -146,9 +151,22 @@ export class DatabaseSession implements CancelTarget {
   #fromServer(chunk: Buffer): void {
     const replies = this.#replies;
     replies.push(chunk);
+    if (this.#uncheckable !== null) this.#fatal(this.#uncheckable);
     if (replies.full && this.#agent.needsDrain) this.#server.pause();
     else replies.full = false;
     if (this.#ending) this.#endWhenDelivered();
+  }
+
+  /**
+   * A setting the server reports (at the start, or changed since: by a function the judge cannot see into, say). On
+   * a credential whose statements are classified (readOnly, or writes other than allow), one under which the server
+   * reads statements otherwise than the judge ends the session, behind the answers owed (docs/databases.md#the-relay).
+   */
+  #serverSetting(name: string, value: string): void {
+    const credential = this.#db.credential;
+    if (this.#uncheckable !== null || (!credential.readOnly && credential.writes === "allow")) return;
+    const reason = unsafeForStatementChecks(name, value);
+    if (reason !== null) this.#uncheckable = statementsUncheckable(reason);
   }
 
   // --- agent → server ---
@@ -156,7 +174,7 @@ export class DatabaseSession implements CancelTarget {
   #fromAgent(chunk: Buffer): void {
     if (this.#ending) return;
     if (this.#held) this.#backlog.push(chunk);
-    else this.#walk(chunk, 0);
+    else this.#messages.walk(chunk, 0);
   }
 
   #toServer(bytes: Uint8Array): void {
@@ -165,116 +183,6 @@ export class DatabaseSession implements CancelTarget {
       this.#serverFull = true;
       this.#agent.pause();
     }
-  }
-
-  /** Walks the agent's messages in `chunk` from `pos`: passes runs of them on, reads SQL whole, drops what must be. */
-  #walk(chunk: Buffer, pos: number): void {
-    const n = chunk.length;
-    let from = pos;
-    while (pos < n) {
-      if (this.#skip > 0) {
-        const take = Math.min(this.#skip, n - pos);
-        if (this.#discard) {
-          this.#toServer(chunk.subarray(from, pos));
-          from = pos + take;
-        }
-        pos += take;
-        this.#skip -= take;
-        continue;
-      }
-      if (this.#msg !== null) {
-        const msg = this.#msg;
-        const take = Math.min(msg.length - this.#msgAt, n - pos);
-        chunk.copy(msg, this.#msgAt, pos, pos + take);
-        this.#msgAt += take;
-        pos += take;
-        from = pos;
-        if (this.#msgAt < msg.length) break;
-        this.#msg = null;
-        if (!this.#judge(msg, chunk, pos)) return;
-        continue;
-      }
-      let type: number;
-      let len: number;
-      let held = false;
-      if (this.#hdrLen > 0 || n - pos < 5) {
-        this.#toServer(chunk.subarray(from, pos));
-        const k = Math.min(5 - this.#hdrLen, n - pos);
-        chunk.copy(this.#hdr, this.#hdrLen, pos, pos + k);
-        this.#hdrLen += k;
-        pos += k;
-        from = pos;
-        if (this.#hdrLen < 5) break;
-        this.#hdrLen = 0;
-        type = this.#hdr[0]!;
-        len = this.#hdr.readInt32BE(1);
-        held = true;
-      } else {
-        type = chunk[pos]!;
-        len = chunk.readInt32BE(pos + 1);
-      }
-      if (len < 4 || len > MAX_MESSAGE) return this.#fatal(protocolViolation(`invalid message length ${len} for message type "${String.fromCharCode(type)}"`));
-      if (this.#ignoreTillSync && type !== X) {
-        this.#toServer(chunk.subarray(from, pos));
-        if (!held) pos += 5;
-        from = pos;
-        this.#skip = len - 4;
-        this.#discard = true;
-        if (type === S) this.#syncAfterRefusal();
-        continue;
-      }
-      if (type === Q || type === P || type === F) {
-        if (len - 4 > MAX_JUDGED_BYTES) {
-          // Read past, unjudged and unforwarded, and refused as any refused statement is.
-          this.#toServer(chunk.subarray(from, pos));
-          if (!held) pos += 5;
-          from = pos;
-          this.#skip = len - 4;
-          this.#discard = true;
-          this.#refuse(type, statementTooLarge(MAX_JUDGED_BYTES));
-          continue;
-        }
-        this.#toServer(chunk.subarray(from, pos));
-        if (!held && n - pos >= len + 1) {
-          const raw = chunk.subarray(pos, pos + len + 1);
-          pos += len + 1;
-          from = pos;
-          if (!this.#judge(raw, chunk, pos)) return;
-          continue;
-        }
-        const msg = Buffer.allocUnsafe(len + 1);
-        if (held) {
-          this.#hdr.copy(msg, 0);
-          this.#msgAt = 5;
-        } else this.#msgAt = 0;
-        this.#msg = msg;
-        from = pos;
-        continue;
-      }
-      // Passed on: everything else, byte for byte.
-      if (held) this.#toServer(Buffer.from(this.#hdr));
-      else pos += 5;
-      this.#skip = len - 4;
-      this.#discard = false;
-      switch (type) {
-        case S:
-          this.#replies.syncForwarded();
-          break;
-        case E:
-          this.#replies.executeForwarded();
-          break;
-        case B:
-        case D:
-        case C:
-        case H:
-          this.#replies.extendedForwarded();
-          break;
-        case X:
-          this.#toServer(chunk.subarray(from, pos));
-          return this.#terminate();
-      }
-    }
-    this.#toServer(chunk.subarray(from, n));
   }
 
   /**
@@ -366,7 +274,7 @@ export class DatabaseSession implements CancelTarget {
   #release(): void {
     this.#held = false;
     if (this.#closed || this.#ending) return;
-    while (!this.#held && !this.#closed && this.#backlog.length > 0) this.#walk(this.#backlog.shift()!, 0);
+    while (!this.#held && !this.#closed && this.#backlog.length > 0) this.#messages.walk(this.#backlog.shift()!, 0);
     if (!this.#held && !this.#serverFull) this.#agent.resume();
   }
 
@@ -406,16 +314,10 @@ export class DatabaseSession implements CancelTarget {
   #refuse(type: number, refusal: Refusal): void {
     const error = errorResponse("ERROR", refusal.code, refusal.message);
     if (type !== P) return this.#replies.insert([error, null]);
-    this.#ignoreTillSync = true;
+    this.#messages.dropTillSync();
     if (!this.#replies.unsynced) return this.#replies.insert([error]);
     this.#toServer(SYNC);
     this.#replies.ownSyncForwarded(error);
-  }
-
-  /** The Sync that ends the messages dropped after a refused Parse: a ReadyForQuery with the server's last status. */
-  #syncAfterRefusal(): void {
-    this.#ignoreTillSync = false;
-    this.#replies.insert([null]);
   }
 
   #log(r: StatementRecord, status: 200 | 400 | 403, latencyMs: number): void {

@@ -6,6 +6,7 @@
 // `--name=value`) and the rest of them dropped. A client encoding whose multibyte characters may contain an ASCII quote
 // or backslash byte (SJIS, BIG5, GBK, UHC, GB18030, JOHAB) is refused: the server would read a statement's literals
 // differently from the statement judge.
+import { asciiSafeEncoding } from "../../core/sqlStatements.ts";
 
 /** Settings an agent may choose (lower case; PostgreSQL's names are case-insensitive). */
 const PASSED = new Set([
@@ -24,21 +25,17 @@ const PASSED = new Set([
   "idle_session_timeout",
 ]);
 
-/** Client encodings in which every byte of a multibyte character is ≥ 0x80 (names as the server normalises them). */
-const ASCII_SAFE_ENCODING =
-  /^(sqlascii|utf8|unicode|latin(10|[1-9])|iso8859(1[0-6]|[1-9])|(win|windows|cp)(866|874|125[0-8])|win|alt|koi8[ru]?|euc(jp|cn|kr|tw|jis2004)|muleinternal|tcvn(5712)?|vscii|abc)$/;
-
 /**
  * Why a server setting would make the server read statements differently from credgate's statement checks, or
- * null. For the relay to watch the server's ParameterStatus messages during a session (both settings are reported
- * whenever they change): `SET standard_conforming_strings = off` makes `\'` an escaped quote inside '…' literals,
- * and a client encoding such as SJIS lets a multibyte character end in a backslash byte, so a statement credgate
- * reads as one literal can hide another statement from it.
+ * null. The relay watches the server's ParameterStatus messages (both settings are reported whenever they change)
+ * and ends a guarded session on a reason (docs/databases.md#the-relay): `standard_conforming_strings = off` makes
+ * `\'` an escaped quote inside '…' literals, and a client encoding such as SJIS lets a multibyte character end in
+ * a backslash byte, so a statement credgate reads as one literal can hide another statement from it.
  */
 export function unsafeForStatementChecks(name: string, value: string): string | null {
   const key = name.toLowerCase();
   if (key === "standard_conforming_strings" && value.toLowerCase() !== "on") return "standard_conforming_strings is off";
-  if (key === "client_encoding" && !ASCII_SAFE_ENCODING.test(value.toLowerCase().replace(/[^a-z0-9]/g, ""))) return `client_encoding is ${value}`;
+  if (key === "client_encoding" && !asciiSafeEncoding(value)) return `client_encoding is ${value}`;
   return null;
 }
 
@@ -98,7 +95,7 @@ export function upstreamStartupParams(
   if (agent.options !== undefined) for (const [name, value] of settingsOf(agent.options)) consider(name, value);
   for (const [name, value] of Object.entries(agent)) consider(name, value);
   for (const [key, [name, value]] of chosen) {
-    if (key === "client_encoding" && !ASCII_SAFE_ENCODING.test(value.toLowerCase().replace(/[^a-z0-9]/g, ""))) {
+    if (key === "client_encoding" && !asciiSafeEncoding(value)) {
       return { error: `credgate does not pass client_encoding ${value}: its multibyte characters can hide quotes from credgate's statement checks (use UTF8)` };
     }
     if (value.includes("\0")) continue;
