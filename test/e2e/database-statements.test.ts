@@ -388,6 +388,31 @@ describe('writes: "approve"', () => {
     expect(await eventually(async () => (await serverSessions(t)) === 0)).toBe(true);
     expect(await rowsNamed(t)).toBe(0);
   });
+
+  test("the SJIS statement pipelined behind the function call (one write) waits for its answer, and never runs", async () => {
+    const t = `sjis-pipelined-${tag()}`;
+    await b.db.admin("CREATE OR REPLACE FUNCTION sneaky_encoding() RETURNS text LANGUAGE sql AS $$ SELECT set_config('client_encoding', 'SJIS', false) $$");
+    // As above, but sent before the server's answer (and its ParameterStatus) came: judged then, under the old
+    // encoding, it was a read and went on to the server, which read it in SJIS and ran the INSERT.
+    const smuggled = Buffer.concat([Buffer.from("SELECT E'"), Buffer.from([0x95, 0x5c]), Buffer.from(`' ; INSERT INTO items (name) VALUES ($n$${t}$n$); -- '`), Buffer.from([0])]);
+    const { client } = await RawPg.login(b.dbPort, { user: S.approve, database: "app", application_name: t }, b.token);
+    client.send(fe.query("SELECT sneaky_encoding()"), typed("Q", smuggled));
+    const seen = await client.until((s) => s.type === "E");
+    expect(types(seen)).toBe("TDCSZE");
+    expect(seen.at(-1)).toEqual(uncheckable("client_encoding is SJIS"));
+    expect(await client.closedWithin()).toBe(true);
+    expect(await eventually(async () => (await serverSessions(t)) === 0)).toBe(true);
+    expect(await rowsNamed(t)).toBe(0);
+  });
+
+  test("a non-ASCII statement pipelined on a guarded credential waits for the answers owed, then runs as usual", async () => {
+    const t = `pipelined-é-${tag()}`;
+    const { client } = await RawPg.login(b.dbPort, { user: S.approve, database: "app", application_name: "pipelined" }, b.token);
+    client.send(fe.query("SELECT pg_sleep(0.2)"), fe.query(`SELECT 'ü' AS u`), fe.query(`SELECT $n$${t}$n$ AS t`));
+    const seen = await client.readies(3);
+    expect(types(seen)).toBe("TDCZTDCZTDCZ");
+    client.close();
+  });
 });
 
 describe("the leak guard on statements", () => {

@@ -29,6 +29,11 @@ export const functionCallRefused: Refusal = {
   code: "0A000",
   message: "credgate: the function call message is not supported: call the function in a statement (SELECT f(...))",
 };
+/** Non-ASCII statement text behind unsynced extended messages on a guarded credential (session.ts, #judge). */
+export const nonAsciiUnsynced: Refusal = {
+  code: "0A000",
+  message: "credgate: a statement with non-ASCII text cannot follow extended-protocol messages not yet synced on this credential; send a Sync first",
+};
 export const statementTooLarge = (limit: number): Refusal => ({
   code: "54000",
   message: `credgate: a statement over ${limit / (1024 * 1024)} MiB cannot be judged; send it in parts or use COPY`,

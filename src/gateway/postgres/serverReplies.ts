@@ -133,6 +133,11 @@ export class ServerReplies {
     return this.#open !== null;
   }
 
+  /** ReadyForQuery messages the server still owes (one per Query and per Sync forwarded). */
+  get readiesOwed(): number {
+    return this.#queue.length;
+  }
+
   /** Nothing owed, nothing half-sent: a message of credgate's may go to the agent now. */
   get idle(): boolean {
     return this.#queue.length === 0 && this.#open === null && this.#rem === 0;

@@ -16,7 +16,7 @@ import type { DbSession } from "./dbSession.ts";
 import type { StatementJudge, StatementVerdict } from "./judge.ts";
 import type { StatementLogRow } from "./statementLog.ts";
 import type { UpstreamSession } from "./upstream.ts";
-import { functionCallRefused, protocolViolation, shuttingDown, statementsUncheckable, type Refusal } from "./refusals.ts";
+import { functionCallRefused, nonAsciiUnsynced, protocolViolation, shuttingDown, statementsUncheckable, type Refusal } from "./refusals.ts";
 import { unsafeForStatementChecks } from "./startupParams.ts";
 import { AgentMessageWalk, F, P, Q, S, X } from "./agentMessages.ts";
 import { ServerReplies, type StatementRecord } from "./serverReplies.ts";
@@ -24,6 +24,8 @@ import { errorResponse, parseParse, parseQuery, readyForQuery } from "./wire.ts"
 
 const SYNC = Uint8Array.of(S, 0, 0, 0, 4);
 const TERMINATE = Uint8Array.of(X, 0, 0, 0, 4);
+/** A byte of 0x80 or more in the message (read as UTF-8, one that is not valid is U+FFFD: still non-ASCII). */
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /** A Query or Parse being judged: what it says, and the verdicts so far. */
 interface Judging {
@@ -65,6 +67,8 @@ export class DatabaseSession implements CancelTarget {
   #closed = false;
   /** The server reported a setting under which credgate's checks no longer read statements as it does: the session ends. */
   #uncheckable: Refusal | null = null;
+  /** A non-ASCII statement waits for the server's answers to what was sent before it: called once none is owed. */
+  #answered: (() => void) | null = null;
   key: CancelKey | null = null;
 
   constructor(
@@ -155,6 +159,19 @@ export class DatabaseSession implements CancelTarget {
     if (replies.full && this.#agent.needsDrain) this.#server.pause();
     else replies.full = false;
     if (this.#ending) this.#endWhenDelivered();
+    if (this.#answered !== null && replies.readiesOwed === 0) this.#wakeAnswered();
+  }
+
+  #wakeAnswered(): void {
+    const wake = this.#answered;
+    this.#answered = null;
+    wake?.();
+  }
+
+  /** Statements on this credential are classified (readOnly, or writes other than allow): the checks must hold. */
+  get #guarded(): boolean {
+    const credential = this.#db.credential;
+    return credential.readOnly || credential.writes !== "allow";
   }
 
   /**
@@ -163,8 +180,7 @@ export class DatabaseSession implements CancelTarget {
    * reads statements otherwise than the judge ends the session, behind the answers owed (docs/databases.md#the-relay).
    */
   #serverSetting(name: string, value: string): void {
-    const credential = this.#db.credential;
-    if (this.#uncheckable !== null || (!credential.readOnly && credential.writes === "allow")) return;
+    if (this.#uncheckable !== null || !this.#guarded) return;
     const reason = unsafeForStatementChecks(name, value);
     if (reason !== null) this.#uncheckable = statementsUncheckable(reason);
   }
@@ -205,16 +221,30 @@ export class DatabaseSession implements CancelTarget {
       this.#fatal(protocolViolation(`malformed ${type === Q ? "Query" : "Parse"} message`));
       return false;
     }
-    if (statements.length === 0) {
-      // An empty query: the server answers EmptyQueryResponse; nothing to judge or log.
-      this.#forward(raw, type, text, [], []);
-      return true;
-    }
     const job: Judging = { raw, type, text, statements, verdicts: [], receivedAt };
-    const outcome = this.#run(job, -1);
+    let outcome: boolean | Promise<boolean>;
+    if (this.#replies.readiesOwed > 0 && this.#guarded && NON_ASCII.test(text)) {
+      // Every encoding the server accepts reads bytes below 0x80 as ASCII outside a multibyte character, which
+      // needs a lead byte of 0x80 or more; such a text is read as credgate reads it only under the encoding it
+      // is judged with. What was sent before may change that encoding (a function): the statement waits for the
+      // answers owed, whose ParameterStatus would end the session first (docs/databases.md#the-relay).
+      if (this.#replies.unsynced) {
+        // The server reports a change only at its next ReadyForQuery, which these messages do not have yet.
+        this.#refuse(type, nonAsciiUnsynced);
+        return true;
+      }
+      outcome = new Promise<void>((resolve) => (this.#answered = resolve)).then(() => (this.#closed || this.#ending ? false : this.#judgeNow(job)));
+    } else outcome = this.#judgeNow(job);
     if (!(outcome instanceof Promise)) return outcome;
     this.#hold(job, outcome, chunk.subarray(pos));
     return false;
+  }
+
+  #judgeNow(job: Judging): boolean | Promise<boolean> {
+    if (job.statements.length > 0) return this.#run(job, -1);
+    // An empty query: the server answers EmptyQueryResponse; nothing to judge or log.
+    this.#forward(job.raw, job.type, job.text, [], []);
+    return true;
   }
 
   /**
@@ -365,6 +395,7 @@ export class DatabaseSession implements CancelTarget {
     if (this.#closed) return;
     this.#closed = true;
     this.#abort.abort();
+    this.#wakeAnswered();
     this.#backlog.length = 0;
     this.#replies.abandon();
     if (!this.#agent.ended) this.#agent.end();
