@@ -19,6 +19,7 @@ const WRITES_BLOCKED = "credgate: writes are blocked for this database credentia
 const NOT_APPROVED = "credgate: the write was not approved";
 const CARRIES_SECRET = "credgate: the statement carries a credgate secret";
 const RATE_LIMITED = "credgate: rate limit reached";
+const NON_ASCII_UNSYNCED = "credgate: a statement with non-ASCII text cannot follow extended-protocol messages not yet synced on this credential; send a Sync first";
 
 const S = { free: "db_free", ro: "db_readonly", block: "db_writes_block", approve: "db_writes_approve", policy: "db_policy", rate: "db_rate", ask: "db_ask" };
 const HTTP_SECRET_VALUE = `http-secret-value-${crypto.randomUUID()}`;
@@ -402,6 +403,22 @@ describe('writes: "approve"', () => {
     expect(seen.at(-1)).toEqual(uncheckable("client_encoding is SJIS"));
     expect(await client.closedWithin()).toBe(true);
     expect(await eventually(async () => (await serverSessions(t)) === 0)).toBe(true);
+    expect(await rowsNamed(t)).toBe(0);
+  });
+
+  test("behind unsynced extended messages (no answer to wait for), a non-ASCII Parse is refused (0A000) and never runs", async () => {
+    const t = `sjis-unsynced-${tag()}`;
+    await b.db.admin("CREATE OR REPLACE FUNCTION sneaky_encoding() RETURNS text LANGUAGE sql AS $$ SELECT set_config('client_encoding', 'SJIS', false) $$");
+    // One statement (a Parse holds one): in SJIS the literal ends after 0x95 0x5c and the INSERT in the WITH runs;
+    // read as credgate reads it, \' escapes the quote and the INSERT is inside the literal: a read.
+    const sql = Buffer.concat([Buffer.from("WITH x AS (SELECT E'"), Buffer.from([0x95, 0x5c]), Buffer.from(`' AS a), y AS (INSERT INTO items (name) VALUES ($n$${t}$n$) RETURNING 1) SELECT 1 FROM x -- '`)]);
+    const parse = typed("P", Buffer.concat([Buffer.from([0]), sql, Buffer.from([0, 0, 0])]));
+    const { client } = await RawPg.login(b.dbPort, { user: S.approve, database: "app", application_name: t }, b.token);
+    client.send(fe.parse("", "SELECT sneaky_encoding()"), fe.bind("", ""), fe.execute(""), parse, fe.bind("", ""), fe.execute(""), fe.sync());
+    const seen = await client.until((s) => s.type === "E" && s.severity === "FATAL");
+    expect(seen.find((s) => s.type === "E")).toMatchObject({ code: "0A000", message: NON_ASCII_UNSYNCED });
+    expect(seen.at(-1)).toEqual(uncheckable("client_encoding is SJIS"));
+    expect(await client.closedWithin()).toBe(true);
     expect(await rowsNamed(t)).toBe(0);
   });
 

@@ -223,7 +223,7 @@ export class DatabaseSession implements CancelTarget {
     }
     const job: Judging = { raw, type, text, statements, verdicts: [], receivedAt };
     let outcome: boolean | Promise<boolean>;
-    if (this.#replies.readiesOwed > 0 && this.#guarded && NON_ASCII.test(text)) {
+    if ((this.#replies.readiesOwed > 0 || this.#replies.unsynced) && this.#guarded && NON_ASCII.test(text)) {
       // Every encoding the server accepts reads bytes below 0x80 as ASCII outside a multibyte character, which
       // needs a lead byte of 0x80 or more; such a text is read as credgate reads it only under the encoding it
       // is judged with. What was sent before may change that encoding (a function): the statement waits for the
