@@ -1,11 +1,12 @@
 // SSH keys (docs/ssh.md#the-ssh-secret): reading a stored private key (ed25519, ECDSA or RSA; OpenSSH or
 // unencrypted PEM), its public line for the forge, and a new ed25519 key in OpenSSH's own format.
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { utils, type ParsedKey } from "ssh2";
+import type { ParsedKey } from "ssh2";
+import { ssh2 } from "./ssh2Module.ts";
 
 /** The private key of an `ssh` secret, or null when the value is not an unencrypted private key we can sign with. */
 export function parseSshPrivateKey(value: string): ParsedKey | null {
-  const parsed = utils.parseKey(value.trim());
+  const parsed = ssh2().utils.parseKey(value.trim());
   const key = Array.isArray(parsed) ? parsed[0] : parsed;
   if (!key || key instanceof Error || !key.isPrivateKey()) return null;
   if (!["ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521"].includes(key.type)) return null;

@@ -5,7 +5,8 @@
 // (PROTOCOL.certkeys), while ssh2 names the signature after the negotiated algorithm: when it asks for the
 // signature, the key renames the negotiated algorithm of its own connection's key exchange to `ssh-ed25519`
 // (read once more, for that name, right after; nothing reads it later).
-import { utils, type ParsedKey } from "ssh2";
+import type { ParsedKey } from "ssh2";
+import { ssh2 } from "../../crypto/ssh2Module.ts";
 import type { HostCertificate } from "../../crypto/sshCertificate.ts";
 import { generateEd25519 } from "../../crypto/sshKeys.ts";
 
@@ -15,7 +16,7 @@ export const CERT_ALGORITHM = "ssh-ed25519-cert-v01@openssh.com";
 let template: ParsedKey | null = null;
 function parsedTemplate(): ParsedKey {
   if (!template) {
-    template = utils.parseKey(generateEd25519("").privateKey) as ParsedKey;
+    template = ssh2().utils.parseKey(generateEd25519("").privateKey) as ParsedKey;
   }
   return template;
 }

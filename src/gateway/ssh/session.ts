@@ -6,7 +6,8 @@
 // channel's stderr and exit status 1; port forwarding channels and requests are refused at the protocol level.
 // One request-log row per command (and per refused shell or subsystem).
 import type { Duplex } from "node:stream";
-import { Server, type Client, type ClientChannel, type Connection, type ServerChannel, type Session } from "ssh2";
+import type { Client, ClientChannel, Connection, ServerChannel, Session } from "ssh2";
+import { ssh2 } from "../../crypto/ssh2Module.ts";
 import { sshDisplayHost } from "../../core/sshRules.ts";
 import type { SshCertificateAuthority } from "../../crypto/sshCertificate.ts";
 import type { Outbound } from "../../services/outbound.ts";
@@ -57,7 +58,7 @@ export class SshInterception {
     const ca = await this.deps.ca();
     if (sock.closed) return;
     const hostKey = certifiedHostKey(ca.hostCertificate(tunnel.host));
-    const server = new Server({ hostKeys: [{ key: hostKey.key } as never], ident: "credgate", algorithms: { cipher: CIPHERS as never } });
+    const server = new (ssh2().Server)({ hostKeys: [{ key: hostKey.key } as never], ident: "credgate", algorithms: { cipher: CIPHERS as never } });
     const duplex: Duplex = duplexOver(sock, first);
     server.on("connection", (client: Connection) => {
       hostKey.bind((client as unknown as { _protocol: unknown })._protocol);

@@ -3,7 +3,8 @@
 // mismatch ends before anything is sent, authentication included), and logs in as the secret's user with the
 // stored key. AES-GCM first (OpenSSL does it; ssh2 under Bun offers no chacha20-poly1305).
 import type { Socket } from "node:net";
-import { Client } from "ssh2";
+import type { Client } from "ssh2";
+import { ssh2 } from "../../crypto/ssh2Module.ts";
 import { hostKeyAlgorithmsFor, pinnedKeysFor } from "../../core/sshRules.ts";
 import type { Outbound } from "../../services/outbound.ts";
 import type { EgressVerdict } from "../egressGuard.ts";
@@ -37,7 +38,7 @@ export async function connectUpstream(outbound: Pick<Outbound, "connect">, t: Up
   }
   sock.setNoDelay(true);
   return new Promise((resolve) => {
-    const client = new Client();
+    const client = new (ssh2().Client)();
     let hostKeyRefused = false;
     let settled = false;
     const settle = (v: Client | UpstreamFailure) => {
