@@ -123,6 +123,10 @@ describe("every management write is recorded (cloud mode, every mutating route)"
     await write("PATCH /v1/secrets/{secretId}", () => call("PATCH", `/v1/secrets/${secret.id}`, P, { name: "Stripe live", value: v2 }));
     const orgSecret = (await write("POST /v1/org/secrets", () => call("POST", "/v1/org/secrets", O, generic(v3)))).body;
     await write("PATCH /v1/org/secrets/{secretId}", () => call("PATCH", `/v1/org/secrets/${orgSecret.id}`, O, { value: v4 }));
+    // Generated SSH keys: recorded as the secrets that hold them (docs/ssh.md); the private half is never answered.
+    const sshKnownHosts = "github.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
+    await write("POST /v1/secrets/generate-ssh-key", () => call("POST", "/v1/secrets/generate-ssh-key", P, { name: "Deploy key", hostPattern: "github.com", ssh: { knownHosts: sshKnownHosts } }));
+    await write("POST /v1/org/secrets/generate-ssh-key", () => call("POST", "/v1/org/secrets/generate-ssh-key", O, { name: "Org deploy key", hostPattern: "github.com", ssh: { knownHosts: sshKnownHosts } }));
     const partnerSecret = (await write("POST /v1/partner/secrets", () => call("POST", "/v1/partner/secrets", Pt, { name: "Shared Anthropic", type: "llm_a", value: `sk-ant-api03-${v5}` }))).body;
     await write("PATCH /v1/partner/secrets/{secretId}", () => call("PATCH", `/v1/partner/secrets/${partnerSecret.id}`, Pt, { value: `sk-ant-api03-${v6}` }));
     // The secret form's test, on an AWS secret of each scope (STS is pinned to a refused address: the answer is
