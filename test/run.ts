@@ -1,9 +1,8 @@
 // README's test command (`npm test`): the whole suite on the embedded SQLite store, and the suites where the
 // engine matters again on a real PostgreSQL server (test/support/postgres.ts), plus the multi-instance suite,
 // which only makes sense there. The runs share no state (each its own ports, data dirs and PostgreSQL server), so
-// they go in two lanes side by side, one per core: the SQLite run of most suites in one; the PostgreSQL run and
-// then the SQLite run of the rest in the other, sized so that both lanes end about together. The first lane
-// prints as it goes; the other lane's output is printed whole after it (their lines would interleave otherwise).
+// they go in three lanes side by side (below), sized so that they end about together. The first lane
+// prints as it goes; the other lanes' output is printed whole after it (their lines would interleave otherwise).
 // Then the slowest files, the failed tests' names (CI keeps only the tail of a log) and the totals in bun's
 // format (` N pass`, ` N fail`).
 // `--fast` (`npm run test:fast`): the inner loop — unit, stage and API/store tests on SQLite only.
@@ -11,15 +10,21 @@ import { spawn } from "bun";
 import { readdirSync } from "node:fs";
 
 /**
- * SQLite suites that run in the second lane, after the PostgreSQL run (~200 s of a quiet 2-core machine's 700).
- * The dashboard suites stay together in the first lane: with two Chromiums at once, a page waited 30 s in vain.
+ * SQLite suites that run after the PostgreSQL run's lane has no more PostgreSQL work: the unit and API tests and a
+ * few long e2e files (~220 s of a quiet 2-core machine's run).
  */
-const SQLITE_SECOND_LANE = ["test/unit", "test/api", "test/e2e/fuzz.test.ts", "test/e2e/budgets.test.ts", "test/e2e/oauth-connection.test.ts"];
-const SQLITE_FIRST_LANE = readdirSync("test/e2e")
+const SQLITE_LAST = ["test/unit", "test/api", "test/e2e/fuzz.test.ts", "test/e2e/budgets.test.ts", "test/e2e/oauth-connection.test.ts"];
+const SQLITE_E2E = readdirSync("test/e2e")
   .filter((f) => f.endsWith(".test.ts"))
   .map((f) => `test/e2e/${f}`)
-  .filter((f) => !SQLITE_SECOND_LANE.includes(f))
+  .filter((f) => !SQLITE_LAST.includes(f))
   .sort();
+// The suites that drive Chromium stay together in one lane: with two Chromiums at once, a page waited 30 s in vain.
+const CHROMIUM = new Set(readdirSync("test/e2e").filter((f) => /^(dashboard|binary|lan-transport|notifications)/.test(f)).map((f) => `test/e2e/${f}`));
+const rest = SQLITE_E2E.filter((f) => !CHROMIUM.has(f));
+/** The SQLite e2e suites in two halves: the Chromium ones and every other of the rest, and the rest's other half. */
+const SQLITE_E2E_A = [...SQLITE_E2E.filter((f) => CHROMIUM.has(f)), ...rest.filter((_, i) => i % 2 === 1)].sort();
+const SQLITE_E2E_B = rest.filter((_, i) => i % 2 === 0);
 // Suites whose path never reads the store (framing, h2 and gRPC, streaming, tunnels, clients, placeholder
 // substitution: the gateway works from its snapshot and the API only sets them up) run on SQLite alone; the
 // store itself is covered on both engines by test/api.
@@ -139,15 +144,18 @@ interface Run {
 }
 const sqlite = { CREDGATE_TEST_ENGINE: "sqlite" };
 const postgres = { CREDGATE_TEST_ENGINE: "postgres" };
-// Each lane picks its free ports from its own half of the range (test/support/ports.ts).
+// Three lanes on the two cores (e2e suites wait on processes and sockets much of the time), each picking its
+// free ports from its own third of the range (test/support/ports.ts): half of the SQLite e2e suites; the other
+// half, then the SQLite unit and API tests; the PostgreSQL run.
 const lanes: Run[][] = fast
   ? [[{ label: "SQLite, fast tier", paths: FAST_RUN, env: sqlite }]]
   : [
-      [{ label: "SQLite", paths: SQLITE_FIRST_LANE, env: { ...sqlite, CREDGATE_TEST_PORT_SLICE: "0/2" } }],
+      [{ label: "SQLite", paths: SQLITE_E2E_A, env: { ...sqlite, CREDGATE_TEST_PORT_SLICE: "0/3" } }],
       [
-        { label: "PostgreSQL", paths: POSTGRES_RUN, env: { ...postgres, CREDGATE_TEST_PORT_SLICE: "1/2" } },
-        { label: "SQLite, second lane", paths: SQLITE_SECOND_LANE, env: { ...sqlite, CREDGATE_TEST_PORT_SLICE: "1/2" } },
+        { label: "SQLite, second lane", paths: SQLITE_E2E_B, env: { ...sqlite, CREDGATE_TEST_PORT_SLICE: "1/3" } },
+        { label: "SQLite, unit and API", paths: SQLITE_LAST, env: { ...sqlite, CREDGATE_TEST_PORT_SLICE: "1/3" } },
       ],
+      [{ label: "PostgreSQL", paths: POSTGRES_RUN, env: { ...postgres, CREDGATE_TEST_PORT_SLICE: "2/3" } }],
     ];
 const laneResults = lanes.map(async (lane, i) => {
   const outcomes: [string, Outcome][] = [];
