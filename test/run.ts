@@ -7,24 +7,16 @@
 // format (` N pass`, ` N fail`).
 // `--fast` (`npm run test:fast`): the inner loop — unit, stage and API/store tests on SQLite only.
 import { spawn } from "bun";
-import { readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { balance, type Timings } from "./lanes.ts";
 
-/**
- * SQLite suites that run after the PostgreSQL run's lane has no more PostgreSQL work: the unit and API tests and a
- * few long e2e files (~220 s of a quiet 2-core machine's run).
- */
-const SQLITE_LAST = ["test/unit", "test/api", "test/e2e/fuzz.test.ts", "test/e2e/budgets.test.ts", "test/e2e/oauth-connection.test.ts"];
 const SQLITE_E2E = readdirSync("test/e2e")
   .filter((f) => f.endsWith(".test.ts"))
   .map((f) => `test/e2e/${f}`)
-  .filter((f) => !SQLITE_LAST.includes(f))
   .sort();
-// The suites that drive Chromium stay together in one lane: with two Chromiums at once, a page waited 30 s in vain.
-const CHROMIUM = new Set(readdirSync("test/e2e").filter((f) => /^(dashboard|binary|lan-transport|notifications)/.test(f)).map((f) => `test/e2e/${f}`));
-const rest = SQLITE_E2E.filter((f) => !CHROMIUM.has(f));
-/** The SQLite e2e suites in two halves: the Chromium ones and every other of the rest, and the rest's other half. */
-const SQLITE_E2E_A = [...SQLITE_E2E.filter((f) => CHROMIUM.has(f)), ...rest.filter((_, i) => i % 2 === 1)].sort();
-const SQLITE_E2E_B = rest.filter((_, i) => i % 2 === 0);
+// The suites that drive Chromium stay together in one lane (test/lanes.ts).
+const CHROMIUM = SQLITE_E2E.filter((f) => /^test\/e2e\/(dashboard|binary|lan-transport|notifications)/.test(f));
+const UNIT_AND_API = ["test/unit", "test/api"];
 // Suites whose path never reads the store (framing, h2 and gRPC, streaming, tunnels, clients, placeholder
 // substitution: the gateway works from its snapshot and the API only sets them up) run on SQLite alone; the
 // store itself is covered on both engines by test/api.
@@ -69,9 +61,12 @@ const POSTGRES_RUN = [
 const FAST_RUN = ["test/unit", "test/api"];
 
 const fast = process.argv.includes("--fast");
+/** `--record-timings`: rewrite test/timings.json from this run's wall times (after the suite changed much). */
+const record = process.argv.includes("--record-timings");
+const TIMINGS_FILE = "test/timings.json";
 // e2e suites start real processes and TLS servers: each test gets 60 s (bunfig.toml's `timeout` is not read by
 // this Bun, whose default is 5 s — too tight for a loaded CI machine).
-const extra = ["--timeout", "60000", ...process.argv.slice(2).filter((a) => a !== "--fast")];
+const extra = ["--timeout", "60000", ...process.argv.slice(2).filter((a) => a !== "--fast" && a !== "--record-timings")];
 
 /** Writes to stdout and resolves once written: nothing printed later overtakes it, and exit cuts none of it. */
 function print(text: string): Promise<void> {
@@ -85,6 +80,8 @@ interface Outcome {
   failed: string[];
   /** Seconds spent in each file's tests, from bun's per-test times. */
   seconds: Map<string, number>;
+  /** Wall seconds from each file's first line to the next file's (hooks and process starts included). */
+  wall: Map<string, number>;
   output: string;
 }
 
@@ -95,6 +92,12 @@ async function run(label: string, paths: string[], env: Record<string, string>, 
   let fail = 0;
   const failed: string[] = [];
   const seconds = new Map<string, number>();
+  const wall = new Map<string, number>();
+  let fileStarted = performance.now();
+  const fileEnded = () => {
+    if (file) wall.set(file, (wall.get(file) ?? 0) + (performance.now() - fileStarted) / 1000);
+    fileStarted = performance.now();
+  };
   let output = "";
   const emit = async (text: string) => (live ? print(text) : void (output += text));
   await emit(`\n── ${label} ──\n`);
@@ -113,7 +116,10 @@ async function run(label: string, paths: string[], env: Record<string, string>, 
       const lines = (rest + text).split("\n");
       rest = lines.pop()!;
       for (const line of lines) {
-        if (/^\S.*\.test\.tsx?:$/.test(line)) file = line.slice(0, -1);
+        if (/^\S.*\.test\.tsx?:$/.test(line) && !summary) {
+          fileEnded();
+          file = line.slice(0, -1);
+        }
         if (/^\d+ tests? failed:$/.test(line)) summary = true;
         // The error's first lines (its message, Expected and Received) are enough to tell what broke.
         if (line.startsWith("error: ") && error.length === 0) error.push(line);
@@ -131,9 +137,10 @@ async function run(label: string, paths: string[], env: Record<string, string>, 
   };
   await Promise.all([scan(proc.stdout), scan(proc.stderr)]);
   const code = await proc.exited;
+  fileEnded();
   // A run that crashed before reporting counts as a failure, not as zero tests.
   if (code !== 0 && fail === 0) fail = 1;
-  return { pass, fail, code, failed, seconds, output };
+  return { pass, fail, code, failed, seconds, wall, output };
 }
 
 const started = performance.now();
@@ -145,18 +152,31 @@ interface Run {
 const sqlite = { CREDGATE_TEST_ENGINE: "sqlite" };
 const postgres = { CREDGATE_TEST_ENGINE: "postgres" };
 // Three lanes on the two cores (e2e suites wait on processes and sockets much of the time), each picking its
-// free ports from its own third of the range (test/support/ports.ts): half of the SQLite e2e suites; the other
-// half, then the SQLite unit and API tests; the PostgreSQL run.
-const lanes: Run[][] = fast
-  ? [[{ label: "SQLite, fast tier", paths: FAST_RUN, env: sqlite }]]
-  : [
-      [{ label: "SQLite", paths: SQLITE_E2E_A, env: { ...sqlite, CREDGATE_TEST_PORT_SLICE: "0/3" } }],
-      [
-        { label: "SQLite, second lane", paths: SQLITE_E2E_B, env: { ...sqlite, CREDGATE_TEST_PORT_SLICE: "1/3" } },
-        { label: "SQLite, unit and API", paths: SQLITE_LAST, env: { ...sqlite, CREDGATE_TEST_PORT_SLICE: "1/3" } },
-      ],
-      [{ label: "PostgreSQL", paths: POSTGRES_RUN, env: { ...postgres, CREDGATE_TEST_PORT_SLICE: "2/3" } }],
-    ];
+// free ports from its own third of the range (test/support/ports.ts): the Chromium suites, the unit and API
+// tests, the PostgreSQL run — each followed by its share of the other SQLite e2e files (test/lanes.ts).
+const timings: Timings = existsSync(TIMINGS_FILE) ? JSON.parse(readFileSync(TIMINGS_FILE, "utf8")) : { sqlite: {}, postgres: {} };
+const slice = (i: number) => ({ CREDGATE_TEST_PORT_SLICE: `${i}/3` });
+function fullLanes(): Run[][] {
+  const spread = balance(
+    [
+      { engine: "sqlite", paths: CHROMIUM },
+      { engine: "sqlite", paths: UNIT_AND_API },
+      { engine: "postgres", paths: POSTGRES_RUN },
+    ],
+    SQLITE_E2E.filter((f) => !CHROMIUM.includes(f)),
+    timings,
+  );
+  const [a, b, c] = spread.files as [string[], string[], string[]];
+  return [
+    [{ label: "SQLite", paths: [...CHROMIUM, ...a], env: { ...sqlite, ...slice(0) } }],
+    [{ label: "SQLite, unit, API and e2e", paths: [...UNIT_AND_API, ...b], env: { ...sqlite, ...slice(1) } }],
+    [
+      { label: "PostgreSQL", paths: POSTGRES_RUN, env: { ...postgres, ...slice(2) } },
+      ...(c.length > 0 ? [{ label: "SQLite, after PostgreSQL", paths: c, env: { ...sqlite, ...slice(2) } }] : []),
+    ],
+  ];
+}
+const lanes: Run[][] = fast ? [[{ label: "SQLite, fast tier", paths: FAST_RUN, env: sqlite }]] : fullLanes();
 const laneResults = lanes.map(async (lane, i) => {
   const outcomes: [string, Outcome][] = [];
   for (const r of lane) outcomes.push([r.label, await run(r.label, r.paths, r.env, i === 0)]);
@@ -181,6 +201,13 @@ for (const [label, r] of results) {
 lines.push(`\n${results.map(([label, r]) => `${label}: ${r.pass} pass, ${r.fail} fail`).join(" · ")}`);
 const total = (key: "pass" | "fail") => results.reduce((n, [, r]) => n + r[key], 0);
 lines.push(` ${total("pass")} pass`, ` ${total("fail")} fail`);
+if (record) {
+  const measured: Timings = { sqlite: { ...timings.sqlite }, postgres: { ...timings.postgres } };
+  for (const [label, r] of results) for (const [file, s] of r.wall) measured[label === "PostgreSQL" ? "postgres" : "sqlite"][file] = Math.round(s * 10) / 10;
+  const sorted = (m: Record<string, number>) => Object.fromEntries(Object.entries(m).sort(([a], [b]) => a.localeCompare(b)));
+  writeFileSync(TIMINGS_FILE, `${JSON.stringify({ sqlite: sorted(measured.sqlite), postgres: sorted(measured.postgres) }, null, 1)}\n`);
+  lines.push(`wrote ${TIMINGS_FILE}`);
+}
 // The totals are the last lines CI reads: everything before them has been written whole when they are.
 await print(`${lines.join("\n")}\n`);
 process.exit(results.every(([, r]) => r.code === 0) ? 0 : 1);
