@@ -124,3 +124,38 @@ describe("migrate export", () => {
     expect(s.storeRef).toBe("cmd://stripe");
   });
 });
+
+describe("the release hook (services.storeRefChanges)", () => {
+  test("a tracked secret deleted or moved to another reference is released once; a rename is not a release", async () => {
+    const released: [string, string][] = [];
+    const stop = api.core.services.storeRefChanges.onReleased((id, ref) => void released.push([id, ref]));
+    const changes = api.core.services.storeRefChanges;
+    const releasedOf = async (id: string) => {
+      for (let i = 0; i < 500 && !released.some(([r]) => r === id); i++) await Bun.sleep(10);
+      return released.filter(([r]) => r === id);
+    };
+    try {
+      const make = async (name: string) => (await api.call("POST", "/v1/secrets", { body: generic({ name }) })).body.id as string;
+      const [a, b, c, d] = [await make("lease-a"), await make("lease-b"), await make("lease-c"), await make("lease-d")];
+      for (const id of [a, b, c, d]) changes.track(id, "cmd://stripe");
+      // A rename of a, then b deleted: once b is released, a's check (begun first) has found the same reference.
+      expect((await api.call("PATCH", `/v1/secrets/${a}`, { body: { name: "lease-a2" } })).status).toBe(200);
+      expect((await api.call("DELETE", `/v1/secrets/${b}`)).status).toBe(204);
+      expect(await releasedOf(b)).toEqual([[b, "cmd://stripe"]]);
+      expect(released.filter(([r]) => r === a)).toEqual([]);
+      // a moved to another reference: released with the reference it held.
+      expect((await api.call("PATCH", `/v1/secrets/${a}`, { body: { storeRef: "cmd://broken" } })).status).toBe(200);
+      expect(await releasedOf(a)).toEqual([[a, "cmd://stripe"]]);
+      // Released once: a's delete (untracked now) says nothing, c's delete after it does.
+      expect((await api.call("DELETE", `/v1/secrets/${a}`)).status).toBe(204);
+      expect((await api.call("DELETE", `/v1/secrets/${c}`)).status).toBe(204);
+      expect(await releasedOf(c)).toEqual([[c, "cmd://stripe"]]);
+      expect(released.filter(([r]) => r === a)).toHaveLength(1);
+      // Untracked: nothing to give back.
+      changes.untrack(d);
+      expect((await api.call("DELETE", `/v1/secrets/${d}`)).status).toBe(204);
+    } finally {
+      stop();
+    }
+  });
+});
