@@ -51,7 +51,9 @@ beforeAll(async () => {
   writeFileSync(join(dir, "value-multiline"), "first-line\nsecond-line");
   writeFileSync(join(dir, "value-short"), SHORT_VALUE);
   writeFileSync(join(dir, "value-leaky"), LEAKY_VALUE);
-  const commands = Object.fromEntries(["stripe", "outage", "multiline", "short", "tested", "leaky"].map((k) => [k, [script, k]]));
+  const commands: Record<string, string[]> = Object.fromEntries(["stripe", "outage", "multiline", "short", "tested", "leaky"].map((k) => [k, [script, k]]));
+  // What a command sees of credgate's environment: nothing of its own settings (CREDGATE_*), the rest as it is.
+  commands.env = ["sh", "-c", 'printf "%s|%s|%s" "${CREDGATE_SECRET_COMMANDS:-none}" "${CREDGATE_STORE_CACHE_SECONDS:-none}" "${STORE_TEST_MARKER:-none}"'];
   writeFileSync(join(dir, "value-tested"), TESTED_VALUE);
   pki = makePki([HOST, OTHER]);
   up = startUpstream(pki);
@@ -59,6 +61,7 @@ beforeAll(async () => {
     CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
     CREDGATE_RESOLVE: resolveEntries([HOST, OTHER], up.port),
     CREDGATE_SECRET_COMMANDS: JSON.stringify(commands),
+    STORE_TEST_MARKER: "passed-on",
   };
   [multi, short] = await Promise.all([
     startCredgate({ env: { ...base, CREDGATE_GATEWAY_WORKERS: "2", CREDGATE_STORE_CACHE_SECONDS: "600" } }),
@@ -280,6 +283,14 @@ describe("values that cannot be used", () => {
       if (r.status !== 200) throw new Error(`still ${r.status}`);
     });
     expect(seenAt("/short/back").at(-1)!.headers.authorization).toBe(`Bearer ${SHORT_VALUE}`);
+  });
+});
+
+describe("the command's environment", () => {
+  test("credgate's own settings (CREDGATE_*) are not passed to a command; the rest of its environment is", async () => {
+    await storeSecret(short, "Env", "cmd://env", "/env/*");
+    expect((await curl(short, shortCa.file, at("/env/1"))).status).toBe(200);
+    expect(seenAt("/env/1")[0]!.headers.authorization).toBe("Bearer none|none|passed-on");
   });
 });
 

@@ -3,6 +3,8 @@
 // of the reference reaches the command line); its standard output, trimmed, is the value. A command that exits
 // non-zero, prints nothing, prints too much or outlives the read's deadline is a failed read. Its standard error is
 // never logged nor shown: a failing `pass` or script may well print the secret or a token there; only its length is.
+// It runs with credgate's environment minus every CREDGATE_* variable: what `pass` or `op` need (HOME, PATH,
+// OP_SERVICE_ACCOUNT_TOKEN…) is there, credgate's own master key, database URL and store credentials are not.
 import type { StoreRef } from "../../core/storeRefs.ts";
 import { StoreError, type SecretStore, type StoreContext } from "./types.ts";
 
@@ -26,7 +28,16 @@ async function readBounded(stream: ReadableStream<Uint8Array>, max: number): Pro
   return Buffer.concat(chunks).toString("utf8");
 }
 
+/** The environment of a command: this process's, without credgate's own settings. */
+export function commandEnv(env: Record<string, string | undefined> = process.env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (value !== undefined && !name.startsWith("CREDGATE_")) out[name] = value;
+  return out;
+}
+
 export class CommandStore implements SecretStore {
+  readonly #env = commandEnv();
+
   constructor(private readonly commands: Record<string, string[]>) {}
 
   async read(ref: StoreRef, signal: AbortSignal): Promise<string> {
@@ -35,7 +46,7 @@ export class CommandStore implements SecretStore {
     if (argv === null) throw new StoreError("not_configured", `Secret command "${ref.name}" is not configured`);
     let child: ReturnType<typeof Bun.spawn<"ignore", "pipe", "pipe">>;
     try {
-      child = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe", signal, killSignal: "SIGKILL" });
+      child = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe", env: this.#env, signal, killSignal: "SIGKILL" });
     } catch {
       throw new StoreError("command_not_started", `The command for "${ref.name}" could not be started (${argv[0]}).`);
     }
