@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { notConfiguredMessage, parseStoreRef, STORE_SCHEME_MESSAGE, storeLabel, type StoreRef } from "../../src/core/storeRefs.ts";
 import { ConfigError, loadConfig } from "../../src/runtime/config.ts";
+import { checkStoreRef } from "../../src/services/storeRefChecks.ts";
 
 const ok = (ref: string): StoreRef => {
   const parsed = parseStoreRef(ref);
@@ -107,5 +108,23 @@ describe("store settings", () => {
     expect(() => loadConfig({ mode: "cloud" }, { CREDGATE_SECRET_COMMANDS: '{"a":["x"]}' })).toThrow(
       "CREDGATE_SECRET_COMMANDS is for self-hosted instances and is refused in cloud mode",
     );
+  });
+});
+
+describe("write checks (services/storeRefChecks.ts)", () => {
+  const everything = { unavailable: () => null };
+  const flat = (f: () => unknown): unknown => {
+    try {
+      f();
+    } catch (err) {
+      return (err as { body?: unknown; message: string }).message;
+    }
+    return "no error";
+  };
+
+  test("vault-db:// only on a database secret; trimmed; the store's own message first", () => {
+    expect(flat(() => checkStoreRef("vault-db://database/ro", { headerName: "x" }, everything))).toBe("vault-db:// references are only for database secrets (injectionConfig.database)");
+    expect(checkStoreRef(" vault-db://database/ro ", { database: { engine: "postgresql", user: "u" } } as never, everything)).toBe("vault-db://database/ro");
+    expect(flat(() => checkStoreRef("vault-db://database/ro", null, { unavailable: () => "HashiCorp Vault is not configured" }))).toBe("HashiCorp Vault is not configured");
   });
 });
