@@ -155,7 +155,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     }
     if (config.gatewayWorkers > 1) {
       const ports = { port: apiServer.port, gatewayPort };
-      workers = await GatewayWorkers.start(config.gatewayWorkers - 1, (index) => workerCommand(config, ports, index), core.services.deps.events, core.services.caches);
+      workers = await GatewayWorkers.start(config.gatewayWorkers - 1, (index) => workerCommand(config, ports, index), core.services.deps.events, core.services.caches, core.services.stores.known);
       const hub = workers;
       mergePeerMetrics(() => hub.metrics());
     }
@@ -189,6 +189,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
         await core.services.budgetLedger.stop();
         await core.services.spend.stop();
         await core.services.partnerBudgets.flush().catch(() => {});
+        // Secret stores stop their renewals and revoke their leases (docs/injection.md#secret-stores).
+        await untilDeadline(core.services.stores.close());
         await core.close();
       },
     };

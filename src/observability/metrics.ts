@@ -146,7 +146,7 @@ export const metrics = {
   }),
   vaultErrors: new Counter({
     name: "credgate_vault_errors_total",
-    help: "Failed external-vault lookups, by reason code.",
+    help: "Failed external-vault lookups and secret-store reads, by reason code.",
     labelNames: ["reason"] as const,
     registers,
   }),

@@ -33,6 +33,7 @@ import type { ServiceDeps } from "./deps.ts";
 import { placeholdersClash, placeholderTakenMessage } from "../core/placeholders.ts";
 import { coversVendorSuffix, GCP_DEFAULT_HOST, GCP_KEY_MESSAGE, parseGcpKey } from "../core/cloudIdentity.ts";
 import { HOST_MESSAGES } from "../core/patterns.ts";
+import { checkStoreRef, STORE_REF_REQUIRED_MESSAGE, type StoreAvailability } from "./storeRefChecks.ts";
 
 export type { SecretRow };
 
@@ -50,6 +51,8 @@ export interface CreateSecretInput {
   valueSource?: ValueSource;
   value?: string;
   opRef?: string;
+  /** valueSource `vault` (docs/injection.md#secret-stores): checked by the route's parser. */
+  storeRef?: string;
   opDisplay?: { vault?: string; item?: string; field?: string };
   /** `accountId` is only passed by the migration import (the API body schema does not carry it). */
   metadata?: { authMode?: AuthMode; accountId?: string };
@@ -63,6 +66,7 @@ export interface UpdateSecretInput {
   valueSource?: ValueSource;
   value?: string;
   opRef?: string;
+  storeRef?: string;
   opDisplay?: { vault?: string; item?: string; field?: string };
   hostPattern?: string;
   pathPattern?: string | null;
@@ -75,11 +79,15 @@ export const VAULT_SCOPE_MESSAGE = "External vault is only available for project
 export const VAULT_UNCONFIGURED_MESSAGE = "External vault is not configured on this server";
 export const NO_FIELDS_MESSAGE = "No fields to update";
 
+
 function blankToNull(s: string | null | undefined): string | null {
   return s === undefined || s === null || s.trim() === "" ? null : s.trim();
 }
 
 export class SecretService {
+  /** Set once by createServices: which stores are configured. */
+  stores: StoreAvailability | null = null;
+
   constructor(private readonly deps: ServiceDeps) {}
 
   private get db() {
@@ -97,6 +105,7 @@ export class SecretService {
       type: row.type,
       valueSource: row.valueSource,
       opRef: row.opRef,
+      storeRef: row.storeRef,
       hostPattern: row.hostPattern,
       pathPattern: row.pathPattern,
       injectionConfig: row.injectionConfig,
@@ -178,6 +187,10 @@ export class SecretService {
     if (!this.deps.config.opConnectHost) throw badRequest(VAULT_UNCONFIGURED_MESSAGE);
   }
 
+  #checkStoreRef(ref: string, cfg: InjectionConfigShape | null): string {
+    return checkStoreRef(ref, cfg, this.stores);
+  }
+
   /**
    * The value-placement checks: a value spliced into a path or a header must not break it. A header value
    * (LLM values after normalisation, and the Codex account id, go into headers too) is a flat 400 naming `value`.
@@ -256,6 +269,8 @@ export class SecretService {
     if (input.type === "generic" && input.injectionConfig) this.#checkDatabase(owner, input.hostPattern ?? "", input.injectionConfig);
     const valueSource = input.valueSource ?? "inline";
     if (valueSource === "external_vault") this.checkVault(owner);
+    if (valueSource === "vault" && input.storeRef === undefined) throw ApiError.flat(400, STORE_REF_REQUIRED_MESSAGE);
+    const storeRef = valueSource === "vault" ? this.#checkStoreRef(input.storeRef!, input.type === "generic" ? (input.injectionConfig ?? null) : null) : null;
 
     let value = valueSource === "inline" ? input.value! : null;
     let metadata: SecretMetadata | null = null;
@@ -287,6 +302,7 @@ export class SecretService {
       valueSource,
       valueSealed: value === null ? null : this.deps.sealer.seal(value),
       opRef: valueSource === "external_vault" ? input.opRef!.trim() : null,
+      storeRef,
       hostPattern: hostPattern!,
       pathPattern: blankToNull(input.pathPattern),
       injectionConfig,
@@ -305,6 +321,7 @@ export class SecretService {
       type: row.type,
       valueSource: row.valueSource,
       opRef: row.opRef,
+      storeRef: row.storeRef,
       hostPattern: row.hostPattern,
       pathPattern: row.pathPattern,
       createdAt: row.createdAt,
@@ -328,16 +345,29 @@ export class SecretService {
     const patch: Partial<SecretRow> = {};
     if (input.name !== undefined) patch.name = input.name;
 
+    // The value's source after this write (docs/injection.md#changing-the-source): a new value makes it inline, a
+    // new storeRef alone makes it a store secret, else an explicit valueSource decides.
     let valueSource = row.valueSource;
     if (input.value !== undefined) valueSource = "inline";
     else if (input.valueSource !== undefined) valueSource = input.valueSource;
+    else if (input.storeRef !== undefined) valueSource = "vault";
 
     if (valueSource === "external_vault" && (row.valueSource !== "external_vault" || input.opRef !== undefined)) {
       this.checkVault(owner);
       const opRef = input.opRef ?? row.opRef;
       if (!opRef) throw ApiError.flat(400, "opRef is required when valueSource is external_vault");
-      Object.assign(patch, { valueSource, opRef: opRef.trim(), valueSealed: null });
+      Object.assign(patch, { valueSource, opRef: opRef.trim(), storeRef: null, valueSealed: null });
       if (row.type !== "generic") patch.metadata = { ...row.metadata, authMode: row.metadata?.authMode ?? "api-key" };
+    }
+    if (valueSource === "vault" && (row.valueSource !== "vault" || input.storeRef !== undefined || newInjection !== null)) {
+      const storeRef = input.storeRef ?? row.storeRef;
+      if (!storeRef) throw ApiError.flat(400, STORE_REF_REQUIRED_MESSAGE);
+      const checked = this.#checkStoreRef(storeRef, row.type === "generic" ? (newInjection ?? row.injectionConfig) : null);
+      if (row.valueSource !== "vault" || checked !== row.storeRef) Object.assign(patch, { valueSource, storeRef: checked, opRef: null, valueSealed: null });
+      if (row.type !== "generic" && row.valueSource !== "vault") {
+        const { opDisplay: _dropped, ...kept } = row.metadata ?? {};
+        patch.metadata = { ...kept, authMode: row.metadata?.authMode ?? "api-key" };
+      }
     }
     if (input.opDisplay !== undefined && valueSource === "external_vault") {
       patch.metadata = { ...(patch.metadata ?? row.metadata), opDisplay: input.opDisplay };
@@ -354,7 +384,7 @@ export class SecretService {
         newValue = llm.value;
         patch.metadata = { authMode: llm.authMode, ...(llm.accountId ? { accountId: llm.accountId } : {}) };
       }
-      Object.assign(patch, { valueSource: "inline", opRef: null, valueSealed: this.deps.sealer.seal(newValue!) });
+      Object.assign(patch, { valueSource: "inline", opRef: null, storeRef: null, valueSealed: this.deps.sealer.seal(newValue!) });
     } else if (valueSource === "inline" && row.valueSource !== "inline") {
       throw ApiError.flat(400, "value is required");
     }
@@ -389,6 +419,13 @@ export class SecretService {
   /** The secret's change in the current write's audit event (docs/operations.md#audit-log); its value reads "<redacted>". */
   #audit(secret: SecretRow, before: object | null, after: object | null): Promise<void> {
     return this.deps.audit.record({ targetType: "secret", targetId: secret.id, projectId: secret.projectId, before, after });
+  }
+
+  /** A secret's storeRef whatever its owner (null: none), or undefined when it does not exist (services/storeRefChanges.ts). */
+  async storeRefOf(id: string): Promise<string | null | undefined> {
+    const { secrets } = this.t;
+    const [row] = await this.db.select({ storeRef: secrets.storeRef }).from(secrets).where(eq(secrets.id, id)).limit(1);
+    return row === undefined ? undefined : row.storeRef;
   }
 
   /** The plaintext of an inline secret, for the gateway snapshot and migration export only. */

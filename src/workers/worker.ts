@@ -43,6 +43,7 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
     await services.budgetLedger.stop();
     await services.spend.stop();
     await services.partnerBudgets.flush().catch(() => {});
+    await services.stores.close();
     await core.close();
     process.exit(0);
   };
@@ -57,6 +58,9 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
         return;
       case "cache-value":
         primaryCaches.answered(message.id, message.entry);
+        return;
+      case "known-value":
+        services.stores.known.add(message.ref, message.value);
         return;
       case "stop":
         void stop("asked by the primary");

@@ -632,7 +632,8 @@ describe("organization", () => {
     await page.getByRole("heading", { name: "Organization secrets", level: 1 }).waitFor();
     await page.getByRole("button", { name: "Add secret" }).first().click();
     const d = page.getByRole("dialog", { name: "Add secret" });
-    expect(await d.getByLabel("Value source").count()).toBe(0);
+    // 1Password is for project secrets only; a secret store serves organization secrets too (docs/injection.md#secret-stores).
+    expect(await d.getByLabel("Value source").locator("option").evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value))).toEqual(["inline", "vault"]);
     await d.getByLabel("Name").fill("Org key");
     await d.getByLabel("Value", { exact: true }).fill("org-secret-value-xyz123");
     await d.getByLabel("Host", { exact: true }).fill("org.dash.test");

@@ -176,6 +176,10 @@ describe("partner secrets and the organization's side (docs/api.md#partners secr
     const vault = await partner("POST", "/v1/partner/secrets", { name: "v", type: "generic", valueSource: "external_vault", opRef: "op://v/i/f", hostPattern: HOST, injectionConfig: { headerName: "x-partner" } });
     expect(vault.status).toBe(400);
     expect(vault.body.error.message).toBe("Partner secrets must hold an inline value (valueSource external_vault is not supported)");
+    // Nor a secret store (docs/injection.md#secret-stores): a partner's values would reach every customer.
+    const store = await partner("POST", "/v1/partner/secrets", { name: "s", type: "generic", valueSource: "vault", storeRef: "aws-sm://eu-west-1/x", hostPattern: HOST, injectionConfig: { headerName: "x-partner" } });
+    expect(store.status).toBe(400);
+    expect(store.body.error.message).toBe("Partner secrets must hold an inline value (valueSource vault is not supported)");
     const secret = await partner("POST", "/v1/partner/secrets", { name: "shared", type: "generic", value: "partner-wide-value", hostPattern: HOST, injectionConfig: { headerName: "x-partner" } });
     expect(secret.status).toBe(201);
     expect((await partner("GET", "/v1/partner/secrets")).body.map((s: any) => [s.name, s.scope])).toEqual([["shared", "partner"]]);
