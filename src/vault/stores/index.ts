@@ -2,8 +2,14 @@
 // Each store module adds ONE line to FACTORIES; a factory answers null when its settings are absent.
 import type { StoreKind } from "../../core/storeRefs.ts";
 import type { SecretStore, StoreContext, StoreFactory } from "./types.ts";
+import { awsSecretsManagerFrom } from "./awsSecretsManager.ts";
+import { googleSecretManagerFrom } from "./googleSecretManager.ts";
+import { azureKeyVaultFrom } from "./azureKeyVault.ts";
 
 const FACTORIES: Partial<Record<StoreKind, StoreFactory>> = {
+  "aws-sm": awsSecretsManagerFrom,
+  "gcp-sm": googleSecretManagerFrom,
+  "azure-kv": azureKeyVaultFrom,
 };
 
 /** The configured stores, by scheme: a scheme missing here is "not configured". */
