@@ -58,6 +58,8 @@ export interface FakeSecretStores {
   calls: StoreCall[];
   mints: { issuer: "google" | "azure"; token: string; scope: string }[];
   refusedMints: string[];
+  /** Revokes a token it minted (the stores then refuse it with 401). */
+  revoke(token: string): void;
   stop(): Promise<void>;
 }
 
@@ -98,6 +100,7 @@ export function startFakeSecretStores(pki: TestPki, accounts: StoreAccounts): Fa
     calls: [],
     mints: [],
     refusedMints: [],
+    revoke: (token) => void live.delete(token),
     stop: () => fake.server.stop(true),
   };
 

@@ -151,3 +151,134 @@ describe("the official clients and credgate's stores read the same values from t
     expect(fake.mints.filter((m) => m.issuer === "azure").length).toBe(2);
   });
 });
+
+describe("AWS Secrets Manager", () => {
+  test("#field picks a JSON field (a number as written); SecretBinary that is UTF-8 text is the value", async () => {
+    expect(await read(stores.aws, "aws-sm://us-east-1/prod/db#password")).toBe(VALUES.aws);
+    expect(await read(stores.aws, "aws-sm://us-east-1/prod/db#port")).toBe("5432");
+    expect(await read(stores.aws, "aws-sm://us-east-1/prod/binary-text")).toBe(VALUES.aws);
+  });
+
+  test("a missing field, a non-string field, an empty field, a non-JSON secret, binary data: each a clear StoreError", async () => {
+    expect(await refusal(stores.aws, "aws-sm://us-east-1/prod/db#token")).toMatchObject({ reason: "field_not_found", message: 'AWS secret "prod/db" has no field "token"' });
+    expect(await refusal(stores.aws, "aws-sm://us-east-1/prod/db#nested")).toMatchObject({ reason: "field_not_text" });
+    expect(await refusal(stores.aws, "aws-sm://us-east-1/prod/db#blank")).toMatchObject({ reason: "empty_value" });
+    expect(await refusal(stores.aws, "aws-sm://us-east-1/prod/plain-text#password")).toMatchObject({ reason: "not_json", message: 'AWS secret "prod/plain-text" is not a JSON object, so it has no field "password"' });
+    expect(await refusal(stores.aws, "aws-sm://us-east-1/prod/binary-raw")).toMatchObject({ reason: "binary_value" });
+  });
+
+  test("AWS's error types: ResourceNotFoundException, AccessDeniedException, a wrong key (signature refused), an outage", async () => {
+    expect(await refusal(stores.aws, "aws-sm://eu-west-1/prod/none")).toMatchObject({ reason: "not_found", message: 'AWS Secrets Manager has no secret "prod/none" in eu-west-1' });
+    fake.aws.set("prod/denied", { string: VALUES.aws });
+    fake.denied.add("prod/denied");
+    const denied = await refusal(stores.aws, "aws-sm://us-east-1/prod/denied");
+    expect(denied).toMatchObject({ reason: "access_denied" });
+    expect(denied.message).not.toContain(VALUES.aws);
+    const wrongKey = awsSecretsManagerFrom(context({ CREDGATE_AWS_ACCESS_KEY_ID: AWS.accessKeyId, CREDGATE_AWS_SECRET_ACCESS_KEY: "not-the-secret-key" }))!;
+    expect(await refusal(wrongKey, "aws-sm://us-east-1/prod/stripe")).toMatchObject({ reason: "credentials_refused", message: "AWS refused credgate's AWS credentials (InvalidSignatureException)" });
+    const unknownKey = awsSecretsManagerFrom(context({ CREDGATE_AWS_ACCESS_KEY_ID: "AKIANOTAKNOWNKEY0000", CREDGATE_AWS_SECRET_ACCESS_KEY: AWS.secretAccessKey }))!;
+    expect(await refusal(unknownKey, "aws-sm://us-east-1/prod/stripe")).toMatchObject({ reason: "credentials_refused", message: "AWS refused credgate's AWS credentials (UnrecognizedClientException)" });
+    fake.outage = true;
+    try {
+      expect(await refusal(stores.aws, "aws-sm://us-east-1/prod/stripe")).toMatchObject({ reason: "store_error", message: 'AWS Secrets Manager answered 503 ServiceUnavailable for "prod/stripe"' });
+    } finally {
+      fake.outage = false;
+    }
+  });
+
+  test("not configured without both halves of the key", () => {
+    expect(awsSecretsManagerFrom(context({ CREDGATE_AWS_ACCESS_KEY_ID: AWS.accessKeyId }))).toBeNull();
+    expect(awsSecretsManagerFrom(context({}))).toBeNull();
+  });
+});
+
+describe("Google Secret Manager", () => {
+  test("the token is kept until 5 minutes before it expires, then minted again; concurrent reads share one mint", async () => {
+    const gcp = googleSecretManagerFrom(context({ CREDGATE_GCP_SERVICE_ACCOUNT_FILE: saFile }))!;
+    const mints = () => fake.mints.filter((m) => m.issuer === "google").length;
+    const before = mints();
+    const values = await Promise.all([1, 2, 3, 4].map(() => read(gcp, "gcp-sm://projects/stores-demo/secrets/github-token")));
+    expect(values).toEqual([VALUES.gcp, VALUES.gcp, VALUES.gcp, VALUES.gcp]);
+    expect(mints()).toBe(before + 1);
+    const start = now;
+    try {
+      now = start + (3599 - 301) * 1000;
+      await read(gcp, "gcp-sm://projects/stores-demo/secrets/github-token");
+      expect(mints()).toBe(before + 1);
+      now = start + (3599 - 299) * 1000;
+      await read(gcp, "gcp-sm://projects/stores-demo/secrets/github-token");
+      expect(mints()).toBe(before + 2);
+    } finally {
+      now = start;
+    }
+  });
+
+  test("a payload whose CRC-32C does not match, a missing secret or version, a denied one: StoreErrors", async () => {
+    expect(await refusal(stores.gcp, "gcp-sm://projects/stores-demo/secrets/damaged")).toMatchObject({ reason: "checksum_mismatch" });
+    expect(await refusal(stores.gcp, "gcp-sm://projects/stores-demo/secrets/none")).toMatchObject({ reason: "not_found", message: "Google Secret Manager has no projects/stores-demo/secrets/none/versions/latest" });
+    expect(await refusal(stores.gcp, "gcp-sm://projects/stores-demo/secrets/github-token/versions/9")).toMatchObject({ reason: "not_found" });
+    fake.google.set("stores-demo/denied", [VALUES.gcp]);
+    fake.denied.add("stores-demo/denied");
+    expect(await refusal(stores.gcp, "gcp-sm://projects/stores-demo/secrets/denied")).toMatchObject({ reason: "access_denied" });
+  });
+
+  test("a service account Google does not know (another key), an unreadable or malformed key file: no token, a clear StoreError", async () => {
+    const other = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    const otherFile = join(tempDir(), "other-sa.json");
+    writeFileSync(otherFile, JSON.stringify({ ...SA_KEY, private_key: other }));
+    const refused = await refusal(googleSecretManagerFrom(context({ CREDGATE_GCP_SERVICE_ACCOUNT_FILE: otherFile }))!, "gcp-sm://projects/stores-demo/secrets/github-token");
+    expect(refused).toMatchObject({ reason: "token_refused", message: "Google answered 400: invalid_grant for credgate's own identity" });
+    expect(fake.refusedMints).toContain("bad signature");
+    const missing = await refusal(googleSecretManagerFrom(context({ CREDGATE_GCP_SERVICE_ACCOUNT_FILE: join(tempDir(), "absent.json") }))!, "gcp-sm://projects/stores-demo/secrets/github-token");
+    expect(missing).toMatchObject({ reason: "service_account_file", message: "CREDGATE_GCP_SERVICE_ACCOUNT_FILE could not be read (ENOENT)" });
+    const notKeyFile = join(tempDir(), "not-a-key.json");
+    writeFileSync(notKeyFile, JSON.stringify({ type: "authorized_user", client_secret: "x" }));
+    expect(await refusal(googleSecretManagerFrom(context({ CREDGATE_GCP_SERVICE_ACCOUNT_FILE: notKeyFile }))!, "gcp-sm://projects/stores-demo/secrets/github-token")).toMatchObject({
+      reason: "service_account_file",
+      message: "CREDGATE_GCP_SERVICE_ACCOUNT_FILE is not a Google service-account JSON key",
+    });
+  });
+});
+
+describe("Azure Key Vault", () => {
+  test("a missing secret, a denied one, a vault in another tenant (its challenge), an outage: StoreErrors without Key Vault's messages", async () => {
+    expect(await refusal(stores.azure, "azure-kv://prodvault/none")).toMatchObject({ reason: "not_found", message: "Azure Key Vault has no secret none in Key Vault prodvault (SecretNotFound)" });
+    fake.azure.set("prodvault/denied", VALUES.azure);
+    fake.denied.add("prodvault/denied");
+    expect(await refusal(stores.azure, "azure-kv://prodvault/denied")).toMatchObject({ reason: "access_denied", message: "Azure Key Vault denied credgate's Azure identity access to secret denied in Key Vault prodvault (ForbiddenByRbac)" });
+    fake.outage = true;
+    try {
+      expect(await refusal(stores.azure, "azure-kv://prodvault/slack-bot")).toMatchObject({ reason: "store_error", message: "Azure Key Vault answered 503 ServiceUnavailable for secret slack-bot in Key Vault prodvault" });
+    } finally {
+      fake.outage = false;
+    }
+  });
+
+  test("a wrong client secret: Azure AD refuses the token; a name that is not a vault name never reaches a URL", async () => {
+    const wrong = azureKeyVaultFrom(context({ CREDGATE_AZURE_TENANT_ID: AZURE.tenantId, CREDGATE_AZURE_CLIENT_ID: AZURE.clientId, CREDGATE_AZURE_CLIENT_SECRET: "wrong" }))!;
+    expect(await refusal(wrong, "azure-kv://prodvault/slack-bot")).toMatchObject({ reason: "token_refused", message: "Azure AD answered 401: invalid_client for credgate's own identity" });
+    const before = fake.calls.length;
+    let checked = 0;
+    for (const bad of ["azure-kv://evil.example?x/slack-bot", "azure-kv://a/slack-bot", "azure-kv://prod--vault/slack-bot", "azure-kv://prodvault/slack_bot"]) {
+      const parsed = parseStoreRef(bad);
+      if (typeof parsed === "string") continue;
+      expect((await refusal(stores.azure, bad)).reason).toBe("bad_reference");
+      checked++;
+    }
+    expect(checked).toBeGreaterThanOrEqual(3);
+    expect(fake.calls.length).toBe(before);
+  });
+
+  test("a token Key Vault refuses (401) is dropped: the next read mints a new one", async () => {
+    const azure = azureKeyVaultFrom(context({ CREDGATE_AZURE_TENANT_ID: AZURE.tenantId, CREDGATE_AZURE_CLIENT_ID: AZURE.clientId, CREDGATE_AZURE_CLIENT_SECRET: AZURE.clientSecret }))!;
+    const mints = () => fake.mints.filter((m) => m.issuer === "azure");
+    expect(await read(azure, "azure-kv://prodvault/slack-bot")).toBe(VALUES.azure);
+    const first = mints().at(-1)!;
+    expect(await read(azure, "azure-kv://prodvault/slack-bot")).toBe(VALUES.azure);
+    expect(mints().at(-1)).toBe(first);
+    fake.revoke(first.token);
+    expect(await refusal(azure, "azure-kv://prodvault/slack-bot")).toMatchObject({ reason: "credentials_refused" });
+    expect(await read(azure, "azure-kv://prodvault/slack-bot")).toBe(VALUES.azure);
+    expect(mints().at(-1)).not.toBe(first);
+  });
+});

@@ -28,7 +28,8 @@ export function googleSecretManagerFrom(ctx: StoreContext): SecretStore | null {
     }
     const key = parseGcpKey(text);
     if (key === null) throw new StoreError("service_account_file", "CREDGATE_GCP_SERVICE_ACCOUNT_FILE is not a Google service-account JSON key");
-    return gcpTokenRequest(key.tokenUri, gcpAssertion(key, SCOPE, ctx.now()));
+    // Signed for the wall clock, which Google checks (ctx.now is the cache's clock).
+    return gcpTokenRequest(key.tokenUri, gcpAssertion(key, SCOPE));
   };
   const token = new AccessToken("Google", mintRequest, ctx.fetch, ctx.now);
 
