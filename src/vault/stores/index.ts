@@ -1,12 +1,14 @@
 // The registry of secret stores (docs/injection.md#secret-stores): which store serves which storeRef scheme.
 // Each store module adds ONE line to FACTORIES; a factory answers null when its settings are absent.
 import type { StoreKind } from "../../core/storeRefs.ts";
+import { commandStoreFrom } from "./command.ts";
 import type { SecretStore, StoreContext, StoreFactory } from "./types.ts";
 import { awsSecretsManagerFrom } from "./awsSecretsManager.ts";
 import { googleSecretManagerFrom } from "./googleSecretManager.ts";
 import { azureKeyVaultFrom } from "./azureKeyVault.ts";
 
 const FACTORIES: Partial<Record<StoreKind, StoreFactory>> = {
+  cmd: commandStoreFrom,
   "aws-sm": awsSecretsManagerFrom,
   "gcp-sm": googleSecretManagerFrom,
   "azure-kv": azureKeyVaultFrom,
