@@ -18,6 +18,7 @@ import { awsSecretsManagerFrom } from "../../src/vault/stores/awsSecretsManager.
 import { azureKeyVaultFrom } from "../../src/vault/stores/azureKeyVault.ts";
 import { googleSecretManagerFrom } from "../../src/vault/stores/googleSecretManager.ts";
 import { StoreError, type SecretStore, type StoreContext } from "../../src/vault/stores/types.ts";
+import { createTestApi } from "../support/app.ts";
 import { GOOGLE_TOKEN_URI } from "../support/fakeClouds.ts";
 import { SECRET_STORE_HOSTS, startFakeSecretStores, STORE_ANSWER_CANARY, type FakeSecretStores } from "../support/fakeSecretStores.ts";
 import { run } from "../support/gateway.ts";
@@ -186,6 +187,22 @@ describe("AWS Secrets Manager", () => {
     }
   });
 
+  test("a store that cannot be reached (nothing listens): StoreError unreachable, naming the host", async () => {
+    const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const port = closed.port;
+    closed.stop(true);
+    const config = loadConfig({ dataDir: "/nonexistent", port: 0, gatewayPort: 0, dbPort: 0 }, {
+      CREDGATE_CONNECT_TO: `secretsmanager.us-east-1.amazonaws.com:443:127.0.0.1:${port}`,
+      CREDGATE_AWS_ACCESS_KEY_ID: AWS.accessKeyId,
+      CREDGATE_AWS_SECRET_ACCESS_KEY: AWS.secretAccessKey,
+    });
+    const outbound = new Outbound(config);
+    const down = awsSecretsManagerFrom({ config, fetch: (url, init) => outbound.fetch(url, init as BunFetchRequestInit), now: Date.now })!;
+    const e = await refusal(down, "aws-sm://us-east-1/prod/stripe");
+    expect(e.reason).toBe("unreachable");
+    expect(e.message).toStartWith("AWS Secrets Manager could not be reached (secretsmanager.us-east-1.amazonaws.com)");
+  });
+
   test("not configured without both halves of the key", () => {
     expect(awsSecretsManagerFrom(context({ CREDGATE_AWS_ACCESS_KEY_ID: AWS.accessKeyId }))).toBeNull();
     expect(awsSecretsManagerFrom(context({}))).toBeNull();
@@ -280,5 +297,36 @@ describe("Azure Key Vault", () => {
     expect(await refusal(azure, "azure-kv://prodvault/slack-bot")).toMatchObject({ reason: "credentials_refused" });
     expect(await read(azure, "azure-kv://prodvault/slack-bot")).toBe(VALUES.azure);
     expect(mints().at(-1)).not.toBe(first);
+  });
+});
+
+describe("the stores' outbound path in cloud mode (services.stores, the real egress guard)", () => {
+  test("a store reached at a loopback address is refused before any request, unless CREDGATE_EGRESS_ALLOW covers it", async () => {
+    const env = {
+      CREDGATE_MODE: "cloud",
+      CREDGATE_CONNECT_TO: connectTo,
+      CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
+      CREDGATE_AWS_ACCESS_KEY_ID: AWS.accessKeyId,
+      CREDGATE_AWS_SECRET_ACCESS_KEY: AWS.secretAccessKey,
+      CREDGATE_AZURE_TENANT_ID: AZURE.tenantId,
+      CREDGATE_AZURE_CLIENT_ID: AZURE.clientId,
+      CREDGATE_AZURE_CLIENT_SECRET: AZURE.clientSecret,
+    };
+    const before = fake.calls.length;
+    const mints = fake.mints.length;
+    const guarded = await createTestApi(env);
+    expect(await guarded.core.services.stores.test("aws-sm://us-east-1/prod/stripe")).toEqual({
+      ok: false,
+      message: "credgate does not connect to 127.0.0.1 (secretsmanager.us-east-1.amazonaws.com): the destination is an internal or reserved address (CREDGATE_EGRESS_ALLOW)",
+    });
+    // Azure's token endpoint is judged too: credgate's client secret never leaves for a denied address.
+    expect(await guarded.core.services.stores.test("azure-kv://prodvault/slack-bot")).toEqual({
+      ok: false,
+      message: "credgate does not connect to 127.0.0.1 (login.microsoftonline.com): the destination is an internal or reserved address (CREDGATE_EGRESS_ALLOW)",
+    });
+    expect(fake.calls.length).toBe(before);
+    expect(fake.mints.length).toBe(mints);
+    const allowed = await createTestApi({ ...env, CREDGATE_EGRESS_ALLOW: "127.0.0.1/32" });
+    expect(await allowed.core.services.stores.test("aws-sm://us-east-1/prod/stripe")).toEqual({ ok: true, message: `Read a value of ${VALUES.aws.length} characters from the store.` });
   });
 });
