@@ -84,7 +84,8 @@ beforeAll(async () => {
         CREDGATE_AZURE_CLIENT_SECRET: "not-the-client-secret",
       },
     }),
-    startCredgate({ env }),
+    // Half an AWS identity is no identity: not configured.
+    startCredgate({ env: { ...env, CREDGATE_AWS_ACCESS_KEY_ID: AWS.accessKeyId } }),
   ]);
   for (const cg of [good, wrong, bare]) caFiles.set(cg, (await gatewayCa(cg)).file);
 }, 90_000);
@@ -226,7 +227,7 @@ describe("failures → 502 credential_unavailable naming the secret, never the s
 });
 
 describe("a store without credgate's credentials is refused when the secret is written", () => {
-  test("400 <store> is not configured, for each of the three", async () => {
+  test("400 <store> is not configured, for each of the three (AWS with only an access key id)", async () => {
     for (const [ref, message] of [
       ["aws-sm://us-east-1/prod/stripe", "AWS Secrets Manager is not configured"],
       ["gcp-sm://projects/stores-e2e/secrets/github-token", "Google Secret Manager is not configured"],

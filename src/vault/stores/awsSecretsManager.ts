@@ -4,7 +4,7 @@
 // SecretString, or its SecretBinary when that is UTF-8 text; `#field` picks one field of a JSON object.
 import type { StoreRef } from "../../core/storeRefs.ts";
 import { amzDate, AwsSigner } from "../../crypto/awsSigV4.ts";
-import { codeOf, storeRequest, utf8 } from "./cloudRequest.ts";
+import { allSet, codeOf, storeRequest, utf8 } from "./cloudRequest.ts";
 import { StoreError, type SecretStore, type StoreContext } from "./types.ts";
 
 const LABEL = "AWS Secrets Manager";
@@ -15,9 +15,9 @@ export function secretsManagerHost(region: string): string {
 }
 
 export function awsSecretsManagerFrom(ctx: StoreContext): SecretStore | null {
-  const { awsAccessKeyId, awsSecretAccessKey } = ctx.config;
-  if (awsAccessKeyId === null || awsSecretAccessKey === null) return null;
-  const signer = new AwsSigner({ accessKeyId: awsAccessKeyId, secretAccessKey: awsSecretAccessKey });
+  const set = allSet({ CREDGATE_AWS_ACCESS_KEY_ID: ctx.config.awsAccessKeyId, CREDGATE_AWS_SECRET_ACCESS_KEY: ctx.config.awsSecretAccessKey });
+  if (set === null) return null;
+  const signer = new AwsSigner({ accessKeyId: set.CREDGATE_AWS_ACCESS_KEY_ID, secretAccessKey: set.CREDGATE_AWS_SECRET_ACCESS_KEY });
 
   return {
     async read(ref: StoreRef, signal: AbortSignal): Promise<string> {

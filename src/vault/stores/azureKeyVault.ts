@@ -6,7 +6,7 @@
 import type { StoreRef } from "../../core/storeRefs.ts";
 import { azureTokenRequest } from "../../core/tokenExchange.ts";
 import { AccessToken } from "./accessToken.ts";
-import { codeOf, storeRequest } from "./cloudRequest.ts";
+import { allSet, codeOf, storeRequest } from "./cloudRequest.ts";
 import { StoreError, type SecretStore, type StoreContext } from "./types.ts";
 
 const LABEL = "Azure Key Vault";
@@ -18,9 +18,11 @@ const VAULT_NAME = /^[A-Za-z][A-Za-z0-9-]{1,22}[A-Za-z0-9]$/;
 const SECRET_NAME = /^[A-Za-z0-9-]{1,127}$/;
 
 export function azureKeyVaultFrom(ctx: StoreContext): SecretStore | null {
-  const { azureTenantId: tenant, azureClientId: client, azureClientSecret: secret } = ctx.config;
-  if (tenant === null || client === null || secret === null) return null;
-  const token = new AccessToken("Azure AD", () => azureTokenRequest(tenant, client, secret, SCOPE), ctx.fetch, ctx.now);
+  const { azureTenantId, azureClientId, azureClientSecret } = ctx.config;
+  const set = allSet({ CREDGATE_AZURE_TENANT_ID: azureTenantId, CREDGATE_AZURE_CLIENT_ID: azureClientId, CREDGATE_AZURE_CLIENT_SECRET: azureClientSecret });
+  if (set === null) return null;
+  const tenant = set.CREDGATE_AZURE_TENANT_ID;
+  const token = new AccessToken("Azure AD", () => azureTokenRequest(tenant, set.CREDGATE_AZURE_CLIENT_ID, set.CREDGATE_AZURE_CLIENT_SECRET, SCOPE), ctx.fetch, ctx.now);
 
   return {
     async read(ref: StoreRef, signal: AbortSignal): Promise<string> {

@@ -39,3 +39,8 @@ export function utf8(bytes: Uint8Array): string | null {
     return null;
   }
 }
+
+/** A store's settings (by variable name) when every one is set, else null: a half-set identity is not configured. */
+export function allSet<K extends string>(settings: Record<K, string | null>): Record<K, string> | null {
+  return Object.values(settings).every((v) => v !== null) ? (settings as Record<K, string>) : null;
+}
