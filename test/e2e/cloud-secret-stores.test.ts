@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { startFakeAws, type FakeAws } from "../support/fakeAws.ts";
 import { GOOGLE_TOKEN_URI } from "../support/fakeClouds.ts";
 import { SECRET_STORE_HOSTS, startFakeSecretStores, STORE_ANSWER_CANARY, type FakeSecretStores } from "../support/fakeSecretStores.ts";
 import { gatewayCa, resolveEntries, run, until } from "../support/gateway.ts";
@@ -29,9 +30,13 @@ const VALUES = {
   azure: `xoxb-azure-${crypto.randomUUID().replace(/-/g, "")}`,
 };
 const CACHE_SECONDS = 6;
+/** An AWS key for S3 kept in Secrets Manager (the awsSigV4 variant signs with it), distinct from credgate's own. */
+const S3_KEY = { accessKeyId: "AKIAS3KEYINSTORE0001", secretAccessKey: `s3/${crypto.randomUUID()}` };
+const S3_HOST = "s3.us-east-1.amazonaws.com";
 
 let pki: TestPki;
 let fake: FakeSecretStores;
+let s3: FakeAws;
 let up: TestUpstream;
 let good: RunningCredgate;
 let wrong: RunningCredgate;
@@ -39,11 +44,14 @@ let bare: RunningCredgate;
 const caFiles = new Map<RunningCredgate, string>();
 
 beforeAll(async () => {
-  pki = makePki([HOST, ...SECRET_STORE_HOSTS]);
+  pki = makePki([HOST, S3_HOST, ...SECRET_STORE_HOSTS]);
   up = startUpstream(pki);
+  s3 = startFakeAws(pki, S3_KEY);
+  s3.objects.set("reports/q3.txt", new TextEncoder().encode("quarterly numbers: 42\n"));
   fake = startFakeSecretStores(pki, { aws: AWS, gcp: { email: EMAIL, publicKeyPem: publicKey.export({ type: "spki", format: "pem" }).toString() }, azure: AZURE });
   fake.aws.set("prod/stripe", { string: VALUES.aws });
   fake.aws.set("prod/db", { string: JSON.stringify({ username: "app", password: VALUES.aws }) });
+  fake.aws.set("ci/s3", { string: JSON.stringify({ access_key_id: S3_KEY.accessKeyId, secret_access_key: S3_KEY.secretAccessKey }) });
   fake.google.set("stores-e2e/github-token", [VALUES.gcp]);
   fake.azure.set("prodvault/slack-bot", VALUES.azure);
   for (const s of ["outage-aws", "outage-gcp", "outage-azure"]) {
@@ -58,7 +66,7 @@ beforeAll(async () => {
   const env = {
     CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
     CREDGATE_RESOLVE: resolveEntries([HOST], up.port),
-    CREDGATE_CONNECT_TO: SECRET_STORE_HOSTS.map((h) => `${h}:443:127.0.0.1:${fake.port}`).join(","),
+    CREDGATE_CONNECT_TO: [...SECRET_STORE_HOSTS.map((h) => `${h}:443:127.0.0.1:${fake.port}`), `${S3_HOST}:443:127.0.0.1:${s3.port}`].join(","),
     CREDGATE_STORE_CACHE_SECONDS: String(CACHE_SECONDS),
   };
   [good, wrong, bare] = await Promise.all([
@@ -93,6 +101,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([good?.stop(), wrong?.stop(), bare?.stop()]);
   await up?.stop();
+  await s3?.stop();
   await fake?.stop();
 });
 
@@ -154,6 +163,22 @@ describe("the value is read from the store and injected; the store is asked once
       expect(fake.calls.filter((x) => x.host === c.host).length).toBe(before + 2);
     });
   }
+});
+
+describe("a store value feeds the signing variants", () => {
+  test("an awsSigV4 secret whose secret key is a field of an AWS Secrets Manager secret: the agent's S3 request is signed with it", async () => {
+    const created = await good.api("POST", "/v1/secrets", {
+      body: { name: "s3-from-store", type: "generic", valueSource: "vault", storeRef: "aws-sm://us-east-1/ci/s3#secret_access_key", hostPattern: S3_HOST, injectionConfig: { awsSigV4: { accessKeyId: S3_KEY.accessKeyId } } },
+    });
+    expect(created.status).toBe(201);
+    const proxy = `http://x:${good.keys.defaultAgentToken}@127.0.0.1:${good.gatewayPort}`;
+    const before = s3.seen.length;
+    const r = await run(["curl", "-sS", "--proxy", proxy, "--cacert", caFiles.get(good)!, "-H", "Authorization: AWS4-HMAC-SHA256 Credential=AKIAPLACEHOLDER/20250101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00", `https://${S3_HOST}/reports/q3.txt`]);
+    expect(r.stdout).toBe("quarterly numbers: 42\n");
+    const seen = s3.seen.slice(before);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ keyId: S3_KEY.accessKeyId, service: "s3", region: "us-east-1", failure: null });
+  });
 });
 
 describe("failures → 502 credential_unavailable naming the secret, never the store's answer", () => {
