@@ -153,6 +153,28 @@ describe("the official clients and credgate's stores read the same values from t
   });
 });
 
+describe("the fakes' refusals read as the official clients expect them", () => {
+  test("a missing secret: the SDKs' own error types and codes", async () => {
+    const aws = await node(`
+      const { SecretsManagerClient, GetSecretValueCommand } = require("@aws-sdk/client-secrets-manager");
+      const c = new SecretsManagerClient({ region: "eu-west-1", credentials: ${JSON.stringify(AWS)}, maxAttempts: 1 });
+      c.send(new GetSecretValueCommand({ SecretId: "prod/none" })).then(() => process.exit(1), (e) => console.log(e.name, e.$metadata.httpStatusCode));`);
+    expect(aws).toBe("ResourceNotFoundException 400");
+    const google = await node(`
+      const { SecretManagerServiceClient } = require("@google-cloud/secret-manager");
+      const c = new SecretManagerServiceClient({ fallback: true, credentials: ${JSON.stringify({ client_email: EMAIL, private_key: SA_KEY.private_key })}, projectId: "stores-demo" });
+      c.accessSecretVersion({ name: "projects/stores-demo/secrets/none/versions/latest" }).then(() => process.exit(1), (e) => console.log(e.status, JSON.parse(e.message).error.status));`);
+    // This version's REST transport surfaces the HTTP status and Google's error body as the message.
+    expect(google).toBe("404 NOT_FOUND");
+    const azure = await node(`
+      const { ClientSecretCredential } = require("@azure/identity");
+      const { SecretClient } = require("@azure/keyvault-secrets");
+      const cred = new ClientSecretCredential(${JSON.stringify(AZURE.tenantId)}, ${JSON.stringify(AZURE.clientId)}, ${JSON.stringify(AZURE.clientSecret)}, { disableInstanceDiscovery: true });
+      new SecretClient("https://prodvault.vault.azure.net", cred).getSecret("none").then(() => process.exit(1), (e) => console.log(e.statusCode, e.code));`);
+    expect(azure).toBe("404 SecretNotFound");
+  });
+});
+
 describe("AWS Secrets Manager", () => {
   test("#field picks a JSON field (a number as written); SecretBinary that is UTF-8 text is the value", async () => {
     expect(await read(stores.aws, "aws-sm://us-east-1/prod/db#password")).toBe(VALUES.aws);
