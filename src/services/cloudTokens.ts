@@ -3,11 +3,13 @@
 // tenant's token endpoint, through the gateway's own egress path. Used until 5 minutes before they expire and
 // minted once for everyone: the gateway processes of an instance share one SharedCache entry (a worker asks the
 // primary), the instances on one database the `minted_tokens` row and its lease (mintLease.ts).
-import { createHash, createPrivateKey, sign } from "node:crypto";
+import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { parseGcpKey, type AzureClientSecretConfig, type GcpKey } from "../core/cloudIdentity.ts";
 import type { SharedCache, SharedCaches } from "../core/sharedCache.ts";
 import { KnownTokens } from "../core/knownTokens.ts";
+import { azureTokenRequest, gcpTokenRequest, readTokenAnswer, TOKEN_REQUEST_HEADERS, type TokenRequest } from "../core/tokenExchange.ts";
+import { gcpAssertion } from "../crypto/gcpAssertion.ts";
 import { log } from "../observability/log.ts";
 import { clockNow } from "../runtime/clock.ts";
 import type { ServiceDeps } from "./deps.ts";
@@ -15,10 +17,7 @@ import { leasedToken, type Minted, type TokenOutcome } from "./mintLease.ts";
 import type { EgressCheck } from "./notifications/index.ts";
 import type { Outbound } from "./outbound.ts";
 
-export const AZURE_LOGIN = "https://login.microsoftonline.com";
 const MINT_TIMEOUT_MS = 15_000;
-/** What Google allows for a JWT-bearer assertion. */
-const ASSERTION_SECONDS = 3600;
 
 export type { TokenOutcome };
 
@@ -27,17 +26,6 @@ export type { TokenOutcome };
  * GCP per (account, key id, token endpoint, scopes), Azure per (tenant, client, scope).
  */
 type Subject = { cloud: "gcp"; email: string; keyId: string; tokenUri: string; scopes: string } | { cloud: "azure"; tenantId: string; clientId: string; scope: string };
-
-const b64url = (s: string | Buffer) => Buffer.from(s).toString("base64url");
-
-/** The service account's assertion: RS256, `iss` = client_email, `scope`, `aud` = token_uri, for one hour. */
-export function gcpAssertion(key: GcpKey, scopes: string, nowMs = Date.now()): string {
-  const now = Math.floor(nowMs / 1000);
-  const head = b64url(JSON.stringify({ alg: "RS256", typ: "JWT", ...(key.privateKeyId ? { kid: key.privateKeyId } : {}) }));
-  const body = b64url(JSON.stringify({ iss: key.clientEmail, scope: scopes, aud: key.tokenUri, iat: now, exp: now + ASSERTION_SECONDS }));
-  const signature = sign("RSA-SHA256", Buffer.from(`${head}.${body}`), createPrivateKey(key.privateKey));
-  return `${head}.${body}.${b64url(signature)}`;
-}
 
 export class CloudTokens {
   readonly #cache: SharedCache<TokenOutcome>;
@@ -125,37 +113,31 @@ export class CloudTokens {
   async #mint(subject: Subject, value: string): Promise<Minted> {
     const who = subject.cloud === "gcp" ? { account: subject.email } : { tenantId: subject.tenantId, clientId: subject.clientId };
     try {
-      let url: URL;
-      let form: URLSearchParams;
+      let request: TokenRequest;
       if (subject.cloud === "gcp") {
         const key = parseGcpKey(value);
         if (key === null) return { ok: false, reason: "the stored value is not a service-account key" };
-        url = new URL(key.tokenUri);
-        form = new URLSearchParams({ grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion: gcpAssertion(key, subject.scopes) });
+        request = gcpTokenRequest(key.tokenUri, gcpAssertion(key, subject.scopes));
       } else {
-        url = new URL(`${AZURE_LOGIN}/${encodeURIComponent(subject.tenantId)}/oauth2/v2.0/token`);
-        form = new URLSearchParams({ grant_type: "client_credentials", client_id: subject.clientId, client_secret: value, scope: subject.scope });
+        request = azureTokenRequest(subject.tenantId, subject.clientId, value, subject.scope);
       }
+      const { url, form } = request;
       const verdict = await this.egress.check(url.hostname, Number(url.port) || 443);
       if (verdict.kind !== "dial") return { ok: false, reason: verdict.kind === "denied" ? `egress denied (${verdict.address})` : verdict.reason };
       const res = await this.outbound.fetchAt(url, verdict.target, {
         method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json", "user-agent": "credgate" },
+        headers: TOKEN_REQUEST_HEADERS,
         body: form.toString(),
         redirect: "manual",
         signal: AbortSignal.timeout(MINT_TIMEOUT_MS),
       });
-      const body = (await res.json().catch(() => null)) as { access_token?: unknown; expires_in?: unknown; error?: unknown; error_description?: unknown } | null;
-      const expiresIn = Number(body?.expires_in);
-      if (res.status !== 200 || typeof body?.access_token !== "string" || body.access_token === "" || !(expiresIn > 0)) {
-        // The issuer's error code only: a description may quote what was sent.
-        const reason = `${subject.cloud === "gcp" ? "Google" : "Azure AD"} answered ${res.status}${typeof body?.error === "string" ? `: ${body.error.slice(0, 100)}` : ""}`;
-        log.warn("cloud token not minted", { cloud: subject.cloud, ...who, reason });
-        return { ok: false, reason };
+      const answer = readTokenAnswer(subject.cloud === "gcp" ? "Google" : "Azure AD", res.status, await res.json().catch(() => null));
+      if (!answer.ok) {
+        log.warn("cloud token not minted", { cloud: subject.cloud, ...who, reason: answer.reason });
+        return answer;
       }
-      const expiresAt = clockNow() + expiresIn * 1000;
-      log.info("cloud token minted", { cloud: subject.cloud, ...who, expiresIn });
-      return { ok: true, token: body.access_token, expiresAt };
+      log.info("cloud token minted", { cloud: subject.cloud, ...who, expiresIn: answer.expiresInSeconds });
+      return { ok: true, token: answer.token, expiresAt: clockNow() + answer.expiresInSeconds * 1000 };
     } catch (err) {
       log.warn("cloud token not minted", { cloud: subject.cloud, ...who, reason: (err as Error).message });
       return { ok: false, reason: (err as Error).message };

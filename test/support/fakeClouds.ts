@@ -38,7 +38,8 @@ export interface CloudAccounts {
   object: { container: string; name: string; content: string };
 }
 
-function verifyAssertion(jwt: string, key: KeyObject, email: string): { scope: string } | string {
+/** A service account's JWT-bearer assertion as Google checks it: RS256 with the account's key, iss, aud, scope, ≤ 1 h. */
+export function verifyAssertion(jwt: string, key: KeyObject, email: string, aud = GOOGLE_TOKEN_URI): { scope: string } | string {
   const parts = jwt.split(".");
   if (parts.length !== 3) return "not a JWT";
   const header = JSON.parse(Buffer.from(parts[0]!, "base64url").toString());
@@ -46,7 +47,7 @@ function verifyAssertion(jwt: string, key: KeyObject, email: string): { scope: s
   if (!verify("RSA-SHA256", Buffer.from(`${parts[0]}.${parts[1]}`), key, Buffer.from(parts[2]!, "base64url"))) return "bad signature";
   const claims = JSON.parse(Buffer.from(parts[1]!, "base64url").toString());
   if (claims.iss !== email) return `iss ${claims.iss}`;
-  if (claims.aud !== GOOGLE_TOKEN_URI) return `aud ${claims.aud}`;
+  if (claims.aud !== aud) return `aud ${claims.aud}`;
   if (typeof claims.scope !== "string" || claims.scope === "") return "no scope";
   const now = Math.floor(Date.now() / 1000);
   if (!(claims.iat <= now + 5) || !(claims.exp > now) || claims.exp - claims.iat > 3600) return "iat/exp out of range";
@@ -54,6 +55,30 @@ function verifyAssertion(jwt: string, key: KeyObject, email: string): { scope: s
 }
 
 const AZURE_SCOPES = new Set(["https://storage.azure.com/.default", "https://management.azure.com/.default", "https://vault.azure.net/.default", "https://graph.microsoft.com/.default", "https://cognitiveservices.azure.com/.default"]);
+
+/** The Azure AD authority metadata MSAL asks for (OpenID configuration, instance discovery) for `tenantId`. */
+export function azureAuthorityMetadata(url: URL, tenantId: string): Response {
+  const tenant = url.pathname.split("/")[1]!;
+  if (url.pathname.endsWith("/.well-known/openid-configuration")) {
+    const base = `https://login.microsoftonline.com/${tenant}`;
+    return Response.json({
+      token_endpoint: `${base}/oauth2/v2.0/token`,
+      authorization_endpoint: `${base}/oauth2/v2.0/authorize`,
+      end_session_endpoint: `${base}/oauth2/v2.0/logout`,
+      issuer: `https://login.microsoftonline.com/${tenant}/v2.0`,
+      jwks_uri: `${base}/discovery/v2.0/keys`,
+      response_types_supported: ["code", "id_token", "code id_token", "id_token token"],
+    });
+  }
+  if (url.pathname.endsWith("/discovery/instance")) {
+    return Response.json({
+      tenant_discovery_endpoint: `https://login.microsoftonline.com/${tenantId}/v2.0/.well-known/openid-configuration`,
+      "api-version": "1.1",
+      metadata: [{ preferred_network: "login.microsoftonline.com", preferred_cache: "login.windows.net", aliases: ["login.microsoftonline.com", "login.windows.net", "login.microsoft.com", "sts.windows.net"] }],
+    });
+  }
+  return Response.json({ error: "not_found" }, { status: 404 });
+}
 
 export function startFakeClouds(pki: TestPki, accounts: CloudAccounts): FakeClouds {
   const gcpKey = createPublicKey(accounts.gcp.publicKeyPem);
@@ -132,30 +157,6 @@ export function startFakeClouds(pki: TestPki, accounts: CloudAccounts): FakeClou
     return Response.json({ token_type: "Bearer", expires_in: fake.tokenSeconds, ext_expires_in: fake.tokenSeconds, access_token: token });
   }
 
-  function azureMetadata(url: URL): Response {
-    fake.azure.metadata.push(url.pathname + url.search);
-    const tenant = url.pathname.split("/")[1]!;
-    if (url.pathname.endsWith("/.well-known/openid-configuration")) {
-      const base = `https://login.microsoftonline.com/${tenant}`;
-      return Response.json({
-        token_endpoint: `${base}/oauth2/v2.0/token`,
-        authorization_endpoint: `${base}/oauth2/v2.0/authorize`,
-        end_session_endpoint: `${base}/oauth2/v2.0/logout`,
-        issuer: `https://login.microsoftonline.com/${tenant}/v2.0`,
-        jwks_uri: `${base}/discovery/v2.0/keys`,
-        response_types_supported: ["code", "id_token", "code id_token", "id_token token"],
-      });
-    }
-    if (url.pathname.endsWith("/discovery/instance")) {
-      return Response.json({
-        tenant_discovery_endpoint: `https://login.microsoftonline.com/${accounts.azure.tenantId}/v2.0/.well-known/openid-configuration`,
-        "api-version": "1.1",
-        metadata: [{ preferred_network: "login.microsoftonline.com", preferred_cache: "login.windows.net", aliases: ["login.microsoftonline.com", "login.windows.net", "login.microsoft.com", "sts.windows.net"] }],
-      });
-    }
-    return Response.json({ error: "not_found" }, { status: 404 });
-  }
-
   fake.server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
@@ -168,7 +169,8 @@ export function startFakeClouds(pki: TestPki, accounts: CloudAccounts): FakeClou
       if (host === "login.microsoftonline.com") {
         const m = /^\/([^/]+)\/oauth2\/v2\.0\/token$/.exec(url.pathname);
         if (m && req.method === "POST") return azureToken(req, m[1]!);
-        return azureMetadata(url);
+        fake.azure.metadata.push(url.pathname + url.search);
+        return azureAuthorityMetadata(url, accounts.azure.tenantId);
       }
       if (host === "storage.googleapis.com") {
         if (!authorized(req, host, url.pathname, (s) => /cloud-platform|devstorage/.test(s))) {

@@ -3,9 +3,15 @@
 import type { StoreKind } from "../../core/storeRefs.ts";
 import { commandStoreFrom } from "./command.ts";
 import type { SecretStore, StoreContext, StoreFactory } from "./types.ts";
+import { awsSecretsManagerFrom } from "./awsSecretsManager.ts";
+import { googleSecretManagerFrom } from "./googleSecretManager.ts";
+import { azureKeyVaultFrom } from "./azureKeyVault.ts";
 
 const FACTORIES: Partial<Record<StoreKind, StoreFactory>> = {
   cmd: commandStoreFrom,
+  "aws-sm": awsSecretsManagerFrom,
+  "gcp-sm": googleSecretManagerFrom,
+  "azure-kv": azureKeyVaultFrom,
 };
 
 /** The configured stores, by scheme: a scheme missing here is "not configured". */
