@@ -2,8 +2,10 @@
 // Each store module adds ONE line to FACTORIES; a factory answers null when its settings are absent.
 import type { StoreKind } from "../../core/storeRefs.ts";
 import type { SecretStore, StoreContext, StoreFactory } from "./types.ts";
+import { hashicorpStoreFrom } from "./hashicorp.ts";
 
 const FACTORIES: Partial<Record<StoreKind, StoreFactory>> = {
+  vault: hashicorpStoreFrom, "vault-db": hashicorpStoreFrom,
 };
 
 /** The configured stores, by scheme: a scheme missing here is "not configured". */
