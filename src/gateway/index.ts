@@ -19,6 +19,8 @@ import { ExecJudge } from "./ssh/judge.ts";
 import { SshInterception } from "./ssh/session.ts";
 import { recheck } from "./postgres/agentAuth.ts";
 import { DatabaseListener } from "./postgres/listener.ts";
+import { hashicorpStoreOf } from "../vault/stores/hashicorp.ts";
+import type { VaultLeases } from "../vault/stores/vaultLeases.ts";
 import { statementJudgeOf } from "./postgres/judge.ts";
 import { logStatement } from "./postgres/statementLog.ts";
 import { forwardCancel, type UpstreamDeps } from "./postgres/upstream.ts";
@@ -40,11 +42,28 @@ export function pipelineDeps(config: Config, services: Services, snapshot: Gatew
   };
 }
 
+/**
+ * The HashiCorp Vault store's leases, revoked when their secret is deleted or points elsewhere: every secret
+ * change event (this instance's writes and, through the store's notifications, other instances') is checked
+ * against the store, so a delete anywhere ends the lease here. Only the process running the broker holds any.
+ */
+function databaseLeases(config: Config, services: Services): VaultLeases | null {
+  const leases = hashicorpStoreOf(config)?.leases ?? null;
+  if (leases === null) return null;
+  services.deps.events.on((event) => {
+    if (event.kind !== "secret" && event.kind !== "organization" && event.kind !== "reload") return;
+    void leases.reconcile((id) => services.secrets.currentStoreRef(id));
+  });
+  return leases;
+}
+
 export class Gateway {
   readonly #listener: GatewayListener;
   /** The database listener (docs/databases.md#the-listener): built with the gateway, listening only in the primary. */
   readonly #database: DatabaseListener;
   #databaseListening = false;
+  /** Vault's database leases the broker holds (docs/secret-stores.md#database-leases); null without HashiCorp Vault. */
+  readonly #leases: VaultLeases | null;
   readonly #upstreams: UpstreamPool;
   readonly #memory = new MemoryKeeper();
   port = 0;
@@ -79,8 +98,9 @@ export class Gateway {
     });
     const upstream: UpstreamDeps = { egress: deps.egress, outbound: services.outbound, config };
     const requestLogs = services.requestLogs;
+    this.#leases = databaseLeases(config, services);
     this.#database = new DatabaseListener({
-      auth: { snapshot, vault: deps.vault, upstream },
+      auth: { snapshot, vault: deps.vault, upstream, leases: this.#leases },
       session: {
         judge: statementJudgeOf(services, snapshot, config),
         recheck: (db, token) => recheck(snapshot, db, token),
@@ -113,6 +133,8 @@ export class Gateway {
     await drain(Promise.all([this.#listener.settled(), this.#database.settled()]));
     this.#listener.destroyAll();
     this.#database.destroyAll();
+    // The sessions on them are gone: the leases end now rather than at their TTL.
+    await this.#leases?.close();
     this.#upstreams.close();
     this.#memory.stop();
   }

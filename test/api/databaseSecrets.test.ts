@@ -201,6 +201,8 @@ describe("which database credentials an agent gets", () => {
       user: "u",
       password: "main-password-123456",
       opRef: null,
+      storeRef: null,
+      lease: null,
       databases: ["app", "other"],
       tls: "verify-full",
       readOnly: false,

@@ -4,6 +4,7 @@
 // login (vaultAuth.ts). Configured by CREDGATE_VAULT_ADDR with CREDGATE_VAULT_TOKEN or the AppRole pair.
 import type { StoreRef } from "../../core/storeRefs.ts";
 import { log } from "../../observability/log.ts";
+import type { Config } from "../../runtime/config.ts";
 import { StoreError, type SecretStore, type StoreContext } from "./types.ts";
 import { VaultAuth, type VaultCredentials } from "./vaultAuth.ts";
 import { vaultAddrOf, vaultCall, vaultFailure, type VaultEndpoint } from "./vaultHttp.ts";
@@ -71,6 +72,14 @@ export class HashicorpVault implements SecretStore {
   }
 }
 
+/** The store the registry built for a process's Config: the broker takes its leases with the same login. */
+const built = new WeakMap<Config, HashicorpVault>();
+
+/** The HashiCorp Vault store of this process (built by the registry, stores/index.ts), or null when not configured. */
+export function hashicorpStoreOf(config: Config): HashicorpVault | null {
+  return built.get(config) ?? null;
+}
+
 /** The store when CREDGATE_VAULT_ADDR and a credential (token, or role and secret ids) are set; else null. */
 export function hashicorpStoreFrom(ctx: StoreContext): HashicorpVault | null {
   const { config } = ctx;
@@ -84,5 +93,7 @@ export function hashicorpStoreFrom(ctx: StoreContext): HashicorpVault | null {
     log.warn("CREDGATE_VAULT_ADDR is set without CREDGATE_VAULT_TOKEN or CREDGATE_VAULT_ROLE_ID/CREDGATE_VAULT_SECRET_ID; HashiCorp Vault is not configured");
     return null;
   }
-  return new HashicorpVault({ addr, namespace: config.vaultNamespace, fetch: ctx.fetch }, credentials, ctx.now);
+  const store = new HashicorpVault({ addr, namespace: config.vaultNamespace, fetch: ctx.fetch }, credentials, ctx.now);
+  built.set(config, store);
+  return store;
 }

@@ -70,6 +70,7 @@ export class VaultLeases {
   /** Revokes the leases of secrets deleted, or whose storeRef changed (seen through the change events). */
   async reconcile(currentRef: CurrentRef): Promise<void> {
     const secrets = new Set([...this.#held].map((l) => l.secretId));
+    for (const id of this.#current.keys()) secrets.add(id);
     for (const secretId of secrets) {
       let ref: string | null;
       try {
