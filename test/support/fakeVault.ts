@@ -15,8 +15,8 @@
 //     role's max TTL); PUT /v1/sys/leases/revoke — or the lease running out — DROPs the role, so a revoked lease
 //     provably cannot log in.
 //   - seal()/unseal(): 503 {"errors":["Vault is sealed"]}, as a sealed Vault answers.
-// Every call is recorded (method, path, namespace header, X-Vault-Request) for the tests' assertions; tokens and
-// passwords are recorded nowhere else.
+// Every call is recorded (method, path, namespace header, X-Vault-Request) for the tests' assertions; leases keep
+// their password so tests can check credgate's output never shows it.
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Server } from "bun";
 import type { DatabaseServer } from "./databaseServer.ts";
@@ -25,6 +25,8 @@ import { makePki, type TestPki } from "./upstream.ts";
 export interface FakeVaultOptions {
   /** Host names the TLS certificate carries (pinned to 127.0.0.1 by CREDGATE_RESOLVE in e2e tests). */
   names?: string[];
+  /** A PKI whose leaf carries `names` (the test's own, so one CA file serves all its upstreams); a new one otherwise. */
+  pki?: TestPki;
   /** Enterprise namespace every call must name with X-Vault-Namespace; null = none (open source Vault). */
   namespace?: string | null;
   /** AppRole credentials and the TTLs of the tokens a login issues. */
@@ -55,6 +57,8 @@ export interface FakeLease {
   leaseId: string;
   role: string;
   username: string;
+  /** For the tests' "never logged" checks. */
+  password: string;
   issuedAt: number;
   expiresAt: number;
   maxEndsAt: number;
@@ -107,7 +111,7 @@ const ident = (s: string) => `"${s.replaceAll('"', '""')}"`;
 
 export async function startFakeVault(opts: FakeVaultOptions = {}): Promise<FakeVault> {
   const names = opts.names ?? ["vault.test"];
-  const pki = makePki([...names, "127.0.0.1"]);
+  const pki = opts.pki ?? makePki([...names, "127.0.0.1"]);
   const namespace = opts.namespace ?? null;
   const rootToken = `hvs.root${randomBytes(12).toString("hex")}`;
   const tokens = new Map<string, TokenEntry>([[rootToken, { expiresAt: null, ttlSeconds: 0, maxEndsAt: null, paths: null }]]);
@@ -170,6 +174,7 @@ export async function startFakeVault(opts: FakeVaultOptions = {}): Promise<FakeV
       leaseId: `${mount}/creds/${role}/${randomBytes(12).toString("base64url")}`,
       role,
       username,
+      password,
       issuedAt: now,
       expiresAt,
       maxEndsAt: now + settings.maxTtlSeconds * 1000,
