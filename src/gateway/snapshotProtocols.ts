@@ -23,12 +23,14 @@ export interface DatabaseCredential {
   port: number;
   /** The real database user ("" for a Vault lease: the lease names it). */
   user: string;
-  /** Inline value; null when it lives in an external vault (then `opRef`) or a secret store (`storeRef`). */
+  /** Inline value; null when it lives in an external vault or a secret store (then `valueRef`). */
   password: string | null;
-  opRef: string | null;
-  /** A store reference whose value is the password (vault://, aws-sm://, …); never a `vault-db://` one. */
-  storeRef: string | null;
-  /** A `vault-db://<mount>/<role>` reference: user and password come from a lease (docs/secret-stores.md#database-leases). */
+  /**
+   * The `op://` or store reference of the password. A `vault-db://` reference is a lease of user and password
+   * (docs/injection.md#secret-stores): the broker takes it from the lease hook, not the value resolver.
+   */
+  valueRef: string | null;
+  /** A `vault-db://<mount>/<role>` reference: user and password come from a lease (docs/secret-stores.md#database-leases); `valueRef` is null then. */
   lease: { ref: string; mount: string; role: string } | null;
   /** Allowed database names; null = any. */
   databases: string[] | null;
@@ -45,9 +47,9 @@ export interface SshCredential {
   secretId: string;
   name: string;
   hostMatch: HostMatcher;
-  /** The private key (inline only: an external-vault key is resolved by the interception). */
+  /** The private key (inline only: a key kept in a vault or a store is resolved by the interception, `valueRef`). */
   key: string | null;
-  opRef: string | null;
+  valueRef: string | null;
   user: string;
   knownHosts: string;
   commands: "git" | "any";
@@ -104,8 +106,7 @@ export function databaseCredentials(services: Services, access: AgentAccess): Ma
       port: db.port ?? DEFAULT_DATABASE_PORT,
       user: lease === null ? (db.user ?? "") : "",
       password: services.secrets.openValue(row),
-      opRef: row.opRef,
-      storeRef: lease === null ? row.storeRef : null,
+      valueRef: lease === null ? (row.opRef ?? row.storeRef) : null,
       lease,
       databases: db.databases ?? null,
       tls: db.tls ?? "verify-full",
@@ -128,7 +129,7 @@ export function sshCredentials(services: Services, access: AgentAccess): SshCred
         name: row.name,
         hostMatch: compileHostPattern(row.hostPattern),
         key: services.secrets.openValue(row),
-        opRef: row.opRef,
+        valueRef: row.opRef ?? row.storeRef,
         user: ssh.user ?? "git",
         knownHosts: ssh.knownHosts,
         commands: ssh.commands ?? "git",

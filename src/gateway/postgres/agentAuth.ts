@@ -63,11 +63,13 @@ export function loggedHost(credential: DatabaseCredential): string {
 
 async function passwordOf(credential: DatabaseCredential, vault: AgentAuthDeps["vault"]): Promise<{ ok: true; value: string } | { ok: false; reason: string }> {
   if (credential.password !== null) return { ok: true, value: credential.password };
-  const ref = credential.opRef ?? credential.storeRef;
+  const ref = credential.valueRef;
   if (ref === null) return { ok: false, reason: "the credential has no password" };
+  // A vault-db:// lease gives the user too: it is the lease hook's (docs/injection.md#secret-stores), never a cached value.
+  if (ref.startsWith("vault-db://")) return { ok: false, reason: "database leases from HashiCorp Vault are not available" };
   const found = vault.peek(ref) ?? (await vault.resolve(ref));
   if (found.ok) return found;
-  const where = credential.opRef !== null ? "the external vault" : "the secret store";
+  const where = ref.startsWith("op://") ? "the external vault" : "the secret store";
   return { ok: false, reason: `the password in ${where} is unavailable (${found.reason})` };
 }
 

@@ -19,6 +19,7 @@ import type { ProxyRequest } from "../request.ts";
 import { scannedBody } from "../scannedBody.ts";
 import type { AgentCredentials } from "../snapshot.ts";
 import type { KnownTokens, TokenCloud } from "../../core/knownTokens.ts";
+import type { KnownValues } from "../../core/knownValues.ts";
 import { answer, PASS, type RequestVerdict, type Stage } from "../stage.ts";
 
 /** Where a watched value belongs: a holder matches the request's host (and path, for an app's host rules). */
@@ -51,14 +52,15 @@ const watches = new WeakMap<AgentCredentials, { watch: LeakWatch | null; generat
 
 /**
  * The agent view's watch, compiled once per view (a snapshot rebuild makes a new view) and again when a cloud
- * token was minted since (`minted`: one integer compared per request).
+ * token was minted or a vault or store value read since (`minted`, `fetched`: two integers added per request;
+ * both only grow, so the sum changes when either does).
  */
-export function leakWatchOf(creds: AgentCredentials, minted: KnownTokens | null = null): LeakWatch | null {
-  const generation = minted?.generation ?? 0;
+export function leakWatchOf(creds: AgentCredentials, minted: KnownTokens | null = null, fetched: KnownValues | null = null): LeakWatch | null {
+  const generation = (minted?.generation ?? 0) + (fetched?.generation ?? 0);
   let kept = watches.get(creds);
-  // A caller without the minted tokens (the database broker) takes the watch as it is, minted tokens and all.
-  if (kept === undefined || (minted !== null && kept.generation !== generation)) {
-    kept = { watch: compileWatch(creds, minted), generation };
+  // A caller without them (the database broker) takes the watch as it is, minted tokens and all.
+  if (kept === undefined || ((minted !== null || fetched !== null) && kept.generation !== generation)) {
+    kept = { watch: compileWatch(creds, minted, fetched), generation };
     watches.set(creds, kept);
   }
   return kept.watch;
@@ -74,7 +76,7 @@ function gcpPrivateKey(value: string): string | null {
   }
 }
 
-function compileWatch(creds: AgentCredentials, minted: KnownTokens | null): LeakWatch | null {
+function compileWatch(creds: AgentCredentials, minted: KnownTokens | null, fetched: KnownValues | null): LeakWatch | null {
   const byValue = new Map<string, Watched>();
   const hold = (value: string, name: string, holder: Holder) => {
     if (value.length < LEAK_MIN_LENGTH) return;
@@ -84,12 +86,14 @@ function compileWatch(creds: AgentCredentials, minted: KnownTokens | null): Leak
   };
   const seen = new Set<string>();
   for (const s of [...creds.visible, ...creds.injectable]) {
-    if (seen.has(s.id) || s.value === null) continue;
+    // A value kept in a vault or a store is watched once this process has read it (docs/injection.md#secret-stores).
+    const value = s.value ?? (s.valueRef !== null ? (fetched?.get(s.valueRef) ?? null) : null);
+    if (seen.has(s.id) || value === null) continue;
     seen.add(s.id);
     // A database password belongs to the database listener only: no HTTP host may receive it (docs/databases.md#the-leak-guard).
     // An SSH key likewise belongs to the SSH interception only (docs/ssh.md#the-ssh-secret).
-    hold(s.value, s.name, s.injection?.database !== undefined || s.injection?.ssh !== undefined ? NO_HTTP_HOST : (host) => s.hostMatch(host));
-    const pem = s.injection?.gcpServiceAccount !== undefined ? gcpPrivateKey(s.value) : null;
+    hold(value, s.name, s.injection?.database !== undefined || s.injection?.ssh !== undefined ? NO_HTTP_HOST : (host) => s.hostMatch(host));
+    const pem = s.injection?.gcpServiceAccount !== undefined ? gcpPrivateKey(value) : null;
     if (pem !== null) hold(pem, s.name, (host) => s.hostMatch(host));
   }
   // Tokens minted for the cloud identities (docs/cloud-identities.md#minting) belong to the hosts of the agent's
@@ -193,16 +197,18 @@ export interface LeakGuardDeps {
   enabled: boolean;
   /** The cloud tokens this process has used, watched too. */
   minted?: KnownTokens | null;
+  /** The values this process has read from vaults and secret stores (services.stores.known), watched too. */
+  fetched?: KnownValues | null;
 }
 
-export function leakGuardStage({ enabled, minted = null }: LeakGuardDeps): Stage {
+export function leakGuardStage({ enabled, minted = null, fetched = null }: LeakGuardDeps): Stage {
   return {
     name: "leak-guard",
     reads: ["agent"],
     provides: ["leak"],
     request(rq) {
       if (!enabled) return PASS;
-      const watch = leakWatchOf(rq.credentials, minted);
+      const watch = leakWatchOf(rq.credentials, minted, fetched);
       if (watch === null) return PASS;
       let w = scanString(rq.target, watch, rq.host, rq.path);
       if (w === null) {

@@ -1,10 +1,12 @@
 // The registry of secret stores (docs/injection.md#secret-stores): which store serves which storeRef scheme.
 // Each store module adds ONE line to FACTORIES; a factory answers null when its settings are absent.
 import type { StoreKind } from "../../core/storeRefs.ts";
+import { commandStoreFrom } from "./command.ts";
 import type { SecretStore, StoreContext, StoreFactory } from "./types.ts";
 import { hashicorpStoreFrom } from "./hashicorp.ts";
 
 const FACTORIES: Partial<Record<StoreKind, StoreFactory>> = {
+  cmd: commandStoreFrom,
   vault: hashicorpStoreFrom, "vault-db": hashicorpStoreFrom,
 };
 
