@@ -5,7 +5,7 @@
 // AppRole in a namespace, its token (4 s TTL) renewed with renew-self at half its TTL and never logged in again
 // while renewals work. Failures are 502 credential_unavailable naming the secret, never Vault's answer.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { eventually, gatewayCa, resolveEntries, run } from "../support/gateway.ts";
+import { gatewayCa, resolveEntries, run, untilTrue } from "../support/gateway.ts";
 import { startFakeVault, type FakeVault } from "../support/fakeVault.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
@@ -141,7 +141,7 @@ describe("AppRole login in a namespace", () => {
     expect(seenAt("/approle/1")[0]!.headers.authorization).toBe(`Bearer ${NS_VALUE}`);
     expect(namespaced.callsTo("/v1/auth/approle/login", "POST").map((c) => c.status)).toEqual([200]);
     // Renewed at half its TTL (2 s), again and again: the token outlives its first TTL.
-    await eventually(() => namespaced.callsTo("/v1/auth/token/renew-self").filter((c) => c.status === 200).length >= 2, 15_000);
+    await untilTrue(() => namespaced.callsTo("/v1/auth/token/renew-self").filter((c) => c.status === 200).length >= 2, 15_000);
     expect(namespaced.callsTo("/v1/auth/approle/login").length).toBe(1);
     expect(namespaced.calls.every((c) => c.namespace === "team-a" && c.vaultRequest === "true")).toBe(true);
     // A read after the first TTL uses the renewed token (the test endpoint bypasses the cache).
