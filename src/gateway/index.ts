@@ -44,6 +44,8 @@ export function pipelineDeps(config: Config, services: Services, snapshot: Gatew
 function databaseLeases(config: Config, services: Services): VaultLeases | null {
   const leases = hashicorpStoreOf(config)?.leases ?? null;
   if (leases === null) return null;
+  // The leak guard knows a lease's password as it knows a value read from a store (docs/databases.md#the-leak-guard).
+  leases.onLease = (ref, password) => services.stores.known.add(ref, password);
   services.deps.events.on((event) => {
     if (event.kind !== "secret" && event.kind !== "organization" && event.kind !== "reload") return;
     void leases.reconcile((id) => services.secrets.currentStoreRef(id));

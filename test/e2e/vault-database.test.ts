@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startBroker, DB_TEST_HOSTS, type Broker } from "../support/databaseBroker.ts";
-import { pgClient, pgConnectError, psql } from "../support/databaseClients.ts";
+import { pgClient, pgConnectError, pgQueryError, psql } from "../support/databaseClients.ts";
 import { databaseServer, type DatabaseServer } from "../support/databaseServer.ts";
 import { startFakeVault, type FakeLease, type FakeVault } from "../support/fakeVault.ts";
 import { eventually, resolveEntries, untilTrue } from "../support/gateway.ts";
@@ -99,6 +99,20 @@ describe("vault-db:// leases", () => {
     expect(leasesOf("app").length).toBe(1);
     expect(broker.cg.output()).toContain(user!);
     expect(broker.cg.output()).not.toContain(leasesOf("app")[0]!.password);
+  });
+
+  test("the leak guard knows the leased password: a statement carrying it is refused, the session goes on", async () => {
+    await leasedSecret(broker, "guarded", "app");
+    const client = await pgClient(broker.pgConfig("guarded"));
+    try {
+      const user = (await client.query("SELECT current_user AS u")).rows[0].u as string;
+      const password = fake.leases.find((l) => l.username === user)!.password;
+      const refused = await pgQueryError(client, `SELECT '${password}'`);
+      expect(refused).toEqual({ code: "42501", message: "credgate: the statement carries a credgate secret" });
+      expect((await client.query("SELECT 1 AS one")).rows[0].one).toBe(1);
+    } finally {
+      await client.end();
+    }
   });
 
   test("ten concurrent first connections (node pg) take one lease", async () => {

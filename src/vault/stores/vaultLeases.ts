@@ -40,6 +40,8 @@ export class VaultLeases {
   #held = new Set<Lease>();
   #taking = new Map<string, Promise<Lease>>();
   #closed = false;
+  /** Told of each new lease's password, under its reference (the leak guard watches it: no statement needs it). */
+  onLease: ((ref: string, password: string) => void) | null = null;
 
   constructor(
     private readonly endpoint: VaultEndpoint,
@@ -112,6 +114,7 @@ export class VaultLeases {
     const replaced = this.#current.get(secretId);
     this.#current.set(secretId, lease);
     if (replaced && replaced.ref !== ref) await this.#revoke(replaced, "the secret's storeRef changed");
+    this.onLease?.(ref, password);
     log.info("database lease taken from HashiCorp Vault", { secretId, user, ttlSeconds: ttl });
     if (ttl > 0 && body.renewable === true) this.#renewAt(lease, ttl);
     else if (ttl > 0) this.#forgetAt(lease);
