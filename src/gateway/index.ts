@@ -58,7 +58,7 @@ export class Gateway {
   /** The database listener (docs/databases.md#the-listener): built with the gateway, listening only in the primary. */
   readonly #database: DatabaseListener;
   #databaseListening = false;
-  /** Vault's database leases the broker holds (docs/secret-stores.md#database-leases); null without HashiCorp Vault. */
+  /** Vault's database leases the broker holds (docs/vault.md#database-leases); null without HashiCorp Vault. */
   readonly #leases: VaultLeases | null;
   readonly #upstreams: UpstreamPool;
   readonly #memory = new MemoryKeeper();

@@ -30,7 +30,7 @@ export interface DatabaseCredential {
    * (docs/injection.md#secret-stores): the broker takes it from the lease hook, not the value resolver.
    */
   valueRef: string | null;
-  /** A `vault-db://<mount>/<role>` reference: user and password come from a lease (docs/secret-stores.md#database-leases); `valueRef` is null then. */
+  /** A `vault-db://<mount>/<role>` reference: user and password come from a lease (docs/vault.md#database-leases); `valueRef` is null then. */
   lease: { ref: string; mount: string; role: string } | null;
   /** Allowed database names; null = any. */
   databases: string[] | null;

@@ -93,7 +93,7 @@ function blankToNull(s: string | null | undefined): string | null {
 
 /**
  * A database secret names its user, unless its password is a Vault database lease: `vault-db://` gives user and
- * password, and a user given anyway is ignored (docs/secret-stores.md#database-leases).
+ * password, and a user given anyway is ignored (docs/vault.md#database-leases).
  */
 function checkDatabaseUser(cfg: InjectionConfigShape | null, storeRef: string | null): void {
   if (cfg?.database === undefined || cfg.database.user !== undefined) return;
@@ -455,7 +455,7 @@ export class SecretService {
     return row.valueSealed === null ? null : this.deps.sealer.open(row.valueSealed);
   }
 
-  /** The secret's storeRef now; null when it has none or is gone (the broker's Vault leases follow it, docs/secret-stores.md#database-leases). */
+  /** The secret's storeRef now; null when it has none or is gone (the broker's Vault leases follow it, docs/vault.md#database-leases). */
   async currentStoreRef(id: string): Promise<string | null> {
     const { secrets } = this.t;
     const [row] = await this.db.select({ storeRef: secrets.storeRef }).from(secrets).where(eq(secrets.id, id)).limit(1);

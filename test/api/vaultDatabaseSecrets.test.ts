@@ -1,4 +1,4 @@
-// A database secret whose password is a Vault database lease (docs/secret-stores.md#database-leases): with a
+// A database secret whose password is a Vault database lease (docs/vault.md#database-leases): with a
 // vault-db:// storeRef, injectionConfig.database.user is optional (the lease gives the user; one given is ignored);
 // without it, the user stays required, on create and when an edit leaves the lease. The snapshot's credential
 // carries the parsed lease reference and no password reference.

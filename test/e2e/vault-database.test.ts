@@ -1,4 +1,4 @@
-// vault-db:// database secrets through the real broker (docs/secret-stores.md#database-leases): a real credgate
+// vault-db:// database secrets through the real broker (docs/vault.md#database-leases): a real credgate
 // process whose database secret names a role of Vault's database secrets engine, played by the fake Vault
 // (test/support/fakeVault.ts) reached over TLS through credgate's egress path (CREDGATE_RESOLVE pins vault.test,
 // CREDGATE_UPSTREAM_CA_FILE trusts its CA). The fake's engine really creates a PostgreSQL role per lease in the

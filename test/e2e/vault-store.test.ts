@@ -1,4 +1,4 @@
-// vault:// values through the real gateway (docs/secret-stores.md#hashicorp-vault): real credgate processes read a
+// vault:// values through the real gateway (docs/vault.md#kv-version-2-values): real credgate processes read a
 // KV version 2 secret from the fake Vault (test/support/fakeVault.ts) over TLS through the egress path
 // (CREDGATE_RESOLVE pins vault.test, CREDGATE_UPSTREAM_CA_FILE trusts it) and inject it into requests curl sends
 // through the gateway to a real TLS upstream. One process logs in with CREDGATE_VAULT_TOKEN; the other with

@@ -1,4 +1,4 @@
-// A fake HashiCorp Vault for the secret-store tests (docs/secret-stores.md): Bun.serve over TLS on loopback (a
+// A fake HashiCorp Vault for the secret-store tests (docs/vault.md): Bun.serve over TLS on loopback (a
 // throwaway CA from test/support/upstream.ts) speaking the parts of Vault's real HTTP API credgate uses, with
 // Vault's JSON shapes and status codes, so that the official client `node-vault` and credgate's own client get the
 // same answers from it (test/unit/fakeVault.test.ts):

@@ -75,7 +75,7 @@ async function passwordOf(credential: DatabaseCredential, vault: AgentAuthDeps["
 
 /**
  * The real user and password: the credential's, or a lease's for a `vault-db://` credential (taken on the first
- * connection, shared by the next ones; docs/secret-stores.md#database-leases).
+ * connection, shared by the next ones; docs/vault.md#database-leases).
  */
 async function loginOf(credential: DatabaseCredential, deps: AgentAuthDeps): Promise<{ ok: true; user: string; password: string } | { ok: false; refusal: Refusal }> {
   const lease = credential.lease;

@@ -1,4 +1,4 @@
-// HashiCorp Vault and OpenBao (docs/secret-stores.md#hashicorp-vault): `vault://<mount>/<path>#<field>` is one
+// HashiCorp Vault and OpenBao (docs/vault.md#kv-version-2-values): `vault://<mount>/<path>#<field>` is one
 // read of a KV version 2 secret (`GET <mount>/data/<path>` → data.data[field]); `vault-db://<mount>/<role>` is a
 // database lease the PostgreSQL broker takes through `leases` (vaultLeases.ts). Both share credgate's one Vault
 // login (vaultAuth.ts). Configured by CREDGATE_VAULT_ADDR with CREDGATE_VAULT_TOKEN or the AppRole pair.

@@ -1,4 +1,4 @@
-// credgate's own login to HashiCorp Vault (docs/secret-stores.md#credgates-vault-login): CREDGATE_VAULT_TOKEN as
+// credgate's own login to HashiCorp Vault (docs/vault.md#credgates-vault-login): CREDGATE_VAULT_TOKEN as
 // given, or an AppRole login (`POST auth/approle/login` with CREDGATE_VAULT_ROLE_ID / CREDGATE_VAULT_SECRET_ID)
 // whose token is renewed with `auth/token/renew-self` at half its TTL; a new login only when a renewal fails or
 // can no longer extend the token (its max TTL is near). One login at a time, whoever waits for it.

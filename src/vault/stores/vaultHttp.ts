@@ -1,4 +1,4 @@
-// One call to HashiCorp Vault or OpenBao (docs/secret-stores.md#hashicorp-vault): the address from
+// One call to HashiCorp Vault or OpenBao (docs/vault.md#kv-version-2-values): the address from
 // CREDGATE_VAULT_ADDR, `X-Vault-Request: true` (Vault's guard against request forgery), `X-Vault-Namespace` when
 // CREDGATE_VAULT_NAMESPACE is set, the token when there is one, JSON both ways, through the store fetch (the
 // gateway's egress path). Failures become StoreErrors whose messages never hold a token, a value or Vault's body.

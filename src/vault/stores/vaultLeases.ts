@@ -1,4 +1,4 @@
-// Database leases from Vault's database secrets engine (docs/secret-stores.md#database-leases): a `vault-db://`
+// Database leases from Vault's database secrets engine (docs/vault.md#database-leases): a `vault-db://`
 // reference on a `database` secret gives the PostgreSQL broker a fresh user and password per lease. A lease is
 // taken on the broker's first use of the secret (one for every connection waiting on it), renewed at half its TTL
 // (`PUT sys/leases/renew`), and replaced on the next use once a renewal fails or can no longer extend it (the max
