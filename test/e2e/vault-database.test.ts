@@ -16,6 +16,8 @@ import { startFakeVault, type FakeLease, type FakeVault } from "../support/fakeV
 import { eventually, resolveEntries, untilTrue } from "../support/gateway.ts";
 import { makePki, type TestPki } from "../support/upstream.ts";
 import { tempDir } from "../support/tmp.ts";
+import { freshDatabase, TEST_MASTER_KEY, testEngine } from "../support/postgres.ts";
+import { startCredgate } from "../support/process.ts";
 
 const VAULT_HOST = "vault.test";
 
@@ -205,6 +207,25 @@ describe("vault-db:// leases", () => {
     const refused = await pgConnectError(broker.pgConfig("unknown-role"));
     expect(refused).toEqual({ code: "08006", message: 'credgate: could not connect to the database: no lease from HashiCorp Vault for "unknown-role": HashiCorp Vault answered 400 for database/creds/nope' });
   });
+});
+
+describe("two instances on one PostgreSQL store", () => {
+  // The lease lives in the instance whose broker took it; the delete comes through the other instance's API and
+  // reaches it as a change event (LISTEN/NOTIFY): only a shared store has another instance.
+  test.skipIf(testEngine() !== "postgres")("a delete through the other instance revokes the lease", async () => {
+    const shared = { ...env, CREDGATE_DATABASE_URL: await freshDatabase(), CREDGATE_MASTER_KEY: TEST_MASTER_KEY };
+    const [a, b] = await Promise.all([startBroker({ db, env: shared }), startCredgate({ env: shared })]);
+    try {
+      const id = await leasedSecret(a, "shared", "app");
+      const user = (await psql(a.url("shared"), "SELECT current_user")).stdout.trim();
+      expect(await fake.roleExists(user)).toBe(true);
+      expect((await b.api("DELETE", `/v1/secrets/${id}`)).status).toBe(204);
+      await untilTrue(async () => !(await fake.roleExists(user)), 10_000);
+      expect(fake.leases.find((l) => l.username === user)!.revoked).toBe(true);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  }, 90_000);
 });
 
 describe("stop", () => {
