@@ -202,6 +202,19 @@ describe("vault-db:// leases", () => {
     expect(r.stdout.trim()).toStartWith("v-approle-app-");
   });
 
+  test("the test endpoint takes a lease and revokes it at once", async () => {
+    const id = await leasedSecret(broker, "tested", "other");
+    const before = leasesOf("other").length;
+    const tested = await broker.cg.api("POST", `/v1/secrets/${id}/test`);
+    expect(tested.status).toBe(200);
+    expect(tested.body.ok).toBe(true);
+    const taken = leasesOf("other").slice(before);
+    expect(taken.length).toBe(1);
+    expect(taken[0]!.revoked).toBe(true);
+    expect(await fake.roleExists(taken[0]!.username)).toBe(false);
+    expect(tested.text).not.toContain(taken[0]!.password);
+  });
+
   test("a role Vault does not know: the refusal says what Vault answered, nothing of its body", async () => {
     await leasedSecret(broker, "unknown-role", "nope");
     const refused = await pgConnectError(broker.pgConfig("unknown-role"));

@@ -13,6 +13,7 @@ import { StoreError } from "../../src/vault/stores/types.ts";
 import { databaseServer, type DatabaseServer } from "../support/databaseServer.ts";
 import { startFakeVault, type FakeVault } from "../support/fakeVault.ts";
 import { loadConfig } from "../../src/runtime/config.ts";
+import { untilTrue } from "../support/gateway.ts";
 
 let fake: FakeVault;
 let db: DatabaseServer;
@@ -127,6 +128,35 @@ describe("AppRole and renew-self", () => {
     expect(err.reason).toBe("login_failed");
     expect(err.message).not.toContain("nope");
   });
+});
+
+describe("credgate's AppRole token over time", () => {
+  test("renewed at half its TTL; near its max TTL a new login follows; a revoked token's failed renewal logs in again", async () => {
+    const own = await startFakeVault({ names: ["127.0.0.1"], approle: { roleId: "r", secretId: "s", ttlSeconds: 2, maxTtlSeconds: 3 } });
+    try {
+      own.putKv("secret", "a", { v: "value-a" });
+      const config = loadConfig({}, { CREDGATE_VAULT_ADDR: `https://127.0.0.1:${own.port}`, CREDGATE_VAULT_ROLE_ID: "r", CREDGATE_VAULT_SECRET_ID: "s" });
+      const ownCa = readFileSync(own.pki.caFile, "utf8");
+      const store = hashicorpStoreFrom({ config, fetch: (url, init) => fetch(url, { ...init, tls: { ca: ownCa } } as RequestInit), now: Date.now })!;
+      const logins = () => own.callsTo("/v1/auth/approle/login").length;
+      const renewals = () => own.callsTo("/v1/auth/token/renew-self").length;
+      expect(await store.read(ref("vault://secret/a#v"), signal())).toBe("value-a");
+      expect(logins()).toBe(1);
+      // 2 s TTL, 3 s max: renewed at 1 s (2 s granted, capped at the max: 2 s left), then at 2 s only 1 s is left: a new login.
+      await untilTrue(() => renewals() >= 1, 5_000);
+      await untilTrue(() => logins() === 2, 8_000);
+      expect(await store.read(ref("vault://secret/a#v"), signal())).toBe("value-a");
+      // Every token revoked: the next renewal fails (403), and credgate logs in again instead of reading with a dead token.
+      own.revokeTokens();
+      const before = logins();
+      await untilTrue(() => logins() > before, 8_000);
+      expect(own.calls.some((c) => c.path === "/v1/auth/token/renew-self" && c.status === 403)).toBe(true);
+      expect(await store.read(ref("vault://secret/a#v"), signal())).toBe("value-a");
+      await store.close();
+    } finally {
+      await own.stop();
+    }
+  }, 30_000);
 });
 
 describe("database secrets engine", () => {

@@ -80,6 +80,8 @@ export interface FakeVault {
   /** A token restricted to path prefixes (after /v1/), with a TTL (0 = none). */
   addToken(opts?: { paths?: string[]; ttlSeconds?: number }): string;
   callsTo(path: string, method?: string): RecordedCall[];
+  /** Revokes every token but the root token (a renewal with one then fails 403, as after `vault token revoke`). */
+  revokeTokens(): void;
   seal(): void;
   unseal(): void;
   /** Whether a lease's role still exists in PostgreSQL. */
@@ -294,6 +296,9 @@ export async function startFakeVault(opts: FakeVaultOptions = {}): Promise<FakeV
     },
     callsTo(path, method) {
       return calls.filter((c) => c.path === path && (method === undefined || c.method === method));
+    },
+    revokeTokens() {
+      for (const token of [...tokens.keys()]) if (token !== rootToken) tokens.delete(token);
     },
     seal() {
       sealed = true;
