@@ -18,6 +18,7 @@ import { makePki, type TestPki } from "../support/upstream.ts";
 import { tempDir } from "../support/tmp.ts";
 import { freshDatabase, TEST_MASTER_KEY, testEngine } from "../support/postgres.ts";
 import { startCredgate } from "../support/process.ts";
+import { freePort } from "../support/ports.ts";
 
 const VAULT_HOST = "vault.test";
 
@@ -220,6 +221,20 @@ describe("vault-db:// leases", () => {
     const refused = await pgConnectError(broker.pgConfig("unknown-role"));
     expect(refused).toEqual({ code: "08006", message: 'credgate: could not connect to the database: no lease from HashiCorp Vault for "unknown-role": HashiCorp Vault answered 400 for database/creds/nope' });
   });
+});
+
+describe("Vault down", () => {
+  test("nothing listens at CREDGATE_VAULT_ADDR: the refusal names the secret and says Vault cannot be reached", async () => {
+    const closed = await freePort();
+    const own = await startBroker({ db, env: { ...env, CREDGATE_VAULT_ADDR: `https://${VAULT_HOST}:${closed}`, CREDGATE_RESOLVE: `${env.CREDGATE_RESOLVE},${resolveEntries([VAULT_HOST], closed)}` } });
+    try {
+      await leasedSecret(own, "down", "app");
+      const refused = await pgConnectError(own.pgConfig("down"));
+      expect(refused).toEqual({ code: "08006", message: `credgate: could not connect to the database: no lease from HashiCorp Vault for "down": HashiCorp Vault at ${VAULT_HOST}:${closed} could not be reached` });
+    } finally {
+      await own.stop();
+    }
+  }, 60_000);
 });
 
 describe("two instances on one PostgreSQL store", () => {

@@ -94,12 +94,22 @@ describe("KV version 2", () => {
     }
   });
 
+  test("a Vault that does not answer: timeout, when the caller's signal gives up", async () => {
+    fake.hang(true);
+    try {
+      const err = await failure(credgateStore({ CREDGATE_VAULT_TOKEN: fake.rootToken }).read(ref("vault://secret/team/app#token"), AbortSignal.timeout(300)));
+      expect([err.reason, err.message]).toEqual(["timeout", "HashiCorp Vault at 127.0.0.1:" + fake.port + " did not answer in time"]);
+    } finally {
+      fake.hang(false);
+    }
+  });
+
   test("unreachable: a clear reason", async () => {
     const config = loadConfig({}, { CREDGATE_VAULT_ADDR: "https://127.0.0.1:1", CREDGATE_VAULT_TOKEN: "t" });
     const store = hashicorpStoreFrom({ config, fetch: (url, init) => fetch(url, init), now: Date.now })!;
     const err = await failure(store.read(ref("vault://secret/team/app#token"), signal()));
     expect(err.reason).toBe("unreachable");
-    expect(err.message).toStartWith("HashiCorp Vault at 127.0.0.1:1 is unreachable");
+    expect(err.message).toStartWith("HashiCorp Vault at 127.0.0.1:1 could not be reached");
   });
 });
 

@@ -84,6 +84,8 @@ export interface FakeVault {
   revokeTokens(): void;
   seal(): void;
   unseal(): void;
+  /** Stops answering (requests wait) until called with false: a Vault that hangs. */
+  hang(on: boolean): void;
   /** Whether a lease's role still exists in PostgreSQL. */
   roleExists(username: string): Promise<boolean>;
   stop(): Promise<void>;
@@ -121,6 +123,8 @@ export async function startFakeVault(opts: FakeVaultOptions = {}): Promise<FakeV
   const calls: RecordedCall[] = [];
   const leases: FakeLease[] = [];
   let sealed = false;
+  let hanging: Promise<void> | null = null;
+  let release = () => {};
 
   const tokenOk = (token: string | null, path: string): TokenEntry | null => {
     if (token === null) return null;
@@ -261,6 +265,7 @@ export async function startFakeVault(opts: FakeVaultOptions = {}): Promise<FakeV
       hostname: "127.0.0.1",
       tls: { cert: Bun.file(pki.certFile), key: Bun.file(pki.keyFile) },
       async fetch(req) {
+        if (hanging) await hanging;
         const url = new URL(req.url);
         const path = url.pathname.replace(/^\/v1\//, "");
         const ns = req.headers.get("x-vault-namespace");
@@ -306,11 +311,19 @@ export async function startFakeVault(opts: FakeVaultOptions = {}): Promise<FakeV
     unseal() {
       sealed = false;
     },
+    hang(on) {
+      if (on && !hanging) hanging = new Promise((r) => (release = r));
+      if (!on && hanging) {
+        hanging = null;
+        release();
+      }
+    },
     async roleExists(username) {
       const rows = await admin(`SELECT 1 FROM pg_roles WHERE rolname = ${sqlString(username)}`);
       return rows.length > 0;
     },
     async stop() {
+      release();
       for (const l of leases) if (l.timer) clearTimeout(l.timer);
       await server?.stop(true);
     },

@@ -66,10 +66,12 @@ export async function vaultCall(
 }
 
 function unreachable(endpoint: VaultEndpoint, err: unknown, signal: AbortSignal): StoreError {
-  if (err instanceof StoreError) return err;
-  if (signal.aborted) return new StoreError("timeout", `HashiCorp Vault at ${endpoint.addr.host} did not answer in time`);
-  const code = (err as NodeJS.ErrnoException).code;
-  return new StoreError("unreachable", `HashiCorp Vault at ${endpoint.addr.host} is unreachable${code ? ` (${code})` : ""}`);
+  const host = endpoint.addr.host;
+  // The outbound path's own refusals (egress guard, resolution) say what they need to; its network failures are Vault's.
+  if (err instanceof StoreError && err.reason !== "unreachable" && err.reason !== "timeout") return err;
+  if (signal.aborted || (err instanceof StoreError && err.reason === "timeout")) return new StoreError("timeout", `HashiCorp Vault at ${host} did not answer in time`);
+  const code = err instanceof StoreError ? undefined : (err as NodeJS.ErrnoException).code;
+  return new StoreError("unreachable", `HashiCorp Vault at ${host} could not be reached${code ? ` (${code})` : ""}`);
 }
 
 /** The StoreError for an answer other than the one expected; `what` names what was asked (never a value). */
