@@ -26,6 +26,10 @@ export const SIGV4_HOST = "s3.bench.example.com";
 export const SIGV4_KEY_ID = "AKIABENCHMARK0000001";
 /** A Google service-account secret applies here: the gateway mints a token at the upstream's /token (bench/cloudToken.ts). */
 export const GCS_HOST = "gcs.bench.example.com";
+/** A secret whose value a `cmd://` reference reads (docs/injection.md#secret-stores): bench/storeValue.ts. */
+export const STORE_HOST = "store.bench.example.com";
+/** The command behind it: prints SECRET_VALUE, no shell (read once, then cached for the run). */
+export const STORE_COMMANDS = JSON.stringify({ "bench-value": ["printf", "%s", "bench-secret-4f1c2a9e"] });
 
 export interface UpstreamEnv {
   pki: TestPki;
@@ -71,7 +75,7 @@ export interface GatewayOptions {
 
 export async function startUpstreamEnv(log: (msg: string) => void = () => {}): Promise<UpstreamEnv> {
   log("making the upstream PKI (openssl)");
-  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, PH_HOST, SIGV4_HOST, GCS_HOST, "127.0.0.1"]);
+  const pki = makePki([HOST, LLM_HOST, PLAIN_HOST, DNS_HOST, PH_HOST, SIGV4_HOST, GCS_HOST, STORE_HOST, "127.0.0.1"]);
   const upstream = await startServer("upstream.ts", [pki.certFile, pki.keyFile]);
   log(`upstream on 127.0.0.1:${upstream.port} (pid ${upstream.proc.pid})`);
   const direct: Target = { host: HOST, port: upstream.port, caFile: pki.caFile, headers: { authorization: `Bearer ${SECRET_VALUE}` } };
@@ -97,7 +101,10 @@ export async function startGateway(up: UpstreamEnv, opts: GatewayOptions = {}): 
       CREDGATE_GATEWAY_WORKERS: String(opts.workers ?? 1),
       CREDGATE_DNS_SERVERS: dns.address,
       CREDGATE_UPSTREAM_CA_FILE: up.pki.caFile,
-      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST, PH_HOST, SIGV4_HOST, GCS_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
+      CREDGATE_RESOLVE: [HOST, LLM_HOST, PLAIN_HOST, PH_HOST, SIGV4_HOST, GCS_HOST, STORE_HOST].map((h) => `${h}:${up.upstream.port}:127.0.0.1`).join(","),
+      // A store value read once for the whole run: the cache outlives every row.
+      CREDGATE_SECRET_COMMANDS: STORE_COMMANDS,
+      CREDGATE_STORE_CACHE_SECONDS: "86400",
       ...(bunOptions.length ? { BUN_OPTIONS: bunOptions.join(" ") } : {}),
       ...(opts.whatIf?.length ? { BENCH_WHATIF: opts.whatIf.join(",") } : {}),
       ...opts.env,

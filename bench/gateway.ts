@@ -24,6 +24,7 @@ import { printPostgresRows, runPostgresRows } from "./postgres.ts";
 import { testEngine } from "../test/support/postgres.ts";
 import { tempDir } from "../test/support/tmp.ts";
 import { budgetCost, budgetRounds, type BudgetRounds } from "./budgetRounds.ts";
+import { printStoreValue, storeTarget, storeValueRounds } from "./storeValue.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LATENCY_ROUNDS, printAllCores, printBudgets, printCredentialCost, printDnsName, printHttpsProxy, printLeakGuard, printMemory, printMetering, printPlaceholders, printSigV4, printTable, printTraced, TARGETS, type Checks, type Run, type Runs } from "./gatewayReport.ts";
@@ -202,6 +203,10 @@ async function main(): Promise<void> {
     bodyBaseline: await bodyRun(uncredentialed),
     bodyBytes: Buffer.byteLength(megabyte),
   };
+  // A value read from a secret store (bench/storeValue.ts, docs/injection.md#secret-stores): cached, against the inline secret.
+  progress(`store value: cmd:// (cached) vs inline header secret, ${opts.connections} connections, 3 rounds each, ${secs} s each`);
+  const storeRun = (t: Target) => runClient<LoadResult>({ task: "load", connections: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, path: "/", watch, ...t }, peerCpus);
+  const storeValue = await storeValueRounds(storeRun, mitm, await storeTarget(env));
   // HTTP/2 and gRPC on one connection (bench/h2.ts): after the HTTP/1.1 rows, so those are measured as before.
   const http2 = await runH2Rows(env, { cpus, streams: opts.connections, warmupMs: opts.warmupMs, durationMs: opts.durationMs, log: progress });
   // The credential leak guard (docs/guards.md#credential-leak-guard) on the MITM row: with WATCHED more secrets in
@@ -265,6 +270,7 @@ async function main(): Promise<void> {
     metering,
     budgets,
     placeholders,
+    storeValue,
     leakGuard,
     http2,
     sshClone,
@@ -286,6 +292,7 @@ async function main(): Promise<void> {
     printMetering(metering);
     printBudgets(budgets);
     printPlaceholders(placeholders, BODY_PLACEHOLDERS);
+    printStoreValue(storeValue);
     printLeakGuard(leakGuard);
     printH2Rows(http2, TARGETS.throughputRatio);
     if ("error" in postgres) console.log(`PostgreSQL broker rows not measured: ${postgres.error}\n`);

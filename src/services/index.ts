@@ -46,6 +46,7 @@ import { egressFetch } from "./mcp/egressFetch.ts";
 import { storeFetch } from "./storeFetch.ts";
 import { VaultResolver } from "../vault/resolver.ts";
 import { storesFrom } from "../vault/stores/index.ts";
+import { StoreRefChanges } from "./storeRefChanges.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -106,6 +107,8 @@ export interface Services {
    * references, read through one cache per instance; `peek` is synchronous for the gateway's hot path.
    */
   stores: VaultResolver;
+  /** A secret deleted or moved off a store reference, here or on another instance: what holds a lease gives it back. */
+  storeRefChanges: StoreRefChanges;
 }
 
 /** What the composition root hands in from outside the services. */
@@ -205,5 +208,6 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     mcpAuth: new McpAuthService(deps, mcpServers, caches),
     caches,
     stores,
+    storeRefChanges: new StoreRefChanges({ storeRefOf: (id) => secrets.storeRefOf(id), on: (listener) => deps.events.on(listener) }),
   };
 }

@@ -450,6 +450,13 @@ export class SecretService {
     return this.deps.audit.record({ targetType: "secret", targetId: secret.id, projectId: secret.projectId, before, after });
   }
 
+  /** A secret's storeRef whatever its owner (null: none), or undefined when it does not exist (services/storeRefChanges.ts). */
+  async storeRefOf(id: string): Promise<string | null | undefined> {
+    const { secrets } = this.t;
+    const [row] = await this.db.select({ storeRef: secrets.storeRef }).from(secrets).where(eq(secrets.id, id)).limit(1);
+    return row === undefined ? undefined : row.storeRef;
+  }
+
   /** The plaintext of an inline secret, for the gateway snapshot and migration export only. */
   openValue(row: SecretRow): string | null {
     return row.valueSealed === null ? null : this.deps.sealer.open(row.valueSealed);
