@@ -37,19 +37,19 @@ export function pipelineDeps(config: Config, services: Services, snapshot: Gatew
 }
 
 /**
- * The HashiCorp Vault store's leases, revoked when their secret is deleted or points elsewhere: every secret
- * change event (this instance's writes and, through the store's notifications, other instances') is checked
- * against the store, so a delete anywhere ends the lease here. Only the process running the broker holds any.
+ * The HashiCorp Vault store's leases, revoked when their secret is deleted or points elsewhere: a lease's secret is
+ * tracked by services.storeRefChanges, which follows the change events of this instance and, through the store's
+ * notifications, of the others — a delete anywhere ends the lease here. Only the process running the broker holds any.
  */
 function databaseLeases(config: Config, services: Services): VaultLeases | null {
   const leases = hashicorpStoreOf(config)?.leases ?? null;
   if (leases === null) return null;
-  // The leak guard knows a lease's password as it knows a value read from a store (docs/databases.md#the-leak-guard).
-  leases.onLease = (ref, password) => services.stores.known.add(ref, password);
-  services.deps.events.on((event) => {
-    if (event.kind !== "secret" && event.kind !== "organization" && event.kind !== "reload") return;
-    void leases.reconcile((id) => services.secrets.currentStoreRef(id));
-  });
+  leases.onLease = (secretId, ref, password) => {
+    // The leak guard knows a lease's password as it knows a value read from a store (docs/databases.md#the-leak-guard).
+    services.stores.known.add(ref, password);
+    services.storeRefChanges.track(secretId, ref);
+  };
+  services.storeRefChanges.onReleased((secretId) => leases.release(secretId, "the secret was deleted or its storeRef changed"));
   return leases;
 }
 

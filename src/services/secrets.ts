@@ -461,11 +461,4 @@ export class SecretService {
   openValue(row: SecretRow): string | null {
     return row.valueSealed === null ? null : this.deps.sealer.open(row.valueSealed);
   }
-
-  /** The secret's storeRef now; null when it has none or is gone (the broker's Vault leases follow it, docs/vault.md#database-leases). */
-  async currentStoreRef(id: string): Promise<string | null> {
-    const { secrets } = this.t;
-    const [row] = await this.db.select({ storeRef: secrets.storeRef }).from(secrets).where(eq(secrets.id, id)).limit(1);
-    return row?.storeRef ?? null;
-  }
 }

@@ -201,13 +201,17 @@ describe("database secrets engine", () => {
     expect(await fake.roleExists(logins[0]!.user)).toBe(false);
   });
 
-  test("a secret deleted (reconcile) revokes its lease; an unknown role is a clear failure", async () => {
+  test("a released secret's lease is revoked, another's kept; a new reference replaces the lease; an unknown role is a clear failure", async () => {
     const store = credgateStore({ CREDGATE_VAULT_TOKEN: fake.rootToken });
     const { user } = await store.leases.login("sec_2", "vault-db://database/app", { mount: "database", role: "app" });
-    await store.leases.reconcile(async () => "vault-db://database/app");
-    expect(await fake.roleExists(user)).toBe(true);
-    await store.leases.reconcile(async () => null);
+    const kept = await store.leases.login("sec_4", "vault-db://database/app", { mount: "database", role: "app" });
+    await store.leases.release("sec_2", "the secret was deleted");
     expect(await fake.roleExists(user)).toBe(false);
+    expect(await fake.roleExists(kept.user)).toBe(true);
+    // The same secret with another reference: the old lease goes at once.
+    const moved = await store.leases.login("sec_4", "vault-db://database/app#moved", { mount: "database", role: "app" });
+    expect(moved.user).not.toBe(kept.user);
+    expect(await fake.roleExists(kept.user)).toBe(false);
     const err = await failure(store.leases.login("sec_3", "vault-db://database/nope", { mount: "database", role: "nope" }));
     expect(err.message).toBe("HashiCorp Vault answered 400 for database/creds/nope");
     await store.close();

@@ -27,9 +27,6 @@ interface Lease {
   timer: ReturnType<typeof setTimeout> | null;
 }
 
-/** Whether the secret still names this reference: its current storeRef, or null when it is gone. */
-export type CurrentRef = (secretId: string) => Promise<string | null>;
-
 /** A lease is not handed to a new connection in its last seconds: the login must happen while it stands. */
 const LAST_USE_MARGIN_MS = 2_000;
 
@@ -40,8 +37,11 @@ export class VaultLeases {
   #held = new Set<Lease>();
   #taking = new Map<string, Promise<Lease>>();
   #closed = false;
-  /** Told of each new lease's password, under its reference (the leak guard watches it: no statement needs it). */
-  onLease: ((ref: string, password: string) => void) | null = null;
+  /**
+   * Told of each new lease: its secret and reference (to be told when the secret stops using it) and its password
+   * (the leak guard watches it: no statement needs it).
+   */
+  onLease: ((secretId: string, ref: string, password: string) => void) | null = null;
 
   constructor(
     private readonly endpoint: VaultEndpoint,
@@ -69,22 +69,9 @@ export class VaultLeases {
     return [...this.#held].map((l) => l.password);
   }
 
-  /** Revokes the leases of secrets deleted, or whose storeRef changed (seen through the change events). */
-  async reconcile(currentRef: CurrentRef): Promise<void> {
-    const secrets = new Set([...this.#held].map((l) => l.secretId));
-    for (const id of this.#current.keys()) secrets.add(id);
-    for (const secretId of secrets) {
-      let ref: string | null;
-      try {
-        ref = await currentRef(secretId);
-      } catch (err) {
-        log.warn("database lease check failed", { secretId, error: (err as Error).message });
-        continue;
-      }
-      const leases = [...this.#held].filter((l) => l.secretId === secretId);
-      if (ref === null) await this.#revokeAll(secretId, "the secret was deleted");
-      else if (leases.some((l) => l.ref !== ref)) await this.#revokeAll(secretId, "the secret's storeRef changed");
-    }
+  /** Revokes the leases of a secret deleted, or whose storeRef changed (services/storeRefChanges.ts says when). */
+  async release(secretId: string, why: string): Promise<void> {
+    await this.#revokeAll(secretId, why);
   }
 
   /** Revokes every lease held (at stop). */
@@ -114,7 +101,7 @@ export class VaultLeases {
     const replaced = this.#current.get(secretId);
     this.#current.set(secretId, lease);
     if (replaced && replaced.ref !== ref) await this.#revoke(replaced, "the secret's storeRef changed");
-    this.onLease?.(ref, password);
+    this.onLease?.(secretId, ref, password);
     log.info("database lease taken from HashiCorp Vault", { secretId, user, ttlSeconds: ttl });
     if (ttl > 0 && body.renewable === true) this.#renewAt(lease, ttl);
     else if (ttl > 0) this.#forgetAt(lease);
