@@ -25,10 +25,7 @@ export interface DatabaseCredential {
   user: string;
   /** Inline value; null when it lives in an external vault or a secret store (then `valueRef`). */
   password: string | null;
-  /**
-   * The `op://` or store reference of the password. A `vault-db://` reference is a lease of user and password
-   * (docs/injection.md#secret-stores): the broker takes it from the lease hook, not the value resolver.
-   */
+  /** The `op://` or store reference of the password (never a `vault-db://` one: see `lease`). */
   valueRef: string | null;
   /** A `vault-db://<mount>/<role>` reference: user and password come from a lease (docs/vault.md#database-leases); `valueRef` is null then. */
   lease: { ref: string; mount: string; role: string } | null;
