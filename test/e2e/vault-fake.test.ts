@@ -25,6 +25,7 @@ beforeAll(async () => {
   fake = await startFakeVault({ names: ["127.0.0.1"], approle, database: { mount: "database", server: db, roles: { app: { ttlSeconds: 60, maxTtlSeconds: 120 } } } });
   ca = readFileSync(fake.pki.caFile, "utf8");
   fake.putKv("secret", "team/app", { token: "kv-value-abc123", count: 3 });
+  fake.putKv("secret", "odd/na?me%41", { token: "odd-value" });
 });
 afterAll(async () => {
   await fake?.stop();
@@ -59,6 +60,8 @@ describe("KV version 2", () => {
     const store = credgateStore({ CREDGATE_VAULT_TOKEN: fake.rootToken });
     expect(await store.read(ref("vault://secret/team/app#token"), signal())).toBe("kv-value-abc123");
     expect(fake.calls.at(-1)!.vaultRequest).toBe("true");
+    // Names are literal: `?` and `%` are part of the path, sent percent-encoded as node-vault's URL would need them.
+    expect(await store.read(ref("vault://secret/odd/na?me%41#token"), signal())).toBe("odd-value");
   });
 
   test("missing secret, missing field, non-string field, KV v1 mount: clear reasons, no value", async () => {

@@ -267,7 +267,7 @@ export async function startFakeVault(opts: FakeVaultOptions = {}): Promise<FakeV
       async fetch(req) {
         if (hanging) await hanging;
         const url = new URL(req.url);
-        const path = url.pathname.replace(/^\/v1\//, "");
+        const path = decodeURIComponent(url.pathname.replace(/^\/v1\//, ""));
         const ns = req.headers.get("x-vault-namespace");
         const call: RecordedCall = { method: req.method, path: url.pathname, namespace: ns, vaultRequest: req.headers.get("x-vault-request"), status: 0 };
         calls.push(call);

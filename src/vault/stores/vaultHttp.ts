@@ -38,7 +38,8 @@ export async function vaultCall(
   call: { method: "GET" | "POST" | "PUT"; path: string; token: string | null; body?: unknown },
   signal: AbortSignal,
 ): Promise<VaultAnswer> {
-  const url = new URL(`v1/${call.path}`, endpoint.addr);
+  // Names are literal (docs/vault.md#kv-version-2-values): a `?`, `#` or `%` in one is part of the name, not URL syntax.
+  const url = new URL(`v1/${call.path.split("/").map(encodeURIComponent).join("/")}`, endpoint.addr);
   const headers: Record<string, string> = { "x-vault-request": "true", accept: "application/json" };
   if (call.token !== null) headers["x-vault-token"] = call.token;
   if (endpoint.namespace !== null) headers["x-vault-namespace"] = endpoint.namespace;
