@@ -37,7 +37,8 @@ function apply(rq: ProxyRequest, matched: readonly CompiledSecret[], vault: Map<
     }
     // Signed and minted credentials are made by their own stages (aws-sign, github-app), from this value.
     if (isSignedOrMinted(secret.injection)) rq.signing = [...rq.signing, { secret, value }];
-    else if (!rq.applyCredential(secret, value)) return credentialUnavailableFor(rq);
+    // A value that would break the path: a vault or store value is only seen now, so the 502 names its secret.
+    else if (!rq.applyCredential(secret, value)) return credentialUnavailableFor(rq, undefined, secret.value === null ? secret.name : undefined);
   }
   return PASS;
 }

@@ -7,7 +7,8 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import type { InjectionConfigShape } from "../../../src/core/secretRules.ts";
 import type { ProxyRequest } from "../../../src/gateway/request.ts";
 import type { CompiledSecret } from "../../../src/gateway/snapshot.ts";
-import { injectStage, VAULT_VALUE_NOT_HEADER_SAFE } from "../../../src/gateway/stages/inject.ts";
+import { injectStage, STORE_VALUE_NOT_HEADER_SAFE, VAULT_VALUE_NOT_HEADER_SAFE } from "../../../src/gateway/stages/inject.ts";
+import { CommandStore } from "../../../src/vault/stores/command.ts";
 import { agentCredentials, compiledSecret, signIn, testRequest } from "../../../src/gateway/testing.ts";
 import { log } from "../../../src/observability/log.ts";
 import { VaultResolver } from "../../../src/vault/resolver.ts";
@@ -141,5 +142,33 @@ describe("external-vault secrets", () => {
     expect(await outcome(res)).toMatchObject({ decision: "error", status: 502 });
     const { stage } = setup("wrong-token");
     expect(await outcome(stage.request!(request([secret("v", null, "op://Prod/Svc/key", { headerName: "x-k" })])))).toMatchObject({ decision: "error", status: 502 });
+  });
+});
+
+describe("secret-store secrets (docs/injection.md#secret-stores)", () => {
+  // The real cmd:// store: printf, no shell; it runs once per reference, then the value is peeked synchronously.
+  const commands = { key: ["printf", "%s", "store-key-123"], multi: ["printf", "a\\nb"], slash: ["printf", "a/b"] };
+  const stage = injectStage({
+    vault: new VaultResolver({ host: null, token: null, fetch: fakeFetch(new FakeConnect("x")), stores: new Map([["cmd", new CommandStore(commands)]]), commands }),
+  });
+
+  test("a store value is read once, then applied synchronously; 1Password not being configured does not matter", async () => {
+    const first = request([secret("s", null, "cmd://key", { headerName: "authorization", valueFormat: "Bearer {value}" })]);
+    const pending = stage.request!(first);
+    expect(pending).toBeInstanceOf(Promise);
+    expect(await outcome(pending)).toBe("pass");
+    expect(first.headers.get("authorization")).toBe("Bearer store-key-123");
+    const again = request([secret("s", null, "cmd://key", { headerName: "authorization", valueFormat: "Bearer {value}" })]);
+    expect(stage.request!(again)).not.toBeInstanceOf(Promise);
+    expect(again.headers.get("authorization")).toBe("Bearer store-key-123");
+  });
+
+  test("a store value that cannot go into a header or the path: 502 naming the secret; an unknown command: 502 naming it", async () => {
+    expect(await outcome(stage.request!(request([secret("multi", null, "cmd://multi", { headerName: "x-k" })])))).toMatchObject({
+      status: 502,
+      body: { message: `${UNAVAILABLE.message} ${STORE_VALUE_NOT_HEADER_SAFE}`, secret_name: "multi" },
+    });
+    expect(await outcome(stage.request!(request([secret("slash", null, "cmd://slash", { pathTemplate: "/t/{value}" })])))).toMatchObject({ status: 502, body: { ...UNAVAILABLE, secret_name: "slash" } });
+    expect(await outcome(stage.request!(request([secret("nobody", null, "cmd://nobody", { headerName: "x-k" })])))).toMatchObject({ status: 502, body: { ...UNAVAILABLE, secret_name: "nobody" } });
   });
 });
