@@ -215,6 +215,17 @@ describe("database secrets engine", () => {
     const moved = await store.leases.login("sec_4", "vault-db://database/app#moved", { mount: "database", role: "app" });
     expect(moved.user).not.toBe(kept.user);
     expect(await fake.roleExists(kept.user)).toBe(false);
+    // Released while Vault was answering: the new lease is given back at once, the connection refused.
+    fake.hang(true);
+    const racing = failure(store.leases.login("sec_5", "vault-db://database/app", { mount: "database", role: "app" }));
+    await untilTrue(() => fake.calls.some((c) => c.path === "/v1/database/creds/app" && c.status === 0));
+    await store.leases.release("sec_5", "the secret was deleted");
+    const before = fake.leases.length;
+    fake.hang(false);
+    expect((await racing).reason).toBe("released");
+    expect(fake.leases.length).toBe(before + 1);
+    expect(fake.leases.at(-1)!.revoked).toBe(true);
+    expect(await fake.roleExists(fake.leases.at(-1)!.username)).toBe(false);
     const err = await failure(store.leases.login("sec_3", "vault-db://database/nope", { mount: "database", role: "nope" }));
     expect(err.message).toBe("HashiCorp Vault answered 400 for database/creds/nope");
     await store.close();

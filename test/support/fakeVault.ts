@@ -265,12 +265,12 @@ export async function startFakeVault(opts: FakeVaultOptions = {}): Promise<FakeV
       hostname: "127.0.0.1",
       tls: { cert: Bun.file(pki.certFile), key: Bun.file(pki.keyFile) },
       async fetch(req) {
-        if (hanging) await hanging;
         const url = new URL(req.url);
         const path = decodeURIComponent(url.pathname.replace(/^\/v1\//, ""));
         const ns = req.headers.get("x-vault-namespace");
         const call: RecordedCall = { method: req.method, path: url.pathname, namespace: ns, vaultRequest: req.headers.get("x-vault-request"), status: 0 };
         calls.push(call);
+        if (hanging) await hanging;
         let res: Response;
         if (!url.pathname.startsWith("/v1/")) res = errors(404);
         // A token of one namespace means nothing in another (or in the root namespace).

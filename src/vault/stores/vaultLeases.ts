@@ -35,7 +35,10 @@ export class VaultLeases {
   #current = new Map<string, Lease>();
   /** Every lease held and not revoked (current or replaced), for revocation. */
   #held = new Set<Lease>();
+  /** Leases being taken, by secret and reference: connections that come meanwhile wait for the same one. */
   #taking = new Map<string, Promise<Lease>>();
+  /** Bumped by each release of a secret: a lease taken across one is given back at once. */
+  #releases = new Map<string, number>();
   #closed = false;
   /**
    * Told of each new lease: its secret and reference (to be told when the secret stops using it) and its password
@@ -55,22 +58,19 @@ export class VaultLeases {
     const current = this.#current.get(secretId);
     if (current && current.ref === ref && current.expiresAt - this.now() > LAST_USE_MARGIN_MS) return { user: current.user, password: current.password };
     if (current && current.ref !== ref) await this.#revokeAll(secretId, "the secret's storeRef changed");
-    let taking = this.#taking.get(secretId);
+    const key = `${secretId}\n${ref}`;
+    let taking = this.#taking.get(key);
     if (!taking) {
-      taking = this.#take(secretId, ref, target).finally(() => this.#taking.delete(secretId));
-      this.#taking.set(secretId, taking);
+      taking = this.#take(secretId, ref, target).finally(() => this.#taking.delete(key));
+      this.#taking.set(key, taking);
     }
     const lease = await taking;
     return { user: lease.user, password: lease.password };
   }
 
-  /** The passwords of the leases held (for the leak guard: no statement needs one). */
-  passwords(): string[] {
-    return [...this.#held].map((l) => l.password);
-  }
-
   /** Revokes the leases of a secret deleted, or whose storeRef changed (services/storeRefChanges.ts says when). */
   async release(secretId: string, why: string): Promise<void> {
+    this.#releases.set(secretId, (this.#releases.get(secretId) ?? 0) + 1);
     await this.#revokeAll(secretId, why);
   }
 
@@ -82,6 +82,7 @@ export class VaultLeases {
 
   async #take(secretId: string, ref: string, target: { mount: string; role: string }): Promise<Lease> {
     const path = `${target.mount}/creds/${target.role}`;
+    const releases = this.#releases.get(secretId) ?? 0;
     const signal = AbortSignal.timeout(30_000);
     const token = await this.auth.token(signal);
     const answer = await vaultCall(this.endpoint, { method: "GET", path, token }, signal);
@@ -96,6 +97,11 @@ export class VaultLeases {
     if (this.#closed) {
       await this.#revoke(lease, "credgate is stopping");
       throw new StoreError("closed", "credgate is stopping");
+    }
+    // The secret was deleted or moved while Vault answered: nothing would ever release this lease.
+    if ((this.#releases.get(secretId) ?? 0) !== releases) {
+      await this.#revoke(lease, "the secret changed while the lease was taken");
+      throw new StoreError("released", "the secret changed while its lease was taken: reconnect");
     }
     this.#held.add(lease);
     const replaced = this.#current.get(secretId);
@@ -128,6 +134,8 @@ export class VaultLeases {
 
   async #renew(lease: Lease): Promise<void> {
     if (this.#closed || !this.#held.has(lease)) return;
+    // Replaced by a newer lease (taken in this one's last seconds): left to run out for the sessions on it.
+    if (this.#current.get(lease.secretId) !== lease) return this.#forgetAt(lease);
     try {
       const signal = AbortSignal.timeout(30_000);
       const token = await this.auth.token(signal);
