@@ -102,3 +102,11 @@ export function databaseHostError(hostPattern: string, c: DatabaseConfig): strin
   if ((c.tls ?? "verify-full") === "off" && !isLoopbackHost(host)) return DATABASE_TLS_OFF_MESSAGE;
   return null;
 }
+
+/**
+ * A database secret names its user, unless its password is a Vault database lease: `vault-db://` gives user and
+ * password, and a user given anyway is ignored (docs/vault.md#database-leases).
+ */
+export function databaseUserMissing(c: DatabaseConfig | undefined, storeRef: string | null): boolean {
+  return c !== undefined && c.user === undefined && !storeRef?.startsWith("vault-db://");
+}

@@ -23,7 +23,7 @@ import {
   type AuthMode,
   type InjectionConfigShape,
 } from "../core/secretRules.ts";
-import { DATABASE_PARTNER_MESSAGE, DATABASE_USER_REQUIRED, databaseHostError } from "../core/databaseRules.ts";
+import { DATABASE_PARTNER_MESSAGE, DATABASE_USER_REQUIRED, databaseHostError, databaseUserMissing } from "../core/databaseRules.ts";
 import { SSH_KEY_MESSAGE, SSH_PARTNER_MESSAGE } from "../core/sshRules.ts";
 import { parseSshPrivateKey } from "../crypto/sshKeys.ts";
 import type { SecretType, ValueSource } from "../core/model.ts";
@@ -89,16 +89,6 @@ export interface StoreAvailability {
 
 function blankToNull(s: string | null | undefined): string | null {
   return s === undefined || s === null || s.trim() === "" ? null : s.trim();
-}
-
-/**
- * A database secret names its user, unless its password is a Vault database lease: `vault-db://` gives user and
- * password, and a user given anyway is ignored (docs/vault.md#database-leases).
- */
-function checkDatabaseUser(cfg: InjectionConfigShape | null, storeRef: string | null): void {
-  if (cfg?.database === undefined || cfg.database.user !== undefined) return;
-  if (storeRef?.startsWith("vault-db://")) return;
-  throw ApiError.flat(400, DATABASE_USER_REQUIRED);
 }
 
 export class SecretService {
@@ -298,7 +288,7 @@ export class SecretService {
     if (valueSource === "external_vault") this.checkVault(owner);
     if (valueSource === "vault" && input.storeRef === undefined) throw ApiError.flat(400, STORE_REF_REQUIRED_MESSAGE);
     const storeRef = valueSource === "vault" ? this.#checkStoreRef(input.storeRef!, input.type === "generic" ? (input.injectionConfig ?? null) : null) : null;
-    if (input.type === "generic") checkDatabaseUser(input.injectionConfig ?? null, storeRef);
+    if (input.type === "generic" && databaseUserMissing(input.injectionConfig?.database, storeRef)) throw ApiError.flat(400, DATABASE_USER_REQUIRED);
 
     let value = valueSource === "inline" ? input.value! : null;
     let metadata: SecretMetadata | null = null;
@@ -426,7 +416,7 @@ export class SecretService {
     if (coversVendorSuffix(patch.hostPattern ?? row.hostPattern) && !isCloudIdentity(injectionConfig)) throw ApiError.flat(400, HOST_MESSAGES.publicSuffix);
     if (input.pathPattern !== undefined) patch.pathPattern = blankToNull(input.pathPattern);
 
-    if (row.type === "generic") checkDatabaseUser(injectionConfig, patch.storeRef !== undefined ? patch.storeRef : row.storeRef);
+    if (row.type === "generic" && databaseUserMissing(injectionConfig?.database, patch.storeRef !== undefined ? patch.storeRef : row.storeRef)) throw ApiError.flat(400, DATABASE_USER_REQUIRED);
     if (Object.keys(patch).length === 0) throw badRequest(NO_FIELDS_MESSAGE);
     patch.updatedAt = nowIso();
     await this.deps.store.transaction(async () => {
