@@ -155,7 +155,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     }
     if (config.gatewayWorkers > 1) {
       const ports = { port: apiServer.port, gatewayPort };
-      workers = await GatewayWorkers.start(config.gatewayWorkers - 1, (index) => workerCommand(config, ports, index), core.services.deps.events, core.services.caches);
+      workers = await GatewayWorkers.start(config.gatewayWorkers - 1, (index) => workerCommand(config, ports, index), core.services.deps.events, core.services.caches, core.services.stores.known);
       const hub = workers;
       mergePeerMetrics(() => hub.metrics());
     }

@@ -33,7 +33,7 @@ import type { ServiceDeps } from "./deps.ts";
 import { placeholdersClash, placeholderTakenMessage } from "../core/placeholders.ts";
 import { coversVendorSuffix, GCP_DEFAULT_HOST, GCP_KEY_MESSAGE, parseGcpKey } from "../core/cloudIdentity.ts";
 import { HOST_MESSAGES } from "../core/patterns.ts";
-import { parseStoreRef, type StoreRef } from "../core/storeRefs.ts";
+import { checkStoreRef, STORE_REF_REQUIRED_MESSAGE, type StoreAvailability } from "./storeRefChecks.ts";
 
 export type { SecretRow };
 
@@ -78,14 +78,7 @@ export const SECRET_NOT_FOUND = "Secret not found";
 export const VAULT_SCOPE_MESSAGE = "External vault is only available for project-scoped secrets";
 export const VAULT_UNCONFIGURED_MESSAGE = "External vault is not configured on this server";
 export const NO_FIELDS_MESSAGE = "No fields to update";
-export const STORE_REF_REQUIRED_MESSAGE = "storeRef is required when valueSource is vault";
-export const VAULT_DB_DATABASE_ONLY_MESSAGE = "vault-db:// references are only for database secrets (injectionConfig.database)";
 
-/** Which secret stores this instance can read (the resolver answers: services/index.ts wires it). */
-export interface StoreAvailability {
-  /** The 400 message when `ref`'s store is not configured here; null when it is. */
-  unavailable(ref: StoreRef): string | null;
-}
 
 function blankToNull(s: string | null | undefined): string | null {
   return s === undefined || s === null || s.trim() === "" ? null : s.trim();
@@ -194,18 +187,8 @@ export class SecretService {
     if (!this.deps.config.opConnectHost) throw badRequest(VAULT_UNCONFIGURED_MESSAGE);
   }
 
-  /**
-   * A store reference's checks that need the instance or the secret (flat 400s, docs/injection.md#secret-stores):
-   * its store is configured here; a `vault-db://` lease gives a user and a password, so only a database secret
-   * takes one. Secret stores serve project and organization secrets alike (partners are refused by the route).
-   */
   #checkStoreRef(ref: string, cfg: InjectionConfigShape | null): string {
-    const parsed = parseStoreRef(ref.trim());
-    if (typeof parsed === "string") throw ApiError.flat(400, parsed);
-    const message = this.stores?.unavailable(parsed) ?? null;
-    if (message !== null) throw ApiError.flat(400, message);
-    if (parsed.kind === "vault-db" && cfg?.database === undefined) throw ApiError.flat(400, VAULT_DB_DATABASE_ONLY_MESSAGE);
-    return ref.trim();
+    return checkStoreRef(ref, cfg, this.stores);
   }
 
   /**

@@ -75,8 +75,6 @@ export class VaultResolver {
     if (opts.host !== null && opts.token === null) log.warn("CREDGATE_OP_CONNECT_TOKEN is not set; external vault secrets are unavailable");
     this.#client = base !== null && opts.token !== null ? new OnePasswordConnect(base, opts.token, opts.fetch) : null;
     this.#unavailable = this.#client === null ? { ok: false, reason: "not_configured" } : null;
-    // The leak guard asks for values another process of the instance read (docs/guards.md#credential-leak-guard).
-    this.known.loader = (ref) => this.resolve(ref);
   }
 
   get configured(): boolean {

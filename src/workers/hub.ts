@@ -9,6 +9,7 @@
 // primary dies stops.
 import type { Subprocess } from "bun";
 import type { SharedCaches } from "../core/sharedCache.ts";
+import type { KnownValues } from "../core/knownValues.ts";
 import type { EventBus, EventRelay, ChangeEvent } from "../events/bus.ts";
 import { log } from "../observability/log.ts";
 import type { MetricsJson } from "../observability/metrics.ts";
@@ -41,6 +42,8 @@ export class GatewayWorkers implements EventRelay {
     private readonly command: (index: number) => string[],
     private readonly bus: EventBus,
     private readonly caches: SharedCaches,
+    /** The values the instance read from vaults and stores (this process reads them all): every worker learns them. */
+    private readonly known: KnownValues | null,
   ) {}
 
   /**
@@ -48,9 +51,12 @@ export class GatewayWorkers implements EventRelay {
    * already answers) are passed on from the first spawn: a starting worker applies them as soon as it listens for
    * messages, right after loading its snapshot (until then they wait in the IPC channel), instead of missing them.
    */
-  static async start(count: number, command: (index: number) => string[], bus: EventBus, caches: SharedCaches): Promise<GatewayWorkers> {
-    const hub = new GatewayWorkers(command, bus, caches);
+  static async start(count: number, command: (index: number) => string[], bus: EventBus, caches: SharedCaches, known: KnownValues | null = null): Promise<GatewayWorkers> {
+    const hub = new GatewayWorkers(command, bus, caches, known);
     bus.attachRelay(hub);
+    known?.onAdd((ref, value) => {
+      for (const w of hub.#workers.values()) hub.#send(w, { type: "known-value", ref, value });
+    });
     try {
       await Promise.all(Array.from({ length: count }, (_, i) => hub.#spawn(i + 1)));
     } catch (err) {
@@ -135,6 +141,8 @@ export class GatewayWorkers implements EventRelay {
     });
     const worker: Worker = { index, proc, sent: 0, applied: 0, waiting: new Set(), ready };
     this.#workers.set(index, worker);
+    // A worker started (again) later learns what was read before it (the messages wait in the pipe until it listens).
+    if (this.known !== null) for (const [ref, value] of this.known.entries()) this.#send(worker, { type: "known-value", ref, value });
     void proc.exited.then((code) => this.#onExit(worker, code));
     const timer = setTimeout(() => ready.reject(new Error(`gateway worker ${index} did not start within ${START_MS / 1000} s`)), START_MS);
     return ready.promise.finally(() => clearTimeout(timer));

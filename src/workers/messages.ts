@@ -11,7 +11,9 @@ export type ToWorker =
   | { type: "metrics"; id: number }
   | { type: "stop" }
   /** The answer to `cache-get`: null when the primary has no such cache. */
-  | { type: "cache-value"; id: number; entry: Fresh<unknown> | null };
+  | { type: "cache-value"; id: number; entry: Fresh<unknown> | null }
+  /** A value the instance read from a vault or a secret store, for this worker's leak guard (docs/guards.md#credential-leak-guard). */
+  | { type: "known-value"; ref: string; value: string };
 
 export type ToPrimary =
   | { type: "ready" }

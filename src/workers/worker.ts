@@ -59,6 +59,9 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
       case "cache-value":
         primaryCaches.answered(message.id, message.entry);
         return;
+      case "known-value":
+        services.stores.known.add(message.ref, message.value);
+        return;
       case "stop":
         void stop("asked by the primary");
     }

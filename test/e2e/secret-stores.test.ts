@@ -21,6 +21,7 @@ import { makePki, startUpstream, type TestPki, type TestUpstream } from "../supp
 const HOST = "api.store.test";
 const OTHER = "api.elsewhere.test";
 const VALUE = `sk_store_${crypto.randomUUID().replace(/-/g, "")}`;
+const LEAKY_VALUE = `sk_leaky_${crypto.randomUUID().replace(/-/g, "")}`;
 const TESTED_VALUE = `sk_tested_${crypto.randomUUID().replace(/-/g, "")}`;
 const SHORT_VALUE = `sk_short_${crypto.randomUUID().replace(/-/g, "")}`;
 
@@ -49,7 +50,8 @@ beforeAll(async () => {
   writeFileSync(join(dir, "value-outage"), `  ${VALUE}-outage  `);
   writeFileSync(join(dir, "value-multiline"), "first-line\nsecond-line");
   writeFileSync(join(dir, "value-short"), SHORT_VALUE);
-  const commands = Object.fromEntries(["stripe", "outage", "multiline", "short", "tested"].map((k) => [k, [script, k]]));
+  writeFileSync(join(dir, "value-leaky"), LEAKY_VALUE);
+  const commands = Object.fromEntries(["stripe", "outage", "multiline", "short", "tested", "leaky"].map((k) => [k, [script, k]]));
   writeFileSync(join(dir, "value-tested"), TESTED_VALUE);
   pki = makePki([HOST, OTHER]);
   up = startUpstream(pki);
@@ -209,15 +211,21 @@ describe("the guards know a store value once read", () => {
   });
 
   test("the agent sending the value to another host: 403 credential_leak_blocked, nothing forwarded — on both gateway processes", async () => {
-    // The value was read by one process; a tunnel on the other must refuse it too.
+    // The value is read through the primary process only (the worker never asks for it): the worker must refuse it too.
+    await storeSecret(multi, "Leaky", "cmd://leaky", "/leaky/*");
+    const reads = await tunnelsOnBoth(HOST, 1, 2);
+    const onPrimary = reads.find((t) => t.pid === multi.proc.pid)!;
+    expect((await onPrimary.get("/leaky/1")).status).toBe(200);
+    expect(seenAt("/leaky/1")[0]!.headers.authorization).toBe(`Bearer ${LEAKY_VALUE}`);
+    for (const t of reads) t.close();
     const tunnels = await tunnelsOnBoth(OTHER, 2, 4);
     try {
       let i = 0;
       for (const t of tunnels) {
         const path = `/leak/${i++}`;
-        const r = await t.get(path, [`x-copy: ${VALUE}`]);
-        expect(r.status).toBe(403);
-        expect(JSON.parse(r.body)).toMatchObject({ error: "credential_leak_blocked", secret_name: "Stripe" });
+        const r = await t.get(path, [`x-copy: ${LEAKY_VALUE}`]);
+        expect({ pid: t.pid === multi.proc.pid ? "primary" : "worker", status: r.status }).toEqual({ pid: t.pid === multi.proc.pid ? "primary" : "worker", status: 403 });
+        expect(JSON.parse(r.body)).toMatchObject({ error: "credential_leak_blocked", secret_name: "Leaky" });
         expect(seenAt(path)).toHaveLength(0);
       }
     } finally {

@@ -48,14 +48,7 @@ export class LeakWatch {
 
 const NO_HTTP_HOST: Holder = () => false;
 
-interface Kept {
-  watch: LeakWatch | null;
-  generation: number;
-  /** References of vault and store secrets whose values this process has not read: null when none. */
-  missing: string[] | null;
-}
-
-const watches = new WeakMap<AgentCredentials, Kept>();
+const watches = new WeakMap<AgentCredentials, { watch: LeakWatch | null; generation: number }>();
 
 /**
  * The agent view's watch, compiled once per view (a snapshot rebuild makes a new view) and again when a cloud
@@ -63,31 +56,14 @@ const watches = new WeakMap<AgentCredentials, Kept>();
  * both only grow, so the sum changes when either does).
  */
 export function leakWatchOf(creds: AgentCredentials, minted: KnownTokens | null = null, fetched: KnownValues | null = null): LeakWatch | null {
-  return keptWatch(creds, minted, fetched).watch;
-}
-
-function keptWatch(creds: AgentCredentials, minted: KnownTokens | null, fetched: KnownValues | null): Kept {
   const generation = (minted?.generation ?? 0) + (fetched?.generation ?? 0);
   let kept = watches.get(creds);
   // A caller without them (the database broker) takes the watch as it is, minted tokens and all.
   if (kept === undefined || ((minted !== null || fetched !== null) && kept.generation !== generation)) {
-    const missing: string[] = [];
-    kept = { watch: compileWatch(creds, minted, fetched, missing), generation, missing: missing.length === 0 ? null : missing };
+    kept = { watch: compileWatch(creds, minted, fetched), generation };
     watches.set(creds, kept);
   }
-  return kept;
-}
-
-/**
- * The watch, complete: a vault or store value another gateway process read (so this one never did) is read here
- * first — once per reference and process, through the instance's shared cache — so that the agent cannot send a
- * value to another host through the process that does not know it. Synchronous once every value is known.
- */
-export function completeLeakWatch(creds: AgentCredentials, minted: KnownTokens | null, fetched: KnownValues | null): LeakWatch | null | Promise<LeakWatch | null> {
-  const kept = keptWatch(creds, minted, fetched);
-  if (kept.missing === null || fetched === null) return kept.watch;
-  const reading = fetched.want(kept.missing);
-  return reading === null ? kept.watch : reading.then(() => keptWatch(creds, minted, fetched).watch);
+  return kept.watch;
 }
 
 /** A Google key's PEM private key, watched on its own too (a JSON key is rarely sent whole). */
@@ -100,7 +76,7 @@ function gcpPrivateKey(value: string): string | null {
   }
 }
 
-function compileWatch(creds: AgentCredentials, minted: KnownTokens | null, fetched: KnownValues | null, missing: string[]): LeakWatch | null {
+function compileWatch(creds: AgentCredentials, minted: KnownTokens | null, fetched: KnownValues | null): LeakWatch | null {
   const byValue = new Map<string, Watched>();
   const hold = (value: string, name: string, holder: Holder) => {
     if (value.length < LEAK_MIN_LENGTH) return;
@@ -110,10 +86,8 @@ function compileWatch(creds: AgentCredentials, minted: KnownTokens | null, fetch
   };
   const seen = new Set<string>();
   for (const s of [...creds.visible, ...creds.injectable]) {
-    // A value kept in a vault or a store is watched once this process has read it (docs/injection.md#secret-stores).
+    // A value kept in a vault or a store is watched once the instance has read it (docs/injection.md#secret-stores).
     const value = s.value ?? (s.valueRef !== null ? (fetched?.get(s.valueRef) ?? null) : null);
-    // A vault-db:// lease is not a value of the resolver (the broker's lease hook owns it).
-    if (value === null && s.valueRef !== null && fetched !== null && !s.valueRef.startsWith("vault-db://") && !missing.includes(s.valueRef)) missing.push(s.valueRef);
     if (seen.has(s.id) || value === null) continue;
     seen.add(s.id);
     // A database password belongs to the database listener only: no HTTP host may receive it (docs/databases.md#the-leak-guard).
@@ -234,8 +208,7 @@ export function leakGuardStage({ enabled, minted = null, fetched = null }: LeakG
     provides: ["leak"],
     request(rq) {
       if (!enabled) return PASS;
-      const watch = completeLeakWatch(rq.credentials, minted, fetched);
-      return watch instanceof Promise ? watch.then((w) => guard(rq, w)) : guard(rq, watch);
+      return guard(rq, leakWatchOf(rq.credentials, minted, fetched));
     },
   };
 }
