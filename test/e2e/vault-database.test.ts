@@ -223,6 +223,22 @@ describe("vault-db:// leases", () => {
   });
 });
 
+describe("vault:// password", () => {
+  test("a database secret whose password is a KV v2 field: the broker logs in as its user with it, no lease", async () => {
+    fake.putKv("secret", "db/scram", { password: db.users.scram.password });
+    const res = await broker.cg.api("POST", "/v1/secrets", {
+      body: { name: "kv-password", type: "generic", valueSource: "vault", storeRef: "vault://secret/db/scram#password", hostPattern: db.host, injectionConfig: { database: { engine: "postgresql", port: db.port, user: db.users.scram.name } } },
+    });
+    expect(res.status).toBe(201);
+    const leases = fake.leases.length;
+    const r = await psql(broker.url("kv-password"), "SELECT current_user");
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe(db.users.scram.name);
+    expect(fake.leases.length).toBe(leases);
+    expect(fake.callsTo("/v1/secret/data/db/scram", "GET").length).toBe(1);
+  });
+});
+
 describe("Vault down", () => {
   test("nothing listens at CREDGATE_VAULT_ADDR: the refusal names the secret and says Vault cannot be reached", async () => {
     const closed = await freePort();
