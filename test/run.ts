@@ -57,6 +57,8 @@ const POSTGRES_RUN = [
   "test/e2e/database-statements.test.ts",
   // Cloud tokens minted once for two instances on one database (the minted_tokens lease).
   "test/e2e/cloud-identities.test.ts",
+  // A Vault database lease revoked when its secret is deleted through another instance (the change event).
+  "test/e2e/vault-database.test.ts",
   "test/multi",
 ];
 

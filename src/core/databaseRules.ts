@@ -8,6 +8,9 @@ export const DATABASE_EXACT_HOST_MESSAGE = "a database secret needs an exact hos
 export const DATABASE_TLS_OFF_MESSAGE = "tls off is only allowed for a loopback database";
 export const DATABASE_PARTNER_MESSAGE = "database secrets belong to a project or an organization";
 
+/** A database secret whose password is not a Vault lease names its user (a lease names its own). */
+export const DATABASE_USER_REQUIRED = "injectionConfig.database.user is required";
+
 export const DEFAULT_DATABASE_PORT = 5432;
 const FIELDS = ["engine", "port", "user", "databases", "tls", "readOnly", "writes"] as const;
 const TLS: readonly DatabaseTls[] = ["verify-full", "require", "off"];
@@ -39,9 +42,11 @@ export function databaseConfigError(raw: unknown): string | null {
     if (typeof raw.port !== "number" || !Number.isInteger(raw.port)) return `${at("port")} must be an integer`;
     if (raw.port < 1 || raw.port > 65535) return `${at("port")} must be between 1 and 65535`;
   }
-  if (!present(raw.user)) return `${at("user")} is required`;
-  const user = nameError(at("user"), raw.user);
-  if (user) return user;
+  // Required unless the secret's storeRef is a vault-db:// lease (services/secrets.ts, DATABASE_USER_REQUIRED).
+  if (present(raw.user)) {
+    const user = nameError(at("user"), raw.user);
+    if (user) return user;
+  }
   if (present(raw.databases)) {
     if (!Array.isArray(raw.databases)) return `${at("databases")} must be an array`;
     if (raw.databases.length < 1 || raw.databases.length > MAX_DATABASES) return `${at("databases")} must have 1-${MAX_DATABASES} items`;
@@ -60,7 +65,8 @@ export function databaseConfigError(raw: unknown): string | null {
 export interface StoredDatabaseConfig {
   engine: "postgresql";
   port: number;
-  user: string;
+  /** Absent only on a vault-db:// secret, whose leases give the user. */
+  user?: string;
   databases?: string[];
   tls: DatabaseTls;
   readOnly: boolean;
@@ -73,7 +79,7 @@ export function normalizeDatabaseConfig(c: DatabaseConfig): StoredDatabaseConfig
   return {
     engine: "postgresql",
     port: c.port ?? DEFAULT_DATABASE_PORT,
-    user: c.user,
+    ...(c.user !== undefined ? { user: c.user } : {}),
     ...(databases !== null ? { databases: [...new Set(databases)] } : {}),
     tls: c.tls ?? "verify-full",
     readOnly: c.readOnly ?? false,
@@ -95,4 +101,12 @@ export function databaseHostError(hostPattern: string, c: DatabaseConfig): strin
   if (host.includes("*")) return DATABASE_EXACT_HOST_MESSAGE;
   if ((c.tls ?? "verify-full") === "off" && !isLoopbackHost(host)) return DATABASE_TLS_OFF_MESSAGE;
   return null;
+}
+
+/**
+ * A database secret names its user, unless its password is a Vault database lease: `vault-db://` gives user and
+ * password, and a user given anyway is ignored (docs/vault.md#database-leases).
+ */
+export function databaseUserMissing(c: DatabaseConfig | undefined, storeRef: string | null): boolean {
+  return c !== undefined && c.user === undefined && !storeRef?.startsWith("vault-db://");
 }

@@ -18,6 +18,8 @@ import { ExecJudge } from "./ssh/judge.ts";
 import { SshInterception } from "./ssh/session.ts";
 import { recheck } from "./postgres/agentAuth.ts";
 import { DatabaseListener } from "./postgres/listener.ts";
+import { hashicorpStoreOf } from "../vault/stores/hashicorp.ts";
+import type { VaultLeases } from "../vault/stores/vaultLeases.ts";
 import { statementJudgeOf } from "./postgres/judge.ts";
 import { logStatement } from "./postgres/statementLog.ts";
 import { forwardCancel, type UpstreamDeps } from "./postgres/upstream.ts";
@@ -34,11 +36,30 @@ export function pipelineDeps(config: Config, services: Services, snapshot: Gatew
   };
 }
 
+/**
+ * The HashiCorp Vault store's leases, revoked when their secret is deleted or points elsewhere: a lease's secret is
+ * tracked by services.storeRefChanges, which follows the change events of this instance and, through the store's
+ * notifications, of the others — a delete anywhere ends the lease here. Only the process running the broker holds any.
+ */
+function databaseLeases(config: Config, services: Services): VaultLeases | null {
+  const leases = hashicorpStoreOf(config)?.leases ?? null;
+  if (leases === null) return null;
+  leases.onLease = (secretId, ref, password) => {
+    // The leak guard knows a lease's password as it knows a value read from a store (docs/databases.md#the-leak-guard).
+    services.stores.known.add(ref, password);
+    services.storeRefChanges.track(secretId, ref);
+  };
+  services.storeRefChanges.onReleased((secretId) => leases.release(secretId, "the secret was deleted or its storeRef changed"));
+  return leases;
+}
+
 export class Gateway {
   readonly #listener: GatewayListener;
   /** The database listener (docs/databases.md#the-listener): built with the gateway, listening only in the primary. */
   readonly #database: DatabaseListener;
   #databaseListening = false;
+  /** Vault's database leases the broker holds (docs/vault.md#database-leases); null without HashiCorp Vault. */
+  readonly #leases: VaultLeases | null;
   readonly #upstreams: UpstreamPool;
   readonly #memory = new MemoryKeeper();
   port = 0;
@@ -73,8 +94,9 @@ export class Gateway {
     });
     const upstream: UpstreamDeps = { egress: deps.egress, outbound: services.outbound, config };
     const requestLogs = services.requestLogs;
+    this.#leases = databaseLeases(config, services);
     this.#database = new DatabaseListener({
-      auth: { snapshot, vault: deps.vault, upstream },
+      auth: { snapshot, vault: deps.vault, upstream, leases: this.#leases },
       session: {
         judge: statementJudgeOf(services, snapshot, config),
         recheck: (db, token) => recheck(snapshot, db, token),
@@ -107,6 +129,8 @@ export class Gateway {
     await drain(Promise.all([this.#listener.settled(), this.#database.settled()]));
     this.#listener.destroyAll();
     this.#database.destroyAll();
+    // The sessions on them are gone: the leases end now rather than at their TTL.
+    await this.#leases?.close();
     this.#upstreams.close();
     this.#memory.stop();
   }

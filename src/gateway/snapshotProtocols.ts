@@ -3,6 +3,7 @@
 // agent's grants. HTTP credentials, app connections and policy stay in snapshot.ts.
 import { compileHostPattern, type HostMatcher } from "../core/patterns.ts";
 import { DEFAULT_DATABASE_PORT } from "../core/databaseRules.ts";
+import { parseStoreRef } from "../core/storeRefs.ts";
 import type { McpServerStatus } from "../core/model.ts";
 import type { Services } from "../services/index.ts";
 import { usableDatabaseSecrets, type AgentAccess } from "../services/access.ts";
@@ -20,15 +21,14 @@ export interface DatabaseCredential {
   /** The secret's hostPattern: an exact host name or address (IPv6 without brackets). */
   host: string;
   port: number;
-  /** The real database user. */
+  /** The real database user ("" for a Vault lease: the lease names it). */
   user: string;
   /** Inline value; null when it lives in an external vault or a secret store (then `valueRef`). */
   password: string | null;
-  /**
-   * The `op://` or store reference of the password. A `vault-db://` reference is a lease of user and password
-   * (docs/injection.md#secret-stores): the broker takes it from the lease hook, not the value resolver.
-   */
+  /** The `op://` or store reference of the password (never a `vault-db://` one: see `lease`). */
   valueRef: string | null;
+  /** A `vault-db://<mount>/<role>` reference: user and password come from a lease (docs/vault.md#database-leases); `valueRef` is null then. */
+  lease: { ref: string; mount: string; role: string } | null;
   /** Allowed database names; null = any. */
   databases: string[] | null;
   tls: "verify-full" | "require" | "off";
@@ -81,11 +81,19 @@ export type McpGrant =
   | { access: "full" }
   | { access: "custom"; allow: Set<string>; ask: Set<string>; arguments: Record<string, Record<string, string>> };
 
+/** The `vault-db://` reference of a secret, parsed; null for any other value. */
+function leaseOf(storeRef: string | null): DatabaseCredential["lease"] {
+  if (storeRef === null) return null;
+  const ref = parseStoreRef(storeRef);
+  return typeof ref !== "string" && ref.kind === "vault-db" ? { ref: storeRef, mount: ref.mount, role: ref.role } : null;
+}
+
 /** The database credentials the agent may use (services/access.ts decides which), by name. */
 export function databaseCredentials(services: Services, access: AgentAccess): Map<string, DatabaseCredential> {
   const out = new Map<string, DatabaseCredential>();
   for (const [name, row] of usableDatabaseSecrets(access.secrets)) {
     const db = row.injectionConfig!.database!;
+    const lease = leaseOf(row.storeRef);
     out.set(name, {
       secretId: row.id,
       name,
@@ -93,9 +101,10 @@ export function databaseCredentials(services: Services, access: AgentAccess): Ma
       // An IPv6 address may be stored as `[::1]`: the dial wants it bare.
       host: row.hostPattern.replace(/^\[|\]$/g, ""),
       port: db.port ?? DEFAULT_DATABASE_PORT,
-      user: db.user,
+      user: lease === null ? (db.user ?? "") : "",
       password: services.secrets.openValue(row),
-      valueRef: row.opRef ?? row.storeRef,
+      valueRef: lease === null ? (row.opRef ?? row.storeRef) : null,
+      lease,
       databases: db.databases ?? null,
       tls: db.tls ?? "verify-full",
       readOnly: db.readOnly ?? false,

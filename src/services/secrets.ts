@@ -23,7 +23,7 @@ import {
   type AuthMode,
   type InjectionConfigShape,
 } from "../core/secretRules.ts";
-import { DATABASE_PARTNER_MESSAGE, databaseHostError } from "../core/databaseRules.ts";
+import { DATABASE_PARTNER_MESSAGE, DATABASE_USER_REQUIRED, databaseHostError, databaseUserMissing } from "../core/databaseRules.ts";
 import { SSH_KEY_MESSAGE, SSH_PARTNER_MESSAGE } from "../core/sshRules.ts";
 import { parseSshPrivateKey } from "../crypto/sshKeys.ts";
 import type { SecretType, ValueSource } from "../core/model.ts";
@@ -271,6 +271,7 @@ export class SecretService {
     if (valueSource === "external_vault") this.checkVault(owner);
     if (valueSource === "vault" && input.storeRef === undefined) throw ApiError.flat(400, STORE_REF_REQUIRED_MESSAGE);
     const storeRef = valueSource === "vault" ? this.#checkStoreRef(input.storeRef!, input.type === "generic" ? (input.injectionConfig ?? null) : null) : null;
+    if (input.type === "generic" && databaseUserMissing(input.injectionConfig?.database, storeRef)) throw ApiError.flat(400, DATABASE_USER_REQUIRED);
 
     let value = valueSource === "inline" ? input.value! : null;
     let metadata: SecretMetadata | null = null;
@@ -398,6 +399,7 @@ export class SecretService {
     if (coversVendorSuffix(patch.hostPattern ?? row.hostPattern) && !isCloudIdentity(injectionConfig)) throw ApiError.flat(400, HOST_MESSAGES.publicSuffix);
     if (input.pathPattern !== undefined) patch.pathPattern = blankToNull(input.pathPattern);
 
+    if (row.type === "generic" && databaseUserMissing(injectionConfig?.database, patch.storeRef !== undefined ? patch.storeRef : row.storeRef)) throw ApiError.flat(400, DATABASE_USER_REQUIRED);
     if (Object.keys(patch).length === 0) throw badRequest(NO_FIELDS_MESSAGE);
     patch.updatedAt = nowIso();
     await this.deps.store.transaction(async () => {

@@ -201,6 +201,7 @@ describe("which database credentials an agent gets", () => {
       user: "u",
       password: "main-password-123456",
       valueRef: null,
+      lease: null,
       databases: ["app", "other"],
       tls: "verify-full",
       readOnly: false,

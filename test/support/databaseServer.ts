@@ -6,6 +6,7 @@
 //   md5_user    — MD5 (its password stored as an MD5 hash), with or without TLS
 //   clear_user  — cleartext `password`, over TLS only (a plain connection finds no pg_hba line)
 //   clear_plain_user — cleartext `password` without TLS only (a careless server: credgate must not answer it)
+//   members of vault_leased — SCRAM-SHA-256: the login roles a fake Vault's database engine creates per lease
 // A database `app` holds a table `items` to read and write and a writing function `add_item(text)` (a write
 // inside a SELECT). The superuser `postgres` connects from loopback without a password (`admin`).
 //
@@ -100,6 +101,8 @@ function hbaConf(): string {
     `host all md5_user ${net} md5`,
     `hostssl all clear_user ${net} password`,
     `hostnossl all clear_plain_user ${net} password`,
+    // Roles a fake Vault's database secrets engine creates are members of vault_leased (test/support/fakeVault.ts).
+    `host all +vault_leased ${net} scram-sha-256`,
     "",
   ].join("\n");
 }
@@ -142,9 +145,10 @@ export async function startDatabaseServer(): Promise<DatabaseServer> {
       await sql.close();
     }
   };
-  const roles = Object.values(users).map((u) => u.name);
+  const roles = [...Object.values(users).map((u) => u.name), "vault_leased"];
   await admin(
     [
+      `CREATE ROLE vault_leased NOLOGIN`,
       `CREATE ROLE scram_user LOGIN PASSWORD ${sqlString(users.scram.password)}`,
       // An MD5 role needs its password stored as an MD5 hash: a SCRAM verifier cannot answer an MD5 challenge.
       `SET password_encryption = 'md5'`,

@@ -44,7 +44,8 @@ export interface GithubAppConfig {
 export interface DatabaseConfig {
   engine: "postgresql";
   port?: number;
-  user: string;
+  /** Required, except with a vault-db:// storeRef (the lease gives the user; a given one is ignored). */
+  user?: string;
   /** Allowed database names; absent: any. */
   databases?: string[];
   tls?: DatabaseTls;
@@ -105,7 +106,7 @@ export const InjectionConfig = T.Unsafe<InjectionFields>(
           {
             engine: T.Literal("postgresql"),
             port: T.Optional(T.Integer({ minimum: 1, maximum: 65535, default: 5432 })),
-            user: T.String({ minLength: 1, maxLength: 63, description: "The real database user credgate logs in as" }),
+            user: T.Optional(T.String({ minLength: 1, maxLength: 63, description: "The real database user credgate logs in as; required unless storeRef is vault-db:// (the lease's user is used, this one ignored)" })),
             databases: T.Optional(T.Array(T.String({ minLength: 1, maxLength: 63 }), { minItems: 1, maxItems: 100, description: "Allowed database names; any when absent" })),
             tls: T.Optional(Enum("verify-full", "require", "off")),
             readOnly: T.Optional(T.Boolean({ default: false })),

@@ -427,8 +427,8 @@ export type InjectionConfig = {
   database: {
     engine: "postgresql";
     port?: number;
-    /** The real database user credgate logs in as */
-    user: string;
+    /** The real database user credgate logs in as; required unless storeRef is vault-db:// (the lease's user is used, this one ignored) */
+    user?: string;
     /** Allowed database names; any when absent */
     databases?: string[];
     tls?: "verify-full" | "require" | "off";

@@ -3,17 +3,21 @@
 // agent may use, the `database` must be one the credential allows; then credgate connects to the real server
 // with the real password. Every refusal is a Refusal the listener sends as a FATAL ErrorResponse.
 import { log } from "../../observability/log.ts";
+import { StoreError } from "../../vault/stores/types.ts";
 import type { VaultResolver } from "../../vault/resolver.ts";
+import type { VaultLeases } from "../../vault/stores/vaultLeases.ts";
 import type { AgentCredentials, AgentEntry, DatabaseCredential, GatewaySnapshot } from "../snapshot.ts";
 import { isLoopbackPeer } from "./loopbackPeer.ts";
 import type { DbSession } from "./dbSession.ts";
 import { connectUpstream, UpstreamError, type UpstreamDeps, type UpstreamSession } from "./upstream.ts";
-import { credentialChanged, databaseNotAllowed, invalidToken, needsTls, noCredential, noUser, upstreamFailed, type Refusal } from "./refusals.ts";
+import { credentialChanged, databaseNotAllowed, invalidToken, leaseFailed, needsTls, noCredential, noUser, upstreamFailed, type Refusal } from "./refusals.ts";
 
 export interface AgentAuthDeps {
   snapshot: Pick<GatewaySnapshot, "agentForToken" | "credentials">;
   vault: Pick<VaultResolver, "peek" | "resolve">;
   upstream: UpstreamDeps;
+  /** Vault's database leases for `vault-db://` credentials; null when HashiCorp Vault is not configured. */
+  leases: Pick<VaultLeases, "login"> | null;
 }
 
 /** What the listener knows of a connection once its startup message has come. */
@@ -45,10 +49,10 @@ export function refusalBeforePassword(facts: StartupFacts): Refusal | null {
  * The database the session opens: the startup `database`, else the credential's first allowed database, else —
  * as PostgreSQL does — the name of the (real) user (docs/databases.md#authentication).
  */
-export function chosenDatabase(params: Map<string, string>, credential: DatabaseCredential): string {
+export function chosenDatabase(params: Map<string, string>, credential: DatabaseCredential, user = credential.user): string {
   const asked = params.get("database");
   if (asked) return asked;
-  return credential.databases?.[0] ?? credential.user;
+  return credential.databases?.[0] ?? user;
 }
 
 /** The host as logs and approvals show it: without the default port (docs/databases.md#request-logs-and-metrics). */
@@ -67,6 +71,27 @@ async function passwordOf(credential: DatabaseCredential, vault: AgentAuthDeps["
   if (found.ok) return found;
   const where = ref.startsWith("op://") ? "the external vault" : "the secret store";
   return { ok: false, reason: `the password in ${where} is unavailable (${found.reason})` };
+}
+
+/**
+ * The real user and password: the credential's, or a lease's for a `vault-db://` credential (taken on the first
+ * connection, shared by the next ones; docs/vault.md#database-leases).
+ */
+async function loginOf(credential: DatabaseCredential, deps: AgentAuthDeps): Promise<{ ok: true; user: string; password: string } | { ok: false; refusal: Refusal }> {
+  const lease = credential.lease;
+  if (lease === null) {
+    const password = await passwordOf(credential, deps.vault);
+    return password.ok ? { ok: true, user: credential.user, password: password.value } : { ok: false, refusal: upstreamFailed(password.reason) };
+  }
+  if (deps.leases === null) return { ok: false, refusal: leaseFailed(credential.name, "HashiCorp Vault is not configured") };
+  try {
+    const leased = await deps.leases.login(credential.secretId, lease.ref, lease);
+    return { ok: true, user: leased.user, password: leased.password };
+  } catch (err) {
+    const reason = err instanceof StoreError ? err.message : "internal error";
+    if (!(err instanceof StoreError)) log.error("database lease failed unexpectedly", { secretId: credential.secretId, error: (err as Error).message });
+    return { ok: false, refusal: leaseFailed(credential.name, reason) };
+  }
 }
 
 /** The agent's startup parameters but the two credgate chooses; which of them reach the server is upstream.ts's to say. */
@@ -99,7 +124,8 @@ function recheckCredentials(db: DbSession, agent: AgentEntry, credentials: Agent
   const was = db.credential;
   const credential = credentials.databases.get(was.name);
   if (credential === undefined) return { ok: false, refusal: noCredential(was.name) };
-  if (credential.secretId !== was.secretId || credential.host !== was.host || credential.port !== was.port || credential.user !== was.user || credential.tls !== was.tls) {
+  const changed = credential.host !== was.host || credential.port !== was.port || credential.user !== was.user || credential.tls !== was.tls;
+  if (credential.secretId !== was.secretId || changed || credential.lease?.ref !== was.lease?.ref) {
     return { ok: false, refusal: credentialChanged(was.name) };
   }
   if (credential.databases !== null && !credential.databases.includes(db.database)) return { ok: false, refusal: databaseNotAllowed(db.database) };
@@ -119,12 +145,14 @@ export async function authenticate(facts: StartupFacts, token: string, deps: Age
   const user = facts.params.get("user")!;
   const credential = credentials.databases.get(user);
   if (credential === undefined) return refused(noCredential(user));
-  const database = chosenDatabase(facts.params, credential);
-  if (credential.databases !== null && !credential.databases.includes(database)) return refused(databaseNotAllowed(database));
-  const password = await passwordOf(credential, deps.vault);
-  if (!password.ok) return refused(upstreamFailed(password.reason));
+  const asked = chosenDatabase(facts.params, credential);
+  if (credential.databases !== null && !credential.databases.includes(asked)) return refused(databaseNotAllowed(asked));
+  const login = await loginOf(credential, deps);
+  if (!login.ok) return refused(login.refusal);
+  // Without a database asked or listed, PostgreSQL's default: the real user's name (a lease's user when leased).
+  const database = chosenDatabase(facts.params, credential, login.user);
   try {
-    const upstream = await connectUpstream(credential, password.value, {
+    const upstream = await connectUpstream({ ...credential, user: login.user }, login.password, {
       database,
       startupParams: agentSettings(facts.params),
       readOnly: credential.readOnly || credential.writes === "block",

@@ -17,6 +17,7 @@ import type { Services } from "../../services/index.ts";
 import type { DatabaseCredential, GatewaySnapshot } from "../snapshot.ts";
 import type { DbSession, MatchedRule } from "./dbSession.ts";
 import { leakWatchOf } from "../stages/leakGuard.ts";
+import type { KnownValues } from "../../core/knownValues.ts";
 import { logHeldStatement, statementAsBytes } from "./statementLog.ts";
 
 export type { DbSession, MatchedRule } from "./dbSession.ts";
@@ -34,6 +35,8 @@ export interface StatementJudgeDeps {
   remembered: Pick<RememberedApprovals, "allows">;
   /** CREDGATE_LEAK_GUARD is not `off`: the watched values come from the agent's view (stages/leakGuard.ts). */
   leakGuard: boolean;
+  /** Values read from vaults and stores, and the passwords of Vault database leases, watched once known. */
+  fetched?: KnownValues | null;
 }
 
 // The refusals (docs/databases.md#refusals): SQLSTATE and message, as a PostgreSQL ErrorResponse carries them.
@@ -74,7 +77,7 @@ export class StatementJudge {
     const creds = session.credentials;
     if (this.deps.leakGuard) {
       // Any watched value, wherever it belongs: no statement needs a credgate secret (docs/databases.md#the-leak-guard).
-      const watch = leakWatchOf(creds);
+      const watch = leakWatchOf(creds, null, this.deps.fetched ?? null);
       if (watch !== null && watch.set.findInString(statementAsBytes(statement), 0) >= 0) return LEAK;
     }
     const policy = creds.policy;
@@ -209,5 +212,6 @@ export function statementJudgeOf(services: Services, snapshot: GatewaySnapshot, 
     rateLimits: services.rateLimits,
     remembered: snapshot.remembered,
     leakGuard: config.leakGuard,
+    fetched: services.stores.known,
   });
 }

@@ -18,6 +18,11 @@ export const credentialChanged = (user: string): Refusal => ({
   message: `credgate: the database credential "${user}" has changed (server, user or TLS): reconnect`,
 });
 export const upstreamFailed = (reason: string): Refusal => ({ code: "08006", message: `credgate: could not connect to the database: ${reason}` });
+/** No lease from Vault's database secrets engine for a `vault-db://` credential (docs/vault.md#database-leases). */
+export const leaseFailed = (secret: string, reason: string): Refusal => ({
+  code: "08006",
+  message: `credgate: could not connect to the database: no lease from HashiCorp Vault for "${secret}": ${reason}`,
+});
 export const protocolViolation = (what: string): Refusal => ({ code: "08P01", message: `credgate: ${what}` });
 export const unsupportedProtocol = (major: number, minor: number): Refusal => ({
   code: "0A000",

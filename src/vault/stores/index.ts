@@ -6,9 +6,12 @@ import type { SecretStore, StoreContext, StoreFactory } from "./types.ts";
 import { awsSecretsManagerFrom } from "./awsSecretsManager.ts";
 import { googleSecretManagerFrom } from "./googleSecretManager.ts";
 import { azureKeyVaultFrom } from "./azureKeyVault.ts";
+import { hashicorpStoreFrom } from "./hashicorp.ts";
 
 const FACTORIES: Partial<Record<StoreKind, StoreFactory>> = {
   cmd: commandStoreFrom,
+  vault: hashicorpStoreFrom,
+  "vault-db": hashicorpStoreFrom,
   "aws-sm": awsSecretsManagerFrom,
   "gcp-sm": googleSecretManagerFrom,
   "azure-kv": azureKeyVaultFrom,

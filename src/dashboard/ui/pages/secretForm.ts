@@ -66,7 +66,7 @@ type ConfigFields = Partial<Record<string, string | string[]>> & {
   githubApp?: { appId: number; installationId: number };
   gcpServiceAccount?: { scopes?: string[] };
   azureClientSecret?: { tenantId: string; clientId: string; scope?: string };
-  database?: { engine: "postgresql"; port?: number; user: string; databases?: string[]; tls?: string; readOnly?: boolean; writes?: string };
+  database?: { engine: "postgresql"; port?: number; user?: string; databases?: string[]; tls?: string; readOnly?: boolean; writes?: string };
   ssh?: { user?: string; knownHosts: string; commands?: string; push?: string };
 };
 
@@ -96,7 +96,7 @@ export function describeInjection(s: SecretRecord): string {
   if ("database" in c) {
     const d = c.database;
     return [
-      `PostgreSQL ${d.user}@${s.hostPattern.includes(":") && !s.hostPattern.startsWith("[") ? `[${s.hostPattern}]` : s.hostPattern}:${d.port ?? 5432}`,
+      `PostgreSQL ${d.user ?? "(Vault lease)"}@${s.hostPattern.includes(":") && !s.hostPattern.startsWith("[") ? `[${s.hostPattern}]` : s.hostPattern}:${d.port ?? 5432}`,
       d.databases ? `databases ${d.databases.join(", ")}` : "any database",
       `TLS ${d.tls ?? "verify-full"}`,
       d.readOnly ? "read-only" : null,
@@ -312,7 +312,8 @@ function databaseFields(d: ConfigFields["database"], creating: boolean): FieldSp
       when: (v) => isDatabase(v) && !isVault(v),
       match: /^value /i,
     },
-    { name: "dbUser", label: "Database user", value: d?.user ?? "", placeholder: "app", required: true, when, match: /database\.user/i },
+    // Not required with a vault-db:// store reference: the lease names the user (the API says so at the field otherwise).
+    { name: "dbUser", label: "Database user", value: d?.user ?? "", placeholder: "app", when, match: /database\.user/i },
     { name: "dbPort", label: "Port", value: d ? String(d.port ?? 5432) : "", placeholder: "5432", when, match: /database\.port/i },
     {
       name: "dbDatabases",
@@ -374,7 +375,7 @@ function databaseConfig(v: Values): Record<string, unknown> {
   return {
     database: {
       engine: "postgresql",
-      user: str(v.dbUser),
+      ...(str(v.dbUser) ? { user: str(v.dbUser) } : {}),
       ...(port ? { port: /^\d+$/.test(port) ? Number(port) : port } : {}),
       ...(databases.length > 0 ? { databases } : {}),
       tls: str(v.dbTls) || "verify-full",
