@@ -179,6 +179,7 @@ export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
       reply.finish(false);
       return;
     }
+    request.gatewayAnswer = !reply.fromUpstream;
     const close = reply.header("connection")?.toLowerCase() === "close";
     if (request.grpc && !reply.fromUpstream) void this.#grpcRefusal(request, reply, close);
     else {

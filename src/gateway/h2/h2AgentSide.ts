@@ -44,6 +44,11 @@ export class H2AgentSide extends AgentSideBase implements AgentSide, StreamHandl
   #last: Buffer | null = null;
   /** The reply being written: told when the stream goes away or may take more. */
   writer: StreamWriter | null = null;
+  /**
+   * The answer is the gateway's own (a stage's refusal or local answer), not the origin's: nothing will forward the
+   * body. An origin that answered early may still be reading it, and it goes on to the origin.
+   */
+  gatewayAnswer = false;
   /** Answered early: how much more of the body is taken and dropped before the stream is stopped (−1: not answered). */
   #drainLeft = -1;
 
@@ -102,11 +107,12 @@ export class H2AgentSide extends AgentSideBase implements AgentSide, StreamHandl
   }
 
   /**
-   * The answer has gone whole before the body ended (docs/gateway.md#http2-and-grpc): whoever still reads the body
-   * stops, what waited unread is credited, and the rest is taken and dropped as it comes — up to DRAIN_LIMIT, then
-   * the stream is stopped.
+   * The answer has gone whole before the body ended (docs/gateway.md#http2-and-grpc). The gateway's own answer: whoever
+   * still reads the body stops, what waited unread is credited, and the rest is taken and dropped as it comes — up to
+   * DRAIN_LIMIT, then the stream is stopped. The origin's: the body goes on to it.
    */
   onAnsweredEarly(): void {
+    if (!this.gatewayAnswer) return;
     const last = this.#last;
     this.#last = null;
     if (last !== null) this.stream.consumed(last.length);
