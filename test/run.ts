@@ -51,6 +51,8 @@ const POSTGRES_RUN = [
   // OAuth refresh shared by two gateway processes, stored with compare-and-swap.
   "test/e2e/upstream-proxy.test.ts",
   "test/e2e/audit.test.ts",
+  // A rotating refresh token refreshed at once by two instances on one database: the loser takes the winner's token.
+  "test/e2e/oauth-refresh-race.test.ts",
   // GitHub App tokens minted once for every process and instance (the minted_tokens row and its lease).
   "test/e2e/github-app.test.ts",
   // The database broker's approvals, remembered approvals and per-statement request logs live in the store.

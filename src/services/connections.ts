@@ -227,10 +227,15 @@ export class ConnectionService {
     return row ? { swapped: true, row } : { swapped: false, row: await this.byId(id) };
   }
 
-  /** Records a refresh outcome that is not a new token: a status change and/or the failure count. */
-  async setStatus(id: string, status: ConnectionStatus, refreshFailures: number): Promise<ConnectionRow | null> {
+  /**
+   * Records a refresh outcome that is not a new token: a status change and/or the failure count. With `version`,
+   * only if no credential was written since that version was read (compare-and-swap): a refresh's failure never
+   * lands over another instance's fresh token. Null when nothing was written.
+   */
+  async setStatus(id: string, status: ConnectionStatus, refreshFailures: number, version?: number): Promise<ConnectionRow | null> {
     const { appConnections } = this.t;
-    const [row] = await this.db.update(appConnections).set({ status, refreshFailures, updatedAt: nowIso() }).where(eq(appConnections.id, id)).returning();
+    const where = version === undefined ? eq(appConnections.id, id) : and(eq(appConnections.id, id), eq(appConnections.version, version));
+    const [row] = await this.db.update(appConnections).set({ status, refreshFailures, updatedAt: nowIso() }).where(where).returning();
     if (row) this.changed(row.organizationId);
     return row ?? null;
   }

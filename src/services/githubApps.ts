@@ -1,33 +1,21 @@
 // GitHub App installation tokens (docs/injection.md#github-app): minted from the app's private key (an RS256
 // JWT sent to `POST /app/installations/<id>/access_tokens`), used until 5 minutes before they expire, and minted
 // once for everyone: the gateway processes of an instance share one SharedCache entry (a worker asks the
-// primary), and the instances on one database share the `minted_tokens` row — the token, sealed, and a lease that
-// only one process at a time can take to mint (the same conditional-write idea as the OAuth refresh's
-// compare-and-swap, docs/operations.md#gateway-workers-and-caches).
+// primary), and the instances on one database share the `minted_tokens` row and its lease (mintLease.ts, as the
+// cloud identities do, docs/operations.md#gateway-workers-and-caches).
 import { createPrivateKey, sign, type KeyObject } from "node:crypto";
-import { and, eq, isNull, lt, or } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { SharedCache, SharedCaches } from "../core/sharedCache.ts";
-import { nowIso } from "../core/ids.ts";
 import { log } from "../observability/log.ts";
-import { clockNow } from "../runtime/clock.ts";
 import type { ServiceDeps } from "./deps.ts";
+import { leasedToken, type Minted, type TokenOutcome } from "./mintLease.ts";
 import type { EgressCheck } from "./notifications/index.ts";
 import type { Outbound } from "./outbound.ts";
 
 export const GITHUB_API = "https://api.github.com";
-/** A token is used until this long before its expiry (docs/injection.md#github-app). */
-export const EXPIRY_MARGIN_MS = 5 * 60 * 1000;
-/** How long a process may hold the mint lease; a crashed minter's lease lapses after it. */
-const LEASE_MS = 30_000;
-/** How often a process waiting on another's mint looks at the row again. */
-const POLL_MS = 200;
 const MINT_TIMEOUT_MS = 15_000;
-/** A failed mint is not retried for this long (every request meanwhile gets 502 at once rather than another mint). */
-const FAILURE_TTL_MS = 5_000;
-/** How long a caller waits in all (another instance minting, then its own attempt). */
-const WAIT_MS = 45_000;
 
-export type MintedToken = { ok: true; token: string } | { ok: false; reason: string };
+export type MintedToken = TokenOutcome;
 
 export interface GithubAppRef {
   appId: number;
@@ -46,8 +34,6 @@ export function appJwt(appId: number, key: KeyObject, nowMs = Date.now()): strin
   const signature = sign("RSA-SHA256", Buffer.from(`${head}.${body}`), key);
   return `${head}.${body}.${b64url(signature)}`;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class GithubAppTokens {
   readonly #cache: SharedCache<MintedToken>;
@@ -82,37 +68,7 @@ export class GithubAppTokens {
     const ref = { appId, installationId };
     const pem = this.#keys.get(key) ?? (await this.#keyFromStore(ref));
     if (!pem) return { value: { ok: false, reason: "no secret holds this GitHub App's key" }, ttlMs: 0 };
-    const t = this.deps.store.t.mintedTokens;
-    const db = this.deps.store.db;
-    const id = rowKey(ref);
-    const owner = `${this.deps.instanceId}:${process.pid}`;
-    const deadline = Date.now() + WAIT_MS;
-    while (Date.now() < deadline) {
-      const [row] = await db.select().from(t).where(eq(t.key, id)).limit(1);
-      const fresh = row?.tokenSealed && row.expiresAt !== null ? row.expiresAt - EXPIRY_MARGIN_MS - clockNow() : 0;
-      if (row?.tokenSealed && fresh > 0) return { value: { ok: true, token: this.deps.sealer.open(row.tokenSealed) }, ttlMs: fresh };
-      // Take the lease: create the row holding it, or take it over when nobody holds it (or a holder's lapsed).
-      const now = Date.now();
-      const lease = { leaseOwner: owner, leaseUntil: now + LEASE_MS, updatedAt: nowIso() };
-      let taken = row
-        ? (await db.update(t).set(lease).where(and(eq(t.key, id), or(isNull(t.leaseUntil), lt(t.leaseUntil, now)))).returning({ key: t.key })).length > 0
-        : (await db.insert(t).values({ key: id, tokenSealed: null, expiresAt: null, ...lease }).onConflictDoNothing().returning({ key: t.key })).length > 0;
-      if (!taken) {
-        await sleep(POLL_MS);
-        continue;
-      }
-      const minted = await this.#mint(ref, pem);
-      if (!minted.ok) {
-        await db.update(t).set({ leaseOwner: null, leaseUntil: null, updatedAt: nowIso() }).where(and(eq(t.key, id), eq(t.leaseOwner, owner)));
-        return { value: { ok: false, reason: minted.reason }, ttlMs: FAILURE_TTL_MS };
-      }
-      await db
-        .update(t)
-        .set({ tokenSealed: this.deps.sealer.seal(minted.token), expiresAt: minted.expiresAt, leaseOwner: null, leaseUntil: null, updatedAt: nowIso() })
-        .where(eq(t.key, id));
-      return { value: { ok: true, token: minted.token }, ttlMs: Math.max(0, minted.expiresAt - EXPIRY_MARGIN_MS - clockNow()) };
-    }
-    return { value: { ok: false, reason: "timed out waiting for another instance to mint the token" }, ttlMs: 0 };
+    return leasedToken(this.deps, rowKey(ref), () => this.#mint(ref, pem));
   }
 
   /**
@@ -134,7 +90,7 @@ export class GithubAppTokens {
     return row ? this.deps.sealer.open(row.valueSealed!) : null;
   }
 
-  async #mint(ref: GithubAppRef, pem: string): Promise<{ ok: true; token: string; expiresAt: number } | { ok: false; reason: string }> {
+  async #mint(ref: GithubAppRef, pem: string): Promise<Minted> {
     const url = new URL(`${GITHUB_API}/app/installations/${ref.installationId}/access_tokens`);
     try {
       const jwt = appJwt(ref.appId, createPrivateKey(pem));

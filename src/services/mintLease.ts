@@ -1,8 +1,7 @@
 // One mint for every instance on a database (docs/operations.md#gateway-workers-and-caches): a minted token is
 // kept, sealed, in its `minted_tokens` row with its expiry; a process that finds it stale takes the row's lease
 // (a conditional write only one process can win), mints, and writes the token back; the others poll the row
-// until it is fresh. The GitHub App tokens (githubApps.ts) follow the same scheme; the cloud identities use
-// this one.
+// until it is fresh. The GitHub App tokens (githubApps.ts) and the cloud identities (cloudTokens.ts) use it.
 import { and, eq, isNull, lt, or } from "drizzle-orm";
 import { nowIso } from "../core/ids.ts";
 import { clockNow } from "../runtime/clock.ts";

@@ -27,6 +27,12 @@ export const REFRESH_AHEAD_MS = 60_000;
 /** After a failed refresh, the next attempt waits this long (the old token keeps being used meanwhile). */
 const RETRY_AFTER_FAILURE_MS = 5_000;
 const FAILURES_UNTIL_ERROR = 3;
+/**
+ * How long a refresh refused as a dead refresh token waits for another instance's write of the token that won
+ * (its answer came first, its write may still be on its way), looking this often.
+ */
+const NEWER_WRITE_WAIT_MS = 3_000;
+const NEWER_WRITE_POLL_MS = 100;
 
 interface FlowState {
   /** Scope of the connection to create. */
@@ -341,19 +347,36 @@ export class OAuthService {
       const revoked = code === "invalid_grant" || code === "bad_refresh_token";
       if (revoked) {
         // Another instance may have refreshed with this refresh token first (providers that rotate refresh tokens
-        // refuse the old one): its stored token is the one to use, and the connection is not revoked.
-        const now = await this.connections.byId(row.id).catch(() => null);
-        if (now && now.version !== row.version && (now.status === "connected" || now.status === "error")) return this.connections.credential(now);
+        // refuse the old one): its token is the one to use, and the connection is not revoked. Its answer came before
+        // ours, its write may still be on its way: wait for it a moment, and mark the connection revoked only if
+        // nothing was written meanwhile (compare-and-swap on the version read).
+        const theirs = await this.#newerCredential(row);
+        if (theirs !== undefined) return theirs;
+        metrics.oauthRefreshFailures.inc({ provider: row.provider, outcome: "revoked" });
+        const marked = await this.connections.setStatus(row.id, "revoked", row.refreshFailures + 1, row.version).catch(() => null);
+        return marked !== null ? null : ((await this.#newerCredential(row, 0)) ?? null);
       }
-      metrics.oauthRefreshFailures.inc({ provider: row.provider, outcome: revoked ? "revoked" : "retry" });
-      if (revoked) {
-        await this.connections.setStatus(row.id, "revoked", row.refreshFailures + 1).catch(() => null);
-        return null;
-      }
+      metrics.oauthRefreshFailures.inc({ provider: row.provider, outcome: "retry" });
       const failures = row.refreshFailures + 1;
-      await this.connections.setStatus(row.id, failures >= FAILURES_UNTIL_ERROR ? "error" : row.status, failures).catch(() => null);
+      await this.connections.setStatus(row.id, failures >= FAILURES_UNTIL_ERROR ? "error" : row.status, failures, row.version).catch(() => null);
       this.#retryAt.set(row.id, Date.now() + RETRY_AFTER_FAILURE_MS);
       return current;
+    }
+  }
+
+  /**
+   * The credential written after `row` was read (another instance's refresh, or a reconnect), waiting up to `waitMs`
+   * for it: null when that write left the connection unusable, undefined when nothing was written.
+   */
+  async #newerCredential(row: ConnectionRow, waitMs = NEWER_WRITE_WAIT_MS): Promise<ConnectionCredential | null | undefined> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      // A read that failed tells nothing: looked at again until the deadline.
+      const now = await this.connections.byId(row.id).catch(() => undefined);
+      if (now === null) return null;
+      if (now !== undefined && now.version !== row.version) return now.status === "connected" || now.status === "error" ? this.connections.credential(now) : null;
+      if (Date.now() >= deadline) return undefined;
+      await Bun.sleep(NEWER_WRITE_POLL_MS);
     }
   }
 }

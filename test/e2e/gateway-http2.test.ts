@@ -25,6 +25,7 @@ const HELD = "held.h2.test";
 const SECRET = `H2-SECRET-${crypto.randomUUID()}`;
 const H1_SECRET = `H1-SECRET-${crypto.randomUUID()}`;
 const NODE_CLIENT = join(ROOT, "test/support/h2client.cjs");
+const EARLY_CLIENT = join(ROOT, "test/support/h2EarlyAnswers.cjs");
 
 let pki: TestPki;
 let cg: RunningCredgate;
@@ -59,6 +60,8 @@ beforeAll(async () => {
   expect((await cg.api("POST", "/v1/secrets", { body: { name: "llm key", type: "llm_a", value: "sk-ant-api03-h2-key", hostPattern: LLM_HOST } })).status).toBe(201);
   const rule = await cg.api("POST", "/v1/policy/rules", { body: { name: "Held sends", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HELD, pathPattern: "/held*" }] } });
   expect(rule.status).toBe(201);
+  const block = await cg.api("POST", "/v1/policy/rules", { body: { name: "No uploads", action: "block", targets: [{ kind: "network", hostPattern: H2_HOST, pathPattern: "/blocked*" }] } });
+  expect(block.status).toBe(201);
   expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
 });
 
@@ -278,6 +281,40 @@ describe("Node http2.connect over a CONNECT tunnel", () => {
     expect(JSON.parse(held.text!)).toMatchObject({ path: `/held/${id}`, bodyBytes: 7 });
   });
 });
+
+describe("an answer before the request body is read (docs/gateway.md#http2-and-grpc)", () => {
+  test("110 POSTs refused by the policy one after the other on one h2 connection, each body beyond the stream's window: each answered 403, its body taken and dropped so that the agent finishes it; a GET after them completes", async () => {
+    const result = await earlyAnswers(Array(110).fill(300 * 1024));
+    expect(result.posts).toHaveLength(110);
+    // Answered whole, then the stream closed (code 0) once the agent had sent the rest, which nobody read: every
+    // body went out in full.
+    for (const post of result.posts) expect(post).toEqual({ status: 403, bytes: expect.any(Number), rstCode: 0 });
+    expect(result.wrote).toBeGreaterThan(110 * 300 * 1024);
+  }, 60_000);
+
+  test("a body longer than the gateway takes after its answer (8 MiB): the stream is stopped with RST_STREAM NO_ERROR, and the connection goes on", async () => {
+    const result = await earlyAnswers([12 * 1024 * 1024, 12 * 1024 * 1024]);
+    expect(result.posts).toHaveLength(2);
+    for (const post of result.posts) expect(post).toEqual({ status: 403, bytes: expect.any(Number), rstCode: 0 });
+    // Each stopped after about 8 MiB more (plus what its window let through): far from its 12 MiB.
+    expect(result.wrote).toBeLessThan(2 * (8 + 1) * 1024 * 1024);
+  }, 60_000);
+});
+
+/** POSTs of these sizes to a blocked path, then a GET, on one h2 connection (test/support/h2EarlyAnswers.cjs). */
+async function earlyAnswers(bodies: number[]): Promise<{ posts: unknown[]; wrote: number }> {
+  const id = crypto.randomUUID();
+  const cfg = { gatewayPort: cg.gatewayPort, token: cg.keys.defaultAgentToken, authority: `${H2_HOST}:${origin.port}`, caFile: ca.file, blockedPath: `/blocked/${id}`, afterPath: `/after/${id}`, bodies, answerMs: 5_000, closeMs: 5_000 };
+  const r = await run(["node", EARLY_CLIENT, JSON.stringify(cfg)], { timeoutMs: 60_000 });
+  expect(r.stderr).toBe("");
+  const result = JSON.parse(r.stdout);
+  expect(result.sessionError).toBeNull();
+  expect(result.after.timeout).toBeUndefined();
+  expect(result.after.status).toBe(200);
+  expect(JSON.parse(result.after.text).path).toBe(`/after/${id}`);
+  expect(origin.seen.filter((s) => s.path.startsWith(`/blocked/${id}`))).toEqual([]);
+  return result;
+}
 
 describe("proxy authentication on an h2 connection", () => {
   test("a token regenerated while the connection is open: the next stream answers 407 and the connection gets GOAWAY", async () => {

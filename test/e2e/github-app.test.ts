@@ -2,19 +2,23 @@
 // the app's RS256 JWT and counts mints. Twenty concurrent requests across two gateway worker processes mint once;
 // the token is used as Bearer on the API and as Basic x-access-token by a real `git clone`; after its expiry
 // (the clock moved with CREDGATE_TEST_NOW_OFFSET_SECONDS) a new one is minted, once; on PostgreSQL two instances
-// sharing the database mint once between them; a mint GitHub refuses → 502 credential_unavailable.
+// sharing the database mint once between them — also an instance that read the stale row just before the other's
+// token was stored (its database answers held back at a relay); a mint GitHub refuses → 502 credential_unavailable.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
-import { gatewayCa, openTlsTunnel, rawRequest, ResponseReader, run } from "../support/gateway.ts";
+import { eventually, gatewayCa, openTlsTunnel, rawRequest, ResponseReader, run } from "../support/gateway.ts";
 import { spawnSync } from "node:child_process";
 import { makeGitRemote, type GitRemote } from "../support/gitHttp.ts";
 import { startFakeGithub, type FakeGithub } from "../support/fakeGithub.ts";
 import { testEngine } from "../support/postgres.ts";
 import { tempDir } from "../support/tmp.ts";
+import { sql } from "drizzle-orm";
+import { startHoldRelay } from "../support/holdRelay.ts";
+import { queryStore } from "../support/storeQuery.ts";
 
 const APP_ID = 123456;
 const INSTALLATION_ID = 987654;
@@ -189,4 +193,48 @@ describe("GitHub App installation tokens", () => {
       github.failMintsWith = null;
     }
   }, 60_000);
+
+  test.if(testEngine() === "postgres")(
+    "an instance that read the stale row just before another instance's token was stored does not mint a second one",
+    async () => {
+      await cg.stop();
+      // Every token so far is stale 10 hours on; the next one lives long enough to stay fresh.
+      github.tokenLifetimeMs = 12 * 3600_000;
+      github.mintDelayMs = 1_500;
+      const offset = { CREDGATE_TEST_NOW_OFFSET_SECONDS: String(10 * 3600) };
+      cg = await start(offset, cg.dataDir);
+      const direct = new URL(cg.env.CREDGATE_DATABASE_URL!);
+      const relay = await startHoldRelay(Number(direct.port));
+      const viaRelay = new URL(direct);
+      viaRelay.port = String(relay.port);
+      const late = await start({ ...offset, CREDGATE_DATABASE_URL: viaRelay.toString(), CREDGATE_MASTER_KEY: cg.env.CREDGATE_MASTER_KEY! });
+      const row = async () =>
+        (await queryStore<{ lease_owner: string | null; expires_at: string | null }>(cg, sql`select lease_owner, expires_at from minted_tokens where key = ${`github-app:${APP_ID}:${INSTALLATION_ID}`}`))[0] ?? { lease_owner: null, expires_at: null };
+      try {
+        const before = github.mints.length;
+        // The first instance takes the lease and mints (GitHub takes 1.5 s to answer).
+        const first = apiCall(cg);
+        await eventually(async () => ((await row()).lease_owner !== null ? true : null), 10_000, 20);
+        // The second reads the row (stale, leased): the answer to that read is held back at the relay.
+        const held = relay.holdAfter("minted_tokens");
+        const second = apiCall(late);
+        await held;
+        // The first one's token is stored and its lease let go, while the second still has the stale row to read.
+        expect((await first).status).toBe(200);
+        const stored = await row();
+        expect(stored.lease_owner).toBeNull();
+        expect(Number(stored.expires_at)).toBeGreaterThan(Date.now() + 10 * 3600_000);
+        relay.release();
+        expect((await second).status).toBe(200);
+        expect(github.mints.length - before).toBe(1);
+        expect(github.used.at(-1)!.token).toBe(github.mints.at(-1)!.token);
+      } finally {
+        relay.release();
+        await late.stop();
+        relay.close();
+        github.mintDelayMs = 300;
+      }
+    },
+    90_000,
+  );
 });

@@ -107,6 +107,7 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
   let deny = false;
   let issueRefreshTokens = true;
   let failures: { left: number; status: number } = { left: 0, status: 500 };
+  let refreshAnswerDelayMs = 0;
 
   const clients = new Map<string, StoredClient>();
   const codes = new Map<string, StoredCode>();
@@ -253,6 +254,8 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
     let body: Record<string, unknown>;
     try {
       const saved = await currentGrant.run(seen.grantType, () => oauth.token(request, response));
+      // The refresh token is already spent (rotated) here: a concurrent refresh with it has its invalid_grant at once.
+      if (seen.grantType === "refresh_token" && refreshAnswerDelayMs > 0) await new Promise((r) => setTimeout(r, refreshAnswerDelayMs));
       const lib = response.body as Record<string, unknown>;
       status = 200;
       // GitHub's shape: lowercase token type, comma-separated scopes, the refresh token's lifetime. The
@@ -345,6 +348,9 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
     revokeAccessTokens: () => accessTokens.clear(),
     failNextTokenRequests(n, status = 500) {
       failures = { left: n, status };
+    },
+    delayRefreshAnswers(ms) {
+      refreshAnswerDelayMs = ms;
     },
     setAccessTokenLifetime(seconds) {
       accessTokenLifetime = seconds;

@@ -84,6 +84,11 @@ export interface OAuthTestServer {
   revokeAccessTokens(): void;
   /** The next `n` token requests get `status` (default 500) with `{"error":"server_error"}`. */
   failNextTokenRequests(n: number, status?: number): void;
+  /**
+   * Successful refresh_token answers wait this long after the grant (the old refresh token already spent), while
+   * a refused one is answered at once: the winner of two concurrent refreshes hears of its token last. Default 0.
+   */
+  delayRefreshAnswers(ms: number): void;
   setAccessTokenLifetime(seconds: number): void;
   /**
    * While false, token answers carry no `refresh_token` (and none is kept), like a provider that issues

@@ -5,19 +5,18 @@
 // holds up the others. A gRPC call refused by the gateway gets a trailers-only gRPC answer (grpc.ts); a reply
 // that asks to close the connection (a 407 after a token regeneration) ends it with GOAWAY once it is written.
 import { log } from "../../observability/log.ts";
-import { AgentSideBase } from "../agentSideBase.ts";
-import type { AgentSide } from "../agentSide.ts";
 import type { RequestHandler } from "../client/http1AgentConnection.ts";
 import type { AgentSocket, AgentSocketEvents } from "../client/socket.ts";
 import { badGateway, headTooLarge, malformedRequest, type JsonAnswer } from "../errors.ts";
-import { grpcRefusal, isGrpcContentType } from "../grpc.ts";
-import { headerValue, isNamed, type HeaderLines } from "../http1/head.ts";
+import { grpcRefusal } from "../grpc.ts";
+import { isNamed } from "../http1/head.ts";
 import type { Idle } from "../idle.ts";
 import { Reply, type BodySink, type BodySource, type BodyTransform } from "../reply.ts";
 import * as f from "./frames.ts";
+import { H2AgentSide, type StreamWriter } from "./h2AgentSide.ts";
 import type { HeaderField } from "./hpack.ts";
-import { h2Fields, requestHead, trailerFields } from "./message.ts";
-import { H2Session, type H2Stream, type H2Transport, type StreamHandler } from "./session.ts";
+import { h2Fields, requestHead } from "./message.ts";
+import { H2Session, type H2Stream, type H2Transport } from "./session.ts";
 
 /**
  * After a connection error the GOAWAY leaves, then the socket is read (and the bytes dropped) this long before
@@ -39,139 +38,6 @@ function endSocket(socket: AgentSocket): void {
 
 function destroySocket(socket: AgentSocket): void {
   if (!socket.closed) socket.destroy();
-}
-
-/** How much of a request body waits in the stream before the agent is told to hold back (its window). */
-const BODY_HIGH_WATER = 64 * 1024;
-
-/** One request stream, as the pipeline reads it. */
-class H2AgentSide extends AgentSideBase implements AgentSide, StreamHandler {
-  readonly body: ReadableStream<Uint8Array> | null;
-  readonly chunked: boolean;
-  readonly grpc: boolean;
-  trailers: HeaderLines | null = null;
-  #body: ReadableStreamDefaultController<Uint8Array> | null = null;
-  /** Body bytes handed to the stream, and the part of them the agent has been credited for. */
-  #enqueued = 0;
-  #credited = 0;
-  #bodyDone = false;
-  /**
-   * The chunk that completes a declared content-length, held until the stream ends there: DATA beyond it, or a
-   * reset, must leave the upstream without a whole request (docs/gateway.md#message-framing).
-   */
-  #last: Buffer | null = null;
-  /** The reply being written: told when the stream goes away or may take more. */
-  writer: ReplyWriter | null = null;
-
-  constructor(
-    readonly stream: H2Stream,
-    readonly method: string,
-    readonly target: string,
-    readonly headerLines: HeaderLines,
-    endStream: boolean,
-    contentLength: number,
-  ) {
-    super();
-    stream.handler = this;
-    stream.declaredLength = contentLength;
-    this.grpc = isGrpcContentType(headerValue(headerLines, "content-type"));
-    // Even a declared length of 0 is a body until the stream ends: the request is whole only then
-    // (docs/gateway.md#message-framing).
-    const hasBody = !endStream;
-    this.chunked = hasBody && contentLength < 0;
-    this.body = hasBody ? this.#bodyStream() : null;
-    if (!hasBody) this.#bodyDone = true;
-  }
-
-  #bodyStream(): ReadableStream<Uint8Array> {
-    return new ReadableStream<Uint8Array>(
-      {
-        start: (controller) => {
-          this.#body = controller;
-        },
-        pull: (controller) => this.#credit(controller),
-        cancel: () => {
-          // Nobody reads the rest: it is credited as it comes and dropped.
-          this.#body = null;
-        },
-      },
-      { highWaterMark: BODY_HIGH_WATER, size: (c) => c?.byteLength ?? 0 },
-    );
-  }
-
-  /** The agent may send as much again as the reader has taken. */
-  #credit(controller: ReadableStreamDefaultController<Uint8Array>): void {
-    const queued = BODY_HIGH_WATER - (controller.desiredSize ?? 0);
-    const taken = this.#enqueued - Math.max(0, queued) - this.#credited;
-    if (taken > 0) {
-      this.#credited += taken;
-      this.stream.consumed(taken);
-    }
-  }
-
-  /** The stream's DATA disagreed with its content-length, and it was reset for it. */
-  get malformed(): boolean {
-    return this.stream.malformed;
-  }
-
-  takeOver(): never {
-    throw new Error("an HTTP/2 stream cannot be taken over (WebSocket over HTTP/2 is not offered)");
-  }
-
-  // --- the stream's events ---
-
-  onHeaders(_stream: H2Stream, fields: HeaderField[]): void {
-    const lines = trailerFields(fields);
-    if (lines === null) return this.stream.reset(f.PROTOCOL_ERROR);
-    this.trailers = lines;
-    this.#endBody();
-  }
-
-  onData(_stream: H2Stream, chunk: Buffer, endStream: boolean): void {
-    const body = this.#body;
-    if (chunk.length > 0) {
-      if (body === null || this.#bodyDone) this.stream.consumed(chunk.length);
-      else if (!endStream && this.stream.receivedLength === this.stream.declaredLength) this.#last = chunk;
-      else this.#enqueue(body, chunk);
-    }
-    if (endStream) this.#endBody();
-  }
-
-  #enqueue(body: ReadableStreamDefaultController<Uint8Array>, chunk: Buffer): void {
-    this.#enqueued += chunk.length;
-    try {
-      body.enqueue(chunk);
-    } catch {}
-    if ((body.desiredSize ?? 0) > 0) this.#credit(body);
-  }
-
-  #endBody(): void {
-    if (this.#bodyDone) return;
-    this.#bodyDone = true;
-    const last = this.#last;
-    this.#last = null;
-    if (last !== null && this.#body !== null) this.#enqueue(this.#body, last);
-    try {
-      this.#body?.close();
-    } catch {}
-  }
-
-  onReset(_stream: H2Stream, code: number): void {
-    this.#last = null;
-    if (!this.#bodyDone) {
-      this.#bodyDone = true;
-      const why = this.stream.malformed ? "the request body disagreed with its content-length" : `the agent reset the stream (${code})`;
-      try {
-        this.#body?.error(new Error(why));
-      } catch {}
-    }
-    this.abandon();
-    this.writer?.abort();
-  }
-
-  onWritable(): void {
-    this.writer?.writable();
-  }
 }
 
 export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
@@ -313,6 +179,7 @@ export class H2AgentConnection implements AgentSocketEvents, Idle, H2Transport {
       reply.finish(false);
       return;
     }
+    request.gatewayAnswer = !reply.fromUpstream;
     const close = reply.header("connection")?.toLowerCase() === "close";
     if (request.grpc && !reply.fromUpstream) void this.#grpcRefusal(request, reply, close);
     else {
@@ -351,7 +218,7 @@ function endTransforms(transforms: BodyTransform[], complete: boolean): Uint8Arr
 }
 
 /** Writes one Reply on its stream: headers at once, then the body with the stream's backpressure, then trailers. */
-class ReplyWriter implements BodySink {
+class ReplyWriter implements BodySink, StreamWriter {
   #finished = false;
   #paused = false;
   readonly #source: BodySource | null;

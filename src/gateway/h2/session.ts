@@ -6,14 +6,15 @@
 // here or in the part that owns them: concurrent streams (REFUSED_STREAM), the header list size (the stream is
 // refused, the connection kept), HPACK tables beyond their limit; rapid reset (rapidReset.ts), CONTINUATION
 // floods (headerBlock.ts) and answers the peer does not read (answers.ts) end it with ENHANCE_YOUR_CALM.
-// The other parts: stream.ts (one stream's state), sender.ts (the send side), settings.ts (SETTINGS both ways).
+// The other parts: stream.ts (one stream's state), sender.ts (the send side), settings.ts (SETTINGS both ways), stoppedStreams.ts.
 import { Answers } from "./answers.ts";
 import * as f from "./frames.ts";
 import { PendingHeaderBlock } from "./headerBlock.ts";
 import { HpackDecoder, HpackEncoder, HpackError, type HeaderField } from "./hpack.ts";
 import { blamesPeer, ResetCounter } from "./rapidReset.ts";
 import { Sender, type H2Transport } from "./sender.ts";
-import { announcedSettings, applyPeerSettings, DEFAULT_LIMITS, type SessionLimits } from "./settings.ts";
+import { announcedSettings, applyPeerSettings, DEFAULT_LIMITS, settingsFrameError, type SessionLimits } from "./settings.ts";
+import { StoppedStreams } from "./stoppedStreams.ts";
 import { H2Stream, type StreamHandler, type StreamOwner } from "./stream.ts";
 
 export { DEFAULT_LIMITS, H2Stream };
@@ -43,6 +44,7 @@ export class H2Session implements StreamOwner {
   /** A header block in progress (HEADERS without END_HEADERS, then its CONTINUATIONs). */
   readonly #block = new PendingHeaderBlock();
   readonly #resets = new ResetCounter();
+  readonly #stopped = new StoppedStreams();
   /** Incoming bytes not yet a whole frame. */
   #in: Buffer | null = null;
   #prefaceLeft: number;
@@ -159,6 +161,7 @@ export class H2Session implements StreamOwner {
     const stream = this.#streams.get(id);
     if (!stream || stream.remoteEnded) {
       if (!this.#known(id)) return this.#fail(f.PROTOCOL_ERROR, "DATA on an idle stream");
+      if (!stream && this.#stopped.has(id, (flags & f.END_STREAM) !== 0)) return; // a stopped body's rest: dropped
       return this.#resetId(id, f.STREAM_CLOSED);
     }
     if (length > stream.recvWindow) return this.resetStream(stream, f.FLOW_CONTROL_ERROR);
@@ -212,7 +215,7 @@ export class H2Session implements StreamOwner {
     if (id % 2 === 0 || id <= this.#lastPeerStream) {
       // Trailers the client sent before it heard our RST_STREAM (a body that disagreed with its content-length:
       // docs/gateway.md#message-framing): the block has been decoded, the stream stays closed, the others go on.
-      if (id % 2 === 1 && id <= this.#lastPeerStream) return this.#resetId(id, f.STREAM_CLOSED);
+      if (id % 2 === 1 && id <= this.#lastPeerStream) return this.#stopped.has(id, true) ? undefined : this.#resetId(id, f.STREAM_CLOSED);
       return this.#fail(f.PROTOCOL_ERROR, "invalid stream id");
     }
     this.#lastPeerStream = id;
@@ -247,19 +250,16 @@ export class H2Session implements StreamOwner {
     if (!this.#known(id)) return this.#fail(f.PROTOCOL_ERROR, "RST_STREAM on an idle stream");
     if (this.role === "server" && this.#resets.tooMany()) return this.#fail(f.ENHANCE_YOUR_CALM, "too many stream resets");
     const stream = this.#streams.get(id);
-    if (!stream) return;
+    if (!stream) return void this.#stopped.has(id, true);
     const code = payload.readUInt32BE(0);
     this.#close(stream);
     stream.handler?.onReset(stream, code);
   }
 
   #settings(flags: number, id: number, payload: Buffer): void {
-    if (id !== 0) return this.#fail(f.PROTOCOL_ERROR, "SETTINGS on a stream");
-    if ((flags & f.ACK) !== 0) {
-      if (payload.length !== 0) return this.#fail(f.FRAME_SIZE_ERROR, "SETTINGS ACK with a payload");
-      return;
-    }
-    if (payload.length % 6 !== 0) return this.#fail(f.FRAME_SIZE_ERROR, "SETTINGS of the wrong size");
+    const bad = settingsFrameError(flags, id, payload.length);
+    if (bad !== null) return this.#fail(bad.code, bad.reason);
+    if ((flags & f.ACK) !== 0) return;
     this.#settingsSeen = true;
     const error = applyPeerSettings(payload, this, this.#send, this.#encoder, this.#streams);
     if (error !== null) return this.#fail(error.code, error.reason);
@@ -350,6 +350,7 @@ export class H2Session implements StreamOwner {
 
   resetStream(stream: H2Stream, code: number): void {
     if (stream.closed || this.#provokedTooOften(code)) return;
+    if (code === f.NO_ERROR && stream.localEnded && this.role === "server") this.#stopped.add(stream.id); // its rest: ignored
     this.#answer(f.rstStream(stream.id, code));
     if (this.closed) return;
     this.#close(stream);
@@ -378,7 +379,10 @@ export class H2Session implements StreamOwner {
   }
 
   #maybeClose(stream: H2Stream): void {
-    if (stream.localEnded && stream.remoteEnded) this.#close(stream);
+    if (!stream.localEnded) return;
+    if (stream.remoteEnded) return this.#close(stream);
+    // Server role: answered whole before the body ended (docs/gateway.md#http2-and-grpc): the rest is let go.
+    if (this.role === "server") stream.handler?.onAnsweredEarly ? stream.handler.onAnsweredEarly(stream) : this.resetStream(stream, f.NO_ERROR);
   }
 
   #close(stream: H2Stream): void {

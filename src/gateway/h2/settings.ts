@@ -39,6 +39,13 @@ export interface SettingsError {
   readonly reason: string;
 }
 
+/** A SETTINGS frame's shape (RFC 9113 §6.5): on stream 0, an ACK empty, else whole settings. Null when good. */
+export function settingsFrameError(flags: number, id: number, length: number): SettingsError | null {
+  if (id !== 0) return { code: f.PROTOCOL_ERROR, reason: "SETTINGS on a stream" };
+  if ((flags & f.ACK) !== 0) return length === 0 ? null : { code: f.FRAME_SIZE_ERROR, reason: "SETTINGS ACK with a payload" };
+  return length % 6 === 0 ? null : { code: f.FRAME_SIZE_ERROR, reason: "SETTINGS of the wrong size" };
+}
+
 const INVALID_PUSH: SettingsError = { code: f.PROTOCOL_ERROR, reason: "invalid SETTINGS_ENABLE_PUSH" };
 const WINDOW_TOO_LARGE: SettingsError = { code: f.FLOW_CONTROL_ERROR, reason: "SETTINGS_INITIAL_WINDOW_SIZE too large" };
 const STREAM_WINDOW_OVERFLOW: SettingsError = { code: f.FLOW_CONTROL_ERROR, reason: "stream window overflow" };

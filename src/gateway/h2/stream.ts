@@ -3,6 +3,7 @@
 // (docs/gateway.md#message-framing). Its session reads its frames and the send side (sender.ts) writes them;
 // the stream is what its user holds.
 import type { HeaderField } from "./hpack.ts";
+import { NO_ERROR } from "./frames.ts";
 
 /** What one stream's user hears. */
 export interface StreamHandler {
@@ -13,6 +14,11 @@ export interface StreamHandler {
   onReset(stream: H2Stream, code: number): void;
   /** Everything queued has been sent: more may be written. */
   onWritable(stream: H2Stream): void;
+  /**
+   * Server role: the answer has gone whole (END_STREAM sent) while the request's body is still coming
+   * (docs/gateway.md#http2-and-grpc): its rest is of no use.
+   */
+  onAnsweredEarly?(stream: H2Stream): void;
 }
 
 // The session and its send side implement these two, declared here so that neither file imports the other.
@@ -110,5 +116,10 @@ export class H2Stream {
 
   reset(code: number): void {
     this.session.resetStream(this, code);
+  }
+
+  /** Server role, once the answer has gone whole: RST_STREAM NO_ERROR, the agent need not send the rest (RFC 9113 §8.1). */
+  stop(): void {
+    if (this.localEnded) this.session.resetStream(this, NO_ERROR);
   }
 }

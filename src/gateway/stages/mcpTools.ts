@@ -102,16 +102,6 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
     return answer(decision, rpcAnswer(rq, batch ? errors : errors[0] ?? null));
   }
 
-  /**
-   * The body will not be forwarded: it is let go, so that what the agent still sends is taken and dropped (an h2
-   * stream's window reopens, an HTTP/1.1 connection lingers) rather than left waiting on a window nobody opens.
-   */
-  function dropBody(rq: ProxyRequest): void {
-    const body = rq.body;
-    rq.body = null;
-    if (body !== null) void body.cancel().catch(() => {});
-  }
-
   /** An error answer in the transport the client expects (docs/gateway.md#mcp-servers). */
   function rpcAnswer(rq: ProxyRequest, body: unknown, status = 200): Response {
     const mcp = rq.mcp!;
@@ -138,7 +128,6 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
   }
 
   function bodyRefused(rq: ProxyRequest, status: number, code: number, message: string): RequestVerdict {
-    dropBody(rq);
     return answer("blocked", rpcAnswer(rq, jsonRpcError(null, code, message), status));
   }
 
@@ -186,7 +175,6 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
       for (const a of asks) refusals.push({ message: a.message, code: TOOL_REFUSED, text: `credgate: a batch may hold one call for approval; send ${a.call.name} on its own` });
     }
     if (refusals.length > 0) {
-      dropBody(rq);
       return refuse(rq, "blocked", read.messages, read.batch, refusals);
     }
     if (asks.length === 0) return PASS;
@@ -219,7 +207,6 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
         return APPROVED;
       case "denied":
       case "expired":
-        dropBody(rq);
         return refuse(rq, held.outcome === "denied" ? "approval_denied" : "approval_expired", messages, batch, [
           { message, code: CALL_NOT_APPROVED, text: `credgate: the call to ${call.name} was not approved` },
         ]);

@@ -1,0 +1,143 @@
+// The refresh race of an OAuth app connection whose provider rotates refresh tokens (docs/injection.md#app-connections,
+// docs/operations.md#gateway-workers-and-caches): concurrent requests on an expired token, through two gateway
+// workers of one instance and (PostgreSQL) through two instances on one database. The provider is the GitHub-shaped
+// OAuth server (test/support/oauthServer.ts), which spends a refresh token on its first use: a second refresh with
+// it is invalid_grant. Its successful refresh answers are held back a moment while a refused one is answered at
+// once, so the instance that loses the race hears of it before the winner has written its token — the moment the
+// loser used to take the connection for revoked. Every request must be served with the one new token, and the
+// connection must stay connected.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { freePort } from "../support/ports.ts";
+import { startOAuthServer, type OAuthTestServer } from "../support/oauthServer.ts";
+import { gatewayCa, run } from "../support/gateway.ts";
+import { oauthFlow, SHORT_LIFETIME } from "../support/oauthFlow.ts";
+import { testEngine } from "../support/postgres.ts";
+
+const CLIENT_ID = "Iv1.credgate-race";
+const CLIENT_SECRET = "race-client-secret-0123456789";
+/** How long the provider holds back a successful refresh answer. */
+const WINNER_DELAY_MS = 700;
+
+let oauth: OAuthTestServer;
+let first: RunningCredgate;
+let second: RunningCredgate | null = null;
+let caFile: string;
+let publicUrl: string;
+
+beforeAll(async () => {
+  const apiPort = await freePort();
+  publicUrl = `http://127.0.0.1:${apiPort}`;
+  oauth = await startOAuthServer({ clients: [{ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUris: [`${publicUrl}/v1/apps/github/callback`] }], user: { login: "octo-race", id: 77 } });
+  const env = {
+    CREDGATE_GATEWAY_WORKERS: "2",
+    CREDGATE_PUBLIC_URL: publicUrl,
+    CREDGATE_OAUTH_GITHUB_CLIENT_ID: CLIENT_ID,
+    CREDGATE_OAUTH_GITHUB_CLIENT_SECRET: CLIENT_SECRET,
+    CREDGATE_UPSTREAM_CA_FILE: oauth.caFile,
+    CREDGATE_CONNECT_TO: `github.com:443:127.0.0.1:${oauth.port},api.github.com:443:127.0.0.1:${oauth.port}`,
+  };
+  first = await startCredgate({ apiPort, env });
+  caFile = (await gatewayCa(first)).file;
+  if (testEngine() === "postgres") {
+    second = await startCredgate({ env: { ...env, CREDGATE_DATABASE_URL: first.env.CREDGATE_DATABASE_URL!, CREDGATE_MASTER_KEY: first.env.CREDGATE_MASTER_KEY! } });
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await second?.stop();
+  await first?.stop();
+  await oauth?.close();
+});
+
+const flow = oauthFlow(() => ({ cg: first, oauth, publicUrl, caFile, agentToken: first.keys.defaultAgentToken }));
+
+/**
+ * One Node process, undici ProxyAgents to every given gateway, every request at once (each gateway's requests
+ * over several tunnels, so over both of its worker processes).
+ */
+const AGENT_SCRIPT = `
+const { ProxyAgent, request } = require("undici");
+const fs = require("fs");
+(async () => {
+  const { proxies, reqs } = JSON.parse(process.env.WORK);
+  const ca = fs.readFileSync(process.env.CA_FILE, "utf8");
+  const agents = proxies.map((uri) => new ProxyAgent({ uri, requestTls: { ca } }));
+  const out = await Promise.all(reqs.map(async (r) => {
+    const res = await request(r.url, { dispatcher: agents[r.via] });
+    return { status: res.statusCode, body: await res.body.text() };
+  }));
+  for (const a of agents) await a.close();
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });`;
+
+async function throughGateways(gateways: RunningCredgate[], perGateway: number, run_: string): Promise<{ status: number; body: string }[]> {
+  const proxies = gateways.map((g) => `http://x:${first.keys.defaultAgentToken}@127.0.0.1:${g.gatewayPort}`);
+  const reqs = Array.from({ length: perGateway * gateways.length }, (_, i) => ({ via: i % gateways.length, url: `https://api.github.com/repos/acme/api/issues/${i}?run=${run_}` }));
+  const r = await run(["node", "-e", AGENT_SCRIPT], {
+    env: { WORK: JSON.stringify({ proxies, reqs }), CA_FILE: caFile, NODE_PATH: join(import.meta.dir, "../../node_modules") },
+    timeoutMs: 60_000,
+  });
+  if (r.code !== 0) throw new Error(`agent client failed (${r.code}): ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/** A connection whose token is inside its refresh window, the provider's winning answers held back. */
+async function dueConnection(): Promise<{ id: string; old: string }> {
+  oauth.setAccessTokenLifetime(SHORT_LIFETIME);
+  let id: string;
+  try {
+    id = flow.expectSuccess(await flow.connectFlow());
+  } finally {
+    oauth.setAccessTokenLifetime(3600);
+  }
+  const old = flow.lastIssued().accessToken;
+  await flow.waitForRefreshWindow();
+  return { id, old };
+}
+
+async function expectServedWithOneNewToken(gateways: RunningCredgate[], perGateway: number, connectionId: string, old: string, refreshRequests: number): Promise<void> {
+  const refreshesBefore = oauth.tokenRequests.refresh_token ?? 0;
+  const issuedBefore = oauth.issued.length;
+  oauth.delayRefreshAnswers(WINNER_DELAY_MS);
+  const runId = crypto.randomUUID();
+  let answers: { status: number; body: string }[];
+  try {
+    answers = await throughGateways(gateways, perGateway, runId);
+  } finally {
+    oauth.delayRefreshAnswers(0);
+  }
+  expect(answers.map((a) => a.status)).toEqual(Array(perGateway * gateways.length).fill(200));
+  // The provider issued one token by refresh: every request carries it.
+  const refreshed = oauth.issued.slice(issuedBefore).filter((t) => t.grantType === "refresh_token");
+  expect(refreshed).toHaveLength(1);
+  expect(refreshed[0]!.accessToken).not.toBe(old);
+  const seen = oauth.apiRequests.filter((s) => s.url.endsWith(`?run=${runId}`));
+  expect(seen).toHaveLength(perGateway * gateways.length);
+  expect(new Set(seen.map((s) => s.headers.authorization))).toEqual(new Set([`Bearer ${refreshed[0]!.accessToken}`]));
+  // One refresh per instance (its workers share it); a second instance's was refused as the spent refresh token.
+  expect((oauth.tokenRequests.refresh_token ?? 0) - refreshesBefore).toBe(refreshRequests);
+  const row = await first.api("GET", `/v1/connections/${connectionId}`);
+  expect(row.body.status).toBe("connected");
+  // And the stored token is the new one: a later request neither refreshes again nor changes token.
+  const after = await flow.apiGet();
+  expect(after.seenAuth).toBe(`Bearer ${refreshed[0]!.accessToken}`);
+  expect((oauth.tokenRequests.refresh_token ?? 0) - refreshesBefore).toBe(refreshRequests);
+}
+
+describe("a rotating refresh token refreshed by concurrent requests", () => {
+  test("through the two gateway workers of one instance: one refresh at the provider, every request served with the new token", async () => {
+    const { id, old } = await dueConnection();
+    await expectServedWithOneNewToken([first], 16, id, old, 1);
+  }, 60_000);
+
+  test.if(testEngine() === "postgres")(
+    "through two instances on one PostgreSQL database (two workers each): the instance whose refresh was refused takes the winner's token, the connection stays connected",
+    async () => {
+      const { id, old } = await dueConnection();
+      await expectServedWithOneNewToken([first, second!], 12, id, old, 2);
+    },
+    60_000,
+  );
+});
