@@ -61,6 +61,8 @@ const POSTGRES_RUN = [
   "test/e2e/cloud-identities.test.ts",
   // A Vault database lease revoked when its secret is deleted through another instance (the change event).
   "test/e2e/vault-database.test.ts",
+  // Cloud mode: a whole project or organization deleted by the store's cascades still revokes its secrets' Vault leases.
+  "test/e2e/vault-cloud.test.ts",
   "test/multi",
 ];
 

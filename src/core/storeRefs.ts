@@ -24,6 +24,31 @@ export const STORE_SHAPE_MESSAGES: Record<StoreKind, string> = {
   cmd: "storeRef must look like cmd://<name>",
 };
 
+/**
+ * The 400 messages for a reference whose parts are there but break its store's naming rules (docs/secret-stores.md,
+ * docs/vault.md): checked when written, so a reference can never steer a request to another host or path.
+ */
+export const STORE_NAME_MESSAGES = {
+  awsName: "storeRef's AWS secret name must be at most 512 letters, digits and /_+=.@- (or the secret's ARN)",
+  gcpProject: "storeRef's Google project must be a project id (6 to 30 lowercase letters, digits and hyphens, starting with a letter) or a project number",
+  gcpSecret: "storeRef's Google secret id must be 1 to 255 letters, digits, underscores and hyphens",
+  gcpVersion: "storeRef's Google version must be a version number, latest or an alias (letters, digits, underscores and hyphens)",
+  azureVault: "storeRef's Key Vault name must be 3 to 24 letters, digits and single hyphens, starting with a letter and not ending with a hyphen",
+  azureSecret: "storeRef's Key Vault secret name must be 1 to 127 letters, digits and hyphens",
+} as const;
+
+/** Key Vault's naming rules: the vault name becomes a DNS label of the URL's host. */
+export const AZURE_VAULT_NAME = /^[A-Za-z](?!.*--)[A-Za-z0-9-]{1,22}[A-Za-z0-9]$/;
+export const AZURE_SECRET_NAME = /^[A-Za-z0-9-]{1,127}$/;
+/** An AWS region becomes a label of the endpoint's host: `us-east-1`, `cn-north-1`, `us-gov-west-1`, `us-isob-east-1`. */
+const AWS_REGION = /^[a-z]{2,4}(-[a-z]+){1,3}-\d{1,2}$/;
+/** A secret's name (letters, digits and /_+=.@-, at most 512) or its ARN (which adds `:`; at most 2048). */
+const AWS_NAME = /^(?:[A-Za-z0-9/_+=.@-]{1,512}|arn:[A-Za-z0-9/_+=.@:-]{1,2044})$/;
+/** A project id (optionally domain-scoped, `example.com:my-project`) or a project number. */
+const GCP_PROJECT = /^(?:(?:[a-z0-9-]+\.)+[a-z]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$|^\d{1,20}$/;
+const GCP_SECRET = /^[A-Za-z0-9_-]{1,255}$/;
+const GCP_VERSION = /^(?:[1-9]\d{0,18}|[A-Za-z][A-Za-z0-9_-]{0,62})$/;
+
 const SCHEMES: readonly StoreKind[] = ["vault-db", "vault", "aws-sm", "gcp-sm", "azure-kv", "cmd"];
 
 /** Every part of a reference: no spaces or control characters, nothing empty. */
@@ -39,7 +64,25 @@ export function parseStoreRef(ref: string): StoreRef | string {
   if (kind === undefined) return STORE_SCHEME_MESSAGE;
   const rest = ref.slice(kind.length + 3);
   const parsed = parseRest(kind, rest);
-  return parsed ?? STORE_SHAPE_MESSAGES[kind];
+  if (parsed === null) return STORE_SHAPE_MESSAGES[kind];
+  return namingError(parsed) ?? parsed;
+}
+
+/** The message for a part that breaks its store's naming rules, or null. */
+function namingError(ref: StoreRef): string | null {
+  switch (ref.kind) {
+    case "aws-sm":
+      return AWS_NAME.test(ref.name) ? null : STORE_NAME_MESSAGES.awsName;
+    case "gcp-sm":
+      if (!GCP_PROJECT.test(ref.project)) return STORE_NAME_MESSAGES.gcpProject;
+      if (!GCP_SECRET.test(ref.secret)) return STORE_NAME_MESSAGES.gcpSecret;
+      return GCP_VERSION.test(ref.version) ? null : STORE_NAME_MESSAGES.gcpVersion;
+    case "azure-kv":
+      if (!AZURE_VAULT_NAME.test(ref.vault)) return STORE_NAME_MESSAGES.azureVault;
+      return AZURE_SECRET_NAME.test(ref.secret) ? null : STORE_NAME_MESSAGES.azureSecret;
+    default:
+      return null;
+  }
 }
 
 function parseRest(kind: StoreKind, rest: string): StoreRef | null {
@@ -66,12 +109,12 @@ function parseRest(kind: StoreKind, rest: string): StoreRef | null {
       if (slash <= 0 || !PART.test(location) || (field !== null && !PART.test(field))) return null;
       const region = location.slice(0, slash);
       const name = location.slice(slash + 1);
-      if (!/^[a-z]{2}(-[a-z]+)+-\d+$/.test(region) || name === "") return null;
+      if (!AWS_REGION.test(region) || name === "") return null;
       return { kind, region, name, field };
     }
     case "gcp-sm": {
       const m = /^projects\/([^/]+)\/secrets\/([^/]+)(?:\/versions\/([^/]+))?$/.exec(rest);
-      if (m === null || !PART.test(rest)) return null;
+      if (m === null || !PART.test(rest) || !SEGMENTS_OK(rest)) return null;
       return { kind, project: m[1]!, secret: m[2]!, version: m[3] ?? "latest" };
     }
     case "azure-kv": {

@@ -69,7 +69,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     authStage({ snapshot: d.snapshot }),
     targetStage(),
     // Before egress: the metadata hosts are answered here and never dialled (169.254.169.254 would be refused).
-    cloudPlaceholdersStage(),
+    cloudPlaceholdersStage({ vault: d.vault }),
     egressStage({ egress: d.egress }),
     passthroughStage({ passthroughHosts: config.passthroughHosts }),
     interceptStage(),

@@ -24,6 +24,7 @@ import type { AgentAccess } from "../services/access.ts";
 import type { ChangeEvent } from "../events/bus.ts";
 import { log } from "../observability/log.ts";
 import { RememberedApprovals } from "./rememberedApprovals.ts";
+import { usableValueRef } from "./storeRefTenancy.ts";
 import { databaseCredentials, mcpServersFor, sshCredentials, type CompiledMcpServer, type DatabaseCredential, type SshCredential } from "./snapshotProtocols.ts";
 
 export type { CompiledMcpServer, DatabaseCredential, McpGrant, SshCredential } from "./snapshotProtocols.ts";
@@ -324,7 +325,7 @@ export class GatewaySnapshot {
       hostMatch: compileHostPattern(row.hostPattern),
       pathMatch: compilePathPattern(row.pathPattern),
       value: this.services.secrets.openValue(row),
-      valueRef: row.opRef ?? row.storeRef,
+      valueRef: usableValueRef(row, this.services.deps.config.mode),
       type: row.type,
       authMode: (row.metadata?.authMode ?? "api-key") as AuthMode,
       ...(row.metadata?.accountId ? { accountId: row.metadata.accountId } : {}),

@@ -9,6 +9,7 @@ import type { Services } from "../services/index.ts";
 import { usableDatabaseSecrets, type AgentAccess } from "../services/access.ts";
 import { mcpServerScope } from "../core/mcpServerUrl.ts";
 import { authHeaderOf } from "../services/mcp/credential.ts";
+import { usableValueRef } from "./storeRefTenancy.ts";
 
 /**
  * A database secret this agent may use through the PostgreSQL broker (docs/databases.md#the-database-secret),
@@ -93,7 +94,9 @@ export function databaseCredentials(services: Services, access: AgentAccess): Ma
   const out = new Map<string, DatabaseCredential>();
   for (const [name, row] of usableDatabaseSecrets(access.secrets)) {
     const db = row.injectionConfig!.database!;
-    const lease = leaseOf(row.storeRef);
+    // A reference outside the organization's prefix (cloud mode) is no reference: the broker refuses the connection.
+    const ref = usableValueRef(row, services.deps.config.mode);
+    const lease = leaseOf(ref === row.storeRef ? ref : null);
     out.set(name, {
       secretId: row.id,
       name,
@@ -103,7 +106,7 @@ export function databaseCredentials(services: Services, access: AgentAccess): Ma
       port: db.port ?? DEFAULT_DATABASE_PORT,
       user: lease === null ? (db.user ?? "") : "",
       password: services.secrets.openValue(row),
-      valueRef: lease === null ? (row.opRef ?? row.storeRef) : null,
+      valueRef: lease === null ? ref : null,
       lease,
       databases: db.databases ?? null,
       tls: db.tls ?? "verify-full",
@@ -126,7 +129,7 @@ export function sshCredentials(services: Services, access: AgentAccess): SshCred
         name: row.name,
         hostMatch: compileHostPattern(row.hostPattern),
         key: services.secrets.openValue(row),
-        valueRef: row.opRef ?? row.storeRef,
+        valueRef: usableValueRef(row, services.deps.config.mode),
         user: ssh.user ?? "git",
         knownHosts: ssh.knownHosts,
         commands: ssh.commands ?? "git",

@@ -202,7 +202,7 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
     githubApps,
     cloudTokens,
-    secretTests: new SecretTester(secrets, githubApps, outbound, egress, stores),
+    secretTests: new SecretTester(secrets, githubApps, outbound, egress, stores, deps.config.mode),
     mcpServers,
     mcpGrants,
     mcpAuth: new McpAuthService(deps, mcpServers, caches),

@@ -3,7 +3,7 @@
 // rules, approvals, connections and keys by the store's cascades, request logs and spend here — and the
 // gateway forgets its agents at once. Deleting an organization (a partner's unclaimed one) does the same for
 // every project in it.
-import { and, asc, eq, inArray, ne } from "drizzle-orm";
+import { and, asc, eq, inArray, ne, type SQL } from "drizzle-orm";
 import { badRequest, conflict, notFound } from "../core/errors.ts";
 import { newShortId, nowIso } from "../core/ids.ts";
 import type { AgentService } from "./agents.ts";
@@ -124,6 +124,7 @@ export class ProjectService {
     await this.deps.store.transaction(async () => {
       const ids = (await this.list(organizationId)).map((p) => p.id);
       await this.#purge(ids, organizationId);
+      await this.#announceSecrets(and(eq(this.t.secrets.scope, "organization"), eq(this.t.secrets.organizationId, organizationId))!, "organization");
       // Its request logs went with its projects (#purge walks the per-project index).
       const { budgetSpend } = this.t;
       await this.db.delete(budgetSpend).where(eq(budgetSpend.organizationId, organizationId));
@@ -144,5 +145,17 @@ export class ProjectService {
     await this.db.delete(requestLogs).where(and(eq(requestLogs.organizationId, organizationId), inArray(requestLogs.projectId, projectIds)));
     await this.db.delete(spendRecords).where(and(eq(spendRecords.organizationId, organizationId), inArray(spendRecords.projectId, projectIds)));
     for (const a of gone) this.deps.events.emit({ kind: "agent", projectId: a.projectId, agentId: a.id });
+    await this.#announceSecrets(and(eq(this.t.secrets.scope, "project"), inArray(this.t.secrets.projectId, projectIds))!, "project");
+  }
+
+  /**
+   * The cascade deletes these secrets without the secret service: each is announced as a secret change, as a delete
+   * through the API would be, so that what holds something for one lets go — a Vault database lease is revoked
+   * (services/storeRefChanges.ts, docs/vault.md#database-leases) — here and on every other instance.
+   */
+  async #announceSecrets(which: SQL, scope: "project" | "organization"): Promise<void> {
+    const { secrets } = this.t;
+    const rows = await this.db.select({ id: secrets.id }).from(secrets).where(which);
+    for (const r of rows) this.deps.events.emit({ kind: "secret", scope, id: r.id });
   }
 }

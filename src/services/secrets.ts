@@ -187,8 +187,10 @@ export class SecretService {
     if (!this.deps.config.opConnectHost) throw badRequest(VAULT_UNCONFIGURED_MESSAGE);
   }
 
-  #checkStoreRef(ref: string, cfg: InjectionConfigShape | null): string {
-    return checkStoreRef(ref, cfg, this.stores);
+  /** On a cloud instance the reference must be under the organization's prefix (a project secret: its project's organization). */
+  #checkStoreRef(owner: SecretOwner, ref: string, cfg: InjectionConfigShape | null): string {
+    const tenant = this.deps.config.mode === "cloud" ? (owner.scope === "partner" ? "" : owner.organizationId) : null;
+    return checkStoreRef(ref, cfg, this.stores, tenant);
   }
 
   /**
@@ -270,7 +272,7 @@ export class SecretService {
     const valueSource = input.valueSource ?? "inline";
     if (valueSource === "external_vault") this.checkVault(owner);
     if (valueSource === "vault" && input.storeRef === undefined) throw ApiError.flat(400, STORE_REF_REQUIRED_MESSAGE);
-    const storeRef = valueSource === "vault" ? this.#checkStoreRef(input.storeRef!, input.type === "generic" ? (input.injectionConfig ?? null) : null) : null;
+    const storeRef = valueSource === "vault" ? this.#checkStoreRef(owner, input.storeRef!, input.type === "generic" ? (input.injectionConfig ?? null) : null) : null;
     if (input.type === "generic" && databaseUserMissing(input.injectionConfig?.database, storeRef)) throw ApiError.flat(400, DATABASE_USER_REQUIRED);
 
     let value = valueSource === "inline" ? input.value! : null;
@@ -363,7 +365,7 @@ export class SecretService {
     if (valueSource === "vault" && (row.valueSource !== "vault" || input.storeRef !== undefined || newInjection !== null)) {
       const storeRef = input.storeRef ?? row.storeRef;
       if (!storeRef) throw ApiError.flat(400, STORE_REF_REQUIRED_MESSAGE);
-      const checked = this.#checkStoreRef(storeRef, row.type === "generic" ? (newInjection ?? row.injectionConfig) : null);
+      const checked = this.#checkStoreRef(owner, storeRef, row.type === "generic" ? (newInjection ?? row.injectionConfig) : null);
       if (row.valueSource !== "vault" || checked !== row.storeRef) Object.assign(patch, { valueSource, storeRef: checked, opRef: null, valueSealed: null });
       if (row.type !== "generic" && row.valueSource !== "vault") {
         const { opDisplay: _dropped, ...kept } = row.metadata ?? {};

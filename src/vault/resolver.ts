@@ -111,7 +111,10 @@ export class VaultResolver {
     if (missing !== null) return { ok: false, message: missing };
     const signal = AbortSignal.timeout(this.#timeoutMs);
     try {
-      const value = await this.#stores.get(parsed.kind)!.read(parsed, signal);
+      const store = this.#stores.get(parsed.kind)!;
+      const said = (await store.test?.(parsed, signal)) ?? null;
+      if (said !== null) return { ok: true, message: said };
+      const value = await store.read(parsed, signal);
       return value === "" ? { ok: false, message: "The store answered an empty value." } : { ok: true, message: `Read a value of ${value.length} characters from the store.` };
     } catch (err) {
       if (err instanceof StoreError) return { ok: false, message: err.message };

@@ -64,8 +64,8 @@ describe("creating", () => {
       [generic({ storeRef: "cmd://stripe" }), 'Secret command "stripe" is not configured', bare],
       [generic({ storeRef: "vault://secret/app#token" }), "HashiCorp Vault is not configured", bare],
       [generic({ storeRef: "aws-sm://eu-west-1/prod/stripe" }), "AWS Secrets Manager is not configured", bare],
-      [generic({ storeRef: "gcp-sm://projects/p/secrets/s" }), "Google Secret Manager is not configured", bare],
-      [generic({ storeRef: "azure-kv://kv/s" }), "Azure Key Vault is not configured", bare],
+      [generic({ storeRef: "gcp-sm://projects/acme-prod/secrets/s" }), "Google Secret Manager is not configured", bare],
+      [generic({ storeRef: "azure-kv://acme-kv/s" }), "Azure Key Vault is not configured", bare],
     ];
     for (const [body, message, on] of cases) expectFlat(await on.call("POST", "/v1/secrets", { body }), 400, message);
   });
@@ -156,6 +156,68 @@ describe("the release hook (services.storeRefChanges)", () => {
       expect((await api.call("DELETE", `/v1/secrets/${d}`)).status).toBe(204);
     } finally {
       stop();
+    }
+  });
+});
+
+describe("cloud mode: a storeRef names something under the organization's prefix", () => {
+  // Every store is configured with credgate's own (operator's) identity; no request is made when writing.
+  const STORES = {
+    CREDGATE_MODE: "cloud",
+    CREDGATE_VAULT_ADDR: "https://vault.example:8200",
+    CREDGATE_VAULT_TOKEN: "hvs.operator",
+    CREDGATE_AWS_ACCESS_KEY_ID: "AKIAOPERATOR0000000",
+    CREDGATE_AWS_SECRET_ACCESS_KEY: "operator-secret-key",
+    CREDGATE_GCP_SERVICE_ACCOUNT_FILE: "/nonexistent/credgate-sa.json",
+    CREDGATE_AZURE_TENANT_ID: "tenant",
+    CREDGATE_AZURE_CLIENT_ID: "client",
+    CREDGATE_AZURE_CLIENT_SECRET: "operator-client-secret",
+  };
+  const dbSecret = (storeRef: string) => ({ name: "db", type: "generic", valueSource: "vault", storeRef, hostPattern: "db.example.com", injectionConfig: { database: { engine: "postgresql" } } });
+  const refsFor = (org: string) => [`vault://secret/${org}/stripe#key`, `aws-sm://us-east-1/${org}/stripe#key`, `gcp-sm://projects/acme-prod/secrets/${org}-stripe`, `gcp-sm://projects/acme-prod/secrets/${org}-stripe/versions/3`, `azure-kv://acme-kv/${org}-stripe`];
+
+  test("its own prefix → 201 (project and organization secrets); another organization's, none, or a look-alike → the exact 400, on create and PATCH", async () => {
+    const cloud = await createTestApi(STORES);
+    const other = await createTestApi(STORES);
+    const org = cloud.organizationId;
+    const victim = other.organizationId;
+    expect(org).toMatch(/^[a-z]{16}$/);
+    const MESSAGE = `In cloud mode a storeRef must name a secret under this organization's prefix "${org}"`;
+    for (const [i, ref] of refsFor(org).entries()) {
+      expect((await cloud.call("POST", "/v1/secrets", { body: generic({ name: `own-${i}`, storeRef: ref }) })).status).toBe(201);
+      expect((await cloud.call("POST", "/v1/org/secrets", { key: cloud.orgKey, body: generic({ name: `org-own-${i}`, storeRef: ref }) })).status).toBe(201);
+    }
+    expect((await cloud.call("POST", "/v1/secrets", { body: dbSecret(`vault-db://database/${org}-orders`) })).status).toBe(201);
+    const refused = [
+      ...refsFor(victim),
+      `vault-db://database/${victim}-orders`,
+      // No prefix at all, the prefix as the whole name, the prefix without its separator, the prefix further down.
+      "vault://secret/stripe#key", `vault://secret/other/${org}/x#key`, `vault://${org}/stripe#key`,
+      "aws-sm://us-east-1/prod/stripe", `aws-sm://us-east-1/${org}`, `aws-sm://us-east-1/${org}-stripe`, `aws-sm://us-east-1/${org}/`, `aws-sm://us-east-1/arn:aws:secretsmanager:us-east-1:123456789012:secret:${victim}/x`,
+      `gcp-sm://projects/${org}/secrets/stripe`, `gcp-sm://projects/acme-prod/secrets/${org}`, `gcp-sm://projects/acme-prod/secrets/${org}_stripe`,
+      `azure-kv://${org.slice(0, 20)}/stripe`, `azure-kv://acme-kv/${org}`, `azure-kv://acme-kv/${org}stripe`,
+    ];
+    for (const ref of refused) {
+      const body = ref.startsWith("vault-db://") ? dbSecret(ref) : generic({ name: "theirs", storeRef: ref });
+      const r = await cloud.call("POST", "/v1/secrets", { body });
+      expect({ ref, status: r.status, body: r.body }).toEqual({ ref, status: 400, body: { error: MESSAGE } });
+    }
+    expectFlat(await cloud.call("POST", "/v1/org/secrets", { key: cloud.orgKey, body: generic({ name: "org-theirs", storeRef: refsFor(victim)[1] }) }), 400, MESSAGE);
+    // PATCH: a store secret moved to another organization's name, an inline one made a store secret with it.
+    const { body: own } = await cloud.call("POST", "/v1/secrets", { body: generic({ name: "moving", storeRef: refsFor(org)[0] }) });
+    expectFlat(await cloud.call("PATCH", `/v1/secrets/${own.id}`, { body: { storeRef: refsFor(victim)[0] } }), 400, MESSAGE);
+    const { body: inline } = await cloud.call("POST", "/v1/secrets", { body: generic({ name: "inline", valueSource: undefined, storeRef: undefined, value: "inline-value-123" }) });
+    expectFlat(await cloud.call("PATCH", `/v1/secrets/${inline.id}`, { body: { valueSource: "vault", storeRef: refsFor(victim)[2] } }), 400, MESSAGE);
+    expect((await cloud.call("GET", `/v1/secrets/${own.id}`)).body.storeRef).toBe(refsFor(org)[0]);
+    expect((await cloud.call("PATCH", `/v1/secrets/${own.id}`, { body: { storeRef: refsFor(org)[1] } })).status).toBe(200);
+    // The not-configured and shape messages still come first.
+    expectFlat(await cloud.call("POST", "/v1/secrets", { body: generic({ name: "cmd", storeRef: "cmd://stripe" }) }), 400, 'Secret command "stripe" is not configured');
+  });
+
+  test("self-hosted: any name, as before", async () => {
+    const own = await createTestApi({ ...STORES, CREDGATE_MODE: "self-hosted" });
+    for (const ref of ["vault://secret/stripe#key", "aws-sm://us-east-1/prod/stripe", "gcp-sm://projects/acme-prod/secrets/stripe", "azure-kv://acme-kv/stripe"]) {
+      expect((await own.call("POST", "/v1/secrets", { body: generic({ name: ref, storeRef: ref }) })).status).toBe(201);
     }
   });
 });

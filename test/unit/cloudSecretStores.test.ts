@@ -297,14 +297,13 @@ describe("Azure Key Vault", () => {
     const wrong = azureKeyVaultFrom(context({ CREDGATE_AZURE_TENANT_ID: AZURE.tenantId, CREDGATE_AZURE_CLIENT_ID: AZURE.clientId, CREDGATE_AZURE_CLIENT_SECRET: "wrong" }))!;
     expect(await refusal(wrong, "azure-kv://prodvault/slack-bot")).toMatchObject({ reason: "token_refused", message: "Azure AD answered 401: invalid_client for credgate's own identity" });
     const before = fake.calls.length;
-    let checked = 0;
-    for (const bad of ["azure-kv://evil.example?x/slack-bot", "azure-kv://a/slack-bot", "azure-kv://prod--vault/slack-bot", "azure-kv://prodvault/slack_bot"]) {
-      const parsed = parseStoreRef(bad);
-      if (typeof parsed === "string") continue;
-      expect((await refusal(stores.azure, bad)).reason).toBe("bad_reference");
-      checked++;
+    // Refused when written (core/storeRefs.ts); a reference stored before that rule is refused again at read time.
+    const bad: [string, string][] = [["evil.example?x", "slack-bot"], ["a", "slack-bot"], ["prod--vault", "slack-bot"], ["prodvault", "slack_bot"]];
+    for (const [vault, secret] of bad) {
+      expect(parseStoreRef(`azure-kv://${vault}/${secret}`)).toStartWith("storeRef's Key Vault ");
+      const stored = stores.azure.read({ kind: "azure-kv", vault, secret }, AbortSignal.timeout(10_000)).then(() => null, (e: unknown) => e);
+      expect(((await stored) as StoreError).reason).toBe("bad_reference");
     }
-    expect(checked).toBeGreaterThanOrEqual(3);
     expect(fake.calls.length).toBe(before);
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { notConfiguredMessage, parseStoreRef, STORE_SCHEME_MESSAGE, storeLabel, type StoreRef } from "../../src/core/storeRefs.ts";
+import { notConfiguredMessage, parseStoreRef, STORE_NAME_MESSAGES, STORE_SCHEME_MESSAGE, storeLabel, type StoreRef } from "../../src/core/storeRefs.ts";
+import { outsidePrefixMessage, storeRefUnderPrefix } from "../../src/core/storeRefTenancy.ts";
 import { ConfigError, loadConfig } from "../../src/runtime/config.ts";
 import { checkStoreRef } from "../../src/services/storeRefChecks.ts";
 
@@ -34,8 +35,8 @@ describe("parseStoreRef", () => {
   });
 
   test("gcp-sm:// takes a project, a secret and a version (latest by default)", () => {
-    expect(ok("gcp-sm://projects/acme/secrets/stripe")).toEqual({ kind: "gcp-sm", project: "acme", secret: "stripe", version: "latest" });
-    expect(ok("gcp-sm://projects/acme/secrets/stripe/versions/3")).toEqual({ kind: "gcp-sm", project: "acme", secret: "stripe", version: "3" });
+    expect(ok("gcp-sm://projects/acme-prod/secrets/stripe")).toEqual({ kind: "gcp-sm", project: "acme-prod", secret: "stripe", version: "latest" });
+    expect(ok("gcp-sm://projects/acme-prod/secrets/stripe/versions/3")).toEqual({ kind: "gcp-sm", project: "acme-prod", secret: "stripe", version: "3" });
     for (const bad of ["gcp-sm://acme/stripe", "gcp-sm://projects/acme/secrets/", "gcp-sm://projects/acme/secrets/s/versions/", "gcp-sm://projects/acme/secrets/s/extra"]) {
       expect(parseStoreRef(bad)).toBe("storeRef must look like gcp-sm://projects/<project>/secrets/<secret>[/versions/<version>]");
     }
@@ -68,9 +69,97 @@ describe("parseStoreRef", () => {
     expect(storeLabel("vault-db")).toBe("HashiCorp Vault");
     expect(notConfiguredMessage(ok("vault://s/a#b"))).toBe("HashiCorp Vault is not configured");
     expect(notConfiguredMessage(ok("aws-sm://eu-west-1/x"))).toBe("AWS Secrets Manager is not configured");
-    expect(notConfiguredMessage(ok("gcp-sm://projects/p/secrets/s"))).toBe("Google Secret Manager is not configured");
-    expect(notConfiguredMessage(ok("azure-kv://v/s"))).toBe("Azure Key Vault is not configured");
+    expect(notConfiguredMessage(ok("gcp-sm://projects/acme-prod/secrets/s"))).toBe("Google Secret Manager is not configured");
+    expect(notConfiguredMessage(ok("azure-kv://acme-kv/s"))).toBe("Azure Key Vault is not configured");
     expect(notConfiguredMessage(ok("cmd://stripe"))).toBe('Secret command "stripe" is not configured');
+  });
+});
+
+describe("each store's naming rules, when written", () => {
+  const cases: [string, string][] = [
+    // Azure: a vault name is a DNS label of the request's host; a secret name is letters, digits and hyphens.
+    ["azure-kv://evil.example?x/slack-bot", STORE_NAME_MESSAGES.azureVault],
+    ["azure-kv://evil.example/slack-bot", STORE_NAME_MESSAGES.azureVault],
+    ["azure-kv://ab/slack-bot", STORE_NAME_MESSAGES.azureVault],
+    ["azure-kv://a234567890123456789012345/s", STORE_NAME_MESSAGES.azureVault],
+    ["azure-kv://prod--vault/s", STORE_NAME_MESSAGES.azureVault],
+    ["azure-kv://1prodvault/s", STORE_NAME_MESSAGES.azureVault],
+    ["azure-kv://prodvault-/s", STORE_NAME_MESSAGES.azureVault],
+    ["azure-kv://prodvault/slack_bot", STORE_NAME_MESSAGES.azureSecret],
+    ["azure-kv://prodvault/slack.bot", STORE_NAME_MESSAGES.azureSecret],
+    [`azure-kv://prodvault/${"s".repeat(128)}`, STORE_NAME_MESSAGES.azureSecret],
+    // AWS: the region is a label of the endpoint's host; a name is letters, digits and /_+=.@- (or an ARN).
+    ["aws-sm://us-east-1.evil.example/x", "storeRef must look like aws-sm://<region>/<name>[#<json field>]"],
+    ["aws-sm://US-EAST-1/x", "storeRef must look like aws-sm://<region>/<name>[#<json field>]"],
+    ["aws-sm://us-east-1?/x", "storeRef must look like aws-sm://<region>/<name>[#<json field>]"],
+    ["aws-sm://us-east-1/a?b", STORE_NAME_MESSAGES.awsName],
+    ["aws-sm://us-east-1/a%2fb", STORE_NAME_MESSAGES.awsName],
+    [`aws-sm://us-east-1/${"n".repeat(513)}`, STORE_NAME_MESSAGES.awsName],
+    // Google: project id or number, secret id, version number or alias.
+    ["gcp-sm://projects/Acme/secrets/s", STORE_NAME_MESSAGES.gcpProject],
+    ["gcp-sm://projects/acme/secrets/s", STORE_NAME_MESSAGES.gcpProject],
+    ["gcp-sm://projects/acme-prod-/secrets/s", STORE_NAME_MESSAGES.gcpProject],
+    ["gcp-sm://projects/acme%2fprod/secrets/s", STORE_NAME_MESSAGES.gcpProject],
+    ["gcp-sm://projects/../secrets/s", "storeRef must look like gcp-sm://projects/<project>/secrets/<secret>[/versions/<version>]"],
+    ["gcp-sm://projects/acme-prod/secrets/a.b", STORE_NAME_MESSAGES.gcpSecret],
+    [`gcp-sm://projects/acme-prod/secrets/${"s".repeat(256)}`, STORE_NAME_MESSAGES.gcpSecret],
+    ["gcp-sm://projects/acme-prod/secrets/s/versions/0", STORE_NAME_MESSAGES.gcpVersion],
+    ["gcp-sm://projects/acme-prod/secrets/s/versions/-1", STORE_NAME_MESSAGES.gcpVersion],
+    ["gcp-sm://projects/acme-prod/secrets/s/versions/a:b", STORE_NAME_MESSAGES.gcpVersion],
+    // Vault: no empty, "." or ".." segment in the mount or the path.
+    ["vault://./x#f", "storeRef must look like vault://<mount>/<path>#<field>"],
+    ["vault://secret/a/./b#f", "storeRef must look like vault://<mount>/<path>#<field>"],
+    ["vault://secret/a/#f", "storeRef must look like vault://<mount>/<path>#<field>"],
+    ["vault-db://../creds#x", "storeRef must look like vault-db://<mount>/<role>"],
+    ["vault-db://database/..", "storeRef must look like vault-db://<mount>/<role>"],
+  ];
+
+  test("a part that breaks its store's rules gets the exact message", () => {
+    for (const [ref, message] of cases) expect({ ref, message: parseStoreRef(ref) }).toEqual({ ref, message });
+  });
+
+  test("names each store accepts", () => {
+    for (const ref of [
+      "azure-kv://abc/s",
+      "azure-kv://a23456789012345678901234/s-1",
+      `azure-kv://Prod-Vault-2/${"s".repeat(127)}`,
+      "aws-sm://us-east-1/prod/db_pass+2=x.y@z-w",
+      "aws-sm://cn-north-1/x",
+      "aws-sm://us-gov-west-1/x",
+      "aws-sm://us-isob-east-1/x",
+      "aws-sm://ap-southeast-3/x",
+      "aws-sm://eu-west-1/arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-AbCdEf",
+      "gcp-sm://projects/acme-prod/secrets/S_e-c/versions/12",
+      "gcp-sm://projects/123456789012/secrets/s/versions/latest",
+      "gcp-sm://projects/example.com:acme-prod/secrets/s/versions/stable_2",
+      "vault://secret/a.b/c..d/.e#f",
+    ]) {
+      expect({ ref, parsed: typeof parseStoreRef(ref) }).toEqual({ ref, parsed: "object" });
+    }
+  });
+});
+
+describe("cloud mode: the organization's prefix (core/storeRefTenancy.ts)", () => {
+  const ORG = "abcdefghijklmnop";
+  test("under the prefix: the first Vault path segment, `<org>-` or `<org>/` before a name", () => {
+    for (const ref of [`vault://secret/${ORG}/a#f`, `vault://kv/${ORG}/a/b#f`, `vault-db://database/${ORG}-ro`, `aws-sm://us-east-1/${ORG}/a`, `aws-sm://us-east-1/${ORG}/a/b#k`, `gcp-sm://projects/acme-prod/secrets/${ORG}-a`, `azure-kv://acme-kv/${ORG}-a`]) {
+      expect({ ref, under: storeRefUnderPrefix(ok(ref), ORG) }).toEqual({ ref, under: true });
+    }
+  });
+
+  test("anything else is outside, commands included", () => {
+    const other = "ponmlkjihgfedcba";
+    for (const ref of [
+      `vault://secret/${other}/a#f`, `vault://${ORG}/a#f`, `vault://secret/x/${ORG}/a#f`, `vault://secret/${ORG}x/a#f`,
+      `vault-db://database/${ORG}`, `vault-db://database/${ORG}-`, `vault-db://${ORG}-db/ro`, `vault-db://database/${other}-ro`,
+      `aws-sm://us-east-1/${ORG}`, `aws-sm://us-east-1/${ORG}-a`, `aws-sm://us-east-1/${ORG}x/a`, `aws-sm://us-east-1/arn:aws:secretsmanager:us-east-1:1:secret:${ORG}/a`,
+      `gcp-sm://projects/acme-prod/secrets/${ORG}`, `gcp-sm://projects/acme-prod/secrets/${ORG}_a`, `gcp-sm://projects/acme-prod/secrets/${ORG.toUpperCase()}-a`,
+      `azure-kv://acme-kv/${ORG}`, `azure-kv://acme-kv/${ORG}a`, `azure-kv://${ORG}/a`, "cmd://stripe",
+    ]) {
+      expect({ ref, under: storeRefUnderPrefix(ok(ref), ORG) }).toEqual({ ref, under: false });
+    }
+    expect(storeRefUnderPrefix(ok("vault://secret/x/a#f"), "")).toBe(false);
+    expect(outsidePrefixMessage(ORG)).toBe(`In cloud mode a storeRef must name a secret under this organization's prefix "${ORG}"`);
   });
 });
 

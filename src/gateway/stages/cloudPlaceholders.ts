@@ -12,6 +12,7 @@ import type { ProxyRequest } from "../request.ts";
 import type { AgentCredentials } from "../snapshot.ts";
 import { answer, PASS, type ConnectVerdict, type RequestVerdict, type Stage } from "../stage.ts";
 import type { Tunnel } from "../tunnel.ts";
+import type { VaultResolver } from "../../vault/resolver.ts";
 
 const GOOGLE_TOKEN_HOSTS = new Set(["oauth2.googleapis.com", "www.googleapis.com"]);
 const METADATA_HOSTS = new Set(["metadata.google.internal", "169.254.169.254"]);
@@ -23,10 +24,23 @@ const GCE_PREFIX = "/computeMetadata/v1/";
 const AZURE_MI_PATH = "/metadata/identity/oauth2/token";
 const AZURE_TOKEN_PATH = /^\/[^/]+\/oauth2\/v2\.0\/token$/;
 
-/** What an agent's view says about its cloud identities: whether it may use one of each cloud, and who it is. */
+export interface GcpIdentity {
+  email: string;
+  projectId: string;
+}
+
+/**
+ * What an agent's view says about its cloud identities: whether it may use one of each cloud, and who it is — for
+ * a Google key kept in a vault or a store, the reference it is read from (the key says who it is).
+ */
 export interface CloudView {
-  gcp: { email: string; projectId: string } | null;
+  gcp: { identity: GcpIdentity } | { ref: string } | null;
   azure: { clientId: string } | null;
+}
+
+export interface CloudPlaceholdersDeps {
+  /** Values kept outside credgate: a Google key in a store names its account (services.stores). */
+  vault: Pick<VaultResolver, "peek" | "resolve">;
 }
 
 const views = new WeakMap<AgentCredentials, CloudView>();
@@ -42,7 +56,7 @@ export function cloudViewOf(creds: AgentCredentials): CloudView {
     // Application order: a later secret wins.
     for (const s of creds.injectable) {
       const cfg = s.injection;
-      if (cfg?.gcpServiceAccount !== undefined) view.gcp = gcpIdentity(s.value);
+      if (cfg?.gcpServiceAccount !== undefined) view.gcp = s.value === null && s.valueRef !== null ? { ref: s.valueRef } : { identity: gcpIdentity(s.value) };
       if (cfg?.azureClientSecret !== undefined) view.azure = { clientId: cfg.azureClientSecret.clientId };
     }
     views.set(creds, view);
@@ -50,8 +64,20 @@ export function cloudViewOf(creds: AgentCredentials): CloudView {
   return view;
 }
 
-/** The account's email and project, read from the key (an external-vault key is not known yet: placeholders). */
-function gcpIdentity(value: string | null): { email: string; projectId: string } {
+/**
+ * Who the agent's Google account is on the metadata server: read from a key kept in a vault or a store once its
+ * value is known — from the cache when it is there, else read now (a metadata request is the SDK's setup, not the
+ * hot path); a key that cannot be read answers with the placeholders, and the request that needs it gets the 502.
+ */
+function identityOf(gcp: NonNullable<CloudView["gcp"]>, vault: CloudPlaceholdersDeps["vault"]): GcpIdentity | Promise<GcpIdentity> {
+  if ("identity" in gcp) return gcp.identity;
+  const known = vault.peek(gcp.ref);
+  if (known !== undefined) return gcpIdentity(known.ok ? known.value : null);
+  return vault.resolve(gcp.ref).then((found) => gcpIdentity(found.ok ? found.value : null));
+}
+
+/** The account's email and project, read from the key (placeholders when it is unknown or not a key). */
+function gcpIdentity(value: string | null): GcpIdentity {
   try {
     const key = JSON.parse(value ?? "");
     return { email: typeof key.client_email === "string" ? key.client_email : "default", projectId: typeof key.project_id === "string" ? key.project_id : "credgate-managed" };
@@ -73,7 +99,7 @@ function gce(status: number, body: string, json = false): RequestVerdict {
 const notFound = () => gce(404, "Not Found\n");
 
 /** The GCE metadata server, for the paths the SDKs read. */
-function metadata(rq: ProxyRequest, gcp: NonNullable<CloudView["gcp"]>): RequestVerdict {
+function metadata(rq: ProxyRequest, gcp: GcpIdentity): RequestVerdict {
   if (rq.agentHeaders.get("metadata-flavor") !== "Google") return gce(403, "Missing Metadata-Flavor:Google header.\n");
   const query = rq.target.includes("?") ? new URLSearchParams(rq.target.slice(rq.target.indexOf("?") + 1)) : null;
   const path = rq.path.slice(GCE_PREFIX.length);
@@ -156,11 +182,14 @@ async function googleToken(rq: ProxyRequest): Promise<RequestVerdict> {
   return tokenAnswer(GCP_PLACEHOLDER_TOKEN);
 }
 
-function request(rq: ProxyRequest): RequestVerdict | Promise<RequestVerdict> {
+function request(rq: ProxyRequest, vault: CloudPlaceholdersDeps["vault"]): RequestVerdict | Promise<RequestVerdict> {
   const view = cloudViewOf(rq.credentials);
   if (view.gcp === null && view.azure === null) return PASS;
   if (METADATA_HOSTS.has(rq.host)) {
-    if (rq.path.startsWith(GCE_PREFIX) && view.gcp !== null) return metadata(rq, view.gcp);
+    if (rq.path.startsWith(GCE_PREFIX) && view.gcp !== null) {
+      const identity = identityOf(view.gcp, vault);
+      return identity instanceof Promise ? identity.then((id) => metadata(rq, id)) : metadata(rq, identity);
+    }
     if (rq.path === AZURE_MI_PATH && rq.host === "169.254.169.254" && view.azure !== null) return managedIdentity(rq, view.azure);
     return notFound();
   }
@@ -174,7 +203,7 @@ function request(rq: ProxyRequest): RequestVerdict | Promise<RequestVerdict> {
   return googleToken(rq);
 }
 
-export function cloudPlaceholdersStage(): Stage {
+export function cloudPlaceholdersStage({ vault }: CloudPlaceholdersDeps): Stage {
   return {
     name: "cloud-placeholders",
     reads: ["agent"],
@@ -190,7 +219,7 @@ export function cloudPlaceholdersStage(): Stage {
     request(rq) {
       // Synchronous for every other request: one lookup.
       if (!HOSTS.has(rq.host)) return PASS;
-      return request(rq);
+      return request(rq, vault);
     },
   };
 }

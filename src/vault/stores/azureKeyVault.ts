@@ -3,7 +3,7 @@
 // bearer token minted by client credentials for credgate's own app (CREDGATE_AZURE_TENANT_ID / _CLIENT_ID /
 // _CLIENT_SECRET) for https://vault.azure.net/.default. The token is sent on the first request: the tenant is
 // configured, so Key Vault's 401 challenge (which the SDK asks for to learn the tenant) would only cost a round trip.
-import type { StoreRef } from "../../core/storeRefs.ts";
+import { AZURE_SECRET_NAME, AZURE_VAULT_NAME, type StoreRef } from "../../core/storeRefs.ts";
 import { azureTokenRequest } from "../../core/tokenExchange.ts";
 import { AccessToken } from "./accessToken.ts";
 import { allSet, codeOf, storeRequest } from "./cloudRequest.ts";
@@ -13,9 +13,6 @@ const LABEL = "Azure Key Vault";
 /** Key Vault's REST API version: GA since 2023 in every Azure cloud, and GetSecret's answer is the same in later ones. */
 export const KEY_VAULT_API_VERSION = "7.4";
 const SCOPE = "https://vault.azure.net/.default";
-/** Key Vault's naming rules: the vault name becomes a DNS label, so nothing else may reach the URL's host. */
-const VAULT_NAME = /^[A-Za-z][A-Za-z0-9-]{1,22}[A-Za-z0-9]$/;
-const SECRET_NAME = /^[A-Za-z0-9-]{1,127}$/;
 
 export function azureKeyVaultFrom(ctx: StoreContext): SecretStore | null {
   const { azureTenantId, azureClientId, azureClientSecret } = ctx.config;
@@ -27,8 +24,10 @@ export function azureKeyVaultFrom(ctx: StoreContext): SecretStore | null {
   return {
     async read(ref: StoreRef, signal: AbortSignal): Promise<string> {
       if (ref.kind !== "azure-kv") throw new StoreError("wrong_store", `${LABEL} cannot read ${ref.kind}:// references`);
-      if (!VAULT_NAME.test(ref.vault) || ref.vault.includes("--")) throw new StoreError("bad_reference", `"${ref.vault}" is not a Key Vault name (3 to 24 letters, digits and single hyphens)`);
-      if (!SECRET_NAME.test(ref.secret)) throw new StoreError("bad_reference", `"${ref.secret}" is not a Key Vault secret name (letters, digits and hyphens)`);
+      // Checked when written too (core/storeRefs.ts); again here for a reference stored before: the vault name becomes
+      // a DNS label, so nothing else may reach the URL's host.
+      if (!AZURE_VAULT_NAME.test(ref.vault)) throw new StoreError("bad_reference", `"${ref.vault}" is not a Key Vault name (3 to 24 letters, digits and single hyphens)`);
+      if (!AZURE_SECRET_NAME.test(ref.secret)) throw new StoreError("bad_reference", `"${ref.secret}" is not a Key Vault secret name (letters, digits and hyphens)`);
       const bearer = await token.get(signal);
       const url = new URL(`https://${ref.vault.toLowerCase()}.vault.azure.net/secrets/${ref.secret}?api-version=${KEY_VAULT_API_VERSION}`);
       const answer = await storeRequest(ctx.fetch, LABEL, url, { method: "GET", headers: { authorization: `Bearer ${bearer}`, accept: "application/json" }, signal });

@@ -26,8 +26,17 @@ export class HashicorpVault implements SecretStore {
 
   async read(ref: StoreRef, signal: AbortSignal): Promise<string> {
     if (ref.kind === "vault") return this.#readKv(ref, signal);
-    if (ref.kind === "vault-db") return this.#tryLease(ref, signal);
+    if (ref.kind === "vault-db") return (await this.#tryLease(ref, signal)).user;
     throw new StoreError("wrong_store", "not a HashiCorp Vault reference");
+  }
+
+  /** A `vault-db://` test says what happened to the lease it took (its user is no secret; its password never shown); a `vault://` test is a read. */
+  async test(ref: StoreRef, signal: AbortSignal): Promise<string | null> {
+    if (ref.kind !== "vault-db") return null;
+    const { user, path, revoked } = await this.#tryLease(ref, signal);
+    return revoked
+      ? `HashiCorp Vault gave a lease for user ${user} (${path}); credgate revoked it at once.`
+      : `HashiCorp Vault gave a lease for user ${user} (${path}); credgate could not revoke it, so Vault ends it at its TTL.`;
   }
 
   async close(): Promise<void> {
@@ -54,21 +63,23 @@ export class HashicorpVault implements SecretStore {
 
   /**
    * A `vault-db://` reference has no value to cache: a read (POST /v1/secrets/{id}/test) takes a lease and revokes
-   * it at once, proving credgate may. The answer is the lease's user name, never its password.
+   * it at once, proving credgate may. The answer is the lease's user name and whether it was revoked, never its password.
    */
-  async #tryLease(ref: Extract<StoreRef, { kind: "vault-db" }>, signal: AbortSignal): Promise<string> {
+  async #tryLease(ref: Extract<StoreRef, { kind: "vault-db" }>, signal: AbortSignal): Promise<{ user: string; path: string; revoked: boolean }> {
     const path = `${ref.mount}/creds/${ref.role}`;
     const token = await this.auth.token(signal);
     const answer = await vaultCall(this.endpoint, { method: "GET", path, token }, signal);
     if (answer.status !== 200) throw vaultFailure(answer, path);
     const user = answer.body?.data?.username;
     const leaseId = answer.body?.lease_id;
+    let revoked = true;
     if (typeof leaseId === "string" && leaseId !== "") {
-      const revoked = await vaultCall(this.endpoint, { method: "PUT", path: "sys/leases/revoke", token, body: { lease_id: leaseId } }, signal).catch(() => null);
-      if (revoked === null || revoked.status >= 300) log.warn("test lease not revoked: Vault ends it at its TTL", { path });
+      const answer = await vaultCall(this.endpoint, { method: "PUT", path: "sys/leases/revoke", token, body: { lease_id: leaseId } }, signal).catch(() => null);
+      revoked = answer !== null && answer.status < 300;
+      if (!revoked) log.warn("test lease not revoked: Vault ends it at its TTL", { path });
     }
     if (typeof user !== "string") throw new StoreError("unexpected_answer", `HashiCorp Vault's answer for ${path} has no username`);
-    return user;
+    return { user, path, revoked };
   }
 }
 

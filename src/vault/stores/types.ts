@@ -26,6 +26,11 @@ export class StoreError extends Error {
 export interface SecretStore {
   /** One read of one reference (no caching here: the resolver caches). */
   read(ref: StoreRef, signal: AbortSignal): Promise<string>;
+  /**
+   * One test of a reference (POST /v1/secrets/{id}/test) when a read's value says nothing useful — a lease's user
+   * name is not a value: the sentence saying what happened, never a value or a password. Without it, a test is a read.
+   */
+  test?(ref: StoreRef, signal: AbortSignal): Promise<string | null>;
   /** Stops timers (token renewal) and revokes what it holds; called once at shutdown. */
   close?(): Promise<void>;
 }

@@ -9,6 +9,7 @@ import { agentCredentials, compiledSecret, signIn, testRequest, testTunnel } fro
 import { PASS } from "../../../src/gateway/stage.ts";
 import type { AgentCredentials } from "../../../src/gateway/snapshot.ts";
 import { outcome } from "./helpers.ts";
+import { VaultResolver } from "../../../src/vault/resolver.ts";
 
 const KEY = JSON.stringify({ type: "service_account", project_id: "proj-1", client_email: "bot@proj-1.iam.gserviceaccount.com", private_key: "unused here", token_uri: "https://oauth2.googleapis.com/token" });
 const CLIENT = "66666666-7777-8888-9999-000000000000";
@@ -17,7 +18,8 @@ const azure = compiledSecret({ hostPattern: "*.blob.core.windows.net", value: "s
 const both = agentCredentials({ injectable: [gcp, azure] });
 const none = agentCredentials({ injectable: [compiledSecret({ hostPattern: "api.example.com", value: "v", injection: { headerName: "x-key" } })] });
 
-const stage = cloudPlaceholdersStage();
+// No vault or store here: every key of these tests is inline (a key kept in a store: test/e2e/secret-stores-variants.test.ts).
+const stage = cloudPlaceholdersStage({ vault: new VaultResolver({ host: null, token: null, fetch: () => Promise.reject(new Error("no fetch in this test")) }) });
 
 async function ask(creds: AgentCredentials, init: Parameters<typeof testRequest>[0]) {
   const rq = testRequest(init);
