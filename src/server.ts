@@ -189,6 +189,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
         await core.services.budgetLedger.stop();
         await core.services.spend.stop();
         await core.services.partnerBudgets.flush().catch(() => {});
+        // Secret stores stop their renewals and revoke their leases (docs/injection.md#secret-stores).
+        await untilDeadline(core.services.stores.close());
         await core.close();
       },
     };

@@ -34,6 +34,8 @@ const POSTGRES_RUN = [
   "test/e2e/gateway-injection.test.ts",
   "test/e2e/gateway-lifecycle.test.ts",
   "test/e2e/gateway-workers.test.ts",
+  // Secret-store references (the store_ref column) read through the instance's shared cache by two gateway processes.
+  "test/e2e/secret-stores.test.ts",
   "test/e2e/policy-gateway.test.ts",
   "test/e2e/approval-store.test.ts",
   "test/e2e/notifications.test.ts",

@@ -13,6 +13,7 @@ import m9 from "./0009_key_sessions.sql" with { type: "text" };
 import m10 from "./0010_partner_budget_windows.sql" with { type: "text" };
 import m11 from "./0011_mcp_servers.sql" with { type: "text" };
 import m12 from "./0012_request_log_mcp_server.sql" with { type: "text" };
+import m13 from "./0013_secret_stores.sql" with { type: "text" };
 
 export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795568033987, breakpoints: true, sql: m0 },
@@ -28,4 +29,5 @@ export const postgresMigrations: EmbeddedMigration[] = [
   { tag: "0010_partner_budget_windows", when: 1796479734299, breakpoints: true, sql: m10 },
   { tag: "0011_mcp_servers", when: 1796481276192, breakpoints: true, sql: m11 },
   { tag: "0012_request_log_mcp_server", when: 1796481713701, breakpoints: true, sql: m12 },
+  { tag: "0013_secret_stores", when: 1796488990020, breakpoints: true, sql: m13 },
 ];

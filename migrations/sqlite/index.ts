@@ -17,6 +17,7 @@ import m13 from "./0013_key_sessions.sql" with { type: "text" };
 import m14 from "./0014_partner_budget_windows.sql" with { type: "text" };
 import m15 from "./0015_mcp_servers.sql" with { type: "text" };
 import m16 from "./0016_request_log_mcp_server.sql" with { type: "text" };
+import m17 from "./0017_secret_stores.sql" with { type: "text" };
 
 export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0000_init", when: 1795323549979, breakpoints: true, sql: m0 },
@@ -36,4 +37,5 @@ export const sqliteMigrations: EmbeddedMigration[] = [
   { tag: "0014_partner_budget_windows", when: 1796479730113, breakpoints: true, sql: m14 },
   { tag: "0015_mcp_servers", when: 1796481269957, breakpoints: true, sql: m15 },
   { tag: "0016_request_log_mcp_server", when: 1796481710569, breakpoints: true, sql: m16 },
+  { tag: "0017_secret_stores", when: 1796488988552, breakpoints: true, sql: m17 },
 ];

@@ -58,19 +58,23 @@ export const headTooLarge = (): JsonAnswer => ({ status: 431, body: { error: "ba
 
 export const invalidConnectTarget = (target: string): JsonAnswer => ({ status: 400, body: { error: "bad_request", message: `Invalid CONNECT target "${target}".` } });
 
-/** `reason`, when given, is appended to the message: what the operator must fix (never a value). */
-export const credentialUnavailable = (host: string, reason?: string): Response =>
+/**
+ * `reason`, when given, is appended to the message: what the operator must fix (never a value). `secretName`: the
+ * secret whose value could not be read from its vault or store (docs/agent-errors.md#credential_unavailable).
+ */
+export const credentialUnavailable = (host: string, reason?: string, secretName?: string): Response =>
   gatewayJson(502, {
     error: "credential_unavailable",
     message: `credgate could not obtain the credential for ${host}, so the request was not forwarded.${reason ? ` ${reason}` : ""}`,
+    ...(secretName !== undefined ? { secret_name: secretName } : {}),
   });
 
 /**
  * The request is answered 502 `credential_unavailable` and logged as an error; nothing goes upstream. Shared by
  * every stage that makes or fetches a credential (inject, inject-connection, github-app, aws-check, aws-sign).
  */
-export function credentialUnavailableFor(rq: { readonly host: string }, reason?: string): RequestVerdict {
-  return answer("error", credentialUnavailable(rq.host, reason));
+export function credentialUnavailableFor(rq: { readonly host: string }, reason?: string, secretName?: string): RequestVerdict {
+  return answer("error", credentialUnavailable(rq.host, reason, secretName));
 }
 
 const upstreamUnreachableBody = (host: string, port: number, reason: string) => ({ error: "upstream_unreachable", message: `credgate could not connect to ${host}:${port}: ${reason}` });

@@ -13,7 +13,6 @@ import { GatewaySnapshot } from "./snapshot.ts";
 import { LeafCache, SelfLeaf } from "./tls.ts";
 import { selfNames } from "../listen/selfNames.ts";
 import { UpstreamPool } from "./upstream/pool.ts";
-import { VaultResolver } from "../vault/resolver.ts";
 import { loadSshCa } from "../services/sshCa.ts";
 import { ExecJudge } from "./ssh/judge.ts";
 import { SshInterception } from "./ssh/session.ts";
@@ -23,7 +22,7 @@ import { statementJudgeOf } from "./postgres/judge.ts";
 import { logStatement } from "./postgres/statementLog.ts";
 import { forwardCancel, type UpstreamDeps } from "./postgres/upstream.ts";
 
-/** What the stages share, over these services: the egress guard, the vault cache and the upstream pool are one each. */
+/** What the stages share, over these services: the egress guard and the upstream pool are one each; the values kept outside credgate are the services' (one resolver per process). */
 export function pipelineDeps(config: Config, services: Services, snapshot: GatewaySnapshot): PipelineDeps {
   return {
     config,
@@ -31,12 +30,7 @@ export function pipelineDeps(config: Config, services: Services, snapshot: Gatew
     snapshot,
     upstreams: new UpstreamPool(services.outbound),
     egress: new EgressGuard(config, services.outbound),
-    vault: new VaultResolver({
-      host: config.opConnectHost,
-      token: config.opConnectToken,
-      fetch: (url, init) => services.outbound.fetch(url, init),
-      caches: services.caches,
-    }),
+    vault: services.stores,
   };
 }
 

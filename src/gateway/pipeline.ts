@@ -56,7 +56,7 @@ export interface PipelineDeps {
   snapshot: GatewaySnapshot;
   upstreams: UpstreamPool;
   egress: EgressGuard;
-  /** External vault values (1Password Connect), cached per reference. */
+  /** Values kept outside credgate (1Password, secret stores), cached per reference: `services.stores`. */
   vault: VaultResolver;
 }
 
@@ -76,7 +76,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     connectionStage(),
     policyStage({ rateLimits: services.rateLimits }),
     resourcesStage(),
-    leakGuardStage({ enabled: config.leakGuard, minted: services.cloudTokens.known }),
+    leakGuardStage({ enabled: config.leakGuard, minted: services.cloudTokens.known, fetched: d.vault.known }),
     injectConnectionStage({ oauth: services.oauth }),
     injectStage({ vault: d.vault }),
     // After inject: the MCP server's token replaces a secret's on the same header.
@@ -92,7 +92,7 @@ export function gatewayStages(d: PipelineDeps): Stage[] {
     // After the policy's own hold; before placeholder, so that a reviewer sees the arguments the agent wrote.
     mcpToolsStage({ approvals: services.approvals, requestLogs: services.requestLogs, remembered: d.snapshot.remembered, sessions: mcpSessions }),
     placeholderStage(),
-    websocketFramesStage({ leakGuard: config.leakGuard, minted: services.cloudTokens.known }),
+    websocketFramesStage({ leakGuard: config.leakGuard, minted: services.cloudTokens.known, fetched: d.vault.known }),
     guidanceStage({ publicUrl: config.publicUrl }),
     // Last before forwarding: a signature is good for 15 minutes, and an approval may have held the request longer.
     awsSignStage(),

@@ -48,9 +48,10 @@ export interface CompiledSecret extends Injectable {
   createdAt: string;
   hostMatch: HostMatcher;
   pathMatch: PathMatcher;
-  /** Inline plaintext; null for external-vault secrets (resolved at request time). */
+  /** Inline plaintext; null for external-vault and secret-store secrets (resolved at request time, `valueRef`). */
   value: string | null;
-  opRef: string | null;
+  /** Where a value kept outside credgate is read: the `op://` or store reference (docs/injection.md#secret-stores). */
+  valueRef: string | null;
 }
 
 export interface AgentCredentials {
@@ -323,7 +324,7 @@ export class GatewaySnapshot {
       hostMatch: compileHostPattern(row.hostPattern),
       pathMatch: compilePathPattern(row.pathPattern),
       value: this.services.secrets.openValue(row),
-      opRef: row.opRef,
+      valueRef: row.opRef ?? row.storeRef,
       type: row.type,
       authMode: (row.metadata?.authMode ?? "api-key") as AuthMode,
       ...(row.metadata?.accountId ? { accountId: row.metadata.accountId } : {}),

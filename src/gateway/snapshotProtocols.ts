@@ -22,9 +22,13 @@ export interface DatabaseCredential {
   port: number;
   /** The real database user. */
   user: string;
-  /** Inline value; null when it lives in an external vault (then `opRef`). */
+  /** Inline value; null when it lives in an external vault or a secret store (then `valueRef`). */
   password: string | null;
-  opRef: string | null;
+  /**
+   * The `op://` or store reference of the password. A `vault-db://` reference is a lease of user and password
+   * (docs/injection.md#secret-stores): the broker takes it from the lease hook, not the value resolver.
+   */
+  valueRef: string | null;
   /** Allowed database names; null = any. */
   databases: string[] | null;
   tls: "verify-full" | "require" | "off";
@@ -40,9 +44,9 @@ export interface SshCredential {
   secretId: string;
   name: string;
   hostMatch: HostMatcher;
-  /** The private key (inline only: an external-vault key is resolved by the interception). */
+  /** The private key (inline only: a key kept in a vault or a store is resolved by the interception, `valueRef`). */
   key: string | null;
-  opRef: string | null;
+  valueRef: string | null;
   user: string;
   knownHosts: string;
   commands: "git" | "any";
@@ -91,7 +95,7 @@ export function databaseCredentials(services: Services, access: AgentAccess): Ma
       port: db.port ?? DEFAULT_DATABASE_PORT,
       user: db.user,
       password: services.secrets.openValue(row),
-      opRef: row.opRef,
+      valueRef: row.opRef ?? row.storeRef,
       databases: db.databases ?? null,
       tls: db.tls ?? "verify-full",
       readOnly: db.readOnly ?? false,
@@ -113,7 +117,7 @@ export function sshCredentials(services: Services, access: AgentAccess): SshCred
         name: row.name,
         hostMatch: compileHostPattern(row.hostPattern),
         key: services.secrets.openValue(row),
-        opRef: row.opRef,
+        valueRef: row.opRef ?? row.storeRef,
         user: ssh.user ?? "git",
         knownHosts: ssh.knownHosts,
         commands: ssh.commands ?? "git",

@@ -193,7 +193,7 @@ export function compiledSecret(init: TestSecretInit): CompiledSecret {
     catchAllPath: pattern === "" || pattern === "*" || pattern === "/*",
     createdAt: "2025-01-01T00:00:00.000Z",
     value: "secret-value",
-    opRef: null,
+    valueRef: null,
     type: "generic",
     authMode: "api-key",
     injection: { headerName: "x-api-key" },

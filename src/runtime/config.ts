@@ -7,13 +7,15 @@ import { availableParallelism } from "node:os";
 import { resolve as resolvePath } from "node:path";
 import { parseCidrList, parseConnectTo, parseDnsServers, parseNoProxySetting, parseProxySetting, parseResolve } from "./configOutbound.ts";
 import { ConfigError, nonEmpty, parseOnOff, parsePort, parsePositive, parseUrl, type Env } from "./configParsing.ts";
+import { parseStoreSettings, type StoreSettings } from "./configStores.ts";
 import { parseTracing, type TracingConfig } from "./configTracing.ts";
 
 export { ConfigError } from "./configParsing.ts";
 
 export type Mode = "self-hosted" | "cloud";
 
-export interface Config {
+/** The secret-store settings (StoreSettings, docs/configuration.md#secret-stores) are spread into it. */
+export interface Config extends StoreSettings {
   mode: Mode;
   dataDir: string;
   port: number;
@@ -203,5 +205,6 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     upstreamProxy: parseProxySetting(env.CREDGATE_UPSTREAM_PROXY),
     upstreamNoProxy: parseNoProxySetting(env.CREDGATE_UPSTREAM_NO_PROXY),
     tracing: parseTracing(env),
+    ...parseStoreSettings(env, modeRaw),
   };
 }

@@ -43,6 +43,9 @@ import { McpServerService } from "./mcpServers.ts";
 import { McpGrantService } from "./mcpGrants.ts";
 import { McpAuthService } from "./mcpAuth.ts";
 import { egressFetch } from "./mcp/egressFetch.ts";
+import { storeFetch } from "./storeFetch.ts";
+import { VaultResolver } from "../vault/resolver.ts";
+import { storesFrom } from "../vault/stores/index.ts";
 
 export interface Services {
   deps: ServiceDeps;
@@ -98,6 +101,11 @@ export interface Services {
   mcpAuth: McpAuthService;
   /** The caches the instance's gateway processes share (docs/operations.md#gateway-workers-and-caches). */
   caches: SharedCaches;
+  /**
+   * Values kept outside credgate (docs/injection.md#secret-stores): 1Password `op://` references and secret store
+   * references, read through one cache per instance; `peek` is synchronous for the gateway's hot path.
+   */
+  stores: VaultResolver;
 }
 
 /** What the composition root hands in from outside the services. */
@@ -112,10 +120,20 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
   const secrets = new SecretService(deps);
   const caches = new SharedCaches();
   const outbound = new Outbound(deps.config, caches);
+  const egress = parts.egress(outbound);
+  const stores = new VaultResolver({
+    host: deps.config.opConnectHost,
+    token: deps.config.opConnectToken,
+    fetch: (url, init) => outbound.fetch(url, init),
+    stores: storesFrom({ config: deps.config, fetch: storeFetch(outbound, egress), now: Date.now }),
+    storeCacheSeconds: deps.config.storeCacheSeconds,
+    commands: deps.config.secretCommands,
+    caches,
+  });
+  secrets.stores = stores;
   const orgs = new OrganizationService(deps);
   const connections = new ConnectionService(deps);
   const appConfigs = new AppConfigService(deps);
-  const egress = parts.egress(outbound);
   const mcpServers = new McpServerService(deps, egressFetch(outbound, egress));
   const mcpGrants = new McpGrantService(deps, agents, mcpServers);
   const grants = new GrantService(deps, agents, connections, mcpGrants);
@@ -181,10 +199,11 @@ export function createServices(base: Omit<ServiceDeps, "audit">, parts: ServiceP
     partners: new PartnerService(deps, orgs, projects, agents, apiKeys, claims),
     githubApps,
     cloudTokens,
-    secretTests: new SecretTester(secrets, githubApps, outbound, egress),
+    secretTests: new SecretTester(secrets, githubApps, outbound, egress, stores),
     mcpServers,
     mcpGrants,
     mcpAuth: new McpAuthService(deps, mcpServers, caches),
     caches,
+    stores,
   };
 }

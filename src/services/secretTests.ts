@@ -1,7 +1,8 @@
 // The secret form's "Test" (docs/injection.md#testing-a-signed-or-minted-secret): a signed or minted secret is
 // tried against its issuer without an agent — an AWS key signs STS GetCallerIdentity, a GitHub App key mints an
-// installation token — through the same egress path as the gateway. The answer says whether it worked and
-// what the issuer said; it never holds the key or a token.
+// installation token — through the same egress path as the gateway. A secret-store secret is read once from its
+// store, bypassing the cache (docs/injection.md#testing-a-store-reference). The answer says whether it worked and
+// what the issuer or the store said; it never holds the key, the value or a token.
 import { badRequest } from "../core/errors.ts";
 import type { SecretTestResult } from "../core/records/secrets.ts";
 import { amzDate, AwsSigner } from "../crypto/awsSigV4.ts";
@@ -9,6 +10,7 @@ import type { GithubAppTokens } from "./githubApps.ts";
 import type { EgressCheck } from "./notifications/index.ts";
 import type { Outbound } from "./outbound.ts";
 import type { SecretOwner, SecretService } from "./secrets.ts";
+import type { VaultResolver } from "../vault/resolver.ts";
 
 export const NOT_TESTABLE_MESSAGE = "Only AWS Signature V4 and GitHub App secrets with a stored value can be tested";
 const TIMEOUT_MS = 15_000;
@@ -22,10 +24,12 @@ export class SecretTester {
     private readonly githubApps: GithubAppTokens,
     private readonly outbound: Outbound,
     private readonly egress: EgressCheck,
+    private readonly stores: Pick<VaultResolver, "test">,
   ) {}
 
   async test(owner: SecretOwner, id: string): Promise<SecretTestResult> {
     const row = await this.secrets.find(owner, id);
+    if (row.valueSource === "vault" && row.storeRef !== null) return this.stores.test(row.storeRef);
     const cfg = row.injectionConfig;
     const value = this.secrets.openValue(row);
     if (value === null || (cfg?.awsSigV4 === undefined && cfg?.githubApp === undefined)) throw badRequest(NOT_TESTABLE_MESSAGE);

@@ -33,6 +33,7 @@ import type { ServiceDeps } from "./deps.ts";
 import { placeholdersClash, placeholderTakenMessage } from "../core/placeholders.ts";
 import { coversVendorSuffix, GCP_DEFAULT_HOST, GCP_KEY_MESSAGE, parseGcpKey } from "../core/cloudIdentity.ts";
 import { HOST_MESSAGES } from "../core/patterns.ts";
+import { parseStoreRef, type StoreRef } from "../core/storeRefs.ts";
 
 export type { SecretRow };
 
@@ -50,6 +51,8 @@ export interface CreateSecretInput {
   valueSource?: ValueSource;
   value?: string;
   opRef?: string;
+  /** valueSource `vault` (docs/injection.md#secret-stores): checked by the route's parser. */
+  storeRef?: string;
   opDisplay?: { vault?: string; item?: string; field?: string };
   /** `accountId` is only passed by the migration import (the API body schema does not carry it). */
   metadata?: { authMode?: AuthMode; accountId?: string };
@@ -63,6 +66,7 @@ export interface UpdateSecretInput {
   valueSource?: ValueSource;
   value?: string;
   opRef?: string;
+  storeRef?: string;
   opDisplay?: { vault?: string; item?: string; field?: string };
   hostPattern?: string;
   pathPattern?: string | null;
@@ -74,12 +78,23 @@ export const SECRET_NOT_FOUND = "Secret not found";
 export const VAULT_SCOPE_MESSAGE = "External vault is only available for project-scoped secrets";
 export const VAULT_UNCONFIGURED_MESSAGE = "External vault is not configured on this server";
 export const NO_FIELDS_MESSAGE = "No fields to update";
+export const STORE_REF_REQUIRED_MESSAGE = "storeRef is required when valueSource is vault";
+export const VAULT_DB_DATABASE_ONLY_MESSAGE = "vault-db:// references are only for database secrets (injectionConfig.database)";
+
+/** Which secret stores this instance can read (the resolver answers: services/index.ts wires it). */
+export interface StoreAvailability {
+  /** The 400 message when `ref`'s store is not configured here; null when it is. */
+  unavailable(ref: StoreRef): string | null;
+}
 
 function blankToNull(s: string | null | undefined): string | null {
   return s === undefined || s === null || s.trim() === "" ? null : s.trim();
 }
 
 export class SecretService {
+  /** Set once by createServices: which stores are configured. */
+  stores: StoreAvailability | null = null;
+
   constructor(private readonly deps: ServiceDeps) {}
 
   private get db() {
@@ -97,6 +112,7 @@ export class SecretService {
       type: row.type,
       valueSource: row.valueSource,
       opRef: row.opRef,
+      storeRef: row.storeRef,
       hostPattern: row.hostPattern,
       pathPattern: row.pathPattern,
       injectionConfig: row.injectionConfig,
@@ -179,6 +195,20 @@ export class SecretService {
   }
 
   /**
+   * A store reference's checks that need the instance or the secret (flat 400s, docs/injection.md#secret-stores):
+   * its store is configured here; a `vault-db://` lease gives a user and a password, so only a database secret
+   * takes one. Secret stores serve project and organization secrets alike (partners are refused by the route).
+   */
+  #checkStoreRef(ref: string, cfg: InjectionConfigShape | null): string {
+    const parsed = parseStoreRef(ref.trim());
+    if (typeof parsed === "string") throw ApiError.flat(400, parsed);
+    const message = this.stores?.unavailable(parsed) ?? null;
+    if (message !== null) throw ApiError.flat(400, message);
+    if (parsed.kind === "vault-db" && cfg?.database === undefined) throw ApiError.flat(400, VAULT_DB_DATABASE_ONLY_MESSAGE);
+    return ref.trim();
+  }
+
+  /**
    * The value-placement checks: a value spliced into a path or a header must not break it. A header value
    * (LLM values after normalisation, and the Codex account id, go into headers too) is a flat 400 naming `value`.
    */
@@ -256,6 +286,8 @@ export class SecretService {
     if (input.type === "generic" && input.injectionConfig) this.#checkDatabase(owner, input.hostPattern ?? "", input.injectionConfig);
     const valueSource = input.valueSource ?? "inline";
     if (valueSource === "external_vault") this.checkVault(owner);
+    if (valueSource === "vault" && input.storeRef === undefined) throw ApiError.flat(400, STORE_REF_REQUIRED_MESSAGE);
+    const storeRef = valueSource === "vault" ? this.#checkStoreRef(input.storeRef!, input.type === "generic" ? (input.injectionConfig ?? null) : null) : null;
 
     let value = valueSource === "inline" ? input.value! : null;
     let metadata: SecretMetadata | null = null;
@@ -287,6 +319,7 @@ export class SecretService {
       valueSource,
       valueSealed: value === null ? null : this.deps.sealer.seal(value),
       opRef: valueSource === "external_vault" ? input.opRef!.trim() : null,
+      storeRef,
       hostPattern: hostPattern!,
       pathPattern: blankToNull(input.pathPattern),
       injectionConfig,
@@ -305,6 +338,7 @@ export class SecretService {
       type: row.type,
       valueSource: row.valueSource,
       opRef: row.opRef,
+      storeRef: row.storeRef,
       hostPattern: row.hostPattern,
       pathPattern: row.pathPattern,
       createdAt: row.createdAt,
@@ -328,16 +362,29 @@ export class SecretService {
     const patch: Partial<SecretRow> = {};
     if (input.name !== undefined) patch.name = input.name;
 
+    // The value's source after this write (docs/injection.md#changing-the-source): a new value makes it inline, a
+    // new storeRef alone makes it a store secret, else an explicit valueSource decides.
     let valueSource = row.valueSource;
     if (input.value !== undefined) valueSource = "inline";
     else if (input.valueSource !== undefined) valueSource = input.valueSource;
+    else if (input.storeRef !== undefined) valueSource = "vault";
 
     if (valueSource === "external_vault" && (row.valueSource !== "external_vault" || input.opRef !== undefined)) {
       this.checkVault(owner);
       const opRef = input.opRef ?? row.opRef;
       if (!opRef) throw ApiError.flat(400, "opRef is required when valueSource is external_vault");
-      Object.assign(patch, { valueSource, opRef: opRef.trim(), valueSealed: null });
+      Object.assign(patch, { valueSource, opRef: opRef.trim(), storeRef: null, valueSealed: null });
       if (row.type !== "generic") patch.metadata = { ...row.metadata, authMode: row.metadata?.authMode ?? "api-key" };
+    }
+    if (valueSource === "vault" && (row.valueSource !== "vault" || input.storeRef !== undefined || newInjection !== null)) {
+      const storeRef = input.storeRef ?? row.storeRef;
+      if (!storeRef) throw ApiError.flat(400, STORE_REF_REQUIRED_MESSAGE);
+      const checked = this.#checkStoreRef(storeRef, row.type === "generic" ? (newInjection ?? row.injectionConfig) : null);
+      if (row.valueSource !== "vault" || checked !== row.storeRef) Object.assign(patch, { valueSource, storeRef: checked, opRef: null, valueSealed: null });
+      if (row.type !== "generic" && row.valueSource !== "vault") {
+        const { opDisplay: _dropped, ...kept } = row.metadata ?? {};
+        patch.metadata = { ...kept, authMode: row.metadata?.authMode ?? "api-key" };
+      }
     }
     if (input.opDisplay !== undefined && valueSource === "external_vault") {
       patch.metadata = { ...(patch.metadata ?? row.metadata), opDisplay: input.opDisplay };
@@ -354,7 +401,7 @@ export class SecretService {
         newValue = llm.value;
         patch.metadata = { authMode: llm.authMode, ...(llm.accountId ? { accountId: llm.accountId } : {}) };
       }
-      Object.assign(patch, { valueSource: "inline", opRef: null, valueSealed: this.deps.sealer.seal(newValue!) });
+      Object.assign(patch, { valueSource: "inline", opRef: null, storeRef: null, valueSealed: this.deps.sealer.seal(newValue!) });
     } else if (valueSource === "inline" && row.valueSource !== "inline") {
       throw ApiError.flat(400, "value is required");
     }

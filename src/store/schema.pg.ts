@@ -326,6 +326,7 @@ export const secrets = pgTable(
     valueSource: text("value_source").$type<ValueSource>().notNull(),
     valueSealed: text("value_sealed"),
     opRef: text("op_ref"),
+    storeRef: text("store_ref"),
     hostPattern: text("host_pattern").notNull(),
     pathPattern: text("path_pattern"),
     injectionConfig: jsonText("injection_config").$type<InjectionConfig>(),

@@ -319,6 +319,7 @@ export const secrets = sqliteTable(
     valueSource: text("value_source").$type<ValueSource>().notNull(),
     valueSealed: text("value_sealed"),
     opRef: text("op_ref"),
+    storeRef: text("store_ref"),
     hostPattern: text("host_pattern").notNull(),
     pathPattern: text("path_pattern"),
     injectionConfig: text("injection_config", { mode: "json" }).$type<InjectionConfig>(),

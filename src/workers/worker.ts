@@ -43,6 +43,7 @@ export async function runGatewayWorker(config: Config, index: number): Promise<v
     await services.budgetLedger.stop();
     await services.spend.stop();
     await services.partnerBudgets.flush().catch(() => {});
+    await services.stores.close();
     await core.close();
     process.exit(0);
   };

@@ -200,7 +200,7 @@ describe("which database credentials an agent gets", () => {
       port: 5432,
       user: "u",
       password: "main-password-123456",
-      opRef: null,
+      valueRef: null,
       databases: ["app", "other"],
       tls: "verify-full",
       readOnly: false,

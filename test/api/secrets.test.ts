@@ -21,8 +21,8 @@ const MSG = {
   notFound: "Secret not found",
 };
 const MASK = "••••••••";
-const CREATED_KEYS = ["createdAt", "hostPattern", "id", "name", "opRef", "pathPattern", "preview", "type", "valueSource"];
-const SECRET_KEYS = ["createdAt", "hostPattern", "id", "injectionConfig", "metadata", "name", "opRef", "pathPattern", "scope", "type", "typeLabel", "valueSource"];
+const CREATED_KEYS = ["createdAt", "hostPattern", "id", "name", "opRef", "pathPattern", "preview", "storeRef", "type", "valueSource"];
+const SECRET_KEYS = ["createdAt", "hostPattern", "id", "injectionConfig", "metadata", "name", "opRef", "pathPattern", "scope", "storeRef", "type", "typeLabel", "valueSource"];
 
 let api: TestApi;
 beforeAll(async () => {
@@ -78,6 +78,7 @@ describe("POST /secrets: generic", () => {
       type: "generic",
       valueSource: "inline",
       opRef: null,
+      storeRef: null,
       hostPattern: "api.x.com",
       pathPattern: "/v1/*",
       injectionConfig: { headerName: "x-k", valueFormat: "{value}" },
@@ -184,7 +185,11 @@ describe("POST /secrets: generic", () => {
     [{ name: "x".repeat(256), type: "generic" }, "name must be 1-255 characters"],
     [{ name: "s" }, "type is required"],
     [{ name: "s", type: "llm_c" }, "type must be one of: llm_a, llm_b, generic"],
-    [{ name: "s", type: "generic", valueSource: "vault" }, "valueSource must be one of: inline, external_vault"],
+    [{ name: "s", type: "generic", valueSource: "store" }, "valueSource must be one of: inline, external_vault, vault"],
+    [{ name: "s", type: "generic", valueSource: "vault" }, "storeRef is required when valueSource is vault"],
+    [{ name: "s", type: "generic", valueSource: "vault", storeRef: "  " }, "storeRef is required when valueSource is vault"],
+    [{ name: "s", type: "generic", valueSource: "vault", storeRef: "op://a/b/c" }, "storeRef must start with vault://, vault-db://, aws-sm://, gcp-sm://, azure-kv:// or cmd://"],
+    [{ name: "s", type: "generic", valueSource: "vault", storeRef: "vault://secret" }, "storeRef must look like vault://<mount>/<path>#<field>"],
     [{ name: "s", type: "generic", hostPattern: "api.x.com", injectionConfig: { headerName: "x" } }, "value is required"],
     [{ name: "s", type: "generic", value: "", hostPattern: "api.x.com", injectionConfig: { headerName: "x" } }, "value is required"],
     [{ name: "s", type: "generic", value: "x".repeat(10001), hostPattern: "api.x.com", injectionConfig: { headerName: "x" } }, "value must be 1-10000 characters"],
@@ -203,7 +208,7 @@ describe("POST /secrets: generic", () => {
     // Everything wrong: the first field in table order is reported.
     [{ name: "", type: "x", valueSource: "x", hostPattern: "https://x", injectionConfig: {} }, "name must be 1-255 characters"],
     [{ name: "s", type: "x", valueSource: "x", hostPattern: "https://x", injectionConfig: {} }, "type must be one of: llm_a, llm_b, generic"],
-    [{ name: "s", type: "generic", valueSource: "x", hostPattern: "https://x", injectionConfig: {} }, "valueSource must be one of: inline, external_vault"],
+    [{ name: "s", type: "generic", valueSource: "x", hostPattern: "https://x", injectionConfig: {} }, "valueSource must be one of: inline, external_vault, vault"],
     [{ name: "s", type: "generic", hostPattern: "https://x", injectionConfig: {} }, "value is required"],
     [{ name: "s", type: "generic", value: "v", hostPattern: "https://x", pathPattern: "x", injectionConfig: {} }, MSG.url],
     [{ name: "s", type: "generic", value: "v", hostPattern: "api.x.com", pathPattern: "x", injectionConfig: {} }, "pathPattern must be * or start with /"],
@@ -475,7 +480,7 @@ describe("PATCH /secrets/{id}", () => {
   test.each([
     [{ name: "" }, "name must be 1-255 characters"],
     [{ name: 5 }, "name must be a string"],
-    [{ valueSource: "other" }, "valueSource must be one of: inline, external_vault"],
+    [{ valueSource: "other" }, "valueSource must be one of: inline, external_vault, vault"],
     [{ value: "" }, "value must be 1-10000 characters"],
     [{ hostPattern: "https://api.x.com" }, MSG.url],
     [{ hostPattern: "api.x.com/v1" }, MSG.path],

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import type { Browser } from "playwright-core";
-import { closeCleanPages, launchBrowser, openPage, type WatchedPage } from "../support/browser.ts";
+import { closeCleanPages, launchBrowser, openPage, openProjectSecrets, type WatchedPage } from "../support/browser.ts";
 import { freePort } from "../support/ports.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
@@ -55,11 +55,7 @@ describe("signed and minted secrets in the dashboard", () => {
     const w = await openPage(browser);
     pages.push(w);
     const { page } = w;
-    await page.goto(`${base}/sign-in`);
-    await page.getByLabel("API key").fill(cg.keys.projectApiKey);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(`${base}/p/${cg.keys.projectId}`);
-    await page.goto(`${base}/p/${cg.keys.projectId}/secrets`);
+    await openProjectSecrets(page, base, cg.keys.projectApiKey, cg.keys.projectId);
 
     // AWS: a bad key id first — the message shows at its field.
     await page.getByRole("button", { name: "Add secret" }).first().click();

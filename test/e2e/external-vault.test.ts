@@ -92,7 +92,9 @@ async function curl(on: RunningCredgate, ca: string, path: string, headers: stri
 }
 
 const seenAt = (path: string) => up.seen.filter((s) => s.url === path);
-const unavailable = JSON.stringify({ error: "credential_unavailable", message: `credgate could not obtain the credential for ${HOST}, so the request was not forwarded.` });
+/** The 502 for a vault value that could not be read names the secret (docs/agent-errors.md#credential_unavailable). */
+const unavailable = (secretName: string) =>
+  JSON.stringify({ error: "credential_unavailable", message: `credgate could not obtain the credential for ${HOST}, so the request was not forwarded.`, secret_name: secretName });
 
 describe("resolution and caching", () => {
   test("the upstream receives the vault value; Connect is asked once (with the bearer token), then not again within 60 s", async () => {
@@ -139,7 +141,7 @@ describe("failures → 502 credential_unavailable, nothing forwarded", () => {
     const before = fake.requests.length;
     const r = await curl(cg, caFile, "/missing/1");
     expect(r.status).toBe(502);
-    expect(r.body).toBe(unavailable);
+    expect(r.body).toBe(unavailable("Missing"));
     expect(seenAt("/missing/1")).toHaveLength(0);
     expect(fake.requests.length).toBe(before + 2);
 
@@ -155,24 +157,26 @@ describe("failures → 502 credential_unavailable, nothing forwarded", () => {
     const before = fake.requests.length;
     const r = await curl(wrongToken, ca, "/wrong-token/1");
     expect(r.status).toBe(502);
-    expect(r.body).toBe(unavailable);
+    expect(r.body).toBe(unavailable("Stripe"));
     expect(seenAt("/wrong-token/1")).toHaveLength(0);
     expect(fake.since(before).map((c) => c.authorization)).toEqual(["Bearer not-the-connect-token"]);
   });
 
   test("a vault value that cannot go into a header: 502 naming the reason, nothing forwarded, the log names the reference", async () => {
-    const notHeaderSafe = JSON.stringify({
-      error: "credential_unavailable",
-      message:
-        `credgate could not obtain the credential for ${HOST}, so the request was not forwarded. ` +
-        "The value in the external vault cannot be sent in an HTTP header: it must contain only printable ASCII characters (no line breaks, control or non-ASCII characters).",
-    });
+    const notHeaderSafe = (secretName: string) =>
+      JSON.stringify({
+        error: "credential_unavailable",
+        message:
+          `credgate could not obtain the credential for ${HOST}, so the request was not forwarded. ` +
+          "The value in the external vault cannot be sent in an HTTP header: it must contain only printable ASCII characters (no line breaks, control or non-ASCII characters).",
+        secret_name: secretName,
+      });
     await vaultSecret(cg, "Pasted", "op://Prod/Pasted/credential", "/pasted/*");
     await vaultSecret(cg, "Multiline", "op://Prod/Multiline/credential", "/multiline/*");
-    for (const path of ["/pasted/1", "/multiline/1"]) {
+    for (const [path, name] of [["/pasted/1", "Pasted"], ["/multiline/1", "Multiline"]] as const) {
       const r = await curl(cg, caFile, path, [`x-request-id: vault-${path.slice(1, -2)}`]);
       expect(r.status).toBe(502);
-      expect(r.body).toBe(notHeaderSafe);
+      expect(r.body).toBe(notHeaderSafe(name));
       expect(seenAt(path)).toHaveLength(0);
     }
     expect(cg.output()).toContain('"opRef":"op://Prod/Pasted/credential","reason":"not_printable_ascii"');
@@ -192,7 +196,7 @@ describe("failures → 502 credential_unavailable, nothing forwarded", () => {
     const before = fake.requests.length;
     const r = await curl(restarted, ca, "/wrong-token/2");
     expect(r.status).toBe(502);
-    expect(r.body).toBe(unavailable);
+    expect(r.body).toBe(unavailable("Stripe"));
     expect(seenAt("/wrong-token/2")).toHaveLength(0);
     expect(fake.requests.length).toBe(before);
   }, 30_000);

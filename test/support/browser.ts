@@ -63,3 +63,12 @@ export async function closeCleanPages(pages: WatchedPage[], origin: string, also
     await p.context.close();
   }
 }
+
+/** Signs in with a project API key and opens the project's secrets page (the dashboard's secret-form suites). */
+export async function openProjectSecrets(page: Page, origin: string, projectApiKey: string, projectId: string): Promise<void> {
+  await page.goto(`${origin}/sign-in`);
+  await page.getByLabel("API key").fill(projectApiKey);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL(`${origin}/p/${projectId}`);
+  await page.goto(`${origin}/p/${projectId}/secrets`);
+}

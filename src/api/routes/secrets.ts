@@ -4,6 +4,7 @@ import { ApiError, badRequest } from "../../core/errors.ts";
 import { hostPatternError, HOST_MESSAGES, pathPatternError } from "../../core/patterns.ts";
 import { coversVendorSuffix } from "../../core/cloudIdentity.ts";
 import { INJECTION_REQUIRED_MESSAGE, injectionConfigError, opRefError } from "../../core/secretRules.ts";
+import { parseStoreRef } from "../../core/storeRefs.ts";
 import { NO_FIELDS_MESSAGE, type SecretOwner } from "../../services/secrets.ts";
 import type { PartnerContext, RequestContext } from "../auth.ts";
 import type { InjectionConfig } from "../../core/records/secrets.ts";
@@ -15,12 +16,17 @@ import { returns, returnsCreated, returnsNothing } from "../responses.ts";
 type Body = Record<string, unknown>;
 const isInline = (b: Body) => (b.valueSource ?? "inline") === "inline";
 const isVault = (b: Body) => b.valueSource === "external_vault";
+const isStore = (b: Body) => b.valueSource === "vault";
+const storeRefError = (ref: string) => {
+  const parsed = parseStoreRef(ref);
+  return typeof parsed === "string" ? parsed : null;
+};
 const configHas = (cfg: unknown, key: string) => typeof cfg === "object" && cfg !== null && key in cfg;
 const isGcpConfig = (cfg: unknown) => configHas(cfg, "gcpServiceAccount");
 const isCloudConfig = (cfg: unknown) => isGcpConfig(cfg) || configHas(cfg, "azureClientSecret");
 
 const secretType = T.Union([T.Literal("llm_a"), T.Literal("llm_b"), T.Literal("generic")]);
-const valueSource = T.Union([T.Literal("inline"), T.Literal("external_vault")]);
+const valueSource = T.Union([T.Literal("inline"), T.Literal("external_vault"), T.Literal("vault")]);
 const opDisplay = T.Object({
   vault: T.Optional(T.String({ maxLength: 255 })),
   item: T.Optional(T.String({ maxLength: 255 })),
@@ -44,6 +50,16 @@ export const CreateSecretBody = T.Object({
       skipWhen: (b: Body) => !isVault(b),
       missing: "opRef is required when valueSource is external_vault",
       refine: opRefError,
+    }),
+  ),
+  storeRef: T.Optional(
+    T.String({
+      trim: true,
+      blankIsAbsent: true,
+      requiredWhen: isStore,
+      skipWhen: (b: Body) => !isStore(b),
+      missing: "storeRef is required when valueSource is vault",
+      refine: storeRefError,
     }),
   ),
   opDisplay: T.Optional(opDisplay),
@@ -75,6 +91,7 @@ export const UpdateSecretBody = T.Object({
   valueSource: T.Optional(valueSource),
   value: T.Optional(T.String({ minLength: 1, maxLength: 10000, trim: true })),
   opRef: T.Optional(T.String({ trim: true, refine: opRefError })),
+  storeRef: T.Optional(T.String({ trim: true, refine: storeRefError })),
   opDisplay: T.Optional(opDisplay),
   // A vendor-served wildcard is checked against the secret's variant by the service (docs/cloud-identities.md#variants).
   hostPattern: T.Optional(T.String({ trim: true, refine: (v: string) => (coversVendorSuffix(v) ? null : hostPatternError(v)) })),
@@ -86,12 +103,15 @@ const noFields = ApiError.flat(400, NO_FIELDS_MESSAGE);
 
 /** Partner secrets hold their value here: an external-vault reference would be the partner's vault, read for its customers. */
 export const PARTNER_INLINE_ONLY = "Partner secrets must hold an inline value (valueSource external_vault is not supported)";
+/** Nor a secret store of theirs (docs/injection.md#secret-stores): a partner's values reach every customer. */
+export const PARTNER_STORE_INLINE_ONLY = "Partner secrets must hold an inline value (valueSource vault is not supported)";
 
 function secretRoutes<A extends "project" | "organization" | "partner">(prefix: "/secrets" | "/org/secrets" | "/partner/secrets", access: A, owner: (ctx: ContextFor<A>) => SecretOwner): RouteDef[] {
   const role = access === "organization" ? "admin" : "any";
   const modes = access === "partner" ? (["cloud"] as const) : undefined;
-  const inlineOnly = (body: { valueSource?: string }) => {
+  const inlineOnly = (body: { valueSource?: string; storeRef?: string }) => {
     if (access === "partner" && body.valueSource === "external_vault") throw badRequest(PARTNER_INLINE_ONLY);
+    if (access === "partner" && (body.valueSource === "vault" || body.storeRef !== undefined)) throw badRequest(PARTNER_STORE_INLINE_ONLY);
   };
   return [
     route({
@@ -125,7 +145,7 @@ function secretRoutes<A extends "project" | "organization" | "partner">(prefix: 
     route({
       method: "POST",
       path: `${prefix}/:secretId/test`,
-      response: returns(R.SecretTestResult, "An AWS Signature V4 secret signs STS GetCallerIdentity; a GitHub App secret mints an installation token (not kept)"),
+      response: returns(R.SecretTestResult, "An AWS Signature V4 secret signs STS GetCallerIdentity; a GitHub App secret mints an installation token (not kept); a secret-store secret is read once from its store, bypassing the cache"),
       access,
       role,
       modes: modes && [...modes],

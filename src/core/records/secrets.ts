@@ -6,7 +6,7 @@ import type { AzureClientSecretConfig, GcpServiceAccountConfig } from "../cloudI
 
 export const SecretType = Enum("llm_a", "llm_b", "generic");
 export const SecretScope = Enum("project", "organization", "partner");
-export const ValueSource = Enum("inline", "external_vault");
+export const ValueSource = Enum("inline", "external_vault", "vault");
 
 /** An injectionConfig as code reads it: field by field (the injector asks which one is set). */
 interface InjectionFields {
@@ -148,6 +148,7 @@ export const Secret = T.Object(
     type: SecretType,
     valueSource: ValueSource,
     opRef: Nullable(T.String()),
+    storeRef: Nullable(T.String({ description: "the secret store reference when valueSource is vault (docs/injection.md#secret-stores)" })),
     hostPattern: T.String(),
     pathPattern: Nullable(T.String()),
     injectionConfig: Nullable(InjectionConfig),
@@ -167,10 +168,11 @@ export const SecretCreated = T.Object(
     type: SecretType,
     valueSource: ValueSource,
     opRef: Nullable(T.String()),
+    storeRef: Nullable(T.String({ description: "the secret store reference when valueSource is vault (docs/injection.md#secret-stores)" })),
     hostPattern: T.String(),
     pathPattern: Nullable(T.String()),
     createdAt: Timestamp,
-    preview: T.Optional(T.String({ description: "inline secrets only: first 4 + •••••••• + last 4, or •••••••• for short values" })),
+    preview: T.Optional(T.String({ description: "inline secrets only (never external_vault or vault): first 4 + •••••••• + last 4, or •••••••• for short values" })),
   },
   { $id: "SecretCreated" },
 );
@@ -178,7 +180,7 @@ export type SecretCreated = Static<typeof SecretCreated>;
 
 /** The secret form's test of a signed or minted secret (docs/injection.md#testing-a-signed-or-minted-secret). */
 export const SecretTestResult = T.Object(
-  { ok: T.Boolean(), message: T.String({ description: "What the issuer (AWS STS, GitHub) answered, in a sentence" }) },
+  { ok: T.Boolean(), message: T.String({ description: "What the issuer (AWS STS, GitHub) or the secret store answered, in a sentence; never a value" }) },
   { $id: "SecretTestResult" },
 );
 export type SecretTestResult = Static<typeof SecretTestResult>;

@@ -764,8 +764,9 @@ export interface Secret {
   id: string;
   name: string;
   type: "llm_a" | "llm_b" | "generic";
-  valueSource: "inline" | "external_vault";
+  valueSource: "inline" | "external_vault" | "vault";
   opRef: string | null;
+  storeRef: string | null;
   hostPattern: string;
   pathPattern: string | null;
   injectionConfig: InjectionConfig | null;
@@ -780,13 +781,14 @@ export interface SecretCreated {
   id: string;
   name: string;
   type: "llm_a" | "llm_b" | "generic";
-  valueSource: "inline" | "external_vault";
+  valueSource: "inline" | "external_vault" | "vault";
   opRef: string | null;
+  storeRef: string | null;
   hostPattern: string;
   pathPattern: string | null;
   /** ISO 8601 UTC with milliseconds */
   createdAt: string;
-  /** inline secrets only: first 4 + •••••••• + last 4, or •••••••• for short values */
+  /** inline secrets only (never external_vault or vault): first 4 + •••••••• + last 4, or •••••••• for short values */
   preview?: string;
 }
 
@@ -809,7 +811,7 @@ export interface SecretMetadata {
 
 export interface SecretTestResult {
   ok: boolean;
-  /** What the issuer (AWS STS, GitHub) answered, in a sentence */
+  /** What the issuer (AWS STS, GitHub) or the secret store answered, in a sentence; never a value */
   message: string;
 }
 
@@ -872,13 +874,14 @@ export interface SshKeyCreated {
   id: string;
   name: string;
   type: "llm_a" | "llm_b" | "generic";
-  valueSource: "inline" | "external_vault";
+  valueSource: "inline" | "external_vault" | "vault";
   opRef: string | null;
+  storeRef: string | null;
   hostPattern: string;
   pathPattern: string | null;
   /** ISO 8601 UTC with milliseconds */
   createdAt: string;
-  /** inline secrets only: first 4 + •••••••• + last 4, or •••••••• for short values */
+  /** inline secrets only (never external_vault or vault): first 4 + •••••••• + last 4, or •••••••• for short values */
   preview?: string;
   /** `<type> <base64> <comment>`: add it at the forge as a deploy key or user key */
   publicKey: string;

@@ -59,10 +59,14 @@ export function loggedHost(credential: DatabaseCredential): string {
 
 async function passwordOf(credential: DatabaseCredential, vault: AgentAuthDeps["vault"]): Promise<{ ok: true; value: string } | { ok: false; reason: string }> {
   if (credential.password !== null) return { ok: true, value: credential.password };
-  if (credential.opRef === null) return { ok: false, reason: "the credential has no password" };
-  const found = vault.peek(credential.opRef) ?? (await vault.resolve(credential.opRef));
+  const ref = credential.valueRef;
+  if (ref === null) return { ok: false, reason: "the credential has no password" };
+  // A vault-db:// lease gives the user too: it is the lease hook's (docs/injection.md#secret-stores), never a cached value.
+  if (ref.startsWith("vault-db://")) return { ok: false, reason: "database leases from HashiCorp Vault are not available" };
+  const found = vault.peek(ref) ?? (await vault.resolve(ref));
   if (found.ok) return found;
-  return { ok: false, reason: `the password in the external vault is unavailable (${found.reason})` };
+  const where = ref.startsWith("op://") ? "the external vault" : "the secret store";
+  return { ok: false, reason: `the password in ${where} is unavailable (${found.reason})` };
 }
 
 /** The agent's startup parameters but the two credgate chooses; which of them reach the server is upstream.ts's to say. */

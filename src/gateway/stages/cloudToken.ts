@@ -23,6 +23,8 @@ const DEFAULT_SCOPES = GCP_DEFAULT_SCOPES.join(" ");
  * Null: the key is not a service-account key.
  */
 const fixedKeys = new WeakMap<CompiledSecret, string | null>();
+/** The same for a key kept in a vault or a secret store (docs/injection.md#secret-stores): made again when the value changes. */
+const fetchedKeys = new WeakMap<CompiledSecret, { value: string; key: string | null }>();
 
 function cacheKeyOf(tokens: CloudTokenDeps["tokens"], secret: CompiledSecret, value: string, host: string): string | null {
   const cfg = secret.injection!;
@@ -31,15 +33,17 @@ function cacheKeyOf(tokens: CloudTokenDeps["tokens"], secret: CompiledSecret, va
     const scope = azureScopeForHost(host);
     return scope === null ? null : tokens.azureKeyFor(azure, scope);
   }
-  let key = fixedKeys.get(secret);
+  const fetched = secret.value === null ? fetchedKeys.get(secret) : undefined;
+  let key = secret.value === null ? (fetched?.value === value ? fetched.key : undefined) : fixedKeys.get(secret);
   if (key === undefined) {
     if (azure !== undefined) key = tokens.azureKeyFor(azure, azure.scope!);
     else {
       const gcp = tokens.gcpKey(value);
       key = gcp === null ? null : tokens.gcpKeyFor(gcp, cfg.gcpServiceAccount!.scopes?.join(" ") ?? DEFAULT_SCOPES);
     }
-    // An external-vault value may change under the same compiled secret: only inline values are kept.
+    // A vault or store value may change under the same compiled secret: kept with the value it was made from.
     if (secret.value !== null) fixedKeys.set(secret, key);
+    else fetchedKeys.set(secret, { value, key });
   }
   return key;
 }

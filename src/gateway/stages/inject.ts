@@ -1,7 +1,8 @@
 // Credential injection (docs/injection.md): every matching credential the agent may use, in precedence order
-// (later writes win). A credential that cannot be obtained (external vault failure) or applied safely stops
-// the request with 502 credential_unavailable; nothing is forwarded. Inline values and cached vault values
-// apply synchronously; only a vault reference missing from the cache makes this stage asynchronous.
+// (later writes win). A credential that cannot be obtained (an external vault or secret store failure,
+// docs/injection.md#secret-stores) or applied safely stops the request with 502 credential_unavailable naming
+// the secret; nothing is forwarded. Inline values and cached vault and store values apply synchronously; only a
+// reference missing from the cache makes this stage asynchronous.
 import { injectsIntoHeader, isHeaderSafeValue, isSignedOrMinted } from "../../core/secretRules.ts";
 import { log } from "../../observability/log.ts";
 import type { Lookup, VaultResolver } from "../../vault/resolver.ts";
@@ -16,18 +17,22 @@ export interface InjectDeps {
 
 export const VAULT_VALUE_NOT_HEADER_SAFE =
   "The value in the external vault cannot be sent in an HTTP header: it must contain only printable ASCII characters (no line breaks, control or non-ASCII characters).";
+export const STORE_VALUE_NOT_HEADER_SAFE =
+  "The value in the secret store cannot be sent in an HTTP header: it must contain only printable ASCII characters (no line breaks, control or non-ASCII characters).";
 
 function apply(rq: ProxyRequest, matched: readonly CompiledSecret[], vault: Map<string, Lookup> | null): RequestVerdict {
   for (const secret of matched) {
     let value = secret.value;
     if (value === null) {
-      const found = vault?.get(secret.opRef!);
-      if (!found?.ok) return credentialUnavailableFor(rq);
+      const ref = secret.valueRef!;
+      const found = vault?.get(ref);
+      if (!found?.ok) return credentialUnavailableFor(rq, undefined, secret.name);
       value = found.value;
-      // Inline values are checked when stored; a vault value only now: a header must not break.
+      // Inline values are checked when stored; a vault or store value only now: a header must not break.
       if (injectsIntoHeader(secret.type, secret.injection) && !isHeaderSafeValue(value)) {
-        log.warn("external vault value cannot go into a header", { opRef: secret.opRef, reason: "not_printable_ascii" });
-        return credentialUnavailableFor(rq, VAULT_VALUE_NOT_HEADER_SAFE);
+        const op = ref.startsWith("op://");
+        log.warn(op ? "external vault value cannot go into a header" : "secret store value cannot go into a header", { [op ? "opRef" : "storeRef"]: ref, reason: "not_printable_ascii" });
+        return credentialUnavailableFor(rq, op ? VAULT_VALUE_NOT_HEADER_SAFE : STORE_VALUE_NOT_HEADER_SAFE, secret.name);
       }
     }
     // Signed and minted credentials are made by their own stages (aws-sign, github-app), from this value.
@@ -45,15 +50,15 @@ export function injectStage({ vault: resolver }: InjectDeps): Stage {
     request(rq) {
       const matched = matchingCredentials(rq.credentials.injectable, rq.host, rq.pathReadings);
       rq.matched = matched;
-      // External-vault secrets carry no value in the snapshot: take it from the vault cache, or look it up.
+      // Vault and store secrets carry no value in the snapshot: take it from the cache, or look it up.
       let vault: Map<string, Lookup> | null = null;
       let pending: Promise<void>[] | null = null;
       for (const secret of matched) {
         if (secret.value !== null) continue;
-        const ref = secret.opRef;
-        if (ref === null) return credentialUnavailableFor(rq);
+        const ref = secret.valueRef;
+        if (ref === null) return credentialUnavailableFor(rq, undefined, secret.name);
         const known = resolver.peek(ref);
-        if (known !== undefined && !known.ok) return credentialUnavailableFor(rq);
+        if (known !== undefined && !known.ok) return credentialUnavailableFor(rq, undefined, secret.name);
         vault ??= new Map();
         if (known !== undefined) vault.set(ref, known);
         else if (!vault.has(ref)) {

@@ -19,6 +19,7 @@ import type { ProxyRequest } from "../request.ts";
 import { scannedBody } from "../scannedBody.ts";
 import type { AgentCredentials } from "../snapshot.ts";
 import type { KnownTokens, TokenCloud } from "../../core/knownTokens.ts";
+import type { KnownValues } from "../../core/knownValues.ts";
 import { answer, PASS, type RequestVerdict, type Stage } from "../stage.ts";
 
 /** Where a watched value belongs: a holder matches the request's host (and path, for an app's host rules). */
@@ -47,21 +48,46 @@ export class LeakWatch {
 
 const NO_HTTP_HOST: Holder = () => false;
 
-const watches = new WeakMap<AgentCredentials, { watch: LeakWatch | null; generation: number }>();
+interface Kept {
+  watch: LeakWatch | null;
+  generation: number;
+  /** References of vault and store secrets whose values this process has not read: null when none. */
+  missing: string[] | null;
+}
+
+const watches = new WeakMap<AgentCredentials, Kept>();
 
 /**
  * The agent view's watch, compiled once per view (a snapshot rebuild makes a new view) and again when a cloud
- * token was minted since (`minted`: one integer compared per request).
+ * token was minted or a vault or store value read since (`minted`, `fetched`: two integers added per request;
+ * both only grow, so the sum changes when either does).
  */
-export function leakWatchOf(creds: AgentCredentials, minted: KnownTokens | null = null): LeakWatch | null {
-  const generation = minted?.generation ?? 0;
+export function leakWatchOf(creds: AgentCredentials, minted: KnownTokens | null = null, fetched: KnownValues | null = null): LeakWatch | null {
+  return keptWatch(creds, minted, fetched).watch;
+}
+
+function keptWatch(creds: AgentCredentials, minted: KnownTokens | null, fetched: KnownValues | null): Kept {
+  const generation = (minted?.generation ?? 0) + (fetched?.generation ?? 0);
   let kept = watches.get(creds);
-  // A caller without the minted tokens (the database broker) takes the watch as it is, minted tokens and all.
-  if (kept === undefined || (minted !== null && kept.generation !== generation)) {
-    kept = { watch: compileWatch(creds, minted), generation };
+  // A caller without them (the database broker) takes the watch as it is, minted tokens and all.
+  if (kept === undefined || ((minted !== null || fetched !== null) && kept.generation !== generation)) {
+    const missing: string[] = [];
+    kept = { watch: compileWatch(creds, minted, fetched, missing), generation, missing: missing.length === 0 ? null : missing };
     watches.set(creds, kept);
   }
-  return kept.watch;
+  return kept;
+}
+
+/**
+ * The watch, complete: a vault or store value another gateway process read (so this one never did) is read here
+ * first — once per reference and process, through the instance's shared cache — so that the agent cannot send a
+ * value to another host through the process that does not know it. Synchronous once every value is known.
+ */
+export function completeLeakWatch(creds: AgentCredentials, minted: KnownTokens | null, fetched: KnownValues | null): LeakWatch | null | Promise<LeakWatch | null> {
+  const kept = keptWatch(creds, minted, fetched);
+  if (kept.missing === null || fetched === null) return kept.watch;
+  const reading = fetched.want(kept.missing);
+  return reading === null ? kept.watch : reading.then(() => keptWatch(creds, minted, fetched).watch);
 }
 
 /** A Google key's PEM private key, watched on its own too (a JSON key is rarely sent whole). */
@@ -74,7 +100,7 @@ function gcpPrivateKey(value: string): string | null {
   }
 }
 
-function compileWatch(creds: AgentCredentials, minted: KnownTokens | null): LeakWatch | null {
+function compileWatch(creds: AgentCredentials, minted: KnownTokens | null, fetched: KnownValues | null, missing: string[]): LeakWatch | null {
   const byValue = new Map<string, Watched>();
   const hold = (value: string, name: string, holder: Holder) => {
     if (value.length < LEAK_MIN_LENGTH) return;
@@ -84,12 +110,16 @@ function compileWatch(creds: AgentCredentials, minted: KnownTokens | null): Leak
   };
   const seen = new Set<string>();
   for (const s of [...creds.visible, ...creds.injectable]) {
-    if (seen.has(s.id) || s.value === null) continue;
+    // A value kept in a vault or a store is watched once this process has read it (docs/injection.md#secret-stores).
+    const value = s.value ?? (s.valueRef !== null ? (fetched?.get(s.valueRef) ?? null) : null);
+    // A vault-db:// lease is not a value of the resolver (the broker's lease hook owns it).
+    if (value === null && s.valueRef !== null && fetched !== null && !s.valueRef.startsWith("vault-db://") && !missing.includes(s.valueRef)) missing.push(s.valueRef);
+    if (seen.has(s.id) || value === null) continue;
     seen.add(s.id);
     // A database password belongs to the database listener only: no HTTP host may receive it (docs/databases.md#the-leak-guard).
     // An SSH key likewise belongs to the SSH interception only (docs/ssh.md#the-ssh-secret).
-    hold(s.value, s.name, s.injection?.database !== undefined || s.injection?.ssh !== undefined ? NO_HTTP_HOST : (host) => s.hostMatch(host));
-    const pem = s.injection?.gcpServiceAccount !== undefined ? gcpPrivateKey(s.value) : null;
+    hold(value, s.name, s.injection?.database !== undefined || s.injection?.ssh !== undefined ? NO_HTTP_HOST : (host) => s.hostMatch(host));
+    const pem = s.injection?.gcpServiceAccount !== undefined ? gcpPrivateKey(value) : null;
     if (pem !== null) hold(pem, s.name, (host) => s.hostMatch(host));
   }
   // Tokens minted for the cloud identities (docs/cloud-identities.md#minting) belong to the hosts of the agent's
@@ -193,39 +223,45 @@ export interface LeakGuardDeps {
   enabled: boolean;
   /** The cloud tokens this process has used, watched too. */
   minted?: KnownTokens | null;
+  /** The values this process has read from vaults and secret stores (services.stores.known), watched too. */
+  fetched?: KnownValues | null;
 }
 
-export function leakGuardStage({ enabled, minted = null }: LeakGuardDeps): Stage {
+export function leakGuardStage({ enabled, minted = null, fetched = null }: LeakGuardDeps): Stage {
   return {
     name: "leak-guard",
     reads: ["agent"],
     provides: ["leak"],
     request(rq) {
       if (!enabled) return PASS;
-      const watch = leakWatchOf(rq.credentials, minted);
-      if (watch === null) return PASS;
-      let w = scanString(rq.target, watch, rq.host, rq.path);
-      if (w === null) {
-        for (const [, value] of rq.headers) {
-          w = scanString(value, watch, rq.host, rq.path);
-          if (w !== null) break;
-        }
-      }
-      if (w !== null) {
-        found(rq, watch, w);
-        return leakAnswer(rq);
-      }
-      if (rq.body === null) return PASS;
-      const coding = bodyCoding(rq.headers.get("content-encoding"));
-      if (coding.kind === "unreadable") return answer("blocked", unsupportedContentEncoding(coding.coding));
-      // An h2 agent's trailers come after the body (HTTP/1.1 ones are dropped: never forwarded).
-      const atEnd = () => scanTrailers(rq, watch);
-      if (coding.kind === "plain") rq.body = scannedBody(rq.body, leakScan(rq, watch), atEnd);
-      else {
-        const refuse = () => (rq.refusal = answer("blocked", unsupportedContentEncoding(coding.coding)));
-        rq.body = decodedScan(rq.body, coding.coding, leakScan(rq, watch), leakScan(rq, watch), atEnd, refuse);
-      }
-      return PASS;
+      const watch = completeLeakWatch(rq.credentials, minted, fetched);
+      return watch instanceof Promise ? watch.then((w) => guard(rq, w)) : guard(rq, watch);
     },
   };
+}
+
+function guard(rq: ProxyRequest, watch: LeakWatch | null): RequestVerdict {
+  if (watch === null) return PASS;
+  let w = scanString(rq.target, watch, rq.host, rq.path);
+  if (w === null) {
+    for (const [, value] of rq.headers) {
+      w = scanString(value, watch, rq.host, rq.path);
+      if (w !== null) break;
+    }
+  }
+  if (w !== null) {
+    found(rq, watch, w);
+    return leakAnswer(rq);
+  }
+  if (rq.body === null) return PASS;
+  const coding = bodyCoding(rq.headers.get("content-encoding"));
+  if (coding.kind === "unreadable") return answer("blocked", unsupportedContentEncoding(coding.coding));
+  // An h2 agent's trailers come after the body (HTTP/1.1 ones are dropped: never forwarded).
+  const atEnd = () => scanTrailers(rq, watch);
+  if (coding.kind === "plain") rq.body = scannedBody(rq.body, leakScan(rq, watch), atEnd);
+  else {
+    const refuse = () => (rq.refusal = answer("blocked", unsupportedContentEncoding(coding.coding)));
+    rq.body = decodedScan(rq.body, coding.coding, leakScan(rq, watch), leakScan(rq, watch), atEnd, refuse);
+  }
+  return PASS;
 }

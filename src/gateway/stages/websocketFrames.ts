@@ -11,6 +11,7 @@ import { INJECTIONS, PASS, type Stage } from "../stage.ts";
 import type { FrameScan } from "../wsFrames.ts";
 import { leakScan, leakWatchOf } from "./leakGuard.ts";
 import type { KnownTokens } from "../../core/knownTokens.ts";
+import type { KnownValues } from "../../core/knownValues.ts";
 import { substitutionFor, SurfaceRewriter } from "./placeholder.ts";
 
 export interface WebSocketFramesDeps {
@@ -18,6 +19,8 @@ export interface WebSocketFramesDeps {
   leakGuard: boolean;
   /** The cloud tokens the leak guard watches too (the same as leak-guard's, so both read one compiled watch). */
   minted?: KnownTokens | null;
+  /** The values read from external vaults and secret stores (the resolver's), watched once known. */
+  fetched?: KnownValues | null;
 }
 
 /** The offer without permessage-deflate (null: nothing left to offer). */
@@ -30,8 +33,8 @@ export function withoutDeflate(offer: string): string | null {
 }
 
 /** What reads the agent's frames: the leak guard (control frames too, across messages), then placeholder substitution. */
-function toUpstream(rq: ProxyRequest, leakGuard: boolean, minted: KnownTokens | null): FrameScan[] | null {
-  const watch = leakGuard ? leakWatchOf(rq.credentials, minted) : null;
+function toUpstream(rq: ProxyRequest, leakGuard: boolean, minted: KnownTokens | null, fetched: KnownValues | null): FrameScan[] | null {
+  const watch = leakGuard ? leakWatchOf(rq.credentials, minted, fetched) : null;
   const uses = rq.placeholders.some((u) => u.surfaces.includes("websocket")) ? rq.placeholders : null;
   if (watch === null && uses === null) return null;
   const scans: FrameScan[] = [];
@@ -44,14 +47,14 @@ function toUpstream(rq: ProxyRequest, leakGuard: boolean, minted: KnownTokens | 
   return scans;
 }
 
-export function websocketFramesStage({ leakGuard, minted = null }: WebSocketFramesDeps): Stage {
+export function websocketFramesStage({ leakGuard, minted = null, fetched = null }: WebSocketFramesDeps): Stage {
   return {
     name: "websocket-frames",
     reads: ["agent", ...INJECTIONS],
     provides: ["agentFrames"],
     request(rq) {
       if (!rq.websocket) return PASS;
-      const up = toUpstream(rq, leakGuard, minted);
+      const up = toUpstream(rq, leakGuard, minted, fetched);
       // Signing secrets inject later (aws-sign): their values are redacted from server frames too.
       if (leakGuard || up !== null || rq.injectedValues.length > 0 || rq.injectionCount > 0 || rq.signing.length > 0) {
         const offer = rq.headers.get("sec-websocket-extensions");

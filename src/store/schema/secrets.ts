@@ -15,6 +15,8 @@ export const secrets = table(
     valueSource: text("value_source").type("ValueSource").notNull(),
     valueSealed: text("value_sealed"),
     opRef: text("op_ref"),
+    /** A secret store reference (docs/injection.md#secret-stores) when valueSource is `vault`. */
+    storeRef: text("store_ref"),
     hostPattern: text("host_pattern").notNull(),
     pathPattern: text("path_pattern"),
     injectionConfig: json("injection_config").type("InjectionConfig"),

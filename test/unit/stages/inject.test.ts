@@ -19,7 +19,7 @@ beforeAll(() => log.setQuiet(true));
 const HOST = "api.vault.test";
 
 function secret(name: string, value: string | null, opRef: string | null, injection: InjectionConfigShape, extra: Partial<CompiledSecret> = {}): CompiledSecret {
-  return compiledSecret({ id: name, name, hostPattern: HOST, value, opRef, injection, ...extra });
+  return compiledSecret({ id: name, name, hostPattern: HOST, value, valueRef: opRef, injection, ...extra });
 }
 
 function request(secrets: CompiledSecret[], target = "/v1/x?a=1"): ProxyRequest {
@@ -116,7 +116,7 @@ describe("external-vault secrets", () => {
   test("any failure → 502 credential_unavailable, decision error; a cached failure answers synchronously", async () => {
     const { stage } = setup();
     const rq = request([secret("inline", "inline-v", null, { headerName: "x-inline" }), secret("gone", null, "op://Prod/Gone/key", { headerName: "x-k" })]);
-    expect(await outcome(stage.request!(rq))).toEqual({ decision: "error", status: 502, headers: expect.any(Object), body: UNAVAILABLE });
+    expect(await outcome(stage.request!(rq))).toEqual({ decision: "error", status: 502, headers: expect.any(Object), body: { ...UNAVAILABLE, secret_name: "gone" } });
     const next = stage.request!(request([secret("gone", null, "op://Prod/Gone/key", { headerName: "x-k" })]));
     expect(next).not.toBeInstanceOf(Promise);
     expect(await outcome(next)).toMatchObject({ decision: "error", status: 502 });

@@ -120,7 +120,10 @@ export function describeInjection(s: SecretRecord): string {
 
 type Values = Record<string, string | boolean>;
 const isGeneric = (v: Values) => v.type === "generic";
-const isVault = (v: Values) => v.valueSource === "external_vault";
+/** The value is kept outside credgate: 1Password (`external_vault`) or a secret store (`vault`, docs/injection.md#secret-stores). */
+const isVault = (v: Values) => v.valueSource === "external_vault" || v.valueSource === "vault";
+const isOnePassword = (v: Values) => v.valueSource === "external_vault";
+const isStore = (v: Values) => v.valueSource === "vault";
 const isKind = (v: Values, kind: string) => isGeneric(v) && v.injection === kind;
 /** The variants whose value is a key with a field of its own (the secret access key, the PEM). */
 const isKeyed = (v: Values) => isKind(v, "awsSigV4") || isKind(v, "githubApp") || isKind(v, "gcpServiceAccount") || isKind(v, "azureClientSecret");
@@ -129,7 +132,11 @@ const isSsh = (v: Values) => isKind(v, "ssh");
 /** Variants that are no HTTP credential: no path pattern, a value field of their own. */
 const notHttp = (v: Values) => isDatabase(v) || isSsh(v);
 
-export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?: string; host?: string }; allowVault: boolean }): FieldSpec[] {
+/**
+ * `allowVault`: 1Password Connect may hold the value (project secrets only); `allowStore`: a secret store may
+ * (project and organization secrets).
+ */
+export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?: string; host?: string }; allowVault: boolean; allowStore?: boolean }): FieldSpec[] {
   const s = opts.existing;
   const type = s?.type ?? (TYPES.some(([t]) => t === opts.prefill?.type) ? opts.prefill!.type! : "generic");
   // Read field by field: whichever variant it is, the form shows its fields.
@@ -146,18 +153,11 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       ? { name: "type", label: "Type", type: "select", value: type, options: TYPES.filter(([t]) => t === type) }
       : { name: "type", label: "Type", type: "select", value: type, options: TYPES, match: /^type /i },
   ];
-  if (opts.allowVault) {
-    fields.push({
-      name: "valueSource",
-      label: "Value source",
-      type: "select",
-      value: s?.valueSource ?? "inline",
-      options: [
-        ["inline", "Stored in credgate (encrypted)"],
-        ["external_vault", "External vault (1Password Connect)"],
-      ],
-      match: /vault is (only|not)/i,
-    });
+  if (opts.allowVault || opts.allowStore) {
+    const options: [string, string][] = [["inline", "Stored in credgate (encrypted)"]];
+    if (opts.allowVault) options.push(["external_vault", "External vault (1Password Connect)"]);
+    if (opts.allowStore) options.push(["vault", "Secret store (Vault, AWS, Google, Azure, command)"]);
+    fields.push({ name: "valueSource", label: "Value source", type: "select", value: s?.valueSource ?? "inline", options, match: /vault is (only|not)|valueSource/i });
   }
   fields.push(
     {
@@ -169,7 +169,17 @@ export function secretFields(opts: { existing?: SecretRecord; prefill?: { type?:
       when: (v) => !isVault(v) && !isKeyed(v) && !notHttp(v),
       match: /^value |secret value/i,
     },
-    { name: "opRef", label: "Vault reference", placeholder: "op://vault/item/field", value: s?.opRef ?? "", required: true, when: isVault, match: /opRef|vault/i },
+    { name: "opRef", label: "Vault reference", placeholder: "op://vault/item/field", value: s?.opRef ?? "", required: true, when: isOnePassword, match: /opRef|External vault/i },
+    {
+      name: "storeRef",
+      label: "Store reference",
+      placeholder: "vault://secret/app#token",
+      value: s?.storeRef ?? "",
+      required: true,
+      hint: "vault://<mount>/<path>#<field>, vault-db://<mount>/<role>, aws-sm://<region>/<name>[#<field>], gcp-sm://projects/<p>/secrets/<s>, azure-kv://<vault>/<secret> or cmd://<name>. Read when a request needs it, never stored.",
+      when: isStore,
+      match: /storeRef|is not configured|Secret command/i,
+    },
     {
       name: "authMode",
       label: "Key kind",
@@ -408,8 +418,10 @@ export function secretBody(v: Values, editing: boolean): Record<string, unknown>
   const body: Record<string, unknown> = { name: str(v.name) };
   if (!editing) body.type = v.type;
   const vault = v.valueSource === "external_vault";
-  if (v.valueSource !== undefined && (!editing || vault)) body.valueSource = vault ? "external_vault" : "inline";
+  const store = v.valueSource === "vault";
+  if (v.valueSource !== undefined && (!editing || vault || store)) body.valueSource = vault ? "external_vault" : store ? "vault" : "inline";
   if (vault) body.opRef = str(v.opRef);
+  else if (store) body.storeRef = str(v.storeRef);
   else {
     const keyField: Record<string, string> = { awsSigV4: "secretAccessKey", githubApp: "privateKey", gcpServiceAccount: "gcpKey", azureClientSecret: "clientSecret", database: "dbPassword", ssh: "sshKey" };
     const value = isGeneric(v) && typeof v.injection === "string" && keyField[v.injection] ? v[keyField[v.injection]!] : v.value;

@@ -8,7 +8,13 @@ import type { PageCtx, PageFn } from "../types.ts";
 import { describeInjection, secretBody, secretFields, type SecretRecord } from "./secretForm.ts";
 import type { SecretCreated, SecretTestResult } from "../api-types.ts";
 
-const testable = (s: SecretRecord) => s.valueSource === "inline" && s.injectionConfig !== null && ("awsSigV4" in s.injectionConfig || "githubApp" in s.injectionConfig);
+/** Signed and minted secrets are tried against their issuer; a store secret is read once (docs/injection.md#testing-a-store-reference). */
+const testable = (s: SecretRecord) =>
+  s.valueSource === "vault" || (s.valueSource === "inline" && s.injectionConfig !== null && ("awsSigV4" in s.injectionConfig || "githubApp" in s.injectionConfig));
+
+/** Where the value lives, for the list's Source column. */
+const sourceOf = (s: SecretRecord) =>
+  s.valueSource === "external_vault" ? h("code", null, s.opRef ?? "") : s.valueSource === "vault" ? h("span", null, "Secret store ", h("code", null, s.storeRef ?? "")) : "Stored (encrypted)";
 
 const BASES = { project: "/secrets", organization: "/org/secrets", partner: "/partner/secrets" };
 const CAPTIONS = { project: "Secrets of this project", organization: "Secrets of the organization", partner: "Secrets of the partner" };
@@ -35,7 +41,7 @@ export function secretsView(ctx: PageCtx, scope: "project" | "organization" | "p
                 h("code", null, s.hostPattern),
                 s.pathPattern ? h("code", null, s.pathPattern) : "—",
                 describeInjection(s),
-                s.valueSource === "external_vault" ? h("code", null, s.opRef ?? "") : "Stored (encrypted)",
+                sourceOf(s),
                 formatTime(s.createdAt),
                 own
                   ? h(
@@ -52,7 +58,8 @@ export function secretsView(ctx: PageCtx, scope: "project" | "organization" | "p
     );
   };
 
-  // A signed or minted secret is tried against its issuer (AWS STS, GitHub): docs/injection.md#testing-a-signed-or-minted-secret.
+  // A signed or minted secret is tried against its issuer (AWS STS, GitHub): docs/injection.md#testing-a-signed-or-minted-secret;
+  // a store secret is read once from its store.
   const test = async (s: SecretRecord) => {
     replace(status, notice("info", `Testing ${s.name}…`));
     try {
@@ -77,7 +84,7 @@ export function secretsView(ctx: PageCtx, scope: "project" | "organization" | "p
   const openEditor = (existing?: SecretRecord, prefill?: { type?: string; host?: string }) => {
     openDialog(existing ? `Edit ${existing.name}` : "Add secret", (close) =>
       form({
-        fields: secretFields({ existing, prefill, allowVault: scope === "project" }),
+        fields: secretFields({ existing, prefill, allowVault: scope === "project", allowStore: scope !== "partner" }),
         submitLabel: existing ? "Save changes" : "Add secret",
         onCancel: close,
         async onSubmit(v) {
