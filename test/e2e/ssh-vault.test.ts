@@ -1,6 +1,7 @@
-// SSH keys kept in an external vault (docs/ssh.md#keys-in-an-external-vault), through the real credgate process:
-// a 1Password Connect stand-in over HTTPS holds the private keys (an SSH key item's PKCS#8, as 1Password gives
-// it, and one in OpenSSH's format), Debian's sshd serves the repository, OpenSSH's git clones with no key on
+// SSH keys kept in an external vault or a secret store (docs/ssh.md#keys-in-an-external-vault), through the real
+// credgate process: a 1Password Connect stand-in over HTTPS holds private keys (an SSH key item's PKCS#8, as
+// 1Password gives it, and one in OpenSSH's format), a `cmd://` store command prints another (a real program run by
+// credgate, CREDGATE_SECRET_COMMANDS), Debian's sshd serves the repository, OpenSSH's git clones with no key on
 // the agent's side. The key is read through the gateway's vault cache (Connect asked once for several
 // commands); a value that is no private key, and a reference the vault cannot answer, end the command with a
 // clear message and a log row; neither the key nor the bad value shows in a response, a log, the agent's files
@@ -29,6 +30,7 @@ let sshEnv: Record<string, string>;
 /** The key as 1Password's SSH key item holds it (PKCS#8), and a second one in OpenSSH's format. */
 let pkcs8Key: string;
 let opensshKey: { privateKey: string; publicKey: string };
+let storeKey: { privateKey: string; publicKey: string };
 const fake = new FakeConnect(CONNECT_TOKEN);
 const secrets: Record<string, string> = {};
 
@@ -47,6 +49,14 @@ const bodyLine = (pem: string) => pem.trim().split("\n")[1]!;
 async function vaultSshSecret(name: string, host: string, opRef: string): Promise<string> {
   const r = await cg.api("POST", "/v1/secrets", {
     body: { name, type: "generic", valueSource: "external_vault", opRef, hostPattern: host, injectionConfig: { ssh: { user: sshd.user, knownHosts: sshd.knownHostsLine(host) } } },
+  });
+  expect(r.status).toBe(201);
+  return r.body.id;
+}
+
+async function storeSshSecret(name: string, host: string, storeRef: string): Promise<string> {
+  const r = await cg.api("POST", "/v1/secrets", {
+    body: { name, type: "generic", valueSource: "vault", storeRef, hostPattern: host, injectionConfig: { ssh: { user: sshd.user, knownHosts: sshd.knownHostsLine(host) } } },
   });
   expect(r.status).toBe(201);
   return r.body.id;
@@ -72,8 +82,10 @@ beforeAll(async () => {
   const pair = pkcs8Ed25519();
   pkcs8Key = pair.privateKey;
   opensshKey = newKeyPair(keys, "openssh_key");
-  sshd.authorize(pair.publicKey);
-  sshd.authorize(opensshKey.publicKey);
+  storeKey = newKeyPair(keys, "store_key");
+  for (const k of [pair, opensshKey, storeKey]) sshd.authorize(k.publicKey);
+  // cmd:// stores: `cat` of the key file (multi-line output, trimmed), and a command that fails.
+  const commands = { deploykey: ["cat", join(keys, "store_key")], broken: ["false"] };
   sshd.bareRepo("team/app.git");
   const prod = fake.vault("Prod");
   fake.item(prod, "Deploy key", [
@@ -84,7 +96,7 @@ beforeAll(async () => {
   fake.item(prod, "Wrong", { "private key": NOT_A_KEY });
   const pki = makePki([CONNECT_HOST]);
   connect = startOpConnect(fake, pki);
-  const hosts = ["vault.test", "openssh.test", "notkey.test", "missing.test"];
+  const hosts = ["vault.test", "openssh.test", "notkey.test", "missing.test", "store.test", "broken.test"];
   cg = await startCredgate({
     env: {
       CREDGATE_CONNECT_TO: hosts.map((h) => `${h}:22:127.0.0.1:${sshd.port}`).join(","),
@@ -92,12 +104,15 @@ beforeAll(async () => {
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
       CREDGATE_OP_CONNECT_HOST: `https://${CONNECT_HOST}:${connect.port}`,
       CREDGATE_OP_CONNECT_TOKEN: CONNECT_TOKEN,
+      CREDGATE_SECRET_COMMANDS: JSON.stringify(commands),
     },
   });
   secrets.vault = await vaultSshSecret("vault-key", "vault.test", "op://Prod/Deploy key/private key");
   secrets.openssh = await vaultSshSecret("openssh-key", "openssh.test", "op://Prod/OpenSSH key/private key");
   secrets.notkey = await vaultSshSecret("wrong-key", "notkey.test", "op://Prod/Wrong/private key");
   secrets.missing = await vaultSshSecret("missing-key", "missing.test", "op://Prod/Nothing here/private key");
+  secrets.store = await storeSshSecret("store-key", "store.test", "cmd://deploykey");
+  secrets.broken = await storeSshSecret("broken-key", "broken.test", "cmd://broken");
   agentDir = tempDir("credgate-agent-");
   const caLine = await (await fetch(`${cg.apiUrl}/v1/gateway/ssh-ca`)).text();
   const files = sshFiles(agentDir, caLine, credgateCommand());
@@ -158,9 +173,27 @@ describe("a key in 1Password", () => {
   });
 });
 
+describe("a key in a secret store (cmd://)", () => {
+  test("the command's output is the key: clone with no key on the agent's side", async () => {
+    const work = tempDir("credgate-store-clone-");
+    const clone = await gitRun(["clone", "-q", "git@store.test:team/app.git", join(work, "app")]);
+    expect(clone.stderr).toBe("");
+    expect(clone.code).toBe(0);
+    expect(readFileSync(join(work, "app", "README.md"), "utf8")).toBe("hello\n");
+    expect((await rowFor("store.test", "git-upload-pack 'team/app.git'")).status).toBe(200);
+  });
+
+  test("a failing command: the message names the secret and the store's reason, a row (502)", async () => {
+    const r = await ssh(["git@broken.test", "git-upload-pack", "'team/app.git'"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/credgate: the key of the SSH secret "broken-key" could not be read from its secret store \(\w+\)/);
+    expect((await rowFor("broken.test", "git-upload-pack 'team/app.git'")).status).toBe(502);
+  });
+});
+
 describe("the key stays in the vault and credgate", () => {
   test("not in a response, a log line, the agent's files or the database", async () => {
-    const leaks = [bodyLine(pkcs8Key), bodyLine(opensshKey.privateKey), NOT_A_KEY];
+    const leaks = [bodyLine(pkcs8Key), bodyLine(opensshKey.privateKey), bodyLine(storeKey.privateKey), NOT_A_KEY];
     const texts = [(await cg.api("GET", "/v1/logs?limit=500")).text, cg.output()];
     for (const id of Object.values(secrets)) texts.push((await cg.api("GET", `/v1/secrets/${id}`)).text);
     for (const dir of [agentDir, cg.dataDir]) {

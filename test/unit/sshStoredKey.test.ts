@@ -62,7 +62,7 @@ describe("storedKey", () => {
   fake.item(dev, "Deploy key", { "private key": inVault });
   fake.item(dev, "Wrong", { "private key": "not-a-key-value-42" });
   const vault = new VaultResolver({ host: "https://connect.example", token: "tok", fetch: fakeFetch(fake) });
-  const cred = (over: { key?: string | null; opRef?: string | null }) => ({ name: "deploy", key: null, opRef: null, ...over });
+  const cred = (over: { key?: string | null; valueRef?: string | null }) => ({ name: "deploy", key: null, valueRef: null, ...over });
 
   test("inline: the key itself, or the message", async () => {
     const key = generateEd25519("").privateKey;
@@ -72,24 +72,24 @@ describe("storedKey", () => {
 
   test("from the vault: read and rewritten; looked up once (the cache answers the second time at once)", async () => {
     const before = fake.requests.length;
-    const first = await storedKey(cred({ opRef: "op://Dev/Deploy key/private key" }), vault);
+    const first = await storedKey(cred({ valueRef: "op://Dev/Deploy key/private key" }), vault);
     expect(first.ok).toBe(true);
     expect((first as { key: string }).key).toStartWith("-----BEGIN OPENSSH PRIVATE KEY-----");
     const lookups = fake.requests.length - before;
     expect(lookups).toBeGreaterThan(0);
     expect(vault.peek("op://Dev/Deploy key/private key")?.ok).toBe(true);
-    const second = await storedKey(cred({ opRef: "op://Dev/Deploy key/private key" }), vault);
+    const second = await storedKey(cred({ valueRef: "op://Dev/Deploy key/private key" }), vault);
     const pub = (k: typeof first) => parseSshPrivateKey((k as { key: string }).key)!.getPublicSSH().toString("base64");
     expect(pub(second)).toBe(pub(first));
     expect(fake.requests.length - before).toBe(lookups);
   });
 
   test("a vault value that is no key, a missing item, no vault configured: messages without the value", async () => {
-    const wrong = await storedKey(cred({ opRef: "op://Dev/Wrong/private key" }), vault);
+    const wrong = await storedKey(cred({ valueRef: "op://Dev/Wrong/private key" }), vault);
     expect(wrong).toEqual({ ok: false, message: notAKeyMessage("deploy") });
     expect(JSON.stringify(wrong)).not.toContain("not-a-key-value-42");
-    expect(await storedKey(cred({ opRef: "op://Dev/Gone/private key" }), vault)).toEqual({ ok: false, message: vaultFailedMessage("deploy", "item_not_found") });
+    expect(await storedKey(cred({ valueRef: "op://Dev/Gone/private key" }), vault)).toEqual({ ok: false, message: vaultFailedMessage("deploy", "op://Dev/Gone/private key", "item_not_found") });
     const none = new VaultResolver({ host: null, token: null, fetch: fakeFetch(fake) });
-    expect(await storedKey(cred({ opRef: "op://Dev/Deploy key/private key" }), none)).toEqual({ ok: false, message: vaultFailedMessage("deploy", "not_configured") });
+    expect(await storedKey(cred({ valueRef: "op://Dev/Deploy key/private key" }), none)).toEqual({ ok: false, message: vaultFailedMessage("deploy", "op://Dev/Deploy key/private key", "not_configured") });
   });
 });

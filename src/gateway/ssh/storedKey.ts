@@ -1,6 +1,6 @@
 // The private key credgate logs in with (docs/ssh.md#keys-in-an-external-vault): the secret's sealed value, or
-// the value its reference names in the external vault (the gateway's vault cache: looked up once a minute per
-// reference, never per command). Whatever its source, it must read as an unencrypted private key; a PKCS#8 key
+// the value its reference names in the external vault or a secret store (the process's value cache: looked up
+// once per reference per cache lifetime, never per command). Whatever its source, it must read as an unencrypted private key; a PKCS#8 key
 // (1Password's format for SSH key items) is rewritten into one ssh2 reads. A failure names the secret and the
 // reason, never the value.
 import { sshPrivateKeyText } from "../../crypto/sshKeys.ts";
@@ -15,16 +15,19 @@ export function notAKeyMessage(name: string): string {
   return `credgate: the key of the SSH secret "${name}" is not an unencrypted OpenSSH private key`;
 }
 
-export function vaultFailedMessage(name: string, reason: string): string {
-  return `credgate: the key of the SSH secret "${name}" could not be read from the external vault (${reason})`;
+/** `ref`: an `op://` reference names the external vault; any other, a secret store. */
+export function vaultFailedMessage(name: string, ref: string, reason: string): string {
+  const where = ref.startsWith("op://") ? "the external vault" : "its secret store";
+  return `credgate: the key of the SSH secret "${name}" could not be read from ${where} (${reason})`;
 }
 
-export async function storedKey(credential: Pick<SshCredential, "name" | "key" | "opRef">, vault: KeyVault): Promise<StoredKey> {
+export async function storedKey(credential: Pick<SshCredential, "name" | "key" | "valueRef">, vault: KeyVault): Promise<StoredKey> {
   let value = credential.key;
   if (value === null) {
-    if (credential.opRef === null) return { ok: false, message: `credgate: the SSH secret "${credential.name}" has no key` };
-    const found: Lookup = vault.peek(credential.opRef) ?? (await vault.resolve(credential.opRef));
-    if (!found.ok) return { ok: false, message: vaultFailedMessage(credential.name, found.reason) };
+    const ref = credential.valueRef;
+    if (ref === null) return { ok: false, message: `credgate: the SSH secret "${credential.name}" has no key` };
+    const found: Lookup = vault.peek(ref) ?? (await vault.resolve(ref));
+    if (!found.ok) return { ok: false, message: vaultFailedMessage(credential.name, ref, found.reason) };
     value = found.value;
   }
   const key = sshPrivateKeyText(value);
