@@ -1,5 +1,5 @@
 // The SSH implementation, chosen by measurement (docs/ssh.md#the-ssh-implementation): one run, one sshd, one
-// 30 MB repository (bench/sshClone.ts's), OpenSSH's git as the agent, four paths taking turns:
+// 30 MB repository (bench/sshClone.ts's), OpenSSH's git as the agent, five paths taking turns (each round starting one further):
 //   direct       git → sshd, the key on the client's side;
 //   credgate     git → `credgate tunnel` → credgate's gateway (CONNECT, SSH interception on ssh2) → sshd: as built;
 //   credgate socat  the same with socat as ProxyCommand (the container form): no Bun process started per connection;
@@ -22,7 +22,7 @@ import { tempDir } from "../test/support/tmp.ts";
 import { startServer } from "./procs.ts";
 
 const REPO_MB = 30;
-const ROUNDS = 5;
+const ROUNDS = 7;
 const HANDSHAKES = 9;
 const GIT_TIMEOUT_MS = 60_000;
 const PATHS = ["direct", "credgate", "credgate socat", "ssh2 relay", "dev-tunnels"] as const;
@@ -40,7 +40,7 @@ export interface SshImplementationRow {
   failures: number;
   /** Peak resident memory of the process that relays (credgate's whole process; null for direct). */
   peakRssMb: number | null;
-  /** credgate only: its resident memory before any SSH (ssh2 not loaded yet). */
+  /** Resident memory before the first clone: credgate's with ssh2 not loaded yet, a relay's with its library loaded. */
   rssBeforeMb?: number;
 }
 
@@ -48,6 +48,9 @@ export interface SshImplementationsResult {
   repoBytes: number;
   rows: SshImplementationRow[];
 }
+
+/** The paths in round `i`'s order: each round starts one further, so no path always follows the same one. */
+const turn = (i: number): PathName[] => PATHS.map((_, j) => PATHS[(i + j) % PATHS.length]!);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -104,6 +107,7 @@ export async function runSshImplementations(log: (line: string) => void = () => 
       `ssh -i ${key} -o IdentitiesOnly=yes -o UserKnownHostsFile=${knownHosts} -o StrictHostKeyChecking=yes -o BatchMode=yes ${extra}`;
     const directKnown = join(dir, "known_direct");
     writeFileSync(directKnown, `${sshd.knownHostsLine(`[127.0.0.1]:${sshd.port}`)}\n`);
+    const before: Partial<Record<PathName, number>> = { credgate: rssBeforeMb, "credgate socat": rssBeforeMb };
     const paths: Record<PathName, { url: string; env: Record<string, string>; pid: number | null }> = {
       direct: { url: `${sshd.user}@127.0.0.1:bench/big.git`, env: { GIT_SSH_COMMAND: sshWith(directKnown, `-p ${sshd.port}`) }, pid: null },
       credgate: {
@@ -127,6 +131,7 @@ export async function runSshImplementations(log: (line: string) => void = () => 
     ] as const) {
       const relay = await startServer("sshRelaySpike.ts", [impl, String(sshd.port), sshd.user, keyFile, sshd.knownHostsLine("x", hostKind)]);
       relays.push(relay);
+      before[name] = memoryMb(relay.proc.pid, "VmRSS");
       const known = join(dir, `known_${impl}`);
       writeFileSync(known, `[127.0.0.1]:${relay.port} ${(relay.info as unknown as { hostKey: string }).hostKey}\n`);
       paths[name] = { url: `${sshd.user}@127.0.0.1:bench/big.git`, env: { GIT_SSH_COMMAND: sshWith(known, `-p ${relay.port}`) }, pid: relay.proc.pid };
@@ -147,10 +152,10 @@ export async function runSshImplementations(log: (line: string) => void = () => 
     const cloneMs = Object.fromEntries(PATHS.map((p) => [p, [] as number[]])) as Record<PathName, number[]>;
     const lsMs = Object.fromEntries(PATHS.map((p) => [p, [] as number[]])) as Record<PathName, number[]>;
     for (let i = 0; i < ROUNDS; i++) {
-      for (const p of PATHS) record(cloneMs[p], p, await clone(p));
+      for (const p of turn(i)) record(cloneMs[p], p, await clone(p));
       log(`ssh implementations round ${i + 1}: ${PATHS.map((p) => `${p} ${cloneMs[p].at(-1)?.toFixed(0)} ms`).join(", ")}`);
     }
-    for (let i = 0; i < HANDSHAKES; i++) for (const p of PATHS) record(lsMs[p], p, await lsRemote(p));
+    for (let i = 0; i < HANDSHAKES; i++) for (const p of turn(i)) record(lsMs[p], p, await lsRemote(p));
     const rows = PATHS.map((p): SshImplementationRow => {
       const pid = paths[p].pid;
       return {
@@ -161,7 +166,7 @@ export async function runSshImplementations(log: (line: string) => void = () => 
         addedHandshakeMs: median(lsMs[p]) - median(lsMs.direct),
         failures: failures[p],
         peakRssMb: pid === null ? null : memoryMb(pid, "VmHWM"),
-        ...(p === "credgate" ? { rssBeforeMb } : {}),
+        ...(before[p] !== undefined ? { rssBeforeMb: before[p] } : {}),
       };
     });
     return { repoBytes, rows };
@@ -179,7 +184,7 @@ export function printSshImplementations(r: SshImplementationsResult): void {
   console.log("  path            clone ms   MB/s  ×direct  +handshake ms  failed  peak RSS MB");
   for (const row of r.rows) {
     const ms = median(row.cloneMs);
-    const rss = row.peakRssMb === null ? "-" : `${row.peakRssMb.toFixed(0)}${row.rssBeforeMb !== undefined ? ` (${row.rssBeforeMb.toFixed(0)} before SSH)` : ""}`;
+    const rss = row.peakRssMb === null ? "-" : `${row.peakRssMb.toFixed(0)}${row.rssBeforeMb !== undefined ? ` (${row.rssBeforeMb.toFixed(0)} before)` : ""}`;
     console.log(
       `  ${row.path.padEnd(14)} ${ms.toFixed(0).padStart(9)} ${(r.repoBytes / 1e6 / (ms / 1000)).toFixed(1).padStart(6)} ${row.ratio.toFixed(2).padStart(8)} ${row.addedHandshakeMs.toFixed(0).padStart(14)} ${String(row.failures).padStart(7)}  ${rss}`,
     );
