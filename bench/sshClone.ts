@@ -3,7 +3,7 @@
 // key on the client's side) and through credgate (`credgate tunnel` as ProxyCommand, no key), taking turns, three
 // rounds each. The ratio is direct time / credgate time (1.0 = as fast as direct); goal ≥ 0.5.
 // Run alone: `bun bench/sshClone.ts [--json]`; `npm run bench` runs it last.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -25,12 +25,14 @@ export interface SshCloneResult {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-function timedClone(url: string, dest: string, env: Record<string, string>): number {
+/** Asynchronous: this process's event loop reads sshd's and credgate's log pipes, which a spawnSync would stall. */
+async function timedClone(url: string, dest: string, env: Record<string, string>): Promise<number> {
   rmSync(dest, { recursive: true, force: true });
   const started = performance.now();
-  const r = spawnSync("git", ["clone", "-q", "--bare", url, dest], { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
+  const proc = Bun.spawn(["git", "clone", "-q", "--bare", url, dest], { env: { ...process.env, ...env }, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
   const ms = performance.now() - started;
-  if (r.status !== 0) throw new Error(`git clone ${url} failed: ${r.stderr.toString()}`);
+  if (code !== 0) throw new Error(`git clone ${url} failed: ${stderr}`);
   return ms;
 }
 
@@ -65,13 +67,13 @@ export async function runSshClone(log: (line: string) => void = () => {}): Promi
     const out = join(keys, "clones");
     mkdirSync(out);
     // Warm-up of both paths (page cache, credgate's first connection and certificate).
-    timedClone(`${sshd.user}@127.0.0.1:bench/big.git`, join(out, "d"), direct);
-    timedClone(`${sshd.user}@git.bench:bench/big.git`, join(out, "c"), throughCredgate);
+    await timedClone(`${sshd.user}@127.0.0.1:bench/big.git`, join(out, "d"), direct);
+    await timedClone(`${sshd.user}@git.bench:bench/big.git`, join(out, "c"), throughCredgate);
     const directMs: number[] = [];
     const credgateMs: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
-      directMs.push(timedClone(`${sshd.user}@127.0.0.1:bench/big.git`, join(out, "d"), direct));
-      credgateMs.push(timedClone(`${sshd.user}@git.bench:bench/big.git`, join(out, "c"), throughCredgate));
+      directMs.push(await timedClone(`${sshd.user}@127.0.0.1:bench/big.git`, join(out, "d"), direct));
+      credgateMs.push(await timedClone(`${sshd.user}@git.bench:bench/big.git`, join(out, "c"), throughCredgate));
       log(`ssh clone round ${i + 1}: direct ${directMs[i]!.toFixed(0)} ms, through credgate ${credgateMs[i]!.toFixed(0)} ms`);
     }
     return { repoBytes, directMs, credgateMs, ratio: median(directMs) / median(credgateMs) };

@@ -34,6 +34,8 @@ const POSTGRES_RUN = [
   "test/e2e/remembered-approvals.test.ts",
   // The SSH CA in the store, push approvals held and decided, remembered per agent and key.
   "test/e2e/ssh-git.test.ts",
+  // An SSH key from the external vault: the secret with its reference and the log rows live in the store.
+  "test/e2e/ssh-vault.test.ts",
   // A decision served by an instance whose clock is past an approval held by another.
   "test/e2e/approval-expiry.test.ts",
   "test/e2e/apps-gateway.test.ts",

@@ -42,7 +42,8 @@ OAuth tokens on the user's behalf. You never see them, and you do not need them.
   from your \`HTTPS_PROXY\`, \`http://x:<agent token>@<gateway host>:<gateway port>\`):
 
   \`\`\`
-  curl -s http://<gateway host>:<gateway port>/v1/gateway/ssh-ca > ~/.ssh/credgate_known_hosts
+  mkdir -p -m 700 ~/.ssh
+  curl -fsS --noproxy '*' http://<gateway host>:<gateway port>/v1/gateway/ssh-ca > ~/.ssh/credgate_known_hosts
   cat >> ~/.ssh/config <<'EOF'
   Host *
     ProxyCommand socat - PROXY:<gateway host>:%h:%p,proxyport=<gateway port>,proxyauth=x:<agent token>

@@ -89,6 +89,7 @@ export class Gateway {
         judge: new ExecJudge({ approvals: services.approvals, rateLimits: services.rateLimits, remembered: snapshot.remembered }),
         requestLogs: services.requestLogs,
         ca: () => loadSshCa(services.deps),
+        vault: deps.vault,
         snapshot,
       }),
     });

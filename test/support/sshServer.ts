@@ -15,8 +15,8 @@ export interface SshServer {
   repos: string;
   /** The login user (whoever runs the tests: sshd can only log in as itself unless root). */
   user: string;
-  /** `<hosts> ssh-ed25519 <base64>`: the server's host key as a known_hosts line for `hosts`. */
-  knownHostsLine(hosts: string): string;
+  /** `<hosts> ssh-ed25519 <base64>`: the server's host key as a known_hosts line for `hosts` (its ECDSA one if asked and started with it). */
+  knownHostsLine(hosts: string, kind?: "ed25519" | "ecdsa"): string;
   authorize(publicKey: string): void;
   /** A new bare repository `<name>` (e.g. `team/app.git`) with one commit on main. */
   bareRepo(name: string, files?: Record<string, string | Buffer>): string;
@@ -24,8 +24,8 @@ export interface SshServer {
   stop(): Promise<void>;
 }
 
-function keygen(file: string): string {
-  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "", "-f", file]);
+function keygen(file: string, type = "ed25519"): string {
+  execFileSync("ssh-keygen", ["-q", "-t", type, "-N", "", "-C", "", "-f", file]);
   return readFileSync(`${file}.pub`, "utf8").trim();
 }
 
@@ -57,13 +57,19 @@ function waitForPort(port: number, ms = 10_000): Promise<void> {
 
 const git = (args: string[], cwd: string) => execFileSync("git", args, { cwd, stdio: "pipe", env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t" } });
 
-export async function startSshServer(): Promise<SshServer> {
+export interface SshServerOptions {
+  /** An ECDSA (nistp256) host key besides the ed25519 one: for clients without ed25519 (bench/sshImplementations.ts). */
+  ecdsaHostKey?: boolean;
+}
+
+export async function startSshServer(opts: SshServerOptions = {}): Promise<SshServer> {
   // sshd started as root wants its privilege separation directory (the system service creates it at boot).
   if (process.getuid?.() === 0 && !existsSync("/run/sshd")) mkdirSync("/run/sshd", { mode: 0o755 });
   const dir = tempDir("credgate-sshd-");
   const repos = join(dir, "repos");
   mkdirSync(repos);
   const hostPub = keygen(join(dir, "host_ed25519"));
+  const ecdsaPub = opts.ecdsaHostKey ? keygen(join(dir, "host_ecdsa"), "ecdsa") : null;
   writeFileSync(join(dir, "authorized_keys"), "", { mode: 0o600 });
   const serve = join(dir, "serve.sh");
   writeFileSync(
@@ -79,6 +85,7 @@ export async function startSshServer(): Promise<SshServer> {
       `Port ${port}`,
       "ListenAddress 127.0.0.1",
       `HostKey ${join(dir, "host_ed25519")}`,
+      ...(ecdsaPub ? [`HostKey ${join(dir, "host_ecdsa")}`] : []),
       `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
       "StrictModes no",
       `PidFile ${join(dir, "sshd.pid")}`,
@@ -105,7 +112,11 @@ export async function startSshServer(): Promise<SshServer> {
     dir,
     repos,
     user: execFileSync("id", ["-un"]).toString().trim(),
-    knownHostsLine: (hosts) => `${hosts} ${hostPub.split(" ").slice(0, 2).join(" ")}`,
+    knownHostsLine: (hosts, kind = "ed25519") => {
+      const pub = kind === "ecdsa" ? ecdsaPub : hostPub;
+      if (pub === null) throw new Error("this sshd has no ECDSA host key (start it with ecdsaHostKey)");
+      return `${hosts} ${pub.split(" ").slice(0, 2).join(" ")}`;
+    },
     authorize: (publicKey) => appendFileSync(join(dir, "authorized_keys"), `${publicKey.trim()}\n`),
     bareRepo(name, files = { "README.md": "hello\n" }) {
       const path = join(repos, name);

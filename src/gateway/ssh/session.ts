@@ -9,6 +9,7 @@ import type { Duplex } from "node:stream";
 import type { Client, ClientChannel, Connection, ServerChannel, Session } from "ssh2";
 import { ssh2 } from "../../crypto/ssh2Module.ts";
 import { sshDisplayHost } from "../../core/sshRules.ts";
+import { log } from "../../observability/log.ts";
 import type { SshCertificateAuthority } from "../../crypto/sshCertificate.ts";
 import type { Outbound } from "../../services/outbound.ts";
 import type { RequestLogService } from "../../services/requestLogs.ts";
@@ -19,6 +20,7 @@ import type { AgentCredentials, GatewaySnapshot, SshCredential } from "../snapsh
 import type { Tunnel } from "../tunnel.ts";
 import { certifiedHostKey } from "./hostKey.ts";
 import type { ExecJudge, ExecVerdict, MatchedRule } from "./judge.ts";
+import { storedKey, type KeyVault } from "./storedKey.ts";
 import { connectUpstream, type UpstreamFailure } from "./upstream.ts";
 
 const SSH_PORT = 22;
@@ -34,6 +36,8 @@ export interface SshInterceptionDeps {
   judge: ExecJudge;
   requestLogs: Pick<RequestLogService, "enqueue" | "update">;
   ca: () => Promise<SshCertificateAuthority>;
+  /** The gateway's external vault cache: a key kept there is read through it (docs/ssh.md#keys-in-an-external-vault). */
+  vault: KeyVault;
   /** Read again before every command: the token, the agent's right to the key and its current rules. */
   snapshot: Pick<GatewaySnapshot, "agentForToken" | "credentials">;
 }
@@ -191,6 +195,8 @@ class AgentConnection {
     const upstream = await this.#connectUpstream();
     if (!("exec" in upstream)) {
       this.#upstream = null;
+      // The reason without the value (docs/ssh.md#keys-in-an-external-vault): the row says only 502.
+      if (upstream.kind === "key") log.warn("SSH key unusable", { secretId: this.credential.secretId, reason: upstream.message });
       channel.stderr.write(`${upstream.message}\n`);
       channel.exit(1);
       channel.end();
@@ -209,11 +215,12 @@ class AgentConnection {
 
   #connectUpstream(): Promise<Client | UpstreamFailure> {
     if (this.#upstream === null) {
-      const key = this.credential.key;
-      this.#upstream =
-        key === null
-          ? Promise.resolve({ kind: "login", message: `credgate: the key of the SSH secret "${this.credential.name}" is not stored in credgate` } as UpstreamFailure)
-          : connectUpstream(this.deps.outbound, { host: this.tunnel.host, port: this.tunnel.port, credential: this.credential, key, egress: this.tunnel.egress });
+      const credential = this.credential;
+      this.#upstream = storedKey(credential, this.deps.vault).then((k) =>
+        k.ok
+          ? connectUpstream(this.deps.outbound, { host: this.tunnel.host, port: this.tunnel.port, credential, key: k.key, egress: this.tunnel.egress })
+          : { kind: "key", message: k.message },
+      );
     }
     return this.#upstream;
   }

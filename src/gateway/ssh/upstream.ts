@@ -13,7 +13,8 @@ import type { SshCredential } from "../snapshot.ts";
 const CONNECT_TIMEOUT_MS = 10_000;
 const CIPHERS = ["aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr", "aes256-ctr"];
 
-export type UpstreamFailure = { kind: "host-key" | "unreachable" | "login"; message: string };
+/** `key`: the stored key could not be had or read (storedKey.ts); the others are the server's. */
+export type UpstreamFailure = { kind: "host-key" | "unreachable" | "login" | "key"; message: string };
 
 export interface UpstreamTarget {
   host: string;
