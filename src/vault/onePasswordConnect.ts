@@ -7,7 +7,11 @@
 //   item:  GET /v1/vaults/{vaultId}/items/{id} when it looks like an id, else (or on 404)
 //          GET /v1/vaults/{vaultId}/items?filter=title eq "<title>" then GET /v1/vaults/{vaultId}/items/{itemId}
 //   field: in the item's `fields[]`, by `id`, else by `label` (exact, then case-insensitive), in any section.
+import { readBounded } from "../core/boundedRead.ts";
 import { VERSION } from "../runtime/version.ts";
+
+/** The most a Connect answer may hold (an item with its fields and sections). */
+const CONNECT_ANSWER_MAX = 4 * 1024 * 1024;
 
 export type ConnectFetch = (url: string, init: BunFetchRequestInit) => Promise<Response>;
 
@@ -140,7 +144,8 @@ export class OnePasswordConnect {
       if (res.status === 403) throw new VaultLookupError("forbidden");
       throw new VaultLookupError(`http_${res.status}`);
     }
-    const text = await res.text();
+    const text = await readBounded(res.body, CONNECT_ANSWER_MAX);
+    if (text === null) throw new VaultLookupError("answer_too_large");
     try {
       return JSON.parse(text) as unknown;
     } catch {

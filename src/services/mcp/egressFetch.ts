@@ -2,6 +2,7 @@
 // here comes from a user or from a server's answer (metadata can name any host), so each request is judged by the
 // egress guard and dialled at the address it judged, through the outbound door (pins, upstream proxy, CAs).
 // Redirects are never followed: one would carry a token or a client secret elsewhere.
+import { readBounded } from "../../core/boundedRead.ts";
 import type { Outbound } from "../outbound.ts";
 import type { EgressCheck } from "../notifications/send.ts";
 
@@ -31,21 +32,9 @@ export function egressFetch(outbound: Outbound, egress: EgressCheck): McpFetch {
 
 /** A body read as text up to `max` bytes; more is an error (a server cannot make credgate hold an endless answer). */
 export async function boundedText(res: Response, max: number): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      void reader.cancel().catch(() => {});
-      throw new OutboundRefused(`the answer is larger than ${max} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+  const text = await readBounded(res.body, max);
+  if (text === null) throw new OutboundRefused(`the answer is larger than ${max} bytes`);
+  return text;
 }
 
 /** A JSON object body (bounded), or an error saying what came instead. */

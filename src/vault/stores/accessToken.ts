@@ -2,6 +2,8 @@
 // first use, kept until 5 minutes before it expires, minted once for concurrent reads. Only the process that reads
 // the stores holds it (the resolver's loads run there), so memory is enough: no row, no lease.
 import { readTokenAnswer, TOKEN_REQUEST_HEADERS, type TokenRequest } from "../../core/tokenExchange.ts";
+import { abortable, readBounded } from "../../core/boundedRead.ts";
+import { parseJson, STORE_ANSWER_MAX } from "./cloudRequest.ts";
 import { StoreError, type StoreFetch } from "./types.ts";
 
 /** A token is used until this long before its expiry; one with less left is used once and not kept. */
@@ -49,29 +51,10 @@ export class AccessToken {
       if (err instanceof StoreError) throw err;
       throw new StoreError("token_unreachable", `${this.issuer} could not be reached for a token (${request.url.host}): ${(err as Error).message}`);
     }
-    const answer = readTokenAnswer(this.issuer, res.status, await res.json().catch(() => null));
+    const answer = readTokenAnswer(this.issuer, res.status, parseJson(await readBounded(res.body, STORE_ANSWER_MAX).catch(() => null)));
     if (!answer.ok) throw new StoreError("token_refused", `${answer.reason} for credgate's own identity`);
     const expiresAt = this.now() + answer.expiresInSeconds * 1000;
     this.#held = expiresAt - EXPIRY_MARGIN_MS > this.now() ? { token: answer.token, usableUntil: expiresAt - EXPIRY_MARGIN_MS } : null;
     return answer.token;
   }
-}
-
-/** `work`, or the caller's abort, whichever comes first (the work goes on for whoever else waits on it). */
-function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }

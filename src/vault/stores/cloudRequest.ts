@@ -1,6 +1,7 @@
 // One request to a cloud secret store (docs/secret-stores.md): a failure to reach it becomes a StoreError naming
 // the store and host, and the answer is read as JSON (null when it is not). The answer is the caller's to judge;
 // nothing of it goes into an error but codes the caller picks out.
+import { readBounded } from "../../core/boundedRead.ts";
 import { StoreError, type StoreFetch } from "./types.ts";
 
 export interface StoreAnswer {
@@ -18,12 +19,22 @@ export async function storeRequest(fetch: StoreFetch, label: string, url: URL, i
     if (init.signal.aborted) throw new StoreError("timeout", `${label} did not answer in time (${url.host})`);
     throw new StoreError("unreachable", `${label} could not be reached (${url.host}): ${(err as Error).message}`);
   }
-  const text = await res.text().catch(() => "");
-  let json: unknown = null;
+  const text = await readBounded(res.body, STORE_ANSWER_MAX).catch(() => null);
+  if (text === null) throw new StoreError("answer_too_large", `${label} sent an answer larger than ${STORE_ANSWER_MAX} bytes (${url.host})`);
+  return { status: res.status, headers: res.headers, json: parseJson(text) };
+}
+
+/** The most a store's answer may hold: secret values are at most 64 KiB in every cloud store, with room for JSON. */
+export const STORE_ANSWER_MAX = 1024 * 1024;
+
+/** The text as JSON, or null when it is not JSON (or there is none). */
+export function parseJson(text: string | null): unknown {
+  if (text === null || text === "") return null;
   try {
-    json = JSON.parse(text);
-  } catch {}
-  return { status: res.status, headers: res.headers, json };
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
 }
 
 /** A code from a store's answer, when it looks like one (letters, digits, `.`, `_`, `-`), else null. */

@@ -6,27 +6,11 @@
 // It runs with credgate's environment minus every CREDGATE_* variable: what `pass` or `op` need (HOME, PATH,
 // OP_SERVICE_ACCOUNT_TOKEN…) is there, credgate's own master key, database URL and store credentials are not.
 import type { StoreRef } from "../../core/storeRefs.ts";
+import { readBounded } from "../../core/boundedRead.ts";
 import { StoreError, type SecretStore, type StoreContext } from "./types.ts";
 
 /** The most a command may print: a value is a key or a password, never megabytes. */
 export const COMMAND_OUTPUT_MAX = 64 * 1024;
-
-async function readBounded(stream: ReadableStream<Uint8Array>, max: number): Promise<string | null> {
-  const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      void reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
 
 /** The environment of a command: this process's, without credgate's own settings. */
 export function commandEnv(env: Record<string, string | undefined> = process.env): Record<string, string> {

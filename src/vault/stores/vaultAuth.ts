@@ -3,6 +3,7 @@
 // whose token is renewed with `auth/token/renew-self` at half its TTL; a new login only when a renewal fails or
 // can no longer extend the token (its max TTL is near). One login at a time, whoever waits for it.
 import { log } from "../../observability/log.ts";
+import { abortable } from "../../core/boundedRead.ts";
 import { StoreError } from "./types.ts";
 import { vaultCall, vaultFailure, type VaultEndpoint } from "./vaultHttp.ts";
 
@@ -42,7 +43,7 @@ export class VaultAuth {
   #loginOnce(signal: AbortSignal): Promise<Held> {
     // Not tied to one caller's signal: others may be waiting on the same login.
     this.#login ??= this.#logIn().finally(() => (this.#login = null));
-    return abortable(this.#login, signal);
+    return abortable(this.#login, signal, () => new StoreError("timeout", "HashiCorp Vault did not answer in time"));
   }
 
   async #logIn(): Promise<Held> {
@@ -109,22 +110,4 @@ export class VaultAuth {
       log.warn("HashiCorp Vault AppRole login failed", { reason: (err as StoreError).reason ?? "error" });
     }
   }
-}
-
-function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new StoreError("timeout", "HashiCorp Vault did not answer in time"));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new StoreError("timeout", "HashiCorp Vault did not answer in time"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }

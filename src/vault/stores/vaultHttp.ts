@@ -2,6 +2,8 @@
 // CREDGATE_VAULT_ADDR, `X-Vault-Request: true` (Vault's guard against request forgery), `X-Vault-Namespace` when
 // CREDGATE_VAULT_NAMESPACE is set, the token when there is one, JSON both ways, through the store fetch (the
 // gateway's egress path). Failures become StoreErrors whose messages never hold a token, a value or Vault's body.
+import { readBounded } from "../../core/boundedRead.ts";
+import { parseJson, STORE_ANSWER_MAX } from "./cloudRequest.ts";
 import { StoreError, type StoreFetch } from "./types.ts";
 
 /** Each call to Vault is given up after this (the resolver may give a shorter signal). */
@@ -51,19 +53,14 @@ export async function vaultCall(
   } catch (err) {
     throw unreachable(endpoint, err, bounded);
   }
-  let text: string;
+  let text: string | null;
   try {
-    text = await res.text();
+    text = await readBounded(res.body, STORE_ANSWER_MAX);
   } catch (err) {
     throw unreachable(endpoint, err, bounded);
   }
-  let body: unknown = null;
-  try {
-    body = text === "" ? null : JSON.parse(text);
-  } catch {
-    body = null;
-  }
-  return { status: res.status, body };
+  if (text === null) throw new StoreError("answer_too_large", `HashiCorp Vault sent an answer larger than ${STORE_ANSWER_MAX} bytes (${endpoint.addr.host})`);
+  return { status: res.status, body: parseJson(text) };
 }
 
 function unreachable(endpoint: VaultEndpoint, err: unknown, signal: AbortSignal): StoreError {
