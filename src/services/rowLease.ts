@@ -15,8 +15,11 @@ import type { ServiceDeps } from "./deps.ts";
 export const LEASE_MS = 30_000;
 /** How often a process waiting on another's work looks again. */
 const POLL_MS = 200;
-/** How long a caller waits in all: a crashed holder's lease to lapse, then its own attempt. */
-const WAIT_MS = 45_000;
+/**
+ * How long a caller looks for a stored result or a free lease: long enough for a crashed holder's lease to lapse.
+ * Its own attempt may follow (a worker waits 60 s for its primary, docs/operations.md#gateway-workers-and-caches).
+ */
+const WAIT_MS = 35_000;
 
 export interface LeasedWork<T> {
   /** The stored result, or undefined while the work is still to do. */
