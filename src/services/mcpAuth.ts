@@ -87,12 +87,13 @@ export class McpAuthService {
       return null;
     }
     if ((this.#retryAt.get(row.id) ?? 0) > Date.now()) return current;
+    const refreshToken = current.refreshToken;
     // Once for every instance (docs/mcp.md#the-login): a spent refresh token presented again can revoke the whole
     // grant. Under the server's lease; the other instances wait for what the holder stores and use it.
     const outcome = await underLease(this.deps, `mcp-refresh:${row.id}`, {
       row: "lease-only",
       stored: () => this.#storedSince(row),
-      run: () => this.#refreshNow(row, current),
+      run: () => this.#refreshNow(row, current, refreshToken),
     });
     if (outcome) return outcome.value;
     log.warn("mcp token refresh timed out waiting for another instance", { mcpServerId: row.id });
@@ -112,11 +113,11 @@ export class McpAuthService {
   }
 
   /** The refresh itself, under the lease: the refresh token presented, the answer stored with compare-and-swap. */
-  async #refreshNow(row: McpServerRow, current: Extract<McpCredential, { kind: "oauth" }>): Promise<McpCredential | null> {
+  async #refreshNow(row: McpServerRow, current: Extract<McpCredential, { kind: "oauth" }>, refreshToken: string): Promise<McpCredential | null> {
     const client = this.servers.oauthClient(row);
     try {
       if (!client?.endpoints) throw new TokenRefused("the OAuth client of this server is missing: connect again", null);
-      const next = await tokenRequest(this.servers.fetch, client, { grant_type: "refresh_token", refresh_token: current.refreshToken! }, current.refreshToken);
+      const next = await tokenRequest(this.servers.fetch, client, { grant_type: "refresh_token", refresh_token: refreshToken }, refreshToken);
       const { swapped, row: stored } = await this.servers.swapCredential(row.id, row.version, next);
       this.#retryAt.delete(row.id);
       log.info("mcp token refreshed", { mcpServerId: row.id, stored: swapped });

@@ -326,13 +326,14 @@ export class OAuthService {
       return null;
     }
     if ((this.#retryAt.get(row.id) ?? 0) > Date.now()) return current;
+    const refreshToken = current.refreshToken;
     // The refresh token goes to the provider once for every instance (docs/injection.md#app-connections): one that
     // rotates refresh tokens with reuse detection revokes the whole grant when a spent one comes back. Under the
     // connection's lease; the other instances wait for what the holder stores and use it.
     const outcome = await underLease(this.deps, `oauth-refresh:${row.id}`, {
       row: "lease-only",
       stored: () => this.#storedSince(row),
-      run: () => this.#refreshNow(row, current),
+      run: () => this.#refreshNow(row, current, refreshToken),
     });
     if (outcome) return outcome.value;
     log.warn("oauth refresh timed out waiting for another instance", { connectionId: row.id, provider: row.provider });
@@ -353,7 +354,7 @@ export class OAuthService {
   }
 
   /** The refresh itself, under the lease: the refresh token presented, the answer stored with compare-and-swap. */
-  async #refreshNow(row: ConnectionRow, current: Extract<ConnectionCredential, { kind: "oauth" }>): Promise<ConnectionCredential | null> {
+  async #refreshNow(row: ConnectionRow, current: Extract<ConnectionCredential, { kind: "oauth" }>, refreshToken: string): Promise<ConnectionCredential | null> {
     const app = findApp(row.provider);
     const owner: PolicyOwner =
       row.scope === "project" ? { scope: "project", organizationId: row.organizationId, projectId: row.projectId! } : { scope: "organization", organizationId: row.organizationId };
@@ -361,8 +362,8 @@ export class OAuthService {
       if (!app?.oauth) throw new TokenEndpointError(`Unknown provider: ${row.provider}`, null);
       const client = await this.configs.oauthClient(owner, app.id);
       if (!client) throw new TokenEndpointError(`${app.name} is not configured`, null);
-      const answer = await this.tokenRequest(app.oauth, client, { grant_type: "refresh_token", refresh_token: current.refreshToken! });
-      const next = credentialFrom(answer, current.refreshToken);
+      const answer = await this.tokenRequest(app.oauth, client, { grant_type: "refresh_token", refresh_token: refreshToken });
+      const next = credentialFrom(answer, refreshToken);
       if (!next) throw new TokenEndpointError("The token response did not include an access token", null);
       const { swapped, row: stored } = await this.connections.swapCredential(row.id, row.version, next);
       this.#retryAt.delete(row.id);
