@@ -53,8 +53,11 @@ const POSTGRES_RUN = [
   // OAuth refresh shared by two gateway processes, stored with compare-and-swap.
   "test/e2e/upstream-proxy.test.ts",
   "test/e2e/audit.test.ts",
-  // A rotating refresh token refreshed at once by two instances on one database: the loser takes the winner's token.
+  // A rotating refresh token (with reuse detection) due in two instances on one database: one refresh under the
+  // connection's lease, the other instance waits for its token; a lease holder killed mid-refresh lets it lapse.
   "test/e2e/oauth-refresh-race.test.ts",
+  // The same for an MCP server's login.
+  "test/e2e/mcp-refresh-race.test.ts",
   // GitHub App tokens minted once for every process and instance (the minted_tokens row and its lease).
   "test/e2e/github-app.test.ts",
   // The database broker's approvals, remembered approvals and per-statement request logs live in the store.

@@ -1,8 +1,9 @@
 // The OAuth side of MCP servers (docs/mcp.md#the-login): the login credgate runs (services/mcp/login.ts) and the
 // refresh of its tokens, as app connections refresh theirs: 60 s before expiry, once for all the callers of every
-// gateway process of the instance (a shared cache), written with compare-and-swap so that instances never clobber
-// each other; a failed refresh keeps using the old token and moves the status (three failures → `error`, a
-// refused refresh token → `revoked`).
+// gateway process of the instance (a shared cache) and every instance on the database (the server's row lease,
+// rowLease.ts: the refresh token reaches the authorization server once), written with compare-and-swap; a failed
+// refresh keeps using the old token and moves the status (three failures → `error`, a refused refresh token →
+// `revoked`).
 import { ApiError } from "../core/errors.ts";
 import type { SharedCache, SharedCaches } from "../core/sharedCache.ts";
 import { log } from "../observability/log.ts";
@@ -11,6 +12,7 @@ import type { McpCredential } from "./mcp/credential.ts";
 import { McpLogin, tokenRequest, TokenRefused } from "./mcp/login.ts";
 import type { McpServerRow, McpServerService } from "./mcpServers.ts";
 import { REFRESH_AHEAD_MS } from "./oauth.ts";
+import { underLease } from "./rowLease.ts";
 
 const RETRY_AFTER_FAILURE_MS = 5_000;
 const FAILURES_UNTIL_ERROR = 3;
@@ -24,7 +26,7 @@ export class McpAuthService {
   readonly #retryAt = new Map<string, number>();
 
   constructor(
-    deps: ServiceDeps,
+    private readonly deps: ServiceDeps,
     private readonly servers: McpServerService,
     caches: SharedCaches,
   ) {
@@ -85,10 +87,37 @@ export class McpAuthService {
       return null;
     }
     if ((this.#retryAt.get(row.id) ?? 0) > Date.now()) return current;
+    const refreshToken = current.refreshToken;
+    // Once for every instance (docs/mcp.md#the-login): a spent refresh token presented again can revoke the whole
+    // grant. Under the server's lease; the other instances wait for what the holder stores and use it.
+    const outcome = await underLease(this.deps, `mcp-refresh:${row.id}`, {
+      row: "lease-only",
+      stored: () => this.#storedSince(row),
+      run: () => this.#refreshNow(row, current, refreshToken),
+    });
+    if (outcome) return outcome.value;
+    log.warn("mcp token refresh timed out waiting for another instance", { mcpServerId: row.id });
+    return current;
+  }
+
+  /**
+   * What another process stored since `row` was read: its new token, or (its refresh failed) the token as it was,
+   * or null when the server can no longer be used; undefined while the row is unchanged (the refresh is still to do).
+   */
+  async #storedSince(row: McpServerRow): Promise<McpCredential | null | undefined> {
+    const now = await this.servers.byId(row.id);
+    if (!now) return null;
+    if (now.version === row.version && now.status === row.status && now.refreshFailures === row.refreshFailures) return undefined;
+    if (now.version === row.version && now.refreshFailures !== row.refreshFailures) this.#retryAt.set(row.id, Date.now() + RETRY_AFTER_FAILURE_MS);
+    return now.status === "connected" || now.status === "error" ? this.servers.credential(now) : null;
+  }
+
+  /** The refresh itself, under the lease: the refresh token presented, the answer stored with compare-and-swap. */
+  async #refreshNow(row: McpServerRow, current: Extract<McpCredential, { kind: "oauth" }>, refreshToken: string): Promise<McpCredential | null> {
     const client = this.servers.oauthClient(row);
     try {
       if (!client?.endpoints) throw new TokenRefused("the OAuth client of this server is missing: connect again", null);
-      const next = await tokenRequest(this.servers.fetch, client, { grant_type: "refresh_token", refresh_token: current.refreshToken }, current.refreshToken);
+      const next = await tokenRequest(this.servers.fetch, client, { grant_type: "refresh_token", refresh_token: refreshToken }, refreshToken);
       const { swapped, row: stored } = await this.servers.swapCredential(row.id, row.version, next);
       this.#retryAt.delete(row.id);
       log.info("mcp token refreshed", { mcpServerId: row.id, stored: swapped });

@@ -1,6 +1,7 @@
 // OAuth authorization-code flow for catalog apps (docs/injection.md#app-connections connection transitions, docs/injection.md#app-connections):
 // a signed, expiring `state` that carries the whole flow (no server-side session), PKCE S256 with a verifier
-// derived from the state's nonce, the shared callback, and single-flight token refresh with compare-and-swap.
+// derived from the state's nonce, the shared callback, and token refresh once for every process and instance (a
+// shared cache within the instance, a row lease across instances) written with compare-and-swap.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { findApp } from "../apps/index.ts";
 import type { AppDefinition, AppOAuth } from "../apps/types.ts";
@@ -18,6 +19,7 @@ import type { OrganizationService } from "./organizations.ts";
 import type { Outbound } from "./outbound.ts";
 import type { SharedCache, SharedCaches } from "../core/sharedCache.ts";
 import type { PolicyOwner } from "./policy.ts";
+import { underLease } from "./rowLease.ts";
 
 export const STATE_COOKIE = "credgate_oauth_state";
 const STATE_TTL_MS = 10 * 60 * 1000;
@@ -305,8 +307,8 @@ export class OAuthService {
 
   /**
    * The credential to inject for a connection whose token is due: refreshed once for all concurrent callers of
-   * every gateway process (a worker asks the primary). Null when the connection can no longer be used (revoked or
-   * expired).
+   * every gateway process (a worker asks the primary) and every instance (the refresh lease). Null when the
+   * connection can no longer be used (revoked or expired).
    */
   fresh(connectionId: string): Promise<ConnectionCredential | null> {
     return this.#refreshing.get(connectionId).then((entry) => entry.value);
@@ -324,6 +326,35 @@ export class OAuthService {
       return null;
     }
     if ((this.#retryAt.get(row.id) ?? 0) > Date.now()) return current;
+    const refreshToken = current.refreshToken;
+    // The refresh token goes to the provider once for every instance (docs/injection.md#app-connections): one that
+    // rotates refresh tokens with reuse detection revokes the whole grant when a spent one comes back. Under the
+    // connection's lease; the other instances wait for what the holder stores and use it.
+    const outcome = await underLease(this.deps, `oauth-refresh:${row.id}`, {
+      row: "lease-only",
+      stored: () => this.#storedSince(row),
+      run: () => this.#refreshNow(row, current, refreshToken),
+    });
+    if (outcome) return outcome.value;
+    log.warn("oauth refresh timed out waiting for another instance", { connectionId: row.id, provider: row.provider });
+    return current;
+  }
+
+  /**
+   * What another process stored since `row` was read: its new token, or (its refresh failed) the token as it was,
+   * or null when the connection can no longer be used; undefined while the row is unchanged (the refresh is still
+   * to do). A failure elsewhere holds this process's next attempt back as its own would.
+   */
+  async #storedSince(row: ConnectionRow): Promise<ConnectionCredential | null | undefined> {
+    const now = await this.connections.byId(row.id);
+    if (!now) return null;
+    if (now.version === row.version && now.status === row.status && now.refreshFailures === row.refreshFailures) return undefined;
+    if (now.version === row.version && now.refreshFailures !== row.refreshFailures) this.#retryAt.set(row.id, Date.now() + RETRY_AFTER_FAILURE_MS);
+    return now.status === "connected" || now.status === "error" ? this.connections.credential(now) : null;
+  }
+
+  /** The refresh itself, under the lease: the refresh token presented, the answer stored with compare-and-swap. */
+  async #refreshNow(row: ConnectionRow, current: Extract<ConnectionCredential, { kind: "oauth" }>, refreshToken: string): Promise<ConnectionCredential | null> {
     const app = findApp(row.provider);
     const owner: PolicyOwner =
       row.scope === "project" ? { scope: "project", organizationId: row.organizationId, projectId: row.projectId! } : { scope: "organization", organizationId: row.organizationId };
@@ -331,8 +362,8 @@ export class OAuthService {
       if (!app?.oauth) throw new TokenEndpointError(`Unknown provider: ${row.provider}`, null);
       const client = await this.configs.oauthClient(owner, app.id);
       if (!client) throw new TokenEndpointError(`${app.name} is not configured`, null);
-      const answer = await this.tokenRequest(app.oauth, client, { grant_type: "refresh_token", refresh_token: current.refreshToken });
-      const next = credentialFrom(answer, current.refreshToken);
+      const answer = await this.tokenRequest(app.oauth, client, { grant_type: "refresh_token", refresh_token: refreshToken });
+      const next = credentialFrom(answer, refreshToken);
       if (!next) throw new TokenEndpointError("The token response did not include an access token", null);
       const { swapped, row: stored } = await this.connections.swapCredential(row.id, row.version, next);
       this.#retryAt.delete(row.id);

@@ -5,8 +5,11 @@
 import type { CacheRemote, Fresh } from "../core/sharedCache.ts";
 import type { ToPrimary } from "./messages.ts";
 
-/** Longer than any load the primary makes (a vault lookup may take 15 s, an OAuth refresh as long). */
-const ANSWER_MS = 30_000;
+/**
+ * Longer than any load the primary makes: a vault lookup may take 15 s; a token refresh or mint waits up to 35 s
+ * for another instance's lease to lapse, then makes its own attempt (docs/operations.md#gateway-workers-and-caches).
+ */
+const ANSWER_MS = 60_000;
 
 export class PrimaryCaches implements CacheRemote {
   readonly #waiting = new Map<number, { resolve: (entry: Fresh<unknown>) => void; reject: (err: Error) => void; timer: Timer }>();

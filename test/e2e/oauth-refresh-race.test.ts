@@ -1,11 +1,12 @@
-// The refresh race of an OAuth app connection whose provider rotates refresh tokens (docs/injection.md#app-connections,
-// docs/operations.md#gateway-workers-and-caches): concurrent requests on an expired token, through two gateway
-// workers of one instance and (PostgreSQL) through two instances on one database. The provider is the GitHub-shaped
-// OAuth server (test/support/oauthServer.ts), which spends a refresh token on its first use: a second refresh with
-// it is invalid_grant. Its successful refresh answers are held back a moment while a refused one is answered at
-// once, so the instance that loses the race hears of it before the winner has written its token — the moment the
-// loser used to take the connection for revoked. Every request must be served with the one new token, and the
-// connection must stay connected.
+// The refresh race of an OAuth app connection whose provider rotates refresh tokens with reuse detection
+// (docs/injection.md#app-connections, docs/operations.md#gateway-workers-and-caches): concurrent requests on an
+// expired token, through two gateway workers of one instance and (PostgreSQL) through two instances on one database.
+// The provider is the GitHub-shaped OAuth server (test/support/oauthServer.ts), which spends a refresh token on its
+// first use and, like Auth0, revokes the whole grant when a spent one is presented again. Its successful refresh
+// answers are held back a moment, so a second refresh, were one sent, would reach it with the spent token. The
+// refresh token must reach the provider exactly once across every instance and process, every request be served
+// with the one new token, the connection stay connected and the grant alive. And an instance that dies while it
+// holds the refresh lease does not stop the others: they refresh once its lease has lapsed.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
@@ -14,6 +15,9 @@ import { startOAuthServer, type OAuthTestServer } from "../support/oauthServer.t
 import { gatewayCa, run } from "../support/gateway.ts";
 import { oauthFlow, SHORT_LIFETIME } from "../support/oauthFlow.ts";
 import { testEngine } from "../support/postgres.ts";
+import { queryStore } from "../support/storeQuery.ts";
+import { until } from "../support/gateway.ts";
+import { sql } from "drizzle-orm";
 
 const CLIENT_ID = "Iv1.credgate-race";
 const CLIENT_SECRET = "race-client-secret-0123456789";
@@ -97,7 +101,7 @@ async function dueConnection(): Promise<{ id: string; old: string }> {
   return { id, old };
 }
 
-async function expectServedWithOneNewToken(gateways: RunningCredgate[], perGateway: number, connectionId: string, old: string, refreshRequests: number): Promise<void> {
+async function expectServedWithOneNewToken(gateways: RunningCredgate[], perGateway: number, connectionId: string, old: string): Promise<void> {
   const refreshesBefore = oauth.tokenRequests.refresh_token ?? 0;
   const issuedBefore = oauth.issued.length;
   oauth.delayRefreshAnswers(WINNER_DELAY_MS);
@@ -116,28 +120,79 @@ async function expectServedWithOneNewToken(gateways: RunningCredgate[], perGatew
   const seen = oauth.apiRequests.filter((s) => s.url.endsWith(`?run=${runId}`));
   expect(seen).toHaveLength(perGateway * gateways.length);
   expect(new Set(seen.map((s) => s.headers.authorization))).toEqual(new Set([`Bearer ${refreshed[0]!.accessToken}`]));
-  // One refresh per instance (its workers share it); a second instance's was refused as the spent refresh token.
-  expect((oauth.tokenRequests.refresh_token ?? 0) - refreshesBefore).toBe(refreshRequests);
+  // The refresh token reached the provider once for every instance and process: the grant was never revoked.
+  expect((oauth.tokenRequests.refresh_token ?? 0) - refreshesBefore).toBe(1);
+  await expectGrantAlive(connectionId, refreshed[0]!.accessToken);
+  expect((oauth.tokenRequests.refresh_token ?? 0) - refreshesBefore).toBe(1);
+}
+
+/** No reuse detected at the provider, the new token still good there, the connection connected and using it. */
+async function expectGrantAlive(connectionId: string, token: string): Promise<void> {
+  expect(oauth.revokedGrants).toEqual([]);
+  expect(oauth.accessTokenLive(token)).toBe(true);
   const row = await first.api("GET", `/v1/connections/${connectionId}`);
   expect(row.body.status).toBe("connected");
   // And the stored token is the new one: a later request neither refreshes again nor changes token.
   const after = await flow.apiGet();
-  expect(after.seenAuth).toBe(`Bearer ${refreshed[0]!.accessToken}`);
-  expect((oauth.tokenRequests.refresh_token ?? 0) - refreshesBefore).toBe(refreshRequests);
+  expect(after.seenAuth).toBe(`Bearer ${token}`);
 }
 
 describe("a rotating refresh token refreshed by concurrent requests", () => {
   test("through the two gateway workers of one instance: one refresh at the provider, every request served with the new token", async () => {
     const { id, old } = await dueConnection();
-    await expectServedWithOneNewToken([first], 16, id, old, 1);
+    await expectServedWithOneNewToken([first], 16, id, old);
   }, 60_000);
 
   test.if(testEngine() === "postgres")(
-    "through two instances on one PostgreSQL database (two workers each): the instance whose refresh was refused takes the winner's token, the connection stays connected",
+    "through two instances on one PostgreSQL database (two workers each): one refresh at the provider, the other instance waits for its token, the grant stays alive",
     async () => {
       const { id, old } = await dueConnection();
-      await expectServedWithOneNewToken([first, second!], 12, id, old, 2);
+      await expectServedWithOneNewToken([first, second!], 12, id, old);
     },
     60_000,
+  );
+
+  test.if(testEngine() === "postgres")(
+    "an instance killed while it holds the refresh lease: the others wait for the lease to lapse, then refresh once",
+    async () => {
+      const { id, old } = await dueConnection();
+      const doomed = await startCredgate({ env: { ...first.env, CREDGATE_PUBLIC_URL: publicUrl, CREDGATE_GATEWAY_WORKERS: "1" } });
+      const refreshesBefore = oauth.tokenRequests.refresh_token ?? 0;
+      const issuedBefore = oauth.issued.length;
+      const abandonedBefore = oauth.abandonedRefreshRequests;
+      oauth.holdRefreshRequests(true);
+      let leaseUntil: number;
+      try {
+        // Its request is cut when it dies.
+        const cut = throughGateways([doomed], 1, crypto.randomUUID()).catch((e: Error) => e);
+        await until(async () => {
+          if (oauth.heldRefreshRequests !== 1) throw new Error("no refresh held yet");
+        }, 30_000);
+        const [lease] = await queryStore<{ lease_until: string | number }>(first, sql`select lease_until from minted_tokens where key = ${`oauth-refresh:${id}`}`);
+        leaseUntil = Number(lease!.lease_until);
+        expect(leaseUntil).toBeGreaterThan(Date.now());
+        await doomed.stop("SIGKILL");
+        expect(await cut).toBeInstanceOf(Error);
+        // The provider never looked at the dead instance's request: its refresh token is not spent.
+        await until(async () => {
+          if (oauth.abandonedRefreshRequests !== abandonedBefore + 1) throw new Error("the held refresh is not dropped yet");
+        }, 15_000);
+      } finally {
+        oauth.holdRefreshRequests(false);
+      }
+      const runId = crypto.randomUUID();
+      const answers = await throughGateways([first, second!], 6, runId);
+      expect(answers.map((a) => a.status)).toEqual(Array(12).fill(200));
+      const refreshed = oauth.issued.slice(issuedBefore).filter((t) => t.grantType === "refresh_token");
+      expect(refreshed).toHaveLength(1);
+      expect(refreshed[0]!.accessToken).not.toBe(old);
+      // Sent once the dead instance's lease had lapsed, and by one instance only.
+      expect(refreshed[0]!.at).toBeGreaterThanOrEqual(leaseUntil);
+      expect((oauth.tokenRequests.refresh_token ?? 0) - refreshesBefore).toBe(2);
+      const seen = oauth.apiRequests.filter((s) => s.url.endsWith(`?run=${runId}`));
+      expect(new Set(seen.map((s) => s.headers.authorization))).toEqual(new Set([`Bearer ${refreshed[0]!.accessToken}`]));
+      await expectGrantAlive(id, refreshed[0]!.accessToken);
+    },
+    90_000,
   );
 });

@@ -3,7 +3,9 @@
 // on express) with a provider written here that keeps what it was asked — registered clients, the `resource` and
 // PKCE challenge of each authorization, token and refresh requests — and refuses what a real one refuses: an
 // unregistered client or redirect URI, a wrong PKCE verifier (the SDK checks it), a `resource` other than the MCP
-// server's, a refresh token it did not issue. The consent page has Approve and Deny buttons. The MCP server
+// server's, a refresh token it did not issue. Refresh tokens rotate with reuse detection, as Auth0 and Okta do: a
+// spent refresh token presented again revokes its whole grant (every access and refresh token issued from the same
+// authorization code) and is refused (`revokedGrants`). The consent page has Approve and Deny buttons. The MCP server
 // (test/support/mcpUpstream.ts) accepts only live access tokens issued for its URL, names its protected-resource
 // metadata in its 401, and serves that metadata.
 import { randomUUID } from "node:crypto";
@@ -22,6 +24,8 @@ interface Issued {
   clientId: string;
   resource: string | undefined;
   expiresAt: number;
+  /** The authorization code's grant the token belongs to. */
+  grant: string;
 }
 
 export interface McpAuthServerOptions {
@@ -48,6 +52,15 @@ export interface McpAuthServer {
   accessTokens: string[];
   /** Refresh tokens the server no longer accepts (tests revoke them). */
   revokeRefreshTokens(): void;
+  /**
+   * Successful refresh answers wait this long after the old refresh token is spent: a second refresh sent
+   * meanwhile reaches the server with the spent token. Default 0.
+   */
+  delayRefreshAnswers(ms: number): void;
+  /** Grants revoked because a spent refresh token was presented again, oldest first. */
+  revokedGrants: { grant: string; reusedRefreshToken: string }[];
+  /** Whether an access token is still good (issued, unexpired, its grant not revoked). */
+  accessTokenLive(token: string): boolean;
   close(): Promise<void>;
 }
 
@@ -60,8 +73,12 @@ export async function startMcpAuthServer(opts: McpAuthServerOptions = {}): Promi
   const pending = new Map<string, { client: OAuthClientInformationFull; params: AuthorizationParams }>();
   const codes = new Map<string, { client: OAuthClientInformationFull; params: AuthorizationParams }>();
   const tokens = new Map<string, Issued>();
-  const refreshTokens = new Map<string, { clientId: string; resource: string | undefined }>();
+  const refreshTokens = new Map<string, { clientId: string; resource: string | undefined; grant: string }>();
+  /** Spent refresh tokens and their grant. */
+  const spent = new Map<string, string>();
+  const revokedGrants: McpAuthServer["revokedGrants"] = [];
   let mcpUrl = "";
+  let refreshAnswerDelayMs = 0;
 
   const clientsStore: OAuthRegisteredClientsStore = {
     getClient: async (id) => clients.get(id),
@@ -73,12 +90,12 @@ export async function startMcpAuthServer(opts: McpAuthServerOptions = {}): Promi
     },
   };
 
-  const issue = (clientId: string, resource: string | undefined, refreshed = false): OAuthTokens => {
+  const issue = (clientId: string, resource: string | undefined, grant: string, refreshed = false): OAuthTokens => {
     const token = `at-${randomUUID()}`;
     const refresh = `rt-${randomUUID()}`;
     const expiresIn = (refreshed ? opts.refreshedExpiresIn : undefined) ?? opts.expiresIn ?? 3600;
-    tokens.set(token, { clientId, resource, expiresAt: Date.now() + expiresIn * 1000 });
-    refreshTokens.set(refresh, { clientId, resource });
+    tokens.set(token, { clientId, resource, expiresAt: Date.now() + expiresIn * 1000, grant });
+    refreshTokens.set(refresh, { clientId, resource, grant });
     accessTokens.push(token);
     return { access_token: token, token_type: "bearer", expires_in: expiresIn, refresh_token: refresh };
   };
@@ -118,16 +135,26 @@ export async function startMcpAuthServer(opts: McpAuthServerOptions = {}): Promi
       checkResource(resource);
       checkResource(data.params.resource);
       codes.delete(code);
-      return issue(client.client_id, resource?.href);
+      return issue(client.client_id, resource?.href, `grant-${randomUUID()}`);
     },
     async exchangeRefreshToken(client, refreshToken, _scopes, resource) {
       tokenRequests.push({ grant: "refresh_token", clientId: client.client_id, resource: resource?.href });
       const data = refreshTokens.get(refreshToken);
+      const reusedGrant = spent.get(refreshToken);
+      if (!data && reusedGrant !== undefined) {
+        // Reuse detection: the grant is revoked, whoever holds its newer tokens.
+        for (const [k, t] of tokens) if (t.grant === reusedGrant) tokens.delete(k);
+        for (const [k, r] of refreshTokens) if (r.grant === reusedGrant) refreshTokens.delete(k);
+        revokedGrants.push({ grant: reusedGrant, reusedRefreshToken: refreshToken });
+      }
       if (!data || data.clientId !== client.client_id) throw new InvalidGrantError("Invalid refresh token");
       checkResource(resource);
       // Refresh tokens rotate: the old one is spent.
       refreshTokens.delete(refreshToken);
-      return issue(client.client_id, data.resource, true);
+      spent.set(refreshToken, data.grant);
+      const answer = issue(client.client_id, data.resource, data.grant, true);
+      if (refreshAnswerDelayMs > 0) await new Promise((r) => setTimeout(r, refreshAnswerDelayMs));
+      return answer;
     },
     async verifyAccessToken(token): Promise<AuthInfo> {
       const data = tokens.get(token);
@@ -193,6 +220,11 @@ export async function startMcpAuthServer(opts: McpAuthServerOptions = {}): Promi
     tokenRequests,
     accessTokens,
     revokeRefreshTokens: () => refreshTokens.clear(),
+    revokedGrants,
+    delayRefreshAnswers: (ms) => {
+      refreshAnswerDelayMs = ms;
+    },
+    accessTokenLive: (token) => (tokens.get(token)?.expiresAt ?? 0) > Date.now(),
     close: async () => {
       await mcp.close();
       http.closeAllConnections();

@@ -15,6 +15,11 @@
 //
 // Deliberate difference from github.com: token-endpoint errors are the library's RFC 6749 answers (400
 // `invalid_grant` for a revoked or unknown refresh token); GitHub answers 200 with `bad_refresh_token`.
+//
+// Refresh tokens rotate with reuse detection, as Auth0 and Okta do (and OAuth 2.1 advises): every token belongs to
+// the grant its authorization code started, a refresh spends the refresh token it was given, and a spent refresh
+// token presented again revokes the whole grant — every access and refresh token of it — and is refused
+// (`revokedGrants` records it).
 import OAuth2Server from "@node-oauth/oauth2-server";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
@@ -58,6 +63,15 @@ interface StoredToken {
   scope?: string[];
   client: StoredClient;
   user: OAuthTestUser;
+  /** The grant (one authorization code and every refresh after it) the token belongs to. */
+  grant: string;
+}
+
+/** What the token request being handled has learnt (saveToken runs inside it, requests may overlap). */
+interface TokenContext {
+  grantType: string;
+  /** The grant of the refresh token being spent, for the tokens saved next. */
+  grant?: string;
 }
 
 /** GitHub's redirect_uri rule: same scheme, host and port as a registered callback, path at or below its path. */
@@ -108,17 +122,29 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
   let issueRefreshTokens = true;
   let failures: { left: number; status: number } = { left: 0, status: 500 };
   let refreshAnswerDelayMs = 0;
+  let holdRefreshes = false;
+  const held: (() => void)[] = [];
+  let abandonedRefreshes = 0;
 
   const clients = new Map<string, StoredClient>();
   const codes = new Map<string, StoredCode>();
   const accessTokens = new Map<string, StoredToken>();
   const refreshTokens = new Map<string, StoredToken>();
+  /** Spent refresh tokens and their grant: presented again, the grant is revoked. */
+  const spent = new Map<string, string>();
+  const revokedGrants: { grant: string; reusedRefreshToken: string; at: number }[] = [];
   const requests: OAuthSeenRequest[] = [];
   const apiRequests: OAuthSeenRequest[] = [];
   const tokenRequests: Record<string, number> = {};
   const issued: IssuedToken[] = [];
-  /** The grant type of the token request being handled (saveToken runs inside it, requests may overlap). */
-  const currentGrant = new AsyncLocalStorage<string>();
+  const current = new AsyncLocalStorage<TokenContext>();
+
+  /** Reuse detection: every access and refresh token of the grant dies. */
+  const revokeGrant = (grant: string, reused: string) => {
+    for (const [k, t] of accessTokens) if (t.grant === grant) accessTokens.delete(k);
+    for (const [k, t] of refreshTokens) if (t.grant === grant) refreshTokens.delete(k);
+    revokedGrants.push({ grant, reusedRefreshToken: reused, at: Date.now() });
+  };
 
   const addClient = (c: OAuthClientConfig) => {
     const registered = c.redirectUris ?? [];
@@ -172,19 +198,19 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
     async revokeAuthorizationCode(code: StoredCode) {
       return codes.delete(code.authorizationCode);
     },
-    async saveToken(token: Omit<StoredToken, "client" | "user">, client: StoredClient, u: OAuthTestUser) {
+    async saveToken(token: Omit<StoredToken, "client" | "user" | "grant">, client: StoredClient, u: OAuthTestUser) {
       if (!issueRefreshTokens) {
         delete token.refreshToken;
         delete token.refreshTokenExpiresAt;
       }
-      const stored: StoredToken = { ...token, client, user: u };
+      const stored: StoredToken = { ...token, client, user: u, grant: current.getStore()?.grant ?? random("grant-") };
       accessTokens.set(token.accessToken, stored);
       if (token.refreshToken) refreshTokens.set(token.refreshToken, stored);
       issued.push({
         accessToken: token.accessToken,
         refreshToken: token.refreshToken,
         accessTokenExpiresAt: token.accessTokenExpiresAt!,
-        grantType: currentGrant.getStore() ?? "",
+        grantType: current.getStore()?.grantType ?? "",
         clientId: client.id,
         scope: token.scope ?? [],
         at: Date.now(),
@@ -195,11 +221,19 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
       return accessTokens.get(accessToken) ?? false;
     },
     async getRefreshToken(refreshToken: string) {
-      return refreshTokens.get(refreshToken) ?? false;
+      const live = refreshTokens.get(refreshToken);
+      if (live) return live;
+      const grant = spent.get(refreshToken);
+      if (grant !== undefined) revokeGrant(grant, refreshToken);
+      return false;
     },
     async revokeToken(token: StoredToken) {
-      // Rotation: the used refresh token dies; a second concurrent use of it gets invalid_grant.
-      return token.refreshToken !== undefined && refreshTokens.delete(token.refreshToken);
+      // Rotation: the used refresh token is spent; the tokens saved next belong to its grant.
+      if (token.refreshToken === undefined || !refreshTokens.delete(token.refreshToken)) return false;
+      spent.set(token.refreshToken, token.grant);
+      const ctx = current.getStore();
+      if (ctx) ctx.grant = token.grant;
+      return true;
     },
   };
 
@@ -242,6 +276,21 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
     const form = Object.fromEntries(new URLSearchParams(rawBody));
     seen.grantType = form.grant_type ?? "";
     tokenRequests[seen.grantType] = (tokenRequests[seen.grantType] ?? 0) + 1;
+    if (seen.grantType === "refresh_token" && holdRefreshes) {
+      // Held before it is looked at: a client that goes away meanwhile never spent its refresh token.
+      const gone = await new Promise<boolean>((resolve) => {
+        const onClose = () => resolve(true);
+        req.socket.once("close", onClose);
+        held.push(() => {
+          req.socket.off("close", onClose);
+          resolve(false);
+        });
+      });
+      if (gone) {
+        abandonedRefreshes++;
+        return 0;
+      }
+    }
     if (failures.left > 0) {
       failures.left--;
       sendJson(res, failures.status, { error: "server_error", error_description: "Injected failure" });
@@ -253,7 +302,7 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
     let status: number;
     let body: Record<string, unknown>;
     try {
-      const saved = await currentGrant.run(seen.grantType, () => oauth.token(request, response));
+      const saved = await current.run({ grantType: seen.grantType }, () => oauth.token(request, response));
       // The refresh token is already spent (rotated) here: a concurrent refresh with it has its invalid_grant at once.
       if (seen.grantType === "refresh_token" && refreshAnswerDelayMs > 0) await new Promise((r) => setTimeout(r, refreshAnswerDelayMs));
       const lib = response.body as Record<string, unknown>;
@@ -352,6 +401,18 @@ export async function startOAuthServer(opts: OAuthServerOptions = {}): Promise<O
     delayRefreshAnswers(ms) {
       refreshAnswerDelayMs = ms;
     },
+    holdRefreshRequests(hold) {
+      holdRefreshes = hold;
+      if (!hold) for (const release of held.splice(0)) release();
+    },
+    get heldRefreshRequests() {
+      return held.length;
+    },
+    get abandonedRefreshRequests() {
+      return abandonedRefreshes;
+    },
+    revokedGrants,
+    accessTokenLive: (accessToken) => accessTokens.has(accessToken),
     setAccessTokenLifetime(seconds) {
       accessTokenLifetime = seconds;
     },

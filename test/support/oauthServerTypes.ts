@@ -89,6 +89,19 @@ export interface OAuthTestServer {
    * a refused one is answered at once: the winner of two concurrent refreshes hears of its token last. Default 0.
    */
   delayRefreshAnswers(ms: number): void;
+  /**
+   * While true, refresh_token requests are held before the server looks at them; false answers the held ones. A
+   * held request whose client goes away (its connection closes) is dropped unseen: its refresh token is not spent.
+   */
+  holdRefreshRequests(hold: boolean): void;
+  /** Refresh requests held now. */
+  readonly heldRefreshRequests: number;
+  /** Held refresh requests dropped because their client went away. */
+  readonly abandonedRefreshRequests: number;
+  /** Grants revoked by reuse detection (a spent refresh token presented again), oldest first. */
+  revokedGrants: { grant: string; reusedRefreshToken: string; at: number }[];
+  /** Whether an access token is still good (issued, not revoked with its grant). */
+  accessTokenLive(accessToken: string): boolean;
   setAccessTokenLifetime(seconds: number): void;
   /**
    * While false, token answers carry no `refresh_token` (and none is kept), like a provider that issues

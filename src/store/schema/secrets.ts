@@ -88,6 +88,8 @@ export const appConfigs = table(
  * Minted credentials (docs/injection.md#github-app): one row per token source (`github-app:<appId>:<installationId>`),
  * shared by every process and instance on the database. The token is sealed. A process that mints holds the lease
  * (`leaseUntil`, epoch ms, taken by a conditional write) so that one mint happens at a time for all instances.
+ * OAuth refreshes (`oauth-refresh:<connectionId>`, `mcp-refresh:<serverId>`) use rows that hold only a lease,
+ * deleted when it is let go (docs/operations.md#gateway-workers-and-caches).
  */
 export const mintedTokens = table("minted_tokens", {
   key: text("key").primaryKey(),
