@@ -88,9 +88,10 @@ afterAll(async () => {
 });
 
 /** A store secret for `HOST` under `/<name>/*`, injected as x-api-key. */
-async function storeSecret(cg: RunningCredgate, name: string, storeRef: string): Promise<void> {
+async function storeSecret(cg: RunningCredgate, name: string, storeRef: string): Promise<string> {
   const r = await cg.api("POST", "/v1/secrets", { body: { name, type: "generic", valueSource: "vault", storeRef, hostPattern: HOST, pathPattern: `/${name}/*`, injectionConfig: { headerName: "x-api-key" } } });
   if (r.status !== 201) throw new Error(`secret ${name}: ${r.status} ${r.text}`);
+  return r.body.id as string;
 }
 
 /** curl through the gateway as the default agent. */
@@ -159,8 +160,7 @@ for (const kind of ["HTTP CONNECT (tinyproxy)", "SOCKS5 (microsocks)"] as const)
     test("a proxy that refuses credgate's credentials: 502 credential_unavailable naming the secret, no direct fallback", async () => {
       vault.putKv("secret", `refused/${tag}`, { token: VALUE("refused") });
       stores.aws.set(`refused/${tag}`, { string: VALUE("refused") });
-      await storeSecret(wrong(), `vault-refused-${tag}`, `vault://secret/refused/${tag}#token`);
-      await storeSecret(wrong(), `aws-refused-${tag}`, `aws-sm://us-east-1/refused/${tag}`);
+      const ids = [await storeSecret(wrong(), `vault-refused-${tag}`, `vault://secret/refused/${tag}#token`), await storeSecret(wrong(), `aws-refused-${tag}`, `aws-sm://us-east-1/refused/${tag}`)];
       const vaultCalls = vault.calls.length;
       const awsCalls = stores.calls.length;
       const o = await observe(proxy(), async () => {
@@ -172,6 +172,13 @@ for (const kind of ["HTTP CONNECT (tinyproxy)", "SOCKS5 (microsocks)"] as const)
           expect(seen(`/${name}/1`)).toEqual([]);
         }
       });
+      // The operator's Test says it was the proxy, in the words the gateway gives agents (never its credentials).
+      const why = http ? "the upstream proxy refused the tunnel: 401 Unauthorized (the proxy refused the credentials of CREDGATE_UPSTREAM_PROXY)" : "the upstream proxy refused the user name or password of CREDGATE_UPSTREAM_PROXY";
+      const tested = await Promise.all(ids.map(async (id) => (await wrong().api("POST", `/v1/secrets/${id}/test`)).body));
+      expect(tested).toEqual([
+        { ok: false, message: `HashiCorp Vault at ${VAULT_HOST}:${vaultRelay.port} could not be reached through the upstream proxy: ${why}` },
+        { ok: false, message: `AWS Secrets Manager could not be reached (${AWS_HOST}) through the upstream proxy: ${why}` },
+      ]);
       // The relays are reachable from credgate directly: a fallback would have shown here.
       expect(o.vault).toEqual([]);
       expect(o.aws).toEqual([]);
