@@ -1,14 +1,15 @@
 // Secret stores behind the upstream proxy (docs/injection.md#secret-stores, docs/operations.md#upstream-proxy): real
-// credgate processes read a `vault://` value from the fake Vault (test/support/fakeVault.ts) and an `aws-sm://` value
-// from the fake AWS Secrets Manager (test/support/fakeSecretStores.ts, SigV4 checked) through tinyproxy (HTTP
-// CONNECT, Basic auth) and microsocks (SOCKS5, user/password), and inject them into curl's requests to a real TLS
-// upstream (reached direct: CREDGATE_UPSTREAM_NO_PROXY names it, so everything the proxy hears is a store read).
-// Between the proxy and each store sits a counting relay that reads the ClientHello's server name
-// (test/support/sniRelay.ts): the proxy was asked for the address credgate resolved and judged, never the name, and
-// the TLS inside the tunnel still names the store. A proxy that refuses credgate's credentials makes the read fail —
-// 502 credential_unavailable naming the secret, and the relays (reachable directly from credgate) hear nothing, so
-// there is no direct fallback. A store host in CREDGATE_UPSTREAM_NO_PROXY is read direct. The engine is irrelevant
-// (store values live in memory): SQLite only.
+// credgate processes read a `vault://` value from the fake Vault (test/support/fakeVault.ts), and an `aws-sm://` and
+// an `azure-kv://` value (its token minted first) from the fakes of test/support/fakeSecretStores.ts (SigV4 and the
+// client credentials checked), through tinyproxy (HTTP CONNECT, Basic auth) and microsocks (SOCKS5, user/password),
+// and inject them into curl's requests to a real TLS upstream (reached direct: CREDGATE_UPSTREAM_NO_PROXY names it,
+// so everything the proxy hears is a store request). Between the proxy and each store sits a counting relay that
+// reads the ClientHello's server name (test/support/sniRelay.ts): the proxy was asked for the address credgate
+// resolved and judged, never the name, and the TLS inside the tunnel still names the store. A proxy that refuses
+// credgate's credentials makes the read fail — 502 credential_unavailable naming the secret, the relays (reachable
+// directly from credgate) hear nothing, so there is no direct fallback, and the secret's Test gives the proxy's
+// reason. A store host in CREDGATE_UPSTREAM_NO_PROXY is read direct. The engine is irrelevant (store values live in
+// memory): SQLite only.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import { startDnsServer, type TestDnsServer } from "../support/dnsServer.ts";
@@ -24,6 +25,9 @@ const HOST = "api.storeproxy.test";
 const VAULT_HOST = "vault.storeproxy.test";
 const AWS_HOST = "secretsmanager.us-east-1.amazonaws.com";
 const AWS = { accessKeyId: "AKIASTOREPROXY000001", secretAccessKey: "store/proxy+secret/key0123456789abcdefgh" };
+const AZURE = { tenantId: "7d2f3a1b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", clientId: "1a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d", clientSecret: "Q~proxy.store-client~secret0123" };
+const AZURE_LOGIN = "login.microsoftonline.com";
+const AZURE_VAULT = "prodvault.vault.azure.net";
 const VALUE = (tag: string) => `sk_${tag}_${crypto.randomUUID().replace(/-/g, "")}`;
 const PROXY_USER = "credgate";
 const PROXY_PASSWORD = `pw-${crypto.randomUUID().slice(0, 8)}`;
@@ -50,7 +54,7 @@ beforeAll(async () => {
   up = startUpstream(pki);
   vault = await startFakeVault({ names: [VAULT_HOST], pki });
   const gcp = generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey.export({ type: "spki", format: "pem" }).toString();
-  stores = startFakeSecretStores(pki, { aws: AWS, gcp: { email: "unused@proxy.iam.gserviceaccount.com", publicKeyPem: gcp }, azure: { tenantId: "t", clientId: "c", clientSecret: "s" } });
+  stores = startFakeSecretStores(pki, { aws: AWS, gcp: { email: "unused@proxy.iam.gserviceaccount.com", publicKeyPem: gcp }, azure: AZURE });
   [vaultRelay, awsRelay] = await Promise.all([startSniRelay(vault.port), startSniRelay(stores.port)]);
   // Vault's name resolves through the test's DNS server: the egress guard judges that answer, the proxy gets it.
   const at = { addresses: ["127.0.0.1"], ttl: 60 };
@@ -66,8 +70,11 @@ beforeAll(async () => {
     CREDGATE_VAULT_TOKEN: vault.rootToken,
     CREDGATE_AWS_ACCESS_KEY_ID: AWS.accessKeyId,
     CREDGATE_AWS_SECRET_ACCESS_KEY: AWS.secretAccessKey,
-    // AWS's endpoint is fixed (port 443): it is dialled at the relay, keeping its name for Host and TLS.
-    CREDGATE_CONNECT_TO: `${AWS_HOST}:443:127.0.0.1:${awsRelay.port}`,
+    CREDGATE_AZURE_TENANT_ID: AZURE.tenantId,
+    CREDGATE_AZURE_CLIENT_ID: AZURE.clientId,
+    CREDGATE_AZURE_CLIENT_SECRET: AZURE.clientSecret,
+    // The cloud endpoints are fixed (port 443): they are dialled at the relay, keeping their names for Host and TLS.
+    CREDGATE_CONNECT_TO: [AWS_HOST, AZURE_LOGIN, AZURE_VAULT].map((h) => `${h}:443:127.0.0.1:${awsRelay.port}`).join(","),
     CREDGATE_UPSTREAM_NO_PROXY: HOST,
   };
   const http = (password: string) => `http://${PROXY_USER}:${password}@127.0.0.1:${tiny.port}`;
@@ -157,14 +164,32 @@ for (const kind of ["HTTP CONNECT (tinyproxy)", "SOCKS5 (microsocks)"] as const)
       expect(proxy().output()).not.toContain("amazonaws");
     });
 
+    test("azure-kv://: the token mint and the Key Vault read are two tunnels through the proxy, each TLS naming its host", async () => {
+      const value = VALUE(`azure_${tag}`);
+      stores.azure.set(`prodvault/proxied-${tag}`, value);
+      await storeSecret(via(), `azure-${tag}`, `azure-kv://prodvault/proxied-${tag}`);
+      const o = await observe(proxy(), async () => {
+        const r = await curl(via(), `/azure-${tag}/1`);
+        expect(r.status).toBe(200);
+      });
+      expect(seen(`/azure-${tag}/1`)[0]!.headers["x-api-key"]).toBe(value);
+      expect(o).toEqual({ targets: [`127.0.0.1:${awsRelay.port}`, `127.0.0.1:${awsRelay.port}`], vault: [], aws: [AZURE_LOGIN, AZURE_VAULT] });
+      expect(stores.mints.filter((m) => m.issuer === "azure").length).toBeGreaterThanOrEqual(1);
+    });
+
     test("a proxy that refuses credgate's credentials: 502 credential_unavailable naming the secret, no direct fallback", async () => {
       vault.putKv("secret", `refused/${tag}`, { token: VALUE("refused") });
       stores.aws.set(`refused/${tag}`, { string: VALUE("refused") });
-      const ids = [await storeSecret(wrong(), `vault-refused-${tag}`, `vault://secret/refused/${tag}#token`), await storeSecret(wrong(), `aws-refused-${tag}`, `aws-sm://us-east-1/refused/${tag}`)];
+      stores.azure.set(`prodvault/refused-${tag}`, VALUE("refused"));
+      const ids = [
+        await storeSecret(wrong(), `vault-refused-${tag}`, `vault://secret/refused/${tag}#token`),
+        await storeSecret(wrong(), `aws-refused-${tag}`, `aws-sm://us-east-1/refused/${tag}`),
+        await storeSecret(wrong(), `azure-refused-${tag}`, `azure-kv://prodvault/refused-${tag}`),
+      ];
       const vaultCalls = vault.calls.length;
       const awsCalls = stores.calls.length;
       const o = await observe(proxy(), async () => {
-        for (const name of [`vault-refused-${tag}`, `aws-refused-${tag}`]) {
+        for (const name of [`vault-refused-${tag}`, `aws-refused-${tag}`, `azure-refused-${tag}`]) {
           const r = await curl(wrong(), `/${name}/1`);
           expect(r.status).toBe(502);
           expect(r.body).toMatchObject({ error: "credential_unavailable", secret_name: name });
@@ -178,6 +203,7 @@ for (const kind of ["HTTP CONNECT (tinyproxy)", "SOCKS5 (microsocks)"] as const)
       expect(tested).toEqual([
         { ok: false, message: `HashiCorp Vault at ${VAULT_HOST}:${vaultRelay.port} could not be reached through the upstream proxy: ${why}` },
         { ok: false, message: `AWS Secrets Manager could not be reached (${AWS_HOST}) through the upstream proxy: ${why}` },
+        { ok: false, message: `Azure AD could not be reached for a token (${AZURE_LOGIN}) through the upstream proxy: ${why}` },
       ]);
       // The relays are reachable from credgate directly: a fallback would have shown here.
       expect(o.vault).toEqual([]);
@@ -188,6 +214,7 @@ for (const kind of ["HTTP CONNECT (tinyproxy)", "SOCKS5 (microsocks)"] as const)
       expect(out).toContain('"reason":"unreachable"');
       expect(out).toContain(`vault://secret/refused/${tag}#token`);
       expect(out).toContain(`aws-sm://us-east-1/refused/${tag}`);
+      expect(out).toContain('"reason":"token_unreachable"');
       expect(out).not.toContain(WRONG_PASSWORD);
       expect(out).not.toContain(PROXY_PASSWORD);
     });
