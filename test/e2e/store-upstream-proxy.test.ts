@@ -8,7 +8,8 @@
 // resolved and judged, never the name, and the TLS inside the tunnel still names the store. A proxy that refuses
 // credgate's credentials makes the read fail — 502 credential_unavailable naming the secret, the relays (reachable
 // directly from credgate) hear nothing, so there is no direct fallback, and the secret's Test gives the proxy's
-// reason. A store host in CREDGATE_UPSTREAM_NO_PROXY is read direct. The engine is irrelevant (store values live in
+// reason. A store host in CREDGATE_UPSTREAM_NO_PROXY is read direct. In cloud mode a store on a refused address is
+// refused before the proxy hears of it. The engine is irrelevant (store values live in
 // memory): SQLite only.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
@@ -23,6 +24,8 @@ import { makePki, startUpstream, type TestPki, type TestUpstream } from "../supp
 
 const HOST = "api.storeproxy.test";
 const VAULT_HOST = "vault.storeproxy.test";
+/** Vault as a cloud instance sees it: on another loopback address, which cloud mode refuses. */
+const CLOUD_VAULT_HOST = "vault-cloud.storeproxy.test";
 const AWS_HOST = "secretsmanager.us-east-1.amazonaws.com";
 const AWS = { accessKeyId: "AKIASTOREPROXY000001", secretAccessKey: "store/proxy+secret/key0123456789abcdefgh" };
 const AZURE = { tenantId: "7d2f3a1b-4c5d-4e6f-8a9b-0c1d2e3f4a5b", clientId: "1a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d", clientSecret: "Q~proxy.store-client~secret0123" };
@@ -47,20 +50,22 @@ let viaSocks: RunningCredgate;
 let wrongHttp: RunningCredgate;
 let wrongSocks: RunningCredgate;
 let bypass: RunningCredgate;
+let cloud: RunningCredgate;
+let cloudVaultRelay: SniRelay;
 const cas = new Map<RunningCredgate, string>();
 
 beforeAll(async () => {
-  pki = makePki([HOST, VAULT_HOST, ...SECRET_STORE_HOSTS]);
+  pki = makePki([HOST, VAULT_HOST, CLOUD_VAULT_HOST, ...SECRET_STORE_HOSTS]);
   up = startUpstream(pki);
   vault = await startFakeVault({ names: [VAULT_HOST], pki });
   const gcp = generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey.export({ type: "spki", format: "pem" }).toString();
   stores = startFakeSecretStores(pki, { aws: AWS, gcp: { email: "unused@proxy.iam.gserviceaccount.com", publicKeyPem: gcp }, azure: AZURE });
-  [vaultRelay, awsRelay] = await Promise.all([startSniRelay(vault.port), startSniRelay(stores.port)]);
+  [vaultRelay, awsRelay, cloudVaultRelay] = await Promise.all([startSniRelay(vault.port), startSniRelay(stores.port), startSniRelay(vault.port, { host: "127.0.0.2" })]);
   // Vault's name resolves through the test's DNS server: the egress guard judges that answer, the proxy gets it.
   const at = { addresses: ["127.0.0.1"], ttl: 60 };
-  dns = await startDnsServer({ [HOST]: at, [VAULT_HOST]: at });
+  dns = await startDnsServer({ [HOST]: at, [VAULT_HOST]: at, [CLOUD_VAULT_HOST]: { addresses: ["127.0.0.2"], ttl: 60 } });
   [tiny, socks] = await Promise.all([
-    startTinyproxy({ user: PROXY_USER, password: PROXY_PASSWORD, connectPorts: [vaultRelay.port, awsRelay.port] }),
+    startTinyproxy({ user: PROXY_USER, password: PROXY_PASSWORD, connectPorts: [vaultRelay.port, awsRelay.port, cloudVaultRelay.port] }),
     startMicrosocks({ user: PROXY_USER, password: PROXY_PASSWORD }),
   ]);
   const common = {
@@ -79,19 +84,29 @@ beforeAll(async () => {
   };
   const http = (password: string) => `http://${PROXY_USER}:${password}@127.0.0.1:${tiny.port}`;
   const socks5 = (password: string) => `socks5://${PROXY_USER}:${password}@127.0.0.1:${socks.port}`;
-  [viaHttp, viaSocks, wrongHttp, wrongSocks, bypass] = await Promise.all([
+  [viaHttp, viaSocks, wrongHttp, wrongSocks, bypass, cloud] = await Promise.all([
     startCredgate({ env: { ...common, CREDGATE_UPSTREAM_PROXY: http(PROXY_PASSWORD) } }),
     startCredgate({ env: { ...common, CREDGATE_UPSTREAM_PROXY: socks5(PROXY_PASSWORD) } }),
     startCredgate({ env: { ...common, CREDGATE_UPSTREAM_PROXY: http(WRONG_PASSWORD) } }),
     startCredgate({ env: { ...common, CREDGATE_UPSTREAM_PROXY: socks5(WRONG_PASSWORD) } }),
     startCredgate({ env: { ...common, CREDGATE_UPSTREAM_PROXY: http(PROXY_PASSWORD), CREDGATE_UPSTREAM_NO_PROXY: `${HOST},${VAULT_HOST},${AWS_HOST}` } }),
+    // Cloud mode: the agent's upstream (127.0.0.1) is allowed, Vault (127.0.0.2) is not.
+    startCredgate({
+      env: {
+        ...common,
+        CREDGATE_MODE: "cloud",
+        CREDGATE_EGRESS_ALLOW: "127.0.0.1/32",
+        CREDGATE_VAULT_ADDR: `https://${CLOUD_VAULT_HOST}:${cloudVaultRelay.port}`,
+        CREDGATE_UPSTREAM_PROXY: http(PROXY_PASSWORD),
+      },
+    }),
   ]);
-  for (const cg of [viaHttp, viaSocks, wrongHttp, wrongSocks, bypass]) cas.set(cg, (await gatewayCa(cg)).file);
+  for (const cg of [viaHttp, viaSocks, wrongHttp, wrongSocks, bypass, cloud]) cas.set(cg, (await gatewayCa(cg)).file);
 }, 90_000);
 
 afterAll(async () => {
-  await Promise.all([viaHttp, viaSocks, wrongHttp, wrongSocks, bypass].map((cg) => cg?.stop()));
-  await Promise.all([tiny?.stop(), socks?.stop(), vaultRelay?.stop(), awsRelay?.stop(), up?.stop(), vault?.stop(), stores?.stop(), dns?.stop()]);
+  await Promise.all([viaHttp, viaSocks, wrongHttp, wrongSocks, bypass, cloud].map((cg) => cg?.stop()));
+  await Promise.all([tiny?.stop(), socks?.stop(), vaultRelay?.stop(), awsRelay?.stop(), cloudVaultRelay?.stop(), up?.stop(), vault?.stop(), stores?.stop(), dns?.stop()]);
 });
 
 /** A store secret for `HOST` under `/<name>/*`, injected as x-api-key. */
@@ -234,5 +249,25 @@ describe("CREDGATE_UPSTREAM_NO_PROXY naming the stores", () => {
     expect(seen("/vault-direct/1")[0]!.headers["x-api-key"]).toBe(values.vault);
     expect(seen("/aws-direct/1")[0]!.headers["x-api-key"]).toBe(values.aws);
     expect(o).toEqual({ targets: [], vault: [VAULT_HOST], aws: [AWS_HOST] });
+  });
+});
+
+describe("the egress guard comes before the proxy", () => {
+  test("cloud mode: a store on a loopback address is refused, the proxy never asked: 502 naming the secret, the Test names the address", async () => {
+    const org = cloud.keys.organizationId;
+    vault.putKv("secret", `${org}/cloud`, { token: VALUE("cloud") });
+    const id = await storeSecret(cloud, "vault-cloud", `vault://secret/${org}/cloud#token`);
+    const before = { targets: tiny.targets().length, relay: cloudVaultRelay.connections.length, calls: vault.calls.length };
+    const r = await curl(cloud, "/vault-cloud/1");
+    expect(r.status).toBe(502);
+    expect(r.body).toMatchObject({ error: "credential_unavailable", secret_name: "vault-cloud" });
+    expect(seen("/vault-cloud/1")).toEqual([]);
+    const tested = await cloud.api("POST", `/v1/secrets/${id}/test`);
+    expect(tested.body).toEqual({ ok: false, message: `credgate does not connect to 127.0.0.2 (${CLOUD_VAULT_HOST}): the destination is an internal or reserved address (CREDGATE_EGRESS_ALLOW)` });
+    expect(tiny.targets().length).toBe(before.targets);
+    expect(tiny.output()).not.toContain("127.0.0.2");
+    expect(cloudVaultRelay.connections.length).toBe(before.relay);
+    expect(vault.calls.length).toBe(before.calls);
+    expect(cloud.output()).toContain('"reason":"egress_denied"');
   });
 });
