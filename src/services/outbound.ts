@@ -34,6 +34,12 @@ const MAX_SESSIONS = 256;
 /** The operator hears of tunnels the proxy would not open at most this often (agents get each reason in their 502). */
 const PROXY_WARNING_MS = 60_000;
 
+/**
+ * The upstream proxy did not open a tunnel (docs/operations.md#upstream-proxy): its message is the proxy's reason,
+ * in words fit for an agent or an operator (never the proxy's URL or credentials).
+ */
+export class UpstreamProxyError extends Error {}
+
 const defaultPort = (url: URL) => Number(url.port) || (url.protocol === "https:" ? 443 : 80);
 
 export class Outbound {
@@ -126,13 +132,13 @@ export class Outbound {
   }
 
   /** Logs a tunnel the proxy did not open (its URL without credentials), at most once a minute. */
-  #tunnelFailed(proxy: UpstreamProxy, target: DialTarget, err: Error): Error {
+  #tunnelFailed(proxy: UpstreamProxy, target: DialTarget, err: Error): UpstreamProxyError {
     const now = performance.now();
     if (now - this.#proxyWarnedAt >= PROXY_WARNING_MS) {
       this.#proxyWarnedAt = now;
       log.warn("upstream proxy did not open a tunnel", { proxy: proxy.shown, host: target.host, address: target.address, port: target.port, reason: err.message });
     }
-    return err;
+    return new UpstreamProxyError(err.message);
   }
 
   #namedSession(host: string, port: number): Bun.FetchSession {

@@ -48,6 +48,9 @@ export class AccessToken {
     try {
       res = await this.fetch(request.url, { method: "POST", headers: TOKEN_REQUEST_HEADERS, body: request.form.toString(), redirect: "manual", signal: AbortSignal.timeout(MINT_TIMEOUT_MS) });
     } catch (err) {
+      // A failure to connect is the issuer's (with the upstream proxy's reason when it refused); the outbound path's
+      // own refusals (egress guard, resolution) say what they need to.
+      if (err instanceof StoreError && err.reason === "unreachable") throw new StoreError("token_unreachable", `${this.issuer} could not be reached for a token (${request.url.host})${err.why ? ` ${err.why}` : ""}`, err.why);
       if (err instanceof StoreError) throw err;
       throw new StoreError("token_unreachable", `${this.issuer} could not be reached for a token (${request.url.host}): ${(err as Error).message}`);
     }

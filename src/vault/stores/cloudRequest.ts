@@ -15,6 +15,8 @@ export async function storeRequest(fetch: StoreFetch, label: string, url: URL, i
   try {
     res = await fetch(url, { redirect: "manual", ...init });
   } catch (err) {
+    // The outbound path's own refusals (egress guard, resolution) say what they need to; a failure to connect is the store's.
+    if (err instanceof StoreError && err.reason === "unreachable") throw new StoreError("unreachable", `${label} could not be reached (${url.host})${err.why ? ` ${err.why}` : ""}`, err.why);
     if (err instanceof StoreError) throw err;
     if (init.signal.aborted) throw new StoreError("timeout", `${label} did not answer in time (${url.host})`);
     throw new StoreError("unreachable", `${label} could not be reached (${url.host}): ${(err as Error).message}`);

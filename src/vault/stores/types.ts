@@ -17,6 +17,8 @@ export class StoreError extends Error {
   constructor(
     readonly reason: string,
     message: string,
+    /** For `unreachable`: what the outbound path knows of why (the upstream proxy's refusal), for the store's own sentence. */
+    readonly why?: string,
   ) {
     super(message);
     this.name = "StoreError";

@@ -69,7 +69,8 @@ function unreachable(endpoint: VaultEndpoint, err: unknown, signal: AbortSignal)
   if (err instanceof StoreError && err.reason !== "unreachable" && err.reason !== "timeout") return err;
   if (signal.aborted || (err instanceof StoreError && err.reason === "timeout")) return new StoreError("timeout", `HashiCorp Vault at ${host} did not answer in time`);
   const code = err instanceof StoreError ? undefined : (err as NodeJS.ErrnoException).code;
-  return new StoreError("unreachable", `HashiCorp Vault at ${host} could not be reached${code ? ` (${code})` : ""}`);
+  const why = err instanceof StoreError ? err.why : undefined;
+  return new StoreError("unreachable", `HashiCorp Vault at ${host} could not be reached${code ? ` (${code})` : ""}${why ? ` ${why}` : ""}`, why);
 }
 
 /** The StoreError for an answer other than the one expected; `what` names what was asked (never a value). */
