@@ -4,8 +4,10 @@
 // without an initialize first; `?json` for JSON answers), `/mcp/sse` the older HTTP+SSE transport, whose
 // stream names `/messages` (outside `/mcp`: the gateway learns it from the stream) as its message endpoint. The tools are
 // @modelcontextprotocol/server-everything's, or `tools: n` made-up echo tools (`tool_0` … `tool_<n-1>`) for the
-// filtering benchmark. Every request must carry `Authorization: Bearer <token>` (else 401), and every tools/call
-// the server receives is recorded, so a test can tell that a refused call never reached it.
+// filtering benchmark. Every request must carry `Authorization: Bearer <token>` (else 401) — except the message
+// POSTs of `/open/sse` sessions, which like many HTTP+SSE servers trust the session id alone: that stream names a
+// path of its own, `/open/m/<random>`, and any path under `/open/m/` reaches the session its `sessionId` names —
+// and every tools/call the server receives is recorded, so a test can tell that a refused call never reached it.
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import * as https from "node:https";
@@ -65,7 +67,8 @@ export async function startMcpServer(pki: TestPki, opts: { token: string; tools?
     const url = new URL(req.url ?? "/", "https://mcp.test");
     const authorization = req.headers.authorization ?? null;
     seen.push({ method: req.method ?? "", path: url.pathname, authorization });
-    if (authorization !== `Bearer ${opts.token}`) {
+    const openMessages = url.pathname.startsWith("/open/m/");
+    if (authorization !== `Bearer ${opts.token}` && !openMessages) {
       res.writeHead(401, { "content-type": "application/json", "www-authenticate": 'Bearer realm="mcp"' }).end('{"error":"unauthorized"}');
       return;
     }
@@ -116,15 +119,15 @@ export async function startMcpServer(pki: TestPki, opts: { token: string; tools?
       await t.handleRequest(req as never, res, parsed);
       return;
     }
-    if (url.pathname === "/mcp/sse" && req.method === "GET") {
+    if ((url.pathname === "/mcp/sse" || url.pathname === "/open/sse") && req.method === "GET") {
       const made = make();
-      const t = new SSEServerTransport("/messages", res);
+      const t = new SSEServerTransport(url.pathname === "/open/sse" ? `/open/m/${randomUUID()}` : "/messages", res);
       sseSessions.set(t.sessionId, t);
       res.on("close", () => sseSessions.delete(t.sessionId));
       await made.server.connect(t);
       return;
     }
-    if (url.pathname === "/messages" && req.method === "POST") {
+    if ((url.pathname === "/messages" || openMessages) && req.method === "POST") {
       const t = sseSessions.get(url.searchParams.get("sessionId") ?? "");
       if (!t) {
         res.writeHead(404).end("no such session");
