@@ -191,7 +191,7 @@ describe("an attacker with one agent token", () => {
     stream.close();
   }, 60_000);
 
-  test("an `ask` tool POSTed on fresh connections is held every time; denied, it never reaches the server", async () => {
+  test("an `ask` tool POSTed on fresh connections is held every time; denied, it never reaches the server; approved, it does", async () => {
     const stream = await openStream(OPEN, "/open/sse");
     const callsBefore = mcp.calls.length;
     for (let i = 0; i < 3; i++) {
@@ -206,6 +206,16 @@ describe("an attacker with one agent token", () => {
       }, 10_000);
     }
     expect(mcp.calls.slice(callsBefore)).not.toContain("get-sum");
+    // Approved, it reaches the server with the server's token, and its answer comes on the session's stream.
+    const seenBefore = mcp.seen.length;
+    const approvedPost = post(stream.endpoint, call(300, "get-sum", { a: 20, b: 22 }));
+    expect((await first.api("POST", `/v1/approvals/${await pendingApproval("get-sum")}/decision`, { body: { decision: "approve" } })).status).toBe(200);
+    expect((await approvedPost).status).toBe(202);
+    await until(() => {
+      if (!stream.text().split("\n").some((line) => line.includes('"id":300') && line.includes("The sum of 20 and 22 is 42."))) throw new Error("no answer yet");
+    }, 15_000);
+    expect(mcp.calls.slice(callsBefore)).toEqual(["get-sum"]);
+    expect(mcp.seen.slice(seenBefore).find((s) => s.method === "POST")?.authorization).toBe(`Bearer ${TOKEN}`);
     stream.close();
   }, 120_000);
 
