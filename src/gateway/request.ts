@@ -75,11 +75,11 @@ export interface McpExchange {
   readonly server: CompiledMcpServer;
   /**
    * How the request is the server's (docs/gateway.md#mcp-servers): `url`, under its registered URL; `endpoint`, at
-   * an HTTP+SSE message endpoint its stream named (the gateway's mark on it); `origin`, a body sent elsewhere on its
-   * origin, judged but given no token.
+   * an HTTP+SSE message endpoint its stream named (the gateway's mark on it); `host`, a body sent elsewhere on its
+   * host (any path, scheme or port), judged but given no token.
    */
-  readonly via: "url" | "endpoint" | "origin";
-  /** Every server whose grant judges the body: `server` alone, or with `origin`, each of the agent's on that origin. */
+  readonly via: "url" | "endpoint" | "host";
+  /** Every server whose grant judges the body: `server` alone, or with `host`, each of the agent's on that host. */
   readonly judges: readonly CompiledMcpServer[];
   /** With `endpoint`: the endpoint's path and query without the mark (the session's key). */
   readonly endpoint: string | null;

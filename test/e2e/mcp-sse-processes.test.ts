@@ -40,7 +40,7 @@ const base = (host: string) => `https://${host}:${mcp.port}`;
 beforeAll(async () => {
   pki = makePki([STRICT, OPEN]);
   mcp = await startMcpServer(pki, { token: TOKEN });
-  const env = { CREDGATE_GATEWAY_WORKERS: "2", CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([STRICT, OPEN], mcp.port) };
+  const env = { CREDGATE_GATEWAY_WORKERS: "2", CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `${resolveEntries([STRICT, OPEN], mcp.port)},${resolveEntries([OPEN], mcp.httpPort)}` };
   first = await startCredgate({ env });
   if (testEngine() === "postgres") {
     second = await startCredgate({ env: { ...env, CREDGATE_DATABASE_URL: first.env.CREDGATE_DATABASE_URL!, CREDGATE_MASTER_KEY: first.env.CREDGATE_MASTER_KEY! } });
@@ -177,7 +177,7 @@ describe("an attacker with one agent token", () => {
     stream.close();
   }, 60_000);
 
-  test("guessed spellings of the endpoint (no credgate mark, a trailing slash, another case, another path the server takes) are judged too", async () => {
+  test("guessed spellings of the endpoint (no credgate mark, a trailing slash, another case, another path the server takes, plain http) are judged too", async () => {
     const stream = await openStream(OPEN, "/open/sse");
     const session = new URL(stream.endpoint).searchParams.get("sessionId")!;
     const callsBefore = mcp.calls.length;
@@ -187,6 +187,10 @@ describe("an attacker with one agent token", () => {
       expect(r.status).not.toBe(202);
       expect(r.text).toContain("credgate: tool get-env is not granted to this agent");
     }
+    // The same server on another scheme and port of its host.
+    const plain = await post(`http://${OPEN}:${mcp.httpPort}${named}?sessionId=${session}`, call(8, "get-env"));
+    expect(plain.status).toBe(403);
+    expect(plain.text).toContain("credgate: tool get-env is not granted to this agent");
     expect(mcp.calls.slice(callsBefore)).not.toContain("get-env");
     stream.close();
   }, 60_000);

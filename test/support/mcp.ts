@@ -10,6 +10,7 @@
 // and every tools/call the server receives is recorded, so a test can tell that a refused call never reached it.
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
+import * as http from "node:http";
 import * as https from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -24,6 +25,8 @@ import type { TestPki } from "./upstream.ts";
 
 export interface McpTestServer {
   port: number;
+  /** The same server over plain HTTP, as some deployments also answer on port 80. */
+  httpPort: number;
   /** Every tools/call name the server received, in order. */
   calls: string[];
   /** Every request: method, path and the Authorization it came with. */
@@ -139,19 +142,23 @@ export async function startMcpServer(pki: TestPki, opts: { token: string; tools?
     res.writeHead(404).end("not found");
   }
 
-  const server = https.createServer({ cert: readFileSync(pki.certFile), key: readFileSync(pki.keyFile) }, (req, res) => {
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err) => {
       if (!res.headersSent) res.writeHead(500).end(String(err));
     });
-  });
+  };
+  const server = https.createServer({ cert: readFileSync(pki.certFile), key: readFileSync(pki.keyFile) }, serve);
+  const plain = http.createServer(serve);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => plain.listen(0, "127.0.0.1", resolve));
   return {
     port: (server.address() as AddressInfo).port,
+    httpPort: (plain.address() as AddressInfo).port,
     calls,
     seen,
     async stop() {
       for (const res of open) res.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all([server, plain].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     },
   };
 }

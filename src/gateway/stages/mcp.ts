@@ -1,11 +1,11 @@
 // MCP servers at the gateway, first half (docs/gateway.md#mcp-servers): a request whose URL is one of the agent's
 // MCP servers' (same origin, path equal or below), or a message endpoint a server's HTTP+SSE stream named (it
 // carries the gateway's mark: mcpEndpoints.ts), gets the server's token in place of whatever the agent sent; any
-// other request with a body to a server's origin is the server's too, to be judged, but gets no token. The
+// other request with a body to a server's host is the server's too, to be judged, but gets no token. The
 // server's answers are read on the way back: tools/list results filtered to the agent's grant (a JSON body whole,
 // an SSE stream event by event) and the `endpoint` event of an HTTP+SSE stream marked. What the body asks is judged
 // by mcp-tools (mcpTools.ts). An agent without MCP servers costs one length check; another agent's request to
-// another host, one origin string and a comparison per server.
+// another host, a comparison per server.
 import { isJsonObject, jsonRpcError, TOOL_REFUSED, type JsonValue } from "../../core/jsonRpc.ts";
 import type { McpAuthService } from "../../services/mcpAuth.ts";
 import { authHeaderOf } from "../../services/mcp/credential.ts";
@@ -194,7 +194,7 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
   function serve(rq: ProxyRequest, exchange: McpExchange): RequestVerdict | Promise<RequestVerdict> {
     rq.mcp = exchange;
     // A body elsewhere on the origin may be no MCP message at all: the request goes as the agent wrote it.
-    if (exchange.via === "origin") return PASS;
+    if (exchange.via === "host") return PASS;
     // Answers are read to filter tool lists: asked for unencoded, whether or not a token goes on.
     rq.headers.set("accept-encoding", "identity");
     const server = exchange.server;
@@ -215,18 +215,19 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
     request(rq) {
       const servers = rq.credentials.mcpServers;
       if (servers.length === 0) return PASS;
-      // One origin string per request of an agent that has MCP servers; a comparison per server.
+      // A comparison per server for a request to another host; the origin string only on a server's host.
+      if (!servers.some((s) => s.host === rq.host)) return PASS;
       const origin = originOf(rq);
-      if (!servers.some((s) => s.origin === origin)) return PASS;
       const named = markedEndpoint(rq, servers, origin);
       if (named !== null) return serve(rq, { server: named.server, via: "endpoint", judges: [named.server], endpoint: named.endpoint, tools: NO_TOOLS, listIds: null });
       const server = mcpServerFor(servers, rq, origin);
       if (server !== null) return serve(rq, { server, via: "url", judges: [server], endpoint: null, tools: NO_TOOLS, listIds: null });
-      // A body sent elsewhere on a server's origin may be a message to an endpoint this request does not show was
-      // named (no mark: another client, a guessed path): judged under every such server's grant, no token.
+      // A body sent elsewhere on a server's host — another path, scheme or port — may be a message to an endpoint
+      // this request does not show was named (no mark: another client, a guessed path, plain http): judged under
+      // every such server's grant, no token.
       if (rq.body === null) return PASS;
-      const judges = servers.filter((s) => s.origin === origin);
-      return serve(rq, { server: judges[0]!, via: "origin", judges, endpoint: null, tools: NO_TOOLS, listIds: null });
+      const judges = servers.filter((s) => s.host === rq.host);
+      return serve(rq, { server: judges[0]!, via: "host", judges, endpoint: null, tools: NO_TOOLS, listIds: null });
     },
     response(rq, reply) {
       const mcp = rq.mcp;

@@ -4,7 +4,7 @@
 // gateway and nothing is forwarded; an `ask` tool is held for a person (the approval hold of approval.ts, showing
 // the tool and its arguments, bound to their SHA-256) and answered -32011 when not approved. A batch goes or is
 // answered whole. Every other method, and every request that is not a POST, passes as is. A body sent elsewhere on
-// a server's origin (mcp.ts) is judged the same way when it may be JSON at all, under every grant it may fall under.
+// a server's host (mcp.ts) is judged the same way when it may be JSON at all, under every grant it may fall under.
 import {
   CALL_NOT_APPROVED,
   INVALID_PARAMS,
@@ -74,7 +74,7 @@ function judgeUnder(judges: readonly CompiledMcpServer[], call: ToolCall): CallV
   return verdict;
 }
 
-/** How much of a body elsewhere on a server's origin is read first, to tell whether it may be JSON. */
+/** How much of a body elsewhere on a server's host is read first, to tell whether it may be JSON. */
 const HEAD_BYTES = 1024;
 
 /** The remembered-approval key of a tool call: per server, tool and arguments (`*`: any arguments). */
@@ -146,8 +146,8 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
     if (coding !== null && coding.trim().toLowerCase() !== "identity") {
       return bodyRefused(rq, 415, PARSE_ERROR, `credgate: an MCP request body must not be encoded (content-encoding: ${coding.slice(0, 40)})`);
     }
-    // Elsewhere on the origin, a body no JSON parser reads a message from is no MCP message: it goes as it came.
-    if (mcp.via === "origin" && !mayBeJsonRpc(await rq.peekBody(HEAD_BYTES))) return PASS;
+    // Elsewhere on the host, a body no JSON parser reads a message from is no MCP message: it goes as it came.
+    if (mcp.via === "host" && !mayBeJsonRpc(await rq.peekBody(HEAD_BYTES))) return PASS;
     const tooLarge = `credgate: an MCP request body is read whole to judge it, up to ${MCP_BODY_LIMIT} bytes; this one is larger and was not forwarded`;
     const declared = Number(rq.agentHeaders.get("content-length") ?? "0");
     if (declared > MCP_BODY_LIMIT) return bodyRefused(rq, 413, INVALID_REQUEST, tooLarge);

@@ -17,6 +17,7 @@ function server(parts: Partial<CompiledMcpServer> = {}): CompiledMcpServer {
     name: "tools",
     origin: "https://mcp.example.com",
     pathPrefix: "/mcp",
+    host: "mcp.example.com",
     auth: { header: "Authorization", value: "Bearer server-token-123" },
     expiresAt: null,
     status: "connected",
@@ -255,7 +256,7 @@ describe("tools/list results", () => {
     for (const target of ["/messages?sessionId=abc", `/messages?sessionId=abd&credgate_mcp=${marked![1]!.slice(-43)}`, `/collect?credgate_mcp=${"A".repeat(43)}`]) {
       const other = request(target, [server()], { body: "{}" });
       stage.request!(other);
-      expect(other.mcp?.via).toBe("origin");
+      expect(other.mcp?.via).toBe("host");
       expect(other.headers.get("authorization")).toBeNull();
       expect(other.upstreamTarget).not.toContain("credgate_mcp");
     }
