@@ -124,7 +124,9 @@ function injectAuth(rq: ProxyRequest, auth: { header: string; value: string }): 
 export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
   function readStream(rq: ProxyRequest, mcp: McpExchange, reply: Reply, body: NonNullable<Reply["body"]>): void {
     const server = mcp.server;
-    const isGet = rq.method === "GET";
+    // Only a stream of the server's registered URL names its endpoint: a GET elsewhere on its host (with a body,
+    // so judged) may reach another server there, whose endpoint must not get this server's token.
+    const isGet = rq.method === "GET" && mcp.via === "url";
     // Every tools/list result on any stream is cut, whatever its id: a server may answer with an id other than the
     // one asked (`1e400` comes back `null` from a JavaScript server), a GET stream may replay a POST's answers
     // (a resumed session) or carry every answer (HTTP+SSE).

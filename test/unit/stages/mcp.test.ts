@@ -289,6 +289,19 @@ describe("tools/list results", () => {
     expect(JSON.parse(got.chunks.at(-1)!.split("data: ")[1]!)).toEqual({ jsonrpc: "2.0", id: 3, result: { tools: [{ name: "echo" }] } });
   });
 
+  test("a stream reached elsewhere on the host (a GET with a body) names no endpoint of the server's", () => {
+    const sessions = new McpSessions();
+    const stage = mcpStage({ sessions, auth: noRefresh });
+    const rq = request("/other-tenant/sse", [server()], { method: "GET", body: "{}" });
+    stage.request!(rq);
+    expect(rq.mcp?.via).toBe("host");
+    const upstream = new PushedBody();
+    const got = receive(stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply);
+    upstream.sink!.data(enc("event: endpoint\ndata: /other-tenant/messages?sessionId=abc\n\n"));
+    expect(got.chunks[0]).toBe("event: endpoint\ndata: /other-tenant/messages?sessionId=abc\n\n");
+    expect(sessions.stream("mcp-1", "/other-tenant/messages?sessionId=abc", "agent-1")).toBeNull();
+  });
+
   test("an endpoint on another origin is not marked", () => {
     const sessions = new McpSessions();
     const stage = mcpStage({ sessions, auth: noRefresh });
