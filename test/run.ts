@@ -41,6 +41,8 @@ const POSTGRES_RUN = [
   "test/e2e/apps-gateway.test.ts",
   // MCP tool calls held, remembered per arguments and logged: the approvals and log rows live in the store.
   "test/e2e/mcp-gateway.test.ts",
+  // HTTP+SSE message POSTs through another instance than the stream: the mark holds across instances.
+  "test/e2e/mcp-sse-processes.test.ts",
   "test/e2e/llm-metering.test.ts",
   "test/e2e/budgets.test.ts",
   "test/e2e/cloud-accounts.test.ts",

@@ -239,6 +239,19 @@ export type BodyRead =
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
+/**
+ * Whether a body starting with `head` may be read as JSON-RPC by some server: its first byte that is not
+ * whitespace, a NUL or a byte-order mark's (UTF-8, UTF-16 or UTF-32) opens an object or an array — or there is
+ * none yet. A form, a multipart body or plain text is none: no JSON parser reads a message from it.
+ */
+export function mayBeJsonRpc(head: Uint8Array): boolean {
+  for (const b of head) {
+    if (b === 0x7b || b === 0x5b) return true;
+    if (b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d && b !== 0x00 && b !== 0xef && b !== 0xbb && b !== 0xbf && b !== 0xfe && b !== 0xff) return false;
+  }
+  return true;
+}
+
 /** Reads the JSON-RPC message (or batch) of a request body, at most MCP_BODY_LIMIT bytes (the caller bounds it). */
 export function readJsonRpcBody(bytes: Uint8Array): BodyRead {
   let text: string;

@@ -5,12 +5,15 @@
 export interface McpServerScope {
   origin: string;
   pathPrefix: string;
+  /** The origin's host as the gateway compares hosts: lowercase, no port, brackets or trailing dot. */
+  host: string;
 }
 
 export function mcpServerScope(url: string): McpServerScope {
   const u = new URL(url);
   // URL already lowercases the scheme and host and drops a default port.
-  return { origin: u.origin, pathPrefix: u.pathname.replace(/\/+$/, "") };
+  const host = u.hostname.replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
+  return { origin: u.origin, pathPrefix: u.pathname.replace(/\/+$/, ""), host };
 }
 
 /** Whether a request path (without its query) is the server's path or below it. */

@@ -63,7 +63,8 @@ export interface PipelineDeps {
 /** The stages in order (docs/gateway.md#stages). Adding a feature adds a stage here. */
 export function gatewayStages(d: PipelineDeps): Stage[] {
   const { config, services } = d;
-  const mcpSessions = new McpSessions();
+  // The key of the mark on HTTP+SSE message endpoints: the same in every process of every instance.
+  const mcpSessions = new McpSessions(services.deps.sealer.deriveKey("mcp-endpoint"));
   return [
     logStage({ requestLogs: services.requestLogs }),
     authStage({ snapshot: d.snapshot }),

@@ -73,6 +73,16 @@ export interface LeakFinding {
 /** A request to an MCP server's URL (docs/gateway.md#mcp-servers): the server, and what its body asked for. */
 export interface McpExchange {
   readonly server: CompiledMcpServer;
+  /**
+   * How the request is the server's (docs/gateway.md#mcp-servers): `url`, under its registered URL; `endpoint`, at
+   * an HTTP+SSE message endpoint its stream named (the gateway's mark on it); `host`, a body sent elsewhere on its
+   * host (any path, scheme or port), judged but given no token.
+   */
+  readonly via: "url" | "endpoint" | "host";
+  /** Every server whose grant judges the body: `server` alone, or with `host`, each of the agent's on that host. */
+  readonly judges: readonly CompiledMcpServer[];
+  /** With `endpoint`: the endpoint's path and query without the mark (the session's key). */
+  readonly endpoint: string | null;
   /** The tools/call names of the body, in order (read by mcp-tools; the first is the log row's path). */
   tools: readonly string[];
   /** The ids of the body's tools/list requests (empty: asked without one); null when it asks none. */

@@ -62,6 +62,8 @@ export interface CompiledMcpServer {
   origin: string;
   /** No trailing slash; "" for the whole origin. */
   pathPrefix: string;
+  /** The origin's host (lowercase, no port, brackets or trailing dot): a body to it anywhere is judged (mcp.ts). */
+  host: string;
   /**
    * How credgate authenticates to it: the header to set (replacing the agent's), or null while there is no usable
    * credential (pending, revoked). An OAuth token due for refresh (`expiresAt`) is replaced through

@@ -300,6 +300,7 @@ describe("tool grants", () => {
       id: server.id,
       name: "Snap",
       origin: streamable.origin,
+      host: new URL(streamable.origin).hostname,
       pathPrefix: "/mcp",
       auth: { header: "authorization", value: `Bearer ${TOKEN}` },
       expiresAt: null,

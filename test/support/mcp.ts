@@ -4,10 +4,13 @@
 // without an initialize first; `?json` for JSON answers), `/mcp/sse` the older HTTP+SSE transport, whose
 // stream names `/messages` (outside `/mcp`: the gateway learns it from the stream) as its message endpoint. The tools are
 // @modelcontextprotocol/server-everything's, or `tools: n` made-up echo tools (`tool_0` … `tool_<n-1>`) for the
-// filtering benchmark. Every request must carry `Authorization: Bearer <token>` (else 401), and every tools/call
-// the server receives is recorded, so a test can tell that a refused call never reached it.
+// filtering benchmark. Every request must carry `Authorization: Bearer <token>` (else 401) — except the message
+// POSTs of `/open/sse` sessions, which like many HTTP+SSE servers trust the session id alone: that stream names a
+// path of its own, `/open/m/<random>`, and any path under `/open/m/` reaches the session its `sessionId` names —
+// and every tools/call the server receives is recorded, so a test can tell that a refused call never reached it.
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
+import * as http from "node:http";
 import * as https from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -22,6 +25,8 @@ import type { TestPki } from "./upstream.ts";
 
 export interface McpTestServer {
   port: number;
+  /** The same server over plain HTTP, as some deployments also answer on port 80. */
+  httpPort: number;
   /** Every tools/call name the server received, in order. */
   calls: string[];
   /** Every request: method, path and the Authorization it came with. */
@@ -65,7 +70,8 @@ export async function startMcpServer(pki: TestPki, opts: { token: string; tools?
     const url = new URL(req.url ?? "/", "https://mcp.test");
     const authorization = req.headers.authorization ?? null;
     seen.push({ method: req.method ?? "", path: url.pathname, authorization });
-    if (authorization !== `Bearer ${opts.token}`) {
+    const openMessages = url.pathname.startsWith("/open/m/");
+    if (authorization !== `Bearer ${opts.token}` && !openMessages) {
       res.writeHead(401, { "content-type": "application/json", "www-authenticate": 'Bearer realm="mcp"' }).end('{"error":"unauthorized"}');
       return;
     }
@@ -116,15 +122,15 @@ export async function startMcpServer(pki: TestPki, opts: { token: string; tools?
       await t.handleRequest(req as never, res, parsed);
       return;
     }
-    if (url.pathname === "/mcp/sse" && req.method === "GET") {
+    if ((url.pathname === "/mcp/sse" || url.pathname === "/open/sse") && req.method === "GET") {
       const made = make();
-      const t = new SSEServerTransport("/messages", res);
+      const t = new SSEServerTransport(url.pathname === "/open/sse" ? `/open/m/${randomUUID()}` : "/messages", res);
       sseSessions.set(t.sessionId, t);
       res.on("close", () => sseSessions.delete(t.sessionId));
       await made.server.connect(t);
       return;
     }
-    if (url.pathname === "/messages" && req.method === "POST") {
+    if ((url.pathname === "/messages" || openMessages) && req.method === "POST") {
       const t = sseSessions.get(url.searchParams.get("sessionId") ?? "");
       if (!t) {
         res.writeHead(404).end("no such session");
@@ -136,19 +142,23 @@ export async function startMcpServer(pki: TestPki, opts: { token: string; tools?
     res.writeHead(404).end("not found");
   }
 
-  const server = https.createServer({ cert: readFileSync(pki.certFile), key: readFileSync(pki.keyFile) }, (req, res) => {
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err) => {
       if (!res.headersSent) res.writeHead(500).end(String(err));
     });
-  });
+  };
+  const server = https.createServer({ cert: readFileSync(pki.certFile), key: readFileSync(pki.keyFile) }, serve);
+  const plain = http.createServer(serve);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => plain.listen(0, "127.0.0.1", resolve));
   return {
     port: (server.address() as AddressInfo).port,
+    httpPort: (plain.address() as AddressInfo).port,
     calls,
     seen,
     async stop() {
       for (const res of open) res.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all([server, plain].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     },
   };
 }

@@ -86,9 +86,9 @@ function guidanceBody(rq: ProxyRequest, base: string): Record<string, unknown> {
     };
   }
   // A registered MCP server credgate has no token for (its login not done, or revoked): connecting it is the fix,
-  // not a secret (docs/gateway.md#mcp-servers).
+  // not a secret (docs/gateway.md#mcp-servers). A body sent elsewhere on its origin was given no token on purpose.
   const mcp = rq.mcp;
-  if (mcp !== null) {
+  if (mcp !== null && mcp.via !== "host") {
     const connectUrl = `${base}/p/${agent.projectId}/mcp-servers/${encodeURIComponent(mcp.server.id)}`;
     return {
       error: "app_not_connected",

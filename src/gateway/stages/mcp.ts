@@ -1,10 +1,11 @@
 // MCP servers at the gateway, first half (docs/gateway.md#mcp-servers): a request whose URL is one of the agent's
-// MCP servers' (same origin, path equal or below; or a message endpoint a server's HTTP+SSE stream named) gets
-// the server's token in place of whatever the agent sent, and the server's answers are read on the way back:
-// tools/list results filtered to the agent's grant (a JSON body whole, an SSE stream event by event) and the
-// `endpoint` event of an HTTP+SSE stream learned. What the body asks is judged by mcp-tools (mcpTools.ts).
-// An agent without MCP servers costs one length check; another agent's request to another host, one origin
-// string and a comparison per server.
+// MCP servers' (same origin, path equal or below), or a message endpoint a server's HTTP+SSE stream named (it
+// carries the gateway's mark: mcpEndpoints.ts), gets the server's token in place of whatever the agent sent; any
+// other request with a body to a server's host is the server's too, to be judged, but gets no token. The
+// server's answers are read on the way back: tools/list results filtered to the agent's grant (a JSON body whole,
+// an SSE stream event by event) and the `endpoint` event of an HTTP+SSE stream marked. What the body asks is judged
+// by mcp-tools (mcpTools.ts). An agent without MCP servers costs one length check; another agent's request to
+// another host, a comparison per server.
 import { isJsonObject, jsonRpcError, TOOL_REFUSED, type JsonValue } from "../../core/jsonRpc.ts";
 import type { McpAuthService } from "../../services/mcpAuth.ts";
 import { authHeaderOf } from "../../services/mcp/credential.ts";
@@ -15,7 +16,8 @@ import type { McpExchange, ProxyRequest } from "../request.ts";
 import { Reply } from "../reply.ts";
 import type { CompiledMcpServer } from "../snapshot.ts";
 import { PASS, type RequestVerdict, type Stage } from "../stage.ts";
-import { jsonBodyRewrite, parseSseEvent, SseEventSource, sseEventWith } from "./mcpEvents.ts";
+import { jsonBodyRewrite, parseSseEvent, SseEventSource, sseEventWith, type SseEvent } from "./mcpEvents.ts";
+import { splitMark } from "./mcpEndpoints.ts";
 import type { McpSessions } from "./mcpSessions.ts";
 
 export interface McpDeps {
@@ -38,21 +40,36 @@ function under(prefix: string, path: string): boolean {
 }
 
 /**
- * The server a request is for. Every reading of its path counts (docs/injection.md#every-reading-of-a-path), and
- * case is ignored: a server that reads `/MCP/../mcp` or `/Mcp` as its URL must not receive a call nobody judged.
+ * The server whose URL a request of `origin` is under. Every reading of its path counts
+ * (docs/injection.md#every-reading-of-a-path), and case is ignored: a server that reads `/MCP/../mcp` or `/Mcp` as
+ * its URL must not receive a call nobody judged.
  */
-export function mcpServerFor(servers: readonly CompiledMcpServer[], rq: ProxyRequest, sessions: McpSessions): CompiledMcpServer | null {
-  // One origin string per request of an agent that has MCP servers; none for the others.
-  const origin = originOf(rq);
+export function mcpServerFor(servers: readonly CompiledMcpServer[], rq: ProxyRequest, origin = originOf(rq)): CompiledMcpServer | null {
   for (const server of servers) {
     if (server.origin !== origin) continue;
     const prefix = server.pathPrefix.toLowerCase();
     for (const reading of rq.pathReadings) {
-      const path = reading.toLowerCase();
-      if (under(prefix, path) || sessions.isEndpoint(server.id, path)) return server;
+      if (under(prefix, reading.toLowerCase())) return server;
     }
   }
   return null;
+}
+
+/** `target` with the mark's `suffix` (`?credgate_mcp=…` or `&credgate_mcp=…`) taken out, the query kept whole. */
+function withoutMark(target: string, suffix: string): string {
+  const at = target.indexOf(suffix);
+  if (at < 0) return target;
+  const rest = target.slice(at + suffix.length);
+  return target.slice(0, at) + (suffix.startsWith("?") && rest.startsWith("&") ? `?${rest.slice(1)}` : rest);
+}
+
+function pathAndQueryOf(target: string, origin: string): string | null {
+  try {
+    const u = new URL(target, origin);
+    return u.pathname + u.search;
+  } catch {
+    return null;
+  }
 }
 
 /** Whether the agent may see tool `name` of a server under `grant`. */
@@ -107,7 +124,9 @@ function injectAuth(rq: ProxyRequest, auth: { header: string; value: string }): 
 export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
   function readStream(rq: ProxyRequest, mcp: McpExchange, reply: Reply, body: NonNullable<Reply["body"]>): void {
     const server = mcp.server;
-    const isGet = rq.method === "GET";
+    // Only a stream of the server's registered URL names its endpoint: a GET elsewhere on its host (with a body,
+    // so judged) may reach another server there, whose endpoint must not get this server's token.
+    const isGet = rq.method === "GET" && mcp.via === "url";
     // Every tools/list result on any stream is cut, whatever its id: a server may answer with an id other than the
     // one asked (`1e400` comes back `null` from a JavaScript server), a GET stream may replay a POST's answers
     // (a resumed session) or carry every answer (HTTP+SSE).
@@ -121,7 +140,11 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
         // Bytes are searched before anything is decoded: most events are neither an endpoint nor a tool list.
         if (isGet && forget === null && event.includes("endpoint")) {
           const ev = parseSseEvent(event.toString("utf8"));
-          if (ev.event === "endpoint" && ev.data !== null) forget = learnEndpoint(rq, server, ev.data, source);
+          const marked = ev.event === "endpoint" && ev.data !== null ? markEndpoint(rq, server, ev, source) : null;
+          if (marked !== null) {
+            forget = marked.forget;
+            return marked.event;
+          }
         }
         // A stream that is not an HTTP+SSE session (its first event names no endpoint) of an agent whose tool
         // lists are not cut: nothing more to read, and no event is held from now on.
@@ -140,16 +163,51 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
     if (reply.header("content-length") !== null) reply.headers.delete("content-length");
   }
 
-  function learnEndpoint(rq: ProxyRequest, server: CompiledMcpServer, data: string, source: SseEventSource): (() => void) | null {
+  /** The `endpoint` event's data, marked for this agent, when it names a path of the server's origin. */
+  function markEndpoint(rq: ProxyRequest, server: CompiledMcpServer, ev: SseEvent, source: SseEventSource): { forget: () => void; event: string } | null {
     let url: URL;
     try {
-      url = new URL(data.trim(), `${originOf(rq)}${rq.path}`);
+      url = new URL(ev.data!.trim(), `${originOf(rq)}${rq.path}`);
     } catch {
       return null;
     }
     // Only a path of the server's own origin becomes the server's: the token never goes elsewhere.
     if (url.origin !== server.origin) return null;
-    return sessions.learn(server.id, url.pathname + url.search, source, rq.agent.id);
+    const forget = sessions.learn(server.id, url.pathname + url.search, source, rq.agent.id);
+    return { forget, event: sseEventWith(ev, sessions.mark(rq.agent.id, server.id, ev.data!, url)) };
+  }
+
+  /**
+   * The server a request carrying the gateway's mark was named by, and the endpoint's path and query; null when it
+   * carries none or one not given to this agent for a server of `origin`. A mark never goes upstream, valid or not.
+   */
+  function markedEndpoint(rq: ProxyRequest, servers: readonly CompiledMcpServer[], origin: string): { server: CompiledMcpServer; endpoint: string } | null {
+    const split = splitMark(rq.target);
+    if (split === null) return null;
+    rq.upstreamTarget = withoutMark(rq.upstreamTarget, rq.target.slice(split.target.length));
+    const endpoint = pathAndQueryOf(split.target, origin);
+    if (endpoint === null) return null;
+    for (const server of servers) {
+      if (server.origin === origin && sessions.marked(rq.agent.id, server.id, endpoint, split.mark)) return { server, endpoint };
+    }
+    return null;
+  }
+
+  function serve(rq: ProxyRequest, exchange: McpExchange): RequestVerdict | Promise<RequestVerdict> {
+    rq.mcp = exchange;
+    // A body elsewhere on the origin may be no MCP message at all: the request goes as the agent wrote it.
+    if (exchange.via === "host") return PASS;
+    // Answers are read to filter tool lists: asked for unencoded, whether or not a token goes on.
+    rq.headers.set("accept-encoding", "identity");
+    const server = exchange.server;
+    const auth = server.auth;
+    if (auth === null) return PASS;
+    // An OAuth token inside its refresh window is refreshed first, as connections' are (docs/mcp.md#the-login).
+    if (server.expiresAt === null || Date.now() < server.expiresAt - REFRESH_AHEAD_MS) return injectAuth(rq, auth);
+    return mcpAuth.fresh(server.id).then((fresh) => {
+      const header = authHeaderOf(fresh);
+      return header === null ? credentialUnavailableFor(rq) : injectAuth(rq, header);
+    });
   }
 
   return {
@@ -159,19 +217,19 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
     request(rq) {
       const servers = rq.credentials.mcpServers;
       if (servers.length === 0) return PASS;
-      const server = mcpServerFor(servers, rq, sessions);
-      if (server === null) return PASS;
-      rq.mcp = { server, tools: NO_TOOLS, listIds: null };
-      // Answers are read to filter tool lists: asked for unencoded, whether or not a token goes on.
-      rq.headers.set("accept-encoding", "identity");
-      const auth = server.auth;
-      if (auth === null) return PASS;
-      // An OAuth token inside its refresh window is refreshed first, as connections' are (docs/mcp.md#the-login).
-      if (server.expiresAt === null || Date.now() < server.expiresAt - REFRESH_AHEAD_MS) return injectAuth(rq, auth);
-      return mcpAuth.fresh(server.id).then((fresh) => {
-        const header = authHeaderOf(fresh);
-        return header === null ? credentialUnavailableFor(rq) : injectAuth(rq, header);
-      });
+      // A comparison per server for a request to another host; the origin string only on a server's host.
+      if (!servers.some((s) => s.host === rq.host)) return PASS;
+      const origin = originOf(rq);
+      const named = markedEndpoint(rq, servers, origin);
+      if (named !== null) return serve(rq, { server: named.server, via: "endpoint", judges: [named.server], endpoint: named.endpoint, tools: NO_TOOLS, listIds: null });
+      const server = mcpServerFor(servers, rq, origin);
+      if (server !== null) return serve(rq, { server, via: "url", judges: [server], endpoint: null, tools: NO_TOOLS, listIds: null });
+      // A body sent elsewhere on a server's host — another path, scheme or port — may be a message to an endpoint
+      // this request does not show was named (no mark: another client, a guessed path, plain http): judged under
+      // every such server's grant, no token.
+      if (rq.body === null) return PASS;
+      const judges = servers.filter((s) => s.host === rq.host);
+      return serve(rq, { server: judges[0]!, via: "host", judges, endpoint: null, tools: NO_TOOLS, listIds: null });
     },
     response(rq, reply) {
       const mcp = rq.mcp;

@@ -1,32 +1,31 @@
-// What the gateway learns from MCP servers of the older HTTP+SSE transport (docs/gateway.md#mcp-servers): the
-// message endpoint each session's stream names in its `endpoint` event (a path of the server's origin, which then
-// belongs to the server as its URL does), and the open streams, so that a refusal of a message posted to an
-// endpoint can also be sent as a `message` event on that session's stream. In memory, per process, bounded.
+// What the gateway knows of MCP sessions of the older HTTP+SSE transport (docs/gateway.md#mcp-servers): the key
+// of the mark it puts on the message endpoint each session's stream names (mcpEndpoints.ts; the same key in every
+// process of every instance, so a POST is the server's whichever serves it), and the streams this process relays,
+// so that a refusal of a message posted here can also be sent as a `message` event on that session's stream.
+// Streams are in memory, per process: a POST served by another process gets its refusal in its own answer.
+import { randomBytes } from "node:crypto";
+import { markedEndpoint, markValid } from "./mcpEndpoints.ts";
 import type { SseEventSource } from "./mcpEvents.ts";
 
-/** Endpoint paths remembered per server (the oldest forgotten first). */
-const ENDPOINTS_PER_SERVER = 1024;
-
 export class McpSessions {
-  /** Server id → lowercased endpoint paths (no query), in the order learned. */
-  readonly #endpoints = new Map<string, Set<string>>();
   /** `serverId path?query` → the session's open stream, and the agent whose it is. */
   readonly #streams = new Map<string, { stream: SseEventSource; agentId: string }>();
 
-  /** Whether `lowerPath` is a message endpoint a stream of `serverId` named. */
-  isEndpoint(serverId: string, lowerPath: string): boolean {
-    return this.#endpoints.get(serverId)?.has(lowerPath) ?? false;
+  /** `key`: derived from the master key (a random one, for tests, marks only what this object sees). */
+  constructor(private readonly key: Buffer = randomBytes(32)) {}
+
+  /** The endpoint event's data as the agent gets it: marked as `serverId`'s (`url`: the data, resolved). */
+  mark(agentId: string, serverId: string, data: string, url: URL): string {
+    return markedEndpoint(this.key, agentId, serverId, data, url);
+  }
+
+  /** Whether `mark` was given to `agentId` for `serverId`'s endpoint `pathAndQuery` (by any process). */
+  marked(agentId: string, serverId: string, pathAndQuery: string, mark: string): boolean {
+    return markValid(this.key, agentId, serverId, pathAndQuery, mark);
   }
 
   /** A stream of `serverId` named `pathAndQuery` (same origin) as its message endpoint; `stream` carries the session. */
   learn(serverId: string, pathAndQuery: string, stream: SseEventSource, agentId: string): () => void {
-    const q = pathAndQuery.indexOf("?");
-    const path = (q < 0 ? pathAndQuery : pathAndQuery.slice(0, q)).toLowerCase();
-    let paths = this.#endpoints.get(serverId);
-    if (!paths) this.#endpoints.set(serverId, (paths = new Set()));
-    paths.delete(path);
-    paths.add(path);
-    if (paths.size > ENDPOINTS_PER_SERVER) paths.delete(paths.values().next().value!);
     const key = `${serverId} ${pathAndQuery}`;
     const entry = { stream, agentId };
     this.#streams.set(key, entry);

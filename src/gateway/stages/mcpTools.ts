@@ -3,13 +3,15 @@
 // against the agent's grant: a tool outside it, or arguments that break its globs, is answered -32010 by the
 // gateway and nothing is forwarded; an `ask` tool is held for a person (the approval hold of approval.ts, showing
 // the tool and its arguments, bound to their SHA-256) and answered -32011 when not approved. A batch goes or is
-// answered whole. Every other method, and every request that is not a POST, passes as is.
+// answered whole. Every other method, and every request that is not a POST, passes as is. A body sent elsewhere on
+// a server's host (mcp.ts) is judged the same way when it may be JSON at all, under every grant it may fall under.
 import {
   CALL_NOT_APPROVED,
   INVALID_PARAMS,
   INVALID_REQUEST,
   jsonRpcError,
   MCP_BODY_LIMIT,
+  mayBeJsonRpc,
   PARSE_ERROR,
   readJsonRpcBody,
   sseMessageEvent,
@@ -30,7 +32,6 @@ import type { McpExchange, ProxyRequest } from "../request.ts";
 import type { CompiledMcpServer } from "../snapshot.ts";
 import { answer, PASS, proceedAs, type RequestVerdict, type Stage } from "../stage.ts";
 import { holdRequest, type ApprovalDeps } from "./approval.ts";
-import { originOf } from "./mcp.ts";
 import type { McpSessions } from "./mcpSessions.ts";
 
 export interface McpToolsDeps extends Pick<ApprovalDeps, "approvals" | "requestLogs"> {
@@ -61,6 +62,20 @@ export function judgeCall(grant: CompiledMcpServer["grant"], call: ToolCall): Ca
   }
   return asks ? ASK : ALLOW;
 }
+
+/** A tool call under every grant that may apply: refused by one, refused; held when one asks. */
+function judgeUnder(judges: readonly CompiledMcpServer[], call: ToolCall): CallVerdict {
+  let verdict = ALLOW;
+  for (const server of judges) {
+    const one = judgeCall(server.grant, call);
+    if (one.kind === "refuse") return one;
+    if (one.kind === "ask") verdict = ASK;
+  }
+  return verdict;
+}
+
+/** How much of a body elsewhere on a server's host is read first, to tell whether it may be JSON. */
+const HEAD_BYTES = 1024;
 
 /** The remembered-approval key of a tool call: per server, tool and arguments (`*`: any arguments). */
 export function mcpRuleId(serverId: string, tool: string, hash: string | "*"): string {
@@ -106,25 +121,19 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
   function rpcAnswer(rq: ProxyRequest, body: unknown, status = 200): Response {
     const mcp = rq.mcp!;
     // An HTTP+SSE session: answers travel on its stream; the POST itself is accepted, as the server would.
-    const stream = status === 200 ? sessions.stream(mcp.server.id, sessionKeyOf(rq), rq.agent.id) : null;
+    const stream = status === 200 && mcp.endpoint !== null ? sessions.stream(mcp.server.id, mcp.endpoint, rq.agent.id) : null;
     if (stream !== null && body !== null) {
       for (const m of Array.isArray(body) ? body : [body]) stream.inject(sseMessageEvent(m));
       return gatewayJson(202, body as Record<string, unknown>);
     }
     if (body === null) return new Response(null, { status: 202 });
+    // Off the server's URL (an HTTP+SSE message endpoint) with the session's stream in another process, or none:
+    // that transport's clients read a POST's answer only when it fails, so the refusal fails it, and says why.
+    if (status === 200 && mcp.via !== "url") return gatewayJson(403, body as Record<string, unknown>);
     const accept = (rq.agentHeaders.get("accept") ?? "").toLowerCase();
     const sse = accept.includes("text/event-stream") && !accept.includes("application/json") && !accept.includes("*/*");
     if (sse) return new Response(sseMessageEvent(body), { status, headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
     return gatewayJson(status, body as Record<string, unknown>);
-  }
-
-  function sessionKeyOf(rq: ProxyRequest): string {
-    try {
-      const u = new URL(rq.target, originOf(rq));
-      return u.pathname + u.search;
-    } catch {
-      return rq.target;
-    }
   }
 
   function bodyRefused(rq: ProxyRequest, status: number, code: number, message: string): RequestVerdict {
@@ -137,6 +146,8 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
     if (coding !== null && coding.trim().toLowerCase() !== "identity") {
       return bodyRefused(rq, 415, PARSE_ERROR, `credgate: an MCP request body must not be encoded (content-encoding: ${coding.slice(0, 40)})`);
     }
+    // Elsewhere on the host, a body no JSON parser reads a message from is no MCP message: it goes as it came.
+    if (mcp.via === "host" && !mayBeJsonRpc(await rq.peekBody(HEAD_BYTES))) return PASS;
     const tooLarge = `credgate: an MCP request body is read whole to judge it, up to ${MCP_BODY_LIMIT} bytes; this one is larger and was not forwarded`;
     const declared = Number(rq.agentHeaders.get("content-length") ?? "0");
     if (declared > MCP_BODY_LIMIT) return bodyRefused(rq, 413, INVALID_REQUEST, tooLarge);
@@ -146,7 +157,6 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
     const read = readJsonRpcBody(bytes);
     if (!read.ok) return bodyRefused(rq, 400, read.code, read.message);
 
-    const grant = mcp.server.grant;
     const refusals: Refusal[] = [];
     const asks: { message: JsonRpcMessage; call: ToolCall }[] = [];
     const tools: string[] = [];
@@ -165,7 +175,7 @@ export function mcpToolsStage(deps: McpToolsDeps): Stage {
         continue;
       }
       tools.push(parsed.call.name);
-      const verdict = judgeCall(grant, parsed.call);
+      const verdict = judgeUnder(mcp.judges, parsed.call);
       if (verdict.kind === "refuse") refusals.push({ message, code: verdict.code, text: verdict.message });
       else if (verdict.kind === "ask") asks.push({ message, call: parsed.call });
     }

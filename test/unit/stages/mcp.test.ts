@@ -17,6 +17,7 @@ function server(parts: Partial<CompiledMcpServer> = {}): CompiledMcpServer {
     name: "tools",
     origin: "https://mcp.example.com",
     pathPrefix: "/mcp",
+    host: "mcp.example.com",
     auth: { header: "Authorization", value: "Bearer server-token-123" },
     expiresAt: null,
     status: "connected",
@@ -227,7 +228,7 @@ describe("tools/list results", () => {
     expect(got.ended()).toBe(true);
   });
 
-  test("a GET stream: any tools/list result is cut (a resumed stream replays them), and the endpoint event is learned", () => {
+  test("a GET stream: any tools/list result is cut (a resumed stream replays them), and the endpoint event is marked", () => {
     const sessions = new McpSessions();
     const stage = mcpStage({ sessions, auth: noRefresh });
     const rq = request("/mcp/sse", [server()], { method: "GET" });
@@ -236,16 +237,29 @@ describe("tools/list results", () => {
     const reply = stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply;
     const got = receive(reply);
     upstream.sink!.data(enc("event: endpoint\ndata: /messages?sessionId=abc\n\n"));
-    expect(sessions.isEndpoint("mcp-1", "/messages")).toBe(true);
+    const marked = /^event: endpoint\ndata: (\/messages\?sessionId=abc&credgate_mcp=[A-Za-z0-9_-]{43})\n\n$/.exec(got.chunks[0]!);
+    expect(marked).not.toBeNull();
     expect(sessions.stream("mcp-1", "/messages?sessionId=abc", "agent-1")).not.toBeNull();
     // Another agent that learned the session id cannot put events on this agent's stream.
     expect(sessions.stream("mcp-1", "/messages?sessionId=abc", "agent-2")).toBeNull();
     upstream.sink!.data(enc(`event: message\ndata: ${toolList(99, ["delete_all", "echo"])}\n\n`));
     expect(JSON.parse(got.chunks[1]!.split("data: ")[1]!).result.tools).toEqual([{ name: "echo", inputSchema: { type: "object" } }]);
-    // The endpoint now belongs to the server: a POST there gets the token.
-    const post = request("/messages?sessionId=abc", [server()]);
+    // The marked endpoint belongs to the server, in any process with the same key: a POST there gets the token,
+    // and the mark does not go upstream.
+    const post = request(marked![1]!, [server()]);
     stage.request!(post);
+    expect(post.mcp).toMatchObject({ via: "endpoint", endpoint: "/messages?sessionId=abc" });
     expect(post.mcp?.server.id).toBe("mcp-1");
+    expect(post.upstreamTarget).toBe("/messages?sessionId=abc");
+    expect(post.headers.get("authorization")).toStartWith("Bearer ");
+    // Unmarked, a forged mark, another query: judged (a body to the origin) but no token.
+    for (const target of ["/messages?sessionId=abc", `/messages?sessionId=abd&credgate_mcp=${marked![1]!.slice(-43)}`, `/collect?credgate_mcp=${"A".repeat(43)}`]) {
+      const other = request(target, [server()], { body: "{}" });
+      stage.request!(other);
+      expect(other.mcp?.via).toBe("host");
+      expect(other.headers.get("authorization")).toBeNull();
+      expect(other.upstreamTarget).not.toContain("credgate_mcp");
+    }
     // A gateway event goes between two of the server's events, never inside one.
     upstream.sink!.data(enc("event: message\ndata: {\"partial\":"));
     sessions.stream("mcp-1", "/messages?sessionId=abc", "agent-1")!.inject('event: message\ndata: {"injected":true}\n\n');
@@ -265,7 +279,8 @@ describe("tools/list results", () => {
     const got = receive(stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply);
     upstream.sink!.data(enc("event: endpoint\r\ndata: /messages?sessionId=s1\r\n\r"));
     upstream.sink!.data(enc("\n"));
-    expect(got.chunks.join("")).toBe("event: endpoint\r\ndata: /messages?sessionId=s1\r\n\r\n");
+    // The marked event is written with LFs; the CR's LF that follows it is a blank line, which dispatches nothing.
+    expect(got.chunks.join("")).toMatch(/^event: endpoint\ndata: \/messages\?sessionId=s1&credgate_mcp=[\w-]{43}\n\n\n$/);
     // Nothing is held: a gateway event goes out at once.
     sessions.stream("mcp-1", "/messages?sessionId=s1", "agent-1")!.inject("event: message\ndata: {}\n\n");
     expect(got.chunks.at(-1)).toBe("event: message\ndata: {}\n\n");
@@ -274,15 +289,29 @@ describe("tools/list results", () => {
     expect(JSON.parse(got.chunks.at(-1)!.split("data: ")[1]!)).toEqual({ jsonrpc: "2.0", id: 3, result: { tools: [{ name: "echo" }] } });
   });
 
-  test("an endpoint on another origin is not learned", () => {
+  test("a stream reached elsewhere on the host (a GET with a body) names no endpoint of the server's", () => {
+    const sessions = new McpSessions();
+    const stage = mcpStage({ sessions, auth: noRefresh });
+    const rq = request("/other-tenant/sse", [server()], { method: "GET", body: "{}" });
+    stage.request!(rq);
+    expect(rq.mcp?.via).toBe("host");
+    const upstream = new PushedBody();
+    const got = receive(stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply);
+    upstream.sink!.data(enc("event: endpoint\ndata: /other-tenant/messages?sessionId=abc\n\n"));
+    expect(got.chunks[0]).toBe("event: endpoint\ndata: /other-tenant/messages?sessionId=abc\n\n");
+    expect(sessions.stream("mcp-1", "/other-tenant/messages?sessionId=abc", "agent-1")).toBeNull();
+  });
+
+  test("an endpoint on another origin is not marked", () => {
     const sessions = new McpSessions();
     const stage = mcpStage({ sessions, auth: noRefresh });
     const rq = request("/mcp/sse", [server()], { method: "GET" });
     stage.request!(rq);
     const upstream = new PushedBody();
-    receive(stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply);
+    const got = receive(stage.response!(rq, upstreamReply("text/event-stream", upstream)) as Reply);
     upstream.sink!.data(enc("event: endpoint\ndata: https://evil.example.com/messages?sessionId=abc\n\n"));
-    expect(sessions.isEndpoint("mcp-1", "/messages")).toBe(false);
+    expect(got.chunks[0]).toBe("event: endpoint\ndata: https://evil.example.com/messages?sessionId=abc\n\n");
+    expect(sessions.stream("mcp-1", "/messages?sessionId=abc", "agent-1")).toBeNull();
   });
 
   test("answers are asked for unencoded; one that comes gzipped anyway is decoded and filtered; an unreadable coding is not passed on", async () => {

@@ -26,6 +26,7 @@ const server: CompiledMcpServer = {
   name: "everything",
   origin: "https://mcp.example.com",
   pathPrefix: "/mcp",
+  host: "mcp.example.com",
   auth: { header: "Authorization", value: "Bearer server-token-123" },
   expiresAt: null,
   status: "connected",
