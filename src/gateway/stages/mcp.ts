@@ -40,17 +40,23 @@ function under(prefix: string, path: string): boolean {
 }
 
 /**
- * The server whose URL a request of `origin` is under. Every reading of its path counts
- * (docs/injection.md#every-reading-of-a-path), and case is ignored: a server that reads `/MCP/../mcp` or `/Mcp` as
- * its URL must not receive a call nobody judged.
+ * The server whose URL a request of `origin` is under, and whether every reading of its path is
+ * (docs/injection.md#every-reading-of-a-path; case is ignored). Any reading under the URL makes the request the
+ * server's to judge: a server that reads `/MCP/../mcp` or `/Mcp` as its URL must not receive a call nobody judged.
+ * Only a path every reading puts under the URL gets the server's token: `/mcp/..%2F..%2Fother` may be another
+ * server's path on a shared host to a server that decodes `%2F`.
  */
-export function mcpServerFor(servers: readonly CompiledMcpServer[], rq: ProxyRequest, origin = originOf(rq)): CompiledMcpServer | null {
+export function mcpServerFor(servers: readonly CompiledMcpServer[], rq: ProxyRequest, origin = originOf(rq)): { server: CompiledMcpServer; everyReading: boolean } | null {
   for (const server of servers) {
     if (server.origin !== origin) continue;
     const prefix = server.pathPrefix.toLowerCase();
+    let some = false;
+    let every = true;
     for (const reading of rq.pathReadings) {
-      if (under(prefix, reading.toLowerCase())) return server;
+      if (under(prefix, reading.toLowerCase())) some = true;
+      else every = false;
     }
+    if (some) return { server, everyReading: every };
   }
   return null;
 }
@@ -222,11 +228,11 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
       const origin = originOf(rq);
       const named = markedEndpoint(rq, servers, origin);
       if (named !== null) return serve(rq, { server: named.server, via: "endpoint", judges: [named.server], endpoint: named.endpoint, tools: NO_TOOLS, listIds: null });
-      const server = mcpServerFor(servers, rq, origin);
-      if (server !== null) return serve(rq, { server, via: "url", judges: [server], endpoint: null, tools: NO_TOOLS, listIds: null });
-      // A body sent elsewhere on a server's host — another path, scheme or port — may be a message to an endpoint
-      // this request does not show was named (no mark: another client, a guessed path, plain http): judged under
-      // every such server's grant, no token.
+      const found = mcpServerFor(servers, rq, origin);
+      if (found?.everyReading) return serve(rq, { server: found.server, via: "url", judges: [found.server], endpoint: null, tools: NO_TOOLS, listIds: null });
+      // A body sent elsewhere on a server's host — another path, scheme or port, or a path only some readings put
+      // under a server's URL — may be a message to an endpoint this request does not show was named (no mark:
+      // another client, a guessed path, plain http): judged under every such server's grant, no token.
       if (rq.body === null) return PASS;
       const judges = servers.filter((s) => s.host === rq.host);
       return serve(rq, { server: judges[0]!, via: "host", judges, endpoint: null, tools: NO_TOOLS, listIds: null });

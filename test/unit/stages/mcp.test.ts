@@ -81,26 +81,32 @@ const enc = (s: string) => new TextEncoder().encode(s);
 
 describe("which requests are the server's", () => {
   const stage = mcpStage({ sessions: new McpSessions(), auth: noRefresh });
-  const cases: [string, string, boolean][] = [
-    ["mcp.example.com:443", "/mcp", true],
-    ["mcp.example.com:443", "/mcp/", true],
-    ["mcp.example.com:443", "/mcp/sub?x=1", true],
-    ["mcp.example.com:443", "/MCP", true],
-    ["mcp.example.com:443", "/other/../mcp", true],
-    ["mcp.example.com:443", "/x/%2e%2e/mcp", true],
-    ["mcp.example.com:443", "/mcpx", false],
-    ["mcp.example.com:443", "/", false],
-    ["mcp.example.com:8443", "/mcp", false],
-    ["evil.example.com:443", "/mcp", false],
+  // [tunnel, target, judged as the server's, given its token]: a path only some readings put under the URL is
+  // judged but gets no token (a server that does not resolve `..` or decodes `%2F` reads another path there).
+  const cases: [string, string, boolean, boolean][] = [
+    ["mcp.example.com:443", "/mcp", true, true],
+    ["mcp.example.com:443", "/mcp/", true, true],
+    ["mcp.example.com:443", "/mcp/sub?x=1", true, true],
+    ["mcp.example.com:443", "/MCP", true, true],
+    ["mcp.example.com:443", "/other/../mcp", true, false],
+    ["mcp.example.com:443", "/x/%2e%2e/mcp", true, false],
+    ["mcp.example.com:443", "/mcp/..%2F..%2Fother", true, false],
+    ["mcp.example.com:443", "/mcp/../other", false, false],
+    ["mcp.example.com:443", "/mcpx", false, false],
+    ["mcp.example.com:443", "/", false, false],
+    ["mcp.example.com:8443", "/mcp", false, false],
+    ["evil.example.com:443", "/mcp", false, false],
   ];
-  for (const [tunnel, target, mine] of cases) {
-    test(`${tunnel} ${target}: ${mine ? "the server's" : "not the server's"}`, () => {
-      const rq = request(target, [server()], { tunnel, headers: { authorization: "Bearer agent-placeholder" } });
+  for (const [tunnel, target, mine, token] of cases) {
+    test(`${tunnel} ${target}: ${mine ? `the server's${token ? "" : " to judge, no token"}` : "not the server's"}`, () => {
+      const rq = request(target, [server()], { tunnel, headers: { authorization: "Bearer agent-placeholder" }, body: "{}" });
       stage.request!(rq);
-      expect(rq.mcp?.server.id ?? null).toBe(mine ? "mcp-1" : null);
-      expect(rq.headers.get("authorization")).toBe(mine ? "Bearer server-token-123" : "Bearer agent-placeholder");
-      expect(rq.injectionCount).toBe(mine ? 1 : 0);
-      if (mine) expect(rq.injectedValues).toEqual(["server-token-123"]);
+      // Judged when it is the server's; a request elsewhere on the server's host is judged too (no token), never another host's.
+      expect(rq.mcp?.server.id ?? null).toBe(tunnel.startsWith("mcp.example.com") ? "mcp-1" : null);
+      if (mine) expect(rq.mcp?.via).toBe(token ? "url" : "host");
+      expect(rq.headers.get("authorization")).toBe(token ? "Bearer server-token-123" : "Bearer agent-placeholder");
+      expect(rq.injectionCount).toBe(token ? 1 : 0);
+      if (token) expect(rq.injectedValues).toEqual(["server-token-123"]);
     });
   }
 
