@@ -1,16 +1,20 @@
 // How test/run.ts spreads the suite over its lanes: from each file's recorded wall time (test/timings.json,
-// rewritten by `npm test -- --record-timings`), so the lanes end about together however the suite grows. Each lane
-// starts with what must run there (the Chromium suites together in one lane: two Chromiums at once made a page
-// wait 30 s in vain; the unit and API tests; the PostgreSQL run), then the other SQLite e2e files go, longest
-// first, to whichever lane would end soonest. A file with no recorded time counts as the median of the known ones.
+// rewritten by `npm test -- --record-timings`), so the lanes end about together however the suite grows. A lane
+// may start with what must run there (the Chromium suites together in one lane: two Chromiums at once made a page
+// wait 30 s in vain; the unit and API tests, which share a process), then every other path — a SQLite e2e file, or
+// a path of the PostgreSQL run — goes, longest first, to whichever lane would end soonest. A lane runs its SQLite
+// paths in one process and its PostgreSQL paths in another (with a PostgreSQL server of its own). A file with no
+// recorded time counts as the median of its engine's known ones.
+
+export type Engine = "sqlite" | "postgres";
 
 /** Recorded wall seconds per file, per engine. */
-export type Timings = Record<"sqlite" | "postgres", Record<string, number>>;
+export type Timings = Record<Engine, Record<string, number>>;
 
-/** What a lane runs first: paths (files or folders) on one engine. */
-export interface LaneStart {
-  engine: "sqlite" | "postgres";
-  paths: string[];
+/** A file or folder to run on one engine. */
+export interface Item {
+  engine: Engine;
+  path: string;
 }
 
 /** The expected seconds of a path: a file's own time, a folder's the sum of its files'. */
@@ -29,19 +33,23 @@ function median(values: number[]): number {
 }
 
 /**
- * The SQLite e2e files each lane runs after its start, so that the lanes' expected ends are as even as a greedy
- * longest-first placement makes them. Deterministic: ties go to the lower lane, equal times by name.
+ * Each lane's items: its start, then its share of `items`, so that the lanes' expected ends are as even as a
+ * greedy longest-first placement makes them. Deterministic: ties go to the lower lane, equal times by path.
  */
-export function balance(starts: LaneStart[], files: string[], timings: Timings): { files: string[][]; seconds: number[] } {
-  const unknown = median(files.map((f) => timings.sqlite[f]).filter((s): s is number => s !== undefined));
-  const seconds = starts.map((s) => s.paths.reduce((n, p) => n + secondsOf(timings[s.engine], p, unknown), 0));
-  const placed: string[][] = starts.map(() => []);
-  const longestFirst = [...files].sort((a, b) => (timings.sqlite[b] ?? unknown) - (timings.sqlite[a] ?? unknown) || a.localeCompare(b));
-  for (const file of longestFirst) {
+export function balance(starts: Item[][], items: Item[], timings: Timings): { lanes: Item[][]; seconds: number[] } {
+  const unknown = {
+    sqlite: median(Object.values(timings.sqlite).filter((s) => s > 0)),
+    postgres: median(Object.values(timings.postgres).filter((s) => s > 0)),
+  };
+  const cost = (item: Item) => secondsOf(timings[item.engine], item.path, unknown[item.engine]);
+  const lanes = starts.map((start) => [...start]);
+  const seconds = starts.map((start) => start.reduce((n, item) => n + cost(item), 0));
+  const longestFirst = [...items].sort((a, b) => cost(b) - cost(a) || a.path.localeCompare(b.path) || a.engine.localeCompare(b.engine));
+  for (const item of longestFirst) {
     let lane = 0;
     for (let i = 1; i < seconds.length; i++) if (seconds[i]! < seconds[lane]!) lane = i;
-    placed[lane]!.push(file);
-    seconds[lane]! += timings.sqlite[file] ?? unknown;
+    lanes[lane]!.push(item);
+    seconds[lane]! += cost(item);
   }
-  return { files: placed.map((l) => l.sort()), seconds };
+  return { lanes, seconds };
 }

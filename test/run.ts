@@ -1,14 +1,14 @@
 // README's test command (`npm test`): the whole suite on the embedded SQLite store, and the suites where the
 // engine matters again on a real PostgreSQL server (test/support/postgres.ts), plus the multi-instance suite,
 // which only makes sense there. The runs share no state (each its own ports, data dirs and PostgreSQL server), so
-// they go in three lanes side by side (below), sized so that they end about together. The first lane
+// they go in three lanes side by side, each file placed by its recorded time (test/lanes.ts). The first lane
 // prints as it goes; the other lanes' output is printed whole after it (their lines would interleave otherwise).
 // Then the slowest files, the failed tests' names (CI keeps only the tail of a log) and the totals in bun's
 // format (` N pass`, ` N fail`).
 // `--fast` (`npm run test:fast`): the inner loop — unit, stage and API/store tests on SQLite only.
 import { spawn } from "bun";
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { balance, type Timings } from "./lanes.ts";
+import { balance, type Engine, type Item, type Timings } from "./lanes.ts";
 
 const SQLITE_E2E = readdirSync("test/e2e")
   .filter((f) => f.endsWith(".test.ts"))
@@ -161,47 +161,49 @@ async function run(label: string, paths: string[], env: Record<string, string>, 
 const started = performance.now();
 interface Run {
   label: string;
+  engine: Engine;
   paths: string[];
   env: Record<string, string>;
 }
-const sqlite = { CREDGATE_TEST_ENGINE: "sqlite" };
-const postgres = { CREDGATE_TEST_ENGINE: "postgres" };
+const engineEnv = (engine: Engine) => ({ CREDGATE_TEST_ENGINE: engine });
 // Three lanes on the two cores (e2e suites wait on processes and sockets much of the time), each picking its
-// free ports from its own third of the range (test/support/ports.ts): the Chromium suites, the unit and API
-// tests, the PostgreSQL run — each followed by its share of the other SQLite e2e files (test/lanes.ts).
+// free ports from its own third of the range (test/support/ports.ts): one starts with the Chromium suites, one
+// with the unit and API tests; every other SQLite e2e file and every path of the PostgreSQL run is spread over
+// the three by recorded time (test/lanes.ts).
 const timings: Timings = existsSync(TIMINGS_FILE) ? JSON.parse(readFileSync(TIMINGS_FILE, "utf8")) : { sqlite: {}, postgres: {} };
-const slice = (i: number) => ({ CREDGATE_TEST_PORT_SLICE: `${i}/3` });
+const LANES = 3;
 function fullLanes(): Run[][] {
+  const sqliteItem = (path: string): Item => ({ engine: "sqlite", path });
   const spread = balance(
-    [
-      { engine: "sqlite", paths: CHROMIUM },
-      { engine: "sqlite", paths: UNIT_AND_API },
-      { engine: "postgres", paths: POSTGRES_RUN },
-    ],
-    SQLITE_E2E.filter((f) => !CHROMIUM.includes(f)),
+    [CHROMIUM.map(sqliteItem), UNIT_AND_API.map(sqliteItem), []],
+    [...SQLITE_E2E.filter((f) => !CHROMIUM.includes(f)).map(sqliteItem), ...POSTGRES_RUN.map((path): Item => ({ engine: "postgres", path }))],
     timings,
   );
-  const [a, b, c] = spread.files as [string[], string[], string[]];
-  return [
-    [{ label: "SQLite", paths: [...CHROMIUM, ...a], env: { ...sqlite, ...slice(0) } }],
-    [{ label: "SQLite, unit, API and e2e", paths: [...UNIT_AND_API, ...b], env: { ...sqlite, ...slice(1) } }],
-    [
-      { label: "PostgreSQL", paths: POSTGRES_RUN, env: { ...postgres, ...slice(2) } },
-      ...(c.length > 0 ? [{ label: "SQLite, after PostgreSQL", paths: c, env: { ...sqlite, ...slice(2) } }] : []),
-    ],
-  ];
+  return spread.lanes.map((items, i) =>
+    (["sqlite", "postgres"] as const)
+      .map((engine) => ({ engine, paths: items.filter((item) => item.engine === engine).map((item) => item.path) }))
+      .filter((r) => r.paths.length > 0)
+      .map(({ engine, paths }) => ({
+        label: `${engine === "sqlite" ? "SQLite" : "PostgreSQL"}, lane ${i + 1}`,
+        engine,
+        paths,
+        env: { ...engineEnv(engine), CREDGATE_TEST_PORT_SLICE: `${i}/${LANES}` },
+      })),
+  );
 }
-const lanes: Run[][] = fast ? [[{ label: "SQLite, fast tier", paths: FAST_RUN, env: sqlite }]] : fullLanes();
+const lanes: Run[][] = fast ? [[{ label: "SQLite, fast tier", engine: "sqlite", paths: FAST_RUN, env: engineEnv("sqlite") }]] : fullLanes();
 const laneResults = lanes.map(async (lane, i) => {
-  const outcomes: [string, Outcome][] = [];
-  for (const r of lane) outcomes.push([r.label, await run(r.label, r.paths, r.env, i === 0)]);
+  const outcomes: [Run, Outcome][] = [];
+  for (const r of lane) outcomes.push([r, await run(r.label, r.paths, r.env, i === 0)]);
   return outcomes;
 });
 const results: [string, Outcome][] = [];
+const engineOf = new Map<string, Engine>();
 for (const pending of laneResults) {
-  for (const [label, outcome] of await pending) {
+  for (const [r, outcome] of await pending) {
     await print(outcome.output);
-    results.push([label, outcome]);
+    results.push([r.label, outcome]);
+    engineOf.set(r.label, r.engine);
   }
 }
 const slowest = results
@@ -218,7 +220,7 @@ const total = (key: "pass" | "fail") => results.reduce((n, [, r]) => n + r[key],
 lines.push(` ${total("pass")} pass`, ` ${total("fail")} fail`);
 if (record) {
   const measured: Timings = { sqlite: { ...timings.sqlite }, postgres: { ...timings.postgres } };
-  for (const [label, r] of results) for (const [file, s] of r.wall) measured[label === "PostgreSQL" ? "postgres" : "sqlite"][file] = Math.round(s * 10) / 10;
+  for (const [label, r] of results) for (const [file, s] of r.wall) measured[engineOf.get(label)!][file] = Math.round(s * 10) / 10;
   const sorted = (m: Record<string, number>) => Object.fromEntries(Object.entries(m).sort(([a], [b]) => a.localeCompare(b)));
   writeFileSync(TIMINGS_FILE, `${JSON.stringify({ sqlite: sorted(measured.sqlite), postgres: sorted(measured.postgres) }, null, 1)}\n`);
   lines.push(`wrote ${TIMINGS_FILE}`);
