@@ -193,6 +193,11 @@ export function mcpStage({ sessions, auth: mcpAuth }: McpDeps): Stage {
     rq.upstreamTarget = withoutMark(rq.upstreamTarget, rq.target.slice(split.target.length));
     const endpoint = pathAndQueryOf(split.target, origin);
     if (endpoint === null) return null;
+    // The mark names one path. A spelling only some readings make that path (`/x/../messages`, `/x/..%2Fmessages`)
+    // is another path to an origin that reads it literally or decodes `%2F` (docs/injection.md#every-reading-of-a-path).
+    const query = endpoint.indexOf("?");
+    const path = query < 0 ? endpoint : endpoint.slice(0, query);
+    if (!rq.pathReadings.every((reading) => reading === path)) return null;
     for (const server of servers) {
       if (server.origin === origin && sessions.marked(rq.agent.id, server.id, endpoint, split.mark)) return { server, endpoint };
     }

@@ -258,8 +258,10 @@ describe("tools/list results", () => {
     expect(post.mcp?.server.id).toBe("mcp-1");
     expect(post.upstreamTarget).toBe("/messages?sessionId=abc");
     expect(post.headers.get("authorization")).toStartWith("Bearer ");
-    // Unmarked, a forged mark, another query: judged (a body to the origin) but no token.
-    for (const target of ["/messages?sessionId=abc", `/messages?sessionId=abd&credgate_mcp=${marked![1]!.slice(-43)}`, `/collect?credgate_mcp=${"A".repeat(43)}`]) {
+    // Unmarked, a forged mark, another query, the mark moved to another spelling of the path (an origin that reads
+    // `/x/../messages` literally, or decodes `%2F`, serves another path there): judged (a body to the origin) but no token.
+    const mark = marked![1]!.slice(-43);
+    for (const target of ["/messages?sessionId=abc", `/x/../messages?sessionId=abc&credgate_mcp=${mark}`, `/x/..%2Fmessages?sessionId=abc&credgate_mcp=${mark}`, `/%6dessages?sessionId=abc&credgate_mcp=${mark}`, `/messages?sessionId=abd&credgate_mcp=${marked![1]!.slice(-43)}`, `/collect?credgate_mcp=${"A".repeat(43)}`]) {
       const other = request(target, [server()], { body: "{}" });
       stage.request!(other);
       expect(other.mcp?.via).toBe("host");
