@@ -8,7 +8,7 @@
 import { startBroker } from "../test/support/databaseBroker.ts";
 import { pgClient } from "../test/support/databaseClients.ts";
 import { eventually } from "../test/support/gateway.ts";
-import { fields, password, RawConnection, startup, typed } from "../test/support/pgRaw.ts";
+import { describeMessage, fe, RawPg, type Seen } from "../test/support/pgRawClient.ts";
 import { numberOption } from "./options.ts";
 
 const sessions = Math.round(numberOption("--sessions", "PGFUZZ_SESSIONS", 3000));
@@ -35,33 +35,39 @@ const outcomes = new Map<string, number>();
 const count = (k: string) => outcomes.set(k, (outcomes.get(k) ?? 0) + 1);
 let failed = "";
 
+/** What a hostile session got: an error's SQLSTATE, another message's type, the close or silence. */
+async function answer(c: RawPg): Promise<string> {
+  const m = await c.next(500);
+  const f: Seen | null = m && describeMessage(m);
+  return f ? (f.type === "E" ? `E ${f.code}` : f.type) : c.closed ? "closed" : "silence";
+}
+
 async function hostileStartup(): Promise<void> {
-  const packet = startup({ user: SECRET, database: "app", application_name: "fuzz" });
+  const packet = Buffer.from(fe.startup({ user: SECRET, database: "app", application_name: "fuzz" }));
   const kind = int(3);
   if (kind === 0) for (let k = 0; k <= int(8); k++) packet[int(packet.length)] = int(256);
   if (kind === 1) packet.writeInt32BE(int(0xffffffff) | 0, 0);
   const chunk = kind === 2 ? bytes(1 + int(400)) : packet.subarray(0, 1 + int(packet.length));
-  const c = await RawConnection.open(b.dbPort);
-  c.write(chunk);
-  const f = await c.frame(500).catch(() => null);
-  count(`startup → ${f ? (f.type === "E" ? `E ${fields(f.body).C}` : f.type) : c.isClosed ? "closed" : "silence"}`);
+  const c = await RawPg.open(b.dbPort);
+  c.send(chunk);
+  count(`startup → ${await answer(c)}`);
   c.close();
 }
 
 async function hostileSession(): Promise<void> {
-  const c = await RawConnection.open(b.dbPort);
-  c.write(startup({ user: SECRET, database: "app" }));
-  if ((await c.frame())?.type !== "R") throw new Error("no password request");
-  c.write(password(b.token));
-  await c.until("Z");
+  const c = await RawPg.open(b.dbPort);
+  c.send(fe.startup({ user: SECRET, database: "app" }));
+  const asked = await c.next();
+  if (asked === null || String.fromCharCode(asked.type) !== "R") throw new Error("no password request");
+  c.send(fe.password(b.token));
+  await c.until((f) => f.type === "Z");
   const type = rand() < 0.5 ? int(256) : "QPBEDSHCcdfFX".charCodeAt(int(13));
   const body = bytes(int(200));
-  const frame = typed(type, body);
+  const frame = Buffer.from(fe.typed(type, body));
   // A third of them lie about their length.
   if (rand() < 0.33) frame.writeInt32BE(int(0xffffffff) | 0, 1);
-  c.write(frame);
-  const f = await c.frame(500).catch(() => null);
-  count(`session ${String.fromCharCode(type).replace(/[^\x21-\x7e]/, "?")} → ${f ? (f.type === "E" ? `E ${fields(f.body).C}` : f.type) : c.isClosed ? "closed" : "silence"}`);
+  c.send(frame);
+  count(`session ${String.fromCharCode(type).replace(/[^\x21-\x7e]/, "?")} → ${await answer(c)}`);
   c.close();
 }
 

@@ -9,7 +9,6 @@ import type pg from "pg";
 import { startBroker, storeText, type Broker, type LogRow } from "../support/databaseBroker.ts";
 import { pgClient, pgQueryError, porsager, psql, psycopg2 } from "../support/databaseClients.ts";
 import { eventually } from "../support/gateway.ts";
-import { typed } from "../support/pgRaw.ts";
 import { fe, RawPg, types } from "../support/pgRawClient.ts";
 import { parseExposition, sampleValue, type Family } from "../support/prometheus.ts";
 import { clearOfWindowEdge, HOUR_MS } from "../support/windowEdge.ts";
@@ -383,7 +382,7 @@ describe('writes: "approve"', () => {
     const { client } = await RawPg.login(b.dbPort, { user: S.approve, database: "app", application_name: t }, b.token);
     client.send(fe.query("SELECT sneaky_encoding()"));
     await client.until((s) => s.type === "Z");
-    client.send(typed("Q", smuggled));
+    client.send(fe.typed("Q", smuggled));
     expect((await client.until((s) => s.type === "E" || s.type === "Z")).at(-1)).toEqual(uncheckable("client_encoding is SJIS"));
     expect(await client.closedWithin()).toBe(true);
     expect(await eventually(async () => (await serverSessions(t)) === 0)).toBe(true);
@@ -397,7 +396,7 @@ describe('writes: "approve"', () => {
     // encoding, it was a read and went on to the server, which read it in SJIS and ran the INSERT.
     const smuggled = Buffer.concat([Buffer.from("SELECT E'"), Buffer.from([0x95, 0x5c]), Buffer.from(`' ; INSERT INTO items (name) VALUES ($n$${t}$n$); -- '`), Buffer.from([0])]);
     const { client } = await RawPg.login(b.dbPort, { user: S.approve, database: "app", application_name: t }, b.token);
-    client.send(fe.query("SELECT sneaky_encoding()"), typed("Q", smuggled));
+    client.send(fe.query("SELECT sneaky_encoding()"), fe.typed("Q", smuggled));
     const seen = await client.until((s) => s.type === "E");
     expect(types(seen)).toBe("TDCSZE");
     expect(seen.at(-1)).toEqual(uncheckable("client_encoding is SJIS"));
@@ -412,7 +411,7 @@ describe('writes: "approve"', () => {
     // One statement (a Parse holds one): in SJIS the literal ends after 0x95 0x5c and the INSERT in the WITH runs;
     // read as credgate reads it, \' escapes the quote and the INSERT is inside the literal: a read.
     const sql = Buffer.concat([Buffer.from("WITH x AS (SELECT E'"), Buffer.from([0x95, 0x5c]), Buffer.from(`' AS a), y AS (INSERT INTO items (name) VALUES ($n$${t}$n$) RETURNING 1) SELECT 1 FROM x -- '`)]);
-    const parse = typed("P", Buffer.concat([Buffer.from([0]), sql, Buffer.from([0, 0, 0])]));
+    const parse = fe.typed("P", Buffer.concat([Buffer.from([0]), sql, Buffer.from([0, 0, 0])]));
     const { client } = await RawPg.login(b.dbPort, { user: S.approve, database: "app", application_name: t }, b.token);
     client.send(fe.parse("", "SELECT sneaky_encoding()"), fe.bind("", ""), fe.execute(""), parse, fe.bind("", ""), fe.execute(""), fe.sync());
     const seen = await client.until((s) => s.type === "E" && s.severity === "FATAL");

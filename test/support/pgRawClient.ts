@@ -1,7 +1,7 @@
 // A raw PostgreSQL v3 client for the database listener's tests: exact bytes, split wherever a test wants, for
 // what real drivers never send (pipelines mixing protocols, FunctionCall, a header cut across writes, malformed
-// packets). Messages it receives are split with the broker's own MessageReader (test/unit/postgresWire.test.ts
-// holds that reader to node-postgres's protocol code).
+// and random packets for the fuzz). Messages it receives are split with the broker's own MessageReader
+// (test/unit/postgresWire.test.ts holds that reader to node-postgres's protocol code).
 import * as net from "node:net";
 import * as tls from "node:tls";
 import { MessageReader, message, parseErrorFields, type Message } from "../../src/gateway/postgres/wire.ts";
@@ -20,8 +20,14 @@ const int16 = (n: number): Uint8Array => {
 };
 const cat = (...parts: Uint8Array[]): Uint8Array => Buffer.concat(parts);
 
+export const PROTOCOL_3 = 196608;
+
 export const fe = {
-  startup(params: Record<string, string>, protocol = 196608): Uint8Array {
+  /** Any startup-phase packet: Int32 length (itself included), Int32 code, payload. */
+  untyped: (code: number, payload: Uint8Array = new Uint8Array(0)): Uint8Array => cat(int32(8 + payload.length), int32(code), payload),
+  /** Any typed message, the type given as a char or a byte (0x00, 0xff, … for the fuzz). */
+  typed: (type: string | number, body: Uint8Array = new Uint8Array(0)): Uint8Array => message(typeof type === "number" ? String.fromCharCode(type) : type, body),
+  startup(params: Record<string, string>, protocol = PROTOCOL_3): Uint8Array {
     const body = cat(int32(protocol), ...Object.entries(params).map(([k, v]) => cstr(k, v)), Uint8Array.of(0));
     return cat(int32(body.length + 4), body);
   },
@@ -56,7 +62,8 @@ export interface Seen {
   text?: string;
 }
 
-function describe(m: Message): Seen {
+/** A received message as `Seen`. */
+export function describeMessage(m: Message): Seen {
   const type = String.fromCharCode(m.type);
   if (type === "E" || type === "N") {
     const f = parseErrorFields(m.body);
@@ -177,7 +184,7 @@ export class RawPg {
   }
 
   send(...parts: Uint8Array[]): void {
-    this.socket.write(Buffer.concat(parts));
+    if (!this.socket.destroyed) this.socket.write(Buffer.concat(parts));
   }
 
   #wait(deadline: number): Promise<void> {
@@ -194,10 +201,21 @@ export class RawPg {
   async until(stop: (s: Seen) => boolean, timeoutMs = 20_000): Promise<Seen[]> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const i = this.received.findIndex((m) => stop(describe(m)));
-      if (i >= 0) return this.received.splice(0, i + 1).map(describe);
-      if (this.#closed) throw new Error(`closed before the expected message; got ${JSON.stringify(this.received.map(describe))}`);
-      if (Date.now() > deadline) throw new Error(`timed out; got ${JSON.stringify(this.received.map(describe))}`);
+      const i = this.received.findIndex((m) => stop(describeMessage(m)));
+      if (i >= 0) return this.received.splice(0, i + 1).map(describeMessage);
+      if (this.#closed) throw new Error(`closed before the expected message; got ${JSON.stringify(this.received.map(describeMessage))}`);
+      if (Date.now() > deadline) throw new Error(`timed out; got ${JSON.stringify(this.received.map(describeMessage))}`);
+      await this.#wait(deadline);
+    }
+  }
+
+  /** The next message received (taken off `received`), or null when the connection closed or `timeoutMs` passed first. */
+  async next(timeoutMs = 15_000): Promise<Message | null> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const m = this.received.shift();
+      if (m !== undefined) return m;
+      if (this.#closed || Date.now() >= deadline) return null;
       await this.#wait(deadline);
     }
   }
@@ -218,7 +236,7 @@ export class RawPg {
 
   /** Everything received so far, described. */
   drainSeen(): Seen[] {
-    return this.received.splice(0).map(describe);
+    return this.received.splice(0).map(describeMessage);
   }
 
   close(): void {

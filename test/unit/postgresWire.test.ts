@@ -8,6 +8,7 @@ import {
   authenticationOk,
   backendKeyData,
   errorResponse,
+  HeaderAssembler,
   MessageReader,
   parameterStatus,
   parseErrorFields,
@@ -15,6 +16,7 @@ import {
   parsePassword,
   parseQuery,
   parseStartupPacket,
+  message,
   readyForQuery,
   startupPacketLength,
   cancelRequest,
@@ -141,5 +143,98 @@ describe("typed messages", () => {
     expect(seen[5]).toMatchObject({ status: "I" });
     const fields = parseErrorFields(errorResponse("ERROR", "25006", "credgate: this database credential is read-only").subarray(5));
     expect(Object.fromEntries(fields)).toEqual({ S: "ERROR", V: "ERROR", C: "25006", M: "credgate: this database credential is read-only" });
+  });
+});
+
+describe("a header split across reads (HeaderAssembler)", () => {
+  // Three messages back to back, with lengths whose four bytes all differ from one another.
+  const stream = Buffer.concat([
+    Buffer.from(message("T", new Uint8Array(0x0102 - 4).fill(0x61))),
+    Buffer.from(message("Z", Uint8Array.of(0x49))),
+    Buffer.from(message("D", new Uint8Array(0x0304 - 4).fill(0x62))),
+  ]);
+  const expected = [
+    { type: 0x54, length: 0x0102 },
+    { type: 0x5a, length: 5 },
+    { type: 0x44, length: 0x0304 },
+  ];
+
+  /** Walks `chunks` as the relay does: a header read in place when whole in its chunk, else through the assembler. */
+  function walk(chunks: Buffer[]): { type: number; length: number; assembled: boolean }[] {
+    const header = new HeaderAssembler();
+    const seen: { type: number; length: number; assembled: boolean }[] = [];
+    let rem = 0;
+    for (const chunk of chunks) {
+      let pos = 0;
+      while (pos < chunk.length) {
+        if (rem > 0) {
+          const take = Math.min(rem, chunk.length - pos);
+          pos += take;
+          rem -= take;
+          continue;
+        }
+        if (header.splitAt(chunk, pos)) {
+          const before = pos;
+          pos = header.take(chunk, pos);
+          expect(pos).toBeGreaterThan(before);
+          if (header.partial) {
+            expect(pos).toBe(chunk.length);
+            break;
+          }
+          seen.push({ type: header.type, length: header.length, assembled: true });
+          rem = header.length - 4;
+        } else {
+          seen.push({ type: chunk[pos]!, length: chunk.readInt32BE(pos + 1), assembled: false });
+          rem = chunk.readInt32BE(pos + 1) - 4;
+          pos += 5;
+        }
+      }
+    }
+    expect(header.partial).toBe(false);
+    return seen;
+  }
+
+  test("every way of cutting one header (at each of its byte boundaries, any number of them) reads the same header", () => {
+    const one = Buffer.from(message("Q", new TextEncoder().encode("SELECT 1\0")));
+    for (let mask = 0; mask < 16; mask++) {
+      const cuts = [1, 2, 3, 4].filter((_, i) => mask & (1 << i));
+      const edges = [0, ...cuts, one.length];
+      const chunks = edges.slice(1).map((end, i) => one.subarray(edges[i], end));
+      const seen = walk(chunks);
+      expect(seen).toEqual([{ type: 0x51, length: 13, assembled: mask !== 0 }]);
+    }
+  });
+
+  test("a stream cut at every position, and at every pair of positions, reads every header", () => {
+    const plain = expected.map((h) => ({ ...h, assembled: false }));
+    expect(walk([stream])).toEqual(plain);
+    for (let a = 1; a < stream.length; a++) {
+      expect(walk([stream.subarray(0, a), stream.subarray(a)]).map(({ type, length }) => ({ type, length }))).toEqual(expected);
+    }
+    // Two cuts near each header: inside one header, and between it and the next.
+    const starts = [0, 0x0103, 0x0103 + 6];
+    for (const start of starts) {
+      for (let a = start; a <= start + 5; a++) {
+        for (let b = a + 1; b <= start + 6; b++) {
+          const chunks = [stream.subarray(0, a), stream.subarray(a, b), stream.subarray(b)].filter((c) => c.length > 0);
+          expect(walk(chunks).map(({ type, length }) => ({ type, length }))).toEqual(expected);
+        }
+      }
+    }
+  });
+
+  test("byte by byte: each header assembled, the same buffer reused for every one", () => {
+    const header = new HeaderAssembler();
+    const buffer = header.bytes;
+    const chunks = [...stream].map((b) => Buffer.of(b));
+    const seen = walk(chunks);
+    expect(seen).toEqual(expected.map((h) => ({ ...h, assembled: true })));
+    // A header's bytes as they came, in the assembler's one buffer.
+    let pos = 0;
+    for (let i = 0; i < 5; i++) pos = header.take(Buffer.of(stream[i]!), 0);
+    expect(pos).toBe(1);
+    expect(header.partial).toBe(false);
+    expect(header.bytes).toBe(buffer);
+    expect([...header.bytes]).toEqual([...stream.subarray(0, 5)]);
   });
 });

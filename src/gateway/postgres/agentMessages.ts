@@ -5,7 +5,7 @@
 // hold for a person, end the session) is the session's (session.ts).
 import { protocolViolation, statementTooLarge, type Refusal } from "./refusals.ts";
 import type { ServerReplies } from "./serverReplies.ts";
-import { MAX_MESSAGE } from "./wire.ts";
+import { HeaderAssembler, MAX_MESSAGE } from "./wire.ts";
 
 export const Q = 0x51, P = 0x50, F = 0x46, S = 0x53, X = 0x58;
 const E = 0x45, B = 0x42, D = 0x44, C = 0x43, H = 0x48;
@@ -29,8 +29,8 @@ export class AgentMessageWalk {
   // What is left of the current message, passed on or (`#discard`) dropped.
   #skip = 0;
   #discard = false;
-  readonly #hdr = Buffer.alloc(5);
-  #hdrLen = 0;
+  /** A header split between two reads: held back (not yet passed on) until it is whole. */
+  readonly #header = new HeaderAssembler();
   /** A Query or Parse being read whole, and how much of it has come. */
   #msg: Buffer | null = null;
   #msgAt = 0;
@@ -75,17 +75,14 @@ export class AgentMessageWalk {
       let type: number;
       let len: number;
       let held = false;
-      if (this.#hdrLen > 0 || n - pos < 5) {
+      const header = this.#header;
+      if (header.splitAt(chunk, pos)) {
         session.toServer(chunk.subarray(from, pos));
-        const k = Math.min(5 - this.#hdrLen, n - pos);
-        chunk.copy(this.#hdr, this.#hdrLen, pos, pos + k);
-        this.#hdrLen += k;
-        pos += k;
+        pos = header.take(chunk, pos);
         from = pos;
-        if (this.#hdrLen < 5) break;
-        this.#hdrLen = 0;
-        type = this.#hdr[0]!;
-        len = this.#hdr.readInt32BE(1);
+        if (header.partial) break;
+        type = header.type;
+        len = header.length;
         held = true;
       } else {
         type = chunk[pos]!;
@@ -122,7 +119,7 @@ export class AgentMessageWalk {
         }
         const msg = Buffer.allocUnsafe(len + 1);
         if (held) {
-          this.#hdr.copy(msg, 0);
+          this.#header.bytes.copy(msg, 0);
           this.#msgAt = 5;
         } else this.#msgAt = 0;
         this.#msg = msg;
@@ -130,7 +127,7 @@ export class AgentMessageWalk {
         continue;
       }
       // Passed on: everything else, byte for byte.
-      if (held) session.toServer(Buffer.from(this.#hdr));
+      if (held) session.toServer(Buffer.from(this.#header.bytes));
       else pos += 5;
       this.#skip = len - 4;
       this.#discard = false;

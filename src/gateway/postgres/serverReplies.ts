@@ -13,6 +13,7 @@
 
 import type { MatchedRule } from "./dbSession.ts";
 import type { RequestLogDecision } from "../../services/requestLogs.ts";
+import { HeaderAssembler } from "./wire.ts";
 
 /** A statement the server was sent, until its answer comes and its log row is written. */
 export interface StatementRecord {
@@ -74,8 +75,7 @@ export class ServerReplies {
   #dropping = false;
   #type = 0;
   /** A header split between two reads: held back (not yet passed on) until it is whole. */
-  readonly #hdr = Buffer.alloc(5);
-  #hdrLen = 0;
+  readonly #header = new HeaderAssembler();
   #atBoundary: Insert[] | null = null;
   /** The ParameterStatus passing, read as it goes, and how much of it has come. */
   #parameter: Buffer | null = null;
@@ -205,17 +205,14 @@ export class ServerReplies {
       let type: number;
       let len: number;
       let held = false;
-      if (this.#hdrLen > 0 || n - pos < 5) {
+      const header = this.#header;
+      if (header.splitAt(chunk, pos)) {
         if (from < pos) this.#write(chunk.subarray(from, pos));
-        const k = Math.min(5 - this.#hdrLen, n - pos);
-        chunk.copy(this.#hdr, this.#hdrLen, pos, pos + k);
-        this.#hdrLen += k;
-        pos += k;
+        pos = header.take(chunk, pos);
         from = pos;
-        if (this.#hdrLen < 5) break;
-        this.#hdrLen = 0;
-        type = this.#hdr[0]!;
-        len = this.#hdr.readInt32BE(1);
+        if (header.partial) break;
+        type = header.type;
+        len = header.length;
         held = true;
       } else {
         type = chunk[pos]!;
@@ -240,7 +237,7 @@ export class ServerReplies {
         this.#parameter = Buffer.allocUnsafe(Math.min(body, PARAMETER_PEEK));
         this.#parameterAt = 0;
       }
-      if (held && !dropped) this.#write(Buffer.from(this.#hdr));
+      if (held && !dropped) this.#write(Buffer.from(this.#header.bytes));
       this.#type = type;
       this.#rem = body;
       if (body === 0 && this.#atBoundary !== null) {

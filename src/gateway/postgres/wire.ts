@@ -157,6 +157,45 @@ export class MessageReader {
   }
 }
 
+/** A typed message's header: its type byte and its Int32 length. */
+export const HEADER = 5;
+
+/**
+ * The header of a relayed message that came split across reads (the relay, docs/databases.md#the-relay): its bytes
+ * are kept here until it is whole. One buffer per direction for the session's life, so no allocation per message.
+ * `bytes` is reused: copy it before handing it to a socket write.
+ */
+export class HeaderAssembler {
+  readonly bytes = Buffer.alloc(HEADER);
+  #have = 0;
+  /** The type and length of the last header made whole. */
+  type = 0;
+  length = 0;
+
+  /** The header at `pos` must be assembled here: part of it came in an earlier read, or `chunk` ends inside it. */
+  splitAt(chunk: Uint8Array, pos: number): boolean {
+    return this.#have > 0 || chunk.length - pos < HEADER;
+  }
+
+  /** Part of a header has come and the rest is awaited. */
+  get partial(): boolean {
+    return this.#have > 0;
+  }
+
+  /** Keeps what of the header `chunk` holds from `pos`; answers the position after it. Whole when `partial` is false. */
+  take(chunk: Buffer, pos: number): number {
+    const k = Math.min(HEADER - this.#have, chunk.length - pos);
+    chunk.copy(this.bytes, this.#have, pos, pos + k);
+    this.#have += k;
+    if (this.#have === HEADER) {
+      this.#have = 0;
+      this.type = this.bytes[0]!;
+      this.length = this.bytes.readInt32BE(1);
+    }
+    return pos + k;
+  }
+}
+
 // Builders: each answers one whole message.
 
 /** A message of `type` with `body` as its payload. */
