@@ -5,7 +5,8 @@
 // - login.microsoftonline.com `POST /<tenant>/oauth2/v2.0/token`: client credentials with the exact tenant, client
 //   and secret and a scope the fake knows; and the authority metadata MSAL may ask for.
 // A minted token is remembered with its scope in `live`, so the fake's resource servers accept only tokens it issued.
-import { randomBytes, verify, type KeyObject } from "node:crypto";
+import { randomBytes, type KeyObject } from "node:crypto";
+import { lifetimeOk, rs256Claims } from "./rs256Jwt.ts";
 
 export const GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token";
 
@@ -28,17 +29,12 @@ export interface MintRules {
 
 /** A service account's JWT-bearer assertion as Google checks it: RS256 with the account's key, iss, aud, scope, ≤ 1 h. */
 export function verifyAssertion(jwt: string, key: KeyObject, email: string, aud = GOOGLE_TOKEN_URI): { scope: string } | string {
-  const parts = jwt.split(".");
-  if (parts.length !== 3) return "not a JWT";
-  const header = JSON.parse(Buffer.from(parts[0]!, "base64url").toString());
-  if (header.alg !== "RS256") return `alg ${header.alg}`;
-  if (!verify("RSA-SHA256", Buffer.from(`${parts[0]}.${parts[1]}`), key, Buffer.from(parts[2]!, "base64url"))) return "bad signature";
-  const claims = JSON.parse(Buffer.from(parts[1]!, "base64url").toString());
+  const claims = rs256Claims(jwt, key);
+  if (typeof claims === "string") return claims;
   if (claims.iss !== email) return `iss ${claims.iss}`;
   if (claims.aud !== aud) return `aud ${claims.aud}`;
   if (typeof claims.scope !== "string" || claims.scope === "") return "no scope";
-  const now = Math.floor(Date.now() / 1000);
-  if (!(claims.iat <= now + 5) || !(claims.exp > now) || claims.exp - claims.iat > 3600) return "iat/exp out of range";
+  if (!lifetimeOk(claims, 3600)) return "iat/exp out of range";
   return { scope: claims.scope };
 }
 
