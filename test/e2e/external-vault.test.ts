@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eventually, gatewayCa, resolveEntries, run } from "../support/gateway.ts";
 import { FakeConnect, startOpConnect, type RunningConnect } from "../support/opConnect.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
-import { openProcessTunnel, tunnelsOnEveryProcess } from "../support/processTunnels.ts";
+import { openProcessTunnel, roundsOnEveryTunnel, tunnelsOnEveryProcess } from "../support/processTunnels.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 
 const HOST = "api.vault.test";
@@ -256,18 +256,7 @@ describe("two gateway processes share one vault cache (docs/operations.md#gatewa
     // Tunnels until each of the two processes holds at least three.
     const tunnels = await tunnelsOnEveryProcess(tunnel, 2, 3);
     try {
-      const paths: string[] = [];
-      let n = 0;
-      const everywhere = async () => {
-        const statuses = await Promise.all(
-          tunnels.map((t) => {
-            const path = `/outage/${++n}`;
-            paths.push(path);
-            return t.get(path).then((r) => r.status);
-          }),
-        );
-        expect(statuses.every((s) => s === 200)).toBe(true);
-      };
+      const { round: everywhere, paths } = roundsOnEveryTunnel(tunnels, "/outage/");
       await everywhere();
       // Three Connect calls (vault by name, item by title, the item): one lookup for the instance.
       expect(outageFake.requests.length).toBe(3);

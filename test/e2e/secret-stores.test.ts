@@ -13,7 +13,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gatewayCa, until, resolveEntries, run } from "../support/gateway.ts";
-import { openProcessTunnel, tunnelsOnEveryProcess } from "../support/processTunnels.ts";
+import { openProcessTunnel, roundsOnEveryTunnel, tunnelsOnEveryProcess } from "../support/processTunnels.ts";
 import { runCli, startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 
@@ -107,18 +107,7 @@ describe("two gateway processes share one store cache", () => {
     await storeSecret(multi, "Outage", "cmd://outage", "/outage/*");
     const tunnels = await tunnelsOnBoth(HOST, 3, 20);
     try {
-      let n = 0;
-      const paths: string[] = [];
-      const everywhere = async () => {
-        const statuses = await Promise.all(
-          tunnels.map((t) => {
-            const path = `/outage/${++n}`;
-            paths.push(path);
-            return t.get(path).then((r) => r.status);
-          }),
-        );
-        expect(statuses.every((s) => s === 200)).toBe(true);
-      };
+      const { round: everywhere, paths } = roundsOnEveryTunnel(tunnels, "/outage/");
       await everywhere();
       expect(runs("outage")).toBe(1);
       await everywhere();

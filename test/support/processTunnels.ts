@@ -60,3 +60,22 @@ export async function tunnelsOnEveryProcess(open: () => Promise<ProcessTunnel>, 
   expect(perPid.size).toBe(processes);
   return tunnels;
 }
+
+/** Rounds of one GET on every tunnel at once, each to `prefix` and a number not used before, every one expected to answer 200; `paths` lists the paths sent. */
+export function roundsOnEveryTunnel(tunnels: ProcessTunnel[], prefix: string): { round(): Promise<void>; paths: string[] } {
+  let n = 0;
+  const paths: string[] = [];
+  return {
+    paths,
+    async round() {
+      const statuses = await Promise.all(
+        tunnels.map((t) => {
+          const path = `${prefix}${++n}`;
+          paths.push(path);
+          return t.get(path).then((r) => r.status);
+        }),
+      );
+      expect(statuses.every((s) => s === 200)).toBe(true);
+    },
+  };
+}
