@@ -10,7 +10,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { credgateCommand, startCredgate, type RunningCredgate } from "../support/process.ts";
+import { credgateCommand, sharedDatabaseEnv, startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
 import { gatewayCa, openTlsTunnel, rawRequest, ResponseReader, run } from "../support/gateway.ts";
 import { GOOGLE_TOKEN_URI, startFakeClouds, type FakeClouds } from "../support/fakeClouds.ts";
@@ -359,7 +359,7 @@ describe("expiry and failures", () => {
     await cg.stop();
     clouds.tokenSeconds = 3 * 3600;
     cg = await start({ CREDGATE_TEST_NOW_OFFSET_SECONDS: String(2 * 3600) }, cg.dataDir);
-    const other = await start({ CREDGATE_TEST_NOW_OFFSET_SECONDS: String(2 * 3600), CREDGATE_DATABASE_URL: cg.env.CREDGATE_DATABASE_URL!, CREDGATE_MASTER_KEY: cg.env.CREDGATE_MASTER_KEY! });
+    const other = await start({ CREDGATE_TEST_NOW_OFFSET_SECONDS: String(2 * 3600), ...sharedDatabaseEnv(cg) });
     try {
       const before = clouds.google.mints.length;
       const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => curl(["-H", "authorization: Bearer credgate-managed-gcp", gcsUrl], i % 2 ? other : cg)));

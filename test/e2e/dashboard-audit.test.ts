@@ -3,30 +3,23 @@
 // address and changes (a secret's value reads <redacted>, never the value), filtered by action through the URL
 // (a reload keeps the filter), and paged with "Load more" — with no console errors and no request elsewhere.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { Browser } from "playwright-core";
-import { closeCleanPages, launchBrowser, openPage, type WatchedPage } from "../support/browser.ts";
-import { freePort } from "../support/ports.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
+import type { RunningCredgate } from "../support/process.ts";
 
 const SECRET_VALUE = "audit-page-secret-value-0123456789";
 const NEW_VALUE = "audit-page-secret-value-rotated-987";
 
+let dash: Dashboard;
 let cg: RunningCredgate;
-let browser: Browser;
 let base = "";
-const pages: WatchedPage[] = [];
 
 beforeAll(async () => {
-  const apiPort = await freePort();
-  base = `http://127.0.0.1:${apiPort}`;
-  cg = await startCredgate({ apiPort, env: { CREDGATE_PUBLIC_URL: base } });
-  browser = await launchBrowser();
+  dash = await startDashboard();
+  ({ cg, base } = dash);
 }, 60_000);
 
 afterAll(async () => {
-  await closeCleanPages(pages, base);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop();
 });
 
 test("the audit log: tab, events with their changes, redaction, an action filter in the URL, Load more", async () => {
@@ -35,13 +28,7 @@ test("the audit log: tab, events with their changes, redaction, an action filter
   expect((await cg.api("PATCH", `/v1/secrets/${secret.body.id}`, { body: { name: "Stripe live", value: NEW_VALUE } })).status).toBe(200);
   for (let i = 0; i < 55; i++) expect((await cg.api("POST", "/v1/agents", { body: { name: `Agent ${i}`, identifier: `agent-${i}`, mode: "all" } })).status).toBe(201);
 
-  const w = await openPage(browser);
-  pages.push(w);
-  const { page } = w;
-  await page.goto(`${base}/sign-in`);
-  await page.getByLabel("API key").fill(cg.keys.orgApiKey);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.waitForURL(new RegExp(`${base}/p/`));
+  const { page } = await dash.signedIn(cg.keys.orgApiKey);
   const projectId = cg.keys.projectId;
 
   await page.goto(`${base}/p/${projectId}/org`);

@@ -4,33 +4,30 @@
 // limit and when it resets, edited and deleted; the spend chart and the per-agent and per-model totals; the
 // organization's budgets and its spend per project on its tab.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import type { Browser } from "playwright-core";
 import { windowOf } from "../../src/core/budgetWindows.ts";
-import { closeCleanPages, launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
+import { screenshot } from "../support/browser.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
 import { gatewayCa, until } from "../support/gateway.ts";
 import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
 import { sdk } from "../support/llm/sdk.ts";
-import { freePort } from "../support/ports.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import type { RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
 import { clearOfMidnight } from "../support/windowEdge.ts";
 
 // Budget windows start at 00:00 UTC: no test runs across one.
 beforeEach(clearOfMidnight);
 
+let dash: Dashboard;
 let cg: RunningCredgate;
 let fake: FakeVendors;
-let browser: Browser;
 let base = "";
 let projectId = "";
-const pages: WatchedPage[] = [];
 
 beforeAll(async () => {
   const pki = makePki(["api.anthropic.com"]);
   fake = startFakeVendors(pki);
-  const apiPort = await freePort();
-  base = `http://127.0.0.1:${apiPort}`;
-  cg = await startCredgate({ apiPort, env: { CREDGATE_PUBLIC_URL: base, CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_CONNECT_TO: `api.anthropic.com:443:127.0.0.1:${fake.port}` } });
+  dash = await startDashboard({ env: { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_CONNECT_TO: `api.anthropic.com:443:127.0.0.1:${fake.port}` } });
+  ({ cg, base } = dash);
   projectId = cg.keys.projectId;
   expect((await cg.api("POST", "/v1/secrets", { body: { name: "Anthropic", type: "llm_a", value: "sk-ant-api03-dashboard" } })).status).toBe(201);
   // Two calls of the default agent: sonnet reporting 10,000 in and 1,000 out costs 4.5 cents each.
@@ -43,29 +40,16 @@ beforeAll(async () => {
   await until(async () => {
     if ((await cg.api("GET", "/v1/spend")).body.data[0]?.requests !== 2) throw new Error("spend not recorded yet");
   }, 15_000);
-  browser = await launchBrowser();
 }, 90_000);
 
 afterAll(async () => {
-  await closeCleanPages(pages, base);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop();
   await fake?.stop();
 });
 
-async function signedIn(): Promise<WatchedPage> {
-  const w = await openPage(browser);
-  pages.push(w);
-  await w.page.goto(`${base}/sign-in`);
-  await w.page.getByLabel("API key").fill(cg.keys.projectApiKey);
-  await w.page.getByRole("button", { name: "Sign in" }).click();
-  await w.page.waitForURL(`${base}/p/${projectId}`);
-  return w;
-}
-
 describe("the project's Budgets page", () => {
   test("spend chart and totals; add an agent budget (errors under their fields), see spent vs limit and the reset, edit, delete", async () => {
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Budgets" }).click();
     await page.getByRole("heading", { name: "Budgets", level: 1 }).waitFor();
     await page.getByText("No budgets yet").waitFor();
@@ -124,7 +108,7 @@ describe("the project's Budgets page", () => {
 
 describe("the organization's Budgets tab", () => {
   test("an organization budget for one key type, monthly; spend per project", async () => {
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/org`);
     await page.getByRole("navigation", { name: "Organization" }).getByRole("link", { name: "Budgets" }).click();
     await page.getByRole("heading", { name: "Organization budgets", level: 1 }).waitFor();

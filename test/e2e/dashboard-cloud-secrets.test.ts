@@ -4,10 +4,8 @@
 // listed by account and app (never the key or the secret), and an Azure secret edited to a scope of its own.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import type { Browser } from "playwright-core";
-import { closeCleanPages, launchBrowser, openPage, type WatchedPage } from "../support/browser.ts";
-import { freePort } from "../support/ports.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
+import type { RunningCredgate } from "../support/process.ts";
 
 const PEM = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
 const KEY = JSON.stringify({ type: "service_account", project_id: "dash", private_key: PEM, client_email: "dash@dash.iam.gserviceaccount.com", token_uri: "https://oauth2.googleapis.com/token" });
@@ -15,34 +13,21 @@ const TENANT = "11111111-2222-3333-4444-555555555555";
 const CLIENT = "66666666-7777-8888-9999-000000000000";
 const CLIENT_SECRET = "dashboard~azure.client-secret_0123456789";
 
+let dash: Dashboard;
 let cg: RunningCredgate;
-let browser: Browser;
-let base = "";
-const pages: WatchedPage[] = [];
 
 beforeAll(async () => {
-  const apiPort = await freePort();
-  base = `http://127.0.0.1:${apiPort}`;
-  cg = await startCredgate({ apiPort, env: { CREDGATE_PUBLIC_URL: base } });
-  browser = await launchBrowser();
+  dash = await startDashboard();
+  cg = dash.cg;
 }, 60_000);
 
 afterAll(async () => {
-  await closeCleanPages(pages, base);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop();
 });
 
 describe("cloud identities in the dashboard", () => {
   test("create a Google service account and an Azure client secret, list them, edit the Azure scope", async () => {
-    const w = await openPage(browser);
-    pages.push(w);
-    const { page } = w;
-    await page.goto(`${base}/sign-in`);
-    await page.getByLabel("API key").fill(cg.keys.projectApiKey);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(`${base}/p/${cg.keys.projectId}`);
-    await page.goto(`${base}/p/${cg.keys.projectId}/secrets`);
+    const { page } = await dash.projectSecrets();
 
     // Google: a key that is no service-account key first — the message shows at its field.
     await page.getByRole("button", { name: "Add secret" }).first().click();

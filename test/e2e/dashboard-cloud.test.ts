@@ -6,25 +6,24 @@
 // key on the organization page; an organization owner provisions a team member and manages projects.
 // Every page stays on credgate's origin, raises no script error and never shows a secret value.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Browser, Locator, Page } from "playwright-core";
-import { closeCleanPages, launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
+import type { Locator, Page } from "playwright-core";
+import { screenshot } from "../support/browser.ts";
 import { curlThroughGateway } from "../support/curl.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
 import { gatewayCa, until } from "../support/gateway.ts";
 import { startFakeVendors, type FakeVendors } from "../support/llm/fakeVendors.ts";
-import { freePort } from "../support/ports.ts";
-import { runCli, startCredgate, type RunningCredgate } from "../support/process.ts";
+import { runCli, type RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
 
 const LLM_HOST = "budget.anthropic.test";
 const PARTNER_KEY_VALUE = "sk-ant-api03-partner-dashboard-key";
 const PASSWORD = "a long partner password";
 
+let dash: Dashboard;
 let cg: RunningCredgate;
 let fake: FakeVendors;
-let browser: Browser;
 let caFile = "";
 let base = "";
-const pages: WatchedPage[] = [];
 
 /** What the partner portal test leaves for the claim test. */
 const made = { orgName: "Globex Customer", orgId: "", projectId: "", agentToken: "", claimUrl: "", partnerName: "Initech Partners" };
@@ -32,33 +31,25 @@ const made = { orgName: "Globex Customer", orgId: "", projectId: "", agentToken:
 beforeAll(async () => {
   const pki = makePki([LLM_HOST]);
   fake = startFakeVendors(pki);
-  const apiPort = await freePort();
-  base = `http://127.0.0.1:${apiPort}`;
-  cg = await startCredgate({
-    apiPort,
+  dash = await startDashboard({
     env: {
       CREDGATE_MODE: "cloud",
-      CREDGATE_PUBLIC_URL: base,
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
       CREDGATE_CONNECT_TO: `${LLM_HOST}:443:127.0.0.1:${fake.port}`,
       CREDGATE_EGRESS_ALLOW: "127.0.0.1/32",
     },
   });
+  ({ cg, base } = dash);
   caFile = (await gatewayCa(cg)).file;
-  browser = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {
-  await closeCleanPages(pages, base);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop();
   await fake?.stop();
 });
 
 async function fresh(): Promise<Page> {
-  const w = await openPage(browser);
-  pages.push(w);
-  return w.page;
+  return (await dash.open()).page;
 }
 
 const text = (page: Page) => page.locator("body").innerText();

@@ -3,41 +3,26 @@
 // on a remote host, a port out of range), a PostgreSQL secret is created and listed with its settings (never its
 // password), stored with exactly what the form said, then edited to read-only with approved writes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Browser } from "playwright-core";
-import { closeCleanPages, launchBrowser, openPage, type WatchedPage } from "../support/browser.ts";
-import { freePort } from "../support/ports.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
+import type { RunningCredgate } from "../support/process.ts";
 
 const PASSWORD = "dashboard-db-password-0123456789";
 
+let dash: Dashboard;
 let cg: RunningCredgate;
-let browser: Browser;
-let base = "";
-const pages: WatchedPage[] = [];
 
 beforeAll(async () => {
-  const apiPort = await freePort();
-  base = `http://127.0.0.1:${apiPort}`;
-  cg = await startCredgate({ apiPort, env: { CREDGATE_PUBLIC_URL: base } });
-  browser = await launchBrowser();
+  dash = await startDashboard();
+  cg = dash.cg;
 }, 60_000);
 
 afterAll(async () => {
-  await closeCleanPages(pages, base);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop();
 });
 
 describe("database secrets in the dashboard", () => {
   test("create with its settings, refusals at their fields, list, edit", async () => {
-    const w = await openPage(browser);
-    pages.push(w);
-    const { page } = w;
-    await page.goto(`${base}/sign-in`);
-    await page.getByLabel("API key").fill(cg.keys.projectApiKey);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(`${base}/p/${cg.keys.projectId}`);
-    await page.goto(`${base}/p/${cg.keys.projectId}/secrets`);
+    const { page } = await dash.projectSecrets();
 
     await page.getByRole("button", { name: "Add secret" }).first().click();
     let d = page.getByRole("dialog", { name: "Add secret" });

@@ -4,42 +4,30 @@
 // credgate's callback to the server's page, connected, its tools listed with the token credgate received; then
 // grant an agent chosen tools. The gateway's use of the server is tested with the gateway's MCP stages.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { Browser } from "playwright-core";
-import { closeCleanPages, launchBrowser, openPage, type WatchedPage } from "../support/browser.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
 import { startMcpAuthServer, type McpAuthServer } from "../support/mcpAuthServer.ts";
-import { freePort } from "../support/ports.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import type { RunningCredgate } from "../support/process.ts";
 
 let as: McpAuthServer;
+let dash: Dashboard;
 let cg: RunningCredgate;
-let browser: Browser;
 let base = "";
-let watched: WatchedPage | null = null;
 
 beforeAll(async () => {
-  const apiPort = await freePort();
-  base = `http://127.0.0.1:${apiPort}`;
   as = await startMcpAuthServer();
-  cg = await startCredgate({ apiPort, env: { CREDGATE_PUBLIC_URL: base } });
-  browser = await launchBrowser();
+  dash = await startDashboard();
+  ({ cg, base } = dash);
 }, 60_000);
 
 afterAll(async () => {
   // The only other place the page went is the authorization server's consent page.
-  if (watched) await closeCleanPages([watched], base, [as.issuer]);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop([as.issuer]);
   await as?.close();
 });
 
 test("add an MCP server, Connect → the authorization server's consent → back connected with its tools; grant an agent chosen tools", async () => {
   const agent = (await cg.api("POST", "/v1/agents", { body: { name: "Coder", identifier: "coder", mode: "grants" } })).body;
-  watched = await openPage(browser);
-  const { page } = watched;
-  await page.goto(`${base}/sign-in`);
-  await page.getByLabel("API key").fill(cg.keys.projectApiKey);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.waitForURL(`${base}/p/${cg.keys.projectId}`);
+  const { page } = await dash.signedIn();
 
   await page.getByRole("link", { name: "MCP servers" }).click();
   await page.getByRole("button", { name: "Add MCP server" }).click();

@@ -4,68 +4,51 @@
 // the delivery log, delete; the organization's channels; "Approve for 15 min" on a held request, the agent's next
 // request passing without a hold, the remembered approval listed and ended by a click.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Browser } from "playwright-core";
-import { closeCleanPages, launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
+import { screenshot } from "../support/browser.ts";
 import { curlThroughGateway } from "../support/curl.ts";
 import { gatewayCa, until, untilTrue } from "../support/gateway.ts";
 import { startReceiver, type Receiver } from "../support/notifyReceivers.ts";
-import { freePort } from "../support/ports.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
+import type { RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
 
 const UP = "api.dash-notify.test";
 const HOOK = "hooks.dash-notify.test";
 
+let dash: Dashboard;
 let cg: RunningCredgate;
 let up: TestUpstream;
 let hook: Receiver;
 let caFile = "";
-let browser: Browser;
 let base = "";
 let projectId = "";
-const pages: WatchedPage[] = [];
 
 beforeAll(async () => {
   const pki = makePki([UP, HOOK]);
   up = startUpstream(pki);
   hook = startReceiver(pki, "webhook");
-  const apiPort = await freePort();
-  base = `http://127.0.0.1:${apiPort}`;
-  cg = await startCredgate({
-    apiPort,
-    env: { CREDGATE_PUBLIC_URL: base, CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `${UP}:${up.port}:127.0.0.1,${HOOK}:${hook.port}:127.0.0.1`, CREDGATE_APPROVAL_POLL_SECONDS: "2" },
+  dash = await startDashboard({
+    env: { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `${UP}:${up.port}:127.0.0.1,${HOOK}:${hook.port}:127.0.0.1`, CREDGATE_APPROVAL_POLL_SECONDS: "2" },
   });
+  ({ cg, base } = dash);
   caFile = (await gatewayCa(cg)).file;
   projectId = cg.keys.projectId;
   const rule = await cg.api("POST", "/v1/policy/rules", { body: { name: "Sends need a person", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: UP }] } });
   expect(rule.status).toBe(201);
   expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
-  browser = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {
-  await closeCleanPages(pages, base);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop();
   await up?.stop();
   await hook?.stop();
 });
-
-async function signedIn(): Promise<WatchedPage> {
-  const w = await openPage(browser);
-  pages.push(w);
-  await w.page.goto(`${base}/sign-in`);
-  await w.page.getByLabel("API key").fill(cg.keys.projectApiKey);
-  await w.page.getByRole("button", { name: "Sign in" }).click();
-  await w.page.waitForURL(`${base}/p/${projectId}`);
-  return w;
-}
 
 const send = (path: string) => curlThroughGateway(cg, `https://${UP}:${up.port}${path}`, { caFile, method: "POST", data: "{}", maxTime: 60 });
 
 describe("channels", () => {
   test("add a webhook (secret shown once, and it verifies the deliveries), test it, disable, read the log, delete", async () => {
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Notifications" }).click();
     await page.getByRole("heading", { name: "Notifications", level: 1 }).waitFor();
     await page.getByText("No channels yet.").waitFor();
@@ -121,7 +104,7 @@ describe("channels", () => {
   }, 60_000);
 
   test("the organization's channels have their own tab", async () => {
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/org`);
     await page.getByRole("navigation", { name: "Organization" }).getByRole("link", { name: "Notifications" }).click();
     await page.getByRole("heading", { name: "Organization notifications" }).waitFor();
@@ -141,7 +124,7 @@ describe("channels", () => {
 
 describe("remembered approvals", () => {
   test("Approve for 15 min: the next request passes without a hold; the remembered approval is listed and ended by a click", async () => {
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/approvals`);
     await page.getByText("No requests are waiting.").waitFor();
     const first = send("/remember-1");

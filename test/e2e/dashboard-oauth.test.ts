@@ -5,63 +5,54 @@
 // requests to https://github.com are answered from it by the test (Playwright routing), so nothing leaves the
 // machine. The gateway then injects the issued token into the agent's request to api.github.com.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { Browser } from "playwright-core";
-import { closeCleanPages, launchBrowser, openPage, type WatchedPage } from "../support/browser.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
 import { curlThroughGateway } from "../support/curl.ts";
 import { gatewayCa } from "../support/gateway.ts";
 import { startOAuthServer, type OAuthTestServer } from "../support/oauthServer.ts";
 import { freePort } from "../support/ports.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import type { RunningCredgate } from "../support/process.ts";
 
 const CLIENT_ID = "Iv1.dashboard-e2e";
 const CLIENT_SECRET = "dashboard-client-secret-0123456789";
 
 let oauth: OAuthTestServer;
+let dash: Dashboard;
 let cg: RunningCredgate;
-let browser: Browser;
 let base = "";
-let watched: WatchedPage | null = null;
 
 beforeAll(async () => {
   const apiPort = await freePort();
   base = `http://127.0.0.1:${apiPort}`;
   oauth = await startOAuthServer({ clients: [{ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, redirectUris: [`${base}/v1/apps/github/callback`] }], user: { login: "octo-dash", id: 77 } });
-  cg = await startCredgate({
+  dash = await startDashboard({
     apiPort,
     env: {
-      CREDGATE_PUBLIC_URL: base,
       CREDGATE_OAUTH_GITHUB_CLIENT_ID: CLIENT_ID,
       CREDGATE_OAUTH_GITHUB_CLIENT_SECRET: CLIENT_SECRET,
       CREDGATE_UPSTREAM_CA_FILE: oauth.caFile,
       CREDGATE_CONNECT_TO: `github.com:443:127.0.0.1:${oauth.port},api.github.com:443:127.0.0.1:${oauth.port}`,
     },
   });
-  browser = await launchBrowser();
+  cg = dash.cg;
 }, 60_000);
 
 afterAll(async () => {
   // The only other host the page went to is the provider's consent page, answered by the test.
-  if (watched) await closeCleanPages([watched], base, ["https://github.com/login/oauth/authorize?"]);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop(["https://github.com/login/oauth/authorize?"]);
   await oauth?.close();
 });
 
 test("the app_not_connected link → GitHub's consent → back on the app's page with the connection granted to the named agent; the gateway injects its token, and keeps to the one repository the agent page allows", async () => {
   const agent = await cg.api("POST", "/v1/agents", { body: { name: "Coder", identifier: "coder" } });
   const token = (await cg.api("GET", "/v1/agents")).body.find((a: any) => a.id === agent.body.id).accessToken;
-  watched = await openPage(browser);
-  const { page } = watched;
+  const { page } = await dash.open();
   // The provider's pages come from the loopback stand-in (its redirect back to credgate included).
   await page.route("https://github.com/**", async (route) => {
     const url = new URL(route.request().url());
     const res = await fetch(new URL(url.pathname + url.search, oauth.url), { redirect: "manual", tls: { ca: oauth.caPem } });
     await route.fulfill({ status: res.status, headers: Object.fromEntries(res.headers), body: await res.text() });
   });
-  await page.goto(`${base}/sign-in`);
-  await page.getByLabel("API key").fill(cg.keys.projectApiKey);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.waitForURL(`${base}/p/${cg.keys.projectId}`);
+  await dash.signIn(page);
 
   await page.goto(`${base}/p/${cg.keys.projectId}/apps?connect=github&agent_name=coder`);
   const dialog = page.getByRole("dialog", { name: "Connect GitHub" });

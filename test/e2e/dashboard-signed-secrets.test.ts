@@ -5,10 +5,8 @@
 // GitHub (which verifies the app's JWT) through credgate's egress path; the validation messages show at their fields.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import type { Browser } from "playwright-core";
-import { closeCleanPages, launchBrowser, openPage, openProjectSecrets, type WatchedPage } from "../support/browser.ts";
-import { freePort } from "../support/ports.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
+import type { RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
 import { startFakeAws, type FakeAws } from "../support/fakeAws.ts";
 import { startFakeGithub, type FakeGithub } from "../support/fakeGithub.ts";
@@ -18,44 +16,33 @@ const APP_ID = 4242;
 const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 const PEM = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
 
+let dash: Dashboard;
 let cg: RunningCredgate;
 let aws: FakeAws;
 let github: FakeGithub;
-let browser: Browser;
-let base = "";
-const pages: WatchedPage[] = [];
 
 beforeAll(async () => {
   const pki = makePki(["sts.amazonaws.com", "sts.us-west-2.amazonaws.com", "api.github.com"]);
   aws = startFakeAws(pki, AWS);
   github = startFakeGithub(pki, { appId: APP_ID, publicKeyPem: publicKey.export({ type: "spki", format: "pem" }).toString() }, () => undefined);
-  const apiPort = await freePort();
-  base = `http://127.0.0.1:${apiPort}`;
-  cg = await startCredgate({
-    apiPort,
+  dash = await startDashboard({
     env: {
-      CREDGATE_PUBLIC_URL: base,
       CREDGATE_UPSTREAM_CA_FILE: pki.caFile,
       CREDGATE_CONNECT_TO: `sts.amazonaws.com:443:127.0.0.1:${aws.port},sts.us-west-2.amazonaws.com:443:127.0.0.1:${aws.port},api.github.com:443:127.0.0.1:${github.port}`,
     },
   });
-  browser = await launchBrowser();
+  cg = dash.cg;
 }, 60_000);
 
 afterAll(async () => {
-  await closeCleanPages(pages, base);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop();
   await aws?.stop();
   await github?.stop();
 });
 
 describe("signed and minted secrets in the dashboard", () => {
   test("create, list, edit and test an AWS key and a GitHub App", async () => {
-    const w = await openPage(browser);
-    pages.push(w);
-    const { page } = w;
-    await openProjectSecrets(page, base, cg.keys.projectApiKey, cg.keys.projectId);
+    const { page } = await dash.projectSecrets();
 
     // AWS: a bad key id first — the message shows at its field.
     await page.getByRole("button", { name: "Add secret" }).first().click();

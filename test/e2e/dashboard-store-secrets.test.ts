@@ -7,17 +7,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser } from "playwright-core";
-import { closeCleanPages, launchBrowser, openPage, openProjectSecrets, type WatchedPage } from "../support/browser.ts";
-import { freePort } from "../support/ports.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
+import type { RunningCredgate } from "../support/process.ts";
 
 const VALUE = `sk_dash_store_${crypto.randomUUID().replace(/-/g, "")}`;
 let dir: string;
+let dash: Dashboard;
 let cg: RunningCredgate;
-let browser: Browser;
 let base = "";
-const pages: WatchedPage[] = [];
 const runs = () => (existsSync(join(dir, "count")) ? readFileSync(join(dir, "count"), "utf8").split("\n").filter(Boolean).length : 0);
 
 beforeAll(async () => {
@@ -25,25 +22,18 @@ beforeAll(async () => {
   const script = join(dir, "print.sh");
   writeFileSync(script, `#!/bin/sh\necho run >> "${dir}/count"\necho "${VALUE}"\n`);
   chmodSync(script, 0o755);
-  const apiPort = await freePort();
-  base = `http://127.0.0.1:${apiPort}`;
-  cg = await startCredgate({ apiPort, env: { CREDGATE_PUBLIC_URL: base, CREDGATE_SECRET_COMMANDS: JSON.stringify({ stripe: [script] }) } });
-  browser = await launchBrowser();
+  dash = await startDashboard({ env: { CREDGATE_SECRET_COMMANDS: JSON.stringify({ stripe: [script] }) } });
+  ({ cg, base } = dash);
 }, 60_000);
 
 afterAll(async () => {
-  await closeCleanPages(pages, base);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
 describe("secret-store secrets in the dashboard", () => {
   test("create with a reference, list, test, switch to inline and back", async () => {
-    const w = await openPage(browser);
-    pages.push(w);
-    const { page } = w;
-    await openProjectSecrets(page, base, cg.keys.projectApiKey, cg.keys.projectId);
+    const { page } = await dash.projectSecrets();
 
     await page.getByRole("button", { name: "Add secret" }).first().click();
     let d = page.getByRole("dialog", { name: "Add secret" });

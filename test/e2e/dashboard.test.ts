@@ -4,57 +4,40 @@
 // curl then completes), logs, policy, apps, agents and the organization — with no console errors, no request
 // to any other host, no API key in web storage and no secret value in the page.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { curlThroughGateway } from "../support/curl.ts";
-import { closeCleanPages, launchBrowser, openPage, screenshot, type WatchedPage } from "../support/browser.ts";
+import { screenshot } from "../support/browser.ts";
+import { startDashboard, type Dashboard } from "../support/dashboard.ts";
 import { gatewayCa, resolveEntries, until, untilTrue } from "../support/gateway.ts";
-import { freePort } from "../support/ports.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import type { RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
 
 const HOST = "api.dash.test";
 const SECRET_VALUE = "dash-secret-value-0123456789";
 
+let dash: Dashboard;
 let cg: RunningCredgate;
 let up: TestUpstream;
 let caFile = "";
-let browser: Browser;
 let base = "";
 let projectId = "";
-const pages: WatchedPage[] = [];
 
 beforeAll(async () => {
   const pki = makePki([HOST]);
   up = startUpstream(pki);
-  const apiPort = await freePort();
-  base = `http://127.0.0.1:${apiPort}`;
-  cg = await startCredgate({
-    apiPort,
-    env: { CREDGATE_PUBLIC_URL: base, CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([HOST], up.port), CREDGATE_GATEWAY_WORKERS: "1" },
+  dash = await startDashboard({
+    env: { CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: resolveEntries([HOST], up.port), CREDGATE_GATEWAY_WORKERS: "1" },
   });
+  ({ cg, base } = dash);
   caFile = (await gatewayCa(cg)).file;
   projectId = cg.keys.projectId;
-  browser = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {
   // Whatever each page did, it stayed on credgate's origin and raised no script error.
-  await closeCleanPages(pages, base);
-  await browser?.close();
-  await cg?.stop();
+  await dash?.stop();
   await up?.stop();
 });
-
-/** A new browser context, signed in with the project key (or `key`) through the sign-in page. */
-async function signedIn(key = cg.keys.projectApiKey): Promise<WatchedPage> {
-  const w = await openPage(browser);
-  pages.push(w);
-  await w.page.goto(`${base}/sign-in`);
-  await w.page.getByLabel("API key").fill(key);
-  await w.page.getByRole("button", { name: "Sign in" }).click();
-  await w.page.waitForURL(`${base}/p/${projectId}`);
-  return w;
-}
 
 const text = (page: Page) => page.locator("body").innerText();
 
@@ -84,8 +67,7 @@ describe("serving", () => {
 
 describe("sign-in", () => {
   test("an unauthenticated deep link lands on sign-in and returns there; a wrong key shows the API's message; sign-out ends the session", async () => {
-    const w = await openPage(browser);
-    pages.push(w);
+    const w = await dash.open();
     const { page } = w;
     const wanted = `/p/${projectId}/logs?decision=allowed`;
     await page.goto(base + wanted);
@@ -124,7 +106,7 @@ describe("sign-in", () => {
 
 describe("secrets", () => {
   test("the guidance link opens the create dialog prefilled (also after a reload); the API's error shows at the Host field; the gateway injects the new secret", async () => {
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     const link = `/p/${projectId}/secrets?create=generic&host=${encodeURIComponent(HOST)}`;
     await page.goto(base + link);
     const dialog = page.getByRole("dialog", { name: "Add secret" });
@@ -171,7 +153,7 @@ describe("secrets", () => {
   }, 30_000);
 
   test("every injection variant and the LLM types from the form", async () => {
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/secrets`);
     const add = async (fill: (d: ReturnType<Page["getByRole"]>) => Promise<void>) => {
       await page.getByRole("button", { name: "Add secret" }).first().click();
@@ -274,7 +256,7 @@ describe("approvals", () => {
     const rule = await cg.api("POST", "/v1/policy/rules", { body: { name: "Ask for sends", action: "allow", requireApproval: true, targets: [{ kind: "network", hostPattern: HOST, pathPattern: "/send" }] } });
     expect(rule.status).toBe(201);
     expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/approvals`);
     await page.getByText("No requests are waiting.").waitFor();
     const before = page.url();
@@ -312,7 +294,7 @@ describe("approvals", () => {
 
 describe("agents", () => {
   test("create, the connect panel, regenerate (shown once), grants, rename and the guidance link to the agent", async () => {
-    const { page, context } = await signedIn();
+    const { page, context } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/agents`);
     await page.getByRole("button", { name: "Create agent" }).click();
     const d = page.getByRole("dialog", { name: "Create agent" });
@@ -382,7 +364,7 @@ describe("agents", () => {
 
 describe("apps", () => {
   test("the app_not_connected link opens the connect dialog with the app's fields; the connection is granted to the named agent, then renamed and deleted", async () => {
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     const agent = await cg.api("POST", "/v1/agents", { body: { name: "Mailer", identifier: "mailer" } });
     await page.goto(`${base}/p/${projectId}/apps?connect=resend&agent_name=mailer`);
     const d = page.getByRole("dialog", { name: "Connect Resend" });
@@ -469,7 +451,7 @@ describe("connection access", () => {
     expect(connected.status).toBe(200);
     const connectionId = connected.body.connection.id;
     const agent = await cg.api("POST", "/v1/agents", { body: { name: "Ops bot", identifier: "ops-bot" } });
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/agents/${agent.body.id}`);
     const effective = page.getByRole("table", { name: "Effective credentials" });
     await effective.getByRole("row", { name: /Ops account/ }).getByText("not granted").waitFor();
@@ -506,7 +488,7 @@ describe("connection access", () => {
 
 describe("policy", () => {
   test("a rule created in the browser is only enforced after publish, which shows the diff; reorder and last publish", async () => {
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/policy`);
     const addRule = async (name: string, targets: string) => {
       await page.getByRole("button", { name: "Add rule" }).click();
@@ -563,7 +545,7 @@ describe("logs and overview", () => {
     expect(r.code).toBe(0);
     await until(async () => expect((await cg.api("GET", `/v1/logs?host=${HOST}:${up.port}&limit=500`)).body.data.filter((l: any) => l.path.startsWith("/page/")).length).toBe(55), 15_000);
 
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/logs?host=${HOST}:${up.port}`);
     const rows = page.getByRole("table", { name: "Request logs" }).getByRole("row");
     await untilTrue(async () => (await rows.count()) === 51); // header + 50
@@ -604,12 +586,12 @@ describe("logs and overview", () => {
 
 describe("organization", () => {
   test("a project key's session is not shown the organization key; an organization key's session is, and says so", async () => {
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/org`);
     await page.getByText("This session was signed in with a project key, which never reaches the organization key.").waitFor();
     expect(await page.getByRole("button", { name: "Show key" }).count()).toBe(0);
     expect(await page.content()).not.toContain(cg.keys.orgApiKey);
-    const org = await signedIn(cg.keys.orgApiKey);
+    const org = await dash.signedIn(cg.keys.orgApiKey);
     expect(await org.page.locator("#session-scope").innerText()).toBe("Organization key session");
     await org.page.goto(`${base}/p/${projectId}/org`);
     await org.page.getByRole("button", { name: "Show key" }).click();
@@ -617,7 +599,7 @@ describe("organization", () => {
   }, 30_000);
 
   test("settings, the org API key, organization secrets and policy pages", async () => {
-    const { page } = await signedIn(cg.keys.orgApiKey);
+    const { page } = await dash.signedIn(cg.keys.orgApiKey);
     await page.goto(`${base}/p/${projectId}/org`);
     await page.getByLabel("Organization name").fill("Acme Robots");
     await page.getByRole("button", { name: "Save", exact: true }).click();
@@ -654,8 +636,7 @@ describe("organization", () => {
 
 describe("usability", () => {
   test("keyboard: the skip link and the navigation work without a mouse; a phone-sized screen still shows the navigation", async () => {
-    const w = await openPage(browser, { viewport: { width: 390, height: 800 } });
-    pages.push(w);
+    const w = await dash.open({ viewport: { width: 390, height: 800 } });
     const { page } = w;
     await page.goto(`${base}/sign-in`);
     await page.getByLabel("API key").waitFor();
@@ -683,8 +664,7 @@ describe("usability", () => {
 
 describe("cloud pages on a self-hosted instance", () => {
   test("sign-up, invitations, the partner portal and the team say they belong to credgate cloud; sign-in offers no account", async () => {
-    const w = await openPage(browser);
-    pages.push(w);
+    const w = await dash.open();
     const { page } = w;
     await page.goto(`${base}/sign-in`);
     await page.getByLabel("API key").waitFor();
@@ -694,10 +674,7 @@ describe("cloud pages on a self-hosted instance", () => {
     await page.getByText("Accounts with a password belong to credgate cloud.").waitFor();
     await page.goto(`${base}/accept-invite?token=abc`);
     await page.getByText("Invitations belong to credgate cloud").waitFor();
-    await page.goto(`${base}/sign-in`);
-    await page.getByLabel("API key").fill(cg.keys.projectApiKey);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(`${base}/p/${projectId}`);
+    await dash.signIn(page);
     await page.goto(`${base}/partner`);
     await page.getByText("The partner portal belongs to credgate cloud.").waitFor();
     await page.goto(`${base}/p/${projectId}/org/team`);
@@ -717,7 +694,7 @@ describe("policy targets", () => {
     expect(secret.status).toBe(201);
     const agent = await cg.api("POST", "/v1/agents", { body: { name: "Policy bot", identifier: "policy-bot", mode: "all" } });
     const token = (await cg.api("GET", "/v1/agents")).body.find((a: any) => a.id === agent.body.id).accessToken;
-    const { page } = await signedIn();
+    const { page } = await dash.signedIn();
     await page.goto(`${base}/p/${projectId}/policy`);
     await page.getByRole("button", { name: "Add rule" }).click();
     const d = page.getByRole("dialog", { name: "Add rule" });

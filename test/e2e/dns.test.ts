@@ -5,11 +5,10 @@
 // made once the TTL expired and a changed answer is then dialled, and a name that does not exist is a 502
 // remembered briefly. (A name resolving to the metadata address is refused in test/e2e/egress-guard.test.ts.)
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
-import * as tls from "node:tls";
-import { basic, gatewayCa, openConnect, rawRequest, ResponseReader } from "../support/gateway.ts";
+import { gatewayCa } from "../support/gateway.ts";
 import { startDnsServer, type TestDnsServer } from "../support/dnsServer.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { openProcessTunnel, tunnelsOnEveryProcess } from "../support/processTunnels.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 
 const NAMES = ["api.dns.test", "burst.dns.test", "short.dns.test", "missing.dns.test"];
@@ -55,58 +54,10 @@ afterAll(async () => {
   await dns?.stop();
 });
 
-/** The pid of the gateway process holding the connection from the client port `clientPort`. */
-function servingPid(clientPort: number): number | null {
-  const r = spawnSync("ss", ["-Htnp", "state", "established", `( sport = :${cg.gatewayPort} and dport = :${clientPort} )`], { encoding: "utf8" });
-  const m = /pid=(\d+)/.exec(r.stdout);
-  return m ? Number(m[1]) : null;
-}
-
-interface Tunnel {
-  pid: number | null;
-  get(path: string): Promise<{ status: number; body: any }>;
-  close(): void;
-}
-
 /** A CONNECT tunnel to `host` with TLS inside, and the process that holds it. */
-async function tunnel(host: string): Promise<Tunnel> {
-  const t = await openConnect(cg.gatewayPort, `${host}:${up.port}`, basic(cg.keys.defaultAgentToken));
-  expect(t.connect.status).toBe(200);
-  const pid = servingPid(t.socket.localPort!);
-  const secure = tls.connect({ socket: t.socket, ca, servername: host, ALPNProtocols: ["http/1.1"] });
-  await new Promise<void>((resolve, reject) => {
-    secure.once("secureConnect", resolve);
-    secure.once("error", reject);
-  });
-  secure.on("error", () => {});
-  const reader = new ResponseReader(secure);
-  return {
-    pid,
-    async get(path) {
-      secure.write(rawRequest("GET", path, `${host}:${up.port}`));
-      const res = await reader.response();
-      let body: any = null;
-      try {
-        body = JSON.parse(res.text);
-      } catch {}
-      return { status: res.status, body };
-    },
-    close: () => secure.destroy(),
-  };
-}
-
+const tunnel = (host: string) => openProcessTunnel(cg.gatewayPort, cg.keys.defaultAgentToken, ca, host, up.port);
 /** Tunnels to `host` until both gateway processes hold at least `each`. */
-async function onBothProcesses(host: string, each: number): Promise<Tunnel[]> {
-  const tunnels: Tunnel[] = [];
-  const perPid = new Map<number, number>();
-  for (let i = 0; i < 200 && (perPid.size < 2 || [...perPid.values()].some((n) => n < each)); i++) {
-    const t = await tunnel(host);
-    tunnels.push(t);
-    if (t.pid !== null) perPid.set(t.pid, (perPid.get(t.pid) ?? 0) + 1);
-  }
-  expect(perPid.size).toBe(2);
-  return tunnels;
-}
+const onBothProcesses = (host: string, each: number) => tunnelsOnEveryProcess(() => tunnel(host), 2, each);
 
 describe("the DNS cache of an instance with two gateway processes", () => {
   test("100 requests over both processes within the TTL: one DNS query", async () => {

@@ -8,11 +8,10 @@
 // instance's (docs/operations.md#gateway-workers-and-caches): one lookup for both, and a Connect outage within
 // the minute is invisible on either process (tunnels are placed on both, checked with `ss`).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
-import * as tls from "node:tls";
-import { basic, eventually, gatewayCa, openConnect, rawRequest, resolveEntries, ResponseReader, run } from "../support/gateway.ts";
+import { eventually, gatewayCa, resolveEntries, run } from "../support/gateway.ts";
 import { FakeConnect, startOpConnect, type RunningConnect } from "../support/opConnect.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { openProcessTunnel, roundsOnEveryTunnel, tunnelsOnEveryProcess } from "../support/processTunnels.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 
 const HOST = "api.vault.test";
@@ -249,59 +248,15 @@ describe("two gateway processes share one vault cache (docs/operations.md#gatewa
     await outageConnect?.stop();
   });
 
-  /** The pid of the gateway process holding the connection from the client port `clientPort`. */
-  const servingPid = (clientPort: number): number | null => {
-    const r = spawnSync("ss", ["-Htnp", "state", "established", `( sport = :${multi.gatewayPort} and dport = :${clientPort} )`], { encoding: "utf8" });
-    const m = /pid=(\d+)/.exec(r.stdout);
-    return m ? Number(m[1]) : null;
-  };
-
-  /** A CONNECT tunnel with TLS inside, the process that holds it, and a request function. */
-  async function tunnel(): Promise<{ pid: number | null; get(path: string): Promise<number>; close(): void }> {
-    const t = await openConnect(multi.gatewayPort, `${HOST}:${up.port}`, basic(multi.keys.defaultAgentToken));
-    expect(t.connect.status).toBe(200);
-    const pid = servingPid(t.socket.localPort!);
-    const secure = tls.connect({ socket: t.socket, ca: multiCa, servername: HOST, ALPNProtocols: ["http/1.1"] });
-    await new Promise<void>((resolve, reject) => {
-      secure.once("secureConnect", resolve);
-      secure.once("error", reject);
-    });
-    secure.on("error", () => {});
-    const reader = new ResponseReader(secure);
-    return {
-      pid,
-      async get(path) {
-        secure.write(rawRequest("GET", path, `${HOST}:${up.port}`));
-        return (await reader.response()).status;
-      },
-      close: () => secure.destroy(),
-    };
-  }
+  /** A CONNECT tunnel with TLS inside, and the process that holds it. */
+  const tunnel = () => openProcessTunnel(multi.gatewayPort, multi.keys.defaultAgentToken, multiCa, HOST, up.port);
 
   test("one Connect lookup for both processes; Connect stopped: every request on either process within the minute still gets the value", async () => {
     await vaultSecret(multi, "Outage", "op://Prod/Outage/credential", "/outage/*");
     // Tunnels until each of the two processes holds at least three.
-    const tunnels: Awaited<ReturnType<typeof tunnel>>[] = [];
-    const perPid = new Map<number, number>();
-    for (let i = 0; i < 200 && (perPid.size < 2 || [...perPid.values()].some((n) => n < 3)); i++) {
-      const t = await tunnel();
-      tunnels.push(t);
-      if (t.pid !== null) perPid.set(t.pid, (perPid.get(t.pid) ?? 0) + 1);
-    }
-    expect(perPid.size).toBe(2);
+    const tunnels = await tunnelsOnEveryProcess(tunnel, 2, 3);
     try {
-      const paths: string[] = [];
-      let n = 0;
-      const everywhere = async () => {
-        const statuses = await Promise.all(
-          tunnels.map((t) => {
-            const path = `/outage/${++n}`;
-            paths.push(path);
-            return t.get(path);
-          }),
-        );
-        expect(statuses.every((s) => s === 200)).toBe(true);
-      };
+      const { round: everywhere, paths } = roundsOnEveryTunnel(tunnels, "/outage/");
       await everywhere();
       // Three Connect calls (vault by name, item by title, the item): one lookup for the instance.
       expect(outageFake.requests.length).toBe(3);

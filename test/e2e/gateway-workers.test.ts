@@ -5,12 +5,11 @@
 // audit chain); SIGTERM stops them all; a worker that dies is started again, cancelling only the
 // approvals it held itself; workers stop when their primary is killed.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import * as tls from "node:tls";
-import { basic, eventually, gatewayCa, openConnect, rawRequest, ResponseReader, resolveEntries } from "../support/gateway.ts";
+import { eventually, gatewayCa, resolveEntries } from "../support/gateway.ts";
 import { sql } from "drizzle-orm";
 import { runCli, startCredgate, type RunningCredgate } from "../support/process.ts";
+import { openProcessTunnel, tunnelsOnEveryProcess } from "../support/processTunnels.ts";
 import { queryStore } from "../support/storeQuery.ts";
 import { parseExposition } from "../support/prometheus.ts";
 import { makePki, startUpstream, type TestUpstream } from "../support/upstream.ts";
@@ -58,58 +57,10 @@ const alive = (pid: number) => {
   }
 };
 
-/** The pid of the process holding the gateway end of the connection from the client port `clientPort`. */
-function servingPid(clientPort: number): number | null {
-  const r = spawnSync("ss", ["-Htnp", "state", "established", `( sport = :${cg.gatewayPort} and dport = :${clientPort} )`], { encoding: "utf8" });
-  const m = /pid=(\d+)/.exec(r.stdout);
-  return m ? Number(m[1]) : null;
-}
-
-interface Tunnel {
-  pid: number | null;
-  request(path: string): Promise<{ status: number; body: any; text: string }>;
-  close(): void;
-}
-
 /** A CONNECT tunnel with TLS inside, and which gateway process took it. */
-async function tunnel(token = cg.keys.defaultAgentToken): Promise<Tunnel> {
-  const t = await openConnect(cg.gatewayPort, `${HOST}:${up.port}`, basic(token));
-  expect(t.connect.status).toBe(200);
-  const pid = servingPid(t.socket.localPort!);
-  const secure = tls.connect({ socket: t.socket, ca: ca.pem, servername: HOST, ALPNProtocols: ["http/1.1"] });
-  await new Promise<void>((resolve, reject) => {
-    secure.once("secureConnect", resolve);
-    secure.once("error", reject);
-  });
-  secure.on("error", () => {});
-  const reader = new ResponseReader(secure);
-  return {
-    pid,
-    async request(path) {
-      secure.write(rawRequest("GET", path, `${HOST}:${up.port}`));
-      const res = await reader.response();
-      let body: any = null;
-      try {
-        body = JSON.parse(res.text);
-      } catch {}
-      return { status: res.status, body, text: res.text };
-    },
-    close: () => secure.destroy(),
-  };
-}
-
+const tunnel = (token = cg.keys.defaultAgentToken) => openProcessTunnel(cg.gatewayPort, token, ca.pem, HOST, up.port);
 /** Tunnels until every gateway process holds at least one. */
-async function onEveryProcess(): Promise<Tunnel[]> {
-  const tunnels: Tunnel[] = [];
-  const pids = new Set<number>();
-  for (let i = 0; i < 200 && pids.size < PROCESSES; i++) {
-    const t = await tunnel();
-    tunnels.push(t);
-    if (t.pid !== null) pids.add(t.pid);
-  }
-  expect(pids.size).toBe(PROCESSES);
-  return tunnels;
-}
+const onEveryProcess = () => tunnelsOnEveryProcess(() => tunnel(), PROCESSES);
 
 /**
  * A published rule holding `prefix`* for approval, and a request under it (`prefix` + its index) on a tunnel to
@@ -123,7 +74,7 @@ async function heldOnEveryProcess(prefix: string) {
   expect((await cg.api("POST", "/v1/policy/publish")).status).toBe(200);
   const tunnels = await onEveryProcess();
   try {
-    const answers = tunnels.map((t, i) => t.request(`${prefix}${i}`).catch(() => null));
+    const answers = tunnels.map((t, i) => t.get(`${prefix}${i}`).catch(() => null));
     const pending = await eventually(async () => {
       const list = ((await cg.api("GET", "/v1/approvals/pending")).body?.requests ?? []).filter((r: any) => r.path.startsWith(prefix));
       return list.length === tunnels.length ? list : null;
@@ -156,11 +107,11 @@ describe("gateway workers", () => {
       });
       expect(created.status).toBe(201);
       // No waiting: the API answered once every worker had applied the change.
-      for (const [i, t] of tunnels.entries()) expect((await t.request(`/created/${i}`)).status).toBe(200);
+      for (const [i, t] of tunnels.entries()) expect((await t.get(`/created/${i}`)).status).toBe(200);
       for (const i of tunnels.keys()) expect(seenAuth(`/created/${i}`)).toEqual(["Bearer first-value"]);
 
       expect((await cg.api("PATCH", `/v1/secrets/${created.body.id}`, { body: { value: "second-value" } })).status).toBe(200);
-      for (const [i, t] of tunnels.entries()) expect((await t.request(`/changed/${i}`)).status).toBe(200);
+      for (const [i, t] of tunnels.entries()) expect((await t.get(`/changed/${i}`)).status).toBe(200);
       for (const i of tunnels.keys()) expect(seenAuth(`/changed/${i}`)).toEqual(["Bearer second-value"]);
     } finally {
       for (const t of tunnels) t.close();
@@ -179,7 +130,7 @@ describe("gateway workers", () => {
     for (let i = 0; i < 12; i++) {
       const t = await tunnel();
       pids.add(t.pid);
-      statuses.push((await t.request(`/limited/${i}`)).status);
+      statuses.push((await t.get(`/limited/${i}`)).status);
       t.close();
     }
     expect(pids.size).toBeGreaterThan(1);
@@ -250,7 +201,7 @@ describe("gateway workers", () => {
     };
     const before = await total();
     const tunnels = await onEveryProcess();
-    for (const [i, t] of tunnels.entries()) expect((await t.request(`/counted/${i}`)).status).toBe(200);
+    for (const [i, t] of tunnels.entries()) expect((await t.get(`/counted/${i}`)).status).toBe(200);
     for (const t of tunnels) t.close();
     // One per proxied request, whichever process answered it.
     expect(await total()).toBe(before + tunnels.length);
@@ -262,7 +213,7 @@ describe("gateway workers", () => {
     // Connections the kernel had queued on the dead worker's socket are reset with it; new ones go to the others.
     await eventually(() => (alive(victim!) ? null : true), 5_000, 20);
     const t = await tunnel();
-    expect((await t.request("/while-restarting")).status).toBe(200);
+    expect((await t.get("/while-restarting")).status).toBe(200);
     t.close();
     await eventually(() => (childrenOf(cg.proc.pid).filter((p) => p !== victim).length === PROCESSES - 1 ? true : null), 10_000, 100);
     expect(cg.output()).toContain('"msg":"gateway worker exited: starting it again"');

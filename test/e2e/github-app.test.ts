@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { sharedDatabaseEnv, startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki } from "../support/upstream.ts";
 import { eventually, gatewayCa, openTlsTunnel, rawRequest, ResponseReader, run } from "../support/gateway.ts";
 import { spawnSync } from "node:child_process";
@@ -168,7 +168,7 @@ describe("GitHub App installation tokens", () => {
     // The token of the test before lives an hour: 56 minutes on it is stale; the next lives long enough to stay fresh.
     github.tokenLifetimeMs = 3 * 3600_000;
     cg = await start({ CREDGATE_TEST_NOW_OFFSET_SECONDS: String(56 * 60) }, cg.dataDir);
-    const other = await start({ CREDGATE_TEST_NOW_OFFSET_SECONDS: String(56 * 60), CREDGATE_DATABASE_URL: cg.env.CREDGATE_DATABASE_URL!, CREDGATE_MASTER_KEY: cg.env.CREDGATE_MASTER_KEY! });
+    const other = await start({ CREDGATE_TEST_NOW_OFFSET_SECONDS: String(56 * 60), ...sharedDatabaseEnv(cg) });
     try {
       const before = github.mints.length;
       const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => apiCall(i % 2 ? other : cg)));

@@ -7,7 +7,7 @@ import { createHash, X509Certificate } from "node:crypto";
 import { copyFileSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as tls from "node:tls";
-import { closeCleanPages, launchBrowser, openPage } from "../support/browser.ts";
+import { closeCleanPages, launchBrowser, openPage, signIn } from "../support/browser.ts";
 import { makeGitRemote, type GitRemote } from "../support/gitHttp.ts";
 import { basic, resolveEntries, untilTrue } from "../support/gateway.ts";
 import { freePort } from "../support/ports.ts";
@@ -283,10 +283,7 @@ describe("the dashboard over HTTPS (docs/operations.md#tls) in Chromium", () => 
     try {
       const w = await openPage(browser);
       const base = `https://localhost:${apiPort}`;
-      await w.page.goto(`${base}/sign-in`);
-      await w.page.getByLabel("API key").fill(cg.keys.projectApiKey);
-      await w.page.getByRole("button", { name: "Sign in" }).click();
-      await w.page.waitForURL(`${base}/p/${cg.keys.projectId}`);
+      await signIn(w.page, base, cg.keys.projectApiKey, cg.keys.projectId);
       const cookies = await w.context.cookies(base);
       const session = cookies.find((c) => c.name === "credgate_session")!;
       expect(session).toMatchObject({ secure: true, httpOnly: true, sameSite: "Lax" });

@@ -10,8 +10,7 @@ import { join } from "node:path";
 import { run } from "../support/gateway.ts";
 import { startMcpAuthServer, type McpAuthServer } from "../support/mcpAuthServer.ts";
 import { freePort } from "../support/ports.ts";
-import { testEngine } from "../support/postgres.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startCredgate, startSecondInstance, type RunningCredgate } from "../support/process.ts";
 
 let as: McpAuthServer;
 let first: RunningCredgate;
@@ -25,9 +24,7 @@ beforeAll(async () => {
   publicUrl = `http://127.0.0.1:${apiPort}`;
   const env = { CREDGATE_GATEWAY_WORKERS: "2", CREDGATE_PUBLIC_URL: publicUrl };
   first = await startCredgate({ apiPort, env });
-  if (testEngine() === "postgres") {
-    second = await startCredgate({ env: { ...env, CREDGATE_DATABASE_URL: first.env.CREDGATE_DATABASE_URL!, CREDGATE_MASTER_KEY: first.env.CREDGATE_MASTER_KEY! } });
-  }
+  second = await startSecondInstance(first, env);
 }, 60_000);
 
 afterAll(async () => {

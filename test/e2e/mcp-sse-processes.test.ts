@@ -17,8 +17,7 @@ import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { curlThroughGateway, type CurlResult } from "../support/curl.ts";
 import { gatewayCa, resolveEntries, until } from "../support/gateway.ts";
 import { startMcpServer, type McpTestServer } from "../support/mcp.ts";
-import { testEngine } from "../support/postgres.ts";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startCredgate, startSecondInstance, type RunningCredgate } from "../support/process.ts";
 import { makePki, type TestPki } from "../support/upstream.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -42,9 +41,7 @@ beforeAll(async () => {
   mcp = await startMcpServer(pki, { token: TOKEN });
   const env = { CREDGATE_GATEWAY_WORKERS: "2", CREDGATE_UPSTREAM_CA_FILE: pki.caFile, CREDGATE_RESOLVE: `${resolveEntries([STRICT, OPEN], mcp.port)},${resolveEntries([OPEN], mcp.httpPort)}` };
   first = await startCredgate({ env });
-  if (testEngine() === "postgres") {
-    second = await startCredgate({ env: { ...env, CREDGATE_DATABASE_URL: first.env.CREDGATE_DATABASE_URL!, CREDGATE_MASTER_KEY: first.env.CREDGATE_MASTER_KEY! } });
-  }
+  second = await startSecondInstance(first, env);
   ca = await gatewayCa(first);
   const a = await first.api("POST", "/v1/agents", { body: { name: "SSE agent", identifier: "sse-agent", mode: "grants" } });
   expect(a.status).toBe(201);

@@ -9,7 +9,7 @@
 // holds the refresh lease does not stop the others: they refresh once its lease has lapsed.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startCredgate, startSecondInstance, type RunningCredgate } from "../support/process.ts";
 import { freePort } from "../support/ports.ts";
 import { startOAuthServer, type OAuthTestServer } from "../support/oauthServer.ts";
 import { gatewayCa, run } from "../support/gateway.ts";
@@ -44,9 +44,7 @@ beforeAll(async () => {
   };
   first = await startCredgate({ apiPort, env });
   caFile = (await gatewayCa(first)).file;
-  if (testEngine() === "postgres") {
-    second = await startCredgate({ env: { ...env, CREDGATE_DATABASE_URL: first.env.CREDGATE_DATABASE_URL!, CREDGATE_MASTER_KEY: first.env.CREDGATE_MASTER_KEY! } });
-  }
+  second = await startSecondInstance(first, env);
 }, 60_000);
 
 afterAll(async () => {

@@ -9,12 +9,11 @@
 // echoing it → redacted. The test endpoint reads once, bypassing the cache. CREDGATE_SECRET_COMMANDS in cloud mode
 // → exit 1 naming it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as tls from "node:tls";
-import { basic, gatewayCa, until, openConnect, rawRequest, resolveEntries, ResponseReader, run } from "../support/gateway.ts";
+import { gatewayCa, until, resolveEntries, run } from "../support/gateway.ts";
+import { openProcessTunnel, roundsOnEveryTunnel, tunnelsOnEveryProcess } from "../support/processTunnels.ts";
 import { runCli, startCredgate, type RunningCredgate } from "../support/process.ts";
 import { makePki, startUpstream, type TestPki, type TestUpstream } from "../support/upstream.ts";
 
@@ -98,72 +97,17 @@ async function curl(on: RunningCredgate, ca: string, url: string, extra: string[
 const at = (path: string, host = HOST) => `https://${host}:${up.port}${path}`;
 const seenAt = (path: string) => up.seen.filter((s) => s.url === path);
 
-/** The pid of the gateway process of `multi` holding the connection from the client port `clientPort`. */
-const servingPid = (clientPort: number): number | null => {
-  const r = spawnSync("ss", ["-Htnp", "state", "established", `( sport = :${multi.gatewayPort} and dport = :${clientPort} )`], { encoding: "utf8" });
-  const m = /pid=(\d+)/.exec(r.stdout);
-  return m ? Number(m[1]) : null;
-};
-
-interface Tunnel {
-  pid: number | null;
-  get(path: string, headers?: string[]): Promise<{ status: number; body: string }>;
-  close(): void;
-}
-
-/** A CONNECT tunnel to `host` through `multi` with TLS inside, the gateway process that holds it, and a request function. */
-async function tunnel(host = HOST): Promise<Tunnel> {
-  const t = await openConnect(multi.gatewayPort, `${host}:${up.port}`, basic(multi.keys.defaultAgentToken));
-  expect(t.connect.status).toBe(200);
-  const pid = servingPid(t.socket.localPort!);
-  const secure = tls.connect({ socket: t.socket, ca: multiCa.pem, servername: host, ALPNProtocols: ["http/1.1"] });
-  await new Promise<void>((resolve, reject) => {
-    secure.once("secureConnect", resolve);
-    secure.once("error", reject);
-  });
-  secure.on("error", () => {});
-  const reader = new ResponseReader(secure);
-  return {
-    pid,
-    async get(path, headers = []) {
-      secure.write(rawRequest("GET", path, `${host}:${up.port}`, headers));
-      const res = await reader.response();
-      return { status: res.status, body: res.body.toString() };
-    },
-    close: () => secure.destroy(),
-  };
-}
-
+/** A CONNECT tunnel to `host` through `multi` with TLS inside, and the gateway process that holds it. */
+const tunnel = (host = HOST) => openProcessTunnel(multi.gatewayPort, multi.keys.defaultAgentToken, multiCa.pem, host, up.port);
 /** Tunnels until each of the two gateway processes holds at least `each` (and `total` are open). */
-async function tunnelsOnBoth(host: string, each: number, total: number): Promise<Tunnel[]> {
-  const tunnels: Tunnel[] = [];
-  const perPid = new Map<number, number>();
-  for (let i = 0; i < 200 && (tunnels.length < total || perPid.size < 2 || [...perPid.values()].some((n) => n < each)); i++) {
-    const t = await tunnel(host);
-    tunnels.push(t);
-    if (t.pid !== null) perPid.set(t.pid, (perPid.get(t.pid) ?? 0) + 1);
-  }
-  expect(perPid.size).toBe(2);
-  return tunnels;
-}
+const tunnelsOnBoth = (host: string, each: number, total: number) => tunnelsOnEveryProcess(() => tunnel(host), 2, each, total);
 
 describe("two gateway processes share one store cache", () => {
   test("20 concurrent requests over both processes run the command once; later requests take the cached value; an outage within the cache time is invisible", async () => {
     await storeSecret(multi, "Outage", "cmd://outage", "/outage/*");
     const tunnels = await tunnelsOnBoth(HOST, 3, 20);
     try {
-      let n = 0;
-      const paths: string[] = [];
-      const everywhere = async () => {
-        const statuses = await Promise.all(
-          tunnels.map((t) => {
-            const path = `/outage/${++n}`;
-            paths.push(path);
-            return t.get(path).then((r) => r.status);
-          }),
-        );
-        expect(statuses.every((s) => s === 200)).toBe(true);
-      };
+      const { round: everywhere, paths } = roundsOnEveryTunnel(tunnels, "/outage/");
       await everywhere();
       expect(runs("outage")).toBe(1);
       await everywhere();
@@ -228,7 +172,7 @@ describe("the guards know a store value once read", () => {
         const path = `/leak/${i++}`;
         const r = await t.get(path, [`x-copy: ${LEAKY_VALUE}`]);
         expect({ pid: t.pid === multi.proc.pid ? "primary" : "worker", status: r.status }).toEqual({ pid: t.pid === multi.proc.pid ? "primary" : "worker", status: 403 });
-        expect(JSON.parse(r.body)).toMatchObject({ error: "credential_leak_blocked", secret_name: "Leaky" });
+        expect(r.body).toMatchObject({ error: "credential_leak_blocked", secret_name: "Leaky" });
         expect(seenAt(path)).toHaveLength(0);
       }
     } finally {

@@ -10,9 +10,9 @@ import { spawn } from "bun";
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { sshFiles } from "../../src/run/sshConfig.ts";
 import { run, until as retry } from "../support/gateway.ts";
 import { credgateCommand, startCredgate, type RunningCredgate } from "../support/process.ts";
+import { writeAgentSsh } from "../support/sshAgentSide.ts";
 import { newKeyPair, startSshServer, type SshServer } from "../support/sshServer.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -71,11 +71,7 @@ beforeAll(async () => {
   sshd.bareRepo("team/app.git");
   sshd.bareRepo("blocked/app.git");
   // The agent side as `credgate run` writes it, with the agent's proxy in HTTPS_PROXY for `credgate tunnel`.
-  agentDir = tempDir("credgate-agent-");
-  const caLine = await (await fetch(`${cg.apiUrl}/v1/gateway/ssh-ca`)).text();
-  const files = sshFiles(agentDir, caLine, credgateCommand());
-  for (const [f, text] of Object.entries(files.files)) writeFileSync(f, text);
-  sshEnv = { ...files.env, HTTPS_PROXY: `http://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`, HOME: agentDir, GIT_TERMINAL_PROMPT: "0" };
+  ({ dir: agentDir, env: sshEnv } = await writeAgentSsh(cg));
 }, 120_000);
 
 afterAll(async () => {

@@ -8,12 +8,12 @@
 // or credgate's output.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { sshFiles } from "../../src/run/sshConfig.ts";
 import { resolveEntries, run, until } from "../support/gateway.ts";
 import { FakeConnect, startOpConnect, type RunningConnect } from "../support/opConnect.ts";
-import { credgateCommand, startCredgate, type RunningCredgate } from "../support/process.ts";
+import { startCredgate, type RunningCredgate } from "../support/process.ts";
+import { writeAgentSsh } from "../support/sshAgentSide.ts";
 import { newKeyPair, startSshServer, type SshServer } from "../support/sshServer.ts";
 import { tempDir } from "../support/tmp.ts";
 import { makePki } from "../support/upstream.ts";
@@ -113,11 +113,7 @@ beforeAll(async () => {
   secrets.missing = await vaultSshSecret("missing-key", "missing.test", "op://Prod/Nothing here/private key");
   secrets.store = await storeSshSecret("store-key", "store.test", "cmd://deploykey");
   secrets.broken = await storeSshSecret("broken-key", "broken.test", "cmd://broken");
-  agentDir = tempDir("credgate-agent-");
-  const caLine = await (await fetch(`${cg.apiUrl}/v1/gateway/ssh-ca`)).text();
-  const files = sshFiles(agentDir, caLine, credgateCommand());
-  for (const [f, text] of Object.entries(files.files)) writeFileSync(f, text);
-  sshEnv = { ...files.env, HTTPS_PROXY: `http://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`, HOME: agentDir, GIT_TERMINAL_PROMPT: "0" };
+  ({ dir: agentDir, env: sshEnv } = await writeAgentSsh(cg));
 }, 120_000);
 
 afterAll(async () => {

@@ -16,7 +16,8 @@ import { generateKeyPairSync } from "node:crypto";
 import { startDnsServer, type TestDnsServer } from "../support/dnsServer.ts";
 import { startFakeVault, type FakeVault } from "../support/fakeVault.ts";
 import { SECRET_STORE_HOSTS, startFakeSecretStores, type FakeSecretStores } from "../support/fakeSecretStores.ts";
-import { gatewayCa, run } from "../support/gateway.ts";
+import { curlThroughGateway } from "../support/curl.ts";
+import { gatewayCa } from "../support/gateway.ts";
 import { startCredgate, type RunningCredgate } from "../support/process.ts";
 import { startSniRelay, type SniRelay } from "../support/sniRelay.ts";
 import { startMicrosocks, startTinyproxy, type TestProxy } from "../support/upstreamProxies.ts";
@@ -118,16 +119,8 @@ async function storeSecret(cg: RunningCredgate, name: string, storeRef: string):
 
 /** curl through the gateway as the default agent. */
 async function curl(cg: RunningCredgate, path: string): Promise<{ status: number; body: any; text: string }> {
-  const proxy = `http://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`;
-  const r = await run(["curl", "-sS", "--proxy", proxy, "--cacert", cas.get(cg)!, "-w", "\n%{http_code}", `https://${HOST}:${up.port}${path}`]);
-  expect(r.stderr).toBe("");
-  const cut = r.stdout.lastIndexOf("\n");
-  const text = r.stdout.slice(0, cut);
-  let body: any = null;
-  try {
-    body = JSON.parse(text);
-  } catch {}
-  return { status: Number(r.stdout.slice(cut + 1)), body, text };
+  const r = await curlThroughGateway(cg, `https://${HOST}:${up.port}${path}`, { caFile: cas.get(cg)! });
+  return { status: r.status, body: r.json, text: r.text };
 }
 
 const seen = (path: string) => up.seen.filter((s) => s.url === path);

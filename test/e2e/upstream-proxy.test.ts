@@ -8,6 +8,7 @@
 // refused before the proxy hears of it; an h2 origin is reached with h2 through both proxies. Last, OAuth
 // token exchange and refresh through the proxy, with two gateway processes sharing one refresh.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { curlThroughGateway } from "../support/curl.ts";
 import { gatewayCa, run } from "../support/gateway.ts";
 import { startDnsServer, type TestDnsServer } from "../support/dnsServer.ts";
 import { FakeConnect, startOpConnect, type RunningConnect } from "../support/opConnect.ts";
@@ -107,16 +108,8 @@ afterAll(async () => {
 
 /** curl through the gateway as the default agent; `--cacert` is the gateway CA unless given. */
 async function curl(cg: RunningCredgate, url: string, opts: { cacert?: string } = {}): Promise<{ status: number; body: any; text: string }> {
-  const proxy = `http://x:${cg.keys.defaultAgentToken}@127.0.0.1:${cg.gatewayPort}`;
-  const r = await run(["curl", "-sS", "--proxy", proxy, "--cacert", opts.cacert ?? cas.get(cg)!, "-w", "\n%{http_code}", url]);
-  expect(r.stderr).toBe("");
-  const cut = r.stdout.lastIndexOf("\n");
-  const text = r.stdout.slice(0, cut);
-  let body: any = null;
-  try {
-    body = JSON.parse(text);
-  } catch {}
-  return { status: Number(r.stdout.slice(cut + 1)), body, text };
+  const r = await curlThroughGateway(cg, url, { caFile: opts.cacert ?? cas.get(cg)! });
+  return { status: r.status, body: r.json, text: r.text };
 }
 
 const seen = (path: string) => up.seen.filter((s) => s.url === path);

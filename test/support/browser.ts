@@ -64,11 +64,10 @@ export async function closeCleanPages(pages: WatchedPage[], origin: string, also
   }
 }
 
-/** Signs in with a project API key and opens the project's secrets page (the dashboard's secret-form suites). */
-export async function openProjectSecrets(page: Page, origin: string, projectApiKey: string, projectId: string): Promise<void> {
+/** Signs in through the sign-in page with an API key and waits for the project's overview, where it lands. */
+export async function signIn(page: Page, origin: string, apiKey: string, projectId: string): Promise<void> {
   await page.goto(`${origin}/sign-in`);
-  await page.getByLabel("API key").fill(projectApiKey);
+  await page.getByLabel("API key").fill(apiKey);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.waitForURL(`${origin}/p/${projectId}`);
-  await page.goto(`${origin}/p/${projectId}/secrets`);
 }

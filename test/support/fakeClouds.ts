@@ -1,19 +1,20 @@
 // Fake Google Cloud and Azure for the cloud identity tests, over TLS on loopback (reached with CREDGATE_CONNECT_TO),
 // verifying what the real issuers verify and accepting only tokens they issued:
-// - oauth2.googleapis.com `POST /token`: a JWT-bearer assertion, RS256-signed with the service account's key
-//   (checked with its public key), `iss` the account, `aud` the token endpoint, a `scope`, at most an hour long;
+// - oauth2.googleapis.com `POST /token`: a JWT-bearer assertion for the service account (fakeTokenEndpoints.ts);
 // - storage.googleapis.com: the GCS JSON API's object read (`/storage/v1/b/<b>/o/<o>[?alt=media]`) with a Bearer
 //   token it minted for a storage scope;
 // - login.microsoftonline.com `POST /<tenant>/oauth2/v2.0/token`: client credentials with the app's exact client
-//   secret and a `.default` scope (and the authority metadata MSAL may ask for, each request recorded);
+//   secret and a `.default` scope (fakeTokenEndpoints.ts; and the authority metadata MSAL may ask for, each request
+//   recorded);
 // - <account>.blob.core.windows.net: a blob read with a Bearer token it minted for https://storage.azure.com.
 // Anywhere, `/reflect` (with a good token) answers with the Authorization it received (the echo guard's tests).
-import { createPublicKey, createHash, randomBytes, verify, type KeyObject } from "node:crypto";
+import { createPublicKey, createHash } from "node:crypto";
 import type { Server } from "bun";
 import type { TestPki } from "./upstream.ts";
 import { CRC32C } from "@google-cloud/storage";
+import { azureAuthorityMetadata, azureToken, googleToken, type MintRules } from "./fakeTokenEndpoints.ts";
 
-export const GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token";
+export { GOOGLE_TOKEN_URI } from "./fakeTokenEndpoints.ts";
 
 export interface FakeClouds {
   server: Server<unknown>;
@@ -38,47 +39,7 @@ export interface CloudAccounts {
   object: { container: string; name: string; content: string };
 }
 
-/** A service account's JWT-bearer assertion as Google checks it: RS256 with the account's key, iss, aud, scope, ≤ 1 h. */
-export function verifyAssertion(jwt: string, key: KeyObject, email: string, aud = GOOGLE_TOKEN_URI): { scope: string } | string {
-  const parts = jwt.split(".");
-  if (parts.length !== 3) return "not a JWT";
-  const header = JSON.parse(Buffer.from(parts[0]!, "base64url").toString());
-  if (header.alg !== "RS256") return `alg ${header.alg}`;
-  if (!verify("RSA-SHA256", Buffer.from(`${parts[0]}.${parts[1]}`), key, Buffer.from(parts[2]!, "base64url"))) return "bad signature";
-  const claims = JSON.parse(Buffer.from(parts[1]!, "base64url").toString());
-  if (claims.iss !== email) return `iss ${claims.iss}`;
-  if (claims.aud !== aud) return `aud ${claims.aud}`;
-  if (typeof claims.scope !== "string" || claims.scope === "") return "no scope";
-  const now = Math.floor(Date.now() / 1000);
-  if (!(claims.iat <= now + 5) || !(claims.exp > now) || claims.exp - claims.iat > 3600) return "iat/exp out of range";
-  return { scope: claims.scope };
-}
-
 const AZURE_SCOPES = new Set(["https://storage.azure.com/.default", "https://management.azure.com/.default", "https://vault.azure.net/.default", "https://graph.microsoft.com/.default", "https://cognitiveservices.azure.com/.default"]);
-
-/** The Azure AD authority metadata MSAL asks for (OpenID configuration, instance discovery) for `tenantId`. */
-export function azureAuthorityMetadata(url: URL, tenantId: string): Response {
-  const tenant = url.pathname.split("/")[1]!;
-  if (url.pathname.endsWith("/.well-known/openid-configuration")) {
-    const base = `https://login.microsoftonline.com/${tenant}`;
-    return Response.json({
-      token_endpoint: `${base}/oauth2/v2.0/token`,
-      authorization_endpoint: `${base}/oauth2/v2.0/authorize`,
-      end_session_endpoint: `${base}/oauth2/v2.0/logout`,
-      issuer: `https://login.microsoftonline.com/${tenant}/v2.0`,
-      jwks_uri: `${base}/discovery/v2.0/keys`,
-      response_types_supported: ["code", "id_token", "code id_token", "id_token token"],
-    });
-  }
-  if (url.pathname.endsWith("/discovery/instance")) {
-    return Response.json({
-      tenant_discovery_endpoint: `https://login.microsoftonline.com/${tenantId}/v2.0/.well-known/openid-configuration`,
-      "api-version": "1.1",
-      metadata: [{ preferred_network: "login.microsoftonline.com", preferred_cache: "login.windows.net", aliases: ["login.microsoftonline.com", "login.windows.net", "login.microsoft.com", "sts.windows.net"] }],
-    });
-  }
-  return Response.json({ error: "not_found" }, { status: 404 });
-}
 
 export function startFakeClouds(pki: TestPki, accounts: CloudAccounts): FakeClouds {
   const gcpKey = createPublicKey(accounts.gcp.publicKeyPem);
@@ -111,51 +72,12 @@ export function startFakeClouds(pki: TestPki, accounts: CloudAccounts): FakeClou
     return ok;
   };
 
-  async function googleToken(req: Request): Promise<Response> {
-    await Bun.sleep(fake.mintDelayMs);
-    const form = new URLSearchParams(await req.text());
-    if (form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:jwt-bearer") {
-      fake.google.refused.push(`grant ${form.get("grant_type")}`);
-      return Response.json({ error: "unsupported_grant_type" }, { status: 400 });
-    }
-    const checked = verifyAssertion(form.get("assertion") ?? "", gcpKey, accounts.gcp.email);
-    if (typeof checked === "string") {
-      fake.google.refused.push(checked);
-      return Response.json({ error: "invalid_grant", error_description: "Invalid JWT Signature." }, { status: 400 });
-    }
-    if (fake.failMintsWith !== null) return Response.json({ error: "internal_failure" }, { status: fake.failMintsWith });
-    const token = `ya29.${randomBytes(24).toString("base64url")}`;
-    live.set(token, checked.scope);
-    fake.google.mints.push({ email: accounts.gcp.email, scope: checked.scope, token });
-    return Response.json({ access_token: token, expires_in: fake.tokenSeconds, token_type: "Bearer" });
-  }
-
-  async function azureToken(req: Request, tenantId: string): Promise<Response> {
-    await Bun.sleep(fake.mintDelayMs);
-    const form = new URLSearchParams(await req.text());
-    const { azure } = accounts;
-    const why =
-      tenantId !== azure.tenantId
-        ? `tenant ${tenantId}`
-        : form.get("grant_type") !== "client_credentials"
-          ? `grant ${form.get("grant_type")}`
-          : form.get("client_id") !== azure.clientId
-            ? `client ${form.get("client_id")}`
-            : form.get("client_secret") !== azure.clientSecret
-              ? "bad client secret"
-              : !AZURE_SCOPES.has(form.get("scope") ?? "")
-                ? `scope ${form.get("scope")}`
-                : null;
-    if (why) {
-      fake.azure.refused.push(why);
-      return Response.json({ error: "invalid_client", error_description: "AADSTS7000215: Invalid client secret provided." }, { status: 401 });
-    }
-    if (fake.failMintsWith !== null) return Response.json({ error: "temporarily_unavailable" }, { status: fake.failMintsWith });
-    const token = `eyJ0eXAiOiJKV1QifQ.${randomBytes(24).toString("base64url")}.${randomBytes(16).toString("base64url")}`;
-    live.set(token, form.get("scope")!);
-    fake.azure.mints.push({ tenantId, clientId: azure.clientId, scope: form.get("scope")!, token });
-    return Response.json({ token_type: "Bearer", expires_in: fake.tokenSeconds, ext_expires_in: fake.tokenSeconds, access_token: token });
-  }
+  const google = { key: gcpKey, email: accounts.gcp.email };
+  const azure = { ...accounts.azure, scopes: AZURE_SCOPES };
+  /** The token endpoints' timing and failures as the test has set them now. */
+  const now = () => ({ live, seconds: fake.tokenSeconds, delayMs: fake.mintDelayMs, failWith: fake.failMintsWith });
+  const googleRules = (): MintRules => ({ ...now(), refused: (why) => fake.google.refused.push(why), minted: (token, scope) => fake.google.mints.push({ email: google.email, scope, token }) });
+  const azureRules = (): MintRules => ({ ...now(), refused: (why) => fake.azure.refused.push(why), minted: (token, scope) => fake.azure.mints.push({ tenantId: azure.tenantId, clientId: azure.clientId, scope, token }) });
 
   fake.server = Bun.serve({
     port: 0,
@@ -165,10 +87,10 @@ export function startFakeClouds(pki: TestPki, accounts: CloudAccounts): FakeClou
     async fetch(req) {
       const url = new URL(req.url);
       const host = (req.headers.get("host") ?? "").replace(/:\d+$/, "");
-      if (host === "oauth2.googleapis.com" && url.pathname === "/token" && req.method === "POST") return googleToken(req);
+      if (host === "oauth2.googleapis.com" && url.pathname === "/token" && req.method === "POST") return googleToken(req, google, googleRules());
       if (host === "login.microsoftonline.com") {
         const m = /^\/([^/]+)\/oauth2\/v2\.0\/token$/.exec(url.pathname);
-        if (m && req.method === "POST") return azureToken(req, m[1]!);
+        if (m && req.method === "POST") return azureToken(req, m[1]!, azure, azureRules());
         fake.azure.metadata.push(url.pathname + url.search);
         return azureAuthorityMetadata(url, accounts.azure.tenantId);
       }

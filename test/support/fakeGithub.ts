@@ -6,11 +6,12 @@
 // Basic `x-access-token:<a minted token>` and answers 401 with a Basic challenge otherwise, as GitHub does. On
 // either host, `/reflect` (with a good token) answers with the Authorization it received, in the body and a
 // header, as an origin that reflects the request would (the echo guard's tests).
-import { createPublicKey, verify, type KeyObject } from "node:crypto";
+import { createPublicKey, type KeyObject } from "node:crypto";
 import { randomBytes } from "node:crypto";
 import type { Server } from "bun";
 import type { UpstreamHandler } from "./upstream.ts";
 import type { TestPki } from "./upstream.ts";
+import { lifetimeOk, rs256Claims } from "./rs256Jwt.ts";
 
 export interface FakeGithub {
   server: Server<unknown>;
@@ -31,15 +32,10 @@ export interface FakeGithub {
 }
 
 function verifyJwt(jwt: string, key: KeyObject, appId: number): string | null {
-  const parts = jwt.split(".");
-  if (parts.length !== 3) return "not a JWT";
-  const header = JSON.parse(Buffer.from(parts[0]!, "base64url").toString());
-  if (header.alg !== "RS256") return `alg ${header.alg}`;
-  if (!verify("RSA-SHA256", Buffer.from(`${parts[0]}.${parts[1]}`), key, Buffer.from(parts[2]!, "base64url"))) return "bad signature";
-  const claims = JSON.parse(Buffer.from(parts[1]!, "base64url").toString());
+  const claims = rs256Claims(jwt, key);
+  if (typeof claims === "string") return claims;
   if (String(claims.iss) !== String(appId)) return `iss ${claims.iss}`;
-  const now = Math.floor(Date.now() / 1000);
-  if (!(claims.iat <= now + 5) || !(claims.exp > now) || claims.exp - claims.iat > 660) return "iat/exp out of range";
+  if (!lifetimeOk(claims, 660)) return "iat/exp out of range";
   return null;
 }
 

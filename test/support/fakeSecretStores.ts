@@ -4,19 +4,19 @@
 // - secretsmanager.<region>.amazonaws.com: AWS JSON 1.1 GetSecretValue whose SigV4 signature verifies with the real
 //   key (fakeAws.ts's verifier, written from AWS's algorithm), for service `secretsmanager` in the host's region;
 // - oauth2.googleapis.com `POST /token`: a JWT-bearer assertion RS256-signed with the service account's key (checked
-//   with its public key), iss, aud, a cloud-platform scope (fakeClouds.ts's verifier);
+//   with its public key), iss, aud, a cloud-platform scope (fakeTokenEndpoints.ts);
 // - secretmanager.googleapis.com `GET /v1/projects/*/secrets/*/versions/*:access`: a bearer token this fake minted,
 //   or a self-signed JWT of the service account (what Google's client libraries send) — payload data and CRC-32C;
 // - login.microsoftonline.com `POST /<tenant>/oauth2/v2.0/token`: client credentials with the exact tenant, client
-//   and secret and the Key Vault scope (and the authority metadata MSAL asks for);
+//   and secret and the Key Vault scope (fakeTokenEndpoints.ts; and the authority metadata MSAL asks for);
 // - <vault>.vault.azure.net `GET /secrets/<name>[/<version>]`: a known api-version, a token minted for
 //   https://vault.azure.net; no token → 401 with Key Vault's challenge (the SDK's first request).
 // Error answers carry STORE_ANSWER_CANARY in their messages, so tests can show the store's answer never reaches an agent.
-import { createHash, createPublicKey, randomBytes, verify as verifySignature, type KeyObject } from "node:crypto";
+import { createHash, createPublicKey, verify as verifySignature, type KeyObject } from "node:crypto";
 import type { Server } from "bun";
 import { crc32c } from "../../src/core/crc32c.ts";
 import { verify as verifySigV4, type FakeAwsKey } from "./fakeAws.ts";
-import { azureAuthorityMetadata, GOOGLE_TOKEN_URI, verifyAssertion } from "./fakeClouds.ts";
+import { azureAuthorityMetadata, azureToken, googleToken, type MintRules } from "./fakeTokenEndpoints.ts";
 import type { TestPki } from "./upstream.ts";
 
 export const STORE_ANSWER_CANARY = "store-answer-canary-7d1f";
@@ -142,19 +142,6 @@ export function startFakeSecretStores(pki: TestPki, accounts: StoreAccounts): Fa
     );
   }
 
-  async function googleToken(req: Request): Promise<Response> {
-    const form = new URLSearchParams(await req.text());
-    const checked = form.get("grant_type") === "urn:ietf:params:oauth:grant-type:jwt-bearer" ? verifyAssertion(form.get("assertion") ?? "", gcpKey, accounts.gcp.email, GOOGLE_TOKEN_URI) : `grant ${form.get("grant_type")}`;
-    if (typeof checked === "string" || !checked.scope.split(" ").includes(CLOUD_PLATFORM)) {
-      fake.refusedMints.push(typeof checked === "string" ? checked : `scope ${checked.scope}`);
-      return Response.json({ error: "invalid_grant", error_description: `Invalid JWT Signature. ${STORE_ANSWER_CANARY}` }, { status: 400 });
-    }
-    const token = `ya29.${randomBytes(24).toString("base64url")}`;
-    live.set(token, checked.scope);
-    fake.mints.push({ issuer: "google", token, scope: checked.scope });
-    return Response.json({ access_token: token, expires_in: 3599, token_type: "Bearer" });
-  }
-
   function secretManager(req: Request, url: URL): Response {
     const call: StoreCall = { host: url.hostname, path: url.pathname, auth: "none", status: 200 };
     fake.calls.push(call);
@@ -177,30 +164,15 @@ export function startFakeSecretStores(pki: TestPki, accounts: StoreAccounts): Fa
     return answer(Response.json({ name: `projects/123456789/secrets/${secret}/versions/${n}`, payload: { data: bytes.toString("base64"), dataCrc32C: String(crc >>> 0) } }));
   }
 
-  async function azureToken(req: Request, tenantId: string): Promise<Response> {
-    const form = new URLSearchParams(await req.text());
-    const { azure } = accounts;
-    const why =
-      tenantId !== azure.tenantId
-        ? `tenant ${tenantId}`
-        : form.get("grant_type") !== "client_credentials"
-          ? `grant ${form.get("grant_type")}`
-          : form.get("client_id") !== azure.clientId
-            ? `client ${form.get("client_id")}`
-            : form.get("client_secret") !== azure.clientSecret
-              ? "bad client secret"
-              : form.get("scope") !== KEY_VAULT_SCOPE
-                ? `scope ${form.get("scope")}`
-                : null;
-    if (why) {
-      fake.refusedMints.push(why);
-      return Response.json({ error: "invalid_client", error_description: `AADSTS7000215: Invalid client secret provided. ${STORE_ANSWER_CANARY}` }, { status: 401 });
-    }
-    const token = `eyJ0eXAiOiJKV1QifQ.${randomBytes(24).toString("base64url")}.${randomBytes(16).toString("base64url")}`;
-    live.set(token, KEY_VAULT_SCOPE);
-    fake.mints.push({ issuer: "azure", token, scope: KEY_VAULT_SCOPE });
-    return Response.json({ token_type: "Bearer", expires_in: 3599, ext_expires_in: 3599, access_token: token });
-  }
+  const rules = (issuer: "google" | "azure"): MintRules => ({
+    live,
+    seconds: 3599,
+    refusalSuffix: STORE_ANSWER_CANARY,
+    refused: (why) => fake.refusedMints.push(why),
+    minted: (token, scope) => fake.mints.push({ issuer, token, scope }),
+  });
+  const google = { key: gcpKey, email: accounts.gcp.email, acceptsScope: (scope: string) => scope.split(" ").includes(CLOUD_PLATFORM) };
+  const azure = { ...accounts.azure, scopes: new Set([KEY_VAULT_SCOPE]) };
 
   function keyVault(req: Request, url: URL, vault: string): Response {
     const call: StoreCall = { host: url.hostname, path: url.pathname + url.search, auth: "none", status: 200 };
@@ -234,11 +206,11 @@ export function startFakeSecretStores(pki: TestPki, accounts: StoreAccounts): Fa
       const host = (req.headers.get("host") ?? "").replace(/:\d+$/, "");
       const aws = /^secretsmanager\.([a-z0-9-]+)\.amazonaws\.com$/.exec(host);
       if (aws) return secretsManager(req, host, aws[1]!);
-      if (host === "oauth2.googleapis.com" && url.pathname === "/token" && req.method === "POST") return googleToken(req);
+      if (host === "oauth2.googleapis.com" && url.pathname === "/token" && req.method === "POST") return googleToken(req, google, rules("google"));
       if (host === "secretmanager.googleapis.com") return secretManager(req, url);
       if (host === "login.microsoftonline.com") {
         const m = /^\/([^/]+)\/oauth2\/v2\.0\/token$/.exec(url.pathname);
-        return m && req.method === "POST" ? azureToken(req, m[1]!) : azureAuthorityMetadata(url, accounts.azure.tenantId);
+        return m && req.method === "POST" ? azureToken(req, m[1]!, azure, rules("azure")) : azureAuthorityMetadata(url, accounts.azure.tenantId);
       }
       const vault = /^([a-z0-9-]+)\.vault\.azure\.net$/.exec(host);
       if (vault) return keyVault(req, url, vault[1]!);

@@ -8,9 +8,7 @@
 // timeout?}, sessionError, wrote}; rstCode is null for a stream still open; `wrote` is every byte the client sent
 // on the connection.
 const http2 = require("node:http2");
-const tls = require("node:tls");
-const fs = require("node:fs");
-const { connectTunnel } = require("./connectTunnel.cjs");
+const { connectH2Tunnel } = require("./connectTunnel.cjs");
 
 const cfg = JSON.parse(process.argv[2]);
 
@@ -45,13 +43,7 @@ function exchange(session, headers, body, answerMs) {
 const closedCode = (req) => (req.closed ? req.rstCode : null);
 
 (async () => {
-  const raw = await connectTunnel(cfg);
-  const host = cfg.authority.replace(/:\d+$/, "");
-  const secure = tls.connect({ socket: raw, servername: host, ca: fs.readFileSync(cfg.caFile), ALPNProtocols: ["h2"] });
-  await new Promise((resolve, reject) => {
-    secure.once("secureConnect", resolve);
-    secure.once("error", reject);
-  });
+  const { raw, secure } = await connectH2Tunnel(cfg);
   // Node counts the request bodies it still holds against the session's memory (10 MB by default, past which it
   // refuses new streams itself with ENHANCE_YOUR_CALM): room enough that only the gateway decides here.
   const session = http2.connect(`https://${cfg.authority}`, { createConnection: () => secure, maxSessionMemory: 256 });

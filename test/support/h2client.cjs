@@ -5,21 +5,13 @@
 // `slow` request reads its first chunk, then nothing until every other request has completed (its stream's
 // window fills and stays full), then the rest. The last line is {done: true, alpn}.
 const http2 = require("node:http2");
-const tls = require("node:tls");
-const fs = require("node:fs");
-const { connectTunnel } = require("./connectTunnel.cjs");
+const { connectH2Tunnel } = require("./connectTunnel.cjs");
 
 const cfg = JSON.parse(process.argv[2]);
 const print = (o) => process.stdout.write(JSON.stringify(o) + "\n");
 
 (async () => {
-  const raw = await connectTunnel(cfg);
-  const host = cfg.authority.replace(/:\d+$/, "");
-  const secure = tls.connect({ socket: raw, servername: host, ca: fs.readFileSync(cfg.caFile), ALPNProtocols: ["h2"] });
-  await new Promise((resolve, reject) => {
-    secure.once("secureConnect", resolve);
-    secure.once("error", reject);
-  });
+  const { secure } = await connectH2Tunnel(cfg);
   const session = http2.connect(`https://${cfg.authority}`, { createConnection: () => secure });
   session.on("error", (e) => print({ sessionError: e.message }));
   let othersLeft = cfg.requests.filter((r) => !r.slow).length;

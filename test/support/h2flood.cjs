@@ -8,9 +8,7 @@
 // then one result line {sent, stalled, writeError, pingAcks, settingsAcks, goaway (error code or null), ended}.
 // Kind "unread" floods nothing: it opens every window as wide as it goes, asks for `path`, prints
 // `{"asked": true}`, reads nothing for `holdMs`, and exits.
-const tls = require("node:tls");
-const fs = require("node:fs");
-const { connectTunnel } = require("./connectTunnel.cjs");
+const { connectH2Tunnel } = require("./connectTunnel.cjs");
 
 const cfg = JSON.parse(process.argv[2]);
 const print = (o) => process.stdout.write(JSON.stringify(o) + "\n");
@@ -47,13 +45,7 @@ function chunkOf(kind) {
 }
 
 (async () => {
-  const raw = await connectTunnel(cfg, { pause: true });
-  const host = cfg.authority.replace(/:\d+$/, "");
-  const secure = tls.connect({ socket: raw, servername: host, ca: fs.readFileSync(cfg.caFile), ALPNProtocols: ["h2"] });
-  await new Promise((resolve, reject) => {
-    secure.once("secureConnect", resolve);
-    secure.once("error", reject);
-  });
+  const { secure } = await connectH2Tunnel(cfg, { pause: true });
   if (secure.alpnProtocol !== "h2") throw new Error(`ALPN chose ${secure.alpnProtocol}`);
   secure.pause();
   let closed = false;

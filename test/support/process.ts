@@ -4,7 +4,7 @@ import { spawn, type Subprocess } from "bun";
 import { join } from "node:path";
 import { checkResponse } from "./openapiCheck.ts";
 import { freePort } from "./ports.ts";
-import { testDatabaseEnv } from "./postgres.ts";
+import { testDatabaseEnv, testEngine } from "./postgres.ts";
 import { tempDir } from "./tmp.ts";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -71,6 +71,16 @@ export async function storeEnvFor(dataDir: string): Promise<Record<string, strin
     databases.set(dataDir, env);
   }
   return env;
+}
+
+/** What points another instance at `cg`'s database with its master key (several instances on one PostgreSQL). */
+export function sharedDatabaseEnv(cg: RunningCredgate): Record<string, string> {
+  return { CREDGATE_DATABASE_URL: cg.env.CREDGATE_DATABASE_URL!, CREDGATE_MASTER_KEY: cg.env.CREDGATE_MASTER_KEY! };
+}
+
+/** In the PostgreSQL run, a second instance with `env` on `first`'s database (the suites that race two instances); null on SQLite. */
+export async function startSecondInstance(first: RunningCredgate, env: Record<string, string>): Promise<RunningCredgate | null> {
+  return testEngine() === "postgres" ? startCredgate({ env: { ...env, ...sharedDatabaseEnv(first) } }) : null;
 }
 
 export async function startCredgate(opts: StartOptions = {}): Promise<RunningCredgate> {
