@@ -173,6 +173,20 @@ export class ApprovalService {
     return { row, outcome };
   }
 
+  /**
+   * The outcome of an approval this process holds, cancelled when `signal` aborts first (the agent went away, so
+   * nobody is left to decide for): every door that holds — HTTP, the database broker, SSH — waits this way.
+   */
+  async awaitOutcome(id: string, outcome: Promise<Outcome>, signal: AbortSignal): Promise<Outcome> {
+    const cancel = () => void this.settle(id, "cancelled").catch((err: Error) => log.warn("approval not cancelled", { error: err.message }));
+    signal.addEventListener("abort", cancel);
+    try {
+      return await outcome;
+    } finally {
+      signal.removeEventListener("abort", cancel);
+    }
+  }
+
   #resolve(id: string, outcome: Outcome): void {
     this.#holders.get(id)?.(outcome);
   }

@@ -27,7 +27,7 @@ export type StatementVerdict =
   | { ok: false; decision: RequestLogDecision; code: string; message: string; approvalId?: string; rule?: MatchedRule };
 
 export interface StatementJudgeDeps {
-  approvals: Pick<ApprovalService, "hold" | "settle">;
+  approvals: Pick<ApprovalService, "hold" | "awaitOutcome">;
   /** Where a held statement's row is written at once (202, approval_pending), as for a held request. */
   requestLogs: Pick<RequestLogService, "enqueue" | "update">;
   rateLimits: Pick<RateLimitService, "hit">;
@@ -164,10 +164,7 @@ export class StatementJudge {
     }
     const id = held.row.id;
     logHeldStatement(this.deps.requestLogs, session, statement, id, rule);
-    const cancel = () => void this.deps.approvals.settle(id, "cancelled").catch((err: Error) => log.warn("approval not cancelled", { error: err.message }));
-    signal.addEventListener("abort", cancel);
-    const outcome = await held.outcome;
-    signal.removeEventListener("abort", cancel);
+    const outcome = await this.deps.approvals.awaitOutcome(id, held.outcome, signal);
     const tail = { approvalId: id, ...(rule ? { rule } : {}) };
     switch (outcome) {
       case "approved":

@@ -22,7 +22,7 @@ export type ExecVerdict =
   | { ok: false; decision: RequestLogDecision; message: string; rule?: MatchedRule; approvalId?: string };
 
 export interface ExecJudgeDeps {
-  approvals: Pick<ApprovalService, "hold" | "settle">;
+  approvals: Pick<ApprovalService, "hold" | "awaitOutcome">;
   rateLimits: Pick<RateLimitService, "hit">;
   remembered: Pick<RememberedApprovals, "allows">;
 }
@@ -132,10 +132,7 @@ export class ExecJudge {
     }
     const id = held.row.id;
     ctx.onHeld(id, rule ?? null);
-    const cancel = () => void this.deps.approvals.settle(id, "cancelled").catch((err: Error) => log.warn("approval not cancelled", { error: err.message }));
-    signal.addEventListener("abort", cancel);
-    const outcome = await held.outcome;
-    signal.removeEventListener("abort", cancel);
+    const outcome = await this.deps.approvals.awaitOutcome(id, held.outcome, signal);
     const tail = { approvalId: id, ...(rule ? { rule } : {}) };
     switch (outcome) {
       case "approved":

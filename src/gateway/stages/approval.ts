@@ -16,7 +16,7 @@ import type { ProxyRequest } from "../request.ts";
 import { answer, PASS, proceedAs, type RequestVerdict, type Stage } from "../stage.ts";
 
 export interface ApprovalDeps {
-  approvals: Pick<ApprovalService, "hold" | "settle">;
+  approvals: Pick<ApprovalService, "hold" | "awaitOutcome">;
   requestLogs: RequestLogService;
   /** Which agents may pass which rule's hold for now (docs/policy.md#remembered-approvals), kept by the snapshot. */
   remembered: Pick<RememberedApprovals, "allows">;
@@ -73,10 +73,7 @@ export async function holdRequest(deps: Pick<ApprovalDeps, "approvals" | "reques
   const id = held.row.id;
   const requestLogId = writeRequestLog(deps.requestLogs, { ...requestLogFieldsOf(rq, 202), decision: "approval_pending", approvalId: id });
   rq.approval = { id, requestLogId };
-  const cancel = () => void deps.approvals.settle(id, "cancelled").catch((err: Error) => log.warn("approval not cancelled", { error: err.message }));
-  rq.signal.addEventListener("abort", cancel);
-  const outcome = await held.outcome;
-  rq.signal.removeEventListener("abort", cancel);
+  const outcome = await deps.approvals.awaitOutcome(id, held.outcome, rq.signal);
   return { id, outcome };
 }
 
