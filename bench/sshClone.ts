@@ -9,7 +9,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sshFiles } from "../src/run/sshConfig.ts";
 import { credgateCommand, startCredgate } from "../test/support/process.ts";
-import { newKeyPair, startSshServer } from "../test/support/sshServer.ts";
+import { newKeyPair, startSshServer, type SshServer } from "../test/support/sshServer.ts";
 import { tempDir } from "../test/support/tmp.ts";
 
 export const SSH_CLONE_TARGET = 0.5;
@@ -36,18 +36,24 @@ async function timedClone(url: string, dest: string, env: Record<string, string>
   return ms;
 }
 
+/**
+ * The benches' repository on `sshd`: ~30 MB of random (incompressible) files in one commit, packed once, so that
+ * every clone sends the pack as stored and the rows time the transport, not the packing.
+ */
+export function benchRepo(sshd: SshServer): { bare: string; repoBytes: number } {
+  const files: Record<string, Buffer> = {};
+  for (let i = 0; i < REPO_MB; i++) files[`blob-${i}.bin`] = randomBytes(1024 * 1024);
+  const bare = sshd.bareRepo("bench/big.git", files);
+  execFileSync("git", ["-C", bare, "repack", "-adq"]);
+  return { bare, repoBytes: Number(execFileSync("du", ["-sb", bare]).toString().split("\t")[0]) };
+}
+
 export async function runSshClone(log: (line: string) => void = () => {}): Promise<SshCloneResult> {
   const sshd = await startSshServer();
   const keys = tempDir("credgate-bench-ssh-");
   const key = newKeyPair(keys, "key");
   sshd.authorize(key.publicKey);
-  // ~30 MB of random (incompressible) files in one commit.
-  const files: Record<string, Buffer> = {};
-  for (let i = 0; i < REPO_MB; i++) files[`blob-${i}.bin`] = randomBytes(1024 * 1024);
-  const bare = sshd.bareRepo("bench/big.git", files);
-  // One pack made once: every clone then sends it as stored, so the rows time the transport, not the packing.
-  execFileSync("git", ["-C", bare, "repack", "-adq"]);
-  const repoBytes = Number(execFileSync("du", ["-sb", bare]).toString().split("\t")[0]);
+  const { repoBytes } = benchRepo(sshd);
   const cg = await startCredgate({ env: { CREDGATE_CONNECT_TO: `git.bench:22:127.0.0.1:${sshd.port}` } });
   try {
     const created = await cg.api("POST", "/v1/secrets", {

@@ -12,7 +12,6 @@
 // sshd has an ECDSA host key besides its ed25519 one.
 // Run: `bun bench/sshImplementations.ts [--json]`.
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sshFiles } from "../src/run/sshConfig.ts";
@@ -20,8 +19,8 @@ import { credgateCommand, startCredgate } from "../test/support/process.ts";
 import { startSshServer } from "../test/support/sshServer.ts";
 import { tempDir } from "../test/support/tmp.ts";
 import { startServer } from "./procs.ts";
+import { benchRepo } from "./sshClone.ts";
 
-const REPO_MB = 30;
 const ROUNDS = 7;
 const HANDSHAKES = 9;
 const GIT_TIMEOUT_MS = 60_000;
@@ -85,11 +84,7 @@ export async function runSshImplementations(log: (line: string) => void = () => 
   copyFileSync(key, `${key}.pkcs8`);
   execFileSync("ssh-keygen", ["-q", "-p", "-m", "PKCS8", "-P", "", "-N", "", "-f", `${key}.pkcs8`]);
   sshd.authorize(readFileSync(`${key}.pub`, "utf8"));
-  const files: Record<string, Buffer> = {};
-  for (let i = 0; i < REPO_MB; i++) files[`blob-${i}.bin`] = randomBytes(1024 * 1024);
-  const bare = sshd.bareRepo("bench/big.git", files);
-  execFileSync("git", ["-C", bare, "repack", "-adq"]);
-  const repoBytes = Number(execFileSync("du", ["-sb", bare]).toString().split("\t")[0]);
+  const { repoBytes } = benchRepo(sshd);
   const cg = await startCredgate({ env: { CREDGATE_CONNECT_TO: `git.bench:22:127.0.0.1:${sshd.port}` } });
   const relays: Awaited<ReturnType<typeof startServer>>[] = [];
   try {
